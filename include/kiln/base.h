@@ -1,0 +1,59 @@
+/* kiln/base.h: types shared by every layer of the public API: dtypes,
+ * status codes and the last-error message. Plain C, no struct layouts. */
+#ifndef KILN_BASE_H
+#define KILN_BASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define KILN_API __attribute__((visibility("default")))
+#else
+#define KILN_API
+#endif
+
+/* Element types. KILN_HANDLE is internal: a pointer-typed loop-IR variable. */
+typedef enum {
+    KILN_FLOAT32 = 0,
+    KILN_FLOAT16,
+    KILN_BFLOAT16,
+    KILN_INT8,
+    KILN_UINT8,
+    KILN_INT32,
+    KILN_INT64,
+    KILN_BOOL,
+    KILN_FLOAT64,
+    KILN_HANDLE,
+    KILN_DTYPE_COUNT
+} kiln_dtype;
+
+/* Status codes returned by fallible calls. 0 is success. */
+typedef enum {
+    KILN_OK = 0,
+    KILN_ERR_INVALID = 1,   /* bad argument, shape, dtype or schedule */
+    KILN_ERR_IO = 2,        /* file cannot be read or written, or is malformed */
+    KILN_ERR_TOOLCHAIN = 3, /* the C compiler failed */
+    KILN_ERR_NOMEM = 4,     /* allocation failed */
+    KILN_ERR_UNSUPPORTED = 5
+} kiln_status;
+
+/* The message of the last error raised on this thread ("" if none). */
+KILN_API const char *kiln_last_error(void);
+/* Forget the last error of this thread. */
+KILN_API void kiln_clear_error(void);
+
+/* Size in bytes of one element of `dt` (bool is 1 byte). */
+KILN_API size_t kiln_dtype_size(kiln_dtype dt);
+/* Name of `dt` as numpy and TVM spell it: "float32", "int64", "bool", ... */
+KILN_API const char *kiln_dtype_name(kiln_dtype dt);
+/* Parse a dtype name; returns KILN_OK and sets *out, or KILN_ERR_INVALID. */
+KILN_API kiln_status kiln_dtype_parse(const char *name, kiln_dtype *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

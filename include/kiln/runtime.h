@@ -1,0 +1,125 @@
+/* kiln/runtime.h: what a deployed program needs, and nothing from the
+ * compiler: n-dimensional arrays, .npy/.npz files, the thread pool, and
+ * loading and calling built modules. Everything here lives in
+ * libkiln_runtime, which depends on no C toolchain. */
+#ifndef KILN_RUNTIME_H
+#define KILN_RUNTIME_H
+
+#include "kiln/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KILN_MAX_NDIM 16
+#define KILN_ALIGNMENT 64
+
+/* ---- n-dimensional arrays ---------------------------------------------- */
+
+/* An array: dtype, shape, strides (in elements), byte offset and storage.
+ * Storage of arrays made by kiln_ndarray_empty is 64-byte aligned. */
+typedef struct kiln_ndarray kiln_ndarray;
+
+/* A new compact row-major array, zero-filled. NULL (with an error) on a bad
+ * rank, a negative dim, a size overflow or an allocation failure. */
+KILN_API kiln_ndarray *kiln_ndarray_empty(kiln_dtype dt, int ndim, const int64_t *shape);
+/* A view of caller-owned memory; the caller keeps `data` alive. `strides`
+ * (in elements) may be NULL for compact row-major. */
+KILN_API kiln_ndarray *kiln_ndarray_wrap(void *data, kiln_dtype dt, int ndim,
+                                         const int64_t *shape, const int64_t *strides,
+                                         int64_t byte_offset);
+/* A view of `base` with new shape/strides/offset sharing its storage; `base`
+ * must outlive the view. Fails if the view would reach outside the storage. */
+KILN_API kiln_ndarray *kiln_ndarray_view(const kiln_ndarray *base, int ndim,
+                                         const int64_t *shape, const int64_t *strides,
+                                         int64_t byte_offset);
+/* Free an array (and its storage if it owns it). NULL is a no-op. */
+KILN_API void kiln_ndarray_free(kiln_ndarray *a);
+/* Copy src's elements into dst; shapes and dtypes must match (any strides). */
+KILN_API kiln_status kiln_ndarray_copy(kiln_ndarray *dst, const kiln_ndarray *src);
+
+KILN_API kiln_dtype kiln_ndarray_dtype(const kiln_ndarray *a);
+KILN_API int kiln_ndarray_ndim(const kiln_ndarray *a);
+/* Dim `i`, or -1 if i is out of range. */
+KILN_API int64_t kiln_ndarray_dim(const kiln_ndarray *a, int i);
+/* Stride of dim `i` in elements, or 0 if i is out of range. */
+KILN_API int64_t kiln_ndarray_stride(const kiln_ndarray *a, int i);
+KILN_API int64_t kiln_ndarray_byte_offset(const kiln_ndarray *a);
+/* Number of elements (product of the shape). */
+KILN_API int64_t kiln_ndarray_numel(const kiln_ndarray *a);
+/* Pointer to element 0: the storage base plus the byte offset. */
+KILN_API void *kiln_ndarray_data(const kiln_ndarray *a);
+/* 1 if the strides are compact row-major, else 0. */
+KILN_API int kiln_ndarray_is_contiguous(const kiln_ndarray *a);
+
+/* ---- .npy and .npz ----------------------------------------------------- */
+
+/* Read a .npy file (any little-endian dtype above, C or Fortran order). */
+KILN_API kiln_ndarray *kiln_npy_load(const char *path);
+/* Write `a` as a version 1.0 .npy file. */
+KILN_API kiln_status kiln_npy_save(const char *path, const kiln_ndarray *a);
+
+/* A set of named arrays, as in numpy's np.savez. */
+typedef struct kiln_npz kiln_npz;
+
+/* Read an .npz (stored or deflated members, ZIP64 extra fields). */
+KILN_API kiln_npz *kiln_npz_load(const char *path);
+/* An empty set, to fill with kiln_npz_add and write with kiln_npz_save. */
+KILN_API kiln_npz *kiln_npz_new(void);
+/* Add a copy of `a` under `name` (the ".npy" suffix is added on save). */
+KILN_API kiln_status kiln_npz_add(kiln_npz *z, const char *name, const kiln_ndarray *a);
+/* Write the set; `compress` 1 deflates members as np.savez_compressed does. */
+KILN_API kiln_status kiln_npz_save(const kiln_npz *z, const char *path, int compress);
+KILN_API int kiln_npz_count(const kiln_npz *z);
+/* Name of member i without ".npy", or NULL if out of range. */
+KILN_API const char *kiln_npz_name(const kiln_npz *z, int i);
+/* Member i (owned by the set), or NULL. */
+KILN_API const kiln_ndarray *kiln_npz_array(const kiln_npz *z, int i);
+/* Member by name (without ".npy"), or NULL. */
+KILN_API const kiln_ndarray *kiln_npz_get(const kiln_npz *z, const char *name);
+KILN_API void kiln_npz_free(kiln_npz *z);
+
+/* ---- thread pool --------------------------------------------------------- */
+
+/* A chunk of a parallel loop: run iterations [begin, end). Returns 0, or
+ * non-zero to report failure. */
+typedef int (*kiln_parallel_fn)(int64_t begin, int64_t end, void *closure);
+
+/* Run fn over [0, n) split into one contiguous chunk per thread on the
+ * process-wide persistent pool. Nested calls run serially on the caller.
+ * Returns 0, or the first non-zero value a chunk returned. */
+KILN_API int kiln_parallel_for(int64_t n, kiln_parallel_fn fn, void *closure);
+/* Threads the pool uses: KILN_NUM_THREADS if set (>= 1), else the cores
+ * this process may run on. */
+KILN_API int kiln_num_threads(void);
+/* Change the thread count (>= 1) for later parallel loops. */
+KILN_API kiln_status kiln_set_num_threads(int n);
+
+/* ---- built modules ------------------------------------------------------- */
+
+/* A loaded shared object holding one or more built functions. */
+typedef struct kiln_module kiln_module;
+/* A function inside a module; owned by the module. */
+typedef struct kiln_function kiln_function;
+
+/* Load a module written by kiln_module_save or kiln_build_save. */
+KILN_API kiln_module *kiln_module_load(const char *path);
+/* Copy the module's shared object to `path`, to load in another process. */
+KILN_API kiln_status kiln_module_save(const kiln_module *m, const char *path);
+KILN_API void kiln_module_free(kiln_module *m);
+KILN_API int kiln_module_function_count(const kiln_module *m);
+/* The function called `name`, or NULL with an error naming the known ones. */
+KILN_API kiln_function *kiln_module_get_function(kiln_module *m, const char *name);
+/* Function i, or NULL. */
+KILN_API kiln_function *kiln_module_function_at(kiln_module *m, int i);
+KILN_API const char *kiln_function_name(const kiln_function *f);
+KILN_API int kiln_function_num_args(const kiln_function *f);
+/* Call f. Checks the count, dtypes, ranks, fixed dims and that symbolic dims
+ * agree across arguments, and that every array is contiguous. */
+KILN_API kiln_status kiln_function_call(const kiln_function *f, int nargs,
+                                        kiln_ndarray *const *args);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,112 @@
+/* kiln/te.h: tensor expressions. A kiln_ctx owns every expression, tensor
+ * and schedule made in it and frees them at once. Expressions are immutable
+ * and hash-consed: equal expressions are the same handle.
+ *
+ * Errors propagate: a builder given NULL returns NULL, and a builder given
+ * inputs of mismatched dtypes records an error and returns NULL. Calls that
+ * consume an expression (kiln_compute, ...) report the first such error. */
+#ifndef KILN_TE_H
+#define KILN_TE_H
+
+#include "kiln/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_ctx kiln_ctx;
+/* An expression (also a variable or an iteration axis). */
+typedef const struct kiln_node *kiln_expr;
+/* A tensor: a placeholder or the output of a compute. */
+typedef struct kiln_tensor kiln_tensor;
+
+KILN_API kiln_ctx *kiln_ctx_new(void);
+/* Free the context and everything made in it. NULL is a no-op. */
+KILN_API void kiln_ctx_free(kiln_ctx *ctx);
+
+/* ---- leaves --------------------------------------------------------------- */
+/* A symbolic int64 size variable (TVM's te.var / te.size_var). */
+KILN_API kiln_expr kiln_var(kiln_ctx *ctx, const char *name);
+KILN_API kiln_expr kiln_int(kiln_ctx *ctx, int64_t v);                /* int64 */
+KILN_API kiln_expr kiln_const(kiln_ctx *ctx, kiln_dtype dt, double v);  /* any dtype */
+KILN_API kiln_expr kiln_float(kiln_ctx *ctx, double v);               /* float32 */
+/* A reduce axis iterating over [min, min+extent). */
+KILN_API kiln_expr kiln_reduce_axis(kiln_ctx *ctx, kiln_expr min, kiln_expr extent,
+                                    const char *name);
+
+/* ---- arithmetic, comparison, logic --------------------------------------
+ * Binary builders require equal dtypes, except that a constant operand is
+ * converted to the other operand's dtype. */
+KILN_API kiln_expr kiln_add(kiln_expr a, kiln_expr b);
+KILN_API kiln_expr kiln_sub(kiln_expr a, kiln_expr b);
+KILN_API kiln_expr kiln_mul(kiln_expr a, kiln_expr b);
+/* Float division, or C (truncating) division for integers. */
+KILN_API kiln_expr kiln_div(kiln_expr a, kiln_expr b);
+KILN_API kiln_expr kiln_mod(kiln_expr a, kiln_expr b);       /* truncating */
+KILN_API kiln_expr kiln_floordiv(kiln_expr a, kiln_expr b);
+KILN_API kiln_expr kiln_floormod(kiln_expr a, kiln_expr b);
+KILN_API kiln_expr kiln_min(kiln_expr a, kiln_expr b);
+KILN_API kiln_expr kiln_max(kiln_expr a, kiln_expr b);
+KILN_API kiln_expr kiln_neg(kiln_expr a);
+KILN_API kiln_expr kiln_eq(kiln_expr a, kiln_expr b);
+KILN_API kiln_expr kiln_ne(kiln_expr a, kiln_expr b);
+KILN_API kiln_expr kiln_lt(kiln_expr a, kiln_expr b);
+KILN_API kiln_expr kiln_le(kiln_expr a, kiln_expr b);
+KILN_API kiln_expr kiln_gt(kiln_expr a, kiln_expr b);
+KILN_API kiln_expr kiln_ge(kiln_expr a, kiln_expr b);
+KILN_API kiln_expr kiln_and(kiln_expr a, kiln_expr b);
+KILN_API kiln_expr kiln_or(kiln_expr a, kiln_expr b);
+KILN_API kiln_expr kiln_not(kiln_expr a);
+/* cond ? a : b, evaluating both (TVM's select and if_then_else). */
+KILN_API kiln_expr kiln_select(kiln_expr cond, kiln_expr a, kiln_expr b);
+KILN_API kiln_expr kiln_cast(kiln_dtype dt, kiln_expr a); /* astype */
+
+/* ---- math intrinsics (float operands) ----------------------------------- */
+KILN_API kiln_expr kiln_exp(kiln_expr a);
+KILN_API kiln_expr kiln_log(kiln_expr a);
+KILN_API kiln_expr kiln_sqrt(kiln_expr a);
+KILN_API kiln_expr kiln_rsqrt(kiln_expr a);
+KILN_API kiln_expr kiln_tanh(kiln_expr a);
+KILN_API kiln_expr kiln_sigmoid(kiln_expr a);
+KILN_API kiln_expr kiln_erf(kiln_expr a);
+KILN_API kiln_expr kiln_pow(kiln_expr a, kiln_expr b);
+KILN_API kiln_expr kiln_floor(kiln_expr a);
+KILN_API kiln_expr kiln_ceil(kiln_expr a);
+KILN_API kiln_expr kiln_abs(kiln_expr a); /* also integers */
+KILN_API kiln_expr kiln_round(kiln_expr a); /* half to even, as numpy */
+
+/* ---- reductions ----------------------------------------------------------
+ * A reduction must be the whole body of a compute. `axes` are reduce axes. */
+KILN_API kiln_expr kiln_sum(kiln_expr a, int naxes, const kiln_expr *axes);
+KILN_API kiln_expr kiln_max_reduce(kiln_expr a, int naxes, const kiln_expr *axes);
+KILN_API kiln_expr kiln_min_reduce(kiln_expr a, int naxes, const kiln_expr *axes);
+KILN_API kiln_expr kiln_prod(kiln_expr a, int naxes, const kiln_expr *axes);
+
+/* ---- tensors ---------------------------------------------------------------- */
+KILN_API kiln_tensor *kiln_placeholder(kiln_ctx *ctx, int ndim, const kiln_expr *shape,
+                                       kiln_dtype dt, const char *name);
+/* The body of a compute: given the index variables, return the element. */
+typedef kiln_expr (*kiln_compute_fn)(kiln_ctx *ctx, const kiln_expr *idx, void *user);
+/* A tensor defined elementwise by fn. NULL with an error if fn fails. */
+KILN_API kiln_tensor *kiln_compute(kiln_ctx *ctx, int ndim, const kiln_expr *shape,
+                                   kiln_compute_fn fn, void *user, const char *name);
+/* t[idx...]; NULL (error) on a wrong index count or non-integer index. */
+KILN_API kiln_expr kiln_tensor_at(kiln_tensor *t, int n, const kiln_expr *idx);
+KILN_API int kiln_tensor_ndim(const kiln_tensor *t);
+KILN_API kiln_expr kiln_tensor_dim(const kiln_tensor *t, int i);
+KILN_API kiln_dtype kiln_tensor_dtype(const kiln_tensor *t);
+KILN_API const char *kiln_tensor_name(const kiln_tensor *t);
+/* Axis i of a compute's output (data-parallel), or NULL for a placeholder. */
+KILN_API kiln_expr kiln_tensor_axis(const kiln_tensor *t, int i);
+/* Reduce axis i of a compute whose body is a reduction, or NULL. */
+KILN_API kiln_expr kiln_tensor_reduce_axis(const kiln_tensor *t, int i);
+KILN_API int kiln_tensor_num_reduce_axes(const kiln_tensor *t);
+
+/* Print an expression in infix form into buf (truncated to cap). Returns
+ * the length it needed, like snprintf. */
+KILN_API int kiln_expr_print(kiln_expr e, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

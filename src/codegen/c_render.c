@@ -1,0 +1,2 @@
+/* c_render.c: not yet written */
+typedef int kiln_placeholder_unit_;

@@ -1,0 +1,2 @@
+/* npy.c: not yet written */
+typedef int kiln_placeholder_unit_;

@@ -1,0 +1,2 @@
+/* thread_pool.c: not yet written */
+typedef int kiln_placeholder_unit_;

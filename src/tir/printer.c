@@ -1,0 +1,2 @@
+/* printer.c: not yet written */
+typedef int kiln_placeholder_unit_;
