@@ -1,0 +1,41 @@
+/* module_abi.h: the contract between generated code and the runtime.
+ * The C renderer writes these declarations textually into every generated
+ * source (it must not need kiln's headers, so a cross compiler works), and
+ * runtime/module.c reads modules through them.
+ *
+ * Every module exports:
+ *   int kiln_module_init(const kiln_module_api *api);
+ *       called once after dlopen; returns 0, or non-zero if api->version is
+ *       not KILN_MODULE_ABI_VERSION.
+ *   const char kiln_module_meta[];
+ *       the text below, describing each function.
+ *   int32_t <name>(void *const *args, const int64_t *vars);
+ *       one per function: args[i] points at element 0 of argument i
+ *       (compact row-major), vars[k] is the value of symbolic size k.
+ *       Returns 0, or KILN_KERNEL_ENOMEM if a buffer could not be allocated.
+ *
+ * kiln_module_meta, one record per line, fields separated by one space:
+ *   kiln-module 1
+ *   func NAME NARGS NVARS
+ *   var VARNAME                       (NVARS lines, in order of vars[])
+ *   arg ARGNAME DTYPE NDIM D0 D1 ...  (NARGS lines; Dk is a decimal integer,
+ *                                      or $K meaning symbolic size vars[K])
+ *   end                               (after the last function)
+ * Names contain no whitespace. DTYPE is a kiln_dtype_name(). */
+#ifndef KILN_MODULE_ABI_H
+#define KILN_MODULE_ABI_H
+
+#include <stdint.h>
+
+#define KILN_MODULE_ABI_VERSION 1
+#define KILN_KERNEL_ENOMEM 1
+
+typedef struct {
+    int version;
+    int (*parallel_for)(int64_t n, int (*fn)(int64_t begin, int64_t end, void *closure),
+                        void *closure);
+} kiln_module_api;
+
+typedef int32_t (*kiln_kernel_fn)(void *const *args, const int64_t *vars);
+
+#endif
