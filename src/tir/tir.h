@@ -96,7 +96,19 @@ struct kiln_node {
     tir_node src[];
 };
 
-/* ---- the context ------------------------------------------------------- */
+/* ---- the context -------------------------------------------------------
+ * Owns the arena (every node, tensor and schedule lives in it), the
+ * hash-consing table and interned strings. */
+struct kiln_ctx {
+    arena *arena;
+    const struct kiln_node **table; /* open addressing, power-of-two cap */
+    size_t cap, count;
+    const char **strs; /* interned strings */
+    size_t scap, scount;
+    struct kiln_node *scratch; /* the lookup key being built */
+    size_t scratch_cap;
+    int64_t next_id; /* variable ids */
+};
 /* The arena of the context (every node, tensor and schedule lives in it). */
 KILN_HIDDEN arena *tir_arena(kiln_ctx *ctx);
 /* Intern a string in the context. */
