@@ -1,0 +1,32 @@
+/* codegen.h: turning flat loop IR into a loaded module. The C renderer
+ * writes one translation unit that follows runtime/module_abi.h; the
+ * toolchain driver compiles it into a shared object. */
+#ifndef KILN_CODEGEN_H
+#define KILN_CODEGEN_H
+
+#include "../tir/tir.h"
+
+/* Render `nfuncs` lowered functions into one C source (malloc'd). NULL with
+ * an error if the IR uses something the CPU back end cannot run (a loop
+ * bound to a GPU thread axis) or an unsupported dtype operation. */
+KILN_HIDDEN char *codegen_render_c(int nfuncs, const tir_func *funcs);
+
+typedef struct {
+    const char *cc;     /* compiler command, e.g. "cc" or a cross gcc */
+    const char *cflags; /* e.g. "-O3 -march=native" */
+} codegen_toolchain;
+
+/* The toolchain to use when the caller gives none: cc = $KILN_CC or "cc",
+ * cflags = $KILN_CFLAGS or "-O3 -march=native". */
+KILN_HIDDEN codegen_toolchain codegen_default_toolchain(void);
+
+/* Write `source` to a fresh temporary folder as NAME.c and compile it with
+ * `cc cflags -shared -fPIC -o NAME.so NAME.c -lm`. On success sets *so_path
+ * and *tmpdir (malloc'd; the caller owns the folder). On failure returns
+ * KILN_ERR_TOOLCHAIN with a message naming the kept source file and quoting
+ * the compiler's first error lines. */
+KILN_HIDDEN kiln_status codegen_compile(const char *source, const char *name,
+                                        const codegen_toolchain *tc, char **so_path,
+                                        char **tmpdir);
+
+#endif
