@@ -1,2 +1,513 @@
-/* schedule.c: not yet written */
-typedef int kiln_placeholder_unit_;
+/* schedule.c: schedule primitives. Each records a relation between axes or
+ * an annotation on a stage; nothing is lowered here. Every primitive checks
+ * its input and returns an error naming the stage and axis. */
+#include <stdio.h>
+#include <string.h>
+
+#include "te_internal.h"
+
+/* ---- building the stage list --------------------------------------------- */
+
+static int collect_reads(tir_node e, kiln_tensor **out, int n, int cap) {
+    if (e->op == TIR_TENSOR_READ) {
+        kiln_tensor *t = e->ptr;
+        int seen = 0;
+        for (int i = 0; i < n && !seen; i++) seen = out[i] == t;
+        if (!seen && n < cap) out[n++] = t;
+    }
+    for (uint32_t i = 0; i < e->nsrc; i++) n = collect_reads(e->src[i], out, n, cap);
+    return n;
+}
+
+int te_reads(tir_node body, const kiln_tensor *t) {
+    if (body->op == TIR_TENSOR_READ && body->ptr == t) return 1;
+    for (uint32_t i = 0; i < body->nsrc; i++)
+        if (te_reads(body->src[i], t)) return 1;
+    return 0;
+}
+
+static kiln_stage *stage_new(kiln_schedule *s, kiln_tensor *t, tir_node body) {
+    kiln_stage *st = arena_alloc(tir_arena(s->ctx), sizeof *st);
+    st->sch = s;
+    st->tensor = t;
+    st->body = body;
+    st->scope = tir_intern(s->ctx, "global");
+    for (int i = 0; i < t->ndim; i++) st->iters[st->niters++] = (te_iter){t->axis[i], 0, 0, 0};
+    st->ndata = t->ndim;
+    if (body->op == TIR_REDUCE)
+        for (uint32_t i = 1; i < body->nsrc; i++)
+            st->iters[st->niters++] = (te_iter){body->src[i], 1, 0, 0};
+    st->nroot = st->niters;
+    for (int i = 0; i < st->niters; i++) st->leaves[i] = i;
+    st->nleaves = st->niters;
+    return st;
+}
+
+static void stages_insert(kiln_schedule *s, int pos, kiln_stage *st) {
+    if (s->nstages == s->cap) {
+        int ncap = s->cap ? s->cap * 2 : 16;
+        kiln_stage **ns = arena_alloc(tir_arena(s->ctx), sizeof(kiln_stage *) * (size_t)ncap);
+        if (s->nstages) memcpy(ns, s->stages, sizeof(kiln_stage *) * (size_t)s->nstages);
+        s->stages = ns;
+        s->cap = ncap;
+    }
+    memmove(s->stages + pos + 1, s->stages + pos, sizeof(kiln_stage *) * (size_t)(s->nstages - pos));
+    s->stages[pos] = st;
+    s->nstages++;
+}
+
+/* Post-order DFS: producers before consumers. 0 on a cycle or too deep. */
+static int visit(kiln_schedule *s, kiln_tensor *t, int depth) {
+    if (t->kind == TE_PLACEHOLDER || te_stage_of(s, t)) return 1;
+    if (depth > 4096) return kiln_set_error(KILN_ERR_INVALID, "tensor graph too deep"), 0;
+    kiln_tensor *reads[256];
+    int n = collect_reads(t->body, reads, 0, 256);
+    for (int i = 0; i < n; i++)
+        if (!visit(s, reads[i], depth + 1)) return 0;
+    stages_insert(s, s->nstages, stage_new(s, t, t->body));
+    return 1;
+}
+
+kiln_schedule *kiln_schedule_create(kiln_ctx *ctx, int n, kiln_tensor *const *outputs) {
+    if (!ctx) return NULL;
+    if (n < 1 || !outputs) {
+        kiln_set_error(KILN_ERR_INVALID, "create_schedule: needs at least one output tensor");
+        return NULL;
+    }
+    kiln_schedule *s = arena_alloc(tir_arena(ctx), sizeof *s);
+    s->ctx = ctx;
+    s->noutputs = n;
+    s->outputs = arena_alloc(tir_arena(ctx), sizeof(kiln_tensor *) * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        if (!outputs[i] || outputs[i]->ctx != ctx) {
+            kiln_set_error(KILN_ERR_INVALID, "create_schedule: output %d is %s", i,
+                           outputs[i] ? "from another context" : "NULL");
+            return NULL;
+        }
+        if (outputs[i]->kind != TE_COMPUTE) {
+            kiln_set_error(KILN_ERR_INVALID,
+                           "create_schedule: output '%s' is a placeholder, not a compute",
+                           outputs[i]->name);
+            return NULL;
+        }
+        s->outputs[i] = outputs[i];
+        if (!visit(s, outputs[i], 0)) return NULL;
+    }
+    for (int i = 0; i < n; i++) te_stage_of(s, outputs[i])->is_output = 1;
+    return s;
+}
+
+kiln_stage *te_stage_of(kiln_schedule *s, const kiln_tensor *t) {
+    for (int i = 0; i < s->nstages; i++)
+        if (s->stages[i]->tensor == t) return s->stages[i];
+    return NULL;
+}
+
+kiln_stage *kiln_schedule_stage(kiln_schedule *s, const kiln_tensor *t) {
+    if (!s || !t) return NULL;
+    kiln_stage *st = te_stage_of(s, t);
+    if (!st)
+        kiln_set_error(KILN_ERR_INVALID, "tensor '%s' %s", t->name,
+                       t->kind == TE_PLACEHOLDER ? "is a placeholder and has no stage"
+                                                 : "is not part of this schedule");
+    return st;
+}
+
+int te_iter_index(const kiln_stage *st, tir_node v) {
+    for (int i = 0; i < st->niters; i++)
+        if (st->iters[i].var == v) return i;
+    return -1;
+}
+
+int kiln_stage_leaf_axes(const kiln_stage *st, kiln_expr *out, int cap) {
+    if (!st) return 0;
+    for (int i = 0; i < st->nleaves && i < cap; i++) out[i] = st->iters[st->leaves[i]].var;
+    return st->nleaves;
+}
+
+/* ---- helpers for the primitives ---------------------------------------- */
+
+static const char *axis_name(tir_node v) { return v && v->op == TIR_VAR ? v->name : "?"; }
+
+/* Position of `axis` among st's leaves, or -1 with an error. */
+static int leaf_pos(kiln_stage *st, const char *prim, tir_node axis) {
+    if (!axis) {
+        kiln_set_error(KILN_ERR_INVALID, "%s on stage '%s': axis is NULL", prim, st->tensor->name);
+        return -1;
+    }
+    int it = te_iter_index(st, axis);
+    if (it < 0) {
+        kiln_set_error(KILN_ERR_INVALID, "%s: axis '%s' does not belong to stage '%s'", prim,
+                       axis_name(axis), st->tensor->name);
+        return -1;
+    }
+    for (int i = 0; i < st->nleaves; i++)
+        if (st->leaves[i] == it) return i;
+    kiln_set_error(KILN_ERR_INVALID,
+                   "%s: axis '%s' of stage '%s' is no longer a leaf (it was already split or "
+                   "fused)",
+                   prim, axis_name(axis), st->tensor->name);
+    return -1;
+}
+
+static int stage_ok(kiln_stage *st, const char *prim) {
+    if (!st) {
+        kiln_set_error(KILN_ERR_INVALID, "%s: stage is NULL", prim);
+        return 0;
+    }
+    return 1;
+}
+
+static int new_iter(kiln_stage *st, const char *name, int is_reduce) {
+    if (st->niters >= TE_MAX_ITERS || st->nrels >= TE_MAX_RELS) {
+        kiln_set_error(KILN_ERR_INVALID, "stage '%s' has too many axes", st->tensor->name);
+        return -1;
+    }
+    tir_node v = tir_var(st->sch->ctx, name, KILN_INT64);
+    st->iters[st->niters] = (te_iter){v, is_reduce, TIR_FOR_SERIAL, NULL};
+    return st->niters++;
+}
+
+static kiln_status do_split(kiln_stage *st, kiln_expr axis, int64_t f, int nparts,
+                            kiln_expr *outer, kiln_expr *inner) {
+    const char *prim = nparts ? "split(nparts)" : "split";
+    if (!stage_ok(st, prim)) return KILN_ERR_INVALID;
+    int pos = leaf_pos(st, prim, axis);
+    if (pos < 0) return KILN_ERR_INVALID;
+    if (f < 1)
+        return kiln_set_error(KILN_ERR_INVALID, "%s: %s %lld of axis '%s' must be >= 1", prim,
+                              nparts ? "nparts" : "factor", (long long)f, axis_name(axis));
+    int p = st->leaves[pos];
+    char no[256], ni[256];
+    snprintf(no, sizeof no, "%s.outer", axis_name(axis));
+    snprintf(ni, sizeof ni, "%s.inner", axis_name(axis));
+    int o = new_iter(st, no, st->iters[p].is_reduce);
+    int in = o < 0 ? -1 : new_iter(st, ni, st->iters[p].is_reduce);
+    if (in < 0) return KILN_ERR_INVALID;
+    st->rels[st->nrels++] = (te_rel){TE_REL_SPLIT, p, o, in, -1, f, nparts};
+    memmove(st->leaves + pos + 2, st->leaves + pos + 1,
+            sizeof(int) * (size_t)(st->nleaves - pos - 1));
+    st->leaves[pos] = o;
+    st->leaves[pos + 1] = in;
+    st->nleaves++;
+    st->touched = 1;
+    if (outer) *outer = st->iters[o].var;
+    if (inner) *inner = st->iters[in].var;
+    return KILN_OK;
+}
+
+kiln_status kiln_split(kiln_stage *st, kiln_expr axis, int64_t factor, kiln_expr *outer,
+                       kiln_expr *inner) {
+    return do_split(st, axis, factor, 0, outer, inner);
+}
+
+kiln_status kiln_split_nparts(kiln_stage *st, kiln_expr axis, int64_t nparts, kiln_expr *outer,
+                              kiln_expr *inner) {
+    return do_split(st, axis, nparts, 1, outer, inner);
+}
+
+kiln_status kiln_tile(kiln_stage *st, kiln_expr x, kiln_expr y, int64_t fx, int64_t fy,
+                      kiln_expr *xo, kiln_expr *yo, kiln_expr *xi, kiln_expr *yi) {
+    kiln_expr a, b, c, d;
+    kiln_status r;
+    if (!stage_ok(st, "tile")) return KILN_ERR_INVALID;
+    if (x == y) return kiln_set_error(KILN_ERR_INVALID, "tile: the two axes are the same");
+    if ((r = kiln_split(st, x, fx, &a, &b)) != KILN_OK) return r;
+    if ((r = kiln_split(st, y, fy, &c, &d)) != KILN_OK) return r;
+    kiln_expr order[4] = {a, c, b, d};
+    if ((r = kiln_reorder(st, 4, order)) != KILN_OK) return r;
+    if (xo) *xo = a;
+    if (yo) *yo = c;
+    if (xi) *xi = b;
+    if (yi) *yi = d;
+    return KILN_OK;
+}
+
+kiln_status kiln_fuse(kiln_stage *st, kiln_expr outer, kiln_expr inner, kiln_expr *fused) {
+    if (!stage_ok(st, "fuse")) return KILN_ERR_INVALID;
+    int po = leaf_pos(st, "fuse", outer);
+    if (po < 0) return KILN_ERR_INVALID;
+    int pi = leaf_pos(st, "fuse", inner);
+    if (pi < 0) return KILN_ERR_INVALID;
+    if (pi != po + 1)
+        return kiln_set_error(KILN_ERR_INVALID,
+                              "fuse: axes '%s' and '%s' of stage '%s' are not adjacent in loop "
+                              "order (outer first)",
+                              axis_name(outer), axis_name(inner), st->tensor->name);
+    int o = st->leaves[po], in = st->leaves[pi];
+    if (st->iters[o].is_reduce != st->iters[in].is_reduce)
+        return kiln_set_error(KILN_ERR_INVALID,
+                              "fuse: cannot fuse reduce axis and data axis ('%s', '%s') of stage "
+                              "'%s'",
+                              axis_name(outer), axis_name(inner), st->tensor->name);
+    char nm[256];
+    snprintf(nm, sizeof nm, "%s.%s.fused", axis_name(outer), axis_name(inner));
+    int f = new_iter(st, nm, st->iters[o].is_reduce);
+    if (f < 0) return KILN_ERR_INVALID;
+    st->rels[st->nrels++] = (te_rel){TE_REL_FUSE, -1, o, in, f, 0, 0};
+    st->leaves[po] = f;
+    memmove(st->leaves + pi, st->leaves + pi + 1, sizeof(int) * (size_t)(st->nleaves - pi - 1));
+    st->nleaves--;
+    st->touched = 1;
+    if (fused) *fused = st->iters[f].var;
+    return KILN_OK;
+}
+
+kiln_status kiln_reorder(kiln_stage *st, int n, const kiln_expr *axes) {
+    if (!stage_ok(st, "reorder")) return KILN_ERR_INVALID;
+    if (n < 1 || n > st->nleaves || !axes)
+        return kiln_set_error(KILN_ERR_INVALID, "reorder: stage '%s' has %d leaf axes, got %d",
+                              st->tensor->name, st->nleaves, n);
+    int pos[TE_MAX_ITERS], its[TE_MAX_ITERS];
+    for (int i = 0; i < n; i++) {
+        pos[i] = leaf_pos(st, "reorder", axes[i]);
+        if (pos[i] < 0) return KILN_ERR_INVALID;
+        its[i] = st->leaves[pos[i]];
+        for (int j = 0; j < i; j++)
+            if (pos[j] == pos[i])
+                return kiln_set_error(KILN_ERR_INVALID, "reorder: axis '%s' is given twice",
+                                      axis_name(axes[i]));
+    }
+    /* sort the slots, then fill them in the requested order */
+    int slots[TE_MAX_ITERS];
+    memcpy(slots, pos, sizeof(int) * (size_t)n);
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && slots[j - 1] > slots[j]; j--) {
+            int t = slots[j];
+            slots[j] = slots[j - 1];
+            slots[j - 1] = t;
+        }
+    for (int i = 0; i < n; i++) st->leaves[slots[i]] = its[i];
+    st->touched = 1;
+    return KILN_OK;
+}
+
+static kiln_status annotate(kiln_stage *st, const char *prim, kiln_expr axis, tir_for_kind kind,
+                            const char *tag) {
+    if (!stage_ok(st, prim)) return KILN_ERR_INVALID;
+    int pos = leaf_pos(st, prim, axis);
+    if (pos < 0) return KILN_ERR_INVALID;
+    te_iter *it = &st->iters[st->leaves[pos]];
+    if (it->is_reduce && (kind == TIR_FOR_PARALLEL || kind == TIR_FOR_VECTORIZED ||
+                          kind == TIR_FOR_THREAD))
+        return kiln_set_error(KILN_ERR_INVALID,
+                              "%s: axis '%s' of stage '%s' is a reduce axis; its iterations "
+                              "update one element and cannot run in parallel",
+                              prim, axis_name(axis), st->tensor->name);
+    if (it->kind != TIR_FOR_SERIAL && it->kind != kind)
+        return kiln_set_error(KILN_ERR_INVALID, "%s: axis '%s' of stage '%s' is already %s", prim,
+                              axis_name(axis), st->tensor->name,
+                              it->kind == TIR_FOR_PARALLEL     ? "parallel"
+                              : it->kind == TIR_FOR_VECTORIZED ? "vectorized"
+                              : it->kind == TIR_FOR_UNROLLED   ? "unrolled"
+                                                               : "bound to a thread axis");
+    it->kind = kind;
+    it->tag = tag ? tir_intern(st->sch->ctx, tag) : NULL;
+    st->touched = 1;
+    return KILN_OK;
+}
+
+kiln_status kiln_vectorize(kiln_stage *st, kiln_expr axis) {
+    return annotate(st, "vectorize", axis, TIR_FOR_VECTORIZED, NULL);
+}
+kiln_status kiln_unroll(kiln_stage *st, kiln_expr axis) {
+    return annotate(st, "unroll", axis, TIR_FOR_UNROLLED, NULL);
+}
+kiln_status kiln_parallel(kiln_stage *st, kiln_expr axis) {
+    return annotate(st, "parallel", axis, TIR_FOR_PARALLEL, NULL);
+}
+
+kiln_status kiln_bind(kiln_stage *st, kiln_expr axis, const char *tag) {
+    static const char *tags[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x",
+                                 "threadIdx.y", "threadIdx.z", "vthread"};
+    int ok = 0;
+    for (size_t i = 0; tag && i < sizeof tags / sizeof *tags; i++) ok |= strcmp(tag, tags[i]) == 0;
+    if (!ok)
+        return kiln_set_error(KILN_ERR_INVALID,
+                              "bind: '%s' is not a thread axis (blockIdx.x/y/z, threadIdx.x/y/z, "
+                              "vthread)",
+                              tag ? tag : "(null)");
+    return annotate(st, "bind", axis, TIR_FOR_THREAD, tag);
+}
+
+/* ---- placement ------------------------------------------------------------------ */
+
+kiln_status kiln_compute_at(kiln_stage *st, kiln_stage *parent, kiln_expr axis) {
+    if (!stage_ok(st, "compute_at") || !stage_ok(parent, "compute_at")) return KILN_ERR_INVALID;
+    const char *name = st->tensor->name;
+    if (st == parent)
+        return kiln_set_error(KILN_ERR_INVALID, "compute_at: stage '%s' cannot be computed at "
+                              "itself", name);
+    if (st->sch != parent->sch)
+        return kiln_set_error(KILN_ERR_INVALID, "compute_at: stages from different schedules");
+    int pos = leaf_pos(parent, "compute_at", axis);
+    if (pos < 0) return KILN_ERR_INVALID;
+    if (parent->attach == TE_ATTACH_INLINE)
+        return kiln_set_error(KILN_ERR_INVALID, "compute_at: target stage '%s' is inlined",
+                              parent->tensor->name);
+    if (!te_reads(parent->body, st->tensor))
+        return kiln_set_error(KILN_ERR_INVALID,
+                              "compute_at: stage '%s' does not read '%s', so '%s' cannot be "
+                              "computed inside it (not a consumer)",
+                              parent->tensor->name, name, name);
+    kiln_schedule *s = st->sch;
+    for (int i = 0; i < s->nstages; i++) {
+        kiln_stage *c = s->stages[i];
+        if (c != parent && c != st && c->attach != TE_ATTACH_INLINE && te_reads(c->body, st->tensor))
+            return kiln_set_error(KILN_ERR_INVALID,
+                                  "compute_at: '%s' is also read by '%s', not only by '%s'", name,
+                                  c->tensor->name, parent->tensor->name);
+    }
+    for (kiln_stage *p = parent; p; p = p->attach == TE_ATTACH_AT ? p->attach_stage : NULL)
+        if (p == st)
+            return kiln_set_error(KILN_ERR_INVALID,
+                                  "compute_at: '%s' is already computed inside '%s' (a cycle)",
+                                  parent->tensor->name, name);
+    st->attach = TE_ATTACH_AT;
+    st->attach_stage = parent;
+    st->attach_iter = parent->leaves[pos];
+    return KILN_OK;
+}
+
+kiln_status kiln_compute_inline(kiln_stage *st) {
+    if (!stage_ok(st, "compute_inline")) return KILN_ERR_INVALID;
+    if (st->body->op == TIR_REDUCE)
+        return kiln_set_error(KILN_ERR_INVALID,
+                              "compute_inline: stage '%s' is a reduction and cannot be inlined",
+                              st->tensor->name);
+    if (st->is_output)
+        return kiln_set_error(KILN_ERR_INVALID,
+                              "compute_inline: stage '%s' is an output of the schedule",
+                              st->tensor->name);
+    kiln_schedule *s = st->sch;
+    for (int i = 0; i < s->nstages; i++)
+        if (s->stages[i]->attach == TE_ATTACH_AT && s->stages[i]->attach_stage == st)
+            return kiln_set_error(KILN_ERR_INVALID,
+                                  "compute_inline: stage '%s' has '%s' computed at it",
+                                  st->tensor->name, s->stages[i]->tensor->name);
+    st->attach = TE_ATTACH_INLINE;
+    st->attach_stage = NULL;
+    return KILN_OK;
+}
+
+kiln_status kiln_compute_root(kiln_stage *st) {
+    if (!stage_ok(st, "compute_root")) return KILN_ERR_INVALID;
+    st->attach = TE_ATTACH_ROOT;
+    st->attach_stage = NULL;
+    return KILN_OK;
+}
+
+/* ---- caches ------------------------------------------------------------------- */
+
+typedef struct {
+    kiln_tensor *from, *to;
+} retarget;
+
+static tir_node retarget_fn(tir_node n, void *user) {
+    retarget *r = user;
+    if (n->op == TIR_TENSOR_READ && n->ptr == r->from)
+        return te_read(r->to, (int)n->nsrc, n->src);
+    return n;
+}
+
+static int scope_ok(const char *prim, const char *scope) {
+    if (scope && (strcmp(scope, "global") == 0 || strcmp(scope, "local") == 0)) return 1;
+    kiln_set_error(KILN_ERR_INVALID, "%s: scope '%s' is not \"global\" or \"local\"", prim,
+                   scope ? scope : "(null)");
+    return 0;
+}
+
+/* A compute copying `src` elementwise, named NAME.scope. */
+static kiln_tensor *copy_tensor(kiln_ctx *ctx, kiln_tensor *src, const char *suffix) {
+    char nm[512];
+    snprintf(nm, sizeof nm, "%s.%s", src->name, suffix);
+    kiln_tensor *t = te_tensor_new(ctx, TE_COMPUTE, nm, src->dtype, src->ndim, src->shape);
+    static const char *an[] = {"i", "j", "k", "l"};
+    for (int i = 0; i < src->ndim; i++) {
+        char a[16];
+        if (src->ndim <= 4)
+            snprintf(a, sizeof a, "%s", an[i]);
+        else
+            snprintf(a, sizeof a, "ax%d", i);
+        t->axis[i] = te_make_axis(ctx, a, TE_AXIS_DATA, tir_i64(ctx, 0), src->shape[i]);
+    }
+    t->body = te_read(src, src->ndim, t->axis);
+    return t;
+}
+
+kiln_tensor *kiln_cache_read(kiln_schedule *s, kiln_tensor *t, const char *scope, int nreaders,
+                             kiln_tensor *const *readers) {
+    if (!s || !t) return NULL;
+    if (!scope_ok("cache_read", scope)) return NULL;
+    if (nreaders < 1 || !readers) {
+        kiln_set_error(KILN_ERR_INVALID, "cache_read of '%s': needs at least one reader",
+                       t->name);
+        return NULL;
+    }
+    kiln_stage *rs[64];
+    if (nreaders > 64) nreaders = 64;
+    for (int i = 0; i < nreaders; i++) {
+        rs[i] = readers[i] ? te_stage_of(s, readers[i]) : NULL;
+        if (!rs[i]) {
+            kiln_set_error(KILN_ERR_INVALID, "cache_read of '%s': reader %d is not a stage of "
+                           "this schedule", t->name, i);
+            return NULL;
+        }
+        if (!te_reads(rs[i]->body, t)) {
+            kiln_set_error(KILN_ERR_INVALID, "cache_read: '%s' does not read '%s'",
+                           readers[i]->name, t->name);
+            return NULL;
+        }
+    }
+    kiln_tensor *c = copy_tensor(s->ctx, t, scope);
+    retarget r = {t, c};
+    for (int i = 0; i < nreaders; i++) rs[i]->body = tir_rewrite(rs[i]->body, retarget_fn, &r);
+    /* insert the cache right after t's stage (or first for a placeholder),
+       which keeps producers before consumers */
+    int pos = 0;
+    kiln_stage *ts = te_stage_of(s, t);
+    for (int i = 0; ts && i < s->nstages; i++)
+        if (s->stages[i] == ts) pos = i + 1;
+    kiln_stage *cs = stage_new(s, c, c->body);
+    cs->scope = tir_intern(s->ctx, scope);
+    stages_insert(s, pos, cs);
+    return c;
+}
+
+kiln_tensor *kiln_cache_write(kiln_schedule *s, kiln_tensor *t, const char *scope) {
+    if (!s || !t) return NULL;
+    if (!scope_ok("cache_write", scope)) return NULL;
+    kiln_stage *st = kiln_schedule_stage(s, t);
+    if (!st) return NULL;
+    if (st->touched || st->nleaves != st->nroot || st->attach != TE_ATTACH_ROOT) {
+        kiln_set_error(KILN_ERR_INVALID,
+                       "cache_write: stage '%s' was already scheduled; apply cache_write "
+                       "before other primitives on it",
+                       t->name);
+        return NULL;
+    }
+    for (int i = 0; i < s->nstages; i++)
+        if (s->stages[i]->attach == TE_ATTACH_AT && s->stages[i]->attach_stage == st) {
+            kiln_set_error(KILN_ERR_INVALID, "cache_write: stage '%s' has '%s' computed at it",
+                           t->name, s->stages[i]->tensor->name);
+            return NULL;
+        }
+    /* The cache computes st's body over fresh axes; st becomes a copy. */
+    char nm[512];
+    snprintf(nm, sizeof nm, "%s.%s", t->name, scope);
+    kiln_tensor *c = te_tensor_new(s->ctx, TE_COMPUTE, nm, t->dtype, t->ndim, t->shape);
+    for (int i = 0; i < t->ndim; i++)
+        c->axis[i] = te_make_axis(s->ctx, t->axis[i]->name, TE_AXIS_DATA, tir_i64(s->ctx, 0),
+                                  t->shape[i]);
+    c->body = tir_substitute(st->body, t->ndim, st->tensor->axis, c->axis);
+    kiln_stage *cs = stage_new(s, c, c->body);
+    cs->scope = tir_intern(s->ctx, scope);
+    /* st now copies from the cache over its own data axes */
+    st->body = te_read(c, t->ndim, t->axis);
+    st->niters = st->nroot = st->nleaves = st->ndata;
+    int pos = 0;
+    for (int i = 0; i < s->nstages; i++)
+        if (s->stages[i] == st) pos = i;
+    stages_insert(s, pos, cs);
+    return c;
+}

@@ -1,2 +1,153 @@
-/* passes.c: not yet written */
-typedef int kiln_placeholder_unit_;
+/* passes.c: loop passes over flat loop IR. Unrolling replaces a loop of
+ * constant extent by copies of its body; vectorizing turns a loop of
+ * constant extent into one vector statement of RAMP/BROADCAST expressions,
+ * or leaves it serial when the body cannot be vectorized safely. */
+#include <stdlib.h>
+
+#include "tir.h"
+
+/* Largest body copies * extent an unrolled loop may produce. */
+#define UNROLL_MAX_EXTENT 64
+
+/* ---- unroll -------------------------------------------------------------- */
+
+static tir_node unroll_fn(tir_node n, void *user) {
+    kiln_ctx *ctx = user;
+    if (n->op != TIR_FOR || n->aux != TIR_FOR_UNROLLED) return n;
+    int64_t mn, ext;
+    if (!tir_const_int(n->src[1], &mn) || !tir_const_int(n->src[2], &ext) ||
+        ext > UNROLL_MAX_EXTENT) {
+        /* non-constant: keep it an unrolled loop for the renderer's pragma */
+        return n;
+    }
+    if (ext <= 0) return tir_nop(ctx);
+    tir_node *copies = malloc(sizeof(tir_node) * (size_t)ext);
+    KILN_ASSERT(copies);
+    tir_node var = n->src[0];
+    for (int64_t i = 0; i < ext; i++) {
+        tir_node v = tir_int(ctx, (kiln_dtype)var->dtype, mn + i);
+        copies[i] = tir_substitute(n->src[3], 1, &var, &v);
+    }
+    tir_node r = tir_seq(ctx, (int)ext, copies);
+    free(copies);
+    return r;
+}
+
+tir_node tir_unroll(kiln_ctx *ctx, tir_node s) { return tir_rewrite(s, unroll_fn, ctx); }
+
+/* ---- vectorize ------------------------------------------------------------------ */
+
+typedef struct {
+    kiln_ctx *ctx;
+    tir_node var;  /* the loop variable */
+    tir_node ramp; /* its vector value: ramp(min, 1, lanes) */
+    int lanes;
+    int failed;
+} vec_ctx;
+
+static tir_node widen(vec_ctx *v, tir_node e) {
+    return e->lanes == 1 ? tir_broadcast(e, v->lanes) : e;
+}
+
+/* Vector form of expression e (scalar if it does not use the loop var). */
+static tir_node vec_expr(vec_ctx *v, tir_node e) {
+    if (v->failed) return e;
+    if (e == v->var) return v->ramp;
+    if (!tir_uses_var(e, v->var)) return e;
+    if (e->lanes != 1) {
+        v->failed = 1;
+        return e;
+    }
+    tir_node src[8];
+    if (e->nsrc > 8) {
+        v->failed = 1;
+        return e;
+    }
+    int any_vec = 0;
+    for (uint32_t i = 0; i < e->nsrc; i++) {
+        src[i] = vec_expr(v, e->src[i]);
+        any_vec |= src[i]->lanes > 1;
+    }
+    if (v->failed) return e;
+    switch (e->op) {
+    case TIR_LOAD:
+        if (src[1]->lanes == 1) return e;
+        return tir_load(v->ctx, src[0], src[1]);
+    case TIR_ADD: case TIR_SUB: case TIR_MUL: case TIR_DIV: case TIR_MOD:
+    case TIR_FLOORDIV: case TIR_FLOORMOD: case TIR_MIN: case TIR_MAX:
+    case TIR_EQ: case TIR_NE: case TIR_LT: case TIR_LE: case TIR_GT: case TIR_GE:
+    case TIR_AND: case TIR_OR:
+        return tir_bin((tir_op)e->op, widen(v, src[0]), widen(v, src[1]));
+    case TIR_NOT:
+        return tir_not(src[0]);
+    case TIR_SELECT:
+        return tir_select(widen(v, src[0]), widen(v, src[1]), widen(v, src[2]));
+    case TIR_CAST:
+        return tir_make(v->ctx, TIR_CAST, (kiln_dtype)e->dtype, v->lanes, 0, 0, 0, NULL, NULL, 1,
+                        src);
+    case TIR_CALL: {
+        tir_node w[8];
+        for (uint32_t i = 0; i < e->nsrc; i++) w[i] = widen(v, src[i]);
+        return tir_call(v->ctx, (tir_intrin)e->aux, (kiln_dtype)e->dtype, v->lanes, (int)e->nsrc, w);
+    }
+    default:
+        (void)any_vec;
+        v->failed = 1;
+        return e;
+    }
+}
+
+/* Vector form of a statement; sets failed when it cannot be vectorized. */
+static tir_node vec_stmt(vec_ctx *v, tir_node s) {
+    if (v->failed) return s;
+    switch (s->op) {
+    case TIR_SEQ: {
+        tir_node *out = malloc(sizeof(tir_node) * (s->nsrc ? s->nsrc : 1));
+        KILN_ASSERT(out);
+        for (uint32_t i = 0; i < s->nsrc; i++) out[i] = vec_stmt(v, s->src[i]);
+        tir_node r = tir_seq(v->ctx, (int)s->nsrc, out);
+        free(out);
+        return r;
+    }
+    case TIR_STORE: {
+        /* A store whose address does not move with the loop var would be
+           repeated by every lane: only a vector address is safe. */
+        if (!tir_uses_var(s->src[1], v->var)) {
+            v->failed = 1;
+            return s;
+        }
+        tir_node idx = vec_expr(v, s->src[1]);
+        tir_node val = vec_expr(v, s->src[2]);
+        if (v->failed) return s;
+        return tir_store(s->src[0], idx, widen(v, val));
+    }
+    case TIR_IF:
+        /* a condition that varies across lanes needs masking: stay serial */
+        if (tir_uses_var(s->src[0], v->var)) {
+            v->failed = 1;
+            return s;
+        }
+        return tir_if(s->src[0], vec_stmt(v, s->src[1]), s->nsrc > 2 ? vec_stmt(v, s->src[2]) : NULL);
+    default:
+        v->failed = 1;
+        return s;
+    }
+}
+
+static int lanes_ok(int64_t n) {
+    return n == 2 || n == 4 || n == 8 || n == 16 || n == 32 || n == 64;
+}
+
+static tir_node vectorize_fn(tir_node n, void *user) {
+    kiln_ctx *ctx = user;
+    if (n->op != TIR_FOR || n->aux != TIR_FOR_VECTORIZED) return n;
+    int64_t ext;
+    tir_node serial = tir_for(n->src[0], n->src[1], n->src[2], TIR_FOR_SERIAL, NULL, n->src[3]);
+    if (!tir_const_int(n->src[2], &ext) || !lanes_ok(ext)) return serial;
+    vec_ctx v = {ctx, n->src[0], NULL, (int)ext, 0};
+    v.ramp = tir_ramp(n->src[1], tir_int(ctx, (kiln_dtype)n->src[0]->dtype, 1), (int)ext);
+    tir_node r = vec_stmt(&v, n->src[3]);
+    return v.failed ? serial : r;
+}
+
+tir_node tir_vectorize(kiln_ctx *ctx, tir_node s) { return tir_rewrite(s, vectorize_fn, ctx); }

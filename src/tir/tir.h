@@ -21,7 +21,8 @@ typedef enum {
     TIR_INT,   /* ival; dtype any integer or bool */
     TIR_FLOAT, /* fval; dtype float */
     TIR_VAR,   /* name, ival = unique id; a HANDLE var is a buffer pointer whose
-                  element dtype is `aux` */
+                  element dtype is `aux`. An iteration axis made by te has
+                  aux = 1 (data) or 2 (reduce) and ptr = its te_dom. */
     /* binary: src[0] op src[1]; operands have the node's dtype and lanes,
        except comparisons and logic, whose dtype is BOOL */
     TIR_ADD,
@@ -45,9 +46,9 @@ typedef enum {
     TIR_SELECT, /* src[0] ? src[1] : src[2] */
     TIR_CAST,   /* src[0] converted to the node's dtype */
     TIR_CALL,   /* aux = tir_intrin; src = arguments */
-    TIR_TENSOR_READ, /* ptr = kiln_tensor*; src = indices (one per dim) */
-    TIR_REDUCE,      /* aux = tir_combiner; src[0] = source; then for each
-                        axis three sources: var, min, extent */
+    TIR_TENSOR_READ, /* ptr = kiln_tensor*, name = its name; src = indices */
+    TIR_REDUCE,      /* aux = tir_combiner; src[0] = source; src[1..] = the
+                        reduce axis VARs (each var's ptr is its te_dom) */
     TIR_LOAD,        /* src[0] = HANDLE var, src[1] = flat index (with the node's
                         lanes); dtype = the element dtype */
     TIR_RAMP,        /* src[0] base, src[1] stride (scalars); lanes */
@@ -56,7 +57,8 @@ typedef enum {
     TIR_FOR,      /* src: var, min, extent, body; aux = tir_for_kind; name =
                      thread tag when aux is TIR_FOR_THREAD */
     TIR_STORE,    /* src: HANDLE var, flat index, value */
-    TIR_PROVIDE,  /* ptr = kiln_tensor*; src[0] = value, src[1..] = indices */
+    TIR_PROVIDE,  /* ptr = kiln_tensor*, name = its name; src[0] = value,
+                     src[1..] = indices */
     TIR_ALLOCATE, /* src: HANDLE var, element count, body; name = scope
                      ("global" or "local"); the var's aux is the element dtype */
     TIR_IF,       /* src: cond, then, optional else */
