@@ -39,7 +39,7 @@ typedef struct {
 
 static lstage *ls_of(lower_ctx *L, const kiln_tensor *t) {
     for (int i = 0; i < L->n; i++)
-        if (L->ls[i].st->tensor == t) return &L->ls[i];
+        if (L->ls[i].st && L->ls[i].st->tensor == t) return &L->ls[i];
     return NULL;
 }
 
@@ -503,6 +503,22 @@ static tir_func *lower_impl(kiln_schedule *s, int nargs, kiln_tensor *const *arg
                 ls->is_param = 1;
             }
         if (!ls->buf) ls->buf = tir_handle(ctx, ls->st->tensor->name, ls->st->tensor->dtype);
+    }
+    /* an attached stage must be read only by its attach target, also
+       through stages inlined since compute_at */
+    for (int i = 0; i < s->nstages; i++) {
+        kiln_stage *p = s->stages[i];
+        if (p->attach != TE_ATTACH_AT) continue;
+        for (int j = 0; j < s->nstages; j++) {
+            kiln_stage *x = s->stages[j];
+            if (x == p || x == p->attach_stage || x->attach == TE_ATTACH_INLINE) continue;
+            if (te_reads(L->ls[j].body, p->tensor)) {
+                kiln_set_error(KILN_ERR_INVALID,
+                               "lower '%s': '%s' is computed at '%s' but also read by '%s'", name,
+                               p->tensor->name, p->attach_stage->tensor->name, x->tensor->name);
+                goto done;
+            }
+        }
     }
     /* 2. bounds, consumers first */
     for (int i = s->nstages - 1; i >= 0; i--) {

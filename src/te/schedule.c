@@ -163,7 +163,9 @@ static int new_iter(kiln_stage *st, const char *name, int is_reduce) {
         kiln_set_error(KILN_ERR_INVALID, "stage '%s' has too many axes", st->tensor->name);
         return -1;
     }
-    tir_node v = tir_var(st->sch->ctx, name, KILN_INT64);
+    kiln_ctx *ctx = st->sch->ctx;
+    tir_node v = tir_make(ctx, TIR_VAR, KILN_INT64, 1, TE_AXIS_LOOP, ++ctx->next_id, 0, name, NULL,
+                          0, NULL);
     st->iters[st->niters] = (te_iter){v, is_reduce, TIR_FOR_SERIAL, NULL};
     return st->niters++;
 }

@@ -11,7 +11,9 @@ typedef struct {
     tir_node min, extent;
 } te_dom;
 
-enum { TE_AXIS_PLAIN = 0, TE_AXIS_DATA = 1, TE_AXIS_REDUCE = 2 };
+/* VAR aux of te-made variables: size vars are PLAIN; LOOP vars come from
+ * split and fuse and have no domain. */
+enum { TE_AXIS_PLAIN = 0, TE_AXIS_DATA = 1, TE_AXIS_REDUCE = 2, TE_AXIS_LOOP = 3 };
 
 typedef enum { TE_PLACEHOLDER, TE_COMPUTE } te_kind;
 

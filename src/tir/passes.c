@@ -138,15 +138,56 @@ static int lanes_ok(int64_t n) {
     return n == 2 || n == 4 || n == 8 || n == 16 || n == 32 || n == 64;
 }
 
+/* 1 if e is affine in v: v enters only through +, - and products with
+ * factors free of v. */
+static int affine_in(tir_node e, tir_node v) {
+    if (!tir_uses_var(e, v) || e == v) return 1;
+    switch (e->op) {
+    case TIR_ADD:
+    case TIR_SUB: return affine_in(e->src[0], v) && affine_in(e->src[1], v);
+    case TIR_MUL:
+        return (!tir_uses_var(e->src[0], v) && affine_in(e->src[1], v)) ||
+               (!tir_uses_var(e->src[1], v) && affine_in(e->src[0], v));
+    case TIR_CAST: return tir_is_int_dtype((kiln_dtype)e->dtype) && affine_in(e->src[0], v);
+    default: return 0;
+    }
+}
+
+/* 1 if cond is a conjunction of comparisons of affine expressions in v:
+ * the v that satisfy it form one interval, so it holds on a whole vector of
+ * lanes iff it holds at the first and the last lane. */
+static int interval_cond(tir_node c, tir_node v) {
+    switch (c->op) {
+    case TIR_AND: return interval_cond(c->src[0], v) && interval_cond(c->src[1], v);
+    case TIR_LT:
+    case TIR_LE:
+    case TIR_GT:
+    case TIR_GE: return affine_in(c->src[0], v) && affine_in(c->src[1], v);
+    default: return !tir_uses_var(c, v);
+    }
+}
+
 static tir_node vectorize_fn(tir_node n, void *user) {
     kiln_ctx *ctx = user;
     if (n->op != TIR_FOR || n->aux != TIR_FOR_VECTORIZED) return n;
     int64_t ext;
-    tir_node serial = tir_for(n->src[0], n->src[1], n->src[2], TIR_FOR_SERIAL, NULL, n->src[3]);
+    tir_node var = n->src[0], body = n->src[3];
+    tir_node serial = tir_for(var, n->src[1], n->src[2], TIR_FOR_SERIAL, NULL, body);
     if (!tir_const_int(n->src[2], &ext) || !lanes_ok(ext)) return serial;
-    vec_ctx v = {ctx, n->src[0], NULL, (int)ext, 0};
-    v.ramp = tir_ramp(n->src[1], tir_int(ctx, (kiln_dtype)n->src[0]->dtype, 1), (int)ext);
-    tir_node r = vec_stmt(&v, n->src[3]);
+    vec_ctx v = {ctx, var, NULL, (int)ext, 0};
+    v.ramp = tir_ramp(n->src[1], tir_int(ctx, (kiln_dtype)var->dtype, 1), (int)ext);
+    /* A guard over the lanes (a split that does not divide): run the
+       vector body when every lane passes, the serial loop otherwise. */
+    if (body->op == TIR_IF && body->nsrc == 2 && tir_uses_var(body->src[0], var) &&
+        interval_cond(body->src[0], var)) {
+        tir_node r = vec_stmt(&v, body->src[1]);
+        if (v.failed) return serial;
+        tir_node last = tir_add(n->src[1], tir_int(ctx, (kiln_dtype)var->dtype, ext - 1));
+        tir_node all = tir_bin(TIR_AND, tir_substitute(body->src[0], 1, &var, &n->src[1]),
+                               tir_substitute(body->src[0], 1, &var, &last));
+        return tir_if(all, r, serial);
+    }
+    tir_node r = vec_stmt(&v, body);
     return v.failed ? serial : r;
 }
 

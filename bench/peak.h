@@ -1,0 +1,61 @@
+/* peak.h: the machine's measured FP32 FMA peak, for benchmarks that report
+ * a ratio against it. Independent vector FMA chains, enough of them to hide
+ * the FMA latency; compiled with -march=native so it uses the widest FMA
+ * the host has. Runs on n threads through the kiln thread pool. */
+#ifndef KILN_BENCH_PEAK_H
+#define KILN_BENCH_PEAK_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "kiln/runtime.h"
+
+typedef float peak_v16 __attribute__((vector_size(64)));
+
+static inline double peak_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+#define PEAK_CHAINS 16
+#define PEAK_ITERS 4000000L
+
+static int peak_chunk(int64_t begin, int64_t end, void *closure) {
+    float *sink = closure;
+    for (int64_t t = begin; t < end; t++) {
+        peak_v16 acc[PEAK_CHAINS];
+        peak_v16 x = {0}, y = {0};
+        for (int l = 0; l < 16; l++) {
+            x[l] = 0.999999f;
+            y[l] = 1e-7f * (float)(l + 1);
+        }
+        for (int c = 0; c < PEAK_CHAINS; c++) acc[c] = y * (float)c;
+        for (long i = 0; i < PEAK_ITERS; i++) {
+            for (int c = 0; c < PEAK_CHAINS; c++) acc[c] = acc[c] * x + y;
+            __asm__ volatile("" : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3]));
+        }
+        float s = 0;
+        for (int c = 0; c < PEAK_CHAINS; c++)
+            for (int l = 0; l < 16; l++) s += acc[c][l];
+        sink[t] = s;
+    }
+    return 0;
+}
+
+/* GFLOP/s of `threads` threads running FMAs back to back (best of 3). */
+static inline double peak_gflops(int threads) {
+    float sink[64];
+    double best = 0;
+    kiln_set_num_threads(threads);
+    for (int rep = 0; rep < 3; rep++) {
+        double t0 = peak_now();
+        kiln_parallel_for(threads, peak_chunk, sink);
+        double sec = peak_now() - t0;
+        double flops = 2.0 * 16 * PEAK_CHAINS * (double)PEAK_ITERS * threads;
+        if (flops / sec / 1e9 > best) best = flops / sec / 1e9;
+    }
+    return best;
+}
+
+#endif

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Install what kiln needs on a fresh Debian 12 machine: a C compiler, CMake
+# and zlib. Does nothing for packages that are already there.
+set -euo pipefail
+need=()
+command -v cc >/dev/null 2>&1 || need+=(gcc)
+command -v cmake >/dev/null 2>&1 || need+=(cmake)
+command -v make >/dev/null 2>&1 || need+=(make)
+[ -f /usr/include/zlib.h ] || need+=(zlib1g-dev)
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  echo "kiln: installing ${need[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${need[@]}"
+fi
