@@ -66,6 +66,7 @@ int main(int argc, char **argv) {
     kiln_expr order[4] = {no, mo, mi, ni};
     kiln_reorder(sC, 4, order);
     kiln_parallel(sC, no);
+    kiln_unroll(sC, mi);
     kiln_vectorize(sC, ni);
     kiln_compute_at(sCC, sC, mo);
     kiln_expr cm = kiln_tensor_axis(CC, 0), cn = kiln_tensor_axis(CC, 1);

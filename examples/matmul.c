@@ -50,6 +50,7 @@ int main(void) {
     kiln_expr yo, xo, yi, xi;
     kiln_tile(sC, kiln_tensor_axis(C, 0), kiln_tensor_axis(C, 1), 8, 32, &yo, &xo, &yi, &xi);
     kiln_parallel(sC, yo);
+    kiln_unroll(sC, yi);
     kiln_vectorize(sC, xi);
     kiln_compute_at(sCC, sC, xo);
     kiln_expr cy = kiln_tensor_axis(CC, 0), cx = kiln_tensor_axis(CC, 1);

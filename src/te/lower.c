@@ -24,6 +24,8 @@ typedef struct {
     tir_node *sext;      /* per data dim: storage extent (for strides) */
     int is_param;
     int ready;           /* bounds computed */
+    int attach_leaf;     /* compute_at: the consumer's leaf iter it sits in */
+    int emitted;         /* its nest was generated */
 } lstage;
 
 typedef struct {
@@ -174,6 +176,38 @@ static void collect_region(tir_node e, region_acc *acc) {
     for (uint32_t i = 0; i < e->nsrc && !acc->failed; i++) collect_region(e->src[i], acc);
 }
 
+/* The leaf of c where an attached stage goes. compute_at names an axis; if
+ * that axis was split or fused afterwards, the stage goes inside the
+ * innermost leaf derived from it, which still runs once per value of the
+ * axis or more often (bound inference sizes the region for that spot). */
+static int resolve_attach(const kiln_stage *c, int it) {
+    int pos = -1, best = -1;
+    for (int i = 0; i < c->nleaves; i++)
+        if (c->leaves[i] == it) pos = i;
+    if (pos >= 0) return it;
+    for (int r = 0; r < c->nrels; r++) {
+        const te_rel *rel = &c->rels[r];
+        int child[2] = {-1, -1};
+        if (rel->kind == TE_REL_SPLIT && rel->parent == it) {
+            child[0] = rel->outer;
+            child[1] = rel->inner;
+        } else if (rel->kind == TE_REL_FUSE && (rel->outer == it || rel->inner == it)) {
+            child[0] = rel->fused;
+        }
+        for (int k = 0; k < 2; k++) {
+            if (child[k] < 0) continue;
+            int leaf = resolve_attach(c, child[k]);
+            for (int i = 0; i < c->nleaves; i++)
+                if (c->leaves[i] == leaf && i > best) {
+                    best = i;
+                    pos = leaf;
+                }
+        }
+    }
+    KILN_ASSERT(pos >= 0 && "an attach axis always has a leaf descendant");
+    return pos;
+}
+
 static void infer_bounds(lower_ctx *L, lstage *ls) {
     kiln_stage *st = ls->st;
     kiln_tensor *t = st->tensor;
@@ -187,7 +221,7 @@ static void infer_bounds(lower_ctx *L, lstage *ls) {
         KILN_ASSERT(c && c->ready);
         int pos = 0;
         for (int i = 0; i < c->st->nleaves; i++)
-            if (c->st->leaves[i] == st->attach_iter) pos = i;
+            if (c->st->leaves[i] == ls->attach_leaf) pos = i;
         te_ival iv[TE_MAX_ITERS];
         relax_iters(L, c, pos, iv);
         /* intervals of c's root vars, absolute */
@@ -269,10 +303,11 @@ static tir_node with_attached(lower_ctx *L, lstage *ls, int it, tir_node body) {
     for (int i = L->n - 1; i >= 0; i--) {
         lstage *p = &L->ls[i];
         if (p->st->attach != TE_ATTACH_AT || p->st->attach_stage != ls->st ||
-            p->st->attach_iter != it)
+            p->attach_leaf != it)
             continue;
         tir_node nest = gen_stage(L, p);
         if (!nest) return NULL;
+        p->emitted = 1;
         body = tir_seq2(nest, body);
         if (!p->is_param) {
             tir_node count = tir_i64(L->ctx, 1);
@@ -503,6 +538,8 @@ static tir_func *lower_impl(kiln_schedule *s, int nargs, kiln_tensor *const *arg
                 ls->is_param = 1;
             }
         if (!ls->buf) ls->buf = tir_handle(ctx, ls->st->tensor->name, ls->st->tensor->dtype);
+        if (ls->st->attach == TE_ATTACH_AT)
+            ls->attach_leaf = resolve_attach(ls->st->attach_stage, ls->st->attach_iter);
     }
     /* an attached stage must be read only by its attach target, also
        through stages inlined since compute_at */
@@ -550,6 +587,8 @@ static tir_func *lower_impl(kiln_schedule *s, int nargs, kiln_tensor *const *arg
         parts[np++] = nest;
     }
     tir_node body = tir_seq(ctx, np, parts);
+    for (int i = 0; i < s->nstages; i++)
+        KILN_ASSERT(L->ls[i].st->attach != TE_ATTACH_AT || L->ls[i].emitted);
     for (int i = s->nstages - 1; i >= 0; i--) {
         lstage *ls = &L->ls[i];
         if (ls->st->attach != TE_ATTACH_ROOT || ls->is_param) continue;

@@ -242,7 +242,7 @@ static kiln_expr store_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
 static void test_casts(void) {
     kiln_dtype dts[] = {KILN_FLOAT16, KILN_BFLOAT16, KILN_INT8, KILN_UINT8,
                         KILN_INT32,   KILN_INT64,    KILN_BOOL, KILN_FLOAT64};
-    float in[6] = {1.5f, -2.75f, 100.25f, 0.0f, 3.0f, -0.5f};
+    float in[6] = {1.5f, -2.75f, 100.5f, 0.0f, 3.0f, -0.5f};
     for (size_t d = 0; d < sizeof dts / sizeof *dts; d++) {
         kiln_ctx *ctx = kiln_ctx_new();
         kiln_expr N = kiln_int(ctx, 6);

@@ -167,8 +167,8 @@ static void test_split_tile_reorder(void) {
                            &yi, &xi),
                  KILN_OK);
     CHECK_EQ_INT(kiln_split(st, kiln_tensor_reduce_axis(m.C, 0), 4, &ko, &ki), KILN_OK);
-    kiln_expr order[5] = {yo, xo, ko, yi, ki};
-    CHECK_EQ_INT(kiln_reorder(st, 5, order), KILN_OK);
+    kiln_expr order[6] = {yo, xo, ko, yi, ki, xi};
+    CHECK_EQ_INT(kiln_reorder(st, 6, order), KILN_OK);
     kiln_expr leaves[8];
     CHECK_EQ_INT(kiln_stage_leaf_axes(st, leaves, 8), 6);
     CHECK(leaves[0] == yo && leaves[1] == xo && leaves[2] == ko && leaves[3] == yi &&
