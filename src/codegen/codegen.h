@@ -11,6 +11,11 @@
  * bound to a GPU thread axis) or an unsupported dtype operation. */
 KILN_HIDDEN char *codegen_render_c(int nfuncs, const tir_func *funcs);
 
+/* 1 if the C renderer supports vectors of `lanes` x dt as data (loads,
+ * stores, arithmetic): lanes 1, or a power of two from 2 to 64 whose vector
+ * is at most 256 bytes. The vectorize pass should only emit such widths. */
+KILN_HIDDEN int codegen_vector_ok(kiln_dtype dt, int lanes);
+
 typedef struct {
     const char *cc;     /* compiler command, e.g. "cc" or a cross gcc */
     const char *cflags; /* e.g. "-O3 -march=native" */
