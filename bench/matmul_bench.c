@@ -3,7 +3,8 @@
  * panels, register-tiled local accumulator, unrolled rows, vectorized
  * columns, parallel panels), against the FMA peak measured in the same run.
  * Prints GFLOP/s and the ratio to peak for 1 and 2 threads.
- * Usage: bench_matmul [MR NR]  (register tile; default 8 32) */
+ * Usage: bench_matmul [MR NR [--source]]  (register tile; default by ISA;
+ * --source prints the generated C instead of running) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +42,15 @@ static int fail(const char *what) {
 }
 
 int main(int argc, char **argv) {
-    int64_t MR = argc > 2 ? atoll(argv[1]) : 8, NR = argc > 2 ? atoll(argv[2]) : 32;
+    /* default register tile: 12 x 32 floats (24 of 32 zmm registers) with
+       AVX-512, 6 x 16 (12 of 16 ymm) with AVX2 */
+    __builtin_cpu_init();
+    int avx512 = __builtin_cpu_supports("avx512f");
+    int64_t MR = avx512 ? 12 : 6, NR = avx512 ? 32 : 16;
+    if (argc > 2) {
+        MR = atoll(argv[1]);
+        NR = atoll(argv[2]);
+    }
     if (MR < 1 || NR < 1 || SZ % NR) {
         fprintf(stderr, "usage: bench_matmul [MR NR], NR dividing %d\n", SZ);
         return 2;
@@ -79,6 +88,13 @@ int main(int argc, char **argv) {
     kiln_vectorize(sPB, kiln_tensor_axis(m.PB, 2));
 
     kiln_tensor *args[3] = {m.A, m.B, C};
+    if (argc > 3) {
+        char *src = kiln_build_source(s, 3, args, "matmul", NULL);
+        if (!src) return fail("render");
+        fputs(src, stdout);
+        free(src);
+        return 0;
+    }
     kiln_module *mod = kiln_build(s, 3, args, "matmul", NULL);
     if (!mod) return fail("build");
     kiln_function *f = kiln_module_get_function(mod, "matmul");

@@ -29,22 +29,33 @@ static inline double peak_now(void) {
 
 #define PEAK_ITERS 4000000L
 
+/* Each chain is its own variable so the compiler keeps all in registers. */
+#if PEAK_CHAINS == 16
+#define PEAK_EACH(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+#else
+#define PEAK_EACH(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9)
+#endif
+
 static int peak_chunk(int64_t begin, int64_t end, void *closure) {
     float *sink = closure;
     for (int64_t t = begin; t < end; t++) {
-        peak_vec acc[PEAK_CHAINS];
         peak_vec x = {0}, y = {0};
         for (int l = 0; l < PEAK_LANES; l++) {
             x[l] = 0.999999f;
             y[l] = 1e-7f * (float)(l + 1);
         }
-        for (int c = 0; c < PEAK_CHAINS; c++) acc[c] = y * (float)c;
-        for (long i = 0; i < PEAK_ITERS; i++)
-            for (int c = 0; c < PEAK_CHAINS; c++) acc[c] = acc[c] * x + y;
-        float s = 0;
-        for (int c = 0; c < PEAK_CHAINS; c++)
-            for (int l = 0; l < PEAK_LANES; l++) s += acc[c][l];
-        sink[t] = s;
+#define PEAK_DECL(c) peak_vec a##c = y * (float)(c);
+#define PEAK_FMA(c) a##c = a##c * x + y;
+#define PEAK_SUM(c) s += a##c;
+        PEAK_EACH(PEAK_DECL)
+        for (long i = 0; i < PEAK_ITERS; i++) {
+            PEAK_EACH(PEAK_FMA)
+        }
+        peak_vec s = {0};
+        PEAK_EACH(PEAK_SUM)
+        float r = 0;
+        for (int l = 0; l < PEAK_LANES; l++) r += s[l];
+        sink[t] = r;
     }
     return 0;
 }

@@ -29,7 +29,13 @@ void kiln_error_prefix(const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(pre, sizeof pre, fmt, ap);
     va_end(ap);
-    snprintf(g_err, sizeof g_err, "%s: %s", pre, old);
+    size_t np = strlen(pre), no = strlen(old);
+    if (np > ERRBUF - 3) np = ERRBUF - 3;
+    if (no > ERRBUF - 3 - np) no = ERRBUF - 3 - np;
+    memcpy(g_err, pre, np);
+    memcpy(g_err + np, ": ", 2);
+    memcpy(g_err + np + 2, old, no);
+    g_err[np + 2 + no] = 0;
 }
 
 _Noreturn void kiln_assert_fail(const char *expr, const char *file, int line) {

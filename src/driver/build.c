@@ -11,6 +11,7 @@ struct kiln_build_options {
     char *cc;
     char *cflags;
     char *target;
+    int vector_bytes; /* 0: the host's */
 };
 
 kiln_build_options *kiln_build_options_new(void) {
@@ -28,13 +29,22 @@ void kiln_build_options_free(kiln_build_options *o) {
 kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const char *value) {
     if (!o || !key || !value)
         return kiln_set_error(KILN_ERR_INVALID, "build option: NULL argument");
+    if (strcmp(key, "vector-bits") == 0) {
+        char *end;
+        long b = strtol(value, &end, 10);
+        if (*end || (b != 128 && b != 256 && b != 512))
+            return kiln_set_error(KILN_ERR_INVALID,
+                                  "build option vector-bits: '%s' is not 128, 256 or 512", value);
+        o->vector_bytes = (int)(b / 8);
+        return KILN_OK;
+    }
     char **slot = strcmp(key, "cc") == 0       ? &o->cc
                   : strcmp(key, "cflags") == 0 ? &o->cflags
                   : strcmp(key, "target") == 0 ? &o->target
                                                : NULL;
     if (!slot)
         return kiln_set_error(KILN_ERR_INVALID,
-                              "unknown build option '%s' (known: cc, cflags, target)", key);
+                              "unknown build option '%s' (known: cc, cflags, target, vector-bits)", key);
     if (slot == &o->target && strcmp(value, "cpu") != 0 && strcmp(value, "llvm") != 0 &&
         strcmp(value, "c") != 0)
         return kiln_set_error(KILN_ERR_UNSUPPORTED,
@@ -50,8 +60,7 @@ kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const
 
 char *kiln_build_source(kiln_schedule *s, int nargs, kiln_tensor *const *args, const char *name,
                         const kiln_build_options *opts) {
-    (void)opts;
-    tir_func *f = te_lower(s, nargs, args, name);
+    tir_func *f = te_lower(s, nargs, args, name, opts ? opts->vector_bytes : 0);
     if (!f) return NULL;
     return codegen_render_c(1, f);
 }

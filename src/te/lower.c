@@ -476,7 +476,7 @@ static int check_placeholders(lower_ctx *L, tir_node e, const char *stage) {
 }
 
 static tir_func *lower_impl(kiln_schedule *s, int nargs, kiln_tensor *const *args,
-                            const char *name) {
+                            const char *name, int vector_bytes) {
     kiln_ctx *ctx = s->ctx;
     arena *A = tir_arena(ctx);
     lower_ctx Lc = {ctx, s, NULL, s->nstages, NULL, nargs, args, NULL};
@@ -602,6 +602,7 @@ static tir_func *lower_impl(kiln_schedule *s, int nargs, kiln_tensor *const *arg
     body = tir_unroll(ctx, body);
     body = tir_simplify_stmt(L->an, body);
     body = tir_vectorize(ctx, body);
+    body = tir_legalize_lanes(ctx, body, vector_bytes ? vector_bytes : kiln_host_vector_bytes());
     body = tir_simplify_stmt(L->an, body);
 
     /* the signature: buffers, then every symbolic size in argument shapes */
@@ -656,17 +657,18 @@ done:
     return f;
 }
 
-tir_func *te_lower(kiln_schedule *s, int nargs, kiln_tensor *const *args, const char *name) {
+tir_func *te_lower(kiln_schedule *s, int nargs, kiln_tensor *const *args, const char *name,
+                   int vector_bytes) {
     if (!s) {
         kiln_set_error(KILN_ERR_INVALID, "lower: schedule is NULL");
         return NULL;
     }
-    return lower_impl(s, nargs, args, name);
+    return lower_impl(s, nargs, args, name, vector_bytes);
 }
 
 char *kiln_lower_to_string(kiln_schedule *s, int nargs, kiln_tensor *const *args,
                            const char *name) {
-    tir_func *f = te_lower(s, nargs, args, name);
+    tir_func *f = te_lower(s, nargs, args, name, 0);
     if (!f) return NULL;
     kstr out;
     kstr_init(&out);

@@ -97,9 +97,10 @@ KILN_HIDDEN int te_iter_index(const kiln_stage *st, tir_node v);
 KILN_HIDDEN int te_reads(tir_node body, const kiln_tensor *t);
 
 /* ---- lowering (lower.c, bound.c) ------------------------------------------ */
-/* Lower to a flat loop-IR function; NULL with an error. */
+/* Lower to a flat loop-IR function; NULL with an error. Vector code is
+ * split into pieces of at most vector_bytes (0: the host's width). */
 KILN_HIDDEN tir_func *te_lower(kiln_schedule *s, int nargs, kiln_tensor *const *args,
-                               const char *name);
+                               const char *name, int vector_bytes);
 
 /* An inclusive integer interval; lo == NULL means unknown. */
 typedef struct {

@@ -192,3 +192,58 @@ static tir_node vectorize_fn(tir_node n, void *user) {
 }
 
 tir_node tir_vectorize(kiln_ctx *ctx, tir_node s) { return tir_rewrite(s, vectorize_fn, ctx); }
+
+/* ---- lane legalization --------------------------------------------------------
+ * A vector wider than the target's registers is split into register-wide
+ * pieces: every vector op is per lane, so piece c of an expression is the
+ * same op over piece c of its operands. gcc compiles register-wide vector
+ * types well and wider ones poorly. */
+
+typedef struct {
+    kiln_ctx *ctx;
+    int max_bytes;
+} legal_ctx;
+
+/* Lanes [c*w, c*w + w) of e. */
+static tir_node piece(kiln_ctx *ctx, tir_node e, int c, int w) {
+    if (e->lanes == 1) return e;
+    switch (e->op) {
+    case TIR_RAMP: {
+        tir_node off = tir_mul(e->src[1], tir_int(ctx, (kiln_dtype)e->src[1]->dtype, (int64_t)c * w));
+        return tir_ramp(tir_add(e->src[0], off), e->src[1], w);
+    }
+    case TIR_BROADCAST: return tir_broadcast(e->src[0], w);
+    case TIR_LOAD: return tir_load(ctx, e->src[0], piece(ctx, e->src[1], c, w));
+    default: {
+        tir_node src[8];
+        KILN_ASSERT(e->nsrc <= 8);
+        for (uint32_t i = 0; i < e->nsrc; i++) src[i] = piece(ctx, e->src[i], c, w);
+        return tir_make(ctx, (tir_op)e->op, (kiln_dtype)e->dtype, w, e->aux, e->ival, e->fval,
+                        e->name, e->ptr, (int)e->nsrc, src);
+    }
+    }
+}
+
+static tir_node legalize_fn(tir_node n, void *user) {
+    legal_ctx *lc = user;
+    if (n->op != TIR_STORE || n->src[2]->lanes == 1) return n;
+    int lanes = n->src[2]->lanes;
+    int esz = (int)kiln_dtype_size((kiln_dtype)n->src[2]->dtype);
+    int w = lanes;
+    while (w > 1 && w * esz > lc->max_bytes) w /= 2;
+    if (w == lanes || lanes % w) return n;
+    int np = lanes / w;
+    tir_node *parts = malloc(sizeof(tir_node) * (size_t)np);
+    KILN_ASSERT(parts);
+    for (int c = 0; c < np; c++)
+        parts[c] = tir_store(n->src[0], piece(lc->ctx, n->src[1], c, w), piece(lc->ctx, n->src[2], c, w));
+    tir_node r = tir_seq(lc->ctx, np, parts);
+    free(parts);
+    return r;
+}
+
+tir_node tir_legalize_lanes(kiln_ctx *ctx, tir_node s, int max_bytes) {
+    if (max_bytes <= 0) return s;
+    legal_ctx lc = {ctx, max_bytes};
+    return tir_rewrite(s, legalize_fn, &lc);
+}

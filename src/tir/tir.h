@@ -227,6 +227,9 @@ KILN_HIDDEN void tir_print_func(kstr *out, const tir_func *f);
 /* Turn vectorized loops of constant extent into RAMP/BROADCAST vector code;
  * loops it cannot vectorize become serial. */
 KILN_HIDDEN tir_node tir_vectorize(kiln_ctx *ctx, tir_node s);
+/* Split vector stores wider than max_bytes into register-wide pieces
+ * (max_bytes <= 0: leave them). */
+KILN_HIDDEN tir_node tir_legalize_lanes(kiln_ctx *ctx, tir_node s, int max_bytes);
 /* Unroll unrolled loops of constant extent (others become serial). */
 KILN_HIDDEN tir_node tir_unroll(kiln_ctx *ctx, tir_node s);
 

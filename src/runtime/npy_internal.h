@@ -1,0 +1,16 @@
+/* npy_internal.h: the in-memory .npy codec that npy.c implements and npz.c
+ * uses for the members of an archive. */
+#ifndef KILN_NPY_INTERNAL_H
+#define KILN_NPY_INTERNAL_H
+
+#include "runtime_internal.h"
+
+/* Parse the .npy image buf[0, len); `name` prefixes every error message.
+ * Returns a new compact array, or NULL with an error. */
+KILN_HIDDEN kiln_ndarray *kiln_npy_parse(const void *buf, size_t len, const char *name);
+/* Serialize `a` (any strides) as a .npy image (version 1.0, or 2.0 if the
+ * header needs it) into a malloc'd *buf of *len bytes. */
+KILN_HIDDEN kiln_status kiln_npy_serialize(const kiln_ndarray *a, unsigned char **buf,
+                                           size_t *len);
+
+#endif
