@@ -78,6 +78,13 @@ struct kiln_module;
 /* Lower, render to C, compile and load one function called `name`. */
 KILN_API struct kiln_module *kiln_build(kiln_schedule *s, int nargs, kiln_tensor *const *args,
                                         const char *name, const kiln_build_options *opts);
+/* Lower, render and compile into a shared object at `path` without loading
+ * it: the way to cross-compile (set "cc" to the cross compiler and
+ * "vector-bits" to the target's width). kiln_module_load reads the file on
+ * the target, with libkiln_runtime alone. */
+KILN_API kiln_status kiln_build_save(kiln_schedule *s, int nargs, kiln_tensor *const *args,
+                                     const char *name, const kiln_build_options *opts,
+                                     const char *path);
 /* The generated C source of the same function, malloc'd. */
 KILN_API char *kiln_build_source(kiln_schedule *s, int nargs, kiln_tensor *const *args,
                                  const char *name, const kiln_build_options *opts);

@@ -1,7 +1,10 @@
 /* build.c: the build pipeline for tensor-expression functions: lower the
  * schedule, render C, run the toolchain and load the module. */
+#include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../codegen/codegen.h"
 #include "../runtime/runtime_internal.h"
@@ -65,24 +68,62 @@ char *kiln_build_source(kiln_schedule *s, int nargs, kiln_tensor *const *args, c
     return codegen_render_c(1, f);
 }
 
-kiln_module *kiln_build(kiln_schedule *s, int nargs, kiln_tensor *const *args, const char *name,
-                        const kiln_build_options *opts) {
-    if (opts && opts->target && strcmp(opts->target, "c") == 0) {
-        kiln_set_error(KILN_ERR_INVALID,
-                       "target 'c' emits source only: use kiln_build_source instead of kiln_build");
-        return NULL;
-    }
+/* Lower, render and compile; the .so and its folder go to the caller. */
+static kiln_status build_so(kiln_schedule *s, int nargs, kiln_tensor *const *args,
+                            const char *name, const kiln_build_options *opts, char **so,
+                            char **dir) {
+    if (opts && opts->target && strcmp(opts->target, "c") == 0)
+        return kiln_set_error(KILN_ERR_INVALID, "target 'c' emits source only: use "
+                              "kiln_build_source");
     char *src = kiln_build_source(s, nargs, args, name, opts);
-    if (!src) return NULL;
+    if (!src) return KILN_ERR_INVALID;
     codegen_toolchain tc = codegen_default_toolchain();
     if (opts && opts->cc) tc.cc = opts->cc;
     if (opts && opts->cflags) tc.cflags = opts->cflags;
-    char *so = NULL, *dir = NULL;
-    kiln_status st = codegen_compile(src, name && *name ? name : "kernel", &tc, &so, &dir);
+    kiln_status st = codegen_compile(src, name && *name ? name : "kernel", &tc, so, dir);
     free(src);
-    if (st != KILN_OK) return NULL;
+    return st;
+}
+
+/* Remove a build folder and the files in it. */
+static void remove_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            char p[4096];
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            unlink(p);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+kiln_module *kiln_build(kiln_schedule *s, int nargs, kiln_tensor *const *args, const char *name,
+                        const kiln_build_options *opts) {
+    char *so = NULL, *dir = NULL;
+    if (build_so(s, nargs, args, name, opts, &so, &dir) != KILN_OK) return NULL;
     kiln_module *m = kiln_module_load_owned(so, dir);
+    if (!m) remove_dir(dir);
     free(so);
     free(dir);
     return m;
+}
+
+kiln_status kiln_build_save(kiln_schedule *s, int nargs, kiln_tensor *const *args,
+                            const char *name, const kiln_build_options *opts, const char *path) {
+    if (!path || !*path) return kiln_set_error(KILN_ERR_INVALID, "build_save: no output path");
+    char *so = NULL, *dir = NULL;
+    kiln_status st = build_so(s, nargs, args, name, opts, &so, &dir);
+    if (st != KILN_OK) return st;
+    size_t len;
+    char *bytes = kiln_read_file(so, &len);
+    st = bytes ? kiln_write_file(path, bytes, len) : KILN_ERR_IO;
+    free(bytes);
+    remove_dir(dir);
+    free(so);
+    free(dir);
+    return st;
 }
