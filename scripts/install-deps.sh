@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Install what kiln needs on a fresh Debian 12 machine: a C compiler, CMake
-# and zlib. Does nothing for packages that are already there.
+# Install what kiln needs on a fresh Debian 12 machine: a C compiler, CMake,
+# zlib, protobuf-c (library and protoc-c), onnx.proto and the ONNX node tests.
+# Does nothing for packages that are already there.
 set -euo pipefail
 need=()
 command -v cc >/dev/null 2>&1 || need+=(gcc)
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v make >/dev/null 2>&1 || need+=(make)
 [ -f /usr/include/zlib.h ] || need+=(zlib1g-dev)
+[ -f /usr/include/protobuf-c/protobuf-c.h ] || need+=(libprotobuf-c-dev)
+command -v protoc-c >/dev/null 2>&1 || need+=(protobuf-c-compiler)
+[ -f /usr/include/onnx/onnx.proto ] || need+=(libonnx-dev)
+[ -d /usr/share/libonnx-testdata/data/node ] || need+=(libonnx-testdata)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO=sudo

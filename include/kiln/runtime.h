@@ -119,6 +119,77 @@ KILN_API int kiln_function_num_args(const kiln_function *f);
 KILN_API kiln_status kiln_function_call(const kiln_function *f, int nargs,
                                         kiln_ndarray *const *args);
 
+/* ---- graph executor and packages ------------------------------------------
+ * A package (model.tar) is a POSIX ustar archive of three regular files, as
+ * tvmc writes them:
+ *   mod.so      the kernels: a module following module_abi.h
+ *   mod.json    the execution plan: TVM's graph-executor JSON ("nodes",
+ *               "arg_nodes", "heads", "node_row_ptr", and "attrs" with
+ *               "shape", "dltype", "storage_id"), plus kiln's optional
+ *               top-level "output_names" (one name per head; default
+ *               "output_0", "output_1", ...)
+ *   mod.params  the weights: an .npz (np.load reads it), one member per
+ *               "null" node that is a parameter. This differs from TVM, whose
+ *               mod.params is its own binary format (relay.save_param_dict);
+ *               kiln chose numpy's format so any tool can read the weights.
+ * A "null" node whose name is a key of mod.params is a parameter; every other
+ * "null" node is an input. A "tvm_op" node calls attrs.func_name with its
+ * input entries then its output entries. Storage is allocated once at load:
+ * one 64-byte aligned buffer per storage_id, sized for the largest entry that
+ * uses it; a run allocates nothing. */
+
+/* Write a package to `path`: `json` (json_len bytes; must parse as JSON), the
+ * shared object at `so_path`, and `params` (NULL for none). The file appears
+ * whole or not at all. */
+KILN_API kiln_status kiln_package_write(const char *path, const char *json, size_t json_len,
+                                        const char *so_path, const kiln_npz *params);
+
+/* A loaded graph: its module, its storage, inputs and outputs. */
+typedef struct kiln_executor kiln_executor;
+
+/* Load a package written by kiln_package_write (or by tar from the three
+ * files). NULL with an error naming the file, the member and the node. */
+KILN_API kiln_executor *kiln_executor_load(const char *package_tar_path);
+/* An executor over a graph JSON and a loaded module. `mod` is borrowed and
+ * must outlive the executor; `params` (may be NULL) is copied. */
+KILN_API kiln_executor *kiln_executor_create(const char *json, size_t len, kiln_module *mod,
+                                             const kiln_npz *params);
+/* Free the executor (and the module, if it came from a package). */
+KILN_API void kiln_executor_free(kiln_executor *e);
+
+/* Inputs in the order of "arg_nodes" (parameters excluded). */
+KILN_API int kiln_executor_num_inputs(const kiln_executor *e);
+/* Name of input i, or NULL if out of range. */
+KILN_API const char *kiln_executor_input_name(const kiln_executor *e, int i);
+/* Dtype of input i (KILN_DTYPE_COUNT if out of range). */
+KILN_API kiln_dtype kiln_executor_input_dtype(const kiln_executor *e, int i);
+/* Rank of input i (-1 if out of range). */
+KILN_API int kiln_executor_input_ndim(const kiln_executor *e, int i);
+/* Dim d of input i (-1 if out of range). */
+KILN_API int64_t kiln_executor_input_dim(const kiln_executor *e, int i, int d);
+/* Copy `value` into the input called `name`; its dtype and shape must match
+ * (any strides). Inputs keep their value across runs; unset inputs are 0. */
+KILN_API kiln_status kiln_executor_set_input(kiln_executor *e, const char *name,
+                                             const kiln_ndarray *value);
+/* Run every kernel in order. */
+KILN_API kiln_status kiln_executor_run(kiln_executor *e);
+/* Outputs, one per head, in order. */
+KILN_API int kiln_executor_num_outputs(const kiln_executor *e);
+/* Name of output i ("output_names", or "output_<i>"), or NULL. */
+KILN_API const char *kiln_executor_output_name(const kiln_executor *e, int i);
+/* Output i (owned by the executor, valid until it is freed; the values are
+ * those of the last run), or NULL. */
+KILN_API const kiln_ndarray *kiln_executor_output(const kiln_executor *e, int i);
+/* Kernel calls per run (the "tvm_op" nodes), in execution order. */
+KILN_API int kiln_executor_num_kernels(const kiln_executor *e);
+/* Node name of kernel call k, or NULL. */
+KILN_API const char *kiln_executor_kernel_name(const kiln_executor *e, int k);
+/* Function (attrs.func_name) kernel call k calls, or NULL. */
+KILN_API const char *kiln_executor_kernel_func(const kiln_executor *e, int k);
+/* Run, and store the wall time of each kernel call in kernel_seconds
+ * (kiln_executor_num_kernels entries). */
+KILN_API kiln_status kiln_executor_run_profiled(kiln_executor *e, double *kernel_seconds);
+
 #ifdef __cplusplus
 }
 #endif

@@ -66,7 +66,8 @@ KILN_API char *kiln_lower_to_string(kiln_schedule *s, int nargs, kiln_tensor *co
 /* Build options: "cc" (compiler path), "cflags", "target" ("cpu"/"llvm",
  * "c" to emit source only), "vector-bits" (128/256/512: the widest vector
  * register of the machine the code will run on; default the host's, or
- * $KILN_VECTOR_BITS). NULL means defaults: cc = $KILN_CC or "cc",
+ * $KILN_VECTOR_BITS), "fuse" (graphs: "0" makes one kernel per op).
+ * NULL means defaults: cc = $KILN_CC or "cc",
  * cflags = $KILN_CFLAGS or "-O3 -march=native". */
 typedef struct kiln_build_options kiln_build_options;
 KILN_API kiln_build_options *kiln_build_options_new(void);

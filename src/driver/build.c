@@ -6,16 +6,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../codegen/codegen.h"
+#include "driver_internal.h"
 #include "../runtime/runtime_internal.h"
 #include "../te/te_internal.h"
 
-struct kiln_build_options {
-    char *cc;
-    char *cflags;
-    char *target;
-    int vector_bytes; /* 0: the host's */
-};
 
 kiln_build_options *kiln_build_options_new(void) {
     return kiln_calloc(1, sizeof(kiln_build_options));
@@ -41,13 +35,19 @@ kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const
         o->vector_bytes = (int)(b / 8);
         return KILN_OK;
     }
+    if (strcmp(key, "fuse") == 0) {
+        if (strcmp(value, "0") && strcmp(value, "1"))
+            return kiln_set_error(KILN_ERR_INVALID, "build option fuse: '%s' is not 0 or 1", value);
+        o->no_fuse = value[0] == '0';
+        return KILN_OK;
+    }
     char **slot = strcmp(key, "cc") == 0       ? &o->cc
                   : strcmp(key, "cflags") == 0 ? &o->cflags
                   : strcmp(key, "target") == 0 ? &o->target
                                                : NULL;
     if (!slot)
         return kiln_set_error(KILN_ERR_INVALID,
-                              "unknown build option '%s' (known: cc, cflags, target, vector-bits)", key);
+                              "unknown build option '%s' (known: cc, cflags, target, vector-bits, fuse)", key);
     if (slot == &o->target && strcmp(value, "cpu") != 0 && strcmp(value, "llvm") != 0 &&
         strcmp(value, "c") != 0)
         return kiln_set_error(KILN_ERR_UNSUPPORTED,
@@ -77,16 +77,20 @@ static kiln_status build_so(kiln_schedule *s, int nargs, kiln_tensor *const *arg
                               "kiln_build_source");
     char *src = kiln_build_source(s, nargs, args, name, opts);
     if (!src) return KILN_ERR_INVALID;
-    codegen_toolchain tc = codegen_default_toolchain();
-    if (opts && opts->cc) tc.cc = opts->cc;
-    if (opts && opts->cflags) tc.cflags = opts->cflags;
+    codegen_toolchain tc = driver_toolchain(opts);
     kiln_status st = codegen_compile(src, name && *name ? name : "kernel", &tc, so, dir);
     free(src);
     return st;
 }
 
-/* Remove a build folder and the files in it. */
-static void remove_dir(const char *dir) {
+codegen_toolchain driver_toolchain(const kiln_build_options *opts) {
+    codegen_toolchain tc = codegen_default_toolchain();
+    if (opts && opts->cc) tc.cc = opts->cc;
+    if (opts && opts->cflags) tc.cflags = opts->cflags;
+    return tc;
+}
+
+void driver_remove_dir(const char *dir) {
     DIR *d = opendir(dir);
     if (d) {
         struct dirent *e;
@@ -106,7 +110,7 @@ kiln_module *kiln_build(kiln_schedule *s, int nargs, kiln_tensor *const *args, c
     char *so = NULL, *dir = NULL;
     if (build_so(s, nargs, args, name, opts, &so, &dir) != KILN_OK) return NULL;
     kiln_module *m = kiln_module_load_owned(so, dir);
-    if (!m) remove_dir(dir);
+    if (!m) driver_remove_dir(dir);
     free(so);
     free(dir);
     return m;
@@ -122,7 +126,7 @@ kiln_status kiln_build_save(kiln_schedule *s, int nargs, kiln_tensor *const *arg
     char *bytes = kiln_read_file(so, &len);
     st = bytes ? kiln_write_file(path, bytes, len) : KILN_ERR_IO;
     free(bytes);
-    remove_dir(dir);
+    driver_remove_dir(dir);
     free(so);
     free(dir);
     return st;

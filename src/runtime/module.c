@@ -413,3 +413,18 @@ kiln_status kiln_function_call(const kiln_function *f, int nargs, kiln_ndarray *
     if (bound != bound_small) free(bound);
     return st;
 }
+
+/* ---- for the graph executor ----------------------------------------------------- */
+
+int kiln_function_num_vars(const kiln_function *f) { return f->nvars; }
+
+int kiln_function_arg_info(const kiln_function *f, int i, kiln_dtype *dtype, int *ndim,
+                           const int64_t **dims) {
+    if (i < 0 || i >= f->nargs) return 0;
+    *dtype = f->args[i].dtype;
+    *ndim = f->args[i].ndim;
+    *dims = f->args[i].dims;
+    return 1;
+}
+
+kiln_kernel_fn kiln_function_kernel(const kiln_function *f) { return f->fn; }

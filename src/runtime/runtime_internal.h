@@ -5,9 +5,26 @@
 
 #include "../base/base_internal.h"
 #include "kiln/runtime.h"
+#include "module_abi.h"
 
 /* Load the module at so_path. If tmpdir is not NULL, the module owns that
  * folder and removes it (and the files in it) when freed. */
 KILN_HIDDEN kiln_module *kiln_module_load_owned(const char *so_path, const char *tmpdir);
+
+/* ---- for the graph executor (module.c, package.c) ---- */
+/* Number of symbolic sizes (vars[]) f takes. */
+KILN_HIDDEN int kiln_function_num_vars(const kiln_function *f);
+/* Signature of argument i: dtype, rank, dims (>= 0 fixed, -1 - k the
+ * symbolic size vars[k]; owned by the module). 0 if i is out of range. */
+KILN_HIDDEN int kiln_function_arg_info(const kiln_function *f, int i, kiln_dtype *dtype,
+                                       int *ndim, const int64_t **dims);
+/* The kernel entry point, to call without per-call checks. */
+KILN_HIDDEN kiln_kernel_fn kiln_function_kernel(const kiln_function *f);
+
+/* Read the package (tar) at path: mod.json into *text (malloc'd,
+ * NUL-terminated, *text_len bytes), mod.so loaded into *mod (it owns a
+ * private temporary folder) and mod.params into *params. */
+KILN_HIDDEN kiln_status kiln_package_read(const char *path, char **text, size_t *text_len,
+                                          kiln_module **mod, kiln_npz **params);
 
 #endif

@@ -5,6 +5,7 @@
  * parallel region runs at a time; nested or concurrent calls run serially. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <time.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -13,8 +14,12 @@
 #include "runtime_internal.h"
 
 #define MAX_THREADS 1024
-#define WORKER_SPIN 4000 /* pause iterations before a worker sleeps */
-#define CALLER_SPIN 8000 /* pause iterations before the caller sleeps */
+/* How long a worker spins for the next job before it sleeps, and the caller
+ * for the workers to finish. Kernels run back to back (a graph is many
+ * small kernels), and waking a sleeping thread costs tens of microseconds
+ * on a VM, so both spin for milliseconds, as OpenMP runtimes do. */
+#define WORKER_SPIN_NS 5000000LL
+#define CALLER_SPIN_NS 5000000LL
 
 typedef struct {
     _Alignas(64) atomic_ullong gen; /* bumped by the caller to hand over a job */
@@ -61,6 +66,12 @@ static inline void chunk_range(int64_t n, int T, int i, int64_t *b, int64_t *e) 
     *e = *b + q + (i < r);
 }
 
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
 static void record_result(int r) {
     int zero = 0;
     if (r) atomic_compare_exchange_strong(&g_result, &zero, r);
@@ -72,9 +83,11 @@ static void *worker_main(void *arg) {
     t_in_parallel = 1;
     for (;;) {
         unsigned long long g = atomic_load(&w->gen);
-        for (int i = 0; i < WORKER_SPIN && g == seen && !atomic_load(&g_stop); i++) {
+        int64_t spin_start = now_ns();
+        for (int i = 0; g == seen && !atomic_load(&g_stop); i++) {
             cpu_pause();
             g = atomic_load(&w->gen);
+            if ((i & 255) == 255 && now_ns() - spin_start > WORKER_SPIN_NS) break;
         }
         if (g == seen && !atomic_load(&g_stop)) {
             pthread_mutex_lock(&w->mu);
@@ -245,7 +258,11 @@ int kiln_parallel_for(int64_t n, kiln_parallel_fn fn, void *closure) {
     t_in_parallel = 1;
     record_result(fn(b, e, closure));
     t_in_parallel = 0;
-    for (int i = 0; i < CALLER_SPIN && atomic_load(&g_remaining) > 0; i++) cpu_pause();
+    int64_t spin_start = now_ns();
+    for (int i = 0; atomic_load(&g_remaining) > 0; i++) {
+        cpu_pause();
+        if ((i & 255) == 255 && now_ns() - spin_start > CALLER_SPIN_NS) break;
+    }
     if (atomic_load(&g_remaining) > 0) {
         pthread_mutex_lock(&g_done_mu);
         atomic_store(&g_caller_sleeping, 1);

@@ -1,0 +1,21 @@
+/* kiln/onnx.h: importing ONNX models into kiln's graph IR. */
+#ifndef KILN_ONNX_H
+#define KILN_ONNX_H
+
+#include "kiln/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Import the ONNX model at `path` (opsets 7 to 17 of the default domain).
+ * `input_shapes` may be NULL, or tvmc's syntax "name:[1,3,224,224],other:[1,128]"
+ * to give inputs concrete shapes (a dynamic batch dim, for example).
+ * Every unsupported op is listed in one error (op type, opset, node name).
+ * Errors name the file and, where there is one, the node. */
+KILN_API kiln_graph *kiln_onnx_import(const char *path, const char *input_shapes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,461 @@
+/* compile.c: the graph build pipeline. A typed graph is split into fused
+ * groups (FuseOps); each group becomes one kernel: its ops' computes are
+ * composed over placeholders for the group's inputs, scheduled by the
+ * default CPU schedule, and lowered. All kernels are rendered into one C
+ * source and compiled into mod.so. The execution plan (mod.json, TVM's
+ * graph-executor JSON) and a memory plan that reuses buffers are made here,
+ * and the constants become mod.params. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/json.h"
+#include "../passes/passes.h"
+#include "../te/te_internal.h"
+#include "driver_internal.h"
+
+typedef struct {
+    int nmembers;
+    int *members; /* node ids, increasing */
+    int nin;
+    int *in;      /* input node ids (outside the group) */
+    int out;      /* the output node */
+    char func[160];
+} group_t;
+
+typedef struct {
+    struct kiln_graph *g;
+    int *group_of;
+    int ngroups;
+    group_t *groups;
+    /* entries of mod.json: one per null node output and per group output */
+    int *node_entry; /* graph node -> first entry id (-1 if none) */
+} plan;
+
+static void sanitize(char *dst, size_t cap, const char *src) {
+    size_t k = 0;
+    for (; *src && k + 1 < cap; src++) {
+        char c = *src;
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        dst[k++] = ok ? c : '_';
+    }
+    dst[k] = 0;
+}
+
+/* ---- grouping --------------------------------------------------------------- */
+
+static kiln_status make_groups(plan *P, int fuse) {
+    struct kiln_graph *g = P->g;
+    P->group_of = calloc((size_t)g->n, sizeof(int));
+    if (!P->group_of) return KILN_ERR_NOMEM;
+    if (fuse) {
+        P->ngroups = pass_fuse_ops(g, P->group_of);
+    } else {
+        for (int id = 0; id < g->n; id++)
+            P->group_of[id] = g->nodes[id]->kind == GN_CALL ? P->ngroups++ : -1;
+    }
+    P->groups = calloc((size_t)(P->ngroups ? P->ngroups : 1), sizeof(group_t));
+    if (!P->groups) return KILN_ERR_NOMEM;
+    for (int k = 0; k < P->ngroups; k++) {
+        group_t *gr = &P->groups[k];
+        gr->members = malloc(sizeof(int) * (size_t)g->n);
+        gr->in = malloc(sizeof(int) * (size_t)g->n);
+        if (!gr->members || !gr->in) return KILN_ERR_NOMEM;
+    }
+    for (int id = 0; id < g->n; id++) {
+        int k = P->group_of[id];
+        if (k < 0) continue;
+        group_t *gr = &P->groups[k];
+        gr->members[gr->nmembers++] = id;
+        gr->out = id;
+        const gnode *n = g->nodes[id];
+        for (int i = 0; i < n->nin; i++) {
+            int src = n->in[i];
+            if (P->group_of[src] == k) continue;
+            int seen = 0;
+            for (int j = 0; j < gr->nin; j++) seen |= gr->in[j] == src;
+            if (!seen) gr->in[gr->nin++] = src;
+        }
+    }
+    for (int k = 0; k < P->ngroups; k++) {
+        group_t *gr = &P->groups[k];
+        char ops[120] = "";
+        for (int m = 0; m < gr->nmembers && strlen(ops) < 80; m++) {
+            char part[64];
+            sanitize(part, sizeof part, g->nodes[gr->members[m]]->op->name);
+            const char *p = strncmp(part, "nn_", 3) == 0 ? part + 3 : part;
+            strncat(ops, "_", sizeof ops - strlen(ops) - 1);
+            strncat(ops, p, sizeof ops - strlen(ops) - 1);
+        }
+        snprintf(gr->func, sizeof gr->func, "fused%s_%d", ops, k);
+    }
+    return KILN_OK;
+}
+
+/* ---- one kernel per group ------------------------------------------------------ */
+
+static kiln_tensor *placeholder_for(kiln_ctx *ctx, const gtensor_type *t, const char *name) {
+    kiln_expr sh[KILN_MAX_NDIM];
+    for (int d = 0; d < t->ndim; d++) sh[d] = kiln_int(ctx, t->dims[d].v);
+    return kiln_placeholder(ctx, t->ndim, sh, t->dtype, name);
+}
+
+/* The default CPU schedule: elementwise and injective stages are inlined,
+ * reductions are computed at the top of the kernel, and the outputs'
+ * outermost axis runs in parallel. */
+static kiln_status default_schedule(kiln_schedule *s, int nout, kiln_tensor **outs) {
+    for (int i = 0; i < s->nstages; i++) {
+        kiln_stage *st = s->stages[i];
+        if (st->is_output || st->body->op == TIR_REDUCE) continue;
+        kiln_status r = kiln_compute_inline(st);
+        if (r != KILN_OK) return r;
+    }
+    for (int k = 0; k < nout; k++) {
+        kiln_stage *st = kiln_schedule_stage(s, outs[k]);
+        if (!st || st->ndata == 0) continue;
+        /* fuse the leading data axes until there is enough parallel work */
+        kiln_expr ax = st->iters[0].var;
+        int64_t ext = 1;
+        tir_const_int(outs[k]->shape[0], &ext);
+        for (int d = 1; d < st->ndata && ext < 64; d++) {
+            int64_t e = 1;
+            tir_const_int(outs[k]->shape[d], &e);
+            kiln_expr f;
+            if (kiln_fuse(st, ax, st->iters[d].var, &f) != KILN_OK) break;
+            ax = f;
+            ext *= e;
+        }
+        if (ext > 1) kiln_parallel(st, ax);
+    }
+    return KILN_OK;
+}
+
+static tir_func *lower_group(plan *P, kiln_ctx *ctx, group_t *gr, const kiln_build_options *opts) {
+    struct kiln_graph *g = P->g;
+    kiln_tensor **t = calloc((size_t)g->n * 2 + 2, sizeof(kiln_tensor *)); /* node -> tensor(s) */
+    kiln_tensor *args[4096];
+    tir_func *f = NULL;
+    int nargs = 0;
+    char label[512];
+    if (!t) return NULL;
+    for (int i = 0; i < gr->nin; i++) {
+        const gnode *src = g->nodes[gr->in[i]];
+        const gtensor_type *ty = &src->type.t[0];
+        char nm[64];
+        snprintf(nm, sizeof nm, "in%d", i);
+        if (src->type.is_tuple) {
+            kiln_set_error(KILN_ERR_UNSUPPORTED, "%s takes a tuple input",
+                           graph_node_label(g->nodes[gr->out], label, sizeof label));
+            goto done;
+        }
+        t[src->id] = placeholder_for(ctx, ty, nm);
+        args[nargs++] = t[src->id];
+    }
+    for (int m = 0; m < gr->nmembers; m++) {
+        const gnode *n = g->nodes[gr->members[m]];
+        if (!n->op->compute) {
+            kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: op %s has no compute yet",
+                           graph_node_label(n, label, sizeof label), n->op->name);
+            goto done;
+        }
+        kiln_tensor *in[4096];
+        for (int i = 0; i < n->nin; i++) in[i] = t[n->in[i]];
+        kiln_tensor *outs[64] = {0};
+        if (n->op->compute(ctx, n, in, outs) != KILN_OK) {
+            kiln_error_prefix("%s", graph_node_label(n, label, sizeof label));
+            goto done;
+        }
+        t[n->id] = outs[0];
+        if (n->type.is_tuple) {
+            if (n->id != gr->out) {
+                kiln_set_error(KILN_ERR_INVALID, "internal: a tuple-valued node inside a group");
+                goto done;
+            }
+            for (int k = 0; k < n->type.n; k++) args[nargs + k] = outs[k];
+        }
+    }
+    const gnode *on = g->nodes[gr->out];
+    int nout = on->type.is_tuple ? on->type.n : 1;
+    if (!on->type.is_tuple) args[nargs] = t[gr->out];
+    kiln_schedule *s = kiln_schedule_create(ctx, nout, args + nargs);
+    if (!s || default_schedule(s, nout, args + nargs) != KILN_OK) goto done;
+    f = te_lower(s, nargs + nout, args, gr->func, opts ? opts->vector_bytes : 0);
+    if (!f) kiln_error_prefix("lowering %s", graph_node_label(on, label, sizeof label));
+done:
+    free(t);
+    return f;
+}
+
+/* ---- the execution plan ------------------------------------------------------------ */
+
+static size_t entry_bytes(const gtensor_type *t) {
+    size_t b = kiln_dtype_size(t->dtype);
+    for (int d = 0; d < t->ndim; d++) b *= (size_t)t->dims[d].v;
+    return b;
+}
+
+typedef struct {
+    const gtensor_type *type;
+    int storage;
+} entry;
+
+/* JSON text of the plan. Null nodes: graph inputs and constants (params
+ * named p0, p1, ... unless the constant has a unique name); then one
+ * tvm_op per group. Storage: inputs and params own theirs; group outputs
+ * reuse a freed buffer of the same or larger size when their producer's
+ * consumers are done (a graph output is never freed). */
+static char *make_json(plan *P, kiln_npz *params, kiln_status *st) {
+    struct kiln_graph *g = P->g;
+    int nentries = 0, nnodes = 0;
+    entry *ent = calloc((size_t)g->n * 2 + 64, sizeof(entry));
+    int *node_first = malloc(sizeof(int) * (size_t)g->n); /* graph node -> entry */
+    int *jnode_of = malloc(sizeof(int) * (size_t)g->n);   /* graph node -> json node */
+    int *row_ptr = malloc(sizeof(int) * ((size_t)g->n + 2));
+    int *last_use = malloc(sizeof(int) * ((size_t)g->n * 2 + 64));
+    size_t *sbytes = calloc((size_t)g->n * 2 + 64, sizeof(size_t));
+    int *sfree = calloc((size_t)g->n * 2 + 64, sizeof(int));
+    kstr js;
+    kstr_init(&js);
+    *st = KILN_ERR_NOMEM;
+    if (!ent || !node_first || !jnode_of || !row_ptr || !last_use || !sbytes || !sfree) goto fail;
+    for (int id = 0; id < g->n; id++) node_first[id] = jnode_of[id] = -1;
+    int nstorage = 0;
+    kstr_puts(&js, "{\n  \"nodes\": [\n");
+    /* null nodes first */
+    int first = 1, pcount = 0;
+    kstr args;
+    kstr_init(&args);
+    for (int id = 0; id < g->n; id++) {
+        const gnode *n = g->nodes[id];
+        if (n->kind != GN_VAR && n->kind != GN_CONST) continue;
+        char pname[300];
+        if (n->kind == GN_CONST) {
+            snprintf(pname, sizeof pname, "p%d", pcount++);
+            if (kiln_npz_add(params, pname, n->value) != KILN_OK) goto fail;
+        } else {
+            snprintf(pname, sizeof pname, "%s", n->name);
+        }
+        kstr_puts(&js, first ? "    " : ",\n    ");
+        first = 0;
+        kstr_puts(&js, "{\"op\": \"null\", \"name\": ");
+        json_write_string(&js, pname);
+        kstr_puts(&js, ", \"inputs\": []}");
+        kstr_printf(&args, "%s%d", nnodes ? ", " : "", nnodes);
+        jnode_of[id] = nnodes;
+        row_ptr[nnodes] = nentries;
+        node_first[id] = nentries;
+        ent[nentries].type = &n->type.t[0];
+        ent[nentries].storage = nstorage;
+        sbytes[nstorage++] = entry_bytes(&n->type.t[0]);
+        nentries++;
+        nnodes++;
+    }
+    /* last use of each group output (by group index), for buffer reuse */
+    for (int k = 0; k < P->ngroups; k++) last_use[k] = k;
+    for (int k = 0; k < P->ngroups; k++)
+        for (int i = 0; i < P->groups[k].nin; i++) {
+            int src = P->groups[k].in[i];
+            while (g->nodes[src]->kind == GN_TUPLE_GET) src = g->nodes[src]->in[0];
+            int pg = P->group_of[src];
+            if (pg >= 0 && last_use[pg] < k) last_use[pg] = k;
+        }
+    for (int k = 0; k < g->nout; k++) {
+        int src = g->outs[k];
+        while (g->nodes[src]->kind == GN_TUPLE_GET) src = g->nodes[src]->in[0];
+        if (P->group_of[src] >= 0) last_use[P->group_of[src]] = P->ngroups; /* never freed */
+    }
+    int *group_storage = malloc(sizeof(int) * 64 * (size_t)(P->ngroups + 1));
+    if (!group_storage) goto fail;
+    for (int k = 0; k < P->ngroups; k++) {
+        group_t *gr = &P->groups[k];
+        const gnode *on = g->nodes[gr->out];
+        int nout = on->type.is_tuple ? on->type.n : 1;
+        if (nout > 64) {
+            free(group_storage);
+            *st = kiln_set_error(KILN_ERR_UNSUPPORTED, "a node with more than 64 outputs");
+            goto fail;
+        }
+        /* release buffers whose last consumer ran before this group */
+        for (int q = 0; q < k; q++)
+            if (last_use[q] >= 0 && last_use[q] < k) {
+                const gnode *qo = g->nodes[P->groups[q].out];
+                int qn = qo->type.is_tuple ? qo->type.n : 1;
+                for (int o = 0; o < qn; o++) sfree[group_storage[q * 64 + o]] = 1;
+                last_use[q] = -1;
+            }
+        kstr_puts(&js, first ? "    " : ",\n    ");
+        first = 0;
+        kstr_puts(&js, "{\"op\": \"tvm_op\", \"name\": ");
+        json_write_string(&js, on->name && *on->name ? on->name : gr->func);
+        kstr_printf(&js, ", \"attrs\": {\"func_name\": \"%s\", \"num_inputs\": \"%d\", "
+                         "\"num_outputs\": \"%d\", \"flatten_data\": \"0\"}, \"inputs\": [",
+                    gr->func, gr->nin, nout);
+        for (int i = 0; i < gr->nin; i++) {
+            int src = gr->in[i], idx = 0;
+            if (g->nodes[src]->kind == GN_TUPLE_GET) {
+                idx = g->nodes[src]->index;
+                src = g->nodes[src]->in[0];
+            }
+            int jn = jnode_of[src];
+            if (jn < 0) {
+                free(group_storage);
+                char label[512];
+                *st = kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: its input is not a tensor "
+                                     "produced by a kernel or a graph input",
+                                     graph_node_label(on, label, sizeof label));
+                goto fail;
+            }
+            kstr_printf(&js, "%s[%d, %d, 0]", i ? ", " : "", jn, idx);
+        }
+        kstr_puts(&js, "]}");
+        jnode_of[gr->out] = nnodes;
+        row_ptr[nnodes] = nentries;
+        node_first[gr->out] = nentries;
+        for (int o = 0; o < nout; o++) {
+            const gtensor_type *ty = &on->type.t[o];
+            size_t need = entry_bytes(ty);
+            int best = -1;
+            for (int sidx = 0; sidx < nstorage; sidx++)
+                if (sfree[sidx] && sbytes[sidx] >= need && (best < 0 || sbytes[sidx] < sbytes[best]))
+                    best = sidx;
+            if (best < 0) {
+                best = nstorage;
+                sbytes[nstorage++] = need;
+            }
+            sfree[best] = 0;
+            group_storage[k * 64 + o] = best;
+            ent[nentries].type = ty;
+            ent[nentries].storage = best;
+            nentries++;
+        }
+        nnodes++;
+    }
+    free(group_storage);
+    row_ptr[nnodes] = nentries;
+    kstr_puts(&js, "\n  ],\n  \"arg_nodes\": [");
+    kstr_puts(&js, args.buf ? args.buf : "");
+    kstr_free(&args);
+    kstr_puts(&js, "],\n  \"heads\": [");
+    for (int k = 0; k < g->nout; k++) {
+        int src = g->outs[k], idx = 0;
+        if (g->nodes[src]->kind == GN_TUPLE_GET) {
+            idx = g->nodes[src]->index;
+            src = g->nodes[src]->in[0];
+        }
+        if (jnode_of[src] < 0) {
+            *st = kiln_set_error(KILN_ERR_UNSUPPORTED, "graph output %d is not a tensor", k);
+            goto fail;
+        }
+        kstr_printf(&js, "%s[%d, %d, 0]", k ? ", " : "", jnode_of[src], idx);
+    }
+    kstr_puts(&js, "],\n  \"output_names\": [");
+    for (int k = 0; k < g->nout; k++) {
+        if (k) kstr_puts(&js, ", ");
+        json_write_string(&js, g->out_names[k]);
+    }
+    kstr_puts(&js, "],\n  \"node_row_ptr\": [");
+    for (int i = 0; i <= nnodes; i++) kstr_printf(&js, "%s%d", i ? ", " : "", row_ptr[i]);
+    kstr_puts(&js, "],\n  \"attrs\": {\n    \"dltype\": [\"list_str\", [");
+    for (int e = 0; e < nentries; e++)
+        kstr_printf(&js, "%s\"%s\"", e ? ", " : "", kiln_dtype_name(ent[e].type->dtype));
+    kstr_puts(&js, "]],\n    \"storage_id\": [\"list_int\", [");
+    for (int e = 0; e < nentries; e++) kstr_printf(&js, "%s%d", e ? ", " : "", ent[e].storage);
+    kstr_puts(&js, "]],\n    \"shape\": [\"list_shape\", [");
+    for (int e = 0; e < nentries; e++) {
+        kstr_puts(&js, e ? ", [" : "[");
+        for (int d = 0; d < ent[e].type->ndim; d++)
+            kstr_printf(&js, "%s%lld", d ? ", " : "", (long long)ent[e].type->dims[d].v);
+        kstr_putc(&js, ']');
+    }
+    kstr_puts(&js, "]]\n  }\n}\n");
+    *st = KILN_OK;
+fail:
+    free(ent);
+    free(node_first);
+    free(jnode_of);
+    free(row_ptr);
+    free(last_use);
+    free(sbytes);
+    free(sfree);
+    if (*st != KILN_OK) {
+        kstr_free(&js);
+        return NULL;
+    }
+    return kstr_take(&js);
+}
+
+/* ---- the entry point --------------------------------------------------------------- */
+
+static kiln_status check_static(struct kiln_graph *g) {
+    for (int id = 0; id < g->n; id++) {
+        const gnode *n = g->nodes[id];
+        for (int k = 0; k < n->type.n; k++)
+            for (int d = 0; d < n->type.t[k].ndim; d++)
+                if (n->type.t[k].dims[d].sym) {
+                    char label[512];
+                    return kiln_set_error(KILN_ERR_INVALID,
+                                          "%s has the symbolic dim '%s'; give concrete input "
+                                          "shapes (--input-shapes \"name:[...]\")",
+                                          graph_node_label(n, label, sizeof label),
+                                          n->type.t[k].dims[d].sym);
+                }
+    }
+    return KILN_OK;
+}
+
+kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
+                               const kiln_build_options *opts) {
+    if (!g || !package_path) return kiln_set_error(KILN_ERR_INVALID, "compile: NULL argument");
+    if (g->nout < 1) return kiln_set_error(KILN_ERR_INVALID, "compile: the graph has no outputs");
+    kiln_status st = kiln_graph_infer_types(g);
+    if (st != KILN_OK || (st = check_static(g)) != KILN_OK) return st;
+    plan P = {g, NULL, 0, NULL, NULL};
+    kiln_ctx *ctx = kiln_ctx_new();
+    tir_func *funcs = NULL;
+    kiln_npz *params = kiln_npz_new();
+    char *src = NULL, *plan_json = NULL, *so = NULL, *dir = NULL;
+    if (!ctx || !params) {
+        st = KILN_ERR_NOMEM;
+        goto done;
+    }
+    if ((st = make_groups(&P, !(opts && opts->no_fuse))) != KILN_OK) goto done;
+    funcs = calloc((size_t)(P.ngroups ? P.ngroups : 1), sizeof(tir_func));
+    if (!funcs) {
+        st = KILN_ERR_NOMEM;
+        goto done;
+    }
+    for (int k = 0; k < P.ngroups; k++) {
+        tir_func *f = lower_group(&P, ctx, &P.groups[k], opts);
+        if (!f) {
+            st = KILN_ERR_INVALID;
+            goto done;
+        }
+        funcs[k] = *f;
+    }
+    plan_json = make_json(&P, params, &st);
+    if (!plan_json) goto done;
+    src = codegen_render_c(P.ngroups, funcs);
+    if (!src) {
+        st = KILN_ERR_INVALID;
+        goto done;
+    }
+    codegen_toolchain tc = driver_toolchain(opts);
+    if ((st = codegen_compile(src, "mod", &tc, &so, &dir)) != KILN_OK) goto done;
+    st = kiln_package_write(package_path, plan_json, strlen(plan_json), so, params);
+    driver_remove_dir(dir);
+done:
+    for (int k = 0; k < P.ngroups && P.groups; k++) {
+        free(P.groups[k].members);
+        free(P.groups[k].in);
+    }
+    free(P.groups);
+    free(P.group_of);
+    free(funcs);
+    free(src);
+    free(plan_json);
+    free(so);
+    free(dir);
+    kiln_npz_free(params);
+    kiln_ctx_free(ctx);
+    return st;
+}

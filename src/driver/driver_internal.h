@@ -1,0 +1,22 @@
+/* driver_internal.h: what the build pipelines share (build.c for
+ * tensor-expression functions, compile.c for graphs). */
+#ifndef KILN_DRIVER_INTERNAL_H
+#define KILN_DRIVER_INTERNAL_H
+
+#include "../codegen/codegen.h"
+#include "kiln/schedule.h"
+
+struct kiln_build_options {
+    char *cc;
+    char *cflags;
+    char *target;
+    int vector_bytes; /* 0: the host's */
+    int no_fuse;      /* graphs: one kernel per op (opt level 0) */
+};
+
+/* The toolchain of opts (defaults where unset). */
+KILN_HIDDEN codegen_toolchain driver_toolchain(const kiln_build_options *opts);
+/* Remove a build folder and the files in it. */
+KILN_HIDDEN void driver_remove_dir(const char *dir);
+
+#endif

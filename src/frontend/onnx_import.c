@@ -1,0 +1,446 @@
+/* onnx_import.c: ONNX model -> graph IR. Initializers become constants,
+ * graph inputs variables (with --input-shapes overrides), and each node is
+ * converted by the row of the converter table for its op type. Nodes whose
+ * inputs are all constants and that compute shapes (Shape, Gather, Concat,
+ * Unsqueeze, ...) are evaluated here, so shape subgraphs of exported
+ * transformers become constants. Every node is typed as it is added, so
+ * errors name the ONNX node, its op type and the opset. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../graph/graph_internal.h"
+#include "../ops/ops.h"
+#include "kiln/onnx.h"
+#include "onnx_import.h"
+#include "onnx_load.h"
+
+/* ---- value names ---------------------------------------------------------- */
+
+static uint32_t hash_str(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+static int name_get(const imp *I, const char *name) {
+    if (!I->cap) return -1;
+    size_t j = hash_str(name) & (I->cap - 1);
+    while (I->names[j]) {
+        if (strcmp(I->names[j], name) == 0) return I->ids[j];
+        j = (j + 1) & (I->cap - 1);
+    }
+    return -1;
+}
+
+static void name_set(imp *I, const char *name, int id) {
+    if ((I->count + 1) * 2 >= I->cap) {
+        size_t ncap = I->cap ? I->cap * 2 : 256;
+        char **nn = calloc(ncap, sizeof(char *));
+        int *ni = calloc(ncap, sizeof(int));
+        KILN_ASSERT(nn && ni);
+        for (size_t i = 0; i < I->cap; i++) {
+            if (!I->names[i]) continue;
+            size_t j = hash_str(I->names[i]) & (ncap - 1);
+            while (nn[j]) j = (j + 1) & (ncap - 1);
+            nn[j] = I->names[i];
+            ni[j] = I->ids[i];
+        }
+        free(I->names);
+        free(I->ids);
+        I->names = nn;
+        I->ids = ni;
+        I->cap = ncap;
+    }
+    size_t j = hash_str(name) & (I->cap - 1);
+    while (I->names[j] && strcmp(I->names[j], name) != 0) j = (j + 1) & (I->cap - 1);
+    if (!I->names[j]) {
+        I->names[j] = arena_strdup(I->g->arena, name);
+        I->count++;
+    }
+    I->ids[j] = id;
+}
+
+/* ---- helpers for converters ------------------------------------------------- */
+
+int imp_fail(imp *I, const Onnx__NodeProto *n, const char *fmt, ...) {
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    kiln_set_error(KILN_ERR_INVALID, "%s: node '%s' (%s, opset %lld): %s", I->path,
+                   n->name && *n->name ? n->name : "(unnamed)", n->op_type, (long long)I->opset,
+                   msg);
+    return -1;
+}
+
+int imp_input(imp *I, const Onnx__NodeProto *n, int i) {
+    if ((size_t)i >= n->n_input || !n->input[i][0]) return -1;
+    return name_get(I, n->input[i]);
+}
+
+int imp_ninputs(const Onnx__NodeProto *n) {
+    int k = (int)n->n_input;
+    while (k > 0 && !n->input[k - 1][0]) k--;
+    return k;
+}
+
+const Onnx__AttributeProto *imp_attr(const Onnx__NodeProto *n, const char *name) {
+    for (size_t i = 0; i < n->n_attribute; i++)
+        if (strcmp(n->attribute[i]->name, name) == 0) return n->attribute[i];
+    return NULL;
+}
+
+int64_t imp_attr_int(const Onnx__NodeProto *n, const char *name, int64_t def) {
+    const Onnx__AttributeProto *a = imp_attr(n, name);
+    return a && a->has_i ? a->i : def;
+}
+
+float imp_attr_float(const Onnx__NodeProto *n, const char *name, float def) {
+    const Onnx__AttributeProto *a = imp_attr(n, name);
+    return a && a->has_f ? a->f : def;
+}
+
+int imp_attr_ints(const Onnx__NodeProto *n, const char *name, int64_t *out, int cap) {
+    const Onnx__AttributeProto *a = imp_attr(n, name);
+    if (!a) return -1;
+    if ((int)a->n_ints > cap) return -2;
+    for (size_t i = 0; i < a->n_ints; i++) out[i] = a->ints[i];
+    return (int)a->n_ints;
+}
+
+const char *imp_attr_str(const Onnx__NodeProto *n, const char *name, const char *def, char *buf,
+                         size_t cap) {
+    const Onnx__AttributeProto *a = imp_attr(n, name);
+    if (!a || !a->has_s) return def;
+    size_t len = a->s.len < cap - 1 ? a->s.len : cap - 1;
+    memcpy(buf, a->s.data, len);
+    buf[len] = 0;
+    return buf;
+}
+
+const gtensor_type *imp_type(const imp *I, int id) {
+    const gnode *n = graph_node(I->g, id);
+    return n && n->type.known && !n->type.is_tuple ? &n->type.t[0] : NULL;
+}
+
+const kiln_ndarray *imp_const(const imp *I, int id) {
+    const gnode *n = graph_node(I->g, id);
+    return n && n->kind == GN_CONST ? n->value : NULL;
+}
+
+int imp_call(imp *I, const Onnx__NodeProto *n, const char *op, int nin, const int *in,
+             const char *attrs) {
+    for (int i = 0; i < nin; i++)
+        if (in[i] < 0) return imp_fail(I, n, "a required input of %s is missing", op);
+    int id = kiln_graph_call(I->g, op, nin, in, attrs, n->name);
+    if (id < 0) return imp_fail(I, n, "%s", kiln_last_error());
+    if (graph_infer_node(I->g, id) != KILN_OK) {
+        char msg[2048];
+        snprintf(msg, sizeof msg, "%s", kiln_last_error());
+        return imp_fail(I, n, "%s", msg);
+    }
+    return id;
+}
+
+int imp_add_const(imp *I, const char *name, kiln_ndarray *value) {
+    int id = kiln_graph_const(I->g, name, value);
+    kiln_ndarray_free(value);
+    return id;
+}
+
+int imp_scalar_const(imp *I, const char *name, kiln_dtype dt, double v) {
+    kiln_ndarray *a = kiln_ndarray_empty(dt, 0, NULL);
+    if (!a) return -1;
+    void *d = kiln_ndarray_data(a);
+    switch (dt) {
+    case KILN_FLOAT32: *(float *)d = (float)v; break;
+    case KILN_FLOAT64: *(double *)d = v; break;
+    case KILN_INT64: *(int64_t *)d = (int64_t)v; break;
+    case KILN_INT32: *(int32_t *)d = (int32_t)v; break;
+    default: kiln_ndarray_free(a); return kiln_set_error(KILN_ERR_UNSUPPORTED, "scalar of %s", kiln_dtype_name(dt)), -1;
+    }
+    return imp_add_const(I, name, a);
+}
+
+/* ---- the importer ---------------------------------------------------------------- */
+
+static const imp_converter *find_converter(const char *op_type) {
+    for (const imp_converter *c = imp_converters(); c->op_type; c++)
+        if (strcmp(c->op_type, op_type) == 0) return c;
+    return NULL;
+}
+
+static int is_default_domain(const char *d) { return !*d || strcmp(d, "ai.onnx") == 0; }
+
+/* "name:[1,3,224,224],other:[1,128]" -> override of input `name`. */
+static int parse_shape_override(const char *spec, const char *name, int64_t *dims, int *ndim,
+                                int *found) {
+    *found = 0;
+    const char *p = spec;
+    while (p && *p) {
+        const char *colon = strstr(p, ":[");
+        if (!colon) return 0;
+        size_t nlen = (size_t)(colon - p);
+        const char *q = colon + 2;
+        int nd = 0;
+        int64_t tmp[KILN_MAX_NDIM];
+        while (*q && *q != ']') {
+            char *end;
+            long long v = strtoll(q, &end, 10);
+            if (end == q || v < 0 || nd >= KILN_MAX_NDIM) return 0;
+            tmp[nd++] = v;
+            q = end;
+            while (*q == ' ') q++;
+            if (*q == ',') q++;
+            while (*q == ' ') q++;
+        }
+        if (*q != ']') return 0;
+        if (nlen == strlen(name) && strncmp(p, name, nlen) == 0) {
+            *found = 1;
+            *ndim = nd;
+            memcpy(dims, tmp, sizeof(int64_t) * (size_t)nd);
+        }
+        p = q + 1;
+        while (*p == ',' || *p == ' ') p++;
+    }
+    return 1;
+}
+
+/* Check that every name in the override spec is a graph input. */
+static int check_shape_names(imp *I, const Onnx__GraphProto *gp, const char *spec) {
+    const char *p = spec;
+    while (p && *p) {
+        const char *colon = strstr(p, ":[");
+        const char *close = colon ? strchr(colon, ']') : NULL;
+        if (!colon || !close) {
+            kiln_set_error(KILN_ERR_INVALID, "--input-shapes: '%s' is not name:[d0,d1,...]", p);
+            return 0;
+        }
+        size_t nlen = (size_t)(colon - p);
+        int ok = 0;
+        for (size_t i = 0; i < gp->n_input && !ok; i++)
+            ok = strlen(gp->input[i]->name) == nlen && strncmp(gp->input[i]->name, p, nlen) == 0;
+        if (!ok) {
+            kstr known;
+            kstr_init(&known);
+            for (size_t i = 0; i < gp->n_input; i++) {
+                const gnode *v = graph_node(I->g, name_get(I, gp->input[i]->name));
+                if (v && v->kind == GN_VAR)
+                    kstr_printf(&known, "%s'%s'", known.len ? ", " : "", gp->input[i]->name);
+            }
+            kiln_set_error(KILN_ERR_INVALID, "--input-shapes: the model has no input '%.*s' "
+                           "(its inputs: %s)", (int)nlen, p, known.buf ? known.buf : "none");
+            kstr_free(&known);
+            return 0;
+        }
+        p = close + 1;
+        while (*p == ',' || *p == ' ') p++;
+    }
+    return 1;
+}
+
+static int add_input(imp *I, const Onnx__ValueInfoProto *vi, const char *shapes) {
+    const Onnx__TypeProto *tp = vi->type;
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type ||
+        !tp->tensor_type->has_elem_type) {
+        kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: input '%s' is not a tensor with a known "
+                       "element type", I->path, vi->name);
+        return 0;
+    }
+    kiln_dtype dt;
+    if (!onnx_dtype_to_kiln(tp->tensor_type->elem_type, &dt)) {
+        kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: input '%s' has dtype %s, which kiln does not "
+                       "support", I->path, vi->name, onnx_dtype_name(tp->tensor_type->elem_type));
+        return 0;
+    }
+    int64_t dims[KILN_MAX_NDIM];
+    const char *syms[KILN_MAX_NDIM];
+    char symbuf[KILN_MAX_NDIM][64];
+    int nd = 0, found = 0;
+    if (shapes && !parse_shape_override(shapes, vi->name, dims, &nd, &found)) {
+        kiln_set_error(KILN_ERR_INVALID, "--input-shapes: cannot parse '%s'", shapes);
+        return 0;
+    }
+    const Onnx__TensorShapeProto *sh = tp->tensor_type->shape;
+    if (!found) {
+        if (!sh) {
+            kiln_set_error(KILN_ERR_INVALID, "%s: input '%s' has no shape; give one with "
+                           "--input-shapes", I->path, vi->name);
+            return 0;
+        }
+        if (sh->n_dim > KILN_MAX_NDIM) {
+            kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: input '%s' has %zu dims (at most %d)",
+                           I->path, vi->name, sh->n_dim, KILN_MAX_NDIM);
+            return 0;
+        }
+        nd = (int)sh->n_dim;
+        for (int d = 0; d < nd; d++) {
+            const Onnx__TensorShapeProto__Dimension *dim = sh->dim[d];
+            syms[d] = NULL;
+            if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                dim->dim_value >= 0) {
+                dims[d] = dim->dim_value;
+            } else {
+                dims[d] = -1;
+                if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                    dim->dim_param && *dim->dim_param)
+                    snprintf(symbuf[d], sizeof symbuf[d], "%s", dim->dim_param);
+                else
+                    snprintf(symbuf[d], sizeof symbuf[d], "%s_dim%d", vi->name, d);
+                syms[d] = symbuf[d];
+            }
+        }
+    } else if (sh && (int)sh->n_dim != nd) {
+        kiln_set_error(KILN_ERR_INVALID, "--input-shapes: input '%s' has rank %zu, not %d",
+                       vi->name, sh->n_dim, nd);
+        return 0;
+    }
+    int id = kiln_graph_var(I->g, vi->name, dt, nd, dims, found ? NULL : syms);
+    if (id < 0) return 0;
+    name_set(I, vi->name, id);
+    return 1;
+}
+
+/* List every node whose op is unsupported, at once. */
+static int check_supported(imp *I, const Onnx__GraphProto *gp) {
+    kstr bad;
+    kstr_init(&bad);
+    int nbad = 0;
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *n = gp->node[i];
+        const imp_converter *c = is_default_domain(n->domain) ? find_converter(n->op_type) : NULL;
+        int ok = c && I->opset >= c->min_opset;
+        if (!ok) {
+            /* an identical op type is listed once per node name, up to 50 */
+            if (nbad < 50)
+                kstr_printf(&bad, "\n  %s%s%s (opset %lld) at node '%s'", n->domain,
+                            *n->domain ? "." : "", n->op_type,
+                            (long long)onnx_model_opset(I->m, n->domain),
+                            *n->name ? n->name : "(unnamed)");
+            nbad++;
+        }
+    }
+    if (nbad) {
+        kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: %d node%s use%s ops kiln does not support:%s%s",
+                       I->path, nbad, nbad == 1 ? "" : "s", nbad == 1 ? "s" : "",
+                       bad.buf ? bad.buf : "", nbad > 50 ? "\n  ..." : "");
+        kstr_free(&bad);
+        return 0;
+    }
+    kstr_free(&bad);
+    return 1;
+}
+
+kiln_graph *kiln_onnx_import(const char *path, const char *input_shapes) {
+    if (!path) {
+        kiln_set_error(KILN_ERR_INVALID, "onnx import: no path");
+        return NULL;
+    }
+    onnx_model *m = onnx_model_load(path);
+    if (!m) return NULL;
+    imp I;
+    memset(&I, 0, sizeof I);
+    I.m = m;
+    I.path = path;
+    I.opset = onnx_model_opset(m, "");
+    I.g = graph_new(ops_default_registry());
+    kiln_graph *result = NULL;
+    const Onnx__GraphProto *gp = onnx_model_proto(m)->graph;
+    if (!I.g) goto done;
+    if (I.opset < 1) {
+        kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: the model imports no default-domain opset",
+                       path);
+        goto done;
+    }
+    if (I.opset < 7 || I.opset > 17) {
+        kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: opset %lld is not supported (7 to 17 are)",
+                       path, (long long)I.opset);
+        goto done;
+    }
+    if (onnx_model_proto(m)->n_functions) {
+        kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: model-local functions are not supported yet",
+                       path);
+        goto done;
+    }
+    if (!check_supported(&I, gp)) goto done;
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *t = gp->initializer[i];
+        char what[600];
+        snprintf(what, sizeof what, "initializer '%s'", t->name);
+        kiln_ndarray *a = onnx_tensor_to_ndarray(m, t, what);
+        if (!a) goto done;
+        int id = imp_add_const(&I, t->name, a);
+        if (id < 0) goto done;
+        name_set(&I, t->name, id);
+    }
+    for (size_t i = 0; i < gp->n_input; i++) {
+        if (name_get(&I, gp->input[i]->name) >= 0) continue; /* an initializer */
+        if (!add_input(&I, gp->input[i], input_shapes)) goto done;
+    }
+    if (input_shapes && !check_shape_names(&I, gp, input_shapes)) goto done;
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *n = gp->node[i];
+        for (size_t k = 0; k < n->n_input; k++)
+            if (n->input[k][0] && name_get(&I, n->input[k]) < 0) {
+                imp_fail(&I, n, "input '%s' is not produced by any earlier node, initializer or "
+                         "graph input (a dangling name, or the graph is not in order/has a cycle)",
+                         n->input[k]);
+                goto done;
+            }
+        int outs[64];
+        if (n->n_output > 64) {
+            imp_fail(&I, n, "too many outputs");
+            goto done;
+        }
+        for (int k = 0; k < 64; k++) outs[k] = -1;
+        const imp_converter *c = find_converter(n->op_type);
+        if (c->convert(&I, n, outs) < 0) goto done;
+        for (size_t k = 0; k < n->n_output; k++) {
+            if (!n->output[k][0]) continue;
+            if (outs[k] < 0) {
+                if (k == 0) {
+                    imp_fail(&I, n, "internal: no value for output 0");
+                    goto done;
+                }
+                continue; /* an optional output kiln does not produce */
+            }
+            name_set(&I, n->output[k], outs[k]);
+        }
+    }
+    int *outs = malloc(sizeof(int) * (gp->n_output ? gp->n_output : 1));
+    const char **names = malloc(sizeof(char *) * (gp->n_output ? gp->n_output : 1));
+    if (!outs || !names) {
+        free(outs);
+        free(names);
+        goto done;
+    }
+    int ok = 1;
+    for (size_t i = 0; i < gp->n_output && ok; i++) {
+        outs[i] = name_get(&I, gp->output[i]->name);
+        names[i] = gp->output[i]->name;
+        if (outs[i] < 0) {
+            kiln_set_error(KILN_ERR_INVALID, "%s: graph output '%s' is not produced by any node",
+                           path, gp->output[i]->name);
+            ok = 0;
+        }
+    }
+    if (ok && gp->n_output == 0) {
+        kiln_set_error(KILN_ERR_INVALID, "%s: the graph has no outputs", path);
+        ok = 0;
+    }
+    if (ok && kiln_graph_set_outputs(I.g, (int)gp->n_output, outs, names) == KILN_OK) {
+        result = I.g;
+        I.g = NULL;
+    }
+    free(outs);
+    free(names);
+done:
+    kiln_graph_free(I.g);
+    free(I.names);
+    free(I.ids);
+    onnx_model_free(m);
+    return result;
+}

@@ -1,0 +1,168 @@
+/* graph.h: kiln's graph IR, a typed dataflow graph in the manner of Relay.
+ *
+ * A graph is an array of nodes in topological order (a node's inputs are
+ * earlier nodes). A node is a variable (a graph input), a constant (an
+ * ndarray), a call of an op with typed attributes, a tuple, or a tuple-get.
+ * Every node keeps the name of the source node it came from, through every
+ * pass. A node's type is a tensor type (dtype + dims, where a dim may be a
+ * named symbol) or a tuple of tensor types; it may be unknown until
+ * InferType runs.
+ *
+ * Ops are rows of an op table (struct kiln_op_def) that the op library
+ * (src/ops) provides: the graph layer only reads them, through the
+ * registry handed to it, so it depends on nothing above it. */
+#ifndef KILN_GRAPH_H
+#define KILN_GRAPH_H
+
+#include "../base/base_internal.h"
+#include "kiln/graph.h"
+#include "kiln/runtime.h"
+#include "kiln/te.h"
+
+/* ---- types ------------------------------------------------------------- */
+
+typedef struct {
+    int64_t v;       /* the size, when sym is NULL */
+    const char *sym; /* a symbolic size ("batch"), or NULL */
+} gdim;
+
+typedef struct {
+    kiln_dtype dtype;
+    int ndim;
+    gdim dims[KILN_MAX_NDIM];
+} gtensor_type;
+
+/* A node's type: `n` tensor types; a tuple has n != 1 or is_tuple set. */
+typedef struct {
+    int known; /* 0 until inferred */
+    int is_tuple;
+    int n;
+    gtensor_type *t;
+} gtype;
+
+/* ---- attributes ---------------------------------------------------------- */
+
+typedef enum { GA_INT, GA_FLOAT, GA_INTS, GA_FLOATS, GA_STR } gattr_kind;
+
+typedef struct {
+    const char *name;
+    gattr_kind kind;
+    int n; /* element count of INTS/FLOATS */
+    int64_t i;
+    double f;
+    const int64_t *ints;
+    const double *floats;
+    const char *s;
+} gattr;
+
+/* ---- ops ---------------------------------------------------------------- */
+
+/* How an op fuses (TVM's TOpPattern), in increasing order. */
+typedef enum {
+    OP_ELEMWISE = 0,
+    OP_BROADCAST = 1,
+    OP_INJECTIVE = 2,
+    OP_COMM_REDUCE = 3,
+    OP_OUT_ELEMWISE_FUSABLE = 4,
+    OP_TUPLE = 7,
+    OP_OPAQUE = 8
+} op_pattern;
+
+typedef struct {
+    const char *name;
+    gattr_kind kind;
+    int required;
+    const char *def; /* default in the text syntax ("1", "[1, 1]", "\"NCHW\""), or NULL */
+} attr_schema;
+
+struct gnode;
+struct kiln_graph;
+
+/* Result of a type relation. */
+typedef enum { REL_OK = 0, REL_INCOMPLETE = 1, REL_ERROR = 2 } rel_result;
+
+/* Infer the output type of `call` from its inputs' types (in[i] may be an
+ * unknown type: return REL_INCOMPLETE). REL_ERROR sets an error message
+ * (the caller adds the node and op). */
+typedef rel_result (*op_rel_fn)(const struct kiln_graph *g, const struct gnode *call,
+                                const gtype *const *in, gtype *out);
+
+/* Build the op's compute in tensor expressions: inputs are tensors of the
+ * input types; write the outputs (one per output tensor type) to outputs.
+ * Returns KILN_OK or an error naming what is unsupported. */
+typedef kiln_status (*op_compute_fn)(kiln_ctx *ctx, const struct gnode *call,
+                                     kiln_tensor *const *inputs, kiln_tensor **outputs);
+
+/* One row of the op table. */
+typedef struct kiln_op_def {
+    const char *name; /* Relay-style: "nn.conv2d", "add" */
+    int min_in, max_in;
+    const attr_schema *attrs; /* terminated by a row with name NULL */
+    op_rel_fn rel;
+    op_pattern pattern;
+    op_compute_fn compute; /* NULL until the op library provides one */
+    const char *summary;   /* one line for --help and docs */
+} kiln_op_def;
+
+/* The ops a graph may use: the built-in table plus rows added by plugins. */
+typedef struct kiln_op_registry {
+    int n, cap;
+    const kiln_op_def **ops;
+} kiln_op_registry;
+
+KILN_HIDDEN const kiln_op_def *op_registry_find(const kiln_op_registry *r, const char *name);
+KILN_HIDDEN kiln_status op_registry_add(kiln_op_registry *r, const kiln_op_def *def);
+
+/* ---- nodes and graphs ------------------------------------------------------ */
+
+typedef enum { GN_VAR, GN_CONST, GN_CALL, GN_TUPLE, GN_TUPLE_GET } gnode_kind;
+
+typedef struct gnode {
+    int id;
+    gnode_kind kind;
+    const kiln_op_def *op; /* GN_CALL */
+    int nin;
+    const int *in;         /* input node ids, all < id */
+    int nattr;
+    const gattr *attrs;    /* GN_CALL, sorted as given */
+    const char *name;      /* source name ("" if none) */
+    gtype type;
+    kiln_ndarray *value;   /* GN_CONST, owned by the graph */
+    int index;             /* GN_TUPLE_GET */
+} gnode;
+
+struct kiln_graph {
+    arena *arena;
+    const kiln_op_registry *ops;
+    int n, cap;
+    gnode **nodes;
+    int nout;
+    int *outs;
+    const char **out_names;
+};
+
+/* A node by id, or NULL if out of range. */
+KILN_HIDDEN gnode *graph_node(const struct kiln_graph *g, int id);
+/* Append a node; copies the arrays into the graph's arena. Returns its id,
+ * or -1 with an error (bad input ids, unknown op, arity, attributes). */
+KILN_HIDDEN int graph_add(struct kiln_graph *g, gnode_kind kind, const kiln_op_def *op, int nin,
+                          const int *in, int nattr, const gattr *attrs, const char *name);
+KILN_HIDDEN const gattr *graph_attr(const gnode *n, const char *name);
+/* Attribute value helpers: the value, or the schema default, or `def`. */
+KILN_HIDDEN int64_t graph_attr_int(const gnode *n, const char *name, int64_t def);
+KILN_HIDDEN double graph_attr_float(const gnode *n, const char *name, double def);
+/* INTS attribute: count, writes up to cap values; -1 if absent. */
+KILN_HIDDEN int graph_attr_ints(const gnode *n, const char *name, int64_t *out, int cap);
+KILN_HIDDEN const char *graph_attr_str(const gnode *n, const char *name, const char *def);
+
+/* Types. */
+KILN_HIDDEN gtype gtype_tensor(struct kiln_graph *g, kiln_dtype dt, int ndim, const gdim *dims);
+KILN_HIDDEN int gtype_equal(const gtype *a, const gtype *b);
+KILN_HIDDEN int gdim_equal(gdim a, gdim b);
+/* "Tensor[(1, 3, n), float32]" or "(Tensor[...], Tensor[...])" */
+KILN_HIDDEN void gtype_print(kstr *out, const gtype *t);
+
+/* A node label for error messages: "node 'Conv_0' (nn.conv2d)". */
+KILN_HIDDEN const char *graph_node_label(const gnode *n, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,64 @@
+/* graph_internal.h: functions shared inside the graph layer and with the
+ * layers above it (ops, passes, frontend, driver). */
+#ifndef KILN_GRAPH_INTERNAL_H
+#define KILN_GRAPH_INTERNAL_H
+
+#include "graph.h"
+
+/* An empty graph over `ops`. */
+KILN_HIDDEN struct kiln_graph *graph_new(const kiln_op_registry *ops);
+
+/* ---- the text syntax (text.c) ---------------------------------------------
+ * A lexer shared by the attribute parser and the graph parser. */
+typedef enum {
+    TK_EOF, TK_IDENT, TK_INT, TK_FLOAT, TK_STRING, TK_LOCAL /* %name */, TK_GLOBAL /* @name */,
+    TK_PUNCT, TK_COMMENT /* the text inside / * ... * / */, TK_ERROR
+} tok_kind;
+
+typedef struct {
+    tok_kind kind;
+    const char *start; /* into the source */
+    int len;
+    int64_t i;
+    double f;
+    int line, col;
+} token;
+
+typedef struct {
+    const char *src, *p;
+    int line, col;
+    token tok; /* the current token */
+    const char *what; /* for messages: "graph text" */
+} lexer;
+
+KILN_HIDDEN void lex_init(lexer *lx, const char *src, const char *what);
+/* Advance to the next token (comments are returned as TK_COMMENT). */
+KILN_HIDDEN void lex_next(lexer *lx);
+/* 1 if the current token is punctuation c. */
+KILN_HIDDEN int lex_is(const lexer *lx, char c);
+/* Record "WHAT:LINE:COL: msg" as the error; returns 0. */
+KILN_HIDDEN int lex_error(const lexer *lx, const char *fmt, ...) KILN_PRINTF(2, 3);
+/* Copy of the current token's text into the arena (strings unescaped). */
+KILN_HIDDEN char *lex_text(const lexer *lx, arena *a);
+
+/* Parse "name=value, name=value" (value: int, float with optional f,
+ * [list], "string", or an identifier taken as a string) from the lexer's
+ * current token until a token that is not an attribute. Returns the count
+ * (attrs in the graph arena) or -1 with an error. */
+KILN_HIDDEN int graph_parse_attr_list(struct kiln_graph *g, lexer *lx, gattr **out);
+/* The same over a whole string. */
+KILN_HIDDEN int graph_parse_attrs(struct kiln_graph *g, const char *text, gattr **out);
+/* The parsed default of schema row s of op (cached), or NULL. */
+KILN_HIDDEN const gattr *graph_default_attr(const kiln_op_def *op, const attr_schema *s);
+/* Append "name=value" text for an attribute. */
+KILN_HIDDEN void graph_print_attr(kstr *out, const gattr *a);
+
+/* Infer the type of node id from its inputs' types (infer_type.c). */
+KILN_HIDDEN kiln_status graph_infer_node(struct kiln_graph *g, int id);
+
+/* ---- printing and parsing whole graphs (printer.c, parser.c) --------------- */
+KILN_HIDDEN char *graph_print(const struct kiln_graph *g);
+KILN_HIDDEN struct kiln_graph *graph_parse(const char *text, const kiln_npz *constants,
+                                           const kiln_op_registry *ops);
+
+#endif

@@ -1,0 +1,40 @@
+/* compute.h: the tensor-expression computes of the built-in ops, referenced
+ * by the op table. Each builds its outputs from input tensors whose shapes
+ * are concrete (the graph is typed before lowering). */
+#ifndef KILN_OPS_COMPUTE_H
+#define KILN_OPS_COMPUTE_H
+
+#include "ops.h"
+
+#define KILN_COMPUTE(name)                                                                   \
+    KILN_HIDDEN kiln_status name(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,   \
+                                 kiln_tensor **out)
+/* compute_elemwise.c */
+KILN_COMPUTE(compute_unary);
+KILN_COMPUTE(compute_binary);
+KILN_COMPUTE(compute_where);
+KILN_COMPUTE(compute_bias_add);
+KILN_COMPUTE(compute_batch_norm);
+KILN_COMPUTE(compute_reshape);
+KILN_COMPUTE(compute_transpose);
+KILN_COMPUTE(compute_concatenate);
+KILN_COMPUTE(compute_split);
+/* compute_nn.c */
+KILN_COMPUTE(compute_conv2d);
+KILN_COMPUTE(compute_dense);
+KILN_COMPUTE(compute_pool2d);
+KILN_COMPUTE(compute_global_pool2d);
+KILN_COMPUTE(compute_softmax);
+#undef KILN_COMPUTE
+
+/* Shared by the compute files: the int64 constant v. */
+KILN_HIDDEN kiln_expr ops_int(kiln_ctx *ctx, int64_t v);
+/* Constant v in dtype dt. */
+KILN_HIDDEN kiln_expr ops_const(kiln_ctx *ctx, kiln_dtype dt, double v);
+/* The concrete dims of a tensor (all dims are constants after typing). */
+KILN_HIDDEN int ops_shape(const kiln_tensor *t, int64_t *dims);
+/* A compute over `ndim` dims of `shape` named after the call. */
+KILN_HIDDEN kiln_tensor *ops_compute(kiln_ctx *ctx, const gnode *call, const char *suffix, int ndim,
+                                     const int64_t *shape, kiln_compute_fn fn, void *user);
+
+#endif

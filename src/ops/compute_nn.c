@@ -1,0 +1,314 @@
+/* compute_nn.c: computes of the nn ops: convolution (with a padding stage,
+ * strides, dilation and groups), dense, pooling, and softmax as a chain of
+ * reductions. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "compute.h"
+
+static int out_shape(const gnode *call, int64_t *dims) {
+    const gtensor_type *t = &call->type.t[0];
+    for (int d = 0; d < t->ndim; d++) dims[d] = t->dims[d].v;
+    return t->ndim;
+}
+
+/* 2-value attribute (one value repeats) and 4-value padding (t, l, b, r). */
+static void attr2(const gnode *call, const char *name, int64_t def, int64_t v[2]) {
+    int64_t b[4];
+    int n = graph_attr_ints(call, name, b, 4);
+    v[0] = n >= 1 ? b[0] : def;
+    v[1] = n >= 2 ? b[1] : v[0];
+}
+
+static void pad4(const gnode *call, int64_t p[4]) {
+    int64_t b[4];
+    int n = graph_attr_ints(call, "padding", b, 4);
+    if (n == 1) p[0] = p[1] = p[2] = p[3] = b[0];
+    else if (n == 2) p[0] = p[2] = b[0], p[1] = p[3] = b[1];
+    else if (n == 4) memcpy(p, b, sizeof b);
+    else p[0] = p[1] = p[2] = p[3] = 0;
+}
+
+/* ---- padding ------------------------------------------------------------------ */
+
+typedef struct {
+    kiln_tensor *x;
+    int64_t dims[4], pad[4];
+    double fill;
+} pad_args;
+
+static kiln_expr pad_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    pad_args *p = u;
+    kiln_expr h = kiln_sub(i[2], ops_int(ctx, p->pad[0]));
+    kiln_expr w = kiln_sub(i[3], ops_int(ctx, p->pad[1]));
+    kiln_expr z = ops_int(ctx, 0);
+    kiln_expr in = kiln_and(kiln_and(kiln_ge(h, z), kiln_lt(h, ops_int(ctx, p->dims[2]))),
+                            kiln_and(kiln_ge(w, z), kiln_lt(w, ops_int(ctx, p->dims[3]))));
+    kiln_expr hc = kiln_min(kiln_max(h, z), ops_int(ctx, p->dims[2] - 1));
+    kiln_expr wc = kiln_min(kiln_max(w, z), ops_int(ctx, p->dims[3] - 1));
+    kiln_expr ix[4] = {i[0], i[1], hc, wc};
+    return kiln_select(in, kiln_tensor_at(p->x, 4, ix),
+                       ops_const(ctx, kiln_tensor_dtype(p->x), p->fill));
+}
+
+/* x padded by pad[4] (t, l, b, r) with `fill`, or x itself if no padding. */
+static kiln_tensor *pad_nchw(kiln_ctx *ctx, const gnode *call, kiln_tensor *x, const int64_t pad[4],
+                             double fill) {
+    if (!pad[0] && !pad[1] && !pad[2] && !pad[3]) return x;
+    pad_args p = {x, {0}, {pad[0], pad[1], pad[2], pad[3]}, fill};
+    ops_shape(x, p.dims);
+    int64_t sh[4] = {p.dims[0], p.dims[1], p.dims[2] + pad[0] + pad[2], p.dims[3] + pad[1] + pad[3]};
+    return ops_compute(ctx, call, ".pad", 4, sh, pad_body, &p);
+}
+
+/* ---- conv2d ------------------------------------------------------------------- */
+
+typedef struct {
+    kiln_tensor *p, *w;
+    int64_t s[2], d[2], ocg, icg;
+    kiln_expr ic, kh, kw;
+} conv_args;
+
+static kiln_expr conv_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    conv_args *c = u;
+    /* input channel = group(oc) * icg + ic */
+    kiln_expr g = kiln_floordiv(i[1], ops_int(ctx, c->ocg));
+    kiln_expr ch = kiln_add(kiln_mul(g, ops_int(ctx, c->icg)), c->ic);
+    kiln_expr h = kiln_add(kiln_mul(i[2], ops_int(ctx, c->s[0])), kiln_mul(c->kh, ops_int(ctx, c->d[0])));
+    kiln_expr w = kiln_add(kiln_mul(i[3], ops_int(ctx, c->s[1])), kiln_mul(c->kw, ops_int(ctx, c->d[1])));
+    kiln_expr pi[4] = {i[0], ch, h, w}, wi[4] = {i[1], c->ic, c->kh, c->kw};
+    kiln_expr axes[3] = {c->ic, c->kh, c->kw};
+    return kiln_sum(kiln_mul(kiln_tensor_at(c->p, 4, pi), kiln_tensor_at(c->w, 4, wi)), 3, axes);
+}
+
+kiln_status compute_conv2d(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                           kiln_tensor **out) {
+    if (strcmp(graph_attr_str(call, "data_layout", "NCHW"), "NCHW") ||
+        strcmp(graph_attr_str(call, "kernel_layout", "OIHW"), "OIHW"))
+        return kiln_set_error(KILN_ERR_UNSUPPORTED, "nn.conv2d: only NCHW data and OIHW "
+                              "kernels are supported");
+    int64_t od[4], wd[4], pad[4];
+    out_shape(call, od);
+    ops_shape(in[1], wd);
+    pad4(call, pad);
+    conv_args c = {pad_nchw(ctx, call, in[0], pad, 0), in[1], {0}, {0}, 0, wd[1], NULL, NULL, NULL};
+    if (!c.p) return KILN_ERR_INVALID;
+    attr2(call, "strides", 1, c.s);
+    attr2(call, "dilation", 1, c.d);
+    c.ocg = wd[0] / graph_attr_int(call, "groups", 1);
+    c.ic = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, wd[1]), "rc");
+    c.kh = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, wd[2]), "ry");
+    c.kw = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, wd[3]), "rx");
+    out[0] = ops_compute(ctx, call, "", 4, od, conv_body, &c);
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* ---- dense -------------------------------------------------------------------- */
+
+typedef struct {
+    kiln_tensor *x, *w;
+    int nd;
+    kiln_expr k;
+} dense_args;
+
+static kiln_expr dense_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    dense_args *a = u;
+    kiln_expr xi[KILN_MAX_NDIM];
+    memcpy(xi, i, sizeof(kiln_expr) * (size_t)a->nd);
+    xi[a->nd - 1] = a->k;
+    kiln_expr wi[2] = {i[a->nd - 1], a->k};
+    return kiln_sum(kiln_mul(kiln_tensor_at(a->x, a->nd, xi), kiln_tensor_at(a->w, 2, wi)), 1, &a->k);
+}
+
+kiln_status compute_dense(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                          kiln_tensor **out) {
+    int64_t od[KILN_MAX_NDIM], wd[2];
+    int nd = out_shape(call, od);
+    ops_shape(in[1], wd);
+    dense_args a = {in[0], in[1], nd, kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, wd[1]), "k")};
+    out[0] = ops_compute(ctx, call, "", nd, od, dense_body, &a);
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* ---- pooling -------------------------------------------------------------------- */
+
+typedef struct {
+    kiln_tensor *p;
+    int64_t k[2], s[2], d[2], pad[4], in_dims[4];
+    int is_max, count_pad;
+    kiln_expr kh, kw;
+    kiln_tensor *sum;
+} pool_args;
+
+static kiln_expr pool_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    pool_args *a = u;
+    kiln_expr h = kiln_add(kiln_mul(i[2], ops_int(ctx, a->s[0])), kiln_mul(a->kh, ops_int(ctx, a->d[0])));
+    kiln_expr w = kiln_add(kiln_mul(i[3], ops_int(ctx, a->s[1])), kiln_mul(a->kw, ops_int(ctx, a->d[1])));
+    kiln_expr ix[4] = {i[0], i[1], h, w}, axes[2] = {a->kh, a->kw};
+    kiln_expr v = kiln_tensor_at(a->p, 4, ix);
+    return a->is_max ? kiln_max_reduce(v, 2, axes) : kiln_sum(v, 2, axes);
+}
+
+/* Average: divide the window sum by the window size, or by the number of
+ * elements inside the unpadded input. */
+static kiln_expr avg_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    pool_args *a = u;
+    kiln_dtype dt = kiln_tensor_dtype(a->sum);
+    kiln_expr s = kiln_tensor_at(a->sum, 4, i);
+    if (a->count_pad) return kiln_div(s, ops_const(ctx, dt, (double)(a->k[0] * a->k[1])));
+    kiln_expr cnt[2];
+    for (int d = 0; d < 2; d++) {
+        kiln_expr start = kiln_sub(kiln_mul(i[2 + d], ops_int(ctx, a->s[d])), ops_int(ctx, a->pad[d]));
+        kiln_expr end = kiln_add(start, ops_int(ctx, (a->k[d] - 1) * a->d[d] + 1));
+        kiln_expr lo = kiln_max(start, ops_int(ctx, 0));
+        kiln_expr hi = kiln_min(end, ops_int(ctx, a->in_dims[2 + d]));
+        /* elements of the dilated window inside [lo, hi) */
+        kiln_expr first = kiln_add(start, kiln_mul(kiln_floordiv(kiln_add(kiln_sub(lo, start), ops_int(ctx, a->d[d] - 1)), ops_int(ctx, a->d[d])), ops_int(ctx, a->d[d])));
+        kiln_expr n = kiln_floordiv(kiln_add(kiln_sub(hi, first), ops_int(ctx, a->d[d] - 1)), ops_int(ctx, a->d[d]));
+        cnt[d] = kiln_max(n, ops_int(ctx, 1));
+    }
+    return kiln_div(s, kiln_cast(dt, kiln_mul(cnt[0], cnt[1])));
+}
+
+kiln_status compute_pool2d(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                           kiln_tensor **out) {
+    pool_args a;
+    memset(&a, 0, sizeof a);
+    int64_t od[4];
+    out_shape(call, od);
+    ops_shape(in[0], a.in_dims);
+    attr2(call, "pool_size", 1, a.k);
+    attr2(call, "strides", 1, a.s);
+    attr2(call, "dilation", 1, a.d);
+    pad4(call, a.pad);
+    a.is_max = strcmp(call->op->name, "nn.max_pool2d") == 0;
+    a.count_pad = graph_attr_int(call, "count_include_pad", 0) != 0;
+    /* ceil_mode windows may run past the padded input: pad the far side more */
+    int64_t pad[4] = {a.pad[0], a.pad[1], a.pad[2], a.pad[3]};
+    for (int d = 0; d < 2; d++) {
+        int64_t need = (od[2 + d] - 1) * a.s[d] + (a.k[d] - 1) * a.d[d] + 1;
+        int64_t have = a.in_dims[2 + d] + a.pad[d] + a.pad[d + 2];
+        if (need > have) pad[d + 2] += need - have;
+    }
+    kiln_dtype dt = kiln_tensor_dtype(in[0]);
+    double fill = a.is_max ? (dt == KILN_FLOAT32 || dt == KILN_FLOAT64 ? -INFINITY : -1e300) : 0;
+    a.p = pad_nchw(ctx, call, in[0], pad, fill);
+    if (!a.p) return KILN_ERR_INVALID;
+    a.kh = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, a.k[0]), "rv");
+    a.kw = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, a.k[1]), "rw");
+    if (a.is_max) {
+        out[0] = ops_compute(ctx, call, "", 4, od, pool_body, &a);
+    } else {
+        a.sum = ops_compute(ctx, call, ".sum", 4, od, pool_body, &a);
+        out[0] = a.sum ? ops_compute(ctx, call, "", 4, od, avg_body, &a) : NULL;
+    }
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+typedef struct {
+    kiln_tensor *x, *sum;
+    int nd;
+    int64_t count;
+    kiln_expr r[KILN_MAX_NDIM];
+} gpool_args;
+
+static kiln_expr gsum_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    gpool_args *a = u;
+    kiln_expr ix[KILN_MAX_NDIM];
+    ix[0] = i[0];
+    ix[1] = i[1];
+    for (int d = 2; d < a->nd; d++) ix[d] = a->r[d - 2];
+    return kiln_sum(kiln_tensor_at(a->x, a->nd, ix), a->nd - 2, a->r);
+}
+
+static kiln_expr gmean_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    gpool_args *a = u;
+    return kiln_div(kiln_tensor_at(a->sum, a->nd, i),
+                    ops_const(ctx, kiln_tensor_dtype(a->x), (double)a->count));
+}
+
+kiln_status compute_global_pool2d(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                  kiln_tensor **out) {
+    gpool_args a;
+    memset(&a, 0, sizeof a);
+    int64_t xd[KILN_MAX_NDIM], od[KILN_MAX_NDIM];
+    a.x = in[0];
+    a.nd = ops_shape(in[0], xd);
+    out_shape(call, od);
+    a.count = 1;
+    for (int d = 2; d < a.nd; d++) {
+        a.r[d - 2] = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, xd[d]), "r");
+        a.count *= xd[d];
+    }
+    a.sum = ops_compute(ctx, call, ".sum", a.nd, od, gsum_body, &a);
+    out[0] = a.sum ? ops_compute(ctx, call, "", a.nd, od, gmean_body, &a) : NULL;
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* ---- softmax: max, exp(x - max), sum, divide ------------------------------------ */
+
+typedef struct {
+    kiln_tensor *x, *mx, *ex, *sum;
+    int nd, axis;
+    kiln_expr k1, k2;
+} sm_args;
+
+static void with_axis(const sm_args *s, const kiln_expr *i, kiln_expr k, kiln_expr *ix) {
+    int j = 0;
+    for (int d = 0; d < s->nd; d++) ix[d] = d == s->axis ? k : i[j++];
+}
+
+static kiln_expr sm_max(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    sm_args *s = u;
+    kiln_expr ix[KILN_MAX_NDIM];
+    with_axis(s, i, s->k1, ix);
+    return kiln_max_reduce(kiln_tensor_at(s->x, s->nd, ix), 1, &s->k1);
+}
+
+/* the reduced tensors drop the axis: index them without it */
+static kiln_expr drop_axis_read(const sm_args *s, kiln_tensor *t, const kiln_expr *i) {
+    kiln_expr ix[KILN_MAX_NDIM];
+    int j = 0;
+    for (int d = 0; d < s->nd; d++)
+        if (d != s->axis) ix[j++] = i[d];
+    return kiln_tensor_at(t, s->nd - 1, ix);
+}
+
+static kiln_expr sm_exp(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    sm_args *s = u;
+    return kiln_exp(kiln_sub(kiln_tensor_at(s->x, s->nd, i), drop_axis_read(s, s->mx, i)));
+}
+
+static kiln_expr sm_sum(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    sm_args *s = u;
+    kiln_expr ix[KILN_MAX_NDIM];
+    with_axis(s, i, s->k2, ix);
+    return kiln_sum(kiln_tensor_at(s->ex, s->nd, ix), 1, &s->k2);
+}
+
+static kiln_expr sm_div(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    sm_args *s = u;
+    return kiln_div(kiln_tensor_at(s->ex, s->nd, i), drop_axis_read(s, s->sum, i));
+}
+
+kiln_status compute_softmax(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                            kiln_tensor **out) {
+    sm_args s;
+    memset(&s, 0, sizeof s);
+    int64_t od[KILN_MAX_NDIM], rd[KILN_MAX_NDIM];
+    s.x = in[0];
+    s.nd = out_shape(call, od);
+    int64_t axis = graph_attr_int(call, "axis", -1);
+    s.axis = (int)(axis < 0 ? axis + s.nd : axis);
+    int j = 0;
+    for (int d = 0; d < s.nd; d++)
+        if (d != s.axis) rd[j++] = od[d];
+    s.k1 = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, od[s.axis]), "k");
+    s.k2 = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, od[s.axis]), "k");
+    s.mx = ops_compute(ctx, call, ".max", s.nd - 1, rd, sm_max, &s);
+    s.ex = s.mx ? ops_compute(ctx, call, ".exp", s.nd, od, sm_exp, &s) : NULL;
+    s.sum = s.ex ? ops_compute(ctx, call, ".sum", s.nd - 1, rd, sm_sum, &s) : NULL;
+    out[0] = s.sum ? ops_compute(ctx, call, "", s.nd, od, sm_div, &s) : NULL;
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}

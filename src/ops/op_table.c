@@ -1,0 +1,155 @@
+/* op_table.c: the op table, data in one place. One row per op: its
+ * Relay-style name, arity, attribute schema, type relation and fusion
+ * pattern. Computes are added by the op library as it grows; a row whose
+ * compute is NULL type-checks but cannot be lowered yet, and lowering says
+ * so by name. The registry starts from this table; plugins add rows to it
+ * through the same struct. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compute.h"
+#include "relations.h"
+
+#define MAXIN 4096
+
+/* ---- attribute schemas ----------------------------------------------------- */
+
+static const attr_schema no_attrs[] = {{NULL, 0, 0, NULL}};
+
+static const attr_schema conv2d_attrs[] = {
+    {"strides", GA_INTS, 0, "[1, 1]"},
+    {"padding", GA_INTS, 0, "[0, 0, 0, 0]"},
+    {"dilation", GA_INTS, 0, "[1, 1]"},
+    {"groups", GA_INT, 0, "1"},
+    {"channels", GA_INT, 0, NULL},
+    {"kernel_size", GA_INTS, 0, NULL},
+    {"data_layout", GA_STR, 0, "\"NCHW\""},
+    {"kernel_layout", GA_STR, 0, "\"OIHW\""},
+    {NULL, 0, 0, NULL}};
+
+static const attr_schema pool2d_attrs[] = {
+    {"pool_size", GA_INTS, 1, NULL},
+    {"strides", GA_INTS, 0, "[1, 1]"},
+    {"padding", GA_INTS, 0, "[0, 0, 0, 0]"},
+    {"dilation", GA_INTS, 0, "[1, 1]"},
+    {"ceil_mode", GA_INT, 0, "0"},
+    {"count_include_pad", GA_INT, 0, "0"},
+    {"layout", GA_STR, 0, "\"NCHW\""},
+    {NULL, 0, 0, NULL}};
+
+static const attr_schema global_pool_attrs[] = {{"layout", GA_STR, 0, "\"NCHW\""},
+                                                {NULL, 0, 0, NULL}};
+static const attr_schema dense_attrs[] = {{"units", GA_INT, 0, NULL}, {NULL, 0, 0, NULL}};
+static const attr_schema axis1_attrs[] = {{"axis", GA_INT, 0, "1"}, {NULL, 0, 0, NULL}};
+static const attr_schema axis0_attrs[] = {{"axis", GA_INT, 0, "0"}, {NULL, 0, 0, NULL}};
+static const attr_schema softmax_attrs[] = {{"axis", GA_INT, 0, "-1"}, {NULL, 0, 0, NULL}};
+static const attr_schema batch_norm_attrs[] = {{"axis", GA_INT, 0, "1"},
+                                               {"epsilon", GA_FLOAT, 0, "1e-05"},
+                                               {"center", GA_INT, 0, "1"},
+                                               {"scale", GA_INT, 0, "1"},
+                                               {NULL, 0, 0, NULL}};
+static const attr_schema clip_attrs[] = {{"a_min", GA_FLOAT, 1, NULL},
+                                         {"a_max", GA_FLOAT, 1, NULL},
+                                         {NULL, 0, 0, NULL}};
+static const attr_schema leaky_attrs[] = {{"alpha", GA_FLOAT, 0, "0.01"}, {NULL, 0, 0, NULL}};
+static const attr_schema cast_attrs[] = {{"dtype", GA_STR, 1, NULL}, {NULL, 0, 0, NULL}};
+static const attr_schema reshape_attrs[] = {{"newshape", GA_INTS, 1, NULL}, {NULL, 0, 0, NULL}};
+static const attr_schema transpose_attrs[] = {{"axes", GA_INTS, 0, NULL}, {NULL, 0, 0, NULL}};
+static const attr_schema split_attrs[] = {{"indices_or_sections", GA_INTS, 1, NULL},
+                                          {"axis", GA_INT, 0, "0"},
+                                          {NULL, 0, 0, NULL}};
+
+/* ---- the table ------------------------------------------------------------- */
+
+#define UNARY(nm, rel, sum) {nm, 1, 1, no_attrs, rel, OP_ELEMWISE, compute_unary, sum}
+#define BINARY(nm, rel, sum) {nm, 2, 2, no_attrs, rel, OP_BROADCAST, compute_binary, sum}
+
+static const kiln_op_def g_table[] = {
+    /* elementwise */
+    UNARY("nn.relu", rel_identity, "max(x, 0)"),
+    UNARY("negative", rel_identity, "-x"),
+    UNARY("abs", rel_identity, "|x|"),
+    UNARY("exp", rel_float_unary, "e^x"),
+    UNARY("log", rel_float_unary, "natural logarithm"),
+    UNARY("sqrt", rel_float_unary, "square root"),
+    UNARY("rsqrt", rel_float_unary, "1 / sqrt(x)"),
+    UNARY("sigmoid", rel_float_unary, "1 / (1 + e^-x)"),
+    UNARY("tanh", rel_float_unary, "hyperbolic tangent"),
+    UNARY("erf", rel_float_unary, "error function"),
+    UNARY("floor", rel_float_unary, "round down"),
+    UNARY("ceil", rel_float_unary, "round up"),
+    UNARY("round", rel_float_unary, "round half to even"),
+    UNARY("logical_not", rel_logic, "!x"),
+    {"clip", 1, 1, clip_attrs, rel_identity, OP_ELEMWISE, compute_unary, "min(max(x, a_min), a_max)"},
+    {"nn.leaky_relu", 1, 1, leaky_attrs, rel_identity, OP_ELEMWISE, compute_unary, "x < 0 ? alpha*x : x"},
+    {"cast", 1, 1, cast_attrs, rel_cast, OP_ELEMWISE, compute_unary, "convert to dtype"},
+    /* broadcasting */
+    BINARY("add", rel_broadcast, "a + b"),
+    BINARY("subtract", rel_broadcast, "a - b"),
+    BINARY("multiply", rel_broadcast, "a * b"),
+    BINARY("divide", rel_broadcast, "a / b"),
+    BINARY("power", rel_broadcast, "a ^ b"),
+    BINARY("maximum", rel_broadcast, "max(a, b)"),
+    BINARY("minimum", rel_broadcast, "min(a, b)"),
+    BINARY("equal", rel_compare, "a == b"),
+    BINARY("less", rel_compare, "a < b"),
+    BINARY("greater", rel_compare, "a > b"),
+    BINARY("logical_and", rel_logic, "a && b"),
+    BINARY("logical_or", rel_logic, "a || b"),
+    {"where", 3, 3, no_attrs, rel_where, OP_BROADCAST, compute_where, "cond ? a : b"},
+    {"nn.bias_add", 2, 2, axis1_attrs, rel_bias_add, OP_BROADCAST, compute_bias_add, "x + bias on axis"},
+    /* nn */
+    {"nn.conv2d", 2, 2, conv2d_attrs, rel_conv2d, OP_OUT_ELEMWISE_FUSABLE, compute_conv2d,
+     "2-D convolution, NCHW x OIHW"},
+    {"nn.dense", 2, 2, dense_attrs, rel_dense, OP_OUT_ELEMWISE_FUSABLE, compute_dense,
+     "x * W^T, W is [units, in]"},
+    {"nn.max_pool2d", 1, 1, pool2d_attrs, rel_pool2d, OP_OUT_ELEMWISE_FUSABLE, compute_pool2d,
+     "2-D max pooling"},
+    {"nn.avg_pool2d", 1, 1, pool2d_attrs, rel_pool2d, OP_OUT_ELEMWISE_FUSABLE, compute_pool2d,
+     "2-D average pooling"},
+    {"nn.global_avg_pool2d", 1, 1, global_pool_attrs, rel_global_pool2d, OP_OUT_ELEMWISE_FUSABLE,
+     compute_global_pool2d, "mean over the spatial dims"},
+    {"nn.softmax", 1, 1, softmax_attrs, rel_softmax, OP_OPAQUE, compute_softmax, "softmax over axis"},
+    {"nn.batch_norm", 5, 5, batch_norm_attrs, rel_batch_norm, OP_OPAQUE, compute_batch_norm,
+     "inference batch norm (data, gamma, beta, mean, var)"},
+    /* layout */
+    {"reshape", 1, 1, reshape_attrs, rel_reshape, OP_INJECTIVE, compute_reshape, "new shape (0 copies, -1 infers)"},
+    {"transpose", 1, 1, transpose_attrs, rel_transpose, OP_INJECTIVE, compute_transpose, "permute axes"},
+    {"nn.batch_flatten", 1, 1, no_attrs, rel_batch_flatten, OP_INJECTIVE, compute_reshape,
+     "[N, ...] -> [N, rest]"},
+    {"concatenate", 1, MAXIN, axis0_attrs, rel_concatenate, OP_INJECTIVE, compute_concatenate,
+     "join along axis"},
+    {"split", 1, 1, split_attrs, rel_split, OP_INJECTIVE, compute_split, "split along axis (a tuple)"},
+};
+
+int ops_builtin_count(void) { return (int)(sizeof g_table / sizeof g_table[0]); }
+
+const kiln_op_def *ops_builtin(int i) {
+    return i >= 0 && i < ops_builtin_count() ? &g_table[i] : NULL;
+}
+
+/* ---- the registry ---------------------------------------------------------------- */
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static kiln_op_registry g_registry;
+
+static void registry_init(void) {
+    for (int i = 0; i < ops_builtin_count(); i++)
+        KILN_ASSERT(op_registry_add(&g_registry, &g_table[i]) == KILN_OK);
+}
+
+kiln_op_registry *ops_default_registry(void) {
+    pthread_once(&g_once, registry_init);
+    return &g_registry;
+}
+
+kiln_graph *kiln_graph_new(void) { return graph_new(ops_default_registry()); }
+
+kiln_graph *kiln_graph_parse(const char *text, const kiln_npz *constants) {
+    if (!text) {
+        kiln_set_error(KILN_ERR_INVALID, "graph text is NULL");
+        return NULL;
+    }
+    return graph_parse(text, constants, ops_default_registry());
+}

@@ -1,0 +1,17 @@
+/* ops.h: the op library. The op table (op_table.c) is data in one place:
+ * one row per op with its arity, attribute schema, type relation, fusion
+ * pattern and compute. Relations and computes live in one file per op
+ * family (elemwise.c, nn.c, transform.c, reduce.c). */
+#ifndef KILN_OPS_H
+#define KILN_OPS_H
+
+#include "../graph/graph_internal.h"
+
+/* The built-in ops, plus user ops loaded from plugins. */
+KILN_HIDDEN kiln_op_registry *ops_default_registry(void);
+
+/* Number of rows of the built-in table, and row i (for the completeness test). */
+KILN_HIDDEN int ops_builtin_count(void);
+KILN_HIDDEN const kiln_op_def *ops_builtin(int i);
+
+#endif

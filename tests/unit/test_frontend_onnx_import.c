@@ -1,0 +1,118 @@
+/* test_frontend_onnx_import.c: ONNX models become graphs: the bundled
+ * digits CNN matches PyTorch's logits end to end, a dynamic batch
+ * type-checks and compiles once given a shape, unsupported ops are all
+ * listed at once, and bad input gets clear errors. */
+#include <math.h>
+
+#include "check.h"
+#include "kiln/graph.h"
+#include "kiln/onnx.h"
+#include "te_util.h"
+
+static const char *model_path(const char *rel) {
+    static char buf[4][1024];
+    static int k;
+    const char *root = getenv("KILN_SOURCE_DIR");
+    char *b = buf[k++ & 3];
+    snprintf(b, 1024, "%s/%s", root ? root : "..", rel);
+    return b;
+}
+
+static void test_digits_end_to_end(void) {
+    const char *onnx = model_path("models/digits/digits_cnn.onnx");
+    /* the dynamic batch type-checks, and compiling asks for a shape */
+    kiln_graph *g = kiln_onnx_import(onnx, NULL);
+    CHECK(g != NULL);
+    if (!g) {
+        fprintf(stderr, "%s\n", kiln_last_error());
+        return;
+    }
+    CHECK_EQ_INT(kiln_graph_infer_types(g), KILN_OK);
+    char *counts = kiln_graph_op_counts(g);
+    CHECK_CONTAINS(counts, "input: Tensor[(batch, 1, 8, 8), float32]");
+    CHECK_CONTAINS(counts, "nn.conv2d                2");
+    free(counts);
+    CHECK_EQ_INT(kiln_graph_compile(g, test_tmp_path("never.tar"), NULL), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "--input-shapes");
+    kiln_graph_free(g);
+
+    /* with a batch of 8: compile, run, compare with PyTorch */
+    g = kiln_onnx_import(onnx, "input:[8,1,8,8]");
+    CHECK(g != NULL);
+    const char *pkg = test_tmp_path("digits8.tar");
+    CHECK_EQ_INT(kiln_graph_compile(g, pkg, NULL), KILN_OK);
+    kiln_graph_free(g);
+    kiln_executor *ex = kiln_executor_load(pkg);
+    kiln_npz *held = kiln_npz_load(model_path("models/digits/heldout.npz"));
+    kiln_npz *ref = kiln_npz_load(model_path("models/digits/reference_logits.npz"));
+    CHECK(ex && held && ref);
+    if (ex && held && ref) {
+        int64_t shape[4] = {8, 1, 8, 8};
+        kiln_ndarray *x = kiln_ndarray_wrap(kiln_ndarray_data(kiln_npz_get(held, "input")),
+                                            KILN_FLOAT32, 4, shape, NULL, 0);
+        CHECK_EQ_INT(kiln_executor_set_input(ex, "input", x), KILN_OK);
+        CHECK_EQ_INT(kiln_executor_run(ex), KILN_OK);
+        CHECK_EQ_STR(kiln_executor_output_name(ex, 0), "logits");
+        const float *got = kiln_ndarray_data(kiln_executor_output(ex, 0));
+        const float *want = kiln_ndarray_data(kiln_npz_get(ref, "logits"));
+        double worst = 0, scale = 0;
+        for (int i = 0; i < 80; i++) {
+            worst = fmax(worst, fabs(got[i] - want[i]));
+            scale = fmax(scale, fabs(want[i]));
+        }
+        /* rtol 1e-3 / atol 1e-4 relative to the output's scale */
+        CHECK(worst <= 1e-4 * scale + 1e-4);
+        kiln_ndarray_free(x);
+    }
+    kiln_executor_free(ex);
+    kiln_npz_free(held);
+    kiln_npz_free(ref);
+}
+
+static void test_unsupported_listed(void) {
+    const char *dir = getenv("KILN_ONNX_TESTDATA");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/test_lstm_defaults/model.onnx",
+             dir ? dir : "/usr/share/libonnx-testdata/data/node");
+    CHECK(kiln_onnx_import(path, NULL) == NULL);
+    CHECK_CONTAINS(kiln_last_error(), "ops kiln does not support");
+    CHECK_CONTAINS(kiln_last_error(), "LSTM (opset");
+    CHECK_CONTAINS(kiln_last_error(), "at node");
+    CHECK_CONTAINS(kiln_last_error(), "test_lstm_defaults/model.onnx");
+}
+
+static void test_bad_input(void) {
+    const char *onnx = model_path("models/digits/digits_cnn.onnx");
+    CHECK(kiln_onnx_import("/nonexistent/model.onnx", NULL) == NULL);
+    CHECK_CONTAINS(kiln_last_error(), "/nonexistent/model.onnx");
+    CHECK(kiln_onnx_import(onnx, "data:[1,1,8,8]") == NULL);
+    CHECK_CONTAINS(kiln_last_error(), "no input 'data'");
+    CHECK_CONTAINS(kiln_last_error(), "'input'");
+    CHECK(kiln_onnx_import(onnx, "input:[1,1,8") == NULL);
+    CHECK_CONTAINS(kiln_last_error(), "--input-shapes");
+    CHECK(kiln_onnx_import(onnx, "input:[1,8,8]") == NULL);
+    CHECK_CONTAINS(kiln_last_error(), "rank 4");
+    /* a shape that does not fit the weights is a type error naming the node */
+    CHECK(kiln_onnx_import(onnx, "input:[1,3,8,8]") == NULL);
+    CHECK_CONTAINS(kiln_last_error(), "Conv");
+    /* truncated models */
+    size_t len;
+    FILE *f = fopen(onnx, "rb");
+    CHECK(f != NULL);
+    if (!f) return;
+    static unsigned char buf[1 << 17];
+    len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    const char *cut = test_tmp_path("truncated.onnx");
+    for (size_t keep = 0; keep < len; keep += len / 37 + 1) {
+        FILE *o = fopen(cut, "wb");
+        fwrite(buf, 1, keep, o);
+        fclose(o);
+        kiln_graph *g = kiln_onnx_import(cut, NULL);
+        CHECK(g == NULL);
+        kiln_graph_free(g);
+        CHECK_CONTAINS(kiln_last_error(), "truncated.onnx");
+    }
+}
+
+TEST_MAIN(TEST(test_digits_end_to_end), TEST(test_unsupported_listed), TEST(test_bad_input))

@@ -1,0 +1,47 @@
+/* kiln.c: the `kiln` command-line tool. main dispatches to one function per
+ * subcommand through the table below; adding a subcommand is one row. */
+#include <stdio.h>
+#include <string.h>
+
+#include "kiln_compile.h"
+#include "kiln_run.h"
+
+#define KILN_CLI_VERSION "0.1.0"
+
+typedef struct {
+    const char *name;
+    int (*fn)(int argc, char **argv); /* argv[0] is the subcommand's name */
+    const char *summary;
+} command;
+
+static const command k_commands[] = {
+    {"compile", kiln_cmd_compile, "compile an ONNX model into a package (model.tar)"},
+    {"run", kiln_cmd_run, "run a compiled package (model.tar) and time or save its outputs"},
+    {"inspect", kiln_cmd_inspect, "print a model's graph IR and op counts, or a package's I/O"},
+};
+#define NCOMMANDS (int)(sizeof k_commands / sizeof k_commands[0])
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: kiln <command> [options]\n\ncommands:\n");
+    for (int i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-10s %s\n", k_commands[i].name, k_commands[i].summary);
+    fprintf(f, "\n'kiln <command> --help' describes a command's options.\n"
+               "  --help     print this message\n"
+               "  --version  print kiln's version\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("kiln %s\n", KILN_CLI_VERSION);
+        return 0;
+    }
+    for (int i = 0; i < NCOMMANDS; i++)
+        if (strcmp(argv[1], k_commands[i].name) == 0) return k_commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "kiln: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

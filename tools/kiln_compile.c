@@ -1,0 +1,219 @@
+/* kiln_compile.c: `kiln compile` (tvmc compile: an ONNX model to a package)
+ * and `kiln inspect` (the graph IR, inputs, outputs and op counts of a
+ * model, or the inputs, outputs and kernels of a package). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "kiln/graph.h"
+#include "kiln/onnx.h"
+#include "kiln/runtime.h"
+#include "kiln/schedule.h"
+#include "kiln_compile.h"
+
+/* Graph passes a user may disable by name; the rest of the pass manager
+ * (SimplifyInference, FoldConstant, CSE, DCE) is not built yet. */
+static const char *const k_passes[] = {"FuseOps", NULL};
+
+static void compile_usage(FILE *f) {
+    fprintf(f,
+            "usage: kiln compile MODEL.onnx [-o model.tar] [--target cpu] [--input-shapes "
+            "\"name:[1,3,224,224]\"]\n"
+            "                    [--opt-level 0-3] [--dump-ir DIR] [--disabled-pass PASS] "
+            "[--cross-compiler CC]\n\n"
+            "Compile an ONNX model into a package: a tar of mod.so (kernels), mod.json (the\n"
+            "execution plan) and mod.params (the weights, an .npz).\n\n"
+            "  -o, --output PATH      the package to write (default: model.tar)\n"
+            "  --target T             cpu; llvm is accepted as a synonym so tvmc command lines\n"
+            "                         work (\"llvm -mcpu=...\" options are ignored)\n"
+            "  --input-shapes S       concrete input shapes, e.g. \"data:[1,3,224,224],mask:[1,128]\"\n"
+            "  --opt-level N          0 builds one kernel per op; 1-3 fuse ops (default 3)\n"
+            "  --dump-ir DIR          write the graph IR after import and after typing to DIR\n"
+            "  --disabled-pass P      disable a graph pass (known: FuseOps); may repeat\n"
+            "  --cross-compiler CC    compile the kernels with CC (the package then runs on\n"
+            "                         CC's target)\n"
+            "  --help                 print this message\n");
+}
+
+static int bad_arg(const char *cmd, const char *fmt, const char *arg) {
+    fprintf(stderr, "kiln %s: ", cmd);
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(see 'kiln %s --help')\n", cmd);
+    return 2;
+}
+
+static int write_ir(const char *dir, const char *name, kiln_graph *g) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *text = kiln_graph_print(g);
+    FILE *f = text ? fopen(path, "w") : NULL;
+    if (!f) {
+        fprintf(stderr, "kiln compile: cannot write %s: %s\n", path,
+                text ? strerror(errno) : kiln_last_error());
+        free(text);
+        return 0;
+    }
+    fputs(text, f);
+    free(text);
+    return fclose(f) == 0;
+}
+
+int kiln_cmd_compile(int argc, char **argv) {
+    const char *model = NULL, *out = "model.tar", *shapes = NULL, *dump = NULL, *cc = NULL;
+    int opt_level = 3, fuse = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has_val = i + 1 < argc;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            compile_usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            if (!has_val) return bad_arg("compile", "%s needs a path", a);
+            out = argv[++i];
+        } else if (!strcmp(a, "--target")) {
+            if (!has_val) return bad_arg("compile", "%s needs a value", a);
+            const char *t = argv[++i];
+            if (strcmp(t, "cpu") && strcmp(t, "llvm") && strncmp(t, "llvm ", 5) &&
+                strncmp(t, "cpu ", 4))
+                return bad_arg("compile", "target '%s' is not supported (cpu, or llvm as a "
+                               "synonym)", t);
+        } else if (!strcmp(a, "--input-shapes")) {
+            if (!has_val) return bad_arg("compile", "%s needs a value", a);
+            shapes = argv[++i];
+        } else if (!strcmp(a, "--opt-level") || !strcmp(a, "-O")) {
+            if (!has_val) return bad_arg("compile", "%s needs a value", a);
+            const char *v = argv[++i];
+            char *end;
+            long l = strtol(v, &end, 10);
+            if (*end || end == v || l < 0 || l > 3)
+                return bad_arg("compile", "--opt-level '%s' is not 0, 1, 2 or 3", v);
+            opt_level = (int)l;
+        } else if (!strcmp(a, "--dump-ir")) {
+            if (!has_val) return bad_arg("compile", "%s needs a folder", a);
+            dump = argv[++i];
+        } else if (!strcmp(a, "--disabled-pass")) {
+            if (!has_val) return bad_arg("compile", "%s needs a pass name", a);
+            const char *p = argv[++i];
+            int known = 0;
+            for (int k = 0; k_passes[k]; k++) known |= !strcmp(p, k_passes[k]);
+            if (!known) return bad_arg("compile", "unknown pass '%s' (known: FuseOps)", p);
+            if (!strcmp(p, "FuseOps")) fuse = 0;
+        } else if (!strcmp(a, "--cross-compiler")) {
+            if (!has_val) return bad_arg("compile", "%s needs a compiler", a);
+            cc = argv[++i];
+        } else if (a[0] == '-') {
+            return bad_arg("compile", "unknown option '%s'", a);
+        } else if (model) {
+            return bad_arg("compile", "more than one model given ('%s')", a);
+        } else {
+            model = a;
+        }
+    }
+    if (!model) return bad_arg("compile", "%s", "no model given");
+    if (opt_level == 0) fuse = 0;
+    if (dump && mkdir(dump, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "kiln compile: cannot create %s: %s\n", dump, strerror(errno));
+        return 1;
+    }
+    kiln_graph *g = kiln_onnx_import(model, shapes);
+    if (!g) {
+        fprintf(stderr, "kiln compile: %s\n", kiln_last_error());
+        return 1;
+    }
+    int rc = 1;
+    kiln_build_options *o = kiln_build_options_new();
+    if (dump && !write_ir(dump, "00_import.txt", g)) goto done;
+    if (kiln_graph_infer_types(g) != KILN_OK) {
+        fprintf(stderr, "kiln compile: %s\n", kiln_last_error());
+        goto done;
+    }
+    if (dump && !write_ir(dump, "01_InferType.txt", g)) goto done;
+    if (cc && kiln_build_options_set(o, "cc", cc) != KILN_OK) goto fail;
+    if (!fuse && kiln_build_options_set(o, "fuse", "0") != KILN_OK) goto fail;
+    if (kiln_graph_compile(g, out, o) != KILN_OK) goto fail;
+    printf("kiln compile: wrote %s\n", out);
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "kiln compile: %s\n", kiln_last_error());
+done:
+    kiln_build_options_free(o);
+    kiln_graph_free(g);
+    return rc;
+}
+
+/* ---- inspect -------------------------------------------------------------------- */
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static int inspect_package(const char *path) {
+    kiln_executor *ex = kiln_executor_load(path);
+    if (!ex) {
+        fprintf(stderr, "kiln inspect: %s\n", kiln_last_error());
+        return 1;
+    }
+    printf("package %s\ninputs:\n", path);
+    for (int i = 0; i < kiln_executor_num_inputs(ex); i++) {
+        printf("  %s: %s[", kiln_executor_input_name(ex, i),
+               kiln_dtype_name(kiln_executor_input_dtype(ex, i)));
+        for (int d = 0; d < kiln_executor_input_ndim(ex, i); d++)
+            printf("%s%lld", d ? ", " : "", (long long)kiln_executor_input_dim(ex, i, d));
+        printf("]\n");
+    }
+    printf("outputs:\n");
+    for (int i = 0; i < kiln_executor_num_outputs(ex); i++) {
+        const kiln_ndarray *o = kiln_executor_output(ex, i);
+        printf("  %s: %s[", kiln_executor_output_name(ex, i), kiln_dtype_name(kiln_ndarray_dtype(o)));
+        for (int d = 0; d < kiln_ndarray_ndim(o); d++)
+            printf("%s%lld", d ? ", " : "", (long long)kiln_ndarray_dim(o, d));
+        printf("]\n");
+    }
+    printf("kernels (%d calls per run):\n", kiln_executor_num_kernels(ex));
+    for (int k = 0; k < kiln_executor_num_kernels(ex); k++)
+        printf("  %-40s %s\n", kiln_executor_kernel_name(ex, k), kiln_executor_kernel_func(ex, k));
+    kiln_executor_free(ex);
+    return 0;
+}
+
+int kiln_cmd_inspect(int argc, char **argv) {
+    const char *path = NULL, *shapes = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: kiln inspect MODEL.onnx|model.tar [--input-shapes S]\n\n"
+                   "For a model: its graph IR (typed where the shapes allow), inputs, outputs\n"
+                   "and op counts. For a package: its inputs, outputs and kernels.\n");
+            return 0;
+        } else if (!strcmp(argv[i], "--input-shapes")) {
+            if (i + 1 >= argc) return bad_arg("inspect", "%s needs a value", argv[i]);
+            shapes = argv[++i];
+        } else if (argv[i][0] == '-') {
+            return bad_arg("inspect", "unknown option '%s'", argv[i]);
+        } else if (path) {
+            return bad_arg("inspect", "more than one file given ('%s')", argv[i]);
+        } else {
+            path = argv[i];
+        }
+    }
+    if (!path) return bad_arg("inspect", "%s", "no model or package given");
+    if (ends_with(path, ".tar")) return inspect_package(path);
+    kiln_graph *g = kiln_onnx_import(path, shapes);
+    if (!g) {
+        fprintf(stderr, "kiln inspect: %s\n", kiln_last_error());
+        return 1;
+    }
+    int typed = kiln_graph_infer_types(g) == KILN_OK;
+    char *text = kiln_graph_print(g);
+    printf("%s\n", text ? text : "");
+    free(text);
+    if (!typed) printf("(types could not all be inferred: %s)\n", kiln_last_error());
+    char *counts = kiln_graph_op_counts(g);
+    printf("%s", counts ? counts : "");
+    free(counts);
+    kiln_graph_free(g);
+    return 0;
+}
