@@ -13,10 +13,6 @@
 #include "kiln/schedule.h"
 #include "kiln_compile.h"
 
-/* Graph passes a user may disable by name; the rest of the pass manager
- * (SimplifyInference, FoldConstant, CSE, DCE) is not built yet. */
-static const char *const k_passes[] = {"FuseOps", NULL};
-
 static void compile_usage(FILE *f) {
     fprintf(f,
             "usage: kiln compile MODEL.onnx [-o model.tar] [--target cpu] [--input-shapes "
@@ -29,9 +25,12 @@ static void compile_usage(FILE *f) {
             "  --target T             cpu; llvm is accepted as a synonym so tvmc command lines\n"
             "                         work (\"llvm -mcpu=...\" options are ignored)\n"
             "  --input-shapes S       concrete input shapes, e.g. \"data:[1,3,224,224],mask:[1,128]\"\n"
-            "  --opt-level N          0 builds one kernel per op; 1-3 fuse ops (default 3)\n"
-            "  --dump-ir DIR          write the graph IR after import and after typing to DIR\n"
-            "  --disabled-pass P      disable a graph pass (known: FuseOps); may repeat\n"
+            "  --opt-level N          0-3 (default 3): 0 runs SimplifyInference only and builds\n"
+            "                         one kernel per op; 1 adds DeadCodeElimination and FuseOps;\n"
+            "                         2 FoldConstant; 3 EliminateCommonSubexpr\n"
+            "  --dump-ir DIR          write the graph IR after import and before/after each pass\n"
+            "  --disabled-pass P      disable a graph pass by name (or a comma-separated list);\n"
+            "                         may repeat\n"
             "  --cross-compiler CC    compile the kernels with CC (the package then runs on\n"
             "                         CC's target)\n"
             "  --help                 print this message\n");
@@ -61,77 +60,74 @@ static int write_ir(const char *dir, const char *name, kiln_graph *g) {
 }
 
 int kiln_cmd_compile(int argc, char **argv) {
-    const char *model = NULL, *out = "model.tar", *shapes = NULL, *dump = NULL, *cc = NULL;
-    int opt_level = 3, fuse = 1;
+    const char *model = NULL, *out = "model.tar", *shapes = NULL, *dump = NULL;
+    kiln_build_options *o = kiln_build_options_new();
+    int rc = 2;
+    kiln_graph *g = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_val = i + 1 < argc;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             compile_usage(stdout);
-            return 0;
+            rc = 0;
+            goto done;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            if (!has_val) return bad_arg("compile", "%s needs a path", a);
+            if (!has_val) goto missing;
             out = argv[++i];
         } else if (!strcmp(a, "--target")) {
-            if (!has_val) return bad_arg("compile", "%s needs a value", a);
+            if (!has_val) goto missing;
             const char *t = argv[++i];
             if (strcmp(t, "cpu") && strcmp(t, "llvm") && strncmp(t, "llvm ", 5) &&
-                strncmp(t, "cpu ", 4))
-                return bad_arg("compile", "target '%s' is not supported (cpu, or llvm as a "
-                               "synonym)", t);
+                strncmp(t, "cpu ", 4)) {
+                rc = bad_arg("compile", "target '%s' is not supported (cpu, or llvm as a "
+                             "synonym)", t);
+                goto done;
+            }
         } else if (!strcmp(a, "--input-shapes")) {
-            if (!has_val) return bad_arg("compile", "%s needs a value", a);
+            if (!has_val) goto missing;
             shapes = argv[++i];
-        } else if (!strcmp(a, "--opt-level") || !strcmp(a, "-O")) {
-            if (!has_val) return bad_arg("compile", "%s needs a value", a);
-            const char *v = argv[++i];
-            char *end;
-            long l = strtol(v, &end, 10);
-            if (*end || end == v || l < 0 || l > 3)
-                return bad_arg("compile", "--opt-level '%s' is not 0, 1, 2 or 3", v);
-            opt_level = (int)l;
+        } else if (!strcmp(a, "--opt-level") || !strcmp(a, "-O") || !strcmp(a, "--disabled-pass") ||
+                   !strcmp(a, "--cross-compiler")) {
+            if (!has_val) goto missing;
+            const char *key = !strcmp(a, "--disabled-pass")    ? "disabled-pass"
+                              : !strcmp(a, "--cross-compiler") ? "cc"
+                                                               : "opt-level";
+            if (kiln_build_options_set(o, key, argv[++i]) != KILN_OK) {
+                rc = bad_arg("compile", "%s", kiln_last_error());
+                goto done;
+            }
         } else if (!strcmp(a, "--dump-ir")) {
-            if (!has_val) return bad_arg("compile", "%s needs a folder", a);
+            if (!has_val) goto missing;
             dump = argv[++i];
-        } else if (!strcmp(a, "--disabled-pass")) {
-            if (!has_val) return bad_arg("compile", "%s needs a pass name", a);
-            const char *p = argv[++i];
-            int known = 0;
-            for (int k = 0; k_passes[k]; k++) known |= !strcmp(p, k_passes[k]);
-            if (!known) return bad_arg("compile", "unknown pass '%s' (known: FuseOps)", p);
-            if (!strcmp(p, "FuseOps")) fuse = 0;
-        } else if (!strcmp(a, "--cross-compiler")) {
-            if (!has_val) return bad_arg("compile", "%s needs a compiler", a);
-            cc = argv[++i];
         } else if (a[0] == '-') {
-            return bad_arg("compile", "unknown option '%s'", a);
+            rc = bad_arg("compile", "unknown option '%s'", a);
+            goto done;
         } else if (model) {
-            return bad_arg("compile", "more than one model given ('%s')", a);
+            rc = bad_arg("compile", "more than one model given ('%s')", a);
+            goto done;
         } else {
             model = a;
         }
-    }
-    if (!model) return bad_arg("compile", "%s", "no model given");
-    if (opt_level == 0) fuse = 0;
-    if (dump && mkdir(dump, 0755) != 0 && errno != EEXIST) {
-        fprintf(stderr, "kiln compile: cannot create %s: %s\n", dump, strerror(errno));
-        return 1;
-    }
-    kiln_graph *g = kiln_onnx_import(model, shapes);
-    if (!g) {
-        fprintf(stderr, "kiln compile: %s\n", kiln_last_error());
-        return 1;
-    }
-    int rc = 1;
-    kiln_build_options *o = kiln_build_options_new();
-    if (dump && !write_ir(dump, "00_import.txt", g)) goto done;
-    if (kiln_graph_infer_types(g) != KILN_OK) {
-        fprintf(stderr, "kiln compile: %s\n", kiln_last_error());
+        continue;
+    missing:
+        rc = bad_arg("compile", "%s needs a value", a);
         goto done;
     }
-    if (dump && !write_ir(dump, "01_InferType.txt", g)) goto done;
-    if (cc && kiln_build_options_set(o, "cc", cc) != KILN_OK) goto fail;
-    if (!fuse && kiln_build_options_set(o, "fuse", "0") != KILN_OK) goto fail;
+    if (!model) {
+        rc = bad_arg("compile", "%s", "no model given");
+        goto done;
+    }
+    rc = 1;
+    if (dump) {
+        if (mkdir(dump, 0755) != 0 && errno != EEXIST) {
+            fprintf(stderr, "kiln compile: cannot create %s: %s\n", dump, strerror(errno));
+            goto done;
+        }
+        kiln_build_options_set(o, "dump-ir", dump);
+    }
+    g = kiln_onnx_import(model, shapes);
+    if (!g) goto fail;
+    if (dump && !write_ir(dump, "import.txt", g)) goto done;
     if (kiln_graph_compile(g, out, o) != KILN_OK) goto fail;
     printf("kiln compile: wrote %s\n", out);
     rc = 0;

@@ -66,7 +66,10 @@ KILN_API char *kiln_lower_to_string(kiln_schedule *s, int nargs, kiln_tensor *co
 /* Build options: "cc" (compiler path), "cflags", "target" ("cpu"/"llvm",
  * "c" to emit source only), "vector-bits" (128/256/512: the widest vector
  * register of the machine the code will run on; default the host's, or
- * $KILN_VECTOR_BITS), "fuse" (graphs: "0" makes one kernel per op).
+ * $KILN_VECTOR_BITS); for graphs: "opt-level" (0-3, default 3),
+ * "disabled-pass" (a pass name or a comma-separated list; may repeat),
+ * "dump-ir" (a folder for the graph before and after each pass), "fuse"
+ * ("0": one kernel per op).
  * NULL means defaults: cc = $KILN_CC or "cc",
  * cflags = $KILN_CFLAGS or "-O3 -march=native". */
 typedef struct kiln_build_options kiln_build_options;

@@ -6,13 +6,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../passes/passes.h"
 #include "driver_internal.h"
 #include "../runtime/runtime_internal.h"
 #include "../te/te_internal.h"
 
 
 kiln_build_options *kiln_build_options_new(void) {
-    return kiln_calloc(1, sizeof(kiln_build_options));
+    kiln_build_options *o = kiln_calloc(1, sizeof(kiln_build_options));
+    if (o) o->opt_level = -1;
+    return o;
 }
 
 void kiln_build_options_free(kiln_build_options *o) {
@@ -20,6 +23,8 @@ void kiln_build_options_free(kiln_build_options *o) {
     free(o->cc);
     free(o->cflags);
     free(o->target);
+    free(o->disabled);
+    free(o->dump_dir);
     free(o);
 }
 
@@ -35,6 +40,39 @@ kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const
         o->vector_bytes = (int)(b / 8);
         return KILN_OK;
     }
+    if (strcmp(key, "opt-level") == 0) {
+        if (strlen(value) != 1 || value[0] < '0' || value[0] > '3')
+            return kiln_set_error(KILN_ERR_INVALID, "build option opt-level: '%s' is not 0-3", value);
+        o->opt_level = value[0] - '0';
+        return KILN_OK;
+    }
+    if (strcmp(key, "disabled-pass") == 0) {
+        /* a comma-separated list; each name must be a known pass */
+        for (const char *p = value; *p;) {
+            const char *e = strchr(p, ',');
+            size_t len = e ? (size_t)(e - p) : strlen(p);
+            char name[128];
+            snprintf(name, sizeof name, "%.*s", (int)(len < 127 ? len : 127), p);
+            if (!pass_known(name))
+                return kiln_set_error(KILN_ERR_INVALID, "unknown pass '%s' (known: %s)", name,
+                                      pass_names());
+            p = e ? e + 1 : p + len;
+        }
+        size_t old = o->disabled ? strlen(o->disabled) : 0;
+        char *d = kiln_realloc(o->disabled, old + strlen(value) + 2);
+        if (!d) return KILN_ERR_NOMEM;
+        if (old) d[old++] = ',';
+        strcpy(d + old, value);
+        o->disabled = d;
+        return KILN_OK;
+    }
+    if (strcmp(key, "dump-ir") == 0) {
+        char *v = kiln_strdup(value);
+        if (!v) return KILN_ERR_NOMEM;
+        free(o->dump_dir);
+        o->dump_dir = v;
+        return KILN_OK;
+    }
     if (strcmp(key, "fuse") == 0) {
         if (strcmp(value, "0") && strcmp(value, "1"))
             return kiln_set_error(KILN_ERR_INVALID, "build option fuse: '%s' is not 0 or 1", value);
@@ -47,7 +85,7 @@ kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const
                                                : NULL;
     if (!slot)
         return kiln_set_error(KILN_ERR_INVALID,
-                              "unknown build option '%s' (known: cc, cflags, target, vector-bits, fuse)", key);
+                              "unknown build option '%s' (known: cc, cflags, target, vector-bits, fuse, opt-level, disabled-pass, dump-ir)", key);
     if (slot == &o->target && strcmp(value, "cpu") != 0 && strcmp(value, "llvm") != 0 &&
         strcmp(value, "c") != 0)
         return kiln_set_error(KILN_ERR_UNSUPPORTED,

@@ -407,8 +407,15 @@ kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
                                const kiln_build_options *opts) {
     if (!g || !package_path) return kiln_set_error(KILN_ERR_INVALID, "compile: NULL argument");
     if (g->nout < 1) return kiln_set_error(KILN_ERR_INVALID, "compile: the graph has no outputs");
+    int level = opts && opts->opt_level >= 0 ? opts->opt_level : 3;
+    const char *disabled = opts ? opts->disabled : NULL;
+    struct kiln_graph *user = g;
     kiln_status st = kiln_graph_infer_types(g);
     if (st != KILN_OK || (st = check_static(g)) != KILN_OK) return st;
+    g = pass_run_pipeline(user, level, disabled, opts ? opts->dump_dir : NULL);
+    if (!g) return KILN_ERR_INVALID;
+    int fuse = level > 0 && !(opts && opts->no_fuse) &&
+               !(disabled && strstr(disabled, "FuseOps"));
     plan P = {g, NULL, 0, NULL, NULL};
     kiln_ctx *ctx = kiln_ctx_new();
     tir_func *funcs = NULL;
@@ -418,7 +425,7 @@ kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
         st = KILN_ERR_NOMEM;
         goto done;
     }
-    if ((st = make_groups(&P, !(opts && opts->no_fuse))) != KILN_OK) goto done;
+    if ((st = make_groups(&P, fuse)) != KILN_OK) goto done;
     funcs = calloc((size_t)(P.ngroups ? P.ngroups : 1), sizeof(tir_func));
     if (!funcs) {
         st = KILN_ERR_NOMEM;
@@ -457,5 +464,6 @@ done:
     free(dir);
     kiln_npz_free(params);
     kiln_ctx_free(ctx);
+    if (g != user) kiln_graph_free(g);
     return st;
 }

@@ -431,3 +431,39 @@ char *kiln_graph_op_counts(const kiln_graph *g) {
     }
     return kstr_take(&s);
 }
+
+/* ---- copying between graphs (for passes) ----------------------------------------- */
+
+static gtype copy_type(struct kiln_graph *g, const gtype *t) {
+    gtype r = *t;
+    if (t->known && t->n) {
+        gtensor_type *tt = arena_alloc(g->arena, sizeof(gtensor_type) * (size_t)t->n);
+        memcpy(tt, t->t, sizeof(gtensor_type) * (size_t)t->n);
+        for (int i = 0; i < t->n; i++)
+            for (int d = 0; d < tt[i].ndim; d++)
+                if (tt[i].dims[d].sym) tt[i].dims[d].sym = arena_strdup(g->arena, tt[i].dims[d].sym);
+        r.t = tt;
+    }
+    return r;
+}
+
+int graph_copy_node(struct kiln_graph *g, const gnode *n, const int *map) {
+    int in[4096];
+    for (int i = 0; i < n->nin; i++) {
+        in[i] = map[n->in[i]];
+        KILN_ASSERT(in[i] >= 0 && "inputs are copied before their consumers");
+    }
+    if (n->kind == GN_CONST) return kiln_graph_const(g, n->name, n->value);
+    int id = graph_add(g, n->kind, n->op, n->nin, in, n->nattr, n->attrs, n->name);
+    if (id < 0) return -1;
+    g->nodes[id]->index = n->index;
+    g->nodes[id]->type = copy_type(g, &n->type);
+    return id;
+}
+
+kiln_status graph_copy_outputs(struct kiln_graph *dst, const struct kiln_graph *g, const int *map) {
+    int outs[4096];
+    if (g->nout > 4096) return kiln_set_error(KILN_ERR_UNSUPPORTED, "more than 4096 outputs");
+    for (int k = 0; k < g->nout; k++) outs[k] = map[g->outs[k]];
+    return kiln_graph_set_outputs(dst, g->nout, outs, g->out_names);
+}

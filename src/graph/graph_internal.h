@@ -53,6 +53,14 @@ KILN_HIDDEN const gattr *graph_default_attr(const kiln_op_def *op, const attr_sc
 /* Append "name=value" text for an attribute. */
 KILN_HIDDEN void graph_print_attr(kstr *out, const gattr *a);
 
+/* Append a copy of node n (from another graph) to g with its inputs
+ * renamed through map (old id -> new id); keeps name, attributes, type and
+ * a copy of a constant's value. Returns the new id or -1. */
+KILN_HIDDEN int graph_copy_node(struct kiln_graph *g, const gnode *n, const int *map);
+/* Copy g's outputs into dst through map. */
+KILN_HIDDEN kiln_status graph_copy_outputs(struct kiln_graph *dst, const struct kiln_graph *g,
+                                          const int *map);
+
 /* Infer the type of node id from its inputs' types (infer_type.c). */
 KILN_HIDDEN kiln_status graph_infer_node(struct kiln_graph *g, int id);
 

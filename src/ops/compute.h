@@ -25,6 +25,16 @@ KILN_COMPUTE(compute_dense);
 KILN_COMPUTE(compute_pool2d);
 KILN_COMPUTE(compute_global_pool2d);
 KILN_COMPUTE(compute_softmax);
+KILN_COMPUTE(compute_batch_matmul);
+/* compute_reduce.c */
+KILN_COMPUTE(compute_reduce);
+KILN_COMPUTE(compute_arg_reduce);
+KILN_COMPUTE(compute_layer_norm);
+/* compute_transform.c */
+KILN_COMPUTE(compute_strided_slice);
+KILN_COMPUTE(compute_take);
+KILN_COMPUTE(compute_broadcast_to);
+KILN_COMPUTE(compute_pad);
 #undef KILN_COMPUTE
 
 /* Shared by the compute files: the int64 constant v. */
@@ -33,6 +43,11 @@ KILN_HIDDEN kiln_expr ops_int(kiln_ctx *ctx, int64_t v);
 KILN_HIDDEN kiln_expr ops_const(kiln_ctx *ctx, kiln_dtype dt, double v);
 /* The concrete dims of a tensor (all dims are constants after typing). */
 KILN_HIDDEN int ops_shape(const kiln_tensor *t, int64_t *dims);
+/* The dims of the call's (first) output type; returns the rank. */
+KILN_HIDDEN int ops_out_shape(const gnode *call, int64_t *dims);
+/* t read at output index idx of an out_nd-D result (numpy broadcasting,
+ * right-aligned: dims of size 1 read index 0). */
+KILN_HIDDEN kiln_expr ops_bcast_read(kiln_ctx *ctx, kiln_tensor *t, int out_nd, const kiln_expr *idx);
 /* A compute over `ndim` dims of `shape` named after the call. */
 KILN_HIDDEN kiln_tensor *ops_compute(kiln_ctx *ctx, const gnode *call, const char *suffix, int ndim,
                                      const int64_t *shape, kiln_compute_fn fn, void *user);

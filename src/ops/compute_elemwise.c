@@ -27,8 +27,7 @@ kiln_tensor *ops_compute(kiln_ctx *ctx, const gnode *call, const char *suffix, i
     return kiln_compute(ctx, ndim, sh, fn, user, name);
 }
 
-/* Index into t for output index idx (numpy broadcasting, right-aligned). */
-static kiln_expr bcast_read(kiln_ctx *ctx, kiln_tensor *t, int out_nd, const kiln_expr *idx) {
+kiln_expr ops_bcast_read(kiln_ctx *ctx, kiln_tensor *t, int out_nd, const kiln_expr *idx) {
     int64_t dims[KILN_MAX_NDIM];
     int nd = ops_shape(t, dims);
     kiln_expr ix[KILN_MAX_NDIM];
@@ -36,7 +35,7 @@ static kiln_expr bcast_read(kiln_ctx *ctx, kiln_tensor *t, int out_nd, const kil
     return kiln_tensor_at(t, nd, ix);
 }
 
-static int out_shape(const gnode *call, int64_t *dims) {
+int ops_out_shape(const gnode *call, int64_t *dims) {
     const gtensor_type *t = &call->type.t[0];
     for (int d = 0; d < t->ndim; d++) dims[d] = t->dims[d].v;
     return t->ndim;
@@ -69,6 +68,23 @@ static kiln_expr unary_body(kiln_ctx *ctx, const kiln_expr *idx, void *u) {
     if (!strcmp(op, "ceil")) return kiln_ceil(x);
     if (!strcmp(op, "round")) return kiln_round(x);
     if (!strcmp(op, "logical_not")) return kiln_not(x);
+    if (!strcmp(op, "reciprocal")) return kiln_div(ops_const(ctx, dt, 1), x);
+    if (!strcmp(op, "sign"))
+        return kiln_select(kiln_gt(x, ops_const(ctx, dt, 0)), ops_const(ctx, dt, 1),
+                           kiln_select(kiln_lt(x, ops_const(ctx, dt, 0)), ops_const(ctx, dt, -1),
+                                       ops_const(ctx, dt, 0)));
+    if (!strcmp(op, "nn.softsign"))
+        return kiln_div(x, kiln_add(ops_const(ctx, dt, 1), kiln_abs(x)));
+    if (!strcmp(op, "nn.softplus")) /* max(x, 0) + log(1 + e^-|x|): no overflow */
+        return kiln_add(kiln_max(x, ops_const(ctx, dt, 0)),
+                        kiln_log(kiln_add(ops_const(ctx, dt, 1), kiln_exp(kiln_neg(kiln_abs(x))))));
+    if (!strcmp(op, "nn.elu") || !strcmp(op, "nn.selu")) {
+        int selu = op[3] == 's';
+        kiln_expr alpha = ops_const(ctx, dt, graph_attr_float(e->call, "alpha", selu ? 1.67326319217681884765625 : 1.0));
+        kiln_expr neg = kiln_mul(alpha, kiln_sub(kiln_exp(x), ops_const(ctx, dt, 1)));
+        kiln_expr y = kiln_select(kiln_le(x, ops_const(ctx, dt, 0)), neg, x);
+        return selu ? kiln_mul(ops_const(ctx, dt, graph_attr_float(e->call, "gamma", 1.05070102214813232421875)), y) : y;
+    }
     if (!strcmp(op, "clip"))
         return kiln_min(kiln_max(x, ops_const(ctx, dt, graph_attr_float(e->call, "a_min", 0))),
                         ops_const(ctx, dt, graph_attr_float(e->call, "a_max", 0)));
@@ -89,7 +105,7 @@ static kiln_expr unary_body(kiln_ctx *ctx, const kiln_expr *idx, void *u) {
 kiln_status compute_unary(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                           kiln_tensor **out) {
     int64_t dims[KILN_MAX_NDIM];
-    ew e = {call, in, out_shape(call, dims)};
+    ew e = {call, in, ops_out_shape(call, dims)};
     out[0] = ops_compute(ctx, call, "", e.nd, dims, unary_body, &e);
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
 }
@@ -99,17 +115,25 @@ kiln_status compute_unary(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *
 static kiln_expr binary_body(kiln_ctx *ctx, const kiln_expr *idx, void *u) {
     ew *e = u;
     const char *op = e->call->op->name;
-    kiln_expr a = bcast_read(ctx, e->in[0], e->nd, idx), b = bcast_read(ctx, e->in[1], e->nd, idx);
+    kiln_expr a = ops_bcast_read(ctx, e->in[0], e->nd, idx), b = ops_bcast_read(ctx, e->in[1], e->nd, idx);
     if (!strcmp(op, "add")) return kiln_add(a, b);
     if (!strcmp(op, "subtract")) return kiln_sub(a, b);
     if (!strcmp(op, "multiply")) return kiln_mul(a, b);
     if (!strcmp(op, "divide")) return kiln_div(a, b);
-    if (!strcmp(op, "power")) return kiln_pow(a, b);
+    if (!strcmp(op, "power")) {
+        kiln_dtype dt = kiln_tensor_dtype(e->in[0]);
+        if (dt == KILN_FLOAT32 || dt == KILN_FLOAT64) return kiln_pow(a, b);
+        /* integer powers through double: exact for results below 2^53 */
+        return kiln_cast(dt, kiln_pow(kiln_cast(KILN_FLOAT64, a), kiln_cast(KILN_FLOAT64, b)));
+    }
     if (!strcmp(op, "maximum")) return kiln_max(a, b);
     if (!strcmp(op, "minimum")) return kiln_min(a, b);
     if (!strcmp(op, "equal")) return kiln_eq(a, b);
     if (!strcmp(op, "less")) return kiln_lt(a, b);
     if (!strcmp(op, "greater")) return kiln_gt(a, b);
+    if (!strcmp(op, "less_equal")) return kiln_le(a, b);
+    if (!strcmp(op, "greater_equal")) return kiln_ge(a, b);
+    if (!strcmp(op, "not_equal")) return kiln_ne(a, b);
     if (!strcmp(op, "logical_and")) return kiln_and(a, b);
     if (!strcmp(op, "logical_or")) return kiln_or(a, b);
     kiln_set_error(KILN_ERR_UNSUPPORTED, "no broadcasting compute for '%s'", op);
@@ -119,21 +143,21 @@ static kiln_expr binary_body(kiln_ctx *ctx, const kiln_expr *idx, void *u) {
 kiln_status compute_binary(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                            kiln_tensor **out) {
     int64_t dims[KILN_MAX_NDIM];
-    ew e = {call, in, out_shape(call, dims)};
+    ew e = {call, in, ops_out_shape(call, dims)};
     out[0] = ops_compute(ctx, call, "", e.nd, dims, binary_body, &e);
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
 }
 
 static kiln_expr where_body(kiln_ctx *ctx, const kiln_expr *idx, void *u) {
     ew *e = u;
-    return kiln_select(bcast_read(ctx, e->in[0], e->nd, idx), bcast_read(ctx, e->in[1], e->nd, idx),
-                       bcast_read(ctx, e->in[2], e->nd, idx));
+    return kiln_select(ops_bcast_read(ctx, e->in[0], e->nd, idx), ops_bcast_read(ctx, e->in[1], e->nd, idx),
+                       ops_bcast_read(ctx, e->in[2], e->nd, idx));
 }
 
 kiln_status compute_where(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                           kiln_tensor **out) {
     int64_t dims[KILN_MAX_NDIM];
-    ew e = {call, in, out_shape(call, dims)};
+    ew e = {call, in, ops_out_shape(call, dims)};
     out[0] = ops_compute(ctx, call, "", e.nd, dims, where_body, &e);
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
 }
@@ -159,7 +183,7 @@ static kiln_expr bias_body(kiln_ctx *ctx, const kiln_expr *idx, void *u) {
 kiln_status compute_bias_add(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                              kiln_tensor **out) {
     int64_t dims[KILN_MAX_NDIM];
-    chan c = {{call, in, out_shape(call, dims)}, 0};
+    chan c = {{call, in, ops_out_shape(call, dims)}, 0};
     c.axis = norm_axis(call, 1, c.e.nd);
     out[0] = ops_compute(ctx, call, "", c.e.nd, dims, bias_body, &c);
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
@@ -181,7 +205,7 @@ static kiln_expr bn_body(kiln_ctx *ctx, const kiln_expr *idx, void *u) {
 kiln_status compute_batch_norm(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                kiln_tensor **out) {
     int64_t dims[KILN_MAX_NDIM];
-    chan c = {{call, in, out_shape(call, dims)}, 0};
+    chan c = {{call, in, ops_out_shape(call, dims)}, 0};
     c.axis = norm_axis(call, 1, c.e.nd);
     out[0] = ops_compute(ctx, call, "", c.e.nd, dims, bn_body, &c);
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
@@ -217,7 +241,7 @@ kiln_status compute_reshape(kiln_ctx *ctx, const gnode *call, kiln_tensor *const
                             kiln_tensor **out) {
     static _Thread_local lay l;
     memset(&l, 0, sizeof l);
-    l.e = (ew){call, in, out_shape(call, l.odims)};
+    l.e = (ew){call, in, ops_out_shape(call, l.odims)};
     l.ind = ops_shape(in[0], l.idims);
     out[0] = ops_compute(ctx, call, "", l.e.nd, l.odims, reshape_body, &l);
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
@@ -234,7 +258,7 @@ kiln_status compute_transpose(kiln_ctx *ctx, const gnode *call, kiln_tensor *con
                               kiln_tensor **out) {
     static _Thread_local lay l;
     memset(&l, 0, sizeof l);
-    l.e = (ew){call, in, out_shape(call, l.odims)};
+    l.e = (ew){call, in, ops_out_shape(call, l.odims)};
     int n = graph_attr_ints(call, "axes", l.perm, KILN_MAX_NDIM);
     for (int d = 0; d < l.e.nd; d++) {
         if (n <= 0) l.perm[d] = l.e.nd - 1 - d;
@@ -266,7 +290,7 @@ kiln_status compute_concatenate(kiln_ctx *ctx, const gnode *call, kiln_tensor *c
                                 kiln_tensor **out) {
     static _Thread_local lay l;
     memset(&l, 0, sizeof l);
-    l.e = (ew){call, in, out_shape(call, l.odims)};
+    l.e = (ew){call, in, ops_out_shape(call, l.odims)};
     l.axis = norm_axis(call, 0, l.e.nd);
     for (int k = 0; k < call->nin; k++) {
         int64_t d[KILN_MAX_NDIM];

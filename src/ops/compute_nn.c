@@ -7,12 +7,6 @@
 
 #include "compute.h"
 
-static int out_shape(const gnode *call, int64_t *dims) {
-    const gtensor_type *t = &call->type.t[0];
-    for (int d = 0; d < t->ndim; d++) dims[d] = t->dims[d].v;
-    return t->ndim;
-}
-
 /* 2-value attribute (one value repeats) and 4-value padding (t, l, b, r). */
 static void attr2(const gnode *call, const char *name, int64_t def, int64_t v[2]) {
     int64_t b[4];
@@ -89,7 +83,7 @@ kiln_status compute_conv2d(kiln_ctx *ctx, const gnode *call, kiln_tensor *const 
         return kiln_set_error(KILN_ERR_UNSUPPORTED, "nn.conv2d: only NCHW data and OIHW "
                               "kernels are supported");
     int64_t od[4], wd[4], pad[4];
-    out_shape(call, od);
+    ops_out_shape(call, od);
     ops_shape(in[1], wd);
     pad4(call, pad);
     conv_args c = {pad_nchw(ctx, call, in[0], pad, 0), in[1], {0}, {0}, 0, wd[1], NULL, NULL, NULL};
@@ -124,7 +118,7 @@ static kiln_expr dense_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
 kiln_status compute_dense(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                           kiln_tensor **out) {
     int64_t od[KILN_MAX_NDIM], wd[2];
-    int nd = out_shape(call, od);
+    int nd = ops_out_shape(call, od);
     ops_shape(in[1], wd);
     dense_args a = {in[0], in[1], nd, kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, wd[1]), "k")};
     out[0] = ops_compute(ctx, call, "", nd, od, dense_body, &a);
@@ -176,7 +170,7 @@ kiln_status compute_pool2d(kiln_ctx *ctx, const gnode *call, kiln_tensor *const 
     pool_args a;
     memset(&a, 0, sizeof a);
     int64_t od[4];
-    out_shape(call, od);
+    ops_out_shape(call, od);
     ops_shape(in[0], a.in_dims);
     attr2(call, "pool_size", 1, a.k);
     attr2(call, "strides", 1, a.s);
@@ -210,6 +204,7 @@ typedef struct {
     kiln_tensor *x, *sum;
     int nd;
     int64_t count;
+    int is_max;
     kiln_expr r[KILN_MAX_NDIM];
 } gpool_args;
 
@@ -219,7 +214,8 @@ static kiln_expr gsum_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     ix[0] = i[0];
     ix[1] = i[1];
     for (int d = 2; d < a->nd; d++) ix[d] = a->r[d - 2];
-    return kiln_sum(kiln_tensor_at(a->x, a->nd, ix), a->nd - 2, a->r);
+    kiln_expr v = kiln_tensor_at(a->x, a->nd, ix);
+    return a->is_max ? kiln_max_reduce(v, a->nd - 2, a->r) : kiln_sum(v, a->nd - 2, a->r);
 }
 
 static kiln_expr gmean_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
@@ -235,11 +231,16 @@ kiln_status compute_global_pool2d(kiln_ctx *ctx, const gnode *call, kiln_tensor 
     int64_t xd[KILN_MAX_NDIM], od[KILN_MAX_NDIM];
     a.x = in[0];
     a.nd = ops_shape(in[0], xd);
-    out_shape(call, od);
+    ops_out_shape(call, od);
     a.count = 1;
     for (int d = 2; d < a.nd; d++) {
         a.r[d - 2] = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, xd[d]), "r");
         a.count *= xd[d];
+    }
+    a.is_max = strcmp(call->op->name, "nn.global_max_pool2d") == 0;
+    if (a.is_max) {
+        out[0] = ops_compute(ctx, call, "", a.nd, od, gsum_body, &a);
+        return out[0] ? KILN_OK : KILN_ERR_INVALID;
     }
     a.sum = ops_compute(ctx, call, ".sum", a.nd, od, gsum_body, &a);
     out[0] = a.sum ? ops_compute(ctx, call, "", a.nd, od, gmean_body, &a) : NULL;
@@ -292,13 +293,20 @@ static kiln_expr sm_div(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     return kiln_div(kiln_tensor_at(s->ex, s->nd, i), drop_axis_read(s, s->sum, i));
 }
 
+/* log_softmax: x - max - log(sum) */
+static kiln_expr sm_log(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    sm_args *s = u;
+    kiln_expr shifted = kiln_sub(kiln_tensor_at(s->x, s->nd, i), drop_axis_read(s, s->mx, i));
+    return kiln_sub(shifted, kiln_log(drop_axis_read(s, s->sum, i)));
+}
+
 kiln_status compute_softmax(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                             kiln_tensor **out) {
     sm_args s;
     memset(&s, 0, sizeof s);
     int64_t od[KILN_MAX_NDIM], rd[KILN_MAX_NDIM];
     s.x = in[0];
-    s.nd = out_shape(call, od);
+    s.nd = ops_out_shape(call, od);
     int64_t axis = graph_attr_int(call, "axis", -1);
     s.axis = (int)(axis < 0 ? axis + s.nd : axis);
     int j = 0;
@@ -309,6 +317,53 @@ kiln_status compute_softmax(kiln_ctx *ctx, const gnode *call, kiln_tensor *const
     s.mx = ops_compute(ctx, call, ".max", s.nd - 1, rd, sm_max, &s);
     s.ex = s.mx ? ops_compute(ctx, call, ".exp", s.nd, od, sm_exp, &s) : NULL;
     s.sum = s.ex ? ops_compute(ctx, call, ".sum", s.nd - 1, rd, sm_sum, &s) : NULL;
-    out[0] = s.sum ? ops_compute(ctx, call, "", s.nd, od, sm_div, &s) : NULL;
+    int is_log = strcmp(call->op->name, "nn.log_softmax") == 0;
+    out[0] = s.sum ? ops_compute(ctx, call, "", s.nd, od, is_log ? sm_log : sm_div, &s) : NULL;
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* ---- batch_matmul: numpy matmul with broadcast batch dims ---------------------- */
+
+typedef struct {
+    kiln_tensor *a, *b;
+    int nd, na, nb, ta, tb;
+    int64_t ad[KILN_MAX_NDIM], bd[KILN_MAX_NDIM];
+    kiln_expr k;
+} bmm_args;
+
+/* The index of a rank-n operand with dims `dims`: batch dims right-aligned
+ * (size 1 reads 0), then (row, col) or (col, row) when transposed. */
+static void bmm_index(kiln_ctx *ctx, const bmm_args *a, int n, const int64_t *dims, int trans,
+                      const kiln_expr *i, kiln_expr row, kiln_expr col, kiln_expr *ix) {
+    for (int d = 0; d < n - 2; d++)
+        ix[d] = dims[d] == 1 ? ops_int(ctx, 0) : i[d + (a->nd - 2) - (n - 2)];
+    ix[n - 2] = trans ? col : row;
+    ix[n - 1] = trans ? row : col;
+}
+
+static kiln_expr bmm_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    bmm_args *a = u;
+    kiln_expr ai[KILN_MAX_NDIM], bi[KILN_MAX_NDIM];
+    bmm_index(ctx, a, a->na, a->ad, a->ta, i, i[a->nd - 2], a->k, ai);
+    bmm_index(ctx, a, a->nb, a->bd, a->tb, i, a->k, i[a->nd - 1], bi);
+    return kiln_sum(kiln_mul(kiln_tensor_at(a->a, a->na, ai), kiln_tensor_at(a->b, a->nb, bi)), 1,
+                    &a->k);
+}
+
+kiln_status compute_batch_matmul(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                 kiln_tensor **out) {
+    bmm_args a;
+    memset(&a, 0, sizeof a);
+    int64_t od[KILN_MAX_NDIM];
+    a.a = in[0];
+    a.b = in[1];
+    a.nd = ops_out_shape(call, od);
+    a.na = ops_shape(in[0], a.ad);
+    a.nb = ops_shape(in[1], a.bd);
+    a.ta = graph_attr_int(call, "transpose_a", 0) != 0;
+    a.tb = graph_attr_int(call, "transpose_b", 0) != 0;
+    int64_t kdim = a.ad[a.na - 1 - a.ta];
+    a.k = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, kdim), "k");
+    out[0] = ops_compute(ctx, call, "", a.nd, od, bmm_body, &a);
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
 }

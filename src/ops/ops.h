@@ -14,4 +14,16 @@ KILN_HIDDEN kiln_op_registry *ops_default_registry(void);
 KILN_HIDDEN int ops_builtin_count(void);
 KILN_HIDDEN const kiln_op_def *ops_builtin(int i);
 
+/* Helpers shared by the relations and the computes (relations_more.c). */
+
+/* The axes a reduction reduces (attributes axis, exclude) over an ndim-D
+ * input: mask[d] = 1 if dim d is reduced. 0, or -1 with an error. */
+KILN_HIDDEN int ops_reduce_mask(const gnode *call, int ndim, int *mask);
+
+/* strided_slice over dims[nd] (attributes begin, end, strides, axes): per
+ * dim the first index, step and length, numpy-clamped. 0, or -1 with an
+ * error. */
+KILN_HIDDEN int ops_slice_params(const gnode *call, int nd, const int64_t *dims, int64_t *start,
+                                 int64_t *step, int64_t *len);
+
 #endif

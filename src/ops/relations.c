@@ -12,8 +12,7 @@
     for (int i_ = 0; i_ < (n); i_++)                                                   \
         if (!in[i_]->known) return REL_INCOMPLETE;
 
-static rel_result fail(const char *fmt, ...) KILN_PRINTF(1, 2);
-static rel_result fail(const char *fmt, ...) {
+rel_result ops_fail(const char *fmt, ...) {
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -23,20 +22,20 @@ static rel_result fail(const char *fmt, ...) {
     return REL_ERROR;
 }
 
-static const gtensor_type *tensor_in(const gtype *t, int i, rel_result *r) {
+const gtensor_type *ops_tensor_in(const gtype *t, int i, rel_result *r) {
     if (t->is_tuple) {
-        *r = fail("input %d is a tuple, not a tensor", i);
+        *r = ops_fail("input %d is a tuple, not a tensor", i);
         return NULL;
     }
     return &t->t[0];
 }
 
-static rel_result set_out(const struct kiln_graph *g, gtype *out, const gtensor_type *t) {
+rel_result ops_set_out(const struct kiln_graph *g, gtype *out, const gtensor_type *t) {
     *out = gtype_tensor((struct kiln_graph *)g, t->dtype, t->ndim, t->dims);
     return REL_OK;
 }
 
-static void dim_str(gdim d, char *buf, size_t cap) {
+void ops_dim_str(gdim d, char *buf, size_t cap) {
     if (d.sym)
         snprintf(buf, cap, "%s", d.sym);
     else
@@ -49,23 +48,23 @@ rel_result rel_identity(const struct kiln_graph *g, const gnode *call, const gty
                         gtype *out) {
     REQUIRE_KNOWN(1);
     rel_result r = REL_OK;
-    const gtensor_type *a = tensor_in(in[0], 0, &r);
-    return a ? set_out(g, out, a) : r;
+    const gtensor_type *a = ops_tensor_in(in[0], 0, &r);
+    return a ? ops_set_out(g, out, a) : r;
 }
 
 rel_result rel_float_unary(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
                            gtype *out) {
     REQUIRE_KNOWN(1);
     rel_result r = REL_OK;
-    const gtensor_type *a = tensor_in(in[0], 0, &r);
+    const gtensor_type *a = ops_tensor_in(in[0], 0, &r);
     if (!a) return r;
     if (a->dtype != KILN_FLOAT32 && a->dtype != KILN_FLOAT64 && a->dtype != KILN_FLOAT16)
-        return fail("needs a float input, not %s", kiln_dtype_name(a->dtype));
-    return set_out(g, out, a);
+        return ops_fail("needs a float input, not %s", kiln_dtype_name(a->dtype));
+    return ops_set_out(g, out, a);
 }
 
 /* numpy broadcasting of n tensor types into *res (dtype from `dt_from`). */
-static rel_result broadcast(int n, const gtensor_type *const *ts, int dt_from, gtensor_type *res) {
+rel_result ops_broadcast(int n, const gtensor_type *const *ts, int dt_from, gtensor_type *res) {
     int nd = 0;
     for (int i = 0; i < n; i++) nd = ts[i]->ndim > nd ? ts[i]->ndim : nd;
     res->ndim = nd;
@@ -83,9 +82,9 @@ static rel_result broadcast(int n, const gtensor_type *const *ts, int dt_from, g
             }
             if (!gdim_equal(r, x)) {
                 char a[64], b[64];
-                dim_str(r, a, sizeof a);
-                dim_str(x, b, sizeof b);
-                return fail("shapes cannot broadcast: dim %d is %s in one input and %s in "
+                ops_dim_str(r, a, sizeof a);
+                ops_dim_str(x, b, sizeof b);
+                return ops_fail("shapes cannot broadcast: dim %d is %s in one input and %s in "
                             "input %d",
                             d, a, b, i);
             }
@@ -102,16 +101,16 @@ static rel_result broadcast_rel(const struct kiln_graph *g, int n, const gtype *
     const gtensor_type *ts[8];
     rel_result r = REL_OK;
     for (int i = 0; i < n; i++)
-        if (!(ts[i] = tensor_in(in[i], i, &r))) return r;
+        if (!(ts[i] = ops_tensor_in(in[i], i, &r))) return r;
     for (int i = same_dtype_from + 1; i < n; i++)
         if (ts[i]->dtype != ts[same_dtype_from]->dtype)
-            return fail("input %d is %s but input %d is %s", same_dtype_from,
+            return ops_fail("input %d is %s but input %d is %s", same_dtype_from,
                         kiln_dtype_name(ts[same_dtype_from]->dtype), i,
                         kiln_dtype_name(ts[i]->dtype));
     gtensor_type res;
-    if ((r = broadcast(n, ts, first_value, &res)) != REL_OK) return r;
+    if ((r = ops_broadcast(n, ts, first_value, &res)) != REL_OK) return r;
     if ((int)force >= 0) res.dtype = force;
-    return set_out(g, out, &res);
+    return ops_set_out(g, out, &res);
 }
 
 rel_result rel_broadcast(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
@@ -129,7 +128,7 @@ rel_result rel_logic(const struct kiln_graph *g, const gnode *call, const gtype 
     REQUIRE_KNOWN(call->nin);
     for (int i = 0; i < call->nin; i++)
         if (!in[i]->is_tuple && in[i]->t[0].dtype != KILN_BOOL)
-            return fail("input %d must be bool, not %s", i, kiln_dtype_name(in[i]->t[0].dtype));
+            return ops_fail("input %d must be bool, not %s", i, kiln_dtype_name(in[i]->t[0].dtype));
     return call->nin == 1 ? rel_identity(g, call, in, out)
                           : broadcast_rel(g, 2, in, 0, 0, KILN_BOOL, out);
 }
@@ -138,7 +137,7 @@ rel_result rel_where(const struct kiln_graph *g, const gnode *call, const gtype 
                      gtype *out) {
     REQUIRE_KNOWN(3);
     if (!in[0]->is_tuple && in[0]->t[0].dtype != KILN_BOOL)
-        return fail("the condition must be bool, not %s", kiln_dtype_name(in[0]->t[0].dtype));
+        return ops_fail("the condition must be bool, not %s", kiln_dtype_name(in[0]->t[0].dtype));
     return broadcast_rel(g, 3, in, 1, 1, (kiln_dtype)-1, out);
 }
 
@@ -146,20 +145,20 @@ rel_result rel_cast(const struct kiln_graph *g, const gnode *call, const gtype *
                     gtype *out) {
     REQUIRE_KNOWN(1);
     rel_result r = REL_OK;
-    const gtensor_type *a = tensor_in(in[0], 0, &r);
+    const gtensor_type *a = ops_tensor_in(in[0], 0, &r);
     if (!a) return r;
     kiln_dtype dt;
     const char *name = graph_attr_str(call, "dtype", "");
     if (kiln_dtype_parse(name, &dt) != KILN_OK || dt == KILN_HANDLE)
-        return fail("cast to unknown dtype '%s'", name);
+        return ops_fail("cast to unknown dtype '%s'", name);
     gtensor_type res = *a;
     res.dtype = dt;
-    return set_out(g, out, &res);
+    return ops_set_out(g, out, &res);
 }
 
 /* ---- nn --------------------------------------------------------------------- */
 
-static int all_known(const gtensor_type *t, int from, int to) {
+int ops_all_known(const gtensor_type *t, int from, int to) {
     for (int d = from; d < to; d++)
         if (t->dims[d].sym) return 0;
     return 1;
@@ -185,11 +184,11 @@ static int attr2(const gnode *call, const char *name, int64_t def, int64_t minv,
         v[0] = buf[0];
         v[1] = buf[1];
     } else {
-        fail("attribute %s must have 2 values, has %d", name, n);
+        ops_fail("attribute %s must have 2 values, has %d", name, n);
         return 0;
     }
     if (v[0] < minv || v[1] < minv) {
-        fail("attribute %s must be >= %lld", name, (long long)minv);
+        ops_fail("attribute %s must be >= %lld", name, (long long)minv);
         return 0;
     }
     return 1;
@@ -210,11 +209,11 @@ static int pad2(const gnode *call, int64_t p[2]) {
         p[0] = buf[0] + buf[2];
         p[1] = buf[1] + buf[3];
     } else {
-        fail("attribute padding must have 1, 2 or 4 values, has %d", n);
+        ops_fail("attribute padding must have 1, 2 or 4 values, has %d", n);
         return 0;
     }
     for (int i = 0; i < (n < 0 ? 0 : n); i++)
-        if (buf[i] < 0) return fail("padding must not be negative"), 0;
+        if (buf[i] < 0) return ops_fail("padding must not be negative"), 0;
     return 1;
 }
 
@@ -222,45 +221,45 @@ rel_result rel_conv2d(const struct kiln_graph *g, const gnode *call, const gtype
                       gtype *out) {
     REQUIRE_KNOWN(2);
     rel_result r = REL_OK;
-    const gtensor_type *x = tensor_in(in[0], 0, &r), *w = x ? tensor_in(in[1], 1, &r) : NULL;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r), *w = x ? ops_tensor_in(in[1], 1, &r) : NULL;
     if (!w) return r;
     if (x->ndim != 4 || w->ndim != 4)
-        return fail("data and weight must be 4-D (NCHW, OIHW), got %d-D and %d-D", x->ndim,
+        return ops_fail("data and weight must be 4-D (NCHW, OIHW), got %d-D and %d-D", x->ndim,
                     w->ndim);
     if (x->dtype != w->dtype)
-        return fail("data is %s but weight is %s", kiln_dtype_name(x->dtype),
+        return ops_fail("data is %s but weight is %s", kiln_dtype_name(x->dtype),
                     kiln_dtype_name(w->dtype));
-    if (!all_known(x, 1, 4) || !all_known(w, 0, 4))
-        return fail("only the batch dim may be symbolic");
+    if (!ops_all_known(x, 1, 4) || !ops_all_known(w, 0, 4))
+        return ops_fail("only the batch dim may be symbolic");
     int64_t s[2], d[2], p[2];
     if (!attr2(call, "strides", 1, 1, s) || !attr2(call, "dilation", 1, 1, d) || !pad2(call, p))
         return REL_ERROR;
     int64_t groups = graph_attr_int(call, "groups", 1);
     if (groups < 1 || x->dims[1].v % groups || w->dims[0].v % groups)
-        return fail("groups=%lld must divide input channels %lld and output channels %lld",
+        return ops_fail("groups=%lld must divide input channels %lld and output channels %lld",
                     (long long)groups, (long long)x->dims[1].v, (long long)w->dims[0].v);
     if (w->dims[1].v * groups != x->dims[1].v)
-        return fail("weight has %lld input channels per group, data has %lld channels in %lld "
+        return ops_fail("weight has %lld input channels per group, data has %lld channels in %lld "
                     "groups",
                     (long long)w->dims[1].v, (long long)x->dims[1].v, (long long)groups);
     gtensor_type res = *x;
     res.dims[1] = w->dims[0];
     for (int i = 0; i < 2; i++) {
         int64_t o = window_out(x->dims[2 + i].v, p[i], w->dims[2 + i].v, s[i], d[i], 0);
-        if (o < 1) return fail("the kernel is larger than the padded input");
+        if (o < 1) return ops_fail("the kernel is larger than the padded input");
         res.dims[2 + i] = (gdim){o, NULL};
     }
-    return set_out(g, out, &res);
+    return ops_set_out(g, out, &res);
 }
 
 rel_result rel_pool2d(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
                       gtype *out) {
     REQUIRE_KNOWN(1);
     rel_result r = REL_OK;
-    const gtensor_type *x = tensor_in(in[0], 0, &r);
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
     if (!x) return r;
-    if (x->ndim != 4) return fail("data must be 4-D NCHW, got %d-D", x->ndim);
-    if (!all_known(x, 2, 4)) return fail("spatial dims must not be symbolic");
+    if (x->ndim != 4) return ops_fail("data must be 4-D NCHW, got %d-D", x->ndim);
+    if (!ops_all_known(x, 2, 4)) return ops_fail("spatial dims must not be symbolic");
     int64_t k[2], s[2], d[2], p[2];
     if (!attr2(call, "pool_size", 1, 1, k) || !attr2(call, "strides", 1, 1, s) ||
         !attr2(call, "dilation", 1, 1, d) || !pad2(call, p))
@@ -269,61 +268,61 @@ rel_result rel_pool2d(const struct kiln_graph *g, const gnode *call, const gtype
     gtensor_type res = *x;
     for (int i = 0; i < 2; i++) {
         int64_t o = window_out(x->dims[2 + i].v, p[i], k[i], s[i], d[i], ceil_mode);
-        if (o < 1) return fail("the window is larger than the padded input");
+        if (o < 1) return ops_fail("the window is larger than the padded input");
         res.dims[2 + i] = (gdim){o, NULL};
     }
-    return set_out(g, out, &res);
+    return ops_set_out(g, out, &res);
 }
 
 rel_result rel_global_pool2d(const struct kiln_graph *g, const gnode *call,
                              const gtype *const *in, gtype *out) {
     REQUIRE_KNOWN(1);
     rel_result r = REL_OK;
-    const gtensor_type *x = tensor_in(in[0], 0, &r);
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
     if (!x) return r;
-    if (x->ndim < 3) return fail("data must be at least 3-D (N, C, spatial...), got %d-D", x->ndim);
+    if (x->ndim < 3) return ops_fail("data must be at least 3-D (N, C, spatial...), got %d-D", x->ndim);
     gtensor_type res = *x;
     for (int i = 2; i < x->ndim; i++) res.dims[i] = (gdim){1, NULL};
-    return set_out(g, out, &res);
+    return ops_set_out(g, out, &res);
 }
 
 rel_result rel_dense(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
                      gtype *out) {
     REQUIRE_KNOWN(2);
     rel_result r = REL_OK;
-    const gtensor_type *x = tensor_in(in[0], 0, &r), *w = x ? tensor_in(in[1], 1, &r) : NULL;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r), *w = x ? ops_tensor_in(in[1], 1, &r) : NULL;
     if (!w) return r;
     if (x->ndim < 1 || w->ndim != 2)
-        return fail("dense needs data of rank >= 1 and a 2-D weight [units, in], got %d-D and "
+        return ops_fail("dense needs data of rank >= 1 and a 2-D weight [units, in], got %d-D and "
                     "%d-D",
                     x->ndim, w->ndim);
     if (x->dtype != w->dtype)
-        return fail("data is %s but weight is %s", kiln_dtype_name(x->dtype),
+        return ops_fail("data is %s but weight is %s", kiln_dtype_name(x->dtype),
                     kiln_dtype_name(w->dtype));
     if (!gdim_equal(x->dims[x->ndim - 1], w->dims[1])) {
         char a[64], b[64];
-        dim_str(x->dims[x->ndim - 1], a, sizeof a);
-        dim_str(w->dims[1], b, sizeof b);
-        return fail("data has %s features but the weight expects %s", a, b);
+        ops_dim_str(x->dims[x->ndim - 1], a, sizeof a);
+        ops_dim_str(w->dims[1], b, sizeof b);
+        return ops_fail("data has %s features but the weight expects %s", a, b);
     }
     gtensor_type res = *x;
     res.dims[x->ndim - 1] = w->dims[0];
-    return set_out(g, out, &res);
+    return ops_set_out(g, out, &res);
 }
 
 rel_result rel_bias_add(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
                         gtype *out) {
     REQUIRE_KNOWN(2);
     rel_result r = REL_OK;
-    const gtensor_type *x = tensor_in(in[0], 0, &r), *b = x ? tensor_in(in[1], 1, &r) : NULL;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r), *b = x ? ops_tensor_in(in[1], 1, &r) : NULL;
     if (!b) return r;
     int64_t axis = graph_attr_int(call, "axis", 1);
     if (axis < 0) axis += x->ndim;
-    if (axis < 0 || axis >= x->ndim) return fail("axis is out of range for a %d-D input", x->ndim);
+    if (axis < 0 || axis >= x->ndim) return ops_fail("axis is out of range for a %d-D input", x->ndim);
     if (b->ndim != 1 || !gdim_equal(b->dims[0], x->dims[axis]))
-        return fail("bias must be 1-D with the size of axis %lld", (long long)axis);
-    if (b->dtype != x->dtype) return fail("bias dtype differs from data dtype");
-    return set_out(g, out, x);
+        return ops_fail("bias must be 1-D with the size of axis %lld", (long long)axis);
+    if (b->dtype != x->dtype) return ops_fail("bias dtype differs from data dtype");
+    return ops_set_out(g, out, x);
 }
 
 rel_result rel_softmax(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
@@ -331,7 +330,7 @@ rel_result rel_softmax(const struct kiln_graph *g, const gnode *call, const gtyp
     rel_result r = rel_float_unary(g, call, in, out);
     if (r != REL_OK) return r;
     int64_t axis = graph_attr_int(call, "axis", -1), nd = in[0]->t[0].ndim;
-    if (axis < -nd || axis >= nd) return fail("axis %lld is out of range", (long long)axis);
+    if (axis < -nd || axis >= nd) return ops_fail("axis %lld is out of range", (long long)axis);
     return REL_OK;
 }
 
@@ -339,18 +338,18 @@ rel_result rel_batch_norm(const struct kiln_graph *g, const gnode *call, const g
                           gtype *out) {
     REQUIRE_KNOWN(5);
     rel_result r = REL_OK;
-    const gtensor_type *x = tensor_in(in[0], 0, &r);
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
     if (!x) return r;
     int64_t axis = graph_attr_int(call, "axis", 1);
     if (axis < 0) axis += x->ndim;
-    if (axis < 0 || axis >= x->ndim) return fail("axis is out of range");
+    if (axis < 0 || axis >= x->ndim) return ops_fail("axis is out of range");
     for (int i = 1; i < 5; i++) {
-        const gtensor_type *p = tensor_in(in[i], i, &r);
+        const gtensor_type *p = ops_tensor_in(in[i], i, &r);
         if (!p) return r;
         if (p->ndim != 1 || !gdim_equal(p->dims[0], x->dims[axis]))
-            return fail("input %d must be 1-D with the channel count", i);
+            return ops_fail("input %d must be 1-D with the channel count", i);
     }
-    return set_out(g, out, x);
+    return ops_set_out(g, out, x);
 }
 
 /* ---- layout ----------------------------------------------------------------- */
@@ -359,140 +358,140 @@ rel_result rel_reshape(const struct kiln_graph *g, const gnode *call, const gtyp
                        gtype *out) {
     REQUIRE_KNOWN(1);
     rel_result r = REL_OK;
-    const gtensor_type *x = tensor_in(in[0], 0, &r);
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
     if (!x) return r;
     int64_t ns[KILN_MAX_NDIM + 1];
     int n = graph_attr_ints(call, "newshape", ns, KILN_MAX_NDIM + 1);
-    if (n < 0 || n > KILN_MAX_NDIM) return fail("newshape must have 0 to %d dims", KILN_MAX_NDIM);
-    if (!all_known(x, 0, x->ndim)) return fail("symbolic dims are not supported by reshape yet");
+    if (n < 0 || n > KILN_MAX_NDIM) return ops_fail("newshape must have 0 to %d dims", KILN_MAX_NDIM);
+    if (!ops_all_known(x, 0, x->ndim)) return ops_fail("symbolic dims are not supported by reshape yet");
     int64_t total = 1, known = 1;
     for (int d = 0; d < x->ndim; d++)
-        if (!kiln_mul_ok(total, x->dims[d].v, &total)) return fail("size overflow");
+        if (!kiln_mul_ok(total, x->dims[d].v, &total)) return ops_fail("size overflow");
     gtensor_type res = {x->dtype, n, {{0, NULL}}};
     int infer = -1;
     for (int d = 0; d < n; d++) {
         int64_t v = ns[d];
         if (v == 0) {
-            if (d >= x->ndim) return fail("newshape[%d] is 0 but the input has %d dims", d, x->ndim);
+            if (d >= x->ndim) return ops_fail("newshape[%d] is 0 but the input has %d dims", d, x->ndim);
             v = x->dims[d].v;
         } else if (v == -1) {
-            if (infer >= 0) return fail("newshape has more than one -1");
+            if (infer >= 0) return ops_fail("newshape has more than one -1");
             infer = d;
             continue;
         } else if (v < -1) {
-            return fail("newshape[%d] = %lld is invalid", d, (long long)v);
+            return ops_fail("newshape[%d] = %lld is invalid", d, (long long)v);
         }
         res.dims[d].v = v;
-        if (!kiln_mul_ok(known, v, &known)) return fail("size overflow");
+        if (!kiln_mul_ok(known, v, &known)) return ops_fail("size overflow");
     }
     if (infer >= 0) {
-        if (known == 0 || total % known) return fail("cannot infer the -1 dim of newshape");
+        if (known == 0 || total % known) return ops_fail("cannot infer the -1 dim of newshape");
         res.dims[infer].v = total / known;
     } else if (known != total) {
-        return fail("newshape has %lld elements, the input %lld", (long long)known,
+        return ops_fail("newshape has %lld elements, the input %lld", (long long)known,
                     (long long)total);
     }
-    return set_out(g, out, &res);
+    return ops_set_out(g, out, &res);
 }
 
 rel_result rel_transpose(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
                          gtype *out) {
     REQUIRE_KNOWN(1);
     rel_result r = REL_OK;
-    const gtensor_type *x = tensor_in(in[0], 0, &r);
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
     if (!x) return r;
     int64_t ax[KILN_MAX_NDIM + 1];
     int n = graph_attr_ints(call, "axes", ax, KILN_MAX_NDIM + 1);
     gtensor_type res = *x;
     if (n < 0 || n == 0) {
         for (int d = 0; d < x->ndim; d++) res.dims[d] = x->dims[x->ndim - 1 - d];
-        return set_out(g, out, &res);
+        return ops_set_out(g, out, &res);
     }
-    if (n != x->ndim) return fail("axes has %d entries for a %d-D input", n, x->ndim);
+    if (n != x->ndim) return ops_fail("axes has %d entries for a %d-D input", n, x->ndim);
     int seen[KILN_MAX_NDIM] = {0};
     for (int d = 0; d < n; d++) {
         int64_t a = ax[d] < 0 ? ax[d] + n : ax[d];
-        if (a < 0 || a >= n || seen[a]++) return fail("axes is not a permutation");
+        if (a < 0 || a >= n || seen[a]++) return ops_fail("axes is not a permutation");
         res.dims[d] = x->dims[a];
     }
-    return set_out(g, out, &res);
+    return ops_set_out(g, out, &res);
 }
 
 rel_result rel_batch_flatten(const struct kiln_graph *g, const gnode *call,
                              const gtype *const *in, gtype *out) {
     REQUIRE_KNOWN(1);
     rel_result r = REL_OK;
-    const gtensor_type *x = tensor_in(in[0], 0, &r);
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
     if (!x) return r;
-    if (x->ndim < 1) return fail("needs at least 1 dim");
-    if (!all_known(x, 1, x->ndim)) return fail("only the batch dim may be symbolic");
+    if (x->ndim < 1) return ops_fail("needs at least 1 dim");
+    if (!ops_all_known(x, 1, x->ndim)) return ops_fail("only the batch dim may be symbolic");
     int64_t rest = 1;
     for (int d = 1; d < x->ndim; d++)
-        if (!kiln_mul_ok(rest, x->dims[d].v, &rest)) return fail("size overflow");
+        if (!kiln_mul_ok(rest, x->dims[d].v, &rest)) return ops_fail("size overflow");
     gtensor_type res = {x->dtype, 2, {x->dims[0], {rest, NULL}}};
-    return set_out(g, out, &res);
+    return ops_set_out(g, out, &res);
 }
 
 rel_result rel_concatenate(const struct kiln_graph *g, const gnode *call,
                            const gtype *const *in, gtype *out) {
     REQUIRE_KNOWN(call->nin);
     rel_result r = REL_OK;
-    const gtensor_type *x = tensor_in(in[0], 0, &r);
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
     if (!x) return r;
     int64_t axis = graph_attr_int(call, "axis", 0);
     if (axis < 0) axis += x->ndim;
-    if (axis < 0 || axis >= x->ndim) return fail("axis is out of range for a %d-D input", x->ndim);
+    if (axis < 0 || axis >= x->ndim) return ops_fail("axis is out of range for a %d-D input", x->ndim);
     gtensor_type res = *x;
     for (int i = 1; i < call->nin; i++) {
-        const gtensor_type *y = tensor_in(in[i], i, &r);
+        const gtensor_type *y = ops_tensor_in(in[i], i, &r);
         if (!y) return r;
         if (y->ndim != x->ndim || y->dtype != x->dtype)
-            return fail("input %d has rank %d and dtype %s, input 0 rank %d and %s", i, y->ndim,
+            return ops_fail("input %d has rank %d and dtype %s, input 0 rank %d and %s", i, y->ndim,
                         kiln_dtype_name(y->dtype), x->ndim, kiln_dtype_name(x->dtype));
         for (int d = 0; d < x->ndim; d++) {
             if (d == axis) continue;
             if (!gdim_equal(x->dims[d], y->dims[d]))
-                return fail("input %d differs from input 0 in dim %d", i, d);
+                return ops_fail("input %d differs from input 0 in dim %d", i, d);
         }
         if (res.dims[axis].sym || y->dims[axis].sym)
-            return fail("the concatenated axis must not be symbolic");
+            return ops_fail("the concatenated axis must not be symbolic");
         res.dims[axis].v += y->dims[axis].v;
     }
-    return set_out(g, out, &res);
+    return ops_set_out(g, out, &res);
 }
 
 rel_result rel_split(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
                      gtype *out) {
     REQUIRE_KNOWN(1);
     rel_result r = REL_OK;
-    const gtensor_type *x = tensor_in(in[0], 0, &r);
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
     if (!x) return r;
     int64_t axis = graph_attr_int(call, "axis", 0);
     if (axis < 0) axis += x->ndim;
-    if (axis < 0 || axis >= x->ndim) return fail("axis is out of range for a %d-D input", x->ndim);
-    if (x->dims[axis].sym) return fail("the split axis must not be symbolic");
+    if (axis < 0 || axis >= x->ndim) return ops_fail("axis is out of range for a %d-D input", x->ndim);
+    if (x->dims[axis].sym) return ops_fail("the split axis must not be symbolic");
     int64_t len = x->dims[axis].v, bounds[65];
     int np;
     const gattr *a = graph_attr(call, "indices_or_sections");
-    if (!a) return fail("attribute indices_or_sections is missing");
+    if (!a) return ops_fail("attribute indices_or_sections is missing");
     if (a->kind == GA_INT) {
         if (a->i < 1 || a->i > 64 || len % a->i)
-            return fail("%lld sections do not divide the axis of length %lld", (long long)a->i,
+            return ops_fail("%lld sections do not divide the axis of length %lld", (long long)a->i,
                         (long long)len);
         np = (int)a->i;
         for (int i = 0; i <= np; i++) bounds[i] = len / np * i;
     } else if (a->kind == GA_INTS) {
-        if (a->n > 63) return fail("too many split indices");
+        if (a->n > 63) return ops_fail("too many split indices");
         np = a->n + 1;
         bounds[0] = 0;
         for (int i = 0; i < a->n; i++) {
             bounds[i + 1] = a->ints[i];
             if (bounds[i + 1] < bounds[i] || bounds[i + 1] > len)
-                return fail("split indices must be increasing and within the axis");
+                return ops_fail("split indices must be increasing and within the axis");
         }
         bounds[np] = len;
     } else {
-        return fail("indices_or_sections must be an int or an int list");
+        return ops_fail("indices_or_sections must be an int or an int list");
     }
     out->known = 1;
     out->is_tuple = 1;

@@ -18,7 +18,12 @@ int pass_fuse_ops(const struct kiln_graph *g, int *group) {
     op_pattern *master = calloc((size_t)(g->n ? g->n : 1), sizeof(op_pattern));
     KILN_ASSERT(consumers && master);
     for (int id = 0; id < g->n; id++)
-        for (int i = 0; i < g->nodes[id]->nin; i++) consumers[g->nodes[id]->in[i]]++;
+        for (int i = 0; i < g->nodes[id]->nin; i++) {
+            /* count consumer nodes, not edges: add(x, x) is one consumer */
+            int dup = 0;
+            for (int j = 0; j < i; j++) dup |= g->nodes[id]->in[j] == g->nodes[id]->in[i];
+            if (!dup) consumers[g->nodes[id]->in[i]]++;
+        }
     for (int k = 0; k < g->nout; k++) consumers[g->outs[k]]++; /* outputs escape */
     int ngroups = 0;
     for (int id = 0; id < g->n; id++) {

@@ -14,4 +14,18 @@
  * output. */
 KILN_HIDDEN int pass_fuse_ops(const struct kiln_graph *g, int *group);
 
+/* The graph pipeline (pass_manager.c): InferType, then the passes the opt
+ * level turns on minus those named in disabled_list (comma-separated),
+ * dumping the graph to dump_dir (may be NULL) before and after each pass.
+ * Returns the final graph: g itself if no pass ran, else a new graph the
+ * caller frees. NULL with an error. */
+KILN_HIDDEN struct kiln_graph *pass_run_pipeline(struct kiln_graph *g, int opt_level,
+                                                 const char *disabled_list, const char *dump_dir);
+/* 1 if `name` is a pass kiln knows; the list for messages. */
+KILN_HIDDEN int pass_known(const char *name);
+KILN_HIDDEN const char *pass_names(void);
+
+/* FoldConstant (fold_constant.c): a new graph, or NULL with an error. */
+KILN_HIDDEN struct kiln_graph *pass_fold_constant(struct kiln_graph *g);
+
 #endif

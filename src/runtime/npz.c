@@ -329,16 +329,21 @@ static kiln_status read_zip(const zipfile *f, kiln_npz *z) {
     return KILN_OK;
 }
 
-kiln_npz *kiln_npz_load(const char *path) {
-    size_t len = 0;
-    char *buf = kiln_read_file(path, &len);
-    if (!buf) return NULL;
+kiln_npz *kiln_npz_parse(const void *buf, size_t len, const char *name) {
     kiln_npz *z = kiln_npz_new();
-    zipfile f = {(const unsigned char *)buf, len, path};
+    zipfile f = {buf, len, name ? name : "<memory>"};
     if (z && read_zip(&f, z)) {
         kiln_npz_free(z);
         z = NULL;
     }
+    return z;
+}
+
+kiln_npz *kiln_npz_load(const char *path) {
+    size_t len = 0;
+    char *buf = kiln_read_file(path, &len);
+    if (!buf) return NULL;
+    kiln_npz *z = kiln_npz_parse(buf, len, path);
     free(buf);
     return z;
 }

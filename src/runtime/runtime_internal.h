@@ -11,6 +11,10 @@
  * folder and removes it (and the files in it) when freed. */
 KILN_HIDDEN kiln_module *kiln_module_load_owned(const char *so_path, const char *tmpdir);
 
+/* Parse the .npz (ZIP) image buf[0, len); `name` prefixes every error
+ * message (NULL: "<memory>"). A new set, or NULL with an error. */
+KILN_HIDDEN kiln_npz *kiln_npz_parse(const void *buf, size_t len, const char *name);
+
 /* ---- for the graph executor (module.c, package.c) ---- */
 /* Number of symbolic sizes (vars[]) f takes. */
 KILN_HIDDEN int kiln_function_num_vars(const kiln_function *f);

@@ -1,0 +1,286 @@
+/* test_e2e_models.c: real architectures end to end (models/e2e).
+ *
+ *   test_e2e_models MODEL_DIR [MODEL ...]
+ *
+ * For every MODEL_DIR/NAME.onnx that has a NAME_io.npz beside it (sorted by
+ * name; or only the NAMEs given) it imports the model (kiln_onnx_import,
+ * static shapes), compiles it (kiln_graph_compile, default build options:
+ * $KILN_CC / $KILN_CFLAGS or cc -O3 -march=native), loads the package with
+ * the graph executor, sets every input from NAME_io.npz (keyed by the ONNX
+ * input names), runs it once and compares every output with the member of
+ * NAME_io.npz named like it (ONNX Runtime's outputs):
+ *
+ *     |got - exp| <= 1e-3 * |exp| + 1e-4 * max|exp|
+ *
+ * (rtol 1e-3, atol 1e-4 relative to the output's scale). It prints one line
+ * per model: PASS or FAIL, the max error (absolute, and as a fraction of the
+ * scale), the import and compile times in seconds and the run time; a FAIL
+ * says why, with kiln's error (an op kiln lacks fails at import, naming it).
+ * Each model runs in a forked child so a crash is that model's FAIL.
+ * Exit status: 0 if every model passed, 1 otherwise, 2 on bad arguments. */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kiln/graph.h"
+#include "kiln/onnx.h"
+#include "kiln/runtime.h"
+
+#define RTOL 1e-3
+#define ATOL_OF_SCALE 1e-4
+#define MAX_MODELS 256
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static const char *tmp_dir(void) {
+    const char *d = getenv("KILN_TEST_TMP");
+    return d && *d ? d : "/tmp";
+}
+
+/* Element i of a (compact) array as a double; 0 with *ok = 0 for a dtype
+ * this test does not compare. */
+static double elem(const kiln_ndarray *a, int64_t i, int *ok) {
+    const void *p = kiln_ndarray_data(a);
+    switch (kiln_ndarray_dtype(a)) {
+    case KILN_FLOAT32: return ((const float *)p)[i];
+    case KILN_FLOAT64: return ((const double *)p)[i];
+    case KILN_INT32: return ((const int32_t *)p)[i];
+    case KILN_INT64: return (double)((const int64_t *)p)[i];
+    case KILN_INT8: return ((const int8_t *)p)[i];
+    case KILN_UINT8: return ((const uint8_t *)p)[i];
+    case KILN_BOOL: return ((const uint8_t *)p)[i] != 0;
+    default: *ok = 0; return 0;
+    }
+}
+
+static void shape_str(const kiln_ndarray *a, char *buf, size_t n) {
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int d = 0; d < kiln_ndarray_ndim(a) && k < n; d++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", d ? "," : "", (long long)kiln_ndarray_dim(a, d));
+    if (k < n) snprintf(buf + k, n - k, "] %s", kiln_dtype_name(kiln_ndarray_dtype(a)));
+}
+
+/* Compare one output; fills *max_err and *scale; returns 1 if within
+ * tolerance, else 0 with a reason in why. */
+static int compare(const kiln_ndarray *got, const kiln_ndarray *exp, double *max_err,
+                   double *scale, char *why, size_t why_n) {
+    char gs[160], es[160];
+    shape_str(got, gs, sizeof gs);
+    shape_str(exp, es, sizeof es);
+    int same = kiln_ndarray_ndim(got) == kiln_ndarray_ndim(exp);
+    for (int d = 0; same && d < kiln_ndarray_ndim(got); d++)
+        same = kiln_ndarray_dim(got, d) == kiln_ndarray_dim(exp, d);
+    if (!same || kiln_ndarray_dtype(got) != kiln_ndarray_dtype(exp)) {
+        snprintf(why, why_n, "got %s, expected %s", gs, es);
+        return 0;
+    }
+    if (!kiln_ndarray_is_contiguous(got) || !kiln_ndarray_is_contiguous(exp)) {
+        snprintf(why, why_n, "non-contiguous output");
+        return 0;
+    }
+    int64_t n = kiln_ndarray_numel(exp), worst = -1, bad = 0;
+    int ok = 1;
+    double s = 0, worst_excess = -INFINITY;
+    for (int64_t i = 0; i < n; i++) s = fmax(s, fabs(elem(exp, i, &ok)));
+    *scale = s;
+    *max_err = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double g = elem(got, i, &ok), e = elem(exp, i, &ok);
+        double err = fabs(g - e), tol = RTOL * fabs(e) + ATOL_OF_SCALE * s;
+        if (isnan(err)) err = INFINITY;
+        *max_err = fmax(*max_err, err);
+        if (!(err <= tol)) {
+            bad++;
+            if (err - tol > worst_excess) worst_excess = err - tol, worst = i;
+        }
+    }
+    if (!ok) {
+        snprintf(why, why_n, "dtype %s not compared", kiln_dtype_name(kiln_ndarray_dtype(exp)));
+        return 0;
+    }
+    if (bad) {
+        snprintf(why, why_n, "%lld of %lld elements out of tolerance; worst at %lld: got %.9g, expected %.9g",
+                 (long long)bad, (long long)n, (long long)worst, elem(got, worst, &ok),
+                 elem(exp, worst, &ok));
+        return 0;
+    }
+    return 1;
+}
+
+/* Import, compile, run and compare one model; prints its result line.
+ * Returns 0 on PASS, 1 on FAIL. */
+static int run_model(const char *dir, const char *name) {
+    char onnx[4096], io[4096], pkg[4096], why[16384] = "";
+    snprintf(onnx, sizeof onnx, "%s/%s.onnx", dir, name);
+    snprintf(io, sizeof io, "%s/%s_io.npz", dir, name);
+    snprintf(pkg, sizeof pkg, "%s/e2e_%s.tar", tmp_dir(), name);
+    const char *stage = "import";
+    double t_import = 0, t_compile = 0, t_run = 0, worst_rel = 0, worst_abs = 0;
+    int pass = 0;
+    kiln_graph *g = NULL;
+    kiln_executor *ex = NULL;
+    kiln_npz *z = kiln_npz_load(io);
+    if (!z) {
+        stage = "load io";
+        snprintf(why, sizeof why, "%s", kiln_last_error());
+        goto done;
+    }
+
+    double t0 = now_s();
+    g = kiln_onnx_import(onnx, NULL);
+    t_import = now_s() - t0;
+    if (!g) {
+        snprintf(why, sizeof why, "%s", kiln_last_error());
+        goto done;
+    }
+    stage = "compile";
+    t0 = now_s();
+    kiln_status st = kiln_graph_compile(g, pkg, NULL);
+    t_compile = now_s() - t0;
+    if (st != KILN_OK) {
+        snprintf(why, sizeof why, "%s", kiln_last_error());
+        goto done;
+    }
+    stage = "load package";
+    if (!(ex = kiln_executor_load(pkg))) {
+        snprintf(why, sizeof why, "%s", kiln_last_error());
+        goto done;
+    }
+    stage = "set inputs";
+    for (int i = 0; i < kiln_executor_num_inputs(ex); i++) {
+        const char *in = kiln_executor_input_name(ex, i);
+        const kiln_ndarray *v = kiln_npz_get(z, in);
+        if (!v) {
+            snprintf(why, sizeof why, "%s has no input '%s'", io, in);
+            goto done;
+        }
+        if (kiln_executor_set_input(ex, in, v) != KILN_OK) {
+            snprintf(why, sizeof why, "input '%s': %s", in, kiln_last_error());
+            goto done;
+        }
+    }
+    stage = "run";
+    t0 = now_s();
+    if (kiln_executor_run(ex) != KILN_OK) {
+        snprintf(why, sizeof why, "%s", kiln_last_error());
+        goto done;
+    }
+    t_run = now_s() - t0;
+    stage = "compare";
+    if (kiln_executor_num_outputs(ex) < 1) {
+        snprintf(why, sizeof why, "the package has no outputs");
+        goto done;
+    }
+    pass = 1;
+    for (int i = 0; i < kiln_executor_num_outputs(ex); i++) {
+        const char *on = kiln_executor_output_name(ex, i);
+        const kiln_ndarray *exp = kiln_npz_get(z, on), *got = kiln_executor_output(ex, i);
+        double err = 0, scale = 0;
+        char w[1024];
+        if (!exp) {
+            snprintf(why, sizeof why, "%s has no output '%s'", io, on);
+            pass = 0;
+            break;
+        }
+        int ok = got && compare(got, exp, &err, &scale, w, sizeof w);
+        printf("    %s %s: max |err| %.3g, scale %.4g (%.2g of scale)%s%s\n", name, on, err,
+               scale, scale > 0 ? err / scale : err, ok ? "" : " -- ", ok ? "" : (got ? w : "no output"));
+        worst_abs = fmax(worst_abs, err);
+        worst_rel = fmax(worst_rel, scale > 0 ? err / scale : err);
+        if (!ok && pass) snprintf(why, sizeof why, "output '%s': %s", on, got ? w : "missing");
+        pass &= ok;
+    }
+
+done:
+    if (pass)
+        printf("PASS %-22s max |err| %.3g (%.2g of scale)  import %.2f s  compile %.2f s  run %.2f ms\n",
+               name, worst_abs, worst_rel, t_import, t_compile, 1e3 * t_run);
+    else
+        printf("FAIL %-22s at %s (import %.2f s, compile %.2f s): %s\n", name, stage, t_import,
+               t_compile, why);
+    fflush(stdout);
+    kiln_executor_free(ex);
+    kiln_graph_free(g);
+    kiln_npz_free(z);
+    remove(pkg);
+    return pass ? 0 : 1;
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* NAMEs of DIR/NAME.onnx with a DIR/NAME_io.npz, sorted. */
+static int list_models(const char *dir, char **names, int cap) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < cap) {
+        size_t len = strlen(e->d_name);
+        if (len <= 5 || strcmp(e->d_name + len - 5, ".onnx") != 0) continue;
+        char io[4096];
+        snprintf(io, sizeof io, "%s/%.*s_io.npz", dir, (int)(len - 5), e->d_name);
+        if (access(io, R_OK) != 0) continue;
+        names[n] = malloc(len - 4);
+        memcpy(names[n], e->d_name, len - 5);
+        names[n][len - 5] = '\0';
+        n++;
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    return n;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "--help")) {
+        fprintf(stderr, "usage: %s MODEL_DIR [MODEL ...]\n", argv[0]);
+        return 2;
+    }
+    const char *dir = argv[1];
+    char *names[MAX_MODELS];
+    int n;
+    if (argc > 2) {
+        n = 0;
+        for (int i = 2; i < argc && n < MAX_MODELS; i++) names[n++] = strdup(argv[i]);
+    } else if ((n = list_models(dir, names, MAX_MODELS)) < 0) {
+        fprintf(stderr, "%s: cannot read %s\n", argv[0], dir);
+        return 2;
+    }
+    if (n == 0) {
+        fprintf(stderr, "%s: no NAME.onnx with a NAME_io.npz in %s\n", argv[0], dir);
+        return 2;
+    }
+    printf("e2e: %d models in %s; tolerance |got - exp| <= %g |exp| + %g max|exp|; %d threads\n",
+           n, dir, RTOL, ATOL_OF_SCALE, kiln_num_threads());
+    fflush(stdout);
+    int passed = 0;
+    for (int i = 0; i < n; i++) {
+        pid_t pid = fork();
+        if (pid == 0) _exit(run_model(dir, names[i]));
+        int status = 0;
+        if (pid < 0) {
+            status = run_model(dir, names[i]) ? 1 << 8 : 0; /* no fork: run here */
+        } else if (waitpid(pid, &status, 0) < 0) {
+            status = 1 << 8;
+        }
+        if (WIFSIGNALED(status))
+            printf("FAIL %-22s crashed: signal %d\n", names[i], WTERMSIG(status));
+        else if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+            passed++;
+        fflush(stdout);
+        free(names[i]);
+    }
+    printf("e2e: %d passed, %d failed\n", passed, n - passed);
+    return passed == n ? 0 : 1;
+}

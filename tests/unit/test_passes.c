@@ -1,0 +1,169 @@
+/* test_passes.c: the graph passes and the pass manager: what each pass
+ * rewrites (checked on the printed IR and the kernel count of the compiled
+ * package), that results stay the same, --opt-level, --disabled-pass and
+ * the IR dumps. */
+#include <math.h>
+#include <sys/stat.h>
+
+#include "check.h"
+#include "kiln/graph.h"
+#include "te_util.h"
+
+static kiln_ndarray *filled(int nd, const int64_t *shape, uint64_t *seed, double lo) {
+    kiln_ndarray *a = kiln_ndarray_empty(KILN_FLOAT32, nd, shape);
+    tu_fill(a, seed);
+    float *p = kiln_ndarray_data(a);
+    for (int64_t i = 0; i < kiln_ndarray_numel(a); i++)
+        if (p[i] < lo) p[i] = (float)(lo + fabs(p[i]));
+    return a;
+}
+
+/* conv -> batch_norm -> relu, plus a dead branch, a duplicated relu and a
+ * constant subexpression (w2 * 2) feeding an add. */
+static kiln_graph *make_graph(kiln_ndarray **arrays) {
+    uint64_t seed = 5;
+    int64_t xs[4] = {1, 2, 5, 5}, ws[4] = {3, 2, 3, 3}, cs[1] = {3}, bs[3] = {3, 1, 1};
+    arrays[0] = filled(4, xs, &seed, -2);
+    arrays[1] = filled(4, ws, &seed, -2);
+    for (int i = 2; i < 6; i++) arrays[i] = filled(1, cs, &seed, i == 5 ? 0.1 : -2);
+    arrays[6] = filled(3, bs, &seed, -2);
+    kiln_graph *g = kiln_graph_new();
+    int x = kiln_graph_var(g, "x", KILN_FLOAT32, 4, xs, NULL);
+    int w = kiln_graph_const(g, "w", arrays[1]);
+    int p[4];
+    for (int i = 0; i < 4; i++) p[i] = kiln_graph_const(g, i == 0 ? "gamma" : i == 1 ? "beta" : i == 2 ? "mean" : "var", arrays[2 + i]);
+    int c2 = kiln_graph_const(g, "c", arrays[6]);
+    int two[2] = {c2, c2};
+    int cc = kiln_graph_call(g, "add", 2, two, NULL, "const_add"); /* folds */
+    int in[2] = {x, w};
+    int conv = kiln_graph_call(g, "nn.conv2d", 2, in, "padding=[1, 1, 1, 1]", "conv");
+    int bn_in[5] = {conv, p[0], p[1], p[2], p[3]};
+    int bn = kiln_graph_call(g, "nn.batch_norm", 5, bn_in, "epsilon=0.001", "bn");
+    int r1 = kiln_graph_call(g, "nn.relu", 1, &bn, NULL, "relu_a");
+    int r2 = kiln_graph_call(g, "nn.relu", 1, &bn, NULL, "relu_b"); /* same as r1 */
+    int dead = kiln_graph_call(g, "exp", 1, &conv, NULL, "dead");
+    (void)dead;
+    int s[2] = {r1, r2};
+    int sum = kiln_graph_call(g, "add", 2, s, NULL, "sum");
+    int s2[2] = {sum, cc};
+    int out = kiln_graph_call(g, "add", 2, s2, NULL, "out");
+    kiln_graph_set_outputs(g, 1, &out, NULL);
+    return g;
+}
+
+/* Compile with options, run on x, return the output (caller frees). */
+static kiln_ndarray *compile_run(kiln_graph *g, kiln_build_options *o, const kiln_ndarray *x,
+                                 int *nkernels) {
+    const char *pkg = test_tmp_path("passes.tar");
+    if (kiln_graph_compile(g, pkg, o) != KILN_OK) {
+        fprintf(stderr, "compile: %s\n", kiln_last_error());
+        return NULL;
+    }
+    kiln_executor *ex = kiln_executor_load(pkg);
+    if (!ex) return NULL;
+    *nkernels = kiln_executor_num_kernels(ex);
+    kiln_ndarray *r = NULL;
+    if (kiln_executor_set_input(ex, "x", x) == KILN_OK && kiln_executor_run(ex) == KILN_OK) {
+        const kiln_ndarray *o0 = kiln_executor_output(ex, 0);
+        int64_t sh[4];
+        for (int d = 0; d < kiln_ndarray_ndim(o0); d++) sh[d] = kiln_ndarray_dim(o0, d);
+        r = kiln_ndarray_empty(KILN_FLOAT32, kiln_ndarray_ndim(o0), sh);
+        kiln_ndarray_copy(r, o0);
+    }
+    kiln_executor_free(ex);
+    return r;
+}
+
+static int count_files(const char *dir) {
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "ls %s | wc -l", dir);
+    FILE *p = popen(cmd, "r");
+    int n = 0;
+    if (p) {
+        if (fscanf(p, "%d", &n) != 1) n = 0;
+        pclose(p);
+    }
+    return n;
+}
+
+static void test_pipeline(void) {
+    kiln_ndarray *a[7];
+    kiln_graph *g = make_graph(a);
+    /* opt level 0: SimplifyInference only, one kernel per op */
+    kiln_build_options *o0 = kiln_build_options_new();
+    kiln_build_options_set(o0, "opt-level", "0");
+    int k0 = 0, k3 = 0;
+    kiln_ndarray *r0 = compile_run(g, o0, a[0], &k0);
+    /* opt level 3 with an IR dump */
+    kiln_build_options *o3 = kiln_build_options_new();
+    const char *dir = test_tmp_path("passes_ir");
+    mkdir(dir, 0755);
+    CHECK_EQ_INT(kiln_build_options_set(o3, "dump-ir", dir), KILN_OK);
+    kiln_ndarray *r3 = compile_run(g, o3, a[0], &k3);
+    CHECK(r0 && r3);
+    /* level 0: const_add, conv, multiply+add (from bn), 2 relus, exp (dead), sum, out */
+    CHECK_EQ_INT(k0, 9);
+    /* level 3: conv+multiply+add+relu+add+add fused (CSE merged the relus, DCE
+       dropped exp, FoldConstant folded const_add) */
+    CHECK_EQ_INT(k3, 1);
+    CHECK_EQ_INT(count_files(dir), 5); /* input + 4 passes */
+    char path[1200];
+    snprintf(path, sizeof path, "%s/01_after_SimplifyInference.txt", dir);
+    size_t len;
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    if (f) {
+        static char text[1 << 16];
+        len = fread(text, 1, sizeof text - 1, f);
+        text[len] = 0;
+        fclose(f);
+        CHECK(strstr(text, "nn.batch_norm") == NULL);
+        CHECK_CONTAINS(text, "multiply(");
+        CHECK_CONTAINS(text, "span=\"bn\""); /* the source name survives */
+    }
+    if (r0 && r3) CHECK(tu_max_rel_err(r3, r0) < 1e-5);
+    /* a reference in plain C: relu(bn(conv)) * 2 + c + c */
+    if (r3) {
+        const float *x = kiln_ndarray_data(a[0]), *w = kiln_ndarray_data(a[1]);
+        const float *gm = kiln_ndarray_data(a[2]), *bt = kiln_ndarray_data(a[3]);
+        const float *mn = kiln_ndarray_data(a[4]), *vr = kiln_ndarray_data(a[5]);
+        const float *c = kiln_ndarray_data(a[6]), *got = kiln_ndarray_data(r3);
+        int bad = 0;
+        for (int o = 0; o < 3; o++)
+            for (int i = 0; i < 5; i++)
+                for (int j = 0; j < 5; j++) {
+                    double acc = 0;
+                    for (int ci = 0; ci < 2; ci++)
+                        for (int kh = 0; kh < 3; kh++)
+                            for (int kw = 0; kw < 3; kw++) {
+                                int y = i + kh - 1, z = j + kw - 1;
+                                if (y < 0 || y > 4 || z < 0 || z > 4) continue;
+                                acc += x[(ci * 5 + y) * 5 + z] * w[((o * 2 + ci) * 3 + kh) * 3 + kw];
+                            }
+                    double bn = (acc - mn[o]) / sqrt(vr[o] + 0.001) * gm[o] + bt[o];
+                    double ref = 2 * (bn > 0 ? bn : 0) + 2 * c[o];
+                    bad += fabs(got[(o * 5 + i) * 5 + j] - ref) > 1e-4 * (1 + fabs(ref));
+                }
+        CHECK_EQ_INT(bad, 0);
+    }
+    /* disabling FuseOps gives one kernel per remaining op */
+    kiln_build_options *od = kiln_build_options_new();
+    CHECK_EQ_INT(kiln_build_options_set(od, "disabled-pass", "FuseOps,DeadCodeElimination"), KILN_OK);
+    int kd = 0;
+    kiln_ndarray *rd = compile_run(g, od, a[0], &kd);
+    CHECK_EQ_INT(kd, 7); /* conv, multiply, add, relu, exp (kept), sum, out */
+    if (rd && r0) CHECK(tu_max_rel_err(rd, r0) < 1e-5);
+    CHECK_EQ_INT(kiln_build_options_set(od, "disabled-pass", "NoSuchPass"), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "unknown pass 'NoSuchPass'");
+    CHECK_EQ_INT(kiln_build_options_set(od, "opt-level", "4"), KILN_ERR_INVALID);
+    kiln_ndarray_free(rd);
+    kiln_ndarray_free(r0);
+    kiln_ndarray_free(r3);
+    kiln_build_options_free(o0);
+    kiln_build_options_free(o3);
+    kiln_build_options_free(od);
+    for (int i = 0; i < 7; i++) kiln_ndarray_free(a[i]);
+    kiln_graph_free(g);
+}
+
+TEST_MAIN(TEST(test_pipeline))
