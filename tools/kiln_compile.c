@@ -9,6 +9,7 @@
 
 #include "kiln/graph.h"
 #include "kiln/onnx.h"
+#include "kiln/plugin.h"
 #include "kiln/runtime.h"
 #include "kiln/schedule.h"
 #include "kiln_compile.h"
@@ -18,7 +19,8 @@ static void compile_usage(FILE *f) {
             "usage: kiln compile MODEL.onnx [-o model.tar] [--target cpu] [--input-shapes "
             "\"name:[1,3,224,224]\"]\n"
             "                    [--opt-level 0-3] [--dump-ir DIR] [--disabled-pass PASS] "
-            "[--cross-compiler CC]\n\n"
+            "[--cross-compiler CC]\n"
+            "                    [--plugin LIB.so]\n\n"
             "Compile an ONNX model into a package: a tar of mod.so (kernels), mod.json (the\n"
             "execution plan) and mod.params (the weights, an .npz).\n\n"
             "  -o, --output PATH      the package to write (default: model.tar)\n"
@@ -33,6 +35,7 @@ static void compile_usage(FILE *f) {
             "                         may repeat\n"
             "  --cross-compiler CC    compile the kernels with CC (the package then runs on\n"
             "                         CC's target)\n"
+            "  --plugin LIB.so        load user ops from a plugin (kiln/plugin.h); may repeat\n"
             "  --help                 print this message\n");
 }
 
@@ -99,6 +102,13 @@ int kiln_cmd_compile(int argc, char **argv) {
         } else if (!strcmp(a, "--dump-ir")) {
             if (!has_val) goto missing;
             dump = argv[++i];
+        } else if (!strcmp(a, "--plugin")) {
+            if (!has_val) goto missing;
+            if (kiln_plugin_load(argv[++i]) != KILN_OK) {
+                fprintf(stderr, "kiln compile: %s\n", kiln_last_error());
+                rc = 1;
+                goto done;
+            }
         } else if (a[0] == '-') {
             rc = bad_arg("compile", "unknown option '%s'", a);
             goto done;

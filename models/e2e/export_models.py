@@ -37,6 +37,7 @@ import math
 import os
 import random
 import sys
+import warnings
 import zipfile
 
 import numpy as np
@@ -292,7 +293,10 @@ def export_one(name, make, opset, out_dir, ort, committed):
 
     # TrainingMode.PRESERVE on an eval-mode model exports inference-mode
     # BatchNormalization nodes; EVAL (the default) folds them into the Convs.
+    # (The exporter then warns about constant folding in training-amenable
+    # mode; that only matters for a model in training mode.)
     training = torch.onnx.TrainingMode.PRESERVE if keep_bn else torch.onnx.TrainingMode.EVAL
+    warnings.filterwarnings("ignore", message="It is recommended that constant folding")
     torch.onnx.export(model, inputs, path, opset_version=opset, do_constant_folding=True,
                       input_names=in_names, output_names=out_names, training=training)
     m = onnx.load(path)

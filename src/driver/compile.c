@@ -50,6 +50,26 @@ static kiln_status make_groups(plan *P, int fuse) {
     if (!P->group_of) return KILN_ERR_NOMEM;
     if (fuse) {
         P->ngroups = pass_fuse_ops(g, P->group_of);
+        /* number groups in the order of their output nodes: a group's inputs
+           are outputs of groups that end earlier, so this order runs
+           producers first (creation order may not: dense joins add later) */
+        int *last = malloc(sizeof(int) * (size_t)(P->ngroups ? P->ngroups : 1));
+        int *rank = malloc(sizeof(int) * (size_t)(P->ngroups ? P->ngroups : 1));
+        if (!last || !rank) {
+            free(last);
+            free(rank);
+            return KILN_ERR_NOMEM;
+        }
+        for (int id = 0; id < g->n; id++)
+            if (P->group_of[id] >= 0) last[P->group_of[id]] = id;
+        for (int k = 0; k < P->ngroups; k++) {
+            rank[k] = 0;
+            for (int j = 0; j < P->ngroups; j++) rank[k] += last[j] < last[k];
+        }
+        for (int id = 0; id < g->n; id++)
+            if (P->group_of[id] >= 0) P->group_of[id] = rank[P->group_of[id]];
+        free(last);
+        free(rank);
     } else {
         for (int id = 0; id < g->n; id++)
             P->group_of[id] = g->nodes[id]->kind == GN_CALL ? P->ngroups++ : -1;
@@ -214,8 +234,9 @@ static char *make_json(plan *P, kiln_npz *params, kiln_status *st) {
     int *last_use = malloc(sizeof(int) * ((size_t)g->n * 2 + 64));
     size_t *sbytes = calloc((size_t)g->n * 2 + 64, sizeof(size_t));
     int *sfree = calloc((size_t)g->n * 2 + 64, sizeof(int));
-    kstr js;
+    kstr js, args;
     kstr_init(&js);
+    kstr_init(&args);
     *st = KILN_ERR_NOMEM;
     if (!ent || !node_first || !jnode_of || !row_ptr || !last_use || !sbytes || !sfree) goto fail;
     for (int id = 0; id < g->n; id++) node_first[id] = jnode_of[id] = -1;
@@ -223,8 +244,6 @@ static char *make_json(plan *P, kiln_npz *params, kiln_status *st) {
     kstr_puts(&js, "{\n  \"nodes\": [\n");
     /* null nodes first */
     int first = 1, pcount = 0;
-    kstr args;
-    kstr_init(&args);
     for (int id = 0; id < g->n; id++) {
         const gnode *n = g->nodes[id];
         if (n->kind != GN_VAR && n->kind != GN_CONST) continue;
@@ -370,6 +389,7 @@ static char *make_json(plan *P, kiln_npz *params, kiln_status *st) {
     kstr_puts(&js, "]]\n  }\n}\n");
     *st = KILN_OK;
 fail:
+    kstr_free(&args);
     free(ent);
     free(node_first);
     free(jnode_of);
@@ -386,10 +406,22 @@ fail:
 
 /* ---- the entry point --------------------------------------------------------------- */
 
+/* The largest tensor a package may hold (the executor's limit too). */
+#define MAX_TENSOR_BYTES ((int64_t)1 << 40)
+
 static kiln_status check_static(struct kiln_graph *g) {
     for (int id = 0; id < g->n; id++) {
         const gnode *n = g->nodes[id];
-        for (int k = 0; k < n->type.n; k++)
+        for (int k = 0; k < n->type.n; k++) {
+            int64_t bytes = (int64_t)kiln_dtype_size(n->type.t[k].dtype);
+            int ok = 1;
+            for (int d = 0; d < n->type.t[k].ndim && ok; d++)
+                ok = n->type.t[k].dims[d].sym || kiln_mul_ok(bytes, n->type.t[k].dims[d].v, &bytes);
+            if (!ok || bytes > MAX_TENSOR_BYTES) {
+                char label[512];
+                return kiln_set_error(KILN_ERR_INVALID, "%s: its tensor is larger than 1 TiB",
+                                      graph_node_label(n, label, sizeof label));
+            }
             for (int d = 0; d < n->type.t[k].ndim; d++)
                 if (n->type.t[k].dims[d].sym) {
                     char label[512];
@@ -399,6 +431,7 @@ static kiln_status check_static(struct kiln_graph *g) {
                                           graph_node_label(n, label, sizeof label),
                                           n->type.t[k].dims[d].sym);
                 }
+        }
     }
     return KILN_OK;
 }

@@ -1,15 +1,15 @@
 /* onnx_convert.c: one converter per ONNX op type, listed in one table at
- * the end. A converter maps the node's inputs and attributes (as its opset
- * defines them) onto graph ops. Nodes computing on constants only (shape
+ * the end (the nn converters are in onnx_convert_nn.c). A converter maps
+ * the node's inputs and attributes (as its opset defines them) onto graph
+ * ops. Nodes computing on constants only (shape
  * arithmetic) are folded into constants here. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "onnx_import.h"
-
-#define MAXD KILN_MAX_NDIM
+#include "../ops/ops.h"
+#include "onnx_convert.h"
 
 /* ---- constant folding ------------------------------------------------------- */
 
@@ -28,7 +28,7 @@ static double get_d(const kiln_ndarray *a, int64_t i) {
     }
 }
 
-static int64_t get_i(const kiln_ndarray *a, int64_t i) {
+int64_t cvt_get_i(const kiln_ndarray *a, int64_t i) {
     return kiln_ndarray_dtype(a) == KILN_INT64 ? ((const int64_t *)kiln_ndarray_data(a))[i]
                                                : (int64_t)get_d(a, i);
 }
@@ -50,6 +50,12 @@ static void set_d(kiln_ndarray *a, int64_t i, double v) {
 static int foldable_dtype(kiln_dtype dt) {
     return dt == KILN_FLOAT32 || dt == KILN_FLOAT64 || dt == KILN_INT64 || dt == KILN_INT32 ||
            dt == KILN_INT8 || dt == KILN_UINT8 || dt == KILN_BOOL;
+}
+
+int cvt_concrete(const gtensor_type *t) {
+    for (int d = 0; d < t->ndim; d++)
+        if (t->dims[d].sym) return 0;
+    return 1;
 }
 
 /* Folding works on small tensors only (shape arithmetic). */
@@ -123,7 +129,7 @@ static kiln_ndarray *fold_binary(const char *op, const kiln_ndarray *a, const ki
             return NULL;
         }
         if (isint && !cmp && dt == KILN_INT64) {
-            int64_t xi = get_i(a, ai), yi = get_i(b, bi);
+            int64_t xi = cvt_get_i(a, ai), yi = cvt_get_i(b, bi);
             int64_t vi = !strcmp(op, "add") ? xi + yi : !strcmp(op, "subtract") ? xi - yi
                          : !strcmp(op, "multiply") ? xi * yi : !strcmp(op, "divide") ? xi / yi
                          : (int64_t)v;
@@ -145,13 +151,14 @@ static const op_map unary_ops[] = {
     {"Relu", "nn.relu"}, {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"},   {"Exp", "exp"},
     {"Log", "log"},      {"Sqrt", "sqrt"},       {"Neg", "negative"}, {"Abs", "abs"},
     {"Erf", "erf"},      {"Floor", "floor"},     {"Ceil", "ceil"},   {"Round", "round"},
-    {"Not", "logical_not"}, {NULL, NULL}};
+    {"Not", "logical_not"}, {"Reciprocal", "reciprocal"}, {"Sign", "sign"},
+    {"Softplus", "nn.softplus"}, {"Softsign", "nn.softsign"}, {NULL, NULL}};
 
 static const op_map binary_ops[] = {
     {"Add", "add"},     {"Sub", "subtract"}, {"Mul", "multiply"}, {"Div", "divide"},
     {"Pow", "power"},   {"Equal", "equal"},  {"Less", "less"},    {"Greater", "greater"},
     {"And", "logical_and"}, {"Or", "logical_or"}, {"Max", "maximum"}, {"Min", "minimum"},
-    {NULL, NULL}};
+    {"LessOrEqual", "less_equal"}, {"GreaterOrEqual", "greater_equal"}, {NULL, NULL}};
 
 static const char *lookup(const op_map *m, const char *onnx) {
     for (; m->onnx; m++)
@@ -159,9 +166,84 @@ static const char *lookup(const op_map *m, const char *onnx) {
     return NULL;
 }
 
+/* A 0-d constant v of dtype dt (any foldable dtype). */
+int cvt_scalar_of(imp *I, const Onnx__NodeProto *n, kiln_dtype dt, double v) {
+    kiln_ndarray *r = foldable_dtype(dt) ? kiln_ndarray_empty(dt, 0, NULL) : NULL;
+    if (!r) return imp_fail(I, n, "cannot make a %s constant", kiln_dtype_name(dt));
+    set_d(r, 0, v);
+    return imp_add_const(I, n->name, r);
+}
+
+/* x converted to dtype dt (folded for constants). */
+static int cast_to(imp *I, const Onnx__NodeProto *n, int x, kiln_dtype dt) {
+    const gtensor_type *t = imp_type(I, x);
+    if (!t || t->dtype == dt) return x;
+    const kiln_ndarray *c = imp_const(I, x);
+    if (c && foldable_dtype(kiln_ndarray_dtype(c)) && foldable_dtype(dt) &&
+        numel_of(c) <= FOLD_MAX_NUMEL) {
+        int64_t dims[MAXD];
+        int nd = ndarray_dims(c, dims);
+        kiln_ndarray *r = kiln_ndarray_empty(dt, nd, dims);
+        if (!r) return -1;
+        for (int64_t i = 0; i < numel_of(c); i++) set_d(r, i, get_d(c, i));
+        return imp_add_const(I, n->name, r);
+    }
+    char attrs[64];
+    snprintf(attrs, sizeof attrs, "dtype=\"%s\"", kiln_dtype_name(dt));
+    return imp_call(I, n, "cast", 1, &x, attrs);
+}
+
+/* A binary graph op on two nodes, folded when both are constant. */
+int cvt_binary_of(imp *I, const Onnx__NodeProto *n, const char *op, int a, int b) {
+    if (a < 0 || b < 0) return -1;
+    const kiln_ndarray *ca = imp_const(I, a), *cb = imp_const(I, b);
+    kiln_ndarray *f = ca && cb ? fold_binary(op, ca, cb) : NULL;
+    if (f) return imp_add_const(I, n->name, f);
+    int in[2] = {a, b};
+    return imp_call(I, n, op, 2, in, NULL);
+}
+
+int cvt_unary_of(imp *I, const Onnx__NodeProto *n, const char *op, int x) {
+    return x < 0 ? -1 : imp_call(I, n, op, 1, &x, NULL);
+}
+
+/* A unary op on a small constant, folded (shape arithmetic); NULL if not foldable. */
+static kiln_ndarray *fold_unary(const char *op, const kiln_ndarray *c) {
+    kiln_dtype dt = kiln_ndarray_dtype(c);
+    int isf = dt == KILN_FLOAT32 || dt == KILN_FLOAT64;
+    if (!foldable_dtype(dt) || dt == KILN_BOOL || numel_of(c) > FOLD_MAX_NUMEL) return NULL;
+    int64_t dims[MAXD];
+    int nd = ndarray_dims(c, dims);
+    kiln_ndarray *r = kiln_ndarray_empty(dt, nd, dims);
+    for (int64_t i = 0; r && i < numel_of(c); i++) {
+        double x = get_d(c, i);
+        if (!strcmp(op, "negative")) x = -x;
+        else if (!strcmp(op, "abs")) x = fabs(x);
+        else if (isf && !strcmp(op, "sqrt")) x = sqrt(x);
+        else if (isf && !strcmp(op, "exp")) x = exp(x);
+        else if (isf && !strcmp(op, "log")) x = log(x);
+        else if (isf && !strcmp(op, "floor")) x = floor(x);
+        else if (isf && !strcmp(op, "ceil")) x = ceil(x);
+        else if (isf && !strcmp(op, "reciprocal")) x = 1 / x;
+        else {
+            kiln_ndarray_free(r);
+            return NULL;
+        }
+        if (dt == KILN_INT64 && !strcmp(op, "negative")) /* exact beyond 2^53 */
+            ((int64_t *)kiln_ndarray_data(r))[i] = -cvt_get_i(c, i);
+        else
+            set_d(r, i, x);
+    }
+    return r;
+}
+
 static int cv_unary(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0);
-    return outs[0] = imp_call(I, n, lookup(unary_ops, n->op_type), 1, &x, NULL);
+    const char *op = lookup(unary_ops, n->op_type);
+    const kiln_ndarray *c = imp_const(I, x);
+    kiln_ndarray *f = c ? fold_unary(op, c) : NULL;
+    if (f) return outs[0] = imp_add_const(I, n->name, f);
+    return outs[0] = imp_call(I, n, op, 1, &x, NULL);
 }
 
 /* Binary ops, and the variadic Max/Min/Sum folded left to right. */
@@ -171,13 +253,23 @@ static int cv_binary(imp *I, const Onnx__NodeProto *n, int *outs) {
     if (k < 1) return imp_fail(I, n, "needs at least one input");
     int acc = imp_input(I, n, 0);
     for (int i = 1; i < k; i++) {
-        int in[2] = {acc, imp_input(I, n, i)};
-        const kiln_ndarray *a = imp_const(I, in[0]), *b = imp_const(I, in[1]);
-        kiln_ndarray *f = a && b ? fold_binary(op, a, b) : NULL;
-        acc = f ? imp_add_const(I, n->name, f) : imp_call(I, n, op, 2, in, NULL);
-        if (acc < 0) return -1;
+        int b = imp_input(I, n, i);
+        if (!strcmp(op, "power")) { /* the exponent may have another dtype */
+            const gtensor_type *t = imp_type(I, acc);
+            b = t ? cast_to(I, n, b, t->dtype) : b;
+        }
+        if ((acc = cvt_binary_of(I, n, op, acc, b)) < 0) return -1;
     }
     return outs[0] = acc;
+}
+
+/* Mean of several inputs: their sum over the count. */
+static int cv_mean(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int k = imp_ninputs(n), acc = imp_input(I, n, 0);
+    for (int i = 1; i < k && acc >= 0; i++) acc = cvt_binary_of(I, n, "add", acc, imp_input(I, n, i));
+    const gtensor_type *t = imp_type(I, acc);
+    if (acc < 0 || !t) return -1;
+    return outs[0] = k == 1 ? acc : cvt_binary_of(I, n, "divide", acc, cvt_scalar_of(I, n, t->dtype, k));
 }
 
 static int cv_where(imp *I, const Onnx__NodeProto *n, int *outs) {
@@ -185,32 +277,72 @@ static int cv_where(imp *I, const Onnx__NodeProto *n, int *outs) {
     return outs[0] = imp_call(I, n, "where", 3, in, NULL);
 }
 
-static int float_const_like(imp *I, const Onnx__NodeProto *n, int like, double v) {
+int cvt_float_const_like(imp *I, const Onnx__NodeProto *n, int like, double v) {
     const gtensor_type *t = imp_type(I, like);
     return imp_scalar_const(I, n->name, t ? t->dtype : KILN_FLOAT32, v);
 }
 
+/* Clip: the clip op for constant float bounds, else maximum/minimum with
+ * the bound tensors (non-constant bounds, integer dtypes). */
 static int cv_clip(imp *I, const Onnx__NodeProto *n, int *outs) {
-    int x = imp_input(I, n, 0);
-    double lo = -INFINITY, hi = INFINITY;
+    int x = imp_input(I, n, 0), bound[2] = {-1, -1};
+    const gtensor_type *t = imp_type(I, x);
+    if (!t) return imp_fail(I, n, "the input has no tensor type");
+    int isf = t->dtype == KILN_FLOAT32 || t->dtype == KILN_FLOAT64;
+    double v[2] = {-INFINITY, INFINITY};
+    int is_const[2] = {1, 1};
     if (I->opset < 11) {
-        lo = imp_attr_float(n, "min", -INFINITY);
-        hi = imp_attr_float(n, "max", INFINITY);
+        v[0] = imp_attr_float(n, "min", -INFINITY);
+        v[1] = imp_attr_float(n, "max", INFINITY);
     } else {
-        for (int k = 1; k <= 2; k++) {
-            int id = imp_input(I, n, k);
-            if (id < 0) continue;
-            const kiln_ndarray *c = imp_const(I, id);
-            if (!c || numel_of(c) != 1)
-                return imp_fail(I, n, "min and max must be constant scalars");
-            if (k == 1) lo = get_d(c, 0);
-            else hi = get_d(c, 0);
+        for (int k = 0; k < 2; k++) {
+            if ((bound[k] = imp_input(I, n, k + 1)) < 0) continue;
+            const kiln_ndarray *c = imp_const(I, bound[k]);
+            if (c && numel_of(c) == 1) v[k] = get_d(c, 0);
+            else is_const[k] = 0;
         }
     }
-    char attrs[128];
-    snprintf(attrs, sizeof attrs, "a_min=%.9gf, a_max=%.9gf", isinf(lo) ? -3.4e38 : lo,
-             isinf(hi) ? 3.4e38 : hi);
-    return outs[0] = imp_call(I, n, "clip", 1, &x, attrs);
+    if (isf && is_const[0] && is_const[1]) {
+        double lim = t->dtype == KILN_FLOAT32 ? 3.4e38 : 1.7e308;
+        char attrs[128];
+        snprintf(attrs, sizeof attrs, "a_min=%.17g, a_max=%.17g", isinf(v[0]) ? -lim : v[0],
+                 isinf(v[1]) ? lim : v[1]);
+        return outs[0] = imp_call(I, n, "clip", 1, &x, attrs);
+    }
+    int y = x;
+    for (int k = 0; k < 2 && y >= 0; k++) {
+        int b = bound[k];
+        if (is_const[k]) {
+            if (isinf(v[k])) continue;
+            b = cvt_scalar_of(I, n, t->dtype, v[k]);
+        }
+        if (b >= 0) y = cvt_binary_of(I, n, k ? "minimum" : "maximum", y, cast_to(I, n, b, t->dtype));
+    }
+    return outs[0] = y;
+}
+
+/* PRelu: x < 0 ? x * slope : x, the slope broadcast onto x. */
+static int cv_prelu(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0), slope = imp_input(I, n, 1);
+    const gtensor_type *t = imp_type(I, x);
+    if (!t) return imp_fail(I, n, "the input has no tensor type");
+    int neg = cvt_binary_of(I, n, "less", x, cvt_scalar_of(I, n, t->dtype, 0));
+    int scaled_x = cvt_binary_of(I, n, "multiply", x, slope);
+    int in[3] = {neg, scaled_x, x};
+    return outs[0] = neg < 0 || scaled_x < 0 ? -1 : imp_call(I, n, "where", 3, in, NULL);
+}
+
+static int cv_elu(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0);
+    char attrs[96];
+    if (!strcmp(n->op_type, "Selu")) {
+        snprintf(attrs, sizeof attrs, "alpha=%.9g, gamma=%.9g",
+                 imp_attr_float(n, "alpha", 1.67326319217681884765625f),
+                 imp_attr_float(n, "gamma", 1.05070102214813232421875f));
+        return outs[0] = imp_call(I, n, "nn.selu", 1, &x, attrs);
+    }
+    snprintf(attrs, sizeof attrs, "alpha=%.9g", imp_attr_float(n, "alpha", 1.0f));
+    return outs[0] = imp_call(I, n, "nn.elu", 1, &x, attrs);
 }
 
 static int cv_leaky_relu(imp *I, const Onnx__NodeProto *n, int *outs) {
@@ -222,7 +354,7 @@ static int cv_leaky_relu(imp *I, const Onnx__NodeProto *n, int *outs) {
 
 /* HardSigmoid: clip(alpha*x + beta, 0, 1); HardSwish: x * HardSigmoid(x) with 1/6, 1/2. */
 static int hard_sigmoid(imp *I, const Onnx__NodeProto *n, int x, double alpha, double beta) {
-    int a = float_const_like(I, n, x, alpha), b = float_const_like(I, n, x, beta);
+    int a = cvt_float_const_like(I, n, x, alpha), b = cvt_float_const_like(I, n, x, beta);
     if (a < 0 || b < 0) return -1;
     int m[2] = {x, a};
     int ax = imp_call(I, n, "multiply", 2, m, NULL);
@@ -244,30 +376,44 @@ static int cv_hard_swish(imp *I, const Onnx__NodeProto *n, int *outs) {
 }
 
 static int cv_cast(imp *I, const Onnx__NodeProto *n, int *outs) {
-    int x = imp_input(I, n, 0);
     kiln_dtype dt;
     int64_t to = imp_attr_int(n, "to", 0);
     if (!onnx_dtype_to_kiln((int)to, &dt))
         return imp_fail(I, n, "cast to %s is not supported", onnx_dtype_name((int)to));
-    const kiln_ndarray *c = imp_const(I, x);
-    if (c && foldable_dtype(kiln_ndarray_dtype(c)) && foldable_dtype(dt) &&
-        numel_of(c) <= FOLD_MAX_NUMEL) {
-        int64_t dims[MAXD];
-        int nd = ndarray_dims(c, dims);
-        kiln_ndarray *r = kiln_ndarray_empty(dt, nd, dims);
-        if (!r) return -1;
-        for (int64_t i = 0; i < numel_of(c); i++) set_d(r, i, get_d(c, i));
-        return outs[0] = imp_add_const(I, n->name, r);
-    }
-    char attrs[64];
-    snprintf(attrs, sizeof attrs, "dtype=\"%s\"", kiln_dtype_name(dt));
-    return outs[0] = imp_call(I, n, "cast", 1, &x, attrs);
+    return outs[0] = cast_to(I, n, imp_input(I, n, 0), dt);
 }
 
+static int shape_attr(kstr *a, const char *name, int nd, const int64_t *dims) {
+    kstr_printf(a, "%s=[", name);
+    for (int d = 0; d < nd; d++) kstr_printf(a, "%s%lld", d ? ", " : "", (long long)dims[d]);
+    kstr_puts(a, "]");
+    return 0;
+}
+
+/* Identity, and Dropout at inference: y = x, the mask all true. */
 static int cv_identity(imp *I, const Onnx__NodeProto *n, int *outs) {
-    if (n->n_output > 1 && n->output[1][0] && !strcmp(n->op_type, "Dropout"))
-        return imp_fail(I, n, "the Dropout mask output is not supported");
-    return outs[0] = imp_input(I, n, 0);
+    int x = imp_input(I, n, 0);
+    if (strcmp(n->op_type, "Dropout")) return outs[0] = x;
+    int tm = imp_input(I, n, 2), rid = imp_input(I, n, 1);
+    const kiln_ndarray *train = tm >= 0 ? imp_const(I, tm) : NULL;
+    const kiln_ndarray *ratio = rid >= 0 ? imp_const(I, rid) : NULL;
+    int zero_ratio = ratio && numel_of(ratio) == 1 && get_d(ratio, 0) == 0;
+    if (tm >= 0 && !zero_ratio && (!train || numel_of(train) != 1 || get_d(train, 0) != 0))
+        return imp_fail(I, n, "training mode is not supported (training_mode must be a constant "
+                        "false)");
+    outs[0] = x;
+    if (n->n_output < 2 || !n->output[1][0]) return 0;
+    const gtensor_type *t = imp_type(I, x);
+    if (!t || !cvt_concrete(t)) return imp_fail(I, n, "the mask needs a concrete shape");
+    int one = cvt_scalar_of(I, n, KILN_BOOL, 1);
+    int64_t dims[MAXD];
+    for (int d = 0; d < t->ndim; d++) dims[d] = t->dims[d].v;
+    kstr a;
+    kstr_init(&a);
+    shape_attr(&a, "shape", t->ndim, dims);
+    outs[1] = one < 0 ? -1 : imp_call(I, n, "broadcast_to", 1, &one, a.buf);
+    kstr_free(&a);
+    return outs[1] < 0 ? -1 : 0;
 }
 
 /* ---- constants and shapes ------------------------------------------------------------ */
@@ -330,7 +476,7 @@ static int cv_constant_of_shape(imp *I, const Onnx__NodeProto *n, int *outs) {
     int64_t dims[MAXD];
     int nd = (int)numel_of(s);
     if (nd > MAXD) return imp_fail(I, n, "too many dims");
-    for (int d = 0; d < nd; d++) dims[d] = get_i(s, d);
+    for (int d = 0; d < nd; d++) dims[d] = cvt_get_i(s, d);
     kiln_dtype dt = KILN_FLOAT32;
     double v = 0;
     const Onnx__AttributeProto *a = imp_attr(n, "value");
@@ -355,8 +501,12 @@ static int cv_constant_of_shape(imp *I, const Onnx__NodeProto *n, int *outs) {
 static int cv_gather(imp *I, const Onnx__NodeProto *n, int *outs) {
     const kiln_ndarray *data = imp_const(I, imp_input(I, n, 0));
     const kiln_ndarray *idx = imp_const(I, imp_input(I, n, 1));
-    if (!data || !idx)
-        return imp_fail(I, n, "Gather is supported on constant inputs only so far");
+    if (!data || !idx || numel_of(data) > FOLD_MAX_NUMEL) {
+        int in[2] = {imp_input(I, n, 0), imp_input(I, n, 1)};
+        char attrs[48];
+        snprintf(attrs, sizeof attrs, "axis=%lld", (long long)imp_attr_int(n, "axis", 0));
+        return outs[0] = imp_call(I, n, "take", 2, in, attrs);
+    }
     int64_t dd[MAXD], id[MAXD], od[MAXD];
     int dn = ndarray_dims(data, dd), in = ndarray_dims(idx, id);
     int64_t axis = imp_attr_int(n, "axis", 0);
@@ -373,12 +523,12 @@ static int cv_gather(imp *I, const Onnx__NodeProto *n, int *outs) {
     int64_t ni = numel_of(idx);
     for (int64_t o = 0; o < outer; o++)
         for (int64_t k = 0; k < ni; k++) {
-            int64_t j = get_i(idx, k);
+            int64_t j = cvt_get_i(idx, k);
             if (j < 0) j += dd[axis];
             if (j < 0 || j >= dd[axis]) {
                 kiln_ndarray_free(r);
                 return imp_fail(I, n, "index %lld is out of range for a dim of %lld",
-                                (long long)get_i(idx, k), (long long)dd[axis]);
+                                (long long)cvt_get_i(idx, k), (long long)dd[axis]);
             }
             memcpy((char *)kiln_ndarray_data(r) + ((o * ni + k) * inner) * (int64_t)es,
                    (const char *)kiln_ndarray_data(data) + ((o * dd[axis] + j) * inner) * (int64_t)es,
@@ -422,7 +572,7 @@ static int cv_concat(imp *I, const Onnx__NodeProto *n, int *outs) {
 }
 
 /* Reshape of x to dims (folded for constants). */
-static int reshape_to(imp *I, const Onnx__NodeProto *n, int x, int nd, const int64_t *dims) {
+int cvt_reshape_to(imp *I, const Onnx__NodeProto *n, int x, int nd, const int64_t *dims) {
     const kiln_ndarray *c = imp_const(I, x);
     int64_t total = 1;
     for (int d = 0; d < nd; d++) total *= dims[d];
@@ -452,7 +602,7 @@ static int cv_reshape(imp *I, const Onnx__NodeProto *n, int *outs) {
         if (!s) return imp_fail(I, n, "the shape input must be constant (computed at compile time)");
         nd = (int)numel_of(s);
         if (nd > MAXD) return imp_fail(I, n, "too many dims");
-        for (int d = 0; d < nd; d++) dims[d] = get_i(s, d);
+        for (int d = 0; d < nd; d++) dims[d] = cvt_get_i(s, d);
     }
     if (!t || nd < 0) return imp_fail(I, n, "bad input or shape");
     /* resolve 0 (copy, unless allowzero) and -1 here so constants fold too */
@@ -480,7 +630,7 @@ static int cv_reshape(imp *I, const Onnx__NodeProto *n, int *outs) {
         if (!known || total % known) return imp_fail(I, n, "cannot infer the -1 dim");
         dims[infer] = total / known;
     }
-    return outs[0] = reshape_to(I, n, x, nd, dims);
+    return outs[0] = cvt_reshape_to(I, n, x, nd, dims);
 }
 
 static int cv_flatten(imp *I, const Onnx__NodeProto *n, int *outs) {
@@ -498,7 +648,7 @@ static int cv_flatten(imp *I, const Onnx__NodeProto *n, int *outs) {
         *(d < axis ? &a : &b) *= t->dims[d].v;
     }
     int64_t dims[2] = {a, b};
-    return outs[0] = reshape_to(I, n, x, 2, dims);
+    return outs[0] = cvt_reshape_to(I, n, x, 2, dims);
 }
 
 /* Axes from the attribute (opset < 13) or the second input. */
@@ -508,7 +658,7 @@ static int axes_of(imp *I, const Onnx__NodeProto *n, int64_t *axes) {
     if (id < 0) return -1;
     const kiln_ndarray *c = imp_const(I, id);
     if (!c || numel_of(c) > MAXD) return -2;
-    for (int64_t i = 0; i < numel_of(c); i++) axes[i] = get_i(c, i);
+    for (int64_t i = 0; i < numel_of(c); i++) axes[i] = cvt_get_i(c, i);
     return (int)numel_of(c);
 }
 
@@ -533,7 +683,7 @@ static int cv_unsqueeze(imp *I, const Onnx__NodeProto *n, int *outs) {
             dims[d] = t->dims[k++].v;
         }
     }
-    return outs[0] = reshape_to(I, n, x, nd, dims);
+    return outs[0] = cvt_reshape_to(I, n, x, nd, dims);
 }
 
 static int cv_squeeze(imp *I, const Onnx__NodeProto *n, int *outs) {
@@ -555,286 +705,141 @@ static int cv_squeeze(imp *I, const Onnx__NodeProto *n, int *outs) {
     }
     for (int d = 0; d < t->ndim; d++)
         if (!drop[d]) dims[nd++] = t->dims[d].v;
-    return outs[0] = reshape_to(I, n, x, nd, dims);
+    return outs[0] = cvt_reshape_to(I, n, x, nd, dims);
 }
 
-/* Slice of a constant 1-D tensor (shape arithmetic). */
+/* Up to MAXD int64 values of a constant input (or -1 absent, -2 not constant). */
+int cvt_const_ints(imp *I, const Onnx__NodeProto *n, int i, int64_t *v) {
+    int id = imp_input(I, n, i);
+    if (id < 0) return -1;
+    const kiln_ndarray *c = imp_const(I, id);
+    if (!c || numel_of(c) > MAXD) return -2;
+    for (int64_t k = 0; k < numel_of(c); k++) v[k] = cvt_get_i(c, k);
+    return (int)numel_of(c);
+}
+
+void cvt_ints_attr(kstr *a, const char *name, int k, const int64_t *v) {
+    kstr_printf(a, "%s%s=[", a->len ? ", " : "", name);
+    for (int i = 0; i < k; i++) kstr_printf(a, "%s%lld", i ? ", " : "", (long long)v[i]);
+    kstr_puts(a, "]");
+}
+
+/* Slice: starts, ends, axes, steps (attributes before opset 10, constant
+ * inputs after) -> strided_slice; a constant 1-D input folds. */
 static int cv_slice(imp *I, const Onnx__NodeProto *n, int *outs) {
-    const kiln_ndarray *c = imp_const(I, imp_input(I, n, 0));
-    if (!c || kiln_ndarray_ndim(c) != 1 || I->opset < 10)
-        return imp_fail(I, n, "Slice is supported on constant 1-D inputs only so far");
-    const kiln_ndarray *st = imp_const(I, imp_input(I, n, 1)), *en = imp_const(I, imp_input(I, n, 2));
-    int sid = imp_input(I, n, 4);
-    const kiln_ndarray *sp = sid >= 0 ? imp_const(I, sid) : NULL;
-    if (!st || !en || numel_of(st) != 1 || numel_of(en) != 1 || (sid >= 0 && !sp))
-        return imp_fail(I, n, "starts, ends and steps must be constant");
-    int64_t len = kiln_ndarray_dim(c, 0), s = get_i(st, 0), e = get_i(en, 0);
-    int64_t step = sp ? get_i(sp, 0) : 1;
-    if (step != 1) return imp_fail(I, n, "only step 1 is supported so far");
-    if (s < 0) s += len;
-    if (e < 0) e += len;
-    s = s < 0 ? 0 : s > len ? len : s;
-    e = e < s ? s : e > len ? len : e;
-    int64_t olen = e - s;
-    kiln_ndarray *r = kiln_ndarray_empty(kiln_ndarray_dtype(c), 1, &olen);
-    if (!r) return -1;
-    size_t es = kiln_dtype_size(kiln_ndarray_dtype(c));
-    memcpy(kiln_ndarray_data(r), (const char *)kiln_ndarray_data(c) + s * (int64_t)es, (size_t)olen * es);
-    return outs[0] = imp_add_const(I, n->name, r);
-}
-
-/* ---- nn --------------------------------------------------------------------------- */
-
-/* pads for auto_pad SAME_UPPER / SAME_LOWER / VALID, or the pads attribute;
- * writes [top, left, bottom, right]. */
-static int conv_pads(imp *I, const Onnx__NodeProto *n, const gtensor_type *x, const int64_t *k,
-                     const int64_t *s, const int64_t *d, int64_t *pads) {
-    char buf[32];
-    const char *ap = imp_attr_str(n, "auto_pad", "NOTSET", buf, sizeof buf);
-    int64_t p[4] = {0, 0, 0, 0};
-    if (!strcmp(ap, "NOTSET")) {
-        int np = imp_attr_ints(n, "pads", p, 4);
-        if (np != -1 && np != 4) return imp_fail(I, n, "pads must have 4 values for 2-D");
-    } else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
-        for (int i = 0; i < 2; i++) {
-            int64_t in = x->dims[2 + i].v, out = (in + s[i] - 1) / s[i];
-            int64_t total = (out - 1) * s[i] + (k[i] - 1) * d[i] + 1 - in;
-            if (total < 0) total = 0;
-            int64_t small = total / 2, big = total - small;
-            p[i] = !strcmp(ap, "SAME_UPPER") ? small : big;
-            p[i + 2] = !strcmp(ap, "SAME_UPPER") ? big : small;
-        }
-    } else if (strcmp(ap, "VALID")) {
-        return imp_fail(I, n, "auto_pad '%s' is not supported", ap);
-    }
-    /* ONNX order is [x1_begin, x2_begin, x1_end, x2_end]: the same as (t, l, b, r) */
-    memcpy(pads, p, sizeof p);
-    return 0;
-}
-
-static int spatial2d(imp *I, const Onnx__NodeProto *n, const gtensor_type *x) {
-    if (!x || x->ndim != 4)
-        return imp_fail(I, n, "only 2-D (4-D NCHW tensors) is supported so far");
-    if (x->dims[2].sym || x->dims[3].sym) return imp_fail(I, n, "spatial dims must be concrete");
-    return 0;
-}
-
-static int ints2(const Onnx__NodeProto *n, const char *name, int64_t def, int64_t *v) {
-    int k = imp_attr_ints(n, name, v, 2);
-    if (k < 0) v[0] = v[1] = def;
-    else if (k == 1) v[1] = v[0];
-    else if (k != 2) return 0;
-    return 1;
-}
-
-static int cv_conv(imp *I, const Onnx__NodeProto *n, int *outs) {
-    int x = imp_input(I, n, 0), w = imp_input(I, n, 1), b = imp_input(I, n, 2);
-    const gtensor_type *xt = imp_type(I, x), *wt = imp_type(I, w);
-    if (spatial2d(I, n, xt) < 0) return -1;
-    if (!wt || wt->ndim != 4) return imp_fail(I, n, "the weight must be 4-D");
-    int64_t k[2] = {wt->dims[2].v, wt->dims[3].v}, s[2], d[2], pads[4];
-    if (!ints2(n, "strides", 1, s) || !ints2(n, "dilations", 1, d))
-        return imp_fail(I, n, "strides and dilations need 2 values");
-    if (conv_pads(I, n, xt, k, s, d, pads) < 0) return -1;
-    char attrs[256];
-    snprintf(attrs, sizeof attrs,
-             "strides=[%lld, %lld], padding=[%lld, %lld, %lld, %lld], dilation=[%lld, %lld], "
-             "groups=%lld",
-             (long long)s[0], (long long)s[1], (long long)pads[0], (long long)pads[1],
-             (long long)pads[2], (long long)pads[3], (long long)d[0], (long long)d[1],
-             (long long)imp_attr_int(n, "group", 1));
-    int in[2] = {x, w};
-    int c = imp_call(I, n, "nn.conv2d", 2, in, attrs);
-    if (c < 0 || b < 0) return outs[0] = c;
-    int bi[2] = {c, b};
-    return outs[0] = imp_call(I, n, "nn.bias_add", 2, bi, "axis=1");
-}
-
-static int cv_pool(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0);
-    const gtensor_type *xt = imp_type(I, x);
-    if (spatial2d(I, n, xt) < 0) return -1;
-    if (n->n_output > 1 && n->output[1][0])
-        return imp_fail(I, n, "the Indices output of MaxPool is not supported");
-    int64_t k[2], s[2], d[2], pads[4];
-    if (imp_attr_ints(n, "kernel_shape", k, 2) != 2) return imp_fail(I, n, "kernel_shape needs 2 values");
-    if (!ints2(n, "strides", 1, s) || !ints2(n, "dilations", 1, d))
-        return imp_fail(I, n, "strides and dilations need 2 values");
-    if (conv_pads(I, n, xt, k, s, d, pads) < 0) return -1;
-    int is_max = !strcmp(n->op_type, "MaxPool");
-    if (!is_max && (d[0] != 1 || d[1] != 1)) return imp_fail(I, n, "dilated average pooling");
-    char attrs[320];
-    snprintf(attrs, sizeof attrs,
-             "pool_size=[%lld, %lld], strides=[%lld, %lld], padding=[%lld, %lld, %lld, %lld], "
-             "dilation=[%lld, %lld], ceil_mode=%lld, count_include_pad=%lld",
-             (long long)k[0], (long long)k[1], (long long)s[0], (long long)s[1], (long long)pads[0],
-             (long long)pads[1], (long long)pads[2], (long long)pads[3], (long long)d[0],
-             (long long)d[1], (long long)imp_attr_int(n, "ceil_mode", 0),
-             (long long)imp_attr_int(n, "count_include_pad", 0));
-    return outs[0] = imp_call(I, n, is_max ? "nn.max_pool2d" : "nn.avg_pool2d", 1, &x, attrs);
-}
-
-static int cv_global_avg_pool(imp *I, const Onnx__NodeProto *n, int *outs) {
-    int x = imp_input(I, n, 0);
-    return outs[0] = imp_call(I, n, "nn.global_avg_pool2d", 1, &x, NULL);
-}
-
-static int cv_batch_norm(imp *I, const Onnx__NodeProto *n, int *outs) {
-    if (imp_attr_int(n, "training_mode", 0))
-        return imp_fail(I, n, "training mode is not supported");
-    int in[5];
-    for (int i = 0; i < 5; i++) in[i] = imp_input(I, n, i);
-    char attrs[64];
-    snprintf(attrs, sizeof attrs, "epsilon=%.9gf", imp_attr_float(n, "epsilon", 1e-5f));
-    return outs[0] = imp_call(I, n, "nn.batch_norm", 5, in, attrs);
-}
-
-/* A constant's 2-D transpose, for weights given as [K, N]. */
-static int transposed_const(imp *I, const Onnx__NodeProto *n, const kiln_ndarray *c) {
-    int64_t r = kiln_ndarray_dim(c, 0), k = kiln_ndarray_dim(c, 1), dims[2] = {k, r};
-    kiln_ndarray *t = kiln_ndarray_empty(kiln_ndarray_dtype(c), 2, dims);
-    if (!t) return -1;
-    size_t es = kiln_dtype_size(kiln_ndarray_dtype(c));
-    for (int64_t i = 0; i < r; i++)
-        for (int64_t j = 0; j < k; j++)
-            memcpy((char *)kiln_ndarray_data(t) + (j * r + i) * (int64_t)es,
-                   (const char *)kiln_ndarray_data(c) + (i * k + j) * (int64_t)es, es);
-    char name[600];
-    snprintf(name, sizeof name, "%s.T", n->name);
-    return imp_add_const(I, name, t);
-}
-
-/* dense(x, W) with W as [units, in]: transposed at import when given as [in, units]. */
-static int dense_of(imp *I, const Onnx__NodeProto *n, int x, int w, int w_is_kn) {
-    if (w_is_kn) {
-        const kiln_ndarray *c = imp_const(I, w);
-        if (c && kiln_ndarray_ndim(c) == 2) {
-            w = transposed_const(I, n, c);
-        } else {
-            w = imp_call(I, n, "transpose", 1, &w, "axes=[1, 0]");
-        }
-        if (w < 0) return -1;
+    int64_t st[MAXD], en[MAXD], ax[MAXD], sp[MAXD];
+    int ns, ne, na, nsp = -1;
+    if (I->opset < 10) {
+        ns = imp_attr_ints(n, "starts", st, MAXD);
+        ne = imp_attr_ints(n, "ends", en, MAXD);
+        na = imp_attr_ints(n, "axes", ax, MAXD);
+    } else {
+        ns = cvt_const_ints(I, n, 1, st);
+        ne = cvt_const_ints(I, n, 2, en);
+        na = cvt_const_ints(I, n, 3, ax);
+        nsp = cvt_const_ints(I, n, 4, sp);
     }
-    int in[2] = {x, w};
-    return imp_call(I, n, "nn.dense", 2, in, NULL);
-}
-
-static int scaled(imp *I, const Onnx__NodeProto *n, int x, double s) {
-    if (s == 1.0) return x;
-    int c = float_const_like(I, n, x, s);
-    int m[2] = {x, c};
-    return c < 0 ? -1 : imp_call(I, n, "multiply", 2, m, NULL);
-}
-
-static int cv_gemm(imp *I, const Onnx__NodeProto *n, int *outs) {
-    int a = imp_input(I, n, 0), b = imp_input(I, n, 1), c = imp_input(I, n, 2);
-    if (imp_attr_int(n, "transA", 0)) {
-        a = imp_call(I, n, "transpose", 1, &a, "axes=[1, 0]");
-        if (a < 0) return -1;
+    if (ns < 0 || ne != ns || na == -2 || nsp == -2 || (na >= 0 && na != ns) ||
+        (nsp >= 0 && nsp != ns))
+        return imp_fail(I, n, "starts, ends, axes and steps must be constant and of one length");
+    const kiln_ndarray *c = imp_const(I, x);
+    if (c && kiln_ndarray_ndim(c) == 1 && ns == 1 && (na < 0 || ax[0] == 0 || ax[0] == -1)) {
+        /* fold shape arithmetic: a 1-D constant sliced */
+        int64_t step = nsp > 0 ? sp[0] : 1, start, len;
+        if (step == 0) return imp_fail(I, n, "a slice step must not be 0");
+        ops_slice_axis(kiln_ndarray_dim(c, 0), st[0], en[0], step, &start, &len);
+        kiln_ndarray *r = kiln_ndarray_empty(kiln_ndarray_dtype(c), 1, &len);
+        if (!r) return -1;
+        size_t es = kiln_dtype_size(kiln_ndarray_dtype(c));
+        for (int64_t i = 0; i < len; i++)
+            memcpy((char *)kiln_ndarray_data(r) + i * (int64_t)es,
+                   (const char *)kiln_ndarray_data(c) + (start + i * step) * (int64_t)es, es);
+        return outs[0] = imp_add_const(I, n->name, r);
     }
-    int y = dense_of(I, n, a, b, !imp_attr_int(n, "transB", 0));
-    if (y < 0) return -1;
-    y = scaled(I, n, y, imp_attr_float(n, "alpha", 1.0f));
-    if (y < 0 || c < 0) return outs[0] = y;
-    int cs = scaled(I, n, c, imp_attr_float(n, "beta", 1.0f));
-    int in[2] = {y, cs};
-    return outs[0] = cs < 0 ? -1 : imp_call(I, n, "add", 2, in, NULL);
-}
-
-static int cv_matmul(imp *I, const Onnx__NodeProto *n, int *outs) {
-    int a = imp_input(I, n, 0), b = imp_input(I, n, 1);
-    const gtensor_type *bt = imp_type(I, b);
-    if (!bt || bt->ndim != 2 || !imp_const(I, b))
-        return imp_fail(I, n, "MatMul is supported with a constant 2-D right-hand side only so "
-                        "far");
-    return outs[0] = dense_of(I, n, a, b, 1);
-}
-
-static int cv_softmax(imp *I, const Onnx__NodeProto *n, int *outs) {
-    int x = imp_input(I, n, 0);
-    const gtensor_type *t = imp_type(I, x);
-    if (!t) return imp_fail(I, n, "the input has no tensor type");
-    int64_t axis = imp_attr_int(n, "axis", I->opset < 13 ? 1 : -1);
-    if (axis < 0) axis += t->ndim;
-    if (axis < 0 || axis >= t->ndim) return imp_fail(I, n, "axis out of range");
-    char attrs[32];
-    if (I->opset >= 13 || axis == t->ndim - 1) {
-        snprintf(attrs, sizeof attrs, "axis=%lld", (long long)axis);
-        return outs[0] = imp_call(I, n, "nn.softmax", 1, &x, attrs);
-    }
-    /* opset < 13: softmax over the flattened dims from axis on */
-    int64_t a = 1, b = 1, orig[MAXD];
-    for (int d = 0; d < t->ndim; d++) {
-        if (t->dims[d].sym) return imp_fail(I, n, "symbolic dims are not supported here yet");
-        orig[d] = t->dims[d].v;
-        *(d < axis ? &a : &b) *= t->dims[d].v;
-    }
-    int64_t flat[2] = {a, b};
-    int r = reshape_to(I, n, x, 2, flat);
-    int s = r < 0 ? -1 : imp_call(I, n, "nn.softmax", 1, &r, "axis=1");
-    return outs[0] = s < 0 ? -1 : reshape_to(I, n, s, t->ndim, orig);
-}
-
-static int cv_transpose(imp *I, const Onnx__NodeProto *n, int *outs) {
-    int x = imp_input(I, n, 0);
-    int64_t perm[MAXD];
-    int np = imp_attr_ints(n, "perm", perm, MAXD);
-    if (np < 0) return outs[0] = imp_call(I, n, "transpose", 1, &x, NULL);
     kstr a;
     kstr_init(&a);
-    kstr_puts(&a, "axes=[");
-    for (int i = 0; i < np; i++) kstr_printf(&a, "%s%lld", i ? ", " : "", (long long)perm[i]);
-    kstr_puts(&a, "]");
-    outs[0] = imp_call(I, n, "transpose", 1, &x, a.buf);
+    cvt_ints_attr(&a, "begin", ns, st);
+    cvt_ints_attr(&a, "end", ne, en);
+    if (na >= 0) cvt_ints_attr(&a, "axes", na, ax);
+    if (nsp >= 0) cvt_ints_attr(&a, "strides", nsp, sp);
+    outs[0] = imp_call(I, n, "strided_slice", 1, &x, a.buf);
     kstr_free(&a);
     return outs[0];
 }
 
-static int cv_split(imp *I, const Onnx__NodeProto *n, int *outs) {
+/* Expand: bidirectional broadcast of x and the constant shape. */
+static int cv_expand(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0);
+    const gtensor_type *t = imp_type(I, x);
+    int64_t sh[MAXD], od[MAXD];
+    int ns = cvt_const_ints(I, n, 1, sh);
+    if (ns < 0) return imp_fail(I, n, "the shape input must be constant");
+    if (!t || !cvt_concrete(t)) return imp_fail(I, n, "the input needs a concrete shape");
+    int nd = ns > t->ndim ? ns : t->ndim, same = nd == t->ndim;
+    for (int d = 0; d < nd; d++) {
+        int64_t a = d - (nd - t->ndim) >= 0 ? t->dims[d - (nd - t->ndim)].v : 1;
+        int64_t b = d - (nd - ns) >= 0 ? sh[d - (nd - ns)] : 1;
+        if (a != b && a != 1 && b != 1)
+            return imp_fail(I, n, "dim %lld cannot broadcast to %lld", (long long)a, (long long)b);
+        od[d] = a == 1 ? b : a;
+        same &= od[d] == a;
+    }
+    if (same) return outs[0] = x;
+    kstr a;
+    kstr_init(&a);
+    cvt_ints_attr(&a, "shape", nd, od);
+    outs[0] = imp_call(I, n, "broadcast_to", 1, &x, a.buf);
+    kstr_free(&a);
+    return outs[0];
+}
+
+/* Pad: ONNX pads [b0, b1, ..., e0, e1, ...] -> pad_width [b0, e0, b1, e1, ...]. */
+static int cv_pad(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0);
     const gtensor_type *t = imp_type(I, x);
     if (!t) return imp_fail(I, n, "the input has no tensor type");
-    int64_t axis = imp_attr_int(n, "axis", 0), parts[64];
-    if (axis < 0) axis += t->ndim;
-    if (axis < 0 || axis >= t->ndim) return imp_fail(I, n, "axis out of range");
+    int64_t p[2 * MAXD], pw[2 * MAXD];
+    double value = 0;
     int np;
-    if (I->opset < 13) {
-        np = imp_attr_ints(n, "split", parts, 64);
+    if (I->opset < 11) {
+        np = imp_attr_ints(n, "pads", p, 2 * MAXD);
+        value = imp_attr_float(n, "value", 0);
     } else {
-        int sid = imp_input(I, n, 1);
-        const kiln_ndarray *c = sid >= 0 ? imp_const(I, sid) : NULL;
-        if (sid >= 0 && (!c || numel_of(c) > 64)) return imp_fail(I, n, "split must be constant");
-        np = c ? (int)numel_of(c) : -1;
-        for (int i = 0; i < np; i++) parts[i] = get_i(c, i);
+        int id = imp_input(I, n, 1);
+        const kiln_ndarray *c = id >= 0 ? imp_const(I, id) : NULL;
+        if (!c || numel_of(c) > 2 * MAXD) return imp_fail(I, n, "pads must be constant");
+        np = (int)numel_of(c);
+        for (int i = 0; i < np; i++) p[i] = cvt_get_i(c, i);
+        int vid = imp_input(I, n, 2);
+        const kiln_ndarray *v = vid >= 0 ? imp_const(I, vid) : NULL;
+        if (vid >= 0 && (!v || numel_of(v) != 1))
+            return imp_fail(I, n, "constant_value must be a constant scalar");
+        value = v ? get_d(v, 0) : 0;
     }
+    if (np != 2 * t->ndim) return imp_fail(I, n, "pads needs %d values, has %d", 2 * t->ndim, np);
+    for (int d = 0; d < t->ndim; d++) {
+        pw[2 * d] = p[d];
+        pw[2 * d + 1] = p[d + t->ndim];
+    }
+    char buf[32];
+    const char *mode = imp_attr_str(n, "mode", "constant", buf, sizeof buf);
+    if (!isfinite(value)) return imp_fail(I, n, "a non-finite pad value is not supported");
     kstr a;
     kstr_init(&a);
-    if (np < 0) {
-        /* equal parts, one per output */
-        int64_t len = t->dims[axis].v, k = (int64_t)n->n_output;
-        if (t->dims[axis].sym || k < 1 || len % k)
-            return kstr_free(&a), imp_fail(I, n, "cannot split the axis into %lld equal parts", (long long)k);
-        kstr_puts(&a, "indices_or_sections=[");
-        for (int64_t i = 1; i < k; i++) kstr_printf(&a, "%s%lld", i > 1 ? ", " : "", (long long)(len / k * i));
-        kstr_printf(&a, "], axis=%lld", (long long)axis);
-    } else {
-        kstr_puts(&a, "indices_or_sections=[");
-        int64_t acc = 0;
-        for (int i = 0; i + 1 < np; i++) {
-            acc += parts[i];
-            kstr_printf(&a, "%s%lld", i ? ", " : "", (long long)acc);
-        }
-        kstr_printf(&a, "], axis=%lld", (long long)axis);
-    }
-    int s = imp_call(I, n, "split", 1, &x, a.buf);
+    cvt_ints_attr(&a, "pad_width", 2 * t->ndim, pw);
+    kstr_printf(&a, ", pad_value=%.17g, pad_mode=\"%s\"", value, mode);
+    outs[0] = imp_call(I, n, "nn.pad", 1, &x, a.buf);
     kstr_free(&a);
-    if (s < 0) return -1;
-    for (size_t k = 0; k < n->n_output && k < 64; k++) {
-        outs[k] = kiln_graph_tuple_get(I->g, s, (int)k, n->output[k]);
-        if (outs[k] < 0 || graph_infer_node(I->g, outs[k]) != KILN_OK)
-            return imp_fail(I, n, "%s", kiln_last_error());
-    }
-    return 0;
+    return outs[0];
+}
+
+static int cv_size(imp *I, const Onnx__NodeProto *n, int *outs) {
+    const gtensor_type *t = imp_type(I, imp_input(I, n, 0));
+    if (!t || !cvt_concrete(t)) return imp_fail(I, n, "the input needs a concrete shape");
+    int64_t total = 1;
+    for (int d = 0; d < t->ndim; d++) total *= t->dims[d].v;
+    return outs[0] = cvt_scalar_of(I, n, KILN_INT64, (double)total);
 }
 
 /* ---- the table ------------------------------------------------------------------------- */
@@ -855,10 +860,21 @@ static const imp_converter g_converters[] = {
     {"Constant", 9, cv_constant}, {"Shape", 1, cv_shape},       {"ConstantOfShape", 9, cv_constant_of_shape},
     {"Gather", 1, cv_gather},     {"Concat", 4, cv_concat},     {"Reshape", 5, cv_reshape},
     {"Flatten", 1, cv_flatten},   {"Unsqueeze", 1, cv_unsqueeze}, {"Squeeze", 1, cv_squeeze},
-    {"Slice", 10, cv_slice},      {"Conv", 1, cv_conv},         {"MaxPool", 1, cv_pool},
-    {"AveragePool", 7, cv_pool},  {"GlobalAveragePool", 1, cv_global_avg_pool},
-    {"BatchNormalization", 7, cv_batch_norm}, {"Gemm", 7, cv_gemm}, {"MatMul", 1, cv_matmul},
-    {"Softmax", 1, cv_softmax},   {"Transpose", 1, cv_transpose}, {"Split", 2, cv_split},
+    {"Slice", 1, cv_slice},       {"Conv", 1, cvt_conv},         {"MaxPool", 1, cvt_pool},
+    {"AveragePool", 7, cvt_pool},  {"GlobalAveragePool", 1, cvt_global_pool},
+    {"GlobalMaxPool", 1, cvt_global_pool}, {"LogSoftmax", 1, cvt_softmax},
+    {"Reciprocal", 6, cv_unary},  {"Sign", 9, cv_unary},        {"Softplus", 1, cv_unary},
+    {"Softsign", 1, cv_unary},    {"LessOrEqual", 12, cv_binary}, {"GreaterOrEqual", 12, cv_binary},
+    {"Mean", 8, cv_mean},         {"PRelu", 7, cv_prelu},       {"Elu", 6, cv_elu},
+    {"Selu", 6, cv_elu},          {"Expand", 8, cv_expand},     {"Pad", 2, cv_pad},
+    {"Size", 1, cv_size},         {"ReduceSum", 1, cvt_reduce},  {"ReduceMean", 1, cvt_reduce},
+    {"ReduceMax", 1, cvt_reduce},  {"ReduceMin", 1, cvt_reduce},  {"ReduceProd", 1, cvt_reduce},
+    {"ReduceL1", 1, cvt_reduce},   {"ReduceL2", 1, cvt_reduce},   {"ReduceLogSum", 1, cvt_reduce},
+    {"ReduceLogSumExp", 1, cvt_reduce}, {"ReduceSumSquare", 1, cvt_reduce},
+    {"ArgMax", 1, cvt_arg_reduce}, {"ArgMin", 1, cvt_arg_reduce},
+    {"LayerNormalization", 17, cvt_layer_norm},
+    {"BatchNormalization", 7, cvt_batch_norm}, {"Gemm", 7, cvt_gemm}, {"MatMul", 1, cvt_matmul},
+    {"Softmax", 1, cvt_softmax},   {"Transpose", 1, cvt_transpose}, {"Split", 2, cvt_split},
     {NULL, 0, NULL}};
 
 const imp_converter *imp_converters(void) { return g_converters; }

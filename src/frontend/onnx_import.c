@@ -175,6 +175,64 @@ static const imp_converter *find_converter(const char *op_type) {
 
 static int is_default_domain(const char *d) { return !*d || strcmp(d, "ai.onnx") == 0; }
 
+/* A user op (kiln/plugin.h) registered under the node's op type. */
+static const kiln_op_def *registered_op(const imp *I, const Onnx__NodeProto *n) {
+    const kiln_op_def *d = op_registry_find(I->g->ops, n->op_type);
+    return d && d->plugin ? d : NULL;
+}
+
+/* Import a node as the registered user op of the same name, passing its
+ * attributes through by name. */
+static int convert_registered(imp *I, const Onnx__NodeProto *n, const kiln_op_def *def,
+                              int *outs) {
+    int in[4096], nin = imp_ninputs(n);
+    if (nin > 4096) return imp_fail(I, n, "too many inputs");
+    for (int i = 0; i < nin; i++)
+        if ((in[i] = imp_input(I, n, i)) < 0) return imp_fail(I, n, "input %d is missing", i);
+    gattr *as = arena_alloc(I->g->arena, sizeof(gattr) * (n->n_attribute ? n->n_attribute : 1));
+    int na = 0;
+    for (size_t k = 0; k < n->n_attribute; k++) {
+        const Onnx__AttributeProto *a = n->attribute[k];
+        gattr *g = &as[na];
+        memset(g, 0, sizeof *g);
+        g->name = a->name;
+        switch (a->type) {
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: g->kind = GA_INT; g->i = a->i; break;
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: g->kind = GA_FLOAT; g->f = a->f; break;
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+            g->kind = GA_INTS;
+            g->n = (int)a->n_ints;
+            g->ints = a->ints;
+            break;
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: {
+            double *f = arena_alloc(I->g->arena, sizeof(double) * (a->n_floats ? a->n_floats : 1));
+            for (size_t j = 0; j < a->n_floats; j++) f[j] = a->floats[j];
+            g->kind = GA_FLOATS;
+            g->n = (int)a->n_floats;
+            g->floats = f;
+            break;
+        }
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: {
+            char *str = arena_alloc(I->g->arena, a->s.len + 1);
+            memcpy(str, a->s.data, a->s.len);
+            g->kind = GA_STR;
+            g->s = str;
+            break;
+        }
+        default:
+            return imp_fail(I, n, "attribute '%s' has a type user ops cannot take", a->name);
+        }
+        na++;
+    }
+    int id = graph_add(I->g, GN_CALL, def, nin, in, na, as, n->name);
+    if (id < 0 || graph_infer_node(I->g, id) != KILN_OK) {
+        char msg[2048];
+        snprintf(msg, sizeof msg, "%s", kiln_last_error());
+        return imp_fail(I, n, "%s", msg);
+    }
+    return outs[0] = id;
+}
+
 /* "name:[1,3,224,224],other:[1,128]" -> override of input `name`. */
 static int parse_shape_override(const char *spec, const char *name, int64_t *dims, int *ndim,
                                 int *found) {
@@ -312,7 +370,7 @@ static int check_supported(imp *I, const Onnx__GraphProto *gp) {
     for (size_t i = 0; i < gp->n_node; i++) {
         const Onnx__NodeProto *n = gp->node[i];
         const imp_converter *c = is_default_domain(n->domain) ? find_converter(n->op_type) : NULL;
-        int ok = c && I->opset >= c->min_opset;
+        int ok = (c && I->opset >= c->min_opset) || (!c && registered_op(I, n));
         if (!ok) {
             /* an identical op type is listed once per node name, up to 50 */
             if (nbad < 50)
@@ -396,8 +454,9 @@ kiln_graph *kiln_onnx_import(const char *path, const char *input_shapes) {
             goto done;
         }
         for (int k = 0; k < 64; k++) outs[k] = -1;
-        const imp_converter *c = find_converter(n->op_type);
-        if (c->convert(&I, n, outs) < 0) goto done;
+        const imp_converter *c = is_default_domain(n->domain) ? find_converter(n->op_type) : NULL;
+        const kiln_op_def *user = c ? NULL : registered_op(&I, n);
+        if (c ? c->convert(&I, n, outs) < 0 : convert_registered(&I, n, user, outs) < 0) goto done;
         for (size_t k = 0; k < n->n_output; k++) {
             if (!n->output[k][0]) continue;
             if (outs[k] < 0) {

@@ -166,6 +166,7 @@ int graph_add(struct kiln_graph *g, gnode_kind kind, const kiln_op_def *op, int 
         g->cap = ncap;
     }
     gnode *n = arena_alloc(g->arena, sizeof *n);
+    n->graph = g;
     n->id = g->n;
     n->kind = kind;
     n->op = op;
@@ -265,12 +266,39 @@ int gtype_equal(const gtype *a, const gtype *b) {
     return 1;
 }
 
+/* A symbolic dim: bare if it is an identifier, else quoted (the parser
+ * reads both). */
+static void print_dim_name(kstr *out, const char *s) {
+    int ident = (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_';
+    for (const char *c = s; *c && ident; c++)
+        ident = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || *c == '_' ||
+                (*c >= '0' && *c <= '9') || *c == '.';
+    /* "inf"/"nan" lex as numbers */
+    if (ident && (!strcmp(s, "inf") || !strcmp(s, "inff") || !strcmp(s, "nan") || !strcmp(s, "nanf")))
+        ident = 0;
+    if (ident) {
+        kstr_puts(out, s);
+        return;
+    }
+    kstr_putc(out, '"');
+    for (const char *c = s; *c; c++) {
+        /* '*' '/' would end the comment the type is printed in */
+        if (*c == '"' || *c == '\\' || (*c == '/' && c > s && c[-1] == '*')) kstr_putc(out, '\\');
+        if (*c == '\n') {
+            kstr_puts(out, "\\n");
+            continue;
+        }
+        kstr_putc(out, *c);
+    }
+    kstr_putc(out, '"');
+}
+
 static void tensor_type_print(kstr *out, const gtensor_type *t) {
     kstr_puts(out, "Tensor[(");
     for (int d = 0; d < t->ndim; d++) {
         if (d) kstr_puts(out, ", ");
         if (t->dims[d].sym)
-            kstr_puts(out, t->dims[d].sym);
+            print_dim_name(out, t->dims[d].sym);
         else
             kstr_printf(out, "%lld", (long long)t->dims[d].v);
     }

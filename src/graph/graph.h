@@ -102,6 +102,7 @@ typedef struct kiln_op_def {
     op_pattern pattern;
     op_compute_fn compute; /* NULL until the op library provides one */
     const char *summary;   /* one line for --help and docs */
+    const void *plugin;    /* a user op's kiln_op_spec (kiln/plugin.h), else NULL */
 } kiln_op_def;
 
 /* The ops a graph may use: the built-in table plus rows added by plugins. */
@@ -118,6 +119,7 @@ KILN_HIDDEN kiln_status op_registry_add(kiln_op_registry *r, const kiln_op_def *
 typedef enum { GN_VAR, GN_CONST, GN_CALL, GN_TUPLE, GN_TUPLE_GET } gnode_kind;
 
 typedef struct gnode {
+    const struct kiln_graph *graph; /* the graph it belongs to */
     int id;
     gnode_kind kind;
     const kiln_op_def *op; /* GN_CALL */

@@ -186,7 +186,13 @@ kiln_status compute_pool2d(kiln_ctx *ctx, const gnode *call, kiln_tensor *const 
         if (need > have) pad[d + 2] += need - have;
     }
     kiln_dtype dt = kiln_tensor_dtype(in[0]);
-    double fill = a.is_max ? (dt == KILN_FLOAT32 || dt == KILN_FLOAT64 ? -INFINITY : -1e300) : 0;
+    double fill = 0; /* max pooling pads with the dtype's lowest value */
+    if (a.is_max)
+        fill = dt == KILN_FLOAT32 || dt == KILN_FLOAT64 ? -INFINITY
+               : dt == KILN_UINT8                       ? 0
+               : dt == KILN_INT8                        ? -128
+               : dt == KILN_INT32                       ? -2147483648.0
+                                                        : -9223372036854775808.0;
     a.p = pad_nchw(ctx, call, in[0], pad, fill);
     if (!a.p) return KILN_ERR_INVALID;
     a.kh = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, a.k[0]), "rv");

@@ -60,10 +60,40 @@ static const attr_schema split_attrs[] = {{"indices_or_sections", GA_INTS, 1, NU
                                           {"axis", GA_INT, 0, "0"},
                                           {NULL, 0, 0, NULL}};
 
+static const attr_schema reduce_attrs[] = {{"axis", GA_INTS, 0, NULL},
+                                           {"keepdims", GA_INT, 0, "0"},
+                                           {"exclude", GA_INT, 0, "0"},
+                                           {NULL, 0, 0, NULL}};
+static const attr_schema arg_reduce_attrs[] = {{"axis", GA_INT, 0, "0"},
+                                               {"keepdims", GA_INT, 0, "1"},
+                                               {"select_last_index", GA_INT, 0, "0"},
+                                               {NULL, 0, 0, NULL}};
+static const attr_schema layer_norm_attrs[] = {{"axis", GA_INT, 0, "-1"},
+                                               {"epsilon", GA_FLOAT, 0, "1e-05"},
+                                               {NULL, 0, 0, NULL}};
+static const attr_schema batch_matmul_attrs[] = {{"transpose_a", GA_INT, 0, "0"},
+                                                 {"transpose_b", GA_INT, 0, "0"},
+                                                 {NULL, 0, 0, NULL}};
+static const attr_schema strided_slice_attrs[] = {{"begin", GA_INTS, 1, NULL},
+                                                  {"end", GA_INTS, 1, NULL},
+                                                  {"strides", GA_INTS, 0, NULL},
+                                                  {"axes", GA_INTS, 0, NULL},
+                                                  {NULL, 0, 0, NULL}};
+static const attr_schema broadcast_to_attrs[] = {{"shape", GA_INTS, 1, NULL}, {NULL, 0, 0, NULL}};
+static const attr_schema pad_attrs[] = {{"pad_width", GA_INTS, 1, NULL},
+                                        {"pad_value", GA_FLOAT, 0, "0"},
+                                        {"pad_mode", GA_STR, 0, "\"constant\""},
+                                        {NULL, 0, 0, NULL}};
+static const attr_schema elu_attrs[] = {{"alpha", GA_FLOAT, 0, "1"}, {NULL, 0, 0, NULL}};
+static const attr_schema selu_attrs[] = {{"alpha", GA_FLOAT, 0, "1.67326319"},
+                                         {"gamma", GA_FLOAT, 0, "1.05070102"},
+                                         {NULL, 0, 0, NULL}};
+
 /* ---- the table ------------------------------------------------------------- */
 
 #define UNARY(nm, rel, sum) {nm, 1, 1, no_attrs, rel, OP_ELEMWISE, compute_unary, sum}
 #define BINARY(nm, rel, sum) {nm, 2, 2, no_attrs, rel, OP_BROADCAST, compute_binary, sum}
+#define REDUCE(nm, sum) {nm, 1, 1, reduce_attrs, rel_reduce, OP_COMM_REDUCE, compute_reduce, sum}
 
 static const kiln_op_def g_table[] = {
     /* elementwise */
@@ -81,6 +111,13 @@ static const kiln_op_def g_table[] = {
     UNARY("ceil", rel_float_unary, "round up"),
     UNARY("round", rel_float_unary, "round half to even"),
     UNARY("logical_not", rel_logic, "!x"),
+    UNARY("reciprocal", rel_float_unary, "1 / x"),
+    UNARY("sign", rel_identity, "-1, 0 or 1"),
+    UNARY("nn.softplus", rel_float_unary, "log(1 + e^x)"),
+    UNARY("nn.softsign", rel_float_unary, "x / (1 + |x|)"),
+    {"nn.elu", 1, 1, elu_attrs, rel_float_unary, OP_ELEMWISE, compute_unary, "x <= 0 ? alpha*(e^x - 1) : x"},
+    {"nn.selu", 1, 1, selu_attrs, rel_float_unary, OP_ELEMWISE, compute_unary,
+     "gamma * (x <= 0 ? alpha*(e^x - 1) : x)"},
     {"clip", 1, 1, clip_attrs, rel_identity, OP_ELEMWISE, compute_unary, "min(max(x, a_min), a_max)"},
     {"nn.leaky_relu", 1, 1, leaky_attrs, rel_identity, OP_ELEMWISE, compute_unary, "x < 0 ? alpha*x : x"},
     {"cast", 1, 1, cast_attrs, rel_cast, OP_ELEMWISE, compute_unary, "convert to dtype"},
@@ -95,6 +132,9 @@ static const kiln_op_def g_table[] = {
     BINARY("equal", rel_compare, "a == b"),
     BINARY("less", rel_compare, "a < b"),
     BINARY("greater", rel_compare, "a > b"),
+    BINARY("not_equal", rel_compare, "a != b"),
+    BINARY("less_equal", rel_compare, "a <= b"),
+    BINARY("greater_equal", rel_compare, "a >= b"),
     BINARY("logical_and", rel_logic, "a && b"),
     BINARY("logical_or", rel_logic, "a || b"),
     {"where", 3, 3, no_attrs, rel_where, OP_BROADCAST, compute_where, "cond ? a : b"},
@@ -110,7 +150,15 @@ static const kiln_op_def g_table[] = {
      "2-D average pooling"},
     {"nn.global_avg_pool2d", 1, 1, global_pool_attrs, rel_global_pool2d, OP_OUT_ELEMWISE_FUSABLE,
      compute_global_pool2d, "mean over the spatial dims"},
+    {"nn.global_max_pool2d", 1, 1, global_pool_attrs, rel_global_pool2d, OP_OUT_ELEMWISE_FUSABLE,
+     compute_global_pool2d, "max over the spatial dims"},
     {"nn.softmax", 1, 1, softmax_attrs, rel_softmax, OP_OPAQUE, compute_softmax, "softmax over axis"},
+    {"nn.log_softmax", 1, 1, softmax_attrs, rel_softmax, OP_OPAQUE, compute_softmax,
+     "log of softmax over axis"},
+    {"nn.batch_matmul", 2, 2, batch_matmul_attrs, rel_batch_matmul, OP_OUT_ELEMWISE_FUSABLE,
+     compute_batch_matmul, "numpy matmul: [..., M, K] x [..., K, N], batch dims broadcast"},
+    {"nn.layer_norm", 1, 3, layer_norm_attrs, rel_layer_norm, OP_OPAQUE, compute_layer_norm,
+     "normalize over dims axis.. (data, gamma, beta)"},
     {"nn.batch_norm", 5, 5, batch_norm_attrs, rel_batch_norm, OP_OPAQUE, compute_batch_norm,
      "inference batch norm (data, gamma, beta, mean, var)"},
     /* layout */
@@ -121,6 +169,24 @@ static const kiln_op_def g_table[] = {
     {"concatenate", 1, MAXIN, axis0_attrs, rel_concatenate, OP_INJECTIVE, compute_concatenate,
      "join along axis"},
     {"split", 1, 1, split_attrs, rel_split, OP_INJECTIVE, compute_split, "split along axis (a tuple)"},
+    {"strided_slice", 1, 1, strided_slice_attrs, rel_strided_slice, OP_INJECTIVE,
+     compute_strided_slice, "x[begin:end:strides] on axes (numpy clamping)"},
+    {"take", 2, 2, axis0_attrs, rel_take, OP_INJECTIVE, compute_take,
+     "gather along axis; negative indices count from the end"},
+    {"broadcast_to", 1, 1, broadcast_to_attrs, rel_broadcast_to, OP_BROADCAST, compute_broadcast_to,
+     "broadcast to shape"},
+    {"nn.pad", 1, 1, pad_attrs, rel_pad, OP_INJECTIVE, compute_pad,
+     "pad_width [before0, after0, ...]; constant, edge or reflect"},
+    /* reductions */
+    REDUCE("sum", "sum over axis"),
+    REDUCE("mean", "mean over axis"),
+    REDUCE("max", "max over axis"),
+    REDUCE("min", "min over axis"),
+    REDUCE("prod", "product over axis"),
+    {"argmax", 1, 1, arg_reduce_attrs, rel_arg_reduce, OP_COMM_REDUCE, compute_arg_reduce,
+     "index of the max along axis (int64)"},
+    {"argmin", 1, 1, arg_reduce_attrs, rel_arg_reduce, OP_COMM_REDUCE, compute_arg_reduce,
+     "index of the min along axis (int64)"},
 };
 
 int ops_builtin_count(void) { return (int)(sizeof g_table / sizeof g_table[0]); }

@@ -20,6 +20,11 @@ KILN_HIDDEN const kiln_op_def *ops_builtin(int i);
  * input: mask[d] = 1 if dim d is reduced. 0, or -1 with an error. */
 KILN_HIDDEN int ops_reduce_mask(const gnode *call, int ndim, int *mask);
 
+/* numpy/ONNX slicing of one dim of size n by begin b, end e, step s != 0:
+ * the first index and the length. */
+KILN_HIDDEN void ops_slice_axis(int64_t n, int64_t b, int64_t e, int64_t s, int64_t *start,
+                                int64_t *len);
+
 /* strided_slice over dims[nd] (attributes begin, end, strides, axes): per
  * dim the first index, step and length, numpy-clamped. 0, or -1 with an
  * error. */

@@ -37,8 +37,7 @@ int ops_reduce_mask(const gnode *call, int ndim, int *mask) {
     return 0;
 }
 
-/* numpy slicing of one dim of size n: the first index and the length. */
-static void slice_axis(int64_t n, int64_t b, int64_t e, int64_t s, int64_t *start, int64_t *len) {
+void ops_slice_axis(int64_t n, int64_t b, int64_t e, int64_t s, int64_t *start, int64_t *len) {
     if (b < 0) b += n;
     if (e < 0) e += n;
     if (s > 0) {
@@ -96,7 +95,7 @@ int ops_slice_params(const gnode *call, int nd, const int64_t *dims, int64_t *st
             return -1;
         }
         step[a] = st;
-        slice_axis(dims[a], b[i], e[i], st, &start[a], &len[a]);
+        ops_slice_axis(dims[a], b[i], e[i], st, &start[a], &len[a]);
     }
     return 0;
 }
@@ -247,6 +246,7 @@ rel_result rel_take(const struct kiln_graph *g, const gnode *call, const gtype *
         return ops_fail("axis %lld is out of range for a %d-D input", (long long)axis, x->ndim);
     if (axis < 0) axis += x->ndim;
     if (x->dims[axis].sym) return ops_fail("the indexed axis must not be symbolic");
+    if (x->dims[axis].v == 0) return ops_fail("cannot take from an empty axis");
     if (x->ndim - 1 + ix->ndim > KILN_MAX_NDIM) return ops_fail("too many dims");
     gtensor_type res = {x->dtype, 0, {{0, NULL}}};
     for (int d = 0; d < axis; d++) res.dims[res.ndim++] = x->dims[d];
@@ -303,8 +303,7 @@ rel_result rel_pad(const struct kiln_graph *g, const gnode *call, const gtype *c
         if (v < 0) return ops_fail("dim %d: the pads remove more than the dim", d);
         if (strcmp(mode, "constant") && (b < 0 || a < 0))
             return ops_fail("negative pads need pad_mode constant");
-        if (strcmp(mode, "constant") && x->dims[d].v == 0)
-            return ops_fail("cannot %s-pad an empty dim", mode);
+        if (x->dims[d].v == 0) return ops_fail("cannot pad the empty dim %d", d);
         res.dims[d].v = v;
     }
     return ops_set_out(g, out, &res);

@@ -45,7 +45,9 @@ static void compact_strides(int ndim, const int64_t *shape, int64_t *strides) {
     int64_t s = 1;
     for (int i = ndim - 1; i >= 0; i--) {
         strides[i] = s;
-        s *= shape[i] > 0 ? shape[i] : 1;
+        /* an empty array's other dims may multiply past int64: saturate (no
+           element is ever addressed through these strides) */
+        if (!kiln_mul_ok(s, shape[i] > 0 ? shape[i] : 1, &s)) s = INT64_MAX;
     }
 }
 

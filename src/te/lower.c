@@ -258,8 +258,11 @@ static void infer_bounds(lower_ctx *L, lstage *ls) {
 static tir_node gen_stage(lower_ctx *L, lstage *ls);
 
 /* Absolute value of root iter i. */
+static tir_node bind_data_axes(lower_ctx *L, lstage *ls, tir_node e);
+
 static tir_node root_value(lower_ctx *L, lstage *ls, int i) {
-    return simp(L, tir_add(ls->rmin[i], ls->off[i]));
+    tir_node v = simp(L, tir_add(ls->rmin[i], ls->off[i]));
+    return i >= ls->st->ndata ? bind_data_axes(L, ls, v) : v;
 }
 
 /* Conjunction of guards: splits that may overrun, and producer regions that
@@ -271,7 +274,9 @@ static tir_node guards(lower_ctx *L, lstage *ls, int data_only) {
         te_rel *rel = &st->rels[r];
         if (rel->kind != TE_REL_SPLIT) continue;
         if (data_only && st->iters[rel->parent].is_reduce) continue;
-        tir_node c = simp(L, tir_bin(TIR_LT, ls->off[rel->parent], ls->ext[rel->parent]));
+        tir_node pext = ls->ext[rel->parent];
+        if (st->iters[rel->parent].is_reduce) pext = bind_data_axes(L, ls, pext);
+        tir_node c = simp(L, tir_bin(TIR_LT, ls->off[rel->parent], pext));
         if (tir_prove(L->an, c)) continue;
         g = g ? tir_bin(TIR_AND, g, c) : c;
     }
@@ -318,9 +323,24 @@ static tir_node with_attached(lower_ctx *L, lstage *ls, int it, tir_node body) {
     return body;
 }
 
+/* A reduce axis's domain may depend on a data axis (a prefix sum reduces
+ * over [0, i]): such bounds name the axis var, whose value inside the
+ * loops is the root value. */
+static tir_node bind_data_axes(lower_ctx *L, lstage *ls, tir_node e) {
+    kiln_stage *st = ls->st;
+    if (!e || st->nroot == st->ndata) return e;
+    tir_node vars[TE_MAX_ITERS], vals[TE_MAX_ITERS];
+    for (int d = 0; d < st->ndata; d++) {
+        vars[d] = st->iters[d].var;
+        vals[d] = root_value(L, ls, d);
+    }
+    return simp(L, tir_substitute(e, st->ndata, vars, vals));
+}
+
 static tir_node loop(lower_ctx *L, lstage *ls, int it, tir_node body) {
     te_iter *iv = &ls->st->iters[it];
-    return tir_for(iv->var, tir_i64(L->ctx, 0), ls->ext[it], iv->kind, iv->tag, body);
+    tir_node ext = iv->is_reduce ? bind_data_axes(L, ls, ls->ext[it]) : ls->ext[it];
+    return tir_for(iv->var, tir_i64(L->ctx, 0), ext, iv->kind, iv->tag, body);
 }
 
 static tir_node reduce_identity(lower_ctx *L, tir_node red) {

@@ -1,7 +1,7 @@
 /* run_node_tests.c: the ONNX backend node-test conformance runner.
  *
  *   kiln_conformance [--data DIR] [--filter SUBSTR] [--sample N] [--expected FILE]
- *                    [--list-failures] [--jobs N] [--timeout SECONDS]
+ *                    [--list-failures] [--jobs N] [--timeout SECONDS] [--leak-check]
  *
  * For every test folder DIR/test_* (sorted by name) it imports model.onnx
  * with the shapes of test_data_set_0/input_N.pb, compiles it to a temporary
@@ -17,7 +17,9 @@
  * "UNEXPECTED PASSES:" (exit status 0). --list-failures writes the failures
  * in that format, grouped by reason, on stdout (the per-test lines then go to
  * stderr): `kiln_conformance --list-failures > expected_failures.txt`.
- * KILN_CONFORMANCE_FILTER in the environment acts as --filter. */
+ * --sample N runs every Nth test (after --filter). --leak-check (for ASan
+ * builds) makes a child that leaks fail. KILN_CONFORMANCE_FILTER in the
+ * environment acts as --filter. */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <dirent.h>
@@ -498,6 +500,10 @@ typedef struct {
     int killed;
 } slot;
 
+/* --leak-check: children exit through exit(), so LeakSanitizer checks them,
+ * and a child that exits non-zero after reporting its result fails. */
+static int g_leak_check;
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -534,6 +540,8 @@ static int start_child(slot *s, const char *data_dir, result *r, int test, const
             off += w;
         }
         close(fds[1]);
+        /* exit() runs LeakSanitizer in an ASan build; _exit() skips it */
+        if (g_leak_check) exit(0);
         _exit(0);
     }
     setpgid(pid, pid); /* also here, against the race with the child's own call */
@@ -569,6 +577,11 @@ static void finish_child(slot *s, result *r) {
         res->pass = 0;
         snprintf(res->reason, sizeof res->reason, "crashed (exit status %d, no result)",
                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    } else if (g_leak_check && WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+        res->pass = 0;
+        snprintf(res->reason, sizeof res->reason,
+                 "exit status %d after the test (LeakSanitizer found a leak?); result was: %.100s",
+                 WEXITSTATUS(status), s->buf[0] == 'P' ? "PASS" : s->buf + 1);
     } else {
         res->pass = s->buf[0] == 'P';
         snprintf(res->reason, sizeof res->reason, "%s", res->pass ? "" : s->buf + 1);
@@ -907,7 +920,7 @@ static void usage(void) {
     fprintf(stderr,
             "usage: kiln_conformance [--data DIR] [--filter SUBSTR] [--sample N]\n"
             "                        [--expected FILE] [--list-failures] [--jobs N]\n"
-            "                        [--timeout SECONDS]\n");
+            "                        [--timeout SECONDS] [--leak-check]\n");
 }
 
 int main(int argc, char **argv) {
@@ -926,6 +939,8 @@ int main(int argc, char **argv) {
             filter = argv[++i];
         } else if (!strcmp(a, "--expected") && has) {
             expected = argv[++i];
+        } else if (!strcmp(a, "--leak-check")) {
+            g_leak_check = 1;
         } else if (!strcmp(a, "--list-failures")) {
             list = 1;
         } else if (!strcmp(a, "--jobs") && has) {

@@ -115,4 +115,39 @@ static void test_bad_input(void) {
     }
 }
 
-TEST_MAIN(TEST(test_digits_end_to_end), TEST(test_unsupported_listed), TEST(test_bad_input))
+/* Malformed models (tests/data/malformed/make_malformed.py): each error
+ * names the file, and the node where there is one. */
+static void test_malformed_models(void) {
+    static const struct {
+        const char *file, *expect1, *expect2;
+    } cases[] = {
+        {"dangling", "node 'relu0' (Relu, opset 13)", "input 'nowhere' is not produced"},
+        {"cycle", "node 'add_a' (Add, opset 13)", "input 'b' is not produced"},
+        {"missing_initializer", "node 'mm' (MatMul", "input 'w' is not produced"},
+        {"missing_output", "graph output 'y'", "not produced"},
+        {"short_initializer", "initializer 'w'", "raw_data"},
+        {"huge_dims", "huge_dims.onnx", "input 'x'"},
+        {"old_opset", "opset 5", "7 to 17"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/malformed/%s.onnx", getenv("KILN_TEST_DATA"), cases[i].file);
+        kiln_graph *g = kiln_onnx_import(path, NULL);
+        if (g && !strcmp(cases[i].file, "huge_dims")) {
+            /* the dims type-check, but no package can hold them */
+            CHECK(kiln_graph_compile(g, test_tmp_path("huge.tar"), NULL) != KILN_OK);
+            kiln_graph_free(g);
+            continue;
+        }
+        CHECK(g == NULL);
+        kiln_graph_free(g);
+        if (!strstr(kiln_last_error(), cases[i].expect1) || !strstr(kiln_last_error(), cases[i].expect2))
+            fprintf(stderr, "%s: %s\n", cases[i].file, kiln_last_error());
+        CHECK_CONTAINS(kiln_last_error(), cases[i].expect1);
+        CHECK_CONTAINS(kiln_last_error(), cases[i].expect2);
+        CHECK_CONTAINS(kiln_last_error(), cases[i].file);
+    }
+}
+
+TEST_MAIN(TEST(test_digits_end_to_end), TEST(test_unsupported_listed), TEST(test_bad_input),
+          TEST(test_malformed_models))

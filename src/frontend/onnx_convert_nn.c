@@ -1,0 +1,411 @@
+/* onnx_convert_nn.c: the ONNX converters of reductions (Reduce*, ArgMax),
+ * normalization (BatchNormalization, LayerNormalization), Conv and pooling
+ * (1-D runs as 2-D with a unit H), Gemm/MatMul, Softmax, Transpose and
+ * Split. The converter table is in onnx_convert.c. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "onnx_convert.h"
+
+/* ---- reductions ------------------------------------------------------------------- */
+
+/* Reduce*: sum, mean, max, min, prod, and the composites (L1, L2, LogSum,
+ * LogSumExp, SumSquare) over constant axes. */
+static int reduce_of(imp *I, const Onnx__NodeProto *n, const char *op, int x, const char *attrs) {
+    return x < 0 ? -1 : imp_call(I, n, op, 1, &x, attrs);
+}
+
+int cvt_reduce(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0);
+    const gtensor_type *t = imp_type(I, x);
+    if (!t) return imp_fail(I, n, "the input has no tensor type");
+    int64_t axes[MAXD];
+    int na;
+    if (!strcmp(n->op_type, "ReduceSum") && I->opset >= 13) {
+        na = cvt_const_ints(I, n, 1, axes);
+        if (na == -2) return imp_fail(I, n, "axes must be constant");
+    } else {
+        na = imp_attr_ints(n, "axes", axes, MAXD);
+    }
+    if (na <= 0 && imp_attr_int(n, "noop_with_empty_axes", 0)) return outs[0] = x;
+    kstr a;
+    kstr_init(&a);
+    if (na > 0) cvt_ints_attr(&a, "axis", na, axes);
+    kstr_printf(&a, "%skeepdims=%d", a.len ? ", " : "", imp_attr_int(n, "keepdims", 1) != 0);
+    const char *ty = n->op_type + 6, *op = NULL;
+    int y = -1;
+    if (!strcmp(ty, "Sum")) op = "sum";
+    else if (!strcmp(ty, "Mean")) op = "mean";
+    else if (!strcmp(ty, "Max")) op = "max";
+    else if (!strcmp(ty, "Min")) op = "min";
+    else if (!strcmp(ty, "Prod")) op = "prod";
+    if (op) {
+        y = reduce_of(I, n, op, x, a.buf);
+    } else if (!strcmp(ty, "SumSquare") || !strcmp(ty, "L2")) {
+        y = reduce_of(I, n, "sum", cvt_binary_of(I, n, "multiply", x, x), a.buf);
+        if (ty[0] == 'L') y = cvt_unary_of(I, n, "sqrt", y);
+    } else if (!strcmp(ty, "L1")) {
+        y = reduce_of(I, n, "sum", cvt_unary_of(I, n, "abs", x), a.buf);
+    } else if (!strcmp(ty, "LogSum")) {
+        y = cvt_unary_of(I, n, "log", reduce_of(I, n, "sum", x, a.buf));
+    } else if (!strcmp(ty, "LogSumExp")) { /* log(sum(exp(x - m))) + m, m the max */
+        kstr k1;
+        kstr_init(&k1);
+        if (na > 0) cvt_ints_attr(&k1, "axis", na, axes);
+        kstr_printf(&k1, "%skeepdims=1", k1.len ? ", " : "");
+        int m1 = reduce_of(I, n, "max", x, k1.buf);
+        kstr_free(&k1);
+        int m = imp_attr_int(n, "keepdims", 1) ? m1 : reduce_of(I, n, "max", x, a.buf);
+        int e = cvt_unary_of(I, n, "exp", cvt_binary_of(I, n, "subtract", x, m1));
+        y = cvt_binary_of(I, n, "add", cvt_unary_of(I, n, "log", reduce_of(I, n, "sum", e, a.buf)), m);
+    }
+    kstr_free(&a);
+    return outs[0] = y;
+}
+
+int cvt_arg_reduce(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0);
+    char attrs[96];
+    snprintf(attrs, sizeof attrs, "axis=%lld, keepdims=%d, select_last_index=%d",
+             (long long)imp_attr_int(n, "axis", 0), imp_attr_int(n, "keepdims", 1) != 0,
+             imp_attr_int(n, "select_last_index", 0) != 0);
+    return outs[0] = imp_call(I, n, !strcmp(n->op_type, "ArgMax") ? "argmax" : "argmin", 1, &x,
+                              attrs);
+}
+
+/* LayerNormalization: nn.layer_norm, and the optional Mean and InvStdDev
+ * outputs from mean, subtract and rsqrt. */
+int cvt_layer_norm(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0), k = imp_ninputs(n), in[3];
+    const gtensor_type *t = imp_type(I, x);
+    if (!t) return imp_fail(I, n, "the input has no tensor type");
+    int64_t axis = imp_attr_int(n, "axis", -1);
+    if (axis < 0) axis += t->ndim;
+    if (axis < 0 || axis >= t->ndim) return imp_fail(I, n, "axis out of range");
+    double eps = imp_attr_float(n, "epsilon", 1e-5f);
+    for (int i = 0; i < 3; i++) in[i] = imp_input(I, n, i);
+    char attrs[96];
+    snprintf(attrs, sizeof attrs, "axis=%lld, epsilon=%.9g", (long long)axis, eps);
+    if ((outs[0] = imp_call(I, n, "nn.layer_norm", k > 3 ? 3 : k, in, attrs)) < 0) return -1;
+    int want_mean = n->n_output > 1 && n->output[1][0], want_inv = n->n_output > 2 && n->output[2][0];
+    if (!want_mean && !want_inv) return 0;
+    kstr a;
+    kstr_init(&a);
+    kstr_puts(&a, "axis=[");
+    for (int d = (int)axis; d < t->ndim; d++) kstr_printf(&a, "%s%d", d > axis ? ", " : "", d);
+    kstr_puts(&a, "], keepdims=1");
+    int m = reduce_of(I, n, "mean", x, a.buf);
+    int c = cvt_binary_of(I, n, "subtract", x, m);
+    int var = reduce_of(I, n, "mean", cvt_binary_of(I, n, "multiply", c, c), a.buf);
+    kstr_free(&a);
+    outs[1] = want_mean ? m : -1;
+    if (want_inv)
+        outs[2] = cvt_unary_of(I, n, "rsqrt", cvt_binary_of(I, n, "add", var, cvt_scalar_of(I, n, t->dtype, eps)));
+    return m < 0 || (want_inv && outs[2] < 0) ? -1 : 0;
+}
+
+/* ---- nn --------------------------------------------------------------------------- */
+
+/* The window of a 1-D or 2-D Conv/Pool as 2-D values (a 1-D op runs as
+ * 2-D with a leading H of 1): input and kernel sizes, strides, dilations,
+ * and pads [top, left, bottom, right] from auto_pad or the pads attribute. */
+typedef struct {
+    int nsp;
+    int64_t in[2], k[2], s[2], d[2], pads[4];
+} window;
+
+static int sp_ints(const Onnx__NodeProto *n, const char *name, int nsp, int64_t def, int64_t *v) {
+    int64_t b[2];
+    int k = imp_attr_ints(n, name, b, 2);
+    v[0] = v[1] = def;
+    if (k < 0) return 1;
+    if (k == 1) v[1] = b[0], v[0] = nsp == 2 ? b[0] : def;
+    else if (k == 2 && nsp == 2) v[0] = b[0], v[1] = b[1];
+    else return 0;
+    return 1;
+}
+
+static int window_of(imp *I, const Onnx__NodeProto *n, const gtensor_type *x, const int64_t *ksp,
+                     window *w) {
+    if (!x || (x->ndim != 3 && x->ndim != 4))
+        return imp_fail(I, n, "only 1-D and 2-D windows (3-D or 4-D tensors) are supported");
+    for (int d = 2; d < x->ndim; d++)
+        if (x->dims[d].sym) return imp_fail(I, n, "spatial dims must be concrete");
+    w->nsp = x->ndim - 2;
+    for (int i = 0; i < 2; i++) {
+        int j = i - (2 - w->nsp); /* the spatial dim, or -1 for the added H */
+        w->in[i] = j < 0 ? 1 : x->dims[2 + j].v;
+        w->k[i] = j < 0 ? 1 : ksp[j];
+    }
+    if (!sp_ints(n, "strides", w->nsp, 1, w->s) || !sp_ints(n, "dilations", w->nsp, 1, w->d))
+        return imp_fail(I, n, "strides and dilations need %d values", w->nsp);
+    char buf[32];
+    const char *ap = imp_attr_str(n, "auto_pad", "NOTSET", buf, sizeof buf);
+    int64_t *p = w->pads, b[4];
+    memset(p, 0, sizeof w->pads);
+    if (!strcmp(ap, "NOTSET")) {
+        int np = imp_attr_ints(n, "pads", b, 4);
+        if (np != -1 && np != 2 * w->nsp)
+            return imp_fail(I, n, "pads must have %d values", 2 * w->nsp);
+        /* ONNX order [x1_begin, x2_begin, x1_end, x2_end]: (t, l, b, r) */
+        if (np == 4) memcpy(p, b, sizeof b);
+        else if (np == 2) p[1] = b[0], p[3] = b[1];
+    } else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+        for (int i = 0; i < 2; i++) {
+            int64_t out = (w->in[i] + w->s[i] - 1) / w->s[i];
+            int64_t total = (out - 1) * w->s[i] + (w->k[i] - 1) * w->d[i] + 1 - w->in[i];
+            if (total < 0) total = 0;
+            int64_t small = total / 2, big = total - small;
+            p[i] = !strcmp(ap, "SAME_UPPER") ? small : big;
+            p[i + 2] = !strcmp(ap, "SAME_UPPER") ? big : small;
+        }
+    } else if (strcmp(ap, "VALID")) {
+        return imp_fail(I, n, "auto_pad '%s' is not supported", ap);
+    }
+    return 0;
+}
+
+/* A 1-D tensor [N, C, L] as [N, C, 1, L], or back from 4-D to 3-D. */
+static int as_2d(imp *I, const Onnx__NodeProto *n, int x, int to4) {
+    const gtensor_type *t = imp_type(I, x);
+    if (x < 0 || !t) return -1;
+    int64_t dims[4] = {t->dims[0].v, t->dims[1].v, 1, t->dims[t->ndim - 1].v};
+    if (!to4) dims[2] = dims[3];
+    return cvt_reshape_to(I, n, x, to4 ? 4 : 3, dims);
+}
+
+int cvt_conv(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0), w = imp_input(I, n, 1), b = imp_input(I, n, 2);
+    const gtensor_type *xt = imp_type(I, x), *wt = imp_type(I, w);
+    if (!wt || !xt || wt->ndim != xt->ndim || !cvt_concrete(wt))
+        return imp_fail(I, n, "the weight must have the data's rank and concrete dims");
+    int64_t ksp[2] = {wt->dims[2].v, wt->ndim > 3 ? wt->dims[3].v : 0};
+    window win;
+    if (window_of(I, n, xt, ksp, &win) < 0) return -1;
+    if (win.nsp == 1 && ((x = as_2d(I, n, x, 1)) < 0 || (w = as_2d(I, n, w, 1)) < 0)) return -1;
+    char attrs[256];
+    snprintf(attrs, sizeof attrs,
+             "strides=[%lld, %lld], padding=[%lld, %lld, %lld, %lld], dilation=[%lld, %lld], "
+             "groups=%lld",
+             (long long)win.s[0], (long long)win.s[1], (long long)win.pads[0],
+             (long long)win.pads[1], (long long)win.pads[2], (long long)win.pads[3],
+             (long long)win.d[0], (long long)win.d[1], (long long)imp_attr_int(n, "group", 1));
+    int in[2] = {x, w};
+    int c = imp_call(I, n, "nn.conv2d", 2, in, attrs);
+    if (c >= 0 && b >= 0) {
+        int bi[2] = {c, b};
+        c = imp_call(I, n, "nn.bias_add", 2, bi, "axis=1");
+    }
+    return outs[0] = win.nsp == 1 ? as_2d(I, n, c, 0) : c;
+}
+
+int cvt_pool(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0);
+    const gtensor_type *xt = imp_type(I, x);
+    if (n->n_output > 1 && n->output[1][0])
+        return imp_fail(I, n, "the Indices output of MaxPool is not supported");
+    int64_t ksp[2];
+    int nk = imp_attr_ints(n, "kernel_shape", ksp, 2);
+    window w;
+    if (!xt || nk != xt->ndim - 2) return imp_fail(I, n, "kernel_shape needs one value per spatial dim");
+    if (window_of(I, n, xt, ksp, &w) < 0) return -1;
+    int is_max = !strcmp(n->op_type, "MaxPool");
+    if (!is_max && (w.d[0] != 1 || w.d[1] != 1)) return imp_fail(I, n, "dilated average pooling");
+    if (w.nsp == 1 && (x = as_2d(I, n, x, 1)) < 0) return -1;
+    char attrs[320];
+    snprintf(attrs, sizeof attrs,
+             "pool_size=[%lld, %lld], strides=[%lld, %lld], padding=[%lld, %lld, %lld, %lld], "
+             "dilation=[%lld, %lld], ceil_mode=%lld, count_include_pad=%lld",
+             (long long)w.k[0], (long long)w.k[1], (long long)w.s[0], (long long)w.s[1],
+             (long long)w.pads[0], (long long)w.pads[1], (long long)w.pads[2],
+             (long long)w.pads[3], (long long)w.d[0], (long long)w.d[1],
+             (long long)imp_attr_int(n, "ceil_mode", 0),
+             (long long)imp_attr_int(n, "count_include_pad", 0));
+    int y = imp_call(I, n, is_max ? "nn.max_pool2d" : "nn.avg_pool2d", 1, &x, attrs);
+    return outs[0] = w.nsp == 1 ? as_2d(I, n, y, 0) : y;
+}
+
+int cvt_global_pool(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0);
+    const char *op = !strcmp(n->op_type, "GlobalMaxPool") ? "nn.global_max_pool2d"
+                                                          : "nn.global_avg_pool2d";
+    return outs[0] = imp_call(I, n, op, 1, &x, NULL);
+}
+
+int cvt_batch_norm(imp *I, const Onnx__NodeProto *n, int *outs) {
+    if (imp_attr_int(n, "training_mode", 0))
+        return imp_fail(I, n, "training mode is not supported");
+    int in[5];
+    for (int i = 0; i < 5; i++) in[i] = imp_input(I, n, i);
+    char attrs[64];
+    snprintf(attrs, sizeof attrs, "epsilon=%.9gf", imp_attr_float(n, "epsilon", 1e-5f));
+    return outs[0] = imp_call(I, n, "nn.batch_norm", 5, in, attrs);
+}
+
+/* A constant's 2-D transpose, for weights given as [K, N]. */
+static int transposed_const(imp *I, const Onnx__NodeProto *n, const kiln_ndarray *c) {
+    int64_t r = kiln_ndarray_dim(c, 0), k = kiln_ndarray_dim(c, 1), dims[2] = {k, r};
+    kiln_ndarray *t = kiln_ndarray_empty(kiln_ndarray_dtype(c), 2, dims);
+    if (!t) return -1;
+    size_t es = kiln_dtype_size(kiln_ndarray_dtype(c));
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t j = 0; j < k; j++)
+            memcpy((char *)kiln_ndarray_data(t) + (j * r + i) * (int64_t)es,
+                   (const char *)kiln_ndarray_data(c) + (i * k + j) * (int64_t)es, es);
+    char name[600];
+    snprintf(name, sizeof name, "%s.T", n->name);
+    return imp_add_const(I, name, t);
+}
+
+/* dense(x, W) with W as [units, in]: transposed at import when given as [in, units]. */
+static int dense_of(imp *I, const Onnx__NodeProto *n, int x, int w, int w_is_kn) {
+    if (w_is_kn) {
+        const kiln_ndarray *c = imp_const(I, w);
+        if (c && kiln_ndarray_ndim(c) == 2) {
+            w = transposed_const(I, n, c);
+        } else {
+            w = imp_call(I, n, "transpose", 1, &w, "axes=[1, 0]");
+        }
+        if (w < 0) return -1;
+    }
+    int in[2] = {x, w};
+    return imp_call(I, n, "nn.dense", 2, in, NULL);
+}
+
+static int scaled(imp *I, const Onnx__NodeProto *n, int x, double s) {
+    if (s == 1.0) return x;
+    return cvt_binary_of(I, n, "multiply", x, cvt_float_const_like(I, n, x, s));
+}
+
+int cvt_gemm(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int a = imp_input(I, n, 0), b = imp_input(I, n, 1), c = imp_input(I, n, 2);
+    if (imp_attr_int(n, "transA", 0)) {
+        a = imp_call(I, n, "transpose", 1, &a, "axes=[1, 0]");
+        if (a < 0) return -1;
+    }
+    int y = dense_of(I, n, a, b, !imp_attr_int(n, "transB", 0));
+    if (y < 0) return -1;
+    y = scaled(I, n, y, imp_attr_float(n, "alpha", 1.0f));
+    if (y < 0 || c < 0) return outs[0] = y;
+    int cs = scaled(I, n, c, imp_attr_float(n, "beta", 1.0f));
+    int in[2] = {y, cs};
+    return outs[0] = cs < 0 ? -1 : imp_call(I, n, "add", 2, in, NULL);
+}
+
+/* MatMul: nn.dense for a constant 2-D right side, else nn.batch_matmul; a
+ * 1-D operand gets a unit dim that is dropped from the result (numpy). */
+int cvt_matmul(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int a = imp_input(I, n, 0), b = imp_input(I, n, 1);
+    const gtensor_type *at = imp_type(I, a), *bt = imp_type(I, b);
+    if (!at || !bt || at->ndim < 1 || bt->ndim < 1)
+        return imp_fail(I, n, "both inputs need a tensor type of rank >= 1");
+    if (bt->ndim == 2 && imp_const(I, b)) return outs[0] = dense_of(I, n, a, b, 1);
+    int ra = at->ndim, rb = bt->ndim;
+    if (ra == 1) {
+        int64_t d[2] = {1, at->dims[0].v};
+        a = cvt_reshape_to(I, n, a, 2, d);
+    }
+    if (rb == 1) {
+        int64_t d[2] = {bt->dims[0].v, 1};
+        b = cvt_reshape_to(I, n, b, 2, d);
+    }
+    int in[2] = {a, b};
+    int y = a < 0 || b < 0 ? -1 : imp_call(I, n, "nn.batch_matmul", 2, in, NULL);
+    const gtensor_type *yt = imp_type(I, y);
+    if (!yt || (ra > 1 && rb > 1)) return outs[0] = y;
+    int64_t dims[MAXD];
+    int nd = 0;
+    for (int d = 0; d < yt->ndim; d++)
+        if (!((ra == 1 && d == yt->ndim - 2) || (rb == 1 && d == yt->ndim - 1)))
+            dims[nd++] = yt->dims[d].v;
+    return outs[0] = cvt_reshape_to(I, n, y, nd, dims);
+}
+
+int cvt_softmax(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0);
+    const gtensor_type *t = imp_type(I, x);
+    const char *op = !strcmp(n->op_type, "LogSoftmax") ? "nn.log_softmax" : "nn.softmax";
+    if (!t) return imp_fail(I, n, "the input has no tensor type");
+    int64_t axis = imp_attr_int(n, "axis", I->opset < 13 ? 1 : -1);
+    if (axis < 0) axis += t->ndim;
+    if (axis < 0 || axis >= t->ndim) return imp_fail(I, n, "axis out of range");
+    char attrs[32];
+    if (I->opset >= 13 || axis == t->ndim - 1) {
+        snprintf(attrs, sizeof attrs, "axis=%lld", (long long)axis);
+        return outs[0] = imp_call(I, n, op, 1, &x, attrs);
+    }
+    /* opset < 13: softmax over the flattened dims from axis on */
+    int64_t a = 1, b = 1, orig[MAXD];
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->dims[d].sym) return imp_fail(I, n, "symbolic dims are not supported here yet");
+        orig[d] = t->dims[d].v;
+        *(d < axis ? &a : &b) *= t->dims[d].v;
+    }
+    int64_t flat[2] = {a, b};
+    int r = cvt_reshape_to(I, n, x, 2, flat);
+    int s = r < 0 ? -1 : imp_call(I, n, op, 1, &r, "axis=1");
+    return outs[0] = s < 0 ? -1 : cvt_reshape_to(I, n, s, t->ndim, orig);
+}
+
+int cvt_transpose(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0);
+    int64_t perm[MAXD];
+    int np = imp_attr_ints(n, "perm", perm, MAXD);
+    if (np < 0) return outs[0] = imp_call(I, n, "transpose", 1, &x, NULL);
+    kstr a;
+    kstr_init(&a);
+    kstr_puts(&a, "axes=[");
+    for (int i = 0; i < np; i++) kstr_printf(&a, "%s%lld", i ? ", " : "", (long long)perm[i]);
+    kstr_puts(&a, "]");
+    outs[0] = imp_call(I, n, "transpose", 1, &x, a.buf);
+    kstr_free(&a);
+    return outs[0];
+}
+
+int cvt_split(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0);
+    const gtensor_type *t = imp_type(I, x);
+    if (!t) return imp_fail(I, n, "the input has no tensor type");
+    int64_t axis = imp_attr_int(n, "axis", 0), parts[64];
+    if (axis < 0) axis += t->ndim;
+    if (axis < 0 || axis >= t->ndim) return imp_fail(I, n, "axis out of range");
+    int np;
+    if (I->opset < 13) {
+        np = imp_attr_ints(n, "split", parts, 64);
+    } else {
+        int sid = imp_input(I, n, 1);
+        const kiln_ndarray *c = sid >= 0 ? imp_const(I, sid) : NULL;
+        if (sid >= 0 && (!c || kiln_ndarray_numel(c) > 64)) return imp_fail(I, n, "split must be constant");
+        np = c ? (int)kiln_ndarray_numel(c) : -1;
+        for (int i = 0; i < np; i++) parts[i] = cvt_get_i(c, i);
+    }
+    kstr a;
+    kstr_init(&a);
+    if (np < 0) {
+        /* equal parts, one per output */
+        int64_t len = t->dims[axis].v, k = (int64_t)n->n_output;
+        if (t->dims[axis].sym || k < 1 || len % k)
+            return kstr_free(&a), imp_fail(I, n, "cannot split the axis into %lld equal parts", (long long)k);
+        kstr_puts(&a, "indices_or_sections=[");
+        for (int64_t i = 1; i < k; i++) kstr_printf(&a, "%s%lld", i > 1 ? ", " : "", (long long)(len / k * i));
+        kstr_printf(&a, "], axis=%lld", (long long)axis);
+    } else {
+        kstr_puts(&a, "indices_or_sections=[");
+        int64_t acc = 0;
+        for (int i = 0; i + 1 < np; i++) {
+            acc += parts[i];
+            kstr_printf(&a, "%s%lld", i ? ", " : "", (long long)acc);
+        }
+        kstr_printf(&a, "], axis=%lld", (long long)axis);
+    }
+    int s = imp_call(I, n, "split", 1, &x, a.buf);
+    kstr_free(&a);
+    if (s < 0) return -1;
+    for (size_t k = 0; k < n->n_output && k < 64; k++) {
+        outs[k] = kiln_graph_tuple_get(I->g, s, (int)k, n->output[k]);
+        if (outs[k] < 0 || graph_infer_node(I->g, outs[k]) != KILN_OK)
+            return imp_fail(I, n, "%s", kiln_last_error());
+    }
+    return 0;
+}
