@@ -362,13 +362,102 @@ static int add_input(imp *I, const Onnx__ValueInfoProto *vi, const char *shapes)
     return 1;
 }
 
+/* ---- model-local functions ------------------------------------------------------
+ * A node that calls a function of the model is replaced by the function's
+ * nodes: formal inputs and outputs renamed to the call's, internal values
+ * prefixed with the call's name, and attribute references (ref_attr_name)
+ * bound to the call's attributes. The result is a flat node list. */
+
+typedef struct {
+    arena *a;
+    const Onnx__NodeProto **nodes;
+    size_t n, cap;
+    int calls;
+} flat_list;
+
+static int flat_push(flat_list *fl, const Onnx__NodeProto *n) {
+    if (fl->n == fl->cap) {
+        size_t ncap = fl->cap ? fl->cap * 2 : 256;
+        const Onnx__NodeProto **nn = realloc((void *)fl->nodes, sizeof(*nn) * ncap);
+        if (!nn) return kiln_set_error(KILN_ERR_NOMEM, "out of memory"), 0;
+        fl->nodes = nn;
+        fl->cap = ncap;
+    }
+    fl->nodes[fl->n++] = n;
+    return 1;
+}
+
+static const Onnx__FunctionProto *find_function(const Onnx__ModelProto *mp,
+                                                const Onnx__NodeProto *n) {
+    for (size_t i = 0; i < mp->n_functions; i++) {
+        const Onnx__FunctionProto *f = mp->functions[i];
+        if (f->name && !strcmp(f->name, n->op_type) && !strcmp(f->domain ? f->domain : "", n->domain))
+            return f;
+    }
+    return NULL;
+}
+
+static char *prefixed(arena *a, const char *prefix, const char *name) {
+    char *r = arena_alloc(a, strlen(prefix) + strlen(name) + 1);
+    strcpy(r, prefix);
+    strcat(r, name);
+    return r;
+}
+
+static int flatten(imp *I, flat_list *fl, const Onnx__NodeProto *n, int depth) {
+    const Onnx__FunctionProto *f = find_function(onnx_model_proto(I->m), n);
+    if (!f) return flat_push(fl, n);
+    if (depth > 16)
+        return imp_fail(I, n, "model-local functions nest more than 16 deep (recursion?)"), 0;
+    char pre[600];
+    snprintf(pre, sizeof pre, "%s/%s#%d/", *n->name ? n->name : n->op_type, f->name, fl->calls++);
+    for (size_t k = 0; k < f->n_node; k++) {
+        const Onnx__NodeProto *fn = f->node[k];
+        Onnx__NodeProto *c = arena_alloc(fl->a, sizeof *c);
+        *c = *fn;
+        c->name = prefixed(fl->a, pre, fn->name ? fn->name : "");
+        c->domain = fn->domain ? fn->domain : (char *)"";
+        c->input = arena_alloc(fl->a, sizeof(char *) * (fn->n_input ? fn->n_input : 1));
+        c->output = arena_alloc(fl->a, sizeof(char *) * (fn->n_output ? fn->n_output : 1));
+        for (size_t i = 0; i < fn->n_input; i++) {
+            const char *v = fn->input[i], *r = NULL;
+            for (size_t j = 0; j < f->n_input && !r; j++)
+                if (!strcmp(v, f->input[j])) r = j < n->n_input ? n->input[j] : "";
+            c->input[i] = (char *)(r ? r : *v ? prefixed(fl->a, pre, v) : "");
+        }
+        for (size_t i = 0; i < fn->n_output; i++) {
+            const char *v = fn->output[i], *r = NULL;
+            for (size_t j = 0; j < f->n_output && !r; j++)
+                if (!strcmp(v, f->output[j])) r = j < n->n_output ? n->output[j] : "";
+            c->output[i] = (char *)(r ? r : *v ? prefixed(fl->a, pre, v) : "");
+        }
+        c->attribute = arena_alloc(fl->a, sizeof(void *) * (fn->n_attribute ? fn->n_attribute : 1));
+        c->n_attribute = 0;
+        for (size_t i = 0; i < fn->n_attribute; i++) {
+            const Onnx__AttributeProto *at = fn->attribute[i];
+            if (at->ref_attr_name && *at->ref_attr_name) {
+                const Onnx__AttributeProto *bound = imp_attr(n, at->ref_attr_name);
+                if (!bound) continue; /* not set by the call: the op's default */
+                Onnx__AttributeProto *b = arena_alloc(fl->a, sizeof *b);
+                *b = *bound;
+                b->name = at->name;
+                c->attribute[c->n_attribute++] = b;
+            } else {
+                c->attribute[c->n_attribute++] = (Onnx__AttributeProto *)at;
+            }
+        }
+        if (!flatten(I, fl, c, depth + 1)) return 0;
+    }
+    return 1;
+}
+
 /* List every node whose op is unsupported, at once. */
-static int check_supported(imp *I, const Onnx__GraphProto *gp) {
+static int check_supported(imp *I, const flat_list *gp) {
     kstr bad;
     kstr_init(&bad);
     int nbad = 0;
-    for (size_t i = 0; i < gp->n_node; i++) {
-        const Onnx__NodeProto *n = gp->node[i];
+    for (size_t i = 0; i < gp->n; i++) {
+        const Onnx__NodeProto *n = gp->nodes[i];
         const imp_converter *c = is_default_domain(n->domain) ? find_converter(n->op_type) : NULL;
         int ok = (c && I->opset >= c->min_opset) || (!c && registered_op(I, n));
         if (!ok) {
@@ -407,6 +496,7 @@ kiln_graph *kiln_onnx_import(const char *path, const char *input_shapes) {
     I.g = graph_new(ops_default_registry());
     kiln_graph *result = NULL;
     const Onnx__GraphProto *gp = onnx_model_proto(m)->graph;
+    flat_list fl = {0};
     if (!I.g) goto done;
     if (I.opset < 1) {
         kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: the model imports no default-domain opset",
@@ -418,12 +508,11 @@ kiln_graph *kiln_onnx_import(const char *path, const char *input_shapes) {
                        path, (long long)I.opset);
         goto done;
     }
-    if (onnx_model_proto(m)->n_functions) {
-        kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: model-local functions are not supported yet",
-                       path);
-        goto done;
-    }
-    if (!check_supported(&I, gp)) goto done;
+    fl.a = arena_new();
+    if (!fl.a) goto done;
+    for (size_t i = 0; i < gp->n_node; i++)
+        if (!flatten(&I, &fl, gp->node[i], 0)) goto done;
+    if (!check_supported(&I, &fl)) goto done;
     for (size_t i = 0; i < gp->n_initializer; i++) {
         const Onnx__TensorProto *t = gp->initializer[i];
         char what[600];
@@ -439,8 +528,8 @@ kiln_graph *kiln_onnx_import(const char *path, const char *input_shapes) {
         if (!add_input(&I, gp->input[i], input_shapes)) goto done;
     }
     if (input_shapes && !check_shape_names(&I, gp, input_shapes)) goto done;
-    for (size_t i = 0; i < gp->n_node; i++) {
-        const Onnx__NodeProto *n = gp->node[i];
+    for (size_t i = 0; i < fl.n; i++) {
+        const Onnx__NodeProto *n = fl.nodes[i];
         for (size_t k = 0; k < n->n_input; k++)
             if (n->input[k][0] && name_get(&I, n->input[k]) < 0) {
                 imp_fail(&I, n, "input '%s' is not produced by any earlier node, initializer or "
@@ -500,6 +589,8 @@ done:
     kiln_graph_free(I.g);
     free(I.names);
     free(I.ids);
+    free((void *)fl.nodes);
+    arena_free(fl.a);
     onnx_model_free(m);
     return result;
 }

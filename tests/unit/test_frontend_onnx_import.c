@@ -149,5 +149,37 @@ static void test_malformed_models(void) {
     }
 }
 
+/* Model-local functions are inlined, nested calls and attribute references
+ * included (tests/data/make_function_model.py): y = relu(x) * 0.5. */
+static void test_local_functions(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/local_function.onnx", getenv("KILN_TEST_DATA"));
+    kiln_graph *g = kiln_onnx_import(path, NULL);
+    CHECK(g != NULL);
+    if (!g) {
+        fprintf(stderr, "%s\n", kiln_last_error());
+        return;
+    }
+    char *text = kiln_graph_print(g);
+    CHECK_CONTAINS(text, "span=\"sr/ScaledRelu#0/relu\"");
+    free(text);
+    const char *pkg = test_tmp_path("local_function.tar");
+    CHECK_EQ_INT(kiln_graph_compile(g, pkg, NULL), KILN_OK);
+    kiln_graph_free(g);
+    kiln_executor *ex = kiln_executor_load(pkg);
+    CHECK(ex != NULL);
+    if (!ex) return;
+    int64_t sh[2] = {2, 3};
+    kiln_ndarray *x = kiln_ndarray_empty(KILN_FLOAT32, 2, sh);
+    float *px = kiln_ndarray_data(x);
+    for (int i = 0; i < 6; i++) px[i] = (float)(i - 3);
+    CHECK_EQ_INT(kiln_executor_set_input(ex, "x", x), KILN_OK);
+    CHECK_EQ_INT(kiln_executor_run(ex), KILN_OK);
+    const float *y = kiln_ndarray_data(kiln_executor_output(ex, 0));
+    for (int i = 0; i < 6; i++) CHECK(y[i] == (px[i] > 0 ? px[i] * 0.5f : 0.0f));
+    kiln_ndarray_free(x);
+    kiln_executor_free(ex);
+}
+
 TEST_MAIN(TEST(test_digits_end_to_end), TEST(test_unsupported_listed), TEST(test_bad_input),
-          TEST(test_malformed_models))
+          TEST(test_malformed_models), TEST(test_local_functions))
