@@ -11,16 +11,24 @@
 
 #include "passes.h"
 
-/* ---- DeadCodeElimination ---------------------------------------------------- */
+/* ---- rebuilding a graph ------------------------------------------------------
+ * Every pass builds a new graph node by node. rebuild calls fn for each node
+ * of g in order with the new graph and the map old id -> new id so far; fn
+ * returns the new id for the node, REBUILD_COPY to copy it unchanged,
+ * REBUILD_DROP to leave it out, or -1 on an error. */
+enum { REBUILD_COPY = -2, REBUILD_DROP = -3 };
+typedef int (*rebuild_fn)(struct kiln_graph *r, const struct kiln_graph *g, const gnode *n,
+                          const int *map, void *user);
 
-static struct kiln_graph *copy_live(const struct kiln_graph *g, const int *live) {
+static struct kiln_graph *rebuild(const struct kiln_graph *g, rebuild_fn fn, void *user) {
     struct kiln_graph *r = graph_new(g->ops);
     int *map = malloc(sizeof(int) * (size_t)(g->n ? g->n : 1));
     if (!r || !map) goto fail;
     for (int id = 0; id < g->n; id++) {
-        map[id] = -1;
-        if (!live[id]) continue;
-        if ((map[id] = graph_copy_node(r, g->nodes[id], map)) < 0) goto fail;
+        int v = fn(r, g, g->nodes[id], map, user);
+        if (v == REBUILD_COPY) v = graph_copy_node(r, g->nodes[id], map);
+        if (v == -1) goto fail;
+        map[id] = v == REBUILD_DROP ? -1 : v;
     }
     if (graph_copy_outputs(r, g, map) != KILN_OK) goto fail;
     free(map);
@@ -29,6 +37,13 @@ fail:
     free(map);
     kiln_graph_free(r);
     return NULL;
+}
+
+/* ---- DeadCodeElimination ---------------------------------------------------- */
+
+static int keep_live(struct kiln_graph *r, const struct kiln_graph *g, const gnode *n,
+                     const int *map, void *user) {
+    return ((const int *)user)[n->id] ? REBUILD_COPY : REBUILD_DROP;
 }
 
 static struct kiln_graph *pass_dce(struct kiln_graph *g) {
@@ -41,7 +56,7 @@ static struct kiln_graph *pass_dce(struct kiln_graph *g) {
         if (!live[id]) continue;
         for (int i = 0; i < n->nin; i++) live[n->in[i]] = 1;
     }
-    struct kiln_graph *r = copy_live(g, live);
+    struct kiln_graph *r = rebuild(g, keep_live, live);
     free(live);
     return r;
 }
@@ -65,34 +80,21 @@ static int same_attrs(const gnode *a, const gnode *b) {
 }
 
 /* Calls (and tuple-gets) with the same op, inputs and attributes are one. */
-static struct kiln_graph *pass_cse(struct kiln_graph *g) {
-    struct kiln_graph *r = graph_new(g->ops);
-    int *map = malloc(sizeof(int) * (size_t)(g->n ? g->n : 1));
-    if (!r || !map) goto fail;
-    for (int id = 0; id < g->n; id++) {
-        const gnode *n = g->nodes[id];
-        map[id] = -1;
-        if (n->kind == GN_CALL || n->kind == GN_TUPLE_GET) {
-            for (int j = 0; j < r->n && map[id] < 0; j++) {
-                const gnode *m = r->nodes[j];
-                if (m->kind != n->kind || m->op != n->op || m->nin != n->nin || m->index != n->index)
-                    continue;
-                int same = 1;
-                for (int i = 0; i < n->nin && same; i++) same = m->in[i] == map[n->in[i]];
-                if (same && same_attrs(n, m)) map[id] = j;
-            }
-            if (map[id] >= 0) continue;
-        }
-        if ((map[id] = graph_copy_node(r, n, map)) < 0) goto fail;
+static int merge_same(struct kiln_graph *r, const struct kiln_graph *g, const gnode *n,
+                      const int *map, void *user) {
+    if (n->kind != GN_CALL && n->kind != GN_TUPLE_GET) return REBUILD_COPY;
+    for (int j = 0; j < r->n; j++) {
+        const gnode *m = r->nodes[j];
+        if (m->kind != n->kind || m->op != n->op || m->nin != n->nin || m->index != n->index)
+            continue;
+        int same = 1;
+        for (int i = 0; i < n->nin && same; i++) same = m->in[i] == map[n->in[i]];
+        if (same && same_attrs(n, m)) return j;
     }
-    if (graph_copy_outputs(r, g, map) != KILN_OK) goto fail;
-    free(map);
-    return r;
-fail:
-    free(map);
-    kiln_graph_free(r);
-    return NULL;
+    return REBUILD_COPY;
 }
+
+static struct kiln_graph *pass_cse(struct kiln_graph *g) { return rebuild(g, merge_same, NULL); }
 
 /* ---- SimplifyInference ------------------------------------------------------------ */
 
@@ -104,76 +106,63 @@ static double at(const kiln_ndarray *a, int64_t i) {
     }
 }
 
+static int fold_batch_norm(struct kiln_graph *r, const struct kiln_graph *g, const gnode *n,
+                           const int *map, void *user) {
+    if (n->kind != GN_CALL || strcmp(n->op->name, "nn.batch_norm") || !n->type.known)
+        return REBUILD_COPY;
+    const kiln_ndarray *p[4];
+    for (int i = 0; i < 4; i++) {
+        const gnode *pn = g->nodes[n->in[1 + i]];
+        p[i] = pn->kind == GN_CONST ? pn->value : NULL;
+        if (!p[i] || (kiln_ndarray_dtype(p[i]) != KILN_FLOAT32 &&
+                      kiln_ndarray_dtype(p[i]) != KILN_FLOAT64))
+            return REBUILD_COPY;
+    }
+    const gtensor_type *xt = &n->type.t[0];
+    int64_t axis = graph_attr_int(n, "axis", 1);
+    if (axis < 0) axis += xt->ndim;
+    if (xt->dims[axis].sym) return REBUILD_COPY;
+    int64_t c = xt->dims[axis].v, shape[KILN_MAX_NDIM];
+    int nd = xt->ndim - (int)axis;
+    shape[0] = c;
+    for (int d = 1; d < nd; d++) shape[d] = 1;
+    kiln_ndarray *scale = kiln_ndarray_empty(xt->dtype, nd, shape);
+    kiln_ndarray *shift = kiln_ndarray_empty(xt->dtype, nd, shape);
+    double eps = graph_attr_float(n, "epsilon", 1e-5);
+    for (int64_t k = 0; scale && shift && k < c; k++) {
+        double s = at(p[0], k) / sqrt(at(p[3], k) + eps);
+        double b = at(p[1], k) - at(p[2], k) * s;
+        if (xt->dtype == KILN_FLOAT32) {
+            ((float *)kiln_ndarray_data(scale))[k] = (float)s;
+            ((float *)kiln_ndarray_data(shift))[k] = (float)b;
+        } else {
+            ((double *)kiln_ndarray_data(scale))[k] = s;
+            ((double *)kiln_ndarray_data(shift))[k] = b;
+        }
+    }
+    char nm[600];
+    snprintf(nm, sizeof nm, "%s.scale", n->name);
+    int sc = scale ? kiln_graph_const(r, nm, scale) : -1;
+    snprintf(nm, sizeof nm, "%s.shift", n->name);
+    int sh = shift ? kiln_graph_const(r, nm, shift) : -1;
+    kiln_ndarray_free(scale);
+    kiln_ndarray_free(shift);
+    if (sc < 0 || sh < 0) return -1;
+    int m[2] = {map[n->in[0]], sc};
+    int mul = kiln_graph_call(r, "multiply", 2, m, NULL, n->name);
+    int a[2] = {mul, sh};
+    int add = mul < 0 ? -1 : kiln_graph_call(r, "add", 2, a, NULL, n->name);
+    if (add < 0 || graph_infer_node(r, mul) != KILN_OK || graph_infer_node(r, add) != KILN_OK)
+        return -1;
+    return add;
+}
+
 /* batch_norm(x, gamma, beta, mean, var) with constant parameters becomes
  * x * scale + shift, scale = gamma / sqrt(var + eps), shift = beta -
  * mean * scale, with scale and shift shaped to broadcast on the axis. The
  * multiply and add then fuse into the producer (a convolution). */
 static struct kiln_graph *pass_simplify_inference(struct kiln_graph *g) {
-    struct kiln_graph *r = graph_new(g->ops);
-    int *map = malloc(sizeof(int) * (size_t)(g->n ? g->n : 1));
-    if (!r || !map) goto fail;
-    for (int id = 0; id < g->n; id++) {
-        const gnode *n = g->nodes[id];
-        map[id] = -1;
-        int folded = 0;
-        if (n->kind == GN_CALL && !strcmp(n->op->name, "nn.batch_norm") && n->type.known) {
-            const kiln_ndarray *p[4];
-            int ok = 1;
-            for (int i = 0; i < 4 && ok; i++) {
-                const gnode *pn = g->nodes[n->in[1 + i]];
-                p[i] = pn->kind == GN_CONST ? pn->value : NULL;
-                ok = p[i] && (kiln_ndarray_dtype(p[i]) == KILN_FLOAT32 ||
-                              kiln_ndarray_dtype(p[i]) == KILN_FLOAT64);
-            }
-            const gtensor_type *xt = &n->type.t[0];
-            int64_t axis = graph_attr_int(n, "axis", 1);
-            if (axis < 0) axis += xt->ndim;
-            if (ok && !xt->dims[axis].sym) {
-                int64_t c = xt->dims[axis].v, shape[KILN_MAX_NDIM];
-                int nd = xt->ndim - (int)axis;
-                shape[0] = c;
-                for (int d = 1; d < nd; d++) shape[d] = 1;
-                kiln_ndarray *scale = kiln_ndarray_empty(xt->dtype, nd, shape);
-                kiln_ndarray *shift = kiln_ndarray_empty(xt->dtype, nd, shape);
-                double eps = graph_attr_float(n, "epsilon", 1e-5);
-                for (int64_t k = 0; scale && shift && k < c; k++) {
-                    double s = at(p[0], k) / sqrt(at(p[3], k) + eps);
-                    double b = at(p[1], k) - at(p[2], k) * s;
-                    if (xt->dtype == KILN_FLOAT32) {
-                        ((float *)kiln_ndarray_data(scale))[k] = (float)s;
-                        ((float *)kiln_ndarray_data(shift))[k] = (float)b;
-                    } else {
-                        ((double *)kiln_ndarray_data(scale))[k] = s;
-                        ((double *)kiln_ndarray_data(shift))[k] = b;
-                    }
-                }
-                char nm[600];
-                snprintf(nm, sizeof nm, "%s.scale", n->name);
-                int sc = scale ? kiln_graph_const(r, nm, scale) : -1;
-                snprintf(nm, sizeof nm, "%s.shift", n->name);
-                int sh = shift ? kiln_graph_const(r, nm, shift) : -1;
-                kiln_ndarray_free(scale);
-                kiln_ndarray_free(shift);
-                if (sc < 0 || sh < 0) goto fail;
-                int m[2] = {map[n->in[0]], sc};
-                int mul = kiln_graph_call(r, "multiply", 2, m, NULL, n->name);
-                int a[2] = {mul, sh};
-                int add = mul < 0 ? -1 : kiln_graph_call(r, "add", 2, a, NULL, n->name);
-                if (add < 0 || graph_infer_node(r, mul) != KILN_OK || graph_infer_node(r, add) != KILN_OK)
-                    goto fail;
-                map[id] = add;
-                folded = 1;
-            }
-        }
-        if (!folded && (map[id] = graph_copy_node(r, n, map)) < 0) goto fail;
-    }
-    if (graph_copy_outputs(r, g, map) != KILN_OK) goto fail;
-    free(map);
-    return r;
-fail:
-    free(map);
-    kiln_graph_free(r);
-    return NULL;
+    return rebuild(g, fold_batch_norm, NULL);
 }
 
 /* ---- the pipeline ------------------------------------------------------------------- */
