@@ -122,6 +122,8 @@ static kiln_status plugin_compute(kiln_ctx *ctx, const gnode *call, kiln_tensor 
 
 /* ---- registration -------------------------------------------------------------------- */
 
+static void free_schema(attr_schema *schema);
+
 /* Parse "name:kind[=default], ..." into a schema (NULL-terminated). */
 static attr_schema *parse_schema(const char *text) {
     int cap = 1;
@@ -160,10 +162,29 @@ static attr_schema *parse_schema(const char *text) {
     return s;
 fail:
     free(copy);
-    free(s);
+    free_schema(s);
     kiln_set_error(KILN_ERR_INVALID, "op attributes '%s': expected 'name:kind[=default], ...' "
                    "with kind int, float, ints, floats or str", text ? text : "");
     return NULL;
+}
+
+static void free_schema(attr_schema *schema) {
+    for (attr_schema *s = schema; s && s->name; s++) {
+        free((void *)s->name);
+        free((void *)s->def);
+    }
+    free(schema);
+}
+
+/* Free a row that did not make it into the registry. */
+static void free_row(kiln_op_def *def, kiln_op_spec *copy, attr_schema *schema) {
+    if (copy) {
+        free((void *)copy->name);
+        free((void *)copy->summary);
+    }
+    free(copy);
+    free(def);
+    free_schema(schema);
 }
 
 kiln_status kiln_op_register(const kiln_op_spec *spec) {
@@ -182,11 +203,12 @@ kiln_status kiln_op_register(const kiln_op_spec *spec) {
     if (!schema || !copy || !def) {
         free(copy);
         free(def);
+        free_schema(schema);
         return schema ? KILN_ERR_NOMEM : KILN_ERR_INVALID;
     }
     *copy = *spec;
     copy->name = strdup(spec->name);
-    copy->summary = spec->summary ? strdup(spec->summary) : "user op";
+    copy->summary = spec->summary ? strdup(spec->summary) : NULL;
     def->name = copy->name;
     def->min_in = spec->min_inputs;
     def->max_in = spec->max_inputs;
@@ -194,7 +216,7 @@ kiln_status kiln_op_register(const kiln_op_spec *spec) {
     def->rel = plugin_rel;
     def->pattern = (op_pattern)spec->pattern;
     def->compute = plugin_compute;
-    def->summary = copy->summary;
+    def->summary = copy->summary ? copy->summary : "user op";
     def->plugin = copy;
     /* defaults must parse: check them now, not at first use */
     for (const attr_schema *s = schema; s->name; s++)
@@ -206,13 +228,17 @@ kiln_status kiln_op_register(const kiln_op_spec *spec) {
             int ok = tmp && graph_parse_attrs(tmp, text, &a) == 1 &&
                      (a->kind == s->kind || (s->kind == GA_FLOAT && a->kind == GA_INT));
             kiln_graph_free(tmp);
-            if (!ok)
-                return kiln_set_error(KILN_ERR_INVALID, "op '%s': default '%s' of attribute "
-                                      "'%s' does not parse as its kind", spec->name, s->def,
-                                      s->name);
+            if (!ok) {
+                kiln_set_error(KILN_ERR_INVALID, "op '%s': default '%s' of attribute '%s' does "
+                               "not parse as its kind", spec->name, s->def, s->name);
+                free_row(def, copy, schema);
+                return KILN_ERR_INVALID;
+            }
         }
     /* rows live for the process: the registry is process-wide */
-    return op_registry_add(r, def);
+    kiln_status st = op_registry_add(r, def);
+    if (st != KILN_OK) free_row(def, copy, schema);
+    return st;
 }
 
 kiln_status kiln_plugin_load(const char *path) {
