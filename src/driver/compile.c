@@ -120,32 +120,101 @@ static kiln_tensor *placeholder_for(kiln_ctx *ctx, const gtensor_type *t, const 
     return kiln_placeholder(ctx, t->ndim, sh, t->dtype, name);
 }
 
-/* The default CPU schedule: elementwise and injective stages are inlined,
- * reductions are computed at the top of the kernel, and the outputs'
- * outermost axis runs in parallel. */
+/* 1 if e contains a select (a padding or clamping stage). */
+static int has_select(tir_node e) {
+    if (e->op == TIR_SELECT) return 1;
+    for (uint32_t i = 0; i < e->nsrc; i++)
+        if (has_select(e->src[i])) return 1;
+    return 0;
+}
+
+/* 1 if some reduction stage of s reads t. */
+static int read_by_reduction(kiln_schedule *s, const kiln_tensor *t) {
+    for (int i = 0; i < s->nstages; i++)
+        if (s->stages[i]->body->op == TIR_REDUCE && te_reads(s->stages[i]->body, t)) return 1;
+    return 0;
+}
+
+/* 1 if every tensor read in e moves by 0 or 1 element in its last index
+ * when v grows by one, and not at all in the others: vectorizing v then
+ * loads contiguous or broadcast vectors. */
+static int contiguous_in(tir_node e, tir_node v) {
+    if (e->op == TIR_TENSOR_READ) {
+        tir_node v1 = tir_add(v, tir_i64(v->ctx, 1));
+        for (uint32_t d = 0; d < e->nsrc; d++) {
+            tir_node idx = e->src[d];
+            tir_node diff = tir_simplify(NULL, tir_sub(tir_substitute(idx, 1, &v, &v1), idx));
+            int64_t c;
+            if (!tir_const_int(diff, &c) || c < 0 || c > (d + 1 == e->nsrc ? 1 : 0)) return 0;
+        }
+    }
+    for (uint32_t i = 0; i < e->nsrc; i++)
+        if (!contiguous_in(e->src[i], v)) return 0;
+    return 1;
+}
+
+/* A reduction whose innermost data axis reads contiguously (a convolution
+ * along the output width, pooling): loop over the reduce axes outside that
+ * axis and vectorize it, so each step is a vector multiply-add. */
+static void vectorize_reduction(kiln_stage *st) {
+    if (st->ndata < 1 || st->nroot == st->ndata) return;
+    tir_node w = st->iters[st->ndata - 1].var;
+    int64_t ext;
+    if (!tir_const_int(st->tensor->shape[st->ndata - 1], &ext) || ext < 8) return;
+    if (!contiguous_in(st->body->src[0], w)) return;
+    kiln_expr wo, wi, order[TE_MAX_ITERS];
+    if (kiln_split(st, w, 16, &wo, &wi) != KILN_OK) return;
+    int n = 0;
+    for (int d = 0; d + 1 < st->ndata; d++) order[n++] = st->iters[d].var;
+    order[n++] = wo;
+    for (int r = st->ndata; r < st->nroot; r++) order[n++] = st->iters[r].var;
+    order[n++] = wi;
+    if (kiln_reorder(st, n, order) == KILN_OK) kiln_vectorize(st, wi);
+}
+
+/* Fuse a stage's leading data axes until there is enough parallel work, and
+ * run them in parallel. */
+static void parallel_outer(kiln_stage *st) {
+    if (st->ndata == 0) return;
+    kiln_expr ax = st->iters[0].var;
+    int64_t ext = 1;
+    tir_const_int(st->tensor->shape[0], &ext);
+    for (int d = 1; d < st->ndata && ext < 64; d++) {
+        int64_t e = 1;
+        tir_const_int(st->tensor->shape[d], &e);
+        kiln_expr f;
+        if (kiln_fuse(st, ax, st->iters[d].var, &f) != KILN_OK) break;
+        ax = f;
+        ext *= e;
+    }
+    if (ext > 1) kiln_parallel(st, ax);
+}
+
+/* The default CPU schedule: elementwise and injective stages are inlined
+ * (except padding read by a reduction, which is materialized so the
+ * reduction's loads stay contiguous); reductions are computed at the top
+ * of the kernel, vectorized along a contiguous innermost axis; outer axes
+ * run in parallel. */
 static kiln_status default_schedule(kiln_schedule *s, int nout, kiln_tensor **outs) {
     for (int i = 0; i < s->nstages; i++) {
         kiln_stage *st = s->stages[i];
         if (st->is_output || st->body->op == TIR_REDUCE) continue;
+        if (has_select(st->body) && read_by_reduction(s, st->tensor)) {
+            parallel_outer(st);
+            continue;
+        }
         kiln_status r = kiln_compute_inline(st);
         if (r != KILN_OK) return r;
     }
+    for (int i = 0; i < s->nstages; i++) {
+        kiln_stage *st = s->stages[i];
+        if (st->body->op != TIR_REDUCE) continue;
+        vectorize_reduction(st);
+        if (!st->is_output) parallel_outer(st);
+    }
     for (int k = 0; k < nout; k++) {
         kiln_stage *st = kiln_schedule_stage(s, outs[k]);
-        if (!st || st->ndata == 0) continue;
-        /* fuse the leading data axes until there is enough parallel work */
-        kiln_expr ax = st->iters[0].var;
-        int64_t ext = 1;
-        tir_const_int(outs[k]->shape[0], &ext);
-        for (int d = 1; d < st->ndata && ext < 64; d++) {
-            int64_t e = 1;
-            tir_const_int(outs[k]->shape[d], &e);
-            kiln_expr f;
-            if (kiln_fuse(st, ax, st->iters[d].var, &f) != KILN_OK) break;
-            ax = f;
-            ext *= e;
-        }
-        if (ext > 1) kiln_parallel(st, ax);
+        if (st) parallel_outer(st);
     }
     return KILN_OK;
 }
