@@ -102,7 +102,7 @@ kiln_status compute_conv2d(kiln_ctx *ctx, const gnode *call, kiln_tensor *const 
 
 typedef struct {
     kiln_tensor *x, *w;
-    int nd;
+    int nd, kn;
     kiln_expr k;
 } dense_args;
 
@@ -112,6 +112,10 @@ static kiln_expr dense_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     memcpy(xi, i, sizeof(kiln_expr) * (size_t)a->nd);
     xi[a->nd - 1] = a->k;
     kiln_expr wi[2] = {i[a->nd - 1], a->k};
+    if (a->kn) {
+        wi[0] = a->k;
+        wi[1] = i[a->nd - 1];
+    }
     return kiln_sum(kiln_mul(kiln_tensor_at(a->x, a->nd, xi), kiln_tensor_at(a->w, 2, wi)), 1, &a->k);
 }
 
@@ -120,7 +124,9 @@ kiln_status compute_dense(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *
     int64_t od[KILN_MAX_NDIM], wd[2];
     int nd = ops_out_shape(call, od);
     ops_shape(in[1], wd);
-    dense_args a = {in[0], in[1], nd, kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, wd[1]), "k")};
+    int kn = !strcmp(graph_attr_str(call, "weight_layout", "NK"), "KN");
+    dense_args a = {in[0], in[1], nd, kn,
+                    kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, wd[kn ? 0 : 1]), "k")};
     out[0] = ops_compute(ctx, call, "", nd, od, dense_body, &a);
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
 }

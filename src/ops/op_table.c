@@ -40,7 +40,9 @@ static const attr_schema pool2d_attrs[] = {
 
 static const attr_schema global_pool_attrs[] = {{"layout", GA_STR, 0, "\"NCHW\""},
                                                 {NULL, 0, 0, NULL}};
-static const attr_schema dense_attrs[] = {{"units", GA_INT, 0, NULL}, {NULL, 0, 0, NULL}};
+static const attr_schema dense_attrs[] = {{"units", GA_INT, 0, NULL},
+                                          {"weight_layout", GA_STR, 0, "\"NK\""},
+                                          {NULL, 0, 0, NULL}};
 static const attr_schema axis1_attrs[] = {{"axis", GA_INT, 0, "1"}, {NULL, 0, 0, NULL}};
 static const attr_schema axis0_attrs[] = {{"axis", GA_INT, 0, "0"}, {NULL, 0, 0, NULL}};
 static const attr_schema softmax_attrs[] = {{"axis", GA_INT, 0, "-1"}, {NULL, 0, 0, NULL}};

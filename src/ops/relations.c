@@ -299,14 +299,19 @@ rel_result rel_dense(const struct kiln_graph *g, const gnode *call, const gtype 
     if (x->dtype != w->dtype)
         return ops_fail("data is %s but weight is %s", kiln_dtype_name(x->dtype),
                     kiln_dtype_name(w->dtype));
-    if (!gdim_equal(x->dims[x->ndim - 1], w->dims[1])) {
+    /* weight_layout "NK" is Relay's [units, in]; "KN" is [in, units], the
+       layout AlterOpLayout packs constant weights into */
+    const char *layout = graph_attr_str(call, "weight_layout", "NK");
+    int kn = !strcmp(layout, "KN");
+    if (!kn && strcmp(layout, "NK")) return ops_fail("weight_layout '%s' is not NK or KN", layout);
+    if (!gdim_equal(x->dims[x->ndim - 1], w->dims[kn ? 0 : 1])) {
         char a[64], b[64];
         ops_dim_str(x->dims[x->ndim - 1], a, sizeof a);
-        ops_dim_str(w->dims[1], b, sizeof b);
+        ops_dim_str(w->dims[kn ? 0 : 1], b, sizeof b);
         return ops_fail("data has %s features but the weight expects %s", a, b);
     }
     gtensor_type res = *x;
-    res.dims[x->ndim - 1] = w->dims[0];
+    res.dims[x->ndim - 1] = w->dims[kn ? 1 : 0];
     return ops_set_out(g, out, &res);
 }
 

@@ -165,6 +165,42 @@ static struct kiln_graph *pass_simplify_inference(struct kiln_graph *g) {
     return rebuild(g, fold_batch_norm, NULL);
 }
 
+/* ---- AlterOpLayout ----------------------------------------------------------------
+ * nn.dense with a constant [units, in] weight gets the weight transposed at
+ * compile time to [in, units] (weight_layout="KN"): the output's innermost
+ * axis then reads the weight contiguously, so its reduction vectorizes. */
+static int pack_dense(struct kiln_graph *r, const struct kiln_graph *g, const gnode *n,
+                      const int *map, void *user) {
+    if (n->kind != GN_CALL || strcmp(n->op->name, "nn.dense") ||
+        strcmp(graph_attr_str(n, "weight_layout", "NK"), "NK"))
+        return REBUILD_COPY;
+    const gnode *w = g->nodes[n->in[1]];
+    if (w->kind != GN_CONST || kiln_ndarray_ndim(w->value) != 2) return REBUILD_COPY;
+    int64_t rows = kiln_ndarray_dim(w->value, 0), cols = kiln_ndarray_dim(w->value, 1);
+    int64_t dims[2] = {cols, rows};
+    kiln_ndarray *t = kiln_ndarray_empty(kiln_ndarray_dtype(w->value), 2, dims);
+    if (!t) return -1;
+    size_t es = kiln_dtype_size(kiln_ndarray_dtype(w->value));
+    const char *src = kiln_ndarray_data(w->value);
+    char *dst = kiln_ndarray_data(t);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+            memcpy(dst + (j * rows + i) * (int64_t)es, src + (i * cols + j) * (int64_t)es, es);
+    char nm[600];
+    snprintf(nm, sizeof nm, "%s.KN", w->name);
+    int wt = kiln_graph_const(r, nm, t);
+    kiln_ndarray_free(t);
+    if (wt < 0) return -1;
+    int in[2] = {map[n->in[0]], wt};
+    int id = kiln_graph_call(r, "nn.dense", 2, in, "weight_layout=\"KN\"", n->name);
+    if (id < 0 || graph_infer_node(r, id) != KILN_OK) return -1;
+    return id;
+}
+
+static struct kiln_graph *pass_alter_op_layout(struct kiln_graph *g) {
+    return rebuild(g, pack_dense, NULL);
+}
+
 /* ---- the pipeline ------------------------------------------------------------------- */
 
 typedef struct {
@@ -180,6 +216,7 @@ static const pass_row k_passes[] = {
     {"SimplifyInference", 0, pass_simplify_inference},
     {"EliminateCommonSubexpr", 3, pass_cse},
     {"FoldConstant", 2, pass_fold_constant},
+    {"AlterOpLayout", 3, pass_alter_op_layout},
     {"DeadCodeElimination", 1, pass_dce},
 };
 #define NPASSES (int)(sizeof k_passes / sizeof k_passes[0])
@@ -193,7 +230,7 @@ int pass_known(const char *name) {
 
 const char *pass_names(void) {
     return "InferType, SimplifyInference, EliminateCommonSubexpr, FoldConstant, "
-           "DeadCodeElimination, FuseOps";
+           "AlterOpLayout, DeadCodeElimination, FuseOps";
 }
 
 static int disabled(const char *list, const char *name) {
