@@ -47,6 +47,9 @@ KILN_API kiln_status kiln_compute_at(kiln_stage *st, kiln_stage *parent, kiln_ex
 KILN_API kiln_status kiln_compute_inline(kiln_stage *st);
 /* Compute this stage at the top level (undoes compute_at / inline). */
 KILN_API kiln_status kiln_compute_root(kiln_stage *st);
+/* Where the stage's buffer lives: "global" (memory) or "local" (a small
+ * buffer the C compiler may keep in registers). Outputs stay global. */
+KILN_API kiln_status kiln_set_scope(kiln_stage *st, const char *scope);
 /* A copy of t in `scope` ("global" or "local") that `readers` read instead
  * of t. Returns the new tensor, or NULL with an error. */
 KILN_API kiln_tensor *kiln_cache_read(kiln_schedule *s, kiln_tensor *t, const char *scope,
@@ -69,7 +72,8 @@ KILN_API char *kiln_lower_to_string(kiln_schedule *s, int nargs, kiln_tensor *co
  * $KILN_VECTOR_BITS); for graphs: "opt-level" (0-3, default 3),
  * "disabled-pass" (a pass name or a comma-separated list; may repeat),
  * "dump-ir" (a folder for the graph before and after each pass), "fuse"
- * ("0": one kernel per op).
+ * ("0": one kernel per op), "schedule" ("default", or "naive": every stage
+ * inlined and no loop transformed, the reference for testing schedules).
  * NULL means defaults: cc = $KILN_CC or "cc",
  * cflags = $KILN_CFLAGS or "-O3 -march=native". */
 typedef struct kiln_build_options kiln_build_options;

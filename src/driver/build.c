@@ -73,6 +73,13 @@ kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const
         o->dump_dir = v;
         return KILN_OK;
     }
+    if (strcmp(key, "schedule") == 0) {
+        if (strcmp(value, "default") && strcmp(value, "naive"))
+            return kiln_set_error(KILN_ERR_INVALID,
+                                  "build option schedule: '%s' is not default or naive", value);
+        o->naive = value[0] == 'n';
+        return KILN_OK;
+    }
     if (strcmp(key, "fuse") == 0) {
         if (strcmp(value, "0") && strcmp(value, "1"))
             return kiln_set_error(KILN_ERR_INVALID, "build option fuse: '%s' is not 0 or 1", value);
@@ -85,7 +92,7 @@ kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const
                                                : NULL;
     if (!slot)
         return kiln_set_error(KILN_ERR_INVALID,
-                              "unknown build option '%s' (known: cc, cflags, target, vector-bits, fuse, opt-level, disabled-pass, dump-ir)", key);
+                              "unknown build option '%s' (known: cc, cflags, target, vector-bits, fuse, schedule, opt-level, disabled-pass, dump-ir)", key);
     if (slot == &o->target && strcmp(value, "cpu") != 0 && strcmp(value, "llvm") != 0 &&
         strcmp(value, "c") != 0)
         return kiln_set_error(KILN_ERR_UNSUPPORTED,

@@ -194,25 +194,40 @@ static void parallel_outer(kiln_stage *st) {
  * (except padding read by a reduction, which is materialized so the
  * reduction's loads stay contiguous); reductions are computed at the top
  * of the kernel, vectorized along a contiguous innermost axis; outer axes
- * run in parallel. */
-static kiln_status default_schedule(kiln_schedule *s, int nout, kiln_tensor **outs) {
+ * run in parallel. When the group's anchor op (its out-elemwise-fusable
+ * op) has a schedule of its own in the op table, that schedule places the
+ * anchor's stage and the group's output; the rest stays as above. With
+ * `naive`, every stage but padding is inlined and nothing else is done:
+ * the reference every schedule is tested against. */
+static kiln_status default_schedule(kiln_schedule *s, int nout, kiln_tensor **outs,
+                                    const gnode *anchor_node, kiln_tensor *anchor, int naive,
+                                    int vector_bytes) {
     for (int i = 0; i < s->nstages; i++) {
         kiln_stage *st = s->stages[i];
         if (st->is_output || st->body->op == TIR_REDUCE) continue;
         if (has_select(st->body) && read_by_reduction(s, st->tensor)) {
-            parallel_outer(st);
+            if (!naive) parallel_outer(st);
             continue;
         }
         kiln_status r = kiln_compute_inline(st);
         if (r != KILN_OK) return r;
     }
+    if (naive) return KILN_OK;
+    kiln_stage *sa = NULL;
+    if (anchor && nout == 1 && anchor_node->op->schedule) {
+        kiln_status r = anchor_node->op->schedule(s, anchor_node, anchor, outs[0],
+                                                  vector_bytes ? vector_bytes
+                                                               : kiln_host_vector_bytes());
+        if (r != KILN_OK) return r;
+        sa = kiln_schedule_stage(s, anchor);
+    }
     for (int i = 0; i < s->nstages; i++) {
         kiln_stage *st = s->stages[i];
-        if (st->body->op != TIR_REDUCE) continue;
+        if (st->body->op != TIR_REDUCE || (sa && (st == sa || st->touched))) continue;
         vectorize_reduction(st);
         if (!st->is_output) parallel_outer(st);
     }
-    for (int k = 0; k < nout; k++) {
+    for (int k = 0; k < nout && !sa; k++) {
         kiln_stage *st = kiln_schedule_stage(s, outs[k]);
         if (st) parallel_outer(st);
     }
@@ -226,6 +241,8 @@ static tir_func *lower_group(plan *P, kiln_ctx *ctx, group_t *gr, const kiln_bui
     tir_func *f = NULL;
     int nargs = 0;
     char label[512];
+    kiln_tensor *anchor = NULL;
+    const gnode *anchor_node = NULL;
     if (!t) return NULL;
     for (int i = 0; i < gr->nin; i++) {
         const gnode *src = g->nodes[gr->in[i]];
@@ -255,6 +272,10 @@ static tir_func *lower_group(plan *P, kiln_ctx *ctx, group_t *gr, const kiln_bui
             goto done;
         }
         t[n->id] = outs[0];
+        if (n->op->pattern == OP_OUT_ELEMWISE_FUSABLE && !anchor) {
+            anchor = outs[0];
+            anchor_node = n;
+        }
         if (n->type.is_tuple) {
             if (n->id != gr->out) {
                 kiln_set_error(KILN_ERR_INVALID, "internal: a tuple-valued node inside a group");
@@ -267,7 +288,11 @@ static tir_func *lower_group(plan *P, kiln_ctx *ctx, group_t *gr, const kiln_bui
     int nout = on->type.is_tuple ? on->type.n : 1;
     if (!on->type.is_tuple) args[nargs] = t[gr->out];
     kiln_schedule *s = kiln_schedule_create(ctx, nout, args + nargs);
-    if (!s || default_schedule(s, nout, args + nargs) != KILN_OK) goto done;
+    if (!s || default_schedule(s, nout, args + nargs, anchor_node, anchor, opts && opts->naive,
+                               opts ? opts->vector_bytes : 0) != KILN_OK) {
+        kiln_error_prefix("scheduling %s", graph_node_label(g->nodes[gr->out], label, sizeof label));
+        goto done;
+    }
     f = te_lower(s, nargs + nout, args, gr->func, opts ? opts->vector_bytes : 0);
     if (!f) kiln_error_prefix("lowering %s", graph_node_label(on, label, sizeof label));
 done:
@@ -514,7 +539,8 @@ kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
     struct kiln_graph *user = g;
     kiln_status st = kiln_graph_infer_types(g);
     if (st != KILN_OK || (st = check_static(g)) != KILN_OK) return st;
-    g = pass_run_pipeline(user, level, disabled, opts ? opts->dump_dir : NULL);
+    pass_env env = {opts ? opts->vector_bytes : 0};
+    g = pass_run_pipeline(user, level, disabled, opts ? opts->dump_dir : NULL, &env);
     if (!g) return KILN_ERR_INVALID;
     int fuse = level > 0 && !(opts && opts->no_fuse) &&
                !(disabled && strstr(disabled, "FuseOps"));

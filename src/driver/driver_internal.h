@@ -12,6 +12,7 @@ struct kiln_build_options {
     char *target;
     int vector_bytes; /* 0: the host's */
     int no_fuse;      /* graphs: one kernel per op (opt level 0) */
+    int naive;        /* graphs: the naive schedule (every stage inlined, nothing else) */
     int opt_level;    /* graphs: 0-3, -1 for the default (3) */
     char *disabled;   /* graphs: comma-separated pass names */
     char *dump_dir;   /* graphs: where to write the IR around each pass */

@@ -17,6 +17,7 @@
 #include "../base/base_internal.h"
 #include "kiln/graph.h"
 #include "kiln/runtime.h"
+#include "kiln/schedule.h"
 #include "kiln/te.h"
 
 /* ---- types ------------------------------------------------------------- */
@@ -93,6 +94,14 @@ typedef rel_result (*op_rel_fn)(const struct kiln_graph *g, const struct gnode *
 typedef kiln_status (*op_compute_fn)(kiln_ctx *ctx, const struct gnode *call,
                                      kiln_tensor *const *inputs, kiln_tensor **outputs);
 
+/* Schedule the group whose anchor (out-elemwise-fusable) op is `call`:
+ * `anchor` is the op's output tensor, `out` the group's output, which may
+ * be anchor itself or an elementwise epilogue of it (already inlined into
+ * out). vector_bytes is the target's vector width. Stages the function does
+ * not touch keep the driver's default schedule. */
+typedef kiln_status (*op_schedule_fn)(kiln_schedule *s, const struct gnode *call,
+                                      kiln_tensor *anchor, kiln_tensor *out, int vector_bytes);
+
 /* One row of the op table. */
 typedef struct kiln_op_def {
     const char *name; /* Relay-style: "nn.conv2d", "add" */
@@ -103,6 +112,7 @@ typedef struct kiln_op_def {
     op_compute_fn compute; /* NULL until the op library provides one */
     const char *summary;   /* one line for --help and docs */
     const void *plugin;    /* a user op's kiln_op_spec (kiln/plugin.h), else NULL */
+    op_schedule_fn schedule; /* the CPU schedule of its fused group, or NULL: the default */
 } kiln_op_def;
 
 /* The ops a graph may use: the built-in table plus rows added by plugins. */

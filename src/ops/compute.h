@@ -35,7 +35,23 @@ KILN_COMPUTE(compute_strided_slice);
 KILN_COMPUTE(compute_take);
 KILN_COMPUTE(compute_broadcast_to);
 KILN_COMPUTE(compute_pad);
+/* compute_nchwc.c */
+KILN_COMPUTE(compute_layout_transform);
+KILN_COMPUTE(compute_conv2d_nchwc);
 #undef KILN_COMPUTE
+
+/* compute_nchwc.c: the blocked layout NCHW[x]c */
+KILN_HIDDEN kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call,
+                                              kiln_tensor *anchor, kiln_tensor *out,
+                                              int vector_bytes);
+
+/* compute_nn.c helpers: a 2-value attribute (one value repeats), 4-value
+ * padding (top, left, bottom, right), and x (NCHW or NCHW[x]c) padded on
+ * H and W with `fill` (x itself without padding). */
+KILN_HIDDEN void ops_attr2(const gnode *call, const char *name, int64_t def, int64_t v[2]);
+KILN_HIDDEN void ops_pad4(const gnode *call, int64_t p[4]);
+KILN_HIDDEN kiln_tensor *ops_pad_spatial(kiln_ctx *ctx, const gnode *call, kiln_tensor *x,
+                                         const int64_t pad[4], double fill);
 
 /* Shared by the compute files: the int64 constant v. */
 KILN_HIDDEN kiln_expr ops_int(kiln_ctx *ctx, int64_t v);

@@ -8,14 +8,14 @@
 #include "compute.h"
 
 /* 2-value attribute (one value repeats) and 4-value padding (t, l, b, r). */
-static void attr2(const gnode *call, const char *name, int64_t def, int64_t v[2]) {
+void ops_attr2(const gnode *call, const char *name, int64_t def, int64_t v[2]) {
     int64_t b[4];
     int n = graph_attr_ints(call, name, b, 4);
     v[0] = n >= 1 ? b[0] : def;
     v[1] = n >= 2 ? b[1] : v[0];
 }
 
-static void pad4(const gnode *call, int64_t p[4]) {
+void ops_pad4(const gnode *call, int64_t p[4]) {
     int64_t b[4];
     int n = graph_attr_ints(call, "padding", b, 4);
     if (n == 1) p[0] = p[1] = p[2] = p[3] = b[0];
@@ -28,7 +28,8 @@ static void pad4(const gnode *call, int64_t p[4]) {
 
 typedef struct {
     kiln_tensor *x;
-    int64_t dims[4], pad[4];
+    int nd;
+    int64_t dims[5], pad[4];
     double fill;
 } pad_args;
 
@@ -41,19 +42,19 @@ static kiln_expr pad_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
                             kiln_and(kiln_ge(w, z), kiln_lt(w, ops_int(ctx, p->dims[3]))));
     kiln_expr hc = kiln_min(kiln_max(h, z), ops_int(ctx, p->dims[2] - 1));
     kiln_expr wc = kiln_min(kiln_max(w, z), ops_int(ctx, p->dims[3] - 1));
-    kiln_expr ix[4] = {i[0], i[1], hc, wc};
-    return kiln_select(in, kiln_tensor_at(p->x, 4, ix),
+    kiln_expr ix[5] = {i[0], i[1], hc, wc, p->nd == 5 ? i[4] : NULL};
+    return kiln_select(in, kiln_tensor_at(p->x, p->nd, ix),
                        ops_const(ctx, kiln_tensor_dtype(p->x), p->fill));
 }
 
-/* x padded by pad[4] (t, l, b, r) with `fill`, or x itself if no padding. */
-static kiln_tensor *pad_nchw(kiln_ctx *ctx, const gnode *call, kiln_tensor *x, const int64_t pad[4],
-                             double fill) {
+kiln_tensor *ops_pad_spatial(kiln_ctx *ctx, const gnode *call, kiln_tensor *x,
+                             const int64_t pad[4], double fill) {
     if (!pad[0] && !pad[1] && !pad[2] && !pad[3]) return x;
-    pad_args p = {x, {0}, {pad[0], pad[1], pad[2], pad[3]}, fill};
-    ops_shape(x, p.dims);
-    int64_t sh[4] = {p.dims[0], p.dims[1], p.dims[2] + pad[0] + pad[2], p.dims[3] + pad[1] + pad[3]};
-    return ops_compute(ctx, call, ".pad", 4, sh, pad_body, &p);
+    pad_args p = {x, 0, {0}, {pad[0], pad[1], pad[2], pad[3]}, fill};
+    p.nd = ops_shape(x, p.dims);
+    int64_t sh[5] = {p.dims[0], p.dims[1], p.dims[2] + pad[0] + pad[2], p.dims[3] + pad[1] + pad[3],
+                     p.dims[4]};
+    return ops_compute(ctx, call, ".pad", p.nd, sh, pad_body, &p);
 }
 
 /* ---- conv2d ------------------------------------------------------------------- */
@@ -85,11 +86,11 @@ kiln_status compute_conv2d(kiln_ctx *ctx, const gnode *call, kiln_tensor *const 
     int64_t od[4], wd[4], pad[4];
     ops_out_shape(call, od);
     ops_shape(in[1], wd);
-    pad4(call, pad);
-    conv_args c = {pad_nchw(ctx, call, in[0], pad, 0), in[1], {0}, {0}, 0, wd[1], NULL, NULL, NULL};
+    ops_pad4(call, pad);
+    conv_args c = {ops_pad_spatial(ctx, call, in[0], pad, 0), in[1], {0}, {0}, 0, wd[1], NULL, NULL, NULL};
     if (!c.p) return KILN_ERR_INVALID;
-    attr2(call, "strides", 1, c.s);
-    attr2(call, "dilation", 1, c.d);
+    ops_attr2(call, "strides", 1, c.s);
+    ops_attr2(call, "dilation", 1, c.d);
     c.ocg = wd[0] / graph_attr_int(call, "groups", 1);
     c.ic = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, wd[1]), "rc");
     c.kh = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, wd[2]), "ry");
@@ -135,8 +136,8 @@ kiln_status compute_dense(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *
 
 typedef struct {
     kiln_tensor *p;
-    int64_t k[2], s[2], d[2], pad[4], in_dims[4];
-    int is_max, count_pad;
+    int64_t k[2], s[2], d[2], pad[4], in_dims[5];
+    int is_max, count_pad, nd; /* nd 5: NCHW[x]c, the channel block last */
     kiln_expr kh, kw;
     kiln_tensor *sum;
 } pool_args;
@@ -145,8 +146,8 @@ static kiln_expr pool_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     pool_args *a = u;
     kiln_expr h = kiln_add(kiln_mul(i[2], ops_int(ctx, a->s[0])), kiln_mul(a->kh, ops_int(ctx, a->d[0])));
     kiln_expr w = kiln_add(kiln_mul(i[3], ops_int(ctx, a->s[1])), kiln_mul(a->kw, ops_int(ctx, a->d[1])));
-    kiln_expr ix[4] = {i[0], i[1], h, w}, axes[2] = {a->kh, a->kw};
-    kiln_expr v = kiln_tensor_at(a->p, 4, ix);
+    kiln_expr ix[5] = {i[0], i[1], h, w, a->nd == 5 ? i[4] : NULL}, axes[2] = {a->kh, a->kw};
+    kiln_expr v = kiln_tensor_at(a->p, a->nd, ix);
     return a->is_max ? kiln_max_reduce(v, 2, axes) : kiln_sum(v, 2, axes);
 }
 
@@ -155,7 +156,7 @@ static kiln_expr pool_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
 static kiln_expr avg_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     pool_args *a = u;
     kiln_dtype dt = kiln_tensor_dtype(a->sum);
-    kiln_expr s = kiln_tensor_at(a->sum, 4, i);
+    kiln_expr s = kiln_tensor_at(a->sum, a->nd, i);
     if (a->count_pad) return kiln_div(s, ops_const(ctx, dt, (double)(a->k[0] * a->k[1])));
     kiln_expr cnt[2];
     for (int d = 0; d < 2; d++) {
@@ -175,13 +176,13 @@ kiln_status compute_pool2d(kiln_ctx *ctx, const gnode *call, kiln_tensor *const 
                            kiln_tensor **out) {
     pool_args a;
     memset(&a, 0, sizeof a);
-    int64_t od[4];
+    int64_t od[5];
     ops_out_shape(call, od);
-    ops_shape(in[0], a.in_dims);
-    attr2(call, "pool_size", 1, a.k);
-    attr2(call, "strides", 1, a.s);
-    attr2(call, "dilation", 1, a.d);
-    pad4(call, a.pad);
+    a.nd = ops_shape(in[0], a.in_dims);
+    ops_attr2(call, "pool_size", 1, a.k);
+    ops_attr2(call, "strides", 1, a.s);
+    ops_attr2(call, "dilation", 1, a.d);
+    ops_pad4(call, a.pad);
     a.is_max = strcmp(call->op->name, "nn.max_pool2d") == 0;
     a.count_pad = graph_attr_int(call, "count_include_pad", 0) != 0;
     /* ceil_mode windows may run past the padded input: pad the far side more */
@@ -199,22 +200,22 @@ kiln_status compute_pool2d(kiln_ctx *ctx, const gnode *call, kiln_tensor *const 
                : dt == KILN_INT8                        ? -128
                : dt == KILN_INT32                       ? -2147483648.0
                                                         : -9223372036854775808.0;
-    a.p = pad_nchw(ctx, call, in[0], pad, fill);
+    a.p = ops_pad_spatial(ctx, call, in[0], pad, fill);
     if (!a.p) return KILN_ERR_INVALID;
     a.kh = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, a.k[0]), "rv");
     a.kw = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, a.k[1]), "rw");
     if (a.is_max) {
-        out[0] = ops_compute(ctx, call, "", 4, od, pool_body, &a);
+        out[0] = ops_compute(ctx, call, "", a.nd, od, pool_body, &a);
     } else {
-        a.sum = ops_compute(ctx, call, ".sum", 4, od, pool_body, &a);
-        out[0] = a.sum ? ops_compute(ctx, call, "", 4, od, avg_body, &a) : NULL;
+        a.sum = ops_compute(ctx, call, ".sum", a.nd, od, pool_body, &a);
+        out[0] = a.sum ? ops_compute(ctx, call, "", a.nd, od, avg_body, &a) : NULL;
     }
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
 }
 
 typedef struct {
     kiln_tensor *x, *sum;
-    int nd;
+    int nd, nsp; /* rank; spatial dims 2 .. 2+nsp (NCHW[x]c: the block is last) */
     int64_t count;
     int is_max;
     kiln_expr r[KILN_MAX_NDIM];
@@ -225,9 +226,9 @@ static kiln_expr gsum_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     kiln_expr ix[KILN_MAX_NDIM];
     ix[0] = i[0];
     ix[1] = i[1];
-    for (int d = 2; d < a->nd; d++) ix[d] = a->r[d - 2];
+    for (int d = 2; d < a->nd; d++) ix[d] = d < 2 + a->nsp ? a->r[d - 2] : i[d];
     kiln_expr v = kiln_tensor_at(a->x, a->nd, ix);
-    return a->is_max ? kiln_max_reduce(v, a->nd - 2, a->r) : kiln_sum(v, a->nd - 2, a->r);
+    return a->is_max ? kiln_max_reduce(v, a->nsp, a->r) : kiln_sum(v, a->nsp, a->r);
 }
 
 static kiln_expr gmean_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
@@ -245,7 +246,8 @@ kiln_status compute_global_pool2d(kiln_ctx *ctx, const gnode *call, kiln_tensor 
     a.nd = ops_shape(in[0], xd);
     ops_out_shape(call, od);
     a.count = 1;
-    for (int d = 2; d < a.nd; d++) {
+    a.nsp = a.nd - 2 - (ops_layout_block(graph_attr_str(call, "layout", "NCHW")) > 0);
+    for (int d = 2; d < 2 + a.nsp; d++) {
         a.r[d - 2] = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, xd[d]), "r");
         a.count *= xd[d];
     }

@@ -28,6 +28,22 @@ static const attr_schema conv2d_attrs[] = {
     {"kernel_layout", GA_STR, 0, "\"OIHW\""},
     {NULL, 0, 0, NULL}};
 
+static const attr_schema conv2d_nchwc_attrs[] = {
+    {"strides", GA_INTS, 0, "[1, 1]"},
+    {"padding", GA_INTS, 0, "[0, 0, 0, 0]"},
+    {"dilation", GA_INTS, 0, "[1, 1]"},
+    {"groups", GA_INT, 0, "1"},
+    {"channels", GA_INT, 0, NULL},
+    {"kernel_size", GA_INTS, 0, NULL},
+    {"data_layout", GA_STR, 1, NULL},
+    {"kernel_layout", GA_STR, 0, NULL},
+    {"out_layout", GA_STR, 1, NULL},
+    {NULL, 0, 0, NULL}};
+
+static const attr_schema layout_transform_attrs[] = {{"src_layout", GA_STR, 1, NULL},
+                                                     {"dst_layout", GA_STR, 1, NULL},
+                                                     {NULL, 0, 0, NULL}};
+
 static const attr_schema pool2d_attrs[] = {
     {"pool_size", GA_INTS, 1, NULL},
     {"strides", GA_INTS, 0, "[1, 1]"},
@@ -144,6 +160,10 @@ static const kiln_op_def g_table[] = {
     /* nn */
     {"nn.conv2d", 2, 2, conv2d_attrs, rel_conv2d, OP_OUT_ELEMWISE_FUSABLE, compute_conv2d,
      "2-D convolution, NCHW x OIHW"},
+    {"nn.contrib_conv2d_NCHWc", 2, 2, conv2d_nchwc_attrs, rel_conv2d_nchwc,
+     OP_OUT_ELEMWISE_FUSABLE, compute_conv2d_nchwc,
+     "2-D convolution in NCHW[x]c x OIHW[x]i[y]o (AlterOpLayout makes it)", NULL,
+     schedule_conv2d_nchwc},
     {"nn.dense", 2, 2, dense_attrs, rel_dense, OP_OUT_ELEMWISE_FUSABLE, compute_dense,
      "x * W^T, W is [units, in]"},
     {"nn.max_pool2d", 1, 1, pool2d_attrs, rel_pool2d, OP_OUT_ELEMWISE_FUSABLE, compute_pool2d,
@@ -165,6 +185,8 @@ static const kiln_op_def g_table[] = {
      "inference batch norm (data, gamma, beta, mean, var)"},
     /* layout */
     {"reshape", 1, 1, reshape_attrs, rel_reshape, OP_INJECTIVE, compute_reshape, "new shape (0 copies, -1 infers)"},
+    {"layout_transform", 1, 1, layout_transform_attrs, rel_layout_transform, OP_INJECTIVE,
+     compute_layout_transform, "NCHW <-> NCHW[x]c"},
     {"transpose", 1, 1, transpose_attrs, rel_transpose, OP_INJECTIVE, compute_transpose, "permute axes"},
     {"nn.batch_flatten", 1, 1, no_attrs, rel_batch_flatten, OP_INJECTIVE, compute_reshape,
      "[N, ...] -> [N, rest]"},

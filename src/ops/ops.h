@@ -31,4 +31,8 @@ KILN_HIDDEN void ops_slice_axis(int64_t n, int64_t b, int64_t e, int64_t s, int6
 KILN_HIDDEN int ops_slice_params(const gnode *call, int nd, const int64_t *dims, int64_t *start,
                                  int64_t *step, int64_t *len);
 
+/* The channel block of a data layout: 0 for "NCHW", x for "NCHW[x]c"
+ * (e.g. "NCHW16c"), -1 for anything else. */
+KILN_HIDDEN int ops_layout_block(const char *layout);
+
 #endif

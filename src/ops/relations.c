@@ -258,7 +258,12 @@ rel_result rel_pool2d(const struct kiln_graph *g, const gnode *call, const gtype
     rel_result r = REL_OK;
     const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
     if (!x) return r;
-    if (x->ndim != 4) return ops_fail("data must be 4-D NCHW, got %d-D", x->ndim);
+    int blk = ops_layout_block(graph_attr_str(call, "layout", "NCHW"));
+    if (blk < 0) return ops_fail("layout must be NCHW or NCHW[x]c");
+    if (x->ndim != (blk ? 5 : 4))
+        return ops_fail("data must be %d-D %s, got %d-D", blk ? 5 : 4, blk ? "NCHW[x]c" : "NCHW",
+                        x->ndim);
+    if (blk && x->dims[4].v != blk) return ops_fail("data's last dim is not the block %d", blk);
     if (!ops_all_known(x, 2, 4)) return ops_fail("spatial dims must not be symbolic");
     int64_t k[2], s[2], d[2], p[2];
     if (!attr2(call, "pool_size", 1, 1, k) || !attr2(call, "strides", 1, 1, s) ||
@@ -281,8 +286,12 @@ rel_result rel_global_pool2d(const struct kiln_graph *g, const gnode *call,
     const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
     if (!x) return r;
     if (x->ndim < 3) return ops_fail("data must be at least 3-D (N, C, spatial...), got %d-D", x->ndim);
+    int blk = ops_layout_block(graph_attr_str(call, "layout", "NCHW"));
+    if (blk < 0) return ops_fail("layout must be NCHW or NCHW[x]c");
+    if (blk && (x->ndim != 5 || x->dims[4].v != blk))
+        return ops_fail("data in NCHW%dc must be 5-D with the block last", blk);
     gtensor_type res = *x;
-    for (int i = 2; i < x->ndim; i++) res.dims[i] = (gdim){1, NULL};
+    for (int i = 2; i < x->ndim - (blk > 0); i++) res.dims[i] = (gdim){1, NULL};
     return ops_set_out(g, out, &res);
 }
 

@@ -36,6 +36,9 @@ KILN_REL(rel_strided_slice);
 KILN_REL(rel_take);
 KILN_REL(rel_broadcast_to);
 KILN_REL(rel_pad);
+/* compute_nchwc.c */
+KILN_REL(rel_layout_transform);
+KILN_REL(rel_conv2d_nchwc);
 #undef KILN_REL
 
 /* Shared by the relation files (relations.c). */

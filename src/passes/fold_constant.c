@@ -79,7 +79,8 @@ done:
     return st;
 }
 
-struct kiln_graph *pass_fold_constant(struct kiln_graph *g) {
+struct kiln_graph *pass_fold_constant(struct kiln_graph *g, const pass_env *env) {
+    (void)env;
     int n = g->n ? g->n : 1;
     int *fold = calloc((size_t)n, sizeof(int)), *needed = calloc((size_t)n, sizeof(int));
     int *map = malloc(sizeof(int) * (size_t)n);

@@ -16,7 +16,6 @@
  * of g in order with the new graph and the map old id -> new id so far; fn
  * returns the new id for the node, REBUILD_COPY to copy it unchanged,
  * REBUILD_DROP to leave it out, or -1 on an error. */
-enum { REBUILD_COPY = -2, REBUILD_DROP = -3 };
 typedef int (*rebuild_fn)(struct kiln_graph *r, const struct kiln_graph *g, const gnode *n,
                           const int *map, void *user);
 
@@ -46,7 +45,8 @@ static int keep_live(struct kiln_graph *r, const struct kiln_graph *g, const gno
     return ((const int *)user)[n->id] ? REBUILD_COPY : REBUILD_DROP;
 }
 
-static struct kiln_graph *pass_dce(struct kiln_graph *g) {
+static struct kiln_graph *pass_dce(struct kiln_graph *g, const pass_env *env) {
+    (void)env;
     int *live = calloc((size_t)(g->n ? g->n : 1), sizeof(int));
     if (!live) return NULL;
     for (int k = 0; k < g->nout; k++) live[g->outs[k]] = 1;
@@ -94,7 +94,10 @@ static int merge_same(struct kiln_graph *r, const struct kiln_graph *g, const gn
     return REBUILD_COPY;
 }
 
-static struct kiln_graph *pass_cse(struct kiln_graph *g) { return rebuild(g, merge_same, NULL); }
+static struct kiln_graph *pass_cse(struct kiln_graph *g, const pass_env *env) {
+    (void)env;
+    return rebuild(g, merge_same, NULL);
+}
 
 /* ---- SimplifyInference ------------------------------------------------------------ */
 
@@ -161,44 +164,9 @@ static int fold_batch_norm(struct kiln_graph *r, const struct kiln_graph *g, con
  * x * scale + shift, scale = gamma / sqrt(var + eps), shift = beta -
  * mean * scale, with scale and shift shaped to broadcast on the axis. The
  * multiply and add then fuse into the producer (a convolution). */
-static struct kiln_graph *pass_simplify_inference(struct kiln_graph *g) {
+static struct kiln_graph *pass_simplify_inference(struct kiln_graph *g, const pass_env *env) {
+    (void)env;
     return rebuild(g, fold_batch_norm, NULL);
-}
-
-/* ---- AlterOpLayout ----------------------------------------------------------------
- * nn.dense with a constant [units, in] weight gets the weight transposed at
- * compile time to [in, units] (weight_layout="KN"): the output's innermost
- * axis then reads the weight contiguously, so its reduction vectorizes. */
-static int pack_dense(struct kiln_graph *r, const struct kiln_graph *g, const gnode *n,
-                      const int *map, void *user) {
-    if (n->kind != GN_CALL || strcmp(n->op->name, "nn.dense") ||
-        strcmp(graph_attr_str(n, "weight_layout", "NK"), "NK"))
-        return REBUILD_COPY;
-    const gnode *w = g->nodes[n->in[1]];
-    if (w->kind != GN_CONST || kiln_ndarray_ndim(w->value) != 2) return REBUILD_COPY;
-    int64_t rows = kiln_ndarray_dim(w->value, 0), cols = kiln_ndarray_dim(w->value, 1);
-    int64_t dims[2] = {cols, rows};
-    kiln_ndarray *t = kiln_ndarray_empty(kiln_ndarray_dtype(w->value), 2, dims);
-    if (!t) return -1;
-    size_t es = kiln_dtype_size(kiln_ndarray_dtype(w->value));
-    const char *src = kiln_ndarray_data(w->value);
-    char *dst = kiln_ndarray_data(t);
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++)
-            memcpy(dst + (j * rows + i) * (int64_t)es, src + (i * cols + j) * (int64_t)es, es);
-    char nm[600];
-    snprintf(nm, sizeof nm, "%s.KN", w->name);
-    int wt = kiln_graph_const(r, nm, t);
-    kiln_ndarray_free(t);
-    if (wt < 0) return -1;
-    int in[2] = {map[n->in[0]], wt};
-    int id = kiln_graph_call(r, "nn.dense", 2, in, "weight_layout=\"KN\"", n->name);
-    if (id < 0 || graph_infer_node(r, id) != KILN_OK) return -1;
-    return id;
-}
-
-static struct kiln_graph *pass_alter_op_layout(struct kiln_graph *g) {
-    return rebuild(g, pack_dense, NULL);
 }
 
 /* ---- the pipeline ------------------------------------------------------------------- */
@@ -206,7 +174,7 @@ static struct kiln_graph *pass_alter_op_layout(struct kiln_graph *g) {
 typedef struct {
     const char *name;
     int opt_level; /* runs when the opt level is at least this */
-    struct kiln_graph *(*run)(struct kiln_graph *g);
+    struct kiln_graph *(*run)(struct kiln_graph *g, const pass_env *env);
 } pass_row;
 
 /* The order of TVM's x86 pipeline, restricted to the passes kiln has.
@@ -257,7 +225,7 @@ static kiln_status dump(const char *dir, int step, const char *when, const char 
 }
 
 struct kiln_graph *pass_run_pipeline(struct kiln_graph *g, int opt_level, const char *disabled_list,
-                                     const char *dump_dir) {
+                                     const char *dump_dir, const pass_env *env) {
     if (kiln_graph_infer_types(g) != KILN_OK) return NULL;
     struct kiln_graph *cur = g;
     int step = 0;
@@ -265,7 +233,7 @@ struct kiln_graph *pass_run_pipeline(struct kiln_graph *g, int opt_level, const 
     for (int i = 0; i < NPASSES; i++) {
         const pass_row *p = &k_passes[i];
         if (opt_level < p->opt_level || disabled(disabled_list, p->name)) continue;
-        struct kiln_graph *next = p->run(cur);
+        struct kiln_graph *next = p->run(cur, env);
         if (!next) {
             kiln_error_prefix("pass %s", p->name);
             if (cur != g) kiln_graph_free(cur);

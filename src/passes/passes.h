@@ -4,6 +4,15 @@
 
 #include "../graph/graph_internal.h"
 
+/* What a pass may need to know of the target. */
+typedef struct {
+    int vector_bytes; /* the widest vector register; 0: the host's */
+} pass_env;
+
+/* Returned by a rebuild callback (pass_manager.c): copy the node unchanged,
+ * or leave it out. */
+enum { REBUILD_COPY = -2, REBUILD_DROP = -3 };
+
 /* FuseOps: assign each call node a group (other nodes get -1). Groups are
  * convex chains: a call joins the group of an input call whose only
  * consumer it is, when the patterns allow it (TVM's rules: an
@@ -20,12 +29,17 @@ KILN_HIDDEN int pass_fuse_ops(const struct kiln_graph *g, int *group);
  * Returns the final graph: g itself if no pass ran, else a new graph the
  * caller frees. NULL with an error. */
 KILN_HIDDEN struct kiln_graph *pass_run_pipeline(struct kiln_graph *g, int opt_level,
-                                                 const char *disabled_list, const char *dump_dir);
+                                                 const char *disabled_list, const char *dump_dir,
+                                                 const pass_env *env);
 /* 1 if `name` is a pass kiln knows; the list for messages. */
 KILN_HIDDEN int pass_known(const char *name);
 KILN_HIDDEN const char *pass_names(void);
 
 /* FoldConstant (fold_constant.c): a new graph, or NULL with an error. */
-KILN_HIDDEN struct kiln_graph *pass_fold_constant(struct kiln_graph *g);
+KILN_HIDDEN struct kiln_graph *pass_fold_constant(struct kiln_graph *g, const pass_env *env);
+
+/* AlterOpLayout (alter_layout.c): convolutions to NCHW[x]c with packed
+ * weights, dense weights transposed; a new graph, or NULL with an error. */
+KILN_HIDDEN struct kiln_graph *pass_alter_op_layout(struct kiln_graph *g, const pass_env *env);
 
 #endif

@@ -624,6 +624,7 @@ static tir_func *lower_impl(kiln_schedule *s, int nargs, kiln_tensor *const *arg
     body = tir_vectorize(ctx, body);
     body = tir_legalize_lanes(ctx, body, vector_bytes ? vector_bytes : kiln_host_vector_bytes());
     body = tir_simplify_stmt(L->an, body);
+    body = tir_truncate_divmod(ctx, body);
 
     /* the signature: buffers, then every symbolic size in argument shapes */
     f = arena_alloc(A, sizeof *f);

@@ -334,6 +334,20 @@ kiln_status kiln_bind(kiln_stage *st, kiln_expr axis, const char *tag) {
 
 /* ---- placement ------------------------------------------------------------------ */
 
+/* 1 if body reads t, directly or through stages that are inlined. */
+static int reads_through_inline(const kiln_schedule *s, tir_node body, const kiln_tensor *t,
+                                int depth) {
+    if (te_reads(body, t)) return 1;
+    if (depth > s->nstages) return 0;
+    for (int i = 0; i < s->nstages; i++) {
+        const kiln_stage *x = s->stages[i];
+        if (x->attach == TE_ATTACH_INLINE && te_reads(body, x->tensor) &&
+            reads_through_inline(s, x->body, t, depth + 1))
+            return 1;
+    }
+    return 0;
+}
+
 kiln_status kiln_compute_at(kiln_stage *st, kiln_stage *parent, kiln_expr axis) {
     if (!stage_ok(st, "compute_at") || !stage_ok(parent, "compute_at")) return KILN_ERR_INVALID;
     const char *name = st->tensor->name;
@@ -347,7 +361,7 @@ kiln_status kiln_compute_at(kiln_stage *st, kiln_stage *parent, kiln_expr axis) 
     if (parent->attach == TE_ATTACH_INLINE)
         return kiln_set_error(KILN_ERR_INVALID, "compute_at: target stage '%s' is inlined",
                               parent->tensor->name);
-    if (!te_reads(parent->body, st->tensor))
+    if (!reads_through_inline(st->sch, parent->body, st->tensor, 0))
         return kiln_set_error(KILN_ERR_INVALID,
                               "compute_at: stage '%s' does not read '%s', so '%s' cannot be "
                               "computed inside it (not a consumer)",
@@ -417,6 +431,16 @@ static int scope_ok(const char *prim, const char *scope) {
     kiln_set_error(KILN_ERR_INVALID, "%s: scope '%s' is not \"global\" or \"local\"", prim,
                    scope ? scope : "(null)");
     return 0;
+}
+
+kiln_status kiln_set_scope(kiln_stage *st, const char *scope) {
+    if (!stage_ok(st, "set_scope")) return KILN_ERR_INVALID;
+    if (!scope_ok("set_scope", scope)) return KILN_ERR_INVALID;
+    if (st->is_output && strcmp(scope, "global"))
+        return kiln_set_error(KILN_ERR_INVALID, "set_scope: '%s' is an output; it stays global",
+                              st->tensor->name);
+    st->scope = tir_intern(st->sch->ctx, scope);
+    return KILN_OK;
 }
 
 /* A compute copying `src` elementwise, named NAME.scope. */

@@ -247,3 +247,46 @@ tir_node tir_legalize_lanes(kiln_ctx *ctx, tir_node s, int max_bytes) {
     legal_ctx lc = {ctx, max_bytes};
     return tir_rewrite(s, legalize_fn, &lc);
 }
+
+/* ---- truncating division where it is floor division --------------------------
+ * floordiv/floormod need a sign fix-up that C's / and % lack; when the
+ * dividend is provably >= 0 and the divisor a positive constant, the two
+ * agree, and plain / and % are cheaper and let the C compiler hoist index
+ * arithmetic out of inner loops (the fix-up's branches defeat that). Loop
+ * variables are bound to their ranges first: each var has one loop, so all
+ * can be bound at once. */
+
+static void bind_loops(tir_analyzer *an, tir_node s) {
+    if (s->op == TIR_FOR) {
+        int64_t mn, ext;
+        if (tir_const_int(s->src[1], &mn) && tir_const_int(s->src[2], &ext) && ext > 0)
+            tir_analyzer_bind(an, s->src[0], mn, mn + ext - 1);
+        bind_loops(an, s->src[3]);
+    } else if (s->op == TIR_SEQ) {
+        for (uint32_t i = 0; i < s->nsrc; i++) bind_loops(an, s->src[i]);
+    } else if (s->op == TIR_IF) {
+        for (uint32_t i = 1; i < s->nsrc; i++) bind_loops(an, s->src[i]);
+    } else if (s->op == TIR_ALLOCATE) {
+        bind_loops(an, s->src[2]);
+    }
+}
+
+static tir_node divmod_fn(tir_node n, void *user) {
+    if ((n->op != TIR_FLOORDIV && n->op != TIR_FLOORMOD) || n->lanes != 1 ||
+        (n->dtype != KILN_INT64 && n->dtype != KILN_INT32))
+        return n;
+    int64_t d, lo, hi;
+    if (!tir_const_int(n->src[1], &d) || d <= 0) return n;
+    tir_const_bound((tir_analyzer *)user, n->src[0], &lo, &hi);
+    if (lo < 0) return n;
+    return tir_bin(n->op == TIR_FLOORDIV ? TIR_DIV : TIR_MOD, n->src[0], n->src[1]);
+}
+
+tir_node tir_truncate_divmod(kiln_ctx *ctx, tir_node s) {
+    tir_analyzer *an = tir_analyzer_new(ctx);
+    if (!an) return s;
+    bind_loops(an, s);
+    tir_node r = tir_rewrite(s, divmod_fn, an);
+    tir_analyzer_free(an);
+    return r;
+}

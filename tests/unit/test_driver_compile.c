@@ -90,8 +90,9 @@ static void test_compile_cnn(void) {
     if (!ex) {
         fprintf(stderr, "load: %s\n", kiln_last_error());
     } else {
-        /* FuseOps: conv+bias+relu, pool, flatten, dense+add, softmax */
-        CHECK_EQ_INT(kiln_executor_num_kernels(ex), 5);
+        /* AlterOpLayout + FuseOps: input to NCHW[x]c, conv+bias+relu, pool (blocked),
+           NCHW again+flatten, dense+add, softmax */
+        CHECK_EQ_INT(kiln_executor_num_kernels(ex), 6);
         CHECK_EQ_INT(kiln_executor_num_inputs(ex), 1);
         CHECK_EQ_STR(kiln_executor_input_name(ex, 0), "input");
         CHECK_EQ_STR(kiln_executor_output_name(ex, 0), "probs");

@@ -1,0 +1,261 @@
+/* compute_nchwc.c: the blocked data layout NCHW[x]c, TVM's x86 fast path.
+ * A tensor [N, C, H, W] in NCHW16c is [N, C/16, H, W, 16]: sixteen
+ * channels sit side by side, so a convolution can keep a vector of output
+ * channels in a register and multiply it by a broadcast input value.
+ * AlterOpLayout (passes/alter_layout.c) rewrites convolutions into
+ * nn.contrib_conv2d_NCHWc, packs their weights into OIHW[x]i[y]o
+ * ([O/y, I/x, KH, KW, x, y]) at compile time and inserts layout_transform
+ * where a consumer needs NCHW back. Here: the relations, computes and the
+ * register-blocked schedule of those two ops. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compute.h"
+#include "relations.h"
+
+int ops_layout_block(const char *layout) {
+    if (!layout) return -1;
+    if (!strcmp(layout, "NCHW")) return 0;
+    if (strncmp(layout, "NCHW", 4)) return -1;
+    char *end;
+    long b = strtol(layout + 4, &end, 10);
+    if (b < 1 || b > 4096 || strcmp(end, "c")) return -1;
+    return (int)b;
+}
+
+#define REQUIRE_KNOWN(n)                                                               \
+    for (int i_ = 0; i_ < (n); i_++)                                                   \
+        if (!in[i_]->known) return REL_INCOMPLETE;
+
+/* ---- layout_transform ----------------------------------------------------------- */
+
+static int layouts(const gnode *call, int *src, int *dst) {
+    const char *s = graph_attr_str(call, "src_layout", NULL);
+    const char *d = graph_attr_str(call, "dst_layout", NULL);
+    *src = ops_layout_block(s);
+    *dst = ops_layout_block(d);
+    if (*src < 0 || *dst < 0) {
+        ops_fail("layout_transform supports NCHW and NCHW[x]c, not '%s' -> '%s'", s ? s : "?",
+                 d ? d : "?");
+        return 0;
+    }
+    return 1;
+}
+
+rel_result rel_layout_transform(const struct kiln_graph *g, const gnode *call,
+                                const gtype *const *in, gtype *out) {
+    REQUIRE_KNOWN(1);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
+    if (!x) return r;
+    int sb, db;
+    if (!layouts(call, &sb, &db)) return REL_ERROR;
+    if (x->ndim != (sb ? 5 : 4))
+        return ops_fail("data in %s must be %d-D, got %d-D", graph_attr_str(call, "src_layout", ""),
+                        sb ? 5 : 4, x->ndim);
+    if (!ops_all_known(x, 1, x->ndim)) return ops_fail("only the batch dim may be symbolic");
+    if (sb && x->dims[4].v != sb)
+        return ops_fail("the last dim is %lld, not the block %d", (long long)x->dims[4].v, sb);
+    int64_t c = sb ? x->dims[1].v * sb : x->dims[1].v;
+    if (db && c % db)
+        return ops_fail("%lld channels do not split into blocks of %d", (long long)c, db);
+    gtensor_type res = *x;
+    res.ndim = db ? 5 : 4;
+    res.dims[1] = (gdim){db ? c / db : c, NULL};
+    if (db) res.dims[4] = (gdim){db, NULL};
+    return ops_set_out(g, out, &res);
+}
+
+typedef struct {
+    kiln_tensor *x;
+    int sb, db;
+} lt_args;
+
+static kiln_expr lt_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    lt_args *a = u;
+    kiln_expr c = a->db ? kiln_add(kiln_mul(i[1], ops_int(ctx, a->db)), i[4]) : i[1];
+    kiln_expr ix[5] = {i[0], c, i[2], i[3], NULL};
+    if (a->sb) {
+        ix[1] = kiln_floordiv(c, ops_int(ctx, a->sb));
+        ix[4] = kiln_floormod(c, ops_int(ctx, a->sb));
+    }
+    return kiln_tensor_at(a->x, a->sb ? 5 : 4, ix);
+}
+
+kiln_status compute_layout_transform(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                     kiln_tensor **out) {
+    lt_args a = {in[0], 0, 0};
+    if (!layouts(call, &a.sb, &a.db)) return KILN_ERR_INVALID;
+    int64_t od[5];
+    int nd = ops_out_shape(call, od);
+    out[0] = ops_compute(ctx, call, "", nd, od, lt_body, &a);
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* ---- nn.contrib_conv2d_NCHWc -------------------------------------------------------
+ * data [N, IC/x, H, W, x], weight [OC/y, IC/x, KH, KW, x, y], out [N, OC/y,
+ * OH, OW, y]. Depthwise (groups = IC = OC, x = y): weight [C/x, 1, KH, KW,
+ * 1, x], and output channel c reads input channel c only. */
+
+static int is_depthwise(const gnode *call) { return graph_attr_int(call, "groups", 1) > 1; }
+
+rel_result rel_conv2d_nchwc(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
+                            gtype *out) {
+    REQUIRE_KNOWN(2);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r), *w = x ? ops_tensor_in(in[1], 1, &r) : NULL;
+    if (!w) return r;
+    int ib = ops_layout_block(graph_attr_str(call, "data_layout", "NCHW"));
+    int ob = ops_layout_block(graph_attr_str(call, "out_layout", "NCHW"));
+    if (ib < 1 || ob < 1) return ops_fail("data_layout and out_layout must be NCHW[x]c");
+    if (x->ndim != 5 || w->ndim != 6)
+        return ops_fail("data must be 5-D (NCHW[x]c) and weight 6-D (OIHW[x]i[y]o), got %d-D and "
+                        "%d-D",
+                        x->ndim, w->ndim);
+    if (x->dtype != w->dtype)
+        return ops_fail("data is %s but weight is %s", kiln_dtype_name(x->dtype),
+                        kiln_dtype_name(w->dtype));
+    if (!ops_all_known(x, 1, 5) || !ops_all_known(w, 0, 6))
+        return ops_fail("only the batch dim may be symbolic");
+    int64_t groups = graph_attr_int(call, "groups", 1);
+    int64_t ic = x->dims[1].v * x->dims[4].v;
+    if (x->dims[4].v != ib) return ops_fail("data's block is %lld, not %d", (long long)x->dims[4].v, ib);
+    if (w->dims[5].v != ob) return ops_fail("weight's output block is %lld, not %d",
+                                            (long long)w->dims[5].v, ob);
+    if (groups == 1) {
+        if (w->dims[1].v != x->dims[1].v || w->dims[4].v != ib)
+            return ops_fail("weight [%lld, %lld, ., ., %lld, .] does not match data with %lld "
+                            "channels in blocks of %d",
+                            (long long)w->dims[0].v, (long long)w->dims[1].v,
+                            (long long)w->dims[4].v, (long long)ic, ib);
+    } else if (groups != ic || ib != ob || w->dims[0].v * ob != ic || w->dims[1].v != 1 ||
+               w->dims[4].v != 1) {
+        return ops_fail("grouped NCHW[x]c convolution must be depthwise (groups = channels = %lld, "
+                        "one block), got groups=%lld",
+                        (long long)ic, (long long)groups);
+    }
+    int64_t s[2], d[2], p[4];
+    ops_attr2(call, "strides", 1, s);
+    ops_attr2(call, "dilation", 1, d);
+    ops_pad4(call, p);
+    if (s[0] < 1 || s[1] < 1 || d[0] < 1 || d[1] < 1 || p[0] < 0 || p[1] < 0 || p[2] < 0 || p[3] < 0)
+        return ops_fail("strides and dilation must be >= 1 and padding >= 0");
+    gtensor_type res = *x;
+    res.dims[1] = (gdim){w->dims[0].v, NULL};
+    res.dims[4] = (gdim){ob, NULL};
+    for (int i = 0; i < 2; i++) {
+        int64_t span = x->dims[2 + i].v + p[i] + p[i + 2] - d[i] * (w->dims[2 + i].v - 1) - 1;
+        if (span < 0) return ops_fail("the kernel is larger than the padded input");
+        res.dims[2 + i] = (gdim){span / s[i] + 1, NULL};
+    }
+    return ops_set_out(g, out, &res);
+}
+
+typedef struct {
+    kiln_tensor *p, *w;
+    int64_t s[2], d[2];
+    int dw;
+    kiln_expr icc, kh, kw, ib;
+} convc_args;
+
+static kiln_expr convc_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    convc_args *c = u;
+    kiln_expr h = kiln_add(kiln_mul(i[2], ops_int(ctx, c->s[0])), kiln_mul(c->kh, ops_int(ctx, c->d[0])));
+    kiln_expr w = kiln_add(kiln_mul(i[3], ops_int(ctx, c->s[1])), kiln_mul(c->kw, ops_int(ctx, c->d[1])));
+    kiln_expr z = ops_int(ctx, 0);
+    if (c->dw) {
+        kiln_expr pi[5] = {i[0], i[1], h, w, i[4]}, wi[6] = {i[1], z, c->kh, c->kw, z, i[4]};
+        kiln_expr axes[2] = {c->kh, c->kw};
+        return kiln_sum(kiln_mul(kiln_tensor_at(c->p, 5, pi), kiln_tensor_at(c->w, 6, wi)), 2, axes);
+    }
+    kiln_expr pi[5] = {i[0], c->icc, h, w, c->ib}, wi[6] = {i[1], c->icc, c->kh, c->kw, c->ib, i[4]};
+    kiln_expr axes[4] = {c->icc, c->kh, c->kw, c->ib};
+    return kiln_sum(kiln_mul(kiln_tensor_at(c->p, 5, pi), kiln_tensor_at(c->w, 6, wi)), 4, axes);
+}
+
+kiln_status compute_conv2d_nchwc(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                 kiln_tensor **out) {
+    int64_t od[5], wd[6], pad[4];
+    ops_out_shape(call, od);
+    ops_shape(in[1], wd);
+    ops_pad4(call, pad);
+    convc_args c;
+    memset(&c, 0, sizeof c);
+    c.p = ops_pad_spatial(ctx, call, in[0], pad, 0);
+    c.w = in[1];
+    if (!c.p) return KILN_ERR_INVALID;
+    ops_attr2(call, "strides", 1, c.s);
+    ops_attr2(call, "dilation", 1, c.d);
+    c.dw = is_depthwise(call);
+    c.icc = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, wd[1]), "rco");
+    c.kh = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, wd[2]), "ry");
+    c.kw = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, wd[3]), "rx");
+    c.ib = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, wd[4]), "rci");
+    out[0] = ops_compute(ctx, call, "", 5, od, convc_body, &c);
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* ---- the schedule -------------------------------------------------------------------
+ * TVM's conv2d_NCHWc x86 schedule, with the register block sized to the
+ * target: the output row is cut into chunks of reg_n pixels; for each
+ * (batch, output-channel block, row) in parallel and each chunk, the
+ * reg_n x y accumulators live in registers (the conv stage computed at the
+ * chunk) while the reduction runs over input-channel blocks, kernel rows,
+ * kernel columns and the x input channels of a block; pixels unrolled,
+ * output channels vectorized. The epilogue (bias, batch-norm scale, relu,
+ * residual add) is the output stage, vectorized over the same block. */
+
+/* The largest divisor of n that is at most cap (at least 1). */
+static int64_t divisor_at_most(int64_t n, int64_t cap) {
+    for (int64_t d = cap < n ? cap : n; d > 1; d--)
+        if (n % d == 0) return d;
+    return 1;
+}
+
+kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
+                                  kiln_tensor *out, int vector_bytes) {
+    int64_t od[5];
+    if (kiln_tensor_ndim(out) != 5 || ops_shape(out, od) != 5) return KILN_OK;
+    int lanes = vector_bytes / 4 > 0 ? vector_bytes / 4 : 4;
+    int nregs = vector_bytes >= 64 ? 32 : 16;
+    int64_t vecs = (od[4] + lanes - 1) / lanes;  /* registers per pixel */
+    int64_t cap = (nregs - 4) / vecs;            /* keep a few for the weights and input */
+    if (cap < 1) cap = 1;
+    int64_t reg_n = divisor_at_most(od[3], cap);
+    kiln_tensor *conv = anchor;
+    if (anchor == out) {
+        conv = kiln_cache_write(s, out, "local");
+        if (!conv) return KILN_ERR_INVALID;
+    }
+    kiln_stage *so = kiln_schedule_stage(s, out), *sc = kiln_schedule_stage(s, conv);
+    if (!so || !sc) return KILN_ERR_INVALID;
+    kiln_status st = kiln_set_scope(sc, "local");
+    if (st != KILN_OK) return st;
+    kiln_expr n = kiln_tensor_axis(out, 0), occ = kiln_tensor_axis(out, 1),
+              oh = kiln_tensor_axis(out, 2), ow = kiln_tensor_axis(out, 3),
+              ob = kiln_tensor_axis(out, 4);
+    kiln_expr owo, owi, f1, f2;
+    if ((st = kiln_split(so, ow, reg_n, &owo, &owi)) != KILN_OK) return st;
+    kiln_expr order[6] = {n, occ, oh, owo, owi, ob};
+    if ((st = kiln_reorder(so, 6, order)) != KILN_OK ||
+        (st = kiln_fuse(so, n, occ, &f1)) != KILN_OK || (st = kiln_fuse(so, f1, oh, &f2)) != KILN_OK ||
+        (st = kiln_parallel(so, f2)) != KILN_OK || (st = kiln_unroll(so, owi)) != KILN_OK ||
+        (st = kiln_vectorize(so, ob)) != KILN_OK ||
+        (st = kiln_compute_at(sc, so, owo)) != KILN_OK)
+        return st;
+    kiln_expr c[5], r[4];
+    for (int i = 0; i < 5; i++) c[i] = kiln_tensor_axis(conv, i);
+    int dw = is_depthwise(call);
+    for (int i = 0; i < (dw ? 2 : 4); i++) r[i] = kiln_tensor_reduce_axis(conv, i);
+    kiln_expr corder[9];
+    int k = 0;
+    for (int i = 0; i < 3; i++) corder[k++] = c[i];
+    for (int i = 0; i < (dw ? 2 : 4); i++) corder[k++] = r[i];
+    corder[k++] = c[3];
+    corder[k++] = c[4];
+    if ((st = kiln_reorder(sc, k, corder)) != KILN_OK || (st = kiln_unroll(sc, c[3])) != KILN_OK ||
+        (st = kiln_vectorize(sc, c[4])) != KILN_OK)
+        return st;
+    return KILN_OK;
+}
