@@ -2,9 +2,8 @@
  *
  * Convolutions (groups 1, or depthwise) with constant float32 weights
  * become nn.contrib_conv2d_NCHWc: data in NCHW[x]c, weights packed here at
- * compile time into OIHW[x]i[y]o, output in NCHW[y]c. The block is the
- * largest divisor of the channel count that fits one vector register (16
- * floats with AVX-512, 8 with AVX2), as TVM's fallback config picks it.
+ * compile time into OIHW[x]i[y]o, output in NCHW[y]c. The block fits one
+ * vector register (16 floats with AVX-512, 8 with AVX2): see channel_block.
  *
  * The blocked layout then flows as far as it can, so transforms stay rare:
  * elementwise and broadcasting ops (relu, add, multiply, ..., and
@@ -74,8 +73,14 @@ static int as_blocked(alter *A, int id, int b) {
     return t;
 }
 
-static int64_t divisor_at_most(int64_t n, int64_t cap) {
-    for (int64_t d = cap < n ? cap : n; d > 1; d--)
+/* The channel block for n channels: the widest power of two dividing n
+ * that fits a register (a whole or half vector beats an odd width the
+ * code generator must split, e.g. 24 channels: 3 blocks of 8, not 2 of
+ * 12), else TVM's choice, the largest divisor that fits. */
+static int64_t channel_block(int64_t n, int64_t lanes) {
+    for (int64_t b = lanes; b >= 4; b /= 2)
+        if (n % b == 0) return b;
+    for (int64_t d = lanes < n ? lanes : n; d > 1; d--)
         if (n % d == 0) return d;
     return 1;
 }
@@ -128,8 +133,8 @@ static int alter_conv(alter *A, const gnode *n) {
     if (dw && !(groups == C && O == C && I == 1)) return REBUILD_COPY;
     /* the input's block: keep the producer's when it divides the channels */
     int64_t ib = A->blk[x->id] && C % A->blk[x->id] == 0 ? A->blk[x->id]
-                                                          : divisor_at_most(C, A->lanes);
-    int64_t ob = dw ? ib : divisor_at_most(O, A->lanes);
+                                                          : channel_block(C, A->lanes);
+    int64_t ob = dw ? ib : channel_block(O, A->lanes);
     /* packed weight: [O/ob, I/ib, KH, KW, ib, ob]; depthwise [C/b, 1, KH, KW, 1, b] */
     int64_t ibw = dw ? 1 : ib, Ic = dw ? 1 : I / ib;
     int64_t dims[6] = {O / ob, Ic, KH, KW, ibw, ob};

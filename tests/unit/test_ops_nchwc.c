@@ -1,0 +1,184 @@
+/* test_ops_nchwc.c: AlterOpLayout's blocked convolutions (NCHW[x]c) and
+ * their register-blocked schedule. Every case is compiled three ways and
+ * the results must agree: the default pipeline (blocked layout, the conv
+ * schedule), the same graph under the naive schedule (invariant 1: a
+ * schedule never changes results), and with AlterOpLayout disabled (the
+ * plain NCHW convolution). Cases cover groups 1 and depthwise, strides,
+ * dilation, asymmetric padding, channel counts that are not a multiple of
+ * the vector width, an epilogue (bias, relu, residual add with a second
+ * blocked tensor), pooling in the blocked layout, and AVX2-sized blocks
+ * (vector-bits 256) next to the host's. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "kiln/graph.h"
+#include "te_util.h"
+
+typedef struct {
+    const char *what;
+    int64_t n, c, h, w, oc, k;
+    int stride, dil, groups;
+    int64_t pad[4];
+    int epilogue; /* 0 none, 1 bias+relu, 2 bias + residual add + relu, 3 relu + max pool */
+} conv_case;
+
+static kiln_ndarray *filled(int nd, const int64_t *shape, uint64_t *seed) {
+    kiln_ndarray *a = kiln_ndarray_empty(KILN_FLOAT32, nd, shape);
+    tu_fill(a, seed);
+    return a;
+}
+
+/* x -> conv -> epilogue; the residual case adds a second conv of x. */
+static kiln_graph *make_graph(const conv_case *c, kiln_ndarray **keep, int *nkeep) {
+    uint64_t seed = 1234 + (uint64_t)c->c * 7 + (uint64_t)c->oc;
+    int64_t xs[4] = {c->n, c->c, c->h, c->w};
+    int64_t ws[4] = {c->oc, c->c / c->groups, c->k, c->k}, bs[1] = {c->oc};
+    kiln_graph *g = kiln_graph_new();
+    int x = kiln_graph_var(g, "x", KILN_FLOAT32, 4, xs, NULL);
+    keep[(*nkeep)++] = filled(4, ws, &seed);
+    int w = kiln_graph_const(g, "w", keep[*nkeep - 1]);
+    char attrs[256];
+    snprintf(attrs, sizeof attrs,
+             "strides=[%d, %d], dilation=[%d, %d], groups=%d, padding=[%lld, %lld, %lld, %lld]",
+             c->stride, c->stride, c->dil, c->dil, c->groups, (long long)c->pad[0],
+             (long long)c->pad[1], (long long)c->pad[2], (long long)c->pad[3]);
+    int in[2] = {x, w};
+    int y = kiln_graph_call(g, "nn.conv2d", 2, in, attrs, "conv");
+    if (c->epilogue == 1 || c->epilogue == 2) {
+        keep[(*nkeep)++] = filled(1, bs, &seed);
+        int b = kiln_graph_const(g, "b", keep[*nkeep - 1]);
+        int ba[2] = {y, b};
+        y = kiln_graph_call(g, "nn.bias_add", 2, ba, NULL, "bias");
+    }
+    if (c->epilogue == 2) {
+        keep[(*nkeep)++] = filled(4, ws, &seed);
+        int w2 = kiln_graph_const(g, "w2", keep[*nkeep - 1]);
+        int in2[2] = {x, w2};
+        int y2 = kiln_graph_call(g, "nn.conv2d", 2, in2, attrs, "conv2");
+        int a[2] = {y, y2};
+        y = kiln_graph_call(g, "add", 2, a, NULL, "residual");
+    }
+    if (c->epilogue) y = kiln_graph_call(g, "nn.relu", 1, &y, NULL, "relu");
+    if (c->epilogue == 3)
+        y = kiln_graph_call(g, "nn.max_pool2d", 1, &y, "pool_size=[2, 2], strides=[2, 2]", "pool");
+    kiln_graph_set_outputs(g, 1, &y, NULL);
+    return g;
+}
+
+static kiln_ndarray *run(kiln_graph *g, const kiln_ndarray *x, const char *k1, const char *v1,
+                         const char *k2, const char *v2, int *nconv) {
+    kiln_build_options *o = kiln_build_options_new();
+    if (k1) kiln_build_options_set(o, k1, v1);
+    if (k2) kiln_build_options_set(o, k2, v2);
+    const char *pkg = test_tmp_path("nchwc.tar");
+    kiln_ndarray *r = NULL;
+    kiln_status st = kiln_graph_compile(g, pkg, o);
+    kiln_build_options_free(o);
+    if (st != KILN_OK) {
+        fprintf(stderr, "compile: %s\n", kiln_last_error());
+        return NULL;
+    }
+    kiln_executor *ex = kiln_executor_load(pkg);
+    if (!ex) return NULL;
+    *nconv = 0;
+    for (int k = 0; k < kiln_executor_num_kernels(ex); k++)
+        *nconv += strstr(kiln_executor_kernel_func(ex, k), "conv2d_NCHWc") != NULL;
+    if (kiln_executor_set_input(ex, "x", x) == KILN_OK && kiln_executor_run(ex) == KILN_OK) {
+        const kiln_ndarray *o0 = kiln_executor_output(ex, 0);
+        int64_t sh[4];
+        for (int d = 0; d < kiln_ndarray_ndim(o0); d++) sh[d] = kiln_ndarray_dim(o0, d);
+        r = kiln_ndarray_empty(KILN_FLOAT32, kiln_ndarray_ndim(o0), sh);
+        kiln_ndarray_copy(r, o0);
+    }
+    kiln_executor_free(ex);
+    return r;
+}
+
+static const conv_case g_cases[] = {
+    {"3x3 s1 p1, 32->64 (one 16-block)", 1, 32, 9, 9, 64, 3, 1, 1, 1, {1, 1, 1, 1}, 1},
+    {"1x1, 64->32, 14x14 (reg_n 14)", 1, 64, 14, 14, 32, 1, 1, 1, 1, {0, 0, 0, 0}, 0},
+    {"3x3 s2, 24->40 (blocks of 8)", 1, 24, 11, 13, 40, 3, 2, 1, 1, {1, 1, 1, 1}, 2},
+    {"7x7 s2 p3, 3->16 (stem: input block 3)", 1, 3, 20, 20, 16, 7, 2, 1, 1, {3, 3, 3, 3}, 3},
+    {"3x3 dilation 2, asymmetric padding, 6->10", 2, 6, 10, 9, 10, 3, 1, 2, 1, {2, 1, 0, 2}, 1},
+    {"depthwise 3x3 s1, 32 channels", 1, 32, 10, 10, 32, 3, 1, 1, 32, {1, 1, 1, 1}, 1},
+    {"depthwise 3x3 s2, 24 channels", 1, 24, 9, 9, 24, 3, 2, 1, 24, {1, 1, 1, 1}, 1},
+    {"depthwise 5x5 s1, 40 channels, residual", 1, 40, 8, 8, 40, 5, 1, 1, 40, {2, 2, 2, 2}, 2},
+};
+
+static void test_nchwc_convolutions(void) {
+    for (size_t i = 0; i < sizeof g_cases / sizeof g_cases[0]; i++) {
+        const conv_case *c = &g_cases[i];
+        kiln_ndarray *keep[8];
+        int nkeep = 0;
+        kiln_graph *g = make_graph(c, keep, &nkeep);
+        uint64_t seed = 99 + i;
+        int64_t xs[4] = {c->n, c->c, c->h, c->w};
+        kiln_ndarray *x = filled(4, xs, &seed);
+        int k_def = 0, k_naive = 0, k_plain = 0, k_256 = 0;
+        kiln_ndarray *def = run(g, x, NULL, NULL, NULL, NULL, &k_def);
+        kiln_ndarray *naive = run(g, x, "schedule", "naive", NULL, NULL, &k_naive);
+        kiln_ndarray *plain = run(g, x, "disabled-pass", "AlterOpLayout", NULL, NULL, &k_plain);
+        kiln_ndarray *v256 = run(g, x, "vector-bits", "256", NULL, NULL, &k_256);
+        CHECK(def && naive && plain && v256);
+        if (def && naive && plain && v256) {
+            double e1 = tu_max_rel_err(def, naive), e2 = tu_max_rel_err(def, plain),
+                   e3 = tu_max_rel_err(v256, plain);
+            if (e1 > 1e-4 || e2 > 1e-4 || e3 > 1e-4)
+                fprintf(stderr, "case '%s': default/naive %.2g, default/NCHW %.2g, 256-bit/NCHW %.2g\n",
+                        c->what, e1, e2, e3);
+            CHECK(e1 < 1e-4);
+            CHECK(e2 < 1e-4);
+            CHECK(e3 < 1e-4);
+        }
+        /* the blocked path was taken, and not with AlterOpLayout disabled */
+        CHECK(k_def >= 1);
+        CHECK(k_256 >= 1);
+        CHECK_EQ_INT(k_plain, 0);
+        kiln_ndarray_free(def);
+        kiln_ndarray_free(naive);
+        kiln_ndarray_free(plain);
+        kiln_ndarray_free(v256);
+        kiln_ndarray_free(x);
+        for (int k = 0; k < nkeep; k++) kiln_ndarray_free(keep[k]);
+        kiln_graph_free(g);
+    }
+}
+
+/* Bad layout attributes get errors, not crashes. */
+static void test_nchwc_errors(void) {
+    int64_t xs[5] = {1, 2, 4, 4, 8}, ws[6] = {1, 2, 3, 3, 8, 16};
+    kiln_graph *g = kiln_graph_new();
+    int x = kiln_graph_var(g, "x", KILN_FLOAT32, 5, xs, NULL);
+    kiln_ndarray *w = kiln_ndarray_empty(KILN_FLOAT32, 6, ws);
+    int wc = kiln_graph_const(g, "w", w);
+    int in[2] = {x, wc};
+    int c = kiln_graph_call(g, "nn.contrib_conv2d_NCHWc", 2, in,
+                            "data_layout=\"NCHW4c\", out_layout=\"NCHW16c\"", "bad_conv");
+    CHECK(c >= 0);
+    kiln_graph_set_outputs(g, 1, &c, NULL);
+    CHECK_EQ_INT(kiln_graph_infer_types(g), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "bad_conv");
+    CHECK_CONTAINS(kiln_last_error(), "block");
+    kiln_graph_free(g);
+    g = kiln_graph_new();
+    int64_t ps[4] = {1, 12, 4, 4};
+    x = kiln_graph_var(g, "x", KILN_FLOAT32, 4, ps, NULL);
+    int t = kiln_graph_call(g, "layout_transform", 1, &x,
+                            "src_layout=\"NCHW\", dst_layout=\"NCHW8c\"", "lt");
+    kiln_graph_set_outputs(g, 1, &t, NULL);
+    CHECK_EQ_INT(kiln_graph_infer_types(g), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "do not split into blocks of 8");
+    kiln_graph_free(g);
+    g = kiln_graph_new();
+    x = kiln_graph_var(g, "x", KILN_FLOAT32, 4, ps, NULL);
+    t = kiln_graph_call(g, "layout_transform", 1, &x, "src_layout=\"NHWC\", dst_layout=\"NCHW4c\"",
+                        "lt2");
+    kiln_graph_set_outputs(g, 1, &t, NULL);
+    CHECK_EQ_INT(kiln_graph_infer_types(g), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "NHWC");
+    kiln_graph_free(g);
+    kiln_ndarray_free(w);
+}
+
+TEST_MAIN(TEST(test_nchwc_convolutions), TEST(test_nchwc_errors))
