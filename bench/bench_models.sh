@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# bench_models.sh: kiln against ONNX Runtime (and PyTorch and TVM where they
+# are available) on full-size ResNet-50, MobileNetV2 and a BERT-base encoder
+# (seq 128, hidden 768, 12 layers), batch 1, float32, 2 and 1 thread(s).
+# Writes the table to bench/last_results.md. A benchmark, not a test: CI
+# never runs it and nothing depends on its timings.
+#
+#   bench/bench_models.sh [--out DIR] [--no-tvm] [--skip-compile] [-- ARGS for bench_models.py]
+#
+#   --out DIR        the full-size models and packages (default build/bench-models; exported
+#                    with models/e2e/export_models.py --full if missing, ~5 min)
+#   --no-tvm         do not try `pip install apache-tvm`
+#   --skip-compile   reuse DIR/MODEL.tar (the compile-time column is then empty)
+#   ARGS             e.g. --models resnet50 --rounds 5 --runs 5 (bench_models.py --help)
+#
+# Sets up build/bench-venv (python3 -m venv --system-site-packages) with Debian's
+# torch, torchvision and onnx plus onnxruntime from pip; apache-tvm from pip
+# only if it installs within 3 minutes. Builds build/kiln, build/bench/kiln_time
+# and build/bench/peak_main. Takes about 10 minutes on 2 cores (plus ~5 for a first export).
+set -eu
+cd "$(dirname "$0")/.."
+
+OUT=build/bench-models
+TVM=1
+COMPILE=1
+MODELS=(resnet50 mobilenetv2 bert_base_opset17)
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) OUT=$2; shift 2 ;;
+    --no-tvm) TVM=0; shift ;;
+    --skip-compile) COMPILE=0; shift ;;
+    --) shift; break ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench_models.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+# --models in the extra arguments also picks what to export and compile
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  if [ "${args[$i]}" = --models ]; then
+    MODELS=()
+    for ((j = i + 1; j < ${#args[@]}; j++)); do
+      case "${args[$j]}" in -*) break ;; *) MODELS+=("${args[$j]}") ;; esac
+    done
+  fi
+done
+
+SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+need=()
+/usr/bin/python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)
+/usr/bin/python3 -c 'import torch' 2>/dev/null || need+=(python3-torch)
+/usr/bin/python3 -c 'import torchvision' 2>/dev/null || need+=(python3-torchvision)
+/usr/bin/python3 -c 'import onnx' 2>/dev/null || need+=(python3-onnx)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "== apt-get install ${need[*]}"
+  $SUDO apt-get update -q && $SUDO apt-get install -y -q "${need[@]}"
+fi
+
+VENV=build/bench-venv
+PY=$VENV/bin/python
+if [ ! -x "$PY" ]; then
+  echo "== creating $VENV"
+  /usr/bin/python3 -m venv --system-site-packages "$VENV"
+fi
+"$PY" -c 'import onnxruntime' 2>/dev/null || { echo "== pip install onnxruntime"; "$PY" -m pip install -q onnxruntime; }
+NUMPY=$("$PY" -c 'import numpy; print(numpy.__version__)')
+if [ "$TVM" = 1 ] && ! "$PY" -c 'import tvm' 2>/dev/null; then
+  # apache-tvm pulls numpy 2, which Debian's torch cannot load: keep the system
+  # numpy, and give TVM's ONNX frontend the onnx (>= 1.14) it needs.
+  echo "== pip install apache-tvm (skipped if it takes over 3 minutes)"
+  if timeout 180 "$PY" -m pip install -q apache-tvm "numpy==$NUMPY" "ml_dtypes<0.5" \
+       "onnx>=1.14,<1.18" && timeout 180 "$PY" -m pip install -q --ignore-installed --no-deps \
+       typing_extensions && "$PY" -c 'import tvm, torch; from tvm.relax.frontend.onnx import from_onnx'; then
+    echo "   apache-tvm installed"
+  else
+    echo "   apache-tvm not available; the TVM column is skipped"
+  fi
+fi
+
+echo "== building kiln, kiln_time and peak_main"
+[ -f build/CMakeCache.txt ] || cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake build >/dev/null
+cmake --build build --target kiln_cli kiln_time peak_main -j"$(nproc)" >/dev/null
+
+missing=()
+for m in "${MODELS[@]}"; do [ -f "$OUT/$m.onnx" ] && [ -f "$OUT/${m}_io.npz" ] || missing+=(--only "$m"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== exporting the full-size models into $OUT (${missing[*]})"
+  "$PY" models/e2e/export_models.py --full --out "$OUT" "${missing[@]}"
+else
+  echo "== reusing the full-size models in $OUT"
+fi
+
+CT=build/bench-compile-times.json
+if [ "$COMPILE" = 1 ]; then
+  echo "{" > "$CT.tmp"
+  sep=
+  for m in "${MODELS[@]}"; do
+    t0=$(date +%s.%N)
+    build/kiln compile "$OUT/$m.onnx" -o "$OUT/$m.tar"
+    t=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+    echo "   kiln compile $m: $t s"
+    printf '%s "%s": %s\n' "$sep" "$m" "$t" >> "$CT.tmp"
+    sep=,
+  done
+  echo "}" >> "$CT.tmp"
+  mv "$CT.tmp" "$CT"
+fi
+
+echo "== bench/bench_models.py"
+extra=()
+[ "$COMPILE" = 1 ] && extra+=(--compile-times "$CT")
+[ "$TVM" = 1 ] || extra+=(--no-tvm)
+exec "$PY" bench/bench_models.py --models-dir "$OUT" "${extra[@]}" "$@"
