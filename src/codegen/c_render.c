@@ -423,6 +423,24 @@ static char *lane_call(render *r, const char *opname, int op, uint32_t aux, kiln
     else
         snprintf(name, sizeof name, "kiln_%s_%s_%sx%d", opname, g_types[odt].tag, g_types[dt].tag,
                  lanes);
+    if (!have_helper(r, name) && (op == TIR_MIN || op == TIR_MAX) && odt == dt &&
+        (dt == KILN_FLOAT32 || dt == KILN_FLOAT64)) {
+        /* NaN-propagating min/max as compare masks and a bitwise blend: the
+           per-lane form with || is not always turned into vector code */
+        char vt[48], it[48];
+        vtype(r, vt, dt, lanes);
+        vtype(r, it, dt == KILN_FLOAT32 ? KILN_INT32 : KILN_INT64, lanes);
+        add_helper(r, name,
+                   sfmt("static inline %s %s(%s a, %s b) {\n"
+                        "    %s m = (a %s b) | (a != a), ai, bi, ri;\n"
+                        "    %s r;\n"
+                        "    memcpy(&ai, &a, sizeof a);\n"
+                        "    memcpy(&bi, &b, sizeof b);\n"
+                        "    ri = (ai & m) | (bi & ~m);\n"
+                        "    memcpy(&r, &ri, sizeof r);\n"
+                        "    return r;\n}\n",
+                        vt, name, vt, vt, it, op == TIR_MAX ? ">" : "<", vt));
+    }
     if (!have_helper(r, name)) {
         static char *elems[3] = {"a[i]", "b[i]", "c[i]"};
         char *body = scalar_text(r, op, aux, dt, odt, elems);

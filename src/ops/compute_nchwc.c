@@ -197,20 +197,51 @@ kiln_status compute_conv2d_nchwc(kiln_ctx *ctx, const gnode *call, kiln_tensor *
 }
 
 /* ---- the schedule -------------------------------------------------------------------
- * TVM's conv2d_NCHWc x86 schedule, with the register block sized to the
- * target: the output row is cut into chunks of reg_n pixels; for each
- * (batch, output-channel block, row) in parallel and each chunk, the
- * reg_n x y accumulators live in registers (the conv stage computed at the
- * chunk) while the reduction runs over input-channel blocks, kernel rows,
- * kernel columns and the x input channels of a block; pixels unrolled,
- * output channels vectorized. The epilogue (bias, batch-norm scale, relu,
- * residual add) is the output stage, vectorized over the same block. */
+ * TVM's conv2d_NCHWc x86 schedule with a two-dimensional register block,
+ * as hand-written convolution kernels (MLAS, oneDNN) do it: reg_n output
+ * pixels of a row times ocb output-channel blocks. For each (batch,
+ * channel-block group, row) in parallel and each chunk of the row, the
+ * reg_n x ocb x y accumulators live in registers (the conv stage computed
+ * at the chunk, local scope) while the reduction runs over input-channel
+ * blocks, kernel rows, kernel columns and the x channels of a block; each
+ * step broadcasts reg_n input values and loads ocb weight vectors for
+ * reg_n * ocb multiply-adds, so the loads stop being the bottleneck once
+ * both are above 1. Pixels and channel blocks are unrolled, the y channels
+ * vectorized. The epilogue (bias, batch-norm scale, relu, residual add) is
+ * the output stage, over the same block. Depthwise convolutions have no
+ * reuse across channel blocks: ocb is 1 for them. */
 
-/* The largest divisor of n that is at most cap (at least 1). */
-static int64_t divisor_at_most(int64_t n, int64_t cap) {
-    for (int64_t d = cap < n ? cap : n; d > 1; d--)
-        if (n % d == 0) return d;
-    return 1;
+/* The register block: reg_n divides the output width, ocb the number of
+ * output-channel blocks. Within one reduction step the reg_n * ocb * vecs
+ * accumulators stay live, and so do either the reg_n broadcast inputs
+ * (channel blocks outer: *pixels_inner = 1) or the ocb weight vectors
+ * (pixels outer); all must fit in the nregs vector registers, or the
+ * accumulators spill. Maximizes multiply-adds per load, reg_n*ocb /
+ * (reg_n + ocb), then the accumulator count. */
+static void register_block(int64_t ow, int64_t occ, int64_t vecs, int64_t nregs, int dw,
+                           int64_t *reg_n, int64_t *ocb, int *pixels_inner) {
+    double best = -1;
+    *reg_n = 1;
+    *ocb = 1;
+    *pixels_inner = 1;
+    for (int64_t r = 1; r <= ow && r <= nregs; r++) {
+        if (ow % r) continue;
+        for (int64_t o = 1; o <= (dw ? 1 : occ) && o <= 8; o++) {
+            if (occ % o) continue;
+            int64_t acc = r * o * vecs;
+            /* live besides the accumulators: broadcasts (or, depthwise, one
+               input vector) with pixels inner; weight vectors with them outer */
+            int64_t with_bcast = acc + (dw ? vecs : r) + vecs, with_w = acc + o * vecs + 1;
+            if (with_bcast > nregs && with_w > nregs) continue;
+            double score = (double)(r * o) / (double)(r + o) + 1e-3 * (double)(r * o);
+            if (score > best) {
+                best = score;
+                *reg_n = r;
+                *ocb = o;
+                *pixels_inner = with_bcast <= nregs;
+            }
+        }
+    }
 }
 
 kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
@@ -219,10 +250,11 @@ kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call, kiln_tens
     if (kiln_tensor_ndim(out) != 5 || ops_shape(out, od) != 5) return KILN_OK;
     int lanes = vector_bytes / 4 > 0 ? vector_bytes / 4 : 4;
     int nregs = vector_bytes >= 64 ? 32 : 16;
-    int64_t vecs = (od[4] + lanes - 1) / lanes;  /* registers per pixel */
-    int64_t cap = (nregs - 4) / vecs;            /* keep a few for the weights and input */
-    if (cap < 1) cap = 1;
-    int64_t reg_n = divisor_at_most(od[3], cap);
+    int64_t vecs = (od[4] + lanes - 1) / lanes; /* registers per pixel and block */
+    int dw = is_depthwise(call);
+    int64_t reg_n, ocb;
+    int pixels_inner;
+    register_block(od[3], od[1], vecs, nregs, dw, &reg_n, &ocb, &pixels_inner);
     kiln_tensor *conv = anchor;
     if (anchor == out) {
         conv = kiln_cache_write(s, out, "local");
@@ -235,27 +267,30 @@ kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call, kiln_tens
     kiln_expr n = kiln_tensor_axis(out, 0), occ = kiln_tensor_axis(out, 1),
               oh = kiln_tensor_axis(out, 2), ow = kiln_tensor_axis(out, 3),
               ob = kiln_tensor_axis(out, 4);
-    kiln_expr owo, owi, f1, f2;
-    if ((st = kiln_split(so, ow, reg_n, &owo, &owi)) != KILN_OK) return st;
-    kiln_expr order[6] = {n, occ, oh, owo, owi, ob};
-    if ((st = kiln_reorder(so, 6, order)) != KILN_OK ||
-        (st = kiln_fuse(so, n, occ, &f1)) != KILN_OK || (st = kiln_fuse(so, f1, oh, &f2)) != KILN_OK ||
-        (st = kiln_parallel(so, f2)) != KILN_OK || (st = kiln_unroll(so, owi)) != KILN_OK ||
-        (st = kiln_vectorize(so, ob)) != KILN_OK ||
+    kiln_expr owo, owi, oco, oci, f1, f2;
+    if ((st = kiln_split(so, ow, reg_n, &owo, &owi)) != KILN_OK ||
+        (st = kiln_split(so, occ, ocb, &oco, &oci)) != KILN_OK)
+        return st;
+    kiln_expr order[7] = {n, oco, oh, owo, oci, owi, ob};
+    if ((st = kiln_reorder(so, 7, order)) != KILN_OK ||
+        (st = kiln_fuse(so, n, oco, &f1)) != KILN_OK || (st = kiln_fuse(so, f1, oh, &f2)) != KILN_OK ||
+        (st = kiln_parallel(so, f2)) != KILN_OK || (st = kiln_unroll(so, oci)) != KILN_OK ||
+        (st = kiln_unroll(so, owi)) != KILN_OK || (st = kiln_vectorize(so, ob)) != KILN_OK ||
         (st = kiln_compute_at(sc, so, owo)) != KILN_OK)
         return st;
     kiln_expr c[5], r[4];
     for (int i = 0; i < 5; i++) c[i] = kiln_tensor_axis(conv, i);
-    int dw = is_depthwise(call);
     for (int i = 0; i < (dw ? 2 : 4); i++) r[i] = kiln_tensor_reduce_axis(conv, i);
     kiln_expr corder[9];
     int k = 0;
-    for (int i = 0; i < 3; i++) corder[k++] = c[i];
+    corder[k++] = c[0];
+    corder[k++] = c[2];
     for (int i = 0; i < (dw ? 2 : 4); i++) corder[k++] = r[i];
-    corder[k++] = c[3];
+    corder[k++] = pixels_inner ? c[1] : c[3];
+    corder[k++] = pixels_inner ? c[3] : c[1];
     corder[k++] = c[4];
-    if ((st = kiln_reorder(sc, k, corder)) != KILN_OK || (st = kiln_unroll(sc, c[3])) != KILN_OK ||
-        (st = kiln_vectorize(sc, c[4])) != KILN_OK)
+    if ((st = kiln_reorder(sc, k, corder)) != KILN_OK || (st = kiln_unroll(sc, c[1])) != KILN_OK ||
+        (st = kiln_unroll(sc, c[3])) != KILN_OK || (st = kiln_vectorize(sc, c[4])) != KILN_OK)
         return st;
     return KILN_OK;
 }
