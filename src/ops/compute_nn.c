@@ -3,6 +3,7 @@
  * reductions. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compute.h"
@@ -103,7 +104,7 @@ kiln_status compute_conv2d(kiln_ctx *ctx, const gnode *call, kiln_tensor *const 
 
 typedef struct {
     kiln_tensor *x, *w;
-    int nd, kn;
+    int nd, kn, nr;
     kiln_expr k;
 } dense_args;
 
@@ -112,24 +113,115 @@ static kiln_expr dense_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     kiln_expr xi[KILN_MAX_NDIM];
     memcpy(xi, i, sizeof(kiln_expr) * (size_t)a->nd);
     xi[a->nd - 1] = a->k;
-    kiln_expr wi[2] = {i[a->nd - 1], a->k};
-    if (a->kn) {
-        wi[0] = a->k;
-        wi[1] = i[a->nd - 1];
+    kiln_expr n = i[a->nd - 1], w;
+    if (a->nr) {
+        kiln_expr wi[3] = {kiln_floordiv(n, ops_int(ctx, a->nr)), a->k,
+                           kiln_floormod(n, ops_int(ctx, a->nr))};
+        w = kiln_tensor_at(a->w, 3, wi);
+    } else {
+        kiln_expr wi[2] = {a->kn ? a->k : n, a->kn ? n : a->k};
+        w = kiln_tensor_at(a->w, 2, wi);
     }
-    return kiln_sum(kiln_mul(kiln_tensor_at(a->x, a->nd, xi), kiln_tensor_at(a->w, 2, wi)), 1, &a->k);
+    return kiln_sum(kiln_mul(kiln_tensor_at(a->x, a->nd, xi), w), 1, &a->k);
+}
+
+int ops_dense_layout(const char *layout) {
+    if (!layout) return -1;
+    if (!strcmp(layout, "NK") || !strcmp(layout, "KN")) return 0;
+    if (strncmp(layout, "NC", 2)) return -1;
+    char *end;
+    long b = strtol(layout + 2, &end, 10);
+    return b >= 1 && b <= 4096 && !strcmp(end, "n") ? (int)b : -1;
 }
 
 kiln_status compute_dense(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                           kiln_tensor **out) {
-    int64_t od[KILN_MAX_NDIM], wd[2];
+    int64_t od[KILN_MAX_NDIM], wd[3];
     int nd = ops_out_shape(call, od);
     ops_shape(in[1], wd);
-    int kn = !strcmp(graph_attr_str(call, "weight_layout", "NK"), "KN");
-    dense_args a = {in[0], in[1], nd, kn,
-                    kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, wd[kn ? 0 : 1]), "k")};
+    const char *layout = graph_attr_str(call, "weight_layout", "NK");
+    int nr = ops_dense_layout(layout), kn = nr == 0 && !strcmp(layout, "KN");
+    dense_args a = {in[0], in[1], nd, kn, nr > 0 ? nr : 0,
+                    kiln_reduce_axis(ctx, ops_int(ctx, 0),
+                                     ops_int(ctx, wd[nr > 0 ? 1 : kn ? 0 : 1]), "k")};
     out[0] = ops_compute(ctx, call, "", nd, od, dense_body, &a);
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* ---- the dense schedule ---------------------------------------------------------------
+ * The packed GEMM of bench/matmul_bench.c on the op: the output is cut into
+ * mr x nr tiles, column panels outermost and in parallel (with the batch
+ * dims), each tile's accumulators in registers (the dense stage at the
+ * tile, local scope) while k runs; per k step nr/lanes weight vectors and mr
+ * broadcasts feed mr*nr/lanes multiply-adds. The epilogue (bias, GELU, the
+ * residual add) is the output stage over the same tile. */
+
+void ops_dense_tile(int64_t m, int64_t n, int vector_bytes, int64_t *mr, int64_t *nr) {
+    int lanes = vector_bytes / 4 > 0 ? vector_bytes / 4 : 4;
+    int nregs = vector_bytes >= 64 ? 32 : 16;
+    double best = -1;
+    *mr = 1;
+    *nr = 0;
+    for (int64_t v = 1; v <= 6; v++) {
+        if (n % (v * lanes)) continue;
+        for (int64_t r = 1; r <= m && r <= 16; r++) {
+            if (m % r || r * v + v + 1 > nregs) continue;
+            double score = (double)(r * v) / (double)(r + v) + 1e-3 * (double)(r * v);
+            if (score > best) {
+                best = score;
+                *mr = r;
+                *nr = v * lanes;
+            }
+        }
+    }
+}
+
+kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
+                           kiln_tensor *out, int vector_bytes) {
+    const char *layout = graph_attr_str(call, "weight_layout", "NK");
+    if (ops_dense_layout(layout) <= 0 && strcmp(layout, "KN")) return KILN_OK;
+    int64_t od[KILN_MAX_NDIM];
+    int nd = ops_shape(out, od);
+    if (nd < 1 || nd != kiln_tensor_ndim(anchor)) return KILN_OK;
+    int64_t m = nd >= 2 ? od[nd - 2] : 1, mr, nr;
+    ops_dense_tile(m, od[nd - 1], vector_bytes, &mr, &nr);
+    int pn = ops_dense_layout(layout);
+    if (!nr || (pn > 0 && pn % nr && nr % pn)) return KILN_OK;
+    kiln_tensor *acc = anchor;
+    if (anchor == out && !(acc = kiln_cache_write(s, out, "local"))) return KILN_ERR_INVALID;
+    kiln_stage *so = kiln_schedule_stage(s, out), *sc = kiln_schedule_stage(s, acc);
+    if (!so || !sc) return KILN_ERR_INVALID;
+    kiln_status st = kiln_set_scope(sc, "local");
+    if (st != KILN_OK) return st;
+    kiln_expr ax[KILN_MAX_NDIM], mo = NULL, mi = NULL, no, ni, order[KILN_MAX_NDIM + 2];
+    for (int d = 0; d < nd; d++) ax[d] = kiln_tensor_axis(out, d);
+    if ((st = kiln_split(so, ax[nd - 1], nr, &no, &ni)) != KILN_OK) return st;
+    if (nd >= 2 && (st = kiln_split(so, ax[nd - 2], mr, &mo, &mi)) != KILN_OK) return st;
+    int k = 0;
+    for (int d = 0; d + 2 < nd; d++) order[k++] = ax[d];
+    order[k++] = no;
+    if (nd >= 2) order[k++] = mo;
+    if (nd >= 2) order[k++] = mi;
+    order[k++] = ni;
+    if ((st = kiln_reorder(so, k, order)) != KILN_OK) return st;
+    kiln_expr par = no; /* batch dims and column panels run in parallel */
+    for (int d = nd - 3; d >= 0; d--)
+        if ((st = kiln_fuse(so, ax[d], par, &par)) != KILN_OK) return st;
+    if ((st = kiln_parallel(so, par)) != KILN_OK || (mi && (st = kiln_unroll(so, mi)) != KILN_OK) ||
+        (st = kiln_vectorize(so, ni)) != KILN_OK ||
+        (st = kiln_compute_at(sc, so, nd >= 2 ? mo : no)) != KILN_OK)
+        return st;
+    kiln_expr c[KILN_MAX_NDIM + 1];
+    k = 0;
+    for (int d = 0; d + 2 < nd; d++) c[k++] = kiln_tensor_axis(acc, d);
+    c[k++] = kiln_tensor_reduce_axis(acc, 0);
+    if (nd >= 2) c[k++] = kiln_tensor_axis(acc, nd - 2);
+    c[k++] = kiln_tensor_axis(acc, nd - 1);
+    if ((st = kiln_reorder(sc, k, c)) != KILN_OK ||
+        (nd >= 2 && (st = kiln_unroll(sc, kiln_tensor_axis(acc, nd - 2))) != KILN_OK) ||
+        (st = kiln_vectorize(sc, kiln_tensor_axis(acc, nd - 1))) != KILN_OK)
+        return st;
+    return KILN_OK;
 }
 
 /* ---- pooling -------------------------------------------------------------------- */

@@ -301,26 +301,29 @@ rel_result rel_dense(const struct kiln_graph *g, const gnode *call, const gtype 
     rel_result r = REL_OK;
     const gtensor_type *x = ops_tensor_in(in[0], 0, &r), *w = x ? ops_tensor_in(in[1], 1, &r) : NULL;
     if (!w) return r;
-    if (x->ndim < 1 || w->ndim != 2)
-        return ops_fail("dense needs data of rank >= 1 and a 2-D weight [units, in], got %d-D and "
-                    "%d-D",
-                    x->ndim, w->ndim);
+    /* weight_layout "NK" is Relay's [units, in]; "KN" is [in, units]; "NC[x]n"
+       is [units/x, in, x], the panels AlterOpLayout packs constant weights into */
+    const char *layout = graph_attr_str(call, "weight_layout", "NK");
+    int nr = ops_dense_layout(layout);
+    if (nr < 0) return ops_fail("weight_layout '%s' is not NK, KN or NC[x]n", layout);
+    int kn = nr == 0 && !strcmp(layout, "KN");
+    if (x->ndim < 1 || w->ndim != (nr ? 3 : 2))
+        return ops_fail("dense needs data of rank >= 1 and a %d-D weight (%s), got %d-D and %d-D",
+                        nr ? 3 : 2, layout, x->ndim, w->ndim);
     if (x->dtype != w->dtype)
         return ops_fail("data is %s but weight is %s", kiln_dtype_name(x->dtype),
                     kiln_dtype_name(w->dtype));
-    /* weight_layout "NK" is Relay's [units, in]; "KN" is [in, units], the
-       layout AlterOpLayout packs constant weights into */
-    const char *layout = graph_attr_str(call, "weight_layout", "NK");
-    int kn = !strcmp(layout, "KN");
-    if (!kn && strcmp(layout, "NK")) return ops_fail("weight_layout '%s' is not NK or KN", layout);
-    if (!gdim_equal(x->dims[x->ndim - 1], w->dims[kn ? 0 : 1])) {
+    if (nr && (w->dims[2].sym || w->dims[2].v != nr || w->dims[0].sym))
+        return ops_fail("weight in %s must be [units/%d, in, %d]", layout, nr, nr);
+    gdim kdim = w->dims[nr ? 1 : kn ? 0 : 1];
+    if (!gdim_equal(x->dims[x->ndim - 1], kdim)) {
         char a[64], b[64];
         ops_dim_str(x->dims[x->ndim - 1], a, sizeof a);
-        ops_dim_str(w->dims[kn ? 0 : 1], b, sizeof b);
+        ops_dim_str(kdim, b, sizeof b);
         return ops_fail("data has %s features but the weight expects %s", a, b);
     }
     gtensor_type res = *x;
-    res.dims[x->ndim - 1] = w->dims[kn ? 1 : 0];
+    res.dims[x->ndim - 1] = nr ? (gdim){w->dims[0].v * nr, NULL} : w->dims[kn ? 1 : 0];
     return ops_set_out(g, out, &res);
 }
 

@@ -12,9 +12,9 @@
  * other consumer, and every graph output, gets NCHW back through one
  * layout_transform per tensor.
  *
- * nn.dense with a constant [units, in] weight gets it transposed to [in,
- * units] (weight_layout="KN"), so the output's innermost axis reads the
- * weight contiguously and the reduction vectorizes. */
+ * nn.dense with a constant [units, in] weight gets it packed into column
+ * panels [units/nr, in, nr] (weight_layout="NC[nr]n", TVM's dense_pack),
+ * so the dense schedule's register tile reads whole weight vectors. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,29 +302,41 @@ static int alter_elemwise(alter *A, const gnode *n) {
     return id;
 }
 
-/* ---- nn.dense: weight [units, in] -> [in, units] --------------------------------------- */
+/* ---- nn.dense: weight [units, in] -> panels [units/nr, in, nr] --------------------------
+ * nr is the width of the register tile the dense schedule will use (a
+ * multiple of the vector lanes), so each k step of a tile loads whole
+ * contiguous weight vectors. When the units have no such divisor the
+ * weight is only transposed to [in, units]. */
 
 static int alter_dense(alter *A, const gnode *n, const int *in) {
     if (strcmp(graph_attr_str(n, "weight_layout", "NK"), "NK")) return REBUILD_COPY;
     const gnode *w = A->g->nodes[n->in[1]];
-    if (w->kind != GN_CONST || kiln_ndarray_ndim(w->value) != 2) return REBUILD_COPY;
+    const gtensor_type *xt = type_of(A->g->nodes[n->in[0]]);
+    if (w->kind != GN_CONST || kiln_ndarray_ndim(w->value) != 2 || !xt) return REBUILD_COPY;
     int64_t rows = kiln_ndarray_dim(w->value, 0), cols = kiln_ndarray_dim(w->value, 1);
-    int64_t dims[2] = {cols, rows};
-    kiln_ndarray *t = kiln_ndarray_empty(kiln_ndarray_dtype(w->value), 2, dims);
+    int64_t m = xt->ndim >= 2 && !xt->dims[xt->ndim - 2].sym ? xt->dims[xt->ndim - 2].v : 1, mr, nr;
+    ops_dense_tile(m, rows, A->lanes * 4, &mr, &nr);
+    int64_t dims[3] = {nr ? rows / nr : cols, nr ? cols : rows, nr};
+    kiln_ndarray *t = kiln_ndarray_empty(kiln_ndarray_dtype(w->value), nr ? 3 : 2, dims);
     if (!t) return -1;
     size_t es = kiln_dtype_size(kiln_ndarray_dtype(w->value));
     const char *src = kiln_ndarray_data(w->value);
     char *dst = kiln_ndarray_data(t);
     for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++)
-            memcpy(dst + (j * rows + i) * (int64_t)es, src + (i * cols + j) * (int64_t)es, es);
-    char nm[600];
-    snprintf(nm, sizeof nm, "%s.KN", w->name);
+        for (int64_t j = 0; j < cols; j++) {
+            int64_t o = nr ? ((i / nr) * cols + j) * nr + i % nr : j * rows + i;
+            memcpy(dst + o * (int64_t)es, src + (i * cols + j) * (int64_t)es, es);
+        }
+    char nm[600], attrs[64];
+    if (nr) snprintf(attrs, sizeof attrs, "weight_layout=\"NC%dn\"", (int)nr);
+    else snprintf(attrs, sizeof attrs, "weight_layout=\"KN\"");
+    snprintf(nm, sizeof nm, "%s.%s", w->name, nr ? attrs + 15 : "KN");
+    if (nr) nm[strlen(nm) - 1] = 0; /* drop the closing quote */
     int wt = kiln_graph_const(A->r, nm, t);
     kiln_ndarray_free(t);
     if (wt < 0) return -1;
     int args[2] = {in[0], wt};
-    return call(A, "nn.dense", 2, args, "weight_layout=\"KN\"", n->name);
+    return call(A, "nn.dense", 2, args, attrs, n->name);
 }
 
 /* ---- the pass --------------------------------------------------------------------------- */
