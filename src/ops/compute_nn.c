@@ -207,19 +207,25 @@ kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tensor *anc
     kiln_expr par = no; /* batch dims and column panels run in parallel */
     for (int d = nd - 3; d >= 0; d--)
         if ((st = kiln_fuse(so, ax[d], par, &par)) != KILN_OK) return st;
+    /* nr is a multiple of the lanes: whole vectors, unrolled */
+    int lanes = vector_bytes / 4 > 0 ? vector_bytes / 4 : 4;
+    kiln_expr nio, nii;
     if ((st = kiln_parallel(so, par)) != KILN_OK || (mi && (st = kiln_unroll(so, mi)) != KILN_OK) ||
-        (st = kiln_vectorize(so, ni)) != KILN_OK ||
+        (st = kiln_split(so, ni, lanes, &nio, &nii)) != KILN_OK ||
+        (st = kiln_unroll(so, nio)) != KILN_OK || (st = kiln_vectorize(so, nii)) != KILN_OK ||
         (st = kiln_compute_at(sc, so, nd >= 2 ? mo : no)) != KILN_OK)
         return st;
-    kiln_expr c[KILN_MAX_NDIM + 1];
+    kiln_expr c[KILN_MAX_NDIM + 2], cno, cni;
+    if ((st = kiln_split(sc, kiln_tensor_axis(acc, nd - 1), lanes, &cno, &cni)) != KILN_OK) return st;
     k = 0;
     for (int d = 0; d + 2 < nd; d++) c[k++] = kiln_tensor_axis(acc, d);
     c[k++] = kiln_tensor_reduce_axis(acc, 0);
     if (nd >= 2) c[k++] = kiln_tensor_axis(acc, nd - 2);
-    c[k++] = kiln_tensor_axis(acc, nd - 1);
+    c[k++] = cno;
+    c[k++] = cni;
     if ((st = kiln_reorder(sc, k, c)) != KILN_OK ||
         (nd >= 2 && (st = kiln_unroll(sc, kiln_tensor_axis(acc, nd - 2))) != KILN_OK) ||
-        (st = kiln_vectorize(sc, kiln_tensor_axis(acc, nd - 1))) != KILN_OK)
+        (st = kiln_unroll(sc, cno)) != KILN_OK || (st = kiln_vectorize(sc, cni)) != KILN_OK)
         return st;
     return KILN_OK;
 }

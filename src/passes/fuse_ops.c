@@ -1,6 +1,11 @@
-/* fuse_ops.c: FuseOps. Groups chains of calls into one kernel by op
- * pattern. A chain's inner nodes each have exactly one consumer (the next
- * node), so a group is convex: no path leaves it and comes back. */
+/* fuse_ops.c: FuseOps. Groups calls into one kernel by op pattern, in two
+ * phases. Chains: a node joins the group of an input whose only consumer it
+ * is. Diamonds: a group whose every consumer lies in one other group is
+ * merged into it when the patterns allow, e.g. GELU, x * 0.5 * (1 +
+ * erf(x / sqrt 2)), reads the dense output x twice and becomes the dense's
+ * epilogue. TVM reaches the same groups through the post-dominator tree: a
+ * group whose consumers all lie in one group is post-dominated by it, and
+ * every path between them stays inside the two, so the union is convex. */
 #include <stdlib.h>
 
 #include "passes.h"
@@ -11,6 +16,95 @@ static int can_absorb(op_pattern master, op_pattern next) {
     if (master == OP_OUT_ELEMWISE_FUSABLE) return next <= OP_BROADCAST;
     if (master <= OP_INJECTIVE) return next <= OP_INJECTIVE;
     return 0;
+}
+
+static int find(int *rep, int g) {
+    while (rep[g] != g) g = rep[g] = rep[rep[g]];
+    return g;
+}
+
+/* Phase 2: merge a group into the one group that consumes all its members'
+ * outputs, when that group's ops can follow the producer's master (an
+ * out-elemwise-fusable op takes elementwise and broadcast ops; injective
+ * groups take injective ones). Repeats until nothing merges; renumbers the
+ * groups 0.. in node order and returns the count. */
+static int merge_diamonds(const struct kiln_graph *g, int *group, int ngroups, op_pattern *master) {
+    int n = g->n ? g->n : 1, ng = ngroups ? ngroups : 1;
+    int *rep = malloc(sizeof(int) * (size_t)ng), *escape = calloc((size_t)n, sizeof(int));
+    op_pattern *maxpat = malloc(sizeof(op_pattern) * (size_t)ng);
+    int *tuple = calloc((size_t)ng, sizeof(int));
+    KILN_ASSERT(rep && escape && maxpat && tuple);
+    for (int k = 0; k < ngroups; k++) {
+        rep[k] = k;
+        maxpat[k] = OP_ELEMWISE;
+    }
+    for (int k = 0; k < g->nout; k++) escape[g->outs[k]] = 1;
+    for (int id = 0; id < g->n; id++) {
+        const gnode *nd = g->nodes[id];
+        if (group[id] < 0) continue;
+        if (nd->op->pattern > maxpat[group[id]]) maxpat[group[id]] = nd->op->pattern;
+        tuple[group[id]] |= nd->type.is_tuple;
+    }
+    /* consumers of each node, as lists (CSR) */
+    int *cstart = calloc((size_t)n + 1, sizeof(int)), nedges = 0;
+    KILN_ASSERT(cstart);
+    for (int id = 0; id < g->n; id++)
+        for (int i = 0; i < g->nodes[id]->nin; i++) cstart[g->nodes[id]->in[i] + 1]++;
+    for (int id = 0; id < g->n; id++) cstart[id + 1] += cstart[id];
+    nedges = cstart[g->n];
+    int *cons = malloc(sizeof(int) * (size_t)(nedges ? nedges : 1)), *fill = calloc((size_t)n, sizeof(int));
+    KILN_ASSERT(cons && fill);
+    for (int id = 0; id < g->n; id++)
+        for (int i = 0; i < g->nodes[id]->nin; i++) {
+            int src = g->nodes[id]->in[i];
+            cons[cstart[src] + fill[src]++] = id;
+        }
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int a = 0; a < ngroups; a++) {
+            if (find(rep, a) != a || tuple[a]) continue;
+            if (master[a] != OP_OUT_ELEMWISE_FUSABLE && master[a] > OP_INJECTIVE) continue;
+            int b = -1, ok = 1;
+            for (int id = 0; id < g->n && ok; id++) {
+                if (group[id] < 0 || find(rep, group[id]) != a) continue;
+                if (escape[id]) ok = 0;
+                for (int e = cstart[id]; e < cstart[id + 1] && ok; e++) {
+                    int c = cons[e];
+                    int gc = group[c] < 0 ? -1 : find(rep, group[c]);
+                    if (gc == a) continue;
+                    if (gc < 0 || (b >= 0 && gc != b)) ok = 0;
+                    b = gc;
+                }
+            }
+            if (!ok || b < 0 || tuple[b]) continue;
+            int fits = master[a] == OP_OUT_ELEMWISE_FUSABLE ? maxpat[b] <= OP_BROADCAST
+                                                            : maxpat[b] <= OP_INJECTIVE;
+            if (!fits) continue;
+            rep[a] = b;
+            if (master[a] == OP_OUT_ELEMWISE_FUSABLE) master[b] = OP_OUT_ELEMWISE_FUSABLE;
+            if (maxpat[a] > maxpat[b]) maxpat[b] = maxpat[a];
+            changed = 1;
+        }
+    }
+    /* renumber the surviving groups in node order */
+    int *num = malloc(sizeof(int) * (size_t)ng), count = 0;
+    KILN_ASSERT(num);
+    for (int k = 0; k < ngroups; k++) num[k] = -1;
+    for (int id = 0; id < g->n; id++) {
+        if (group[id] < 0) continue;
+        int r = find(rep, group[id]);
+        if (num[r] < 0) num[r] = count++;
+        group[id] = num[r];
+    }
+    free(num);
+    free(cstart);
+    free(cons);
+    free(fill);
+    free(rep);
+    free(escape);
+    free(maxpat);
+    free(tuple);
+    return count;
 }
 
 int pass_fuse_ops(const struct kiln_graph *g, int *group) {
@@ -54,6 +148,7 @@ int pass_fuse_ops(const struct kiln_graph *g, int *group) {
             ngroups++;
         }
     }
+    ngroups = merge_diamonds(g, group, ngroups, master);
     free(consumers);
     free(master);
     return ngroups;
