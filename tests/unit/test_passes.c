@@ -170,4 +170,62 @@ static void test_pipeline(void) {
     kiln_graph_free(g);
 }
 
-TEST_MAIN(TEST(test_pipeline))
+/* FuseOps' diamonds: GELU reads the dense output twice and still fuses into
+ * it; a value that is also a graph output, or that feeds two groups, does
+ * not merge. Results equal the unfused graph's. */
+static void test_fuse_diamonds(void) {
+    uint64_t seed = 11;
+    int64_t xs[2] = {4, 32}, ws[2] = {48, 32}, bs[1] = {48};
+    kiln_ndarray *xa = filled(2, xs, &seed, -2), *wa = filled(2, ws, &seed, -2);
+    kiln_ndarray *ba = filled(1, bs, &seed, -2);
+    for (int variant = 0; variant < 2; variant++) {
+        kiln_graph *g = kiln_graph_new();
+        int x = kiln_graph_var(g, "x", KILN_FLOAT32, 2, xs, NULL);
+        int w = kiln_graph_const(g, "w", wa), b = kiln_graph_const(g, "b", ba);
+        int in[2] = {x, w};
+        int d = kiln_graph_call(g, "nn.dense", 2, in, NULL, "dense");
+        int ab[2] = {d, b};
+        int y = kiln_graph_call(g, "add", 2, ab, NULL, "bias");
+        /* gelu(y) = y * (0.5 * (1 + erf(y / sqrt 2))), constants as scalars */
+        int64_t one_dim[1] = {1};
+        kiln_ndarray *c[3];
+        const float cv[3] = {1.41421356f, 1.0f, 0.5f};
+        int cid[3];
+        for (int i = 0; i < 3; i++) {
+            c[i] = kiln_ndarray_empty(KILN_FLOAT32, 1, one_dim);
+            ((float *)kiln_ndarray_data(c[i]))[0] = cv[i];
+            cid[i] = kiln_graph_const(g, i == 0 ? "sqrt2" : i == 1 ? "one" : "half", c[i]);
+            kiln_ndarray_free(c[i]);
+        }
+        int a1[2] = {y, cid[0]};
+        int dv = kiln_graph_call(g, "divide", 2, a1, NULL, "div");
+        int e = kiln_graph_call(g, "erf", 1, &dv, NULL, "erf");
+        int a2[2] = {e, cid[1]};
+        int p1 = kiln_graph_call(g, "add", 2, a2, NULL, "plus1");
+        int a3[2] = {p1, cid[2]};
+        int h = kiln_graph_call(g, "multiply", 2, a3, NULL, "half");
+        int a4[2] = {y, h};
+        int out = kiln_graph_call(g, "multiply", 2, a4, NULL, "gelu");
+        int outs[2] = {out, y};
+        /* variant 1 also returns the pre-GELU value: it escapes, no merge */
+        CHECK_EQ_INT(kiln_graph_set_outputs(g, variant ? 2 : 1, outs, NULL), KILN_OK);
+        kiln_build_options *o3 = kiln_build_options_new(), *o0 = kiln_build_options_new();
+        kiln_build_options_set(o0, "disabled-pass", "FuseOps");
+        int k3 = 0, k0 = 0;
+        kiln_ndarray *r3 = compile_run(g, o3, xa, &k3), *r0 = compile_run(g, o0, xa, &k0);
+        CHECK(r3 && r0);
+        CHECK_EQ_INT(k3, variant ? 2 : 1);
+        CHECK(k0 >= 7);
+        if (r3 && r0) CHECK(tu_max_rel_err(r3, r0) < 1e-5);
+        kiln_ndarray_free(r3);
+        kiln_ndarray_free(r0);
+        kiln_build_options_free(o3);
+        kiln_build_options_free(o0);
+        kiln_graph_free(g);
+    }
+    kiln_ndarray_free(xa);
+    kiln_ndarray_free(wa);
+    kiln_ndarray_free(ba);
+}
+
+TEST_MAIN(TEST(test_pipeline), TEST(test_fuse_diamonds))
