@@ -414,6 +414,248 @@ static char *scalar_text(render *r, int op, uint32_t aux, kiln_dtype dt, kiln_dt
     }
 }
 
+/* ---- float32 vector math ----------------------------------------------------------------
+ * exp, log, tanh, sigmoid and erf of float32 vectors as straight vector code (libm's scalar
+ * calls are not vectorized without -ffast-math). Written with GCC vector-extension
+ * arithmetic, compare masks and bitwise blends only, so it compiles for any target. Errors
+ * against libm are a few ulp at most; NaN, infinities, signed zeros, overflow and subnormal
+ * results follow libm. In the templates @F is the float vector type, @I the int32 vector
+ * type of the same lanes, and @S their suffix (f32x16). */
+
+static const char g_vsel_tmpl[] =
+    "static inline @F kiln_vsel_@S(@I m, @F a, @F b) {\n"
+    "    @I ai, bi, ri;\n"
+    "    @F r;\n"
+    "    memcpy(&ai, &a, sizeof a);\n"
+    "    memcpy(&bi, &b, sizeof b);\n"
+    "    ri = (ai & m) | (bi & ~m);\n"
+    "    memcpy(&r, &ri, sizeof r);\n"
+    "    return r;\n}\n";
+
+/* e^x = 2^n e^r with x = n ln2 + r (Cody-Waite two-part ln2), |r| <= ln2/2, e^r by Cephes'
+   expf polynomial; 2^n is applied as two factors so that results near overflow and in the
+   subnormal range round once. */
+static const char g_vexp_tmpl[] =
+    "static inline @F kiln_exp_@S(@F x) {\n"
+    "    @F c = kiln_vsel_@S(x < 89.0f, x, (@F){0} + 89.0f), n, r, z, p, s1, s2, t;\n"
+    "    @I k, b1, b2;\n"
+    "    c = kiln_vsel_@S(c > -104.0f, c, (@F){0} - 104.0f);\n"
+    "    t = c * 1.44269504f + 12582912.0f;\n"
+    "    n = t - 12582912.0f;\n"
+    "    memcpy(&k, &t, sizeof k);\n"
+    "    k -= 0x4b400000;\n"
+    "    r = c - n * 0.693359375f;\n"
+    "    r = r - n * -2.12194440e-4f;\n"
+    "    z = r * r;\n"
+    "    p = r * 1.9875691500e-4f + 1.3981999507e-3f;\n"
+    "    p = p * r + 8.3334519073e-3f;\n"
+    "    p = p * r + 4.1665795894e-2f;\n"
+    "    p = p * r + 1.6666665459e-1f;\n"
+    "    p = p * r + 5.0000001201e-1f;\n"
+    "    p = p * z + r + 1.0f;\n"
+    "    b1 = ((k >> 1) + 127) << 23;\n"
+    "    b2 = ((k - (k >> 1)) + 127) << 23;\n"
+    "    memcpy(&s1, &b1, sizeof s1);\n"
+    "    memcpy(&s2, &b2, sizeof s2);\n"
+    "    return kiln_vsel_@S(x == x, p * s1 * s2, x + x);\n}\n";
+
+/* log x = e ln2 + log(1 + f), sqrt(1/2) <= 1 + f < sqrt(2), by Cephes' logf polynomial;
+   subnormal x are scaled by 2^23 first. */
+static const char g_vlog_tmpl[] =
+    "static inline @F kiln_log_@S(@F x) {\n"
+    "    @I sub = x < 1.17549435e-38f, xi, e, low;\n"
+    "    @F xs = kiln_vsel_@S(sub, x * 8388608.0f, x), m, f, fe, z, y, r;\n"
+    "    memcpy(&xi, &xs, sizeof xi);\n"
+    "    e = ((xi >> 23) & 0xff) - 126 - (sub & 23);\n"
+    "    xi = (xi & 0x007fffff) | 0x3f000000;\n"
+    "    memcpy(&m, &xi, sizeof m);\n"
+    "    low = m < 0.707106781f;\n"
+    "    e += low;\n"
+    "    f = kiln_vsel_@S(low, m + m, m) - 1.0f;\n"
+    "    fe = __builtin_convertvector(e, @F);\n"
+    "    z = f * f;\n"
+    "    y = f * 7.0376836292e-2f - 1.1514610310e-1f;\n"
+    "    y = y * f + 1.1676998740e-1f;\n"
+    "    y = y * f - 1.2420140846e-1f;\n"
+    "    y = y * f + 1.4249322787e-1f;\n"
+    "    y = y * f - 1.6668057665e-1f;\n"
+    "    y = y * f + 2.0000714765e-1f;\n"
+    "    y = y * f - 2.4999993993e-1f;\n"
+    "    y = y * f + 3.3333331174e-1f;\n"
+    "    y = y * f * z;\n"
+    "    y = y + fe * -2.12194440e-4f;\n"
+    "    y = y - 0.5f * z;\n"
+    "    r = f + y;\n"
+    "    r = r + fe * 0.693359375f;\n"
+    "    r = kiln_vsel_@S(x < __builtin_inff(), r, x + x);\n"
+    "    r = kiln_vsel_@S(x == 0.0f, (@F){0} - __builtin_inff(), r);\n"
+    "    return kiln_vsel_@S(x < 0.0f, (@F){0} + __builtin_nanf(\"\"), r);\n}\n";
+
+/* tanh: x + x^3 P(x^2) (Cephes' tanhf) for |x| < 0.625, else 1 - 2 / (e^2|x| + 1), with
+   the sign of x. */
+static const char g_vtanh_tmpl[] =
+    "static inline @F kiln_tanh_@S(@F x) {\n"
+    "    @I xi, si, ri, small;\n"
+    "    @F a, s, z, p, e, r;\n"
+    "    memcpy(&xi, &x, sizeof xi);\n"
+    "    si = xi & (-2147483647 - 1);\n"
+    "    xi &= 0x7fffffff;\n"
+    "    memcpy(&a, &xi, sizeof a);\n"
+    "    small = a < 0.625f;\n"
+    "    s = kiln_vsel_@S(small, a, (@F){0} + 0.625f);\n"
+    "    z = s * s;\n"
+    "    p = z * -5.70498872745e-3f + 2.06390887954e-2f;\n"
+    "    p = p * z - 5.37397155531e-2f;\n"
+    "    p = p * z + 1.33314422036e-1f;\n"
+    "    p = p * z - 3.33332819422e-1f;\n"
+    "    e = kiln_exp_@S(a + a);\n"
+    "    r = kiln_vsel_@S(small, s + p * z * s, 1.0f - 2.0f / (e + 1.0f));\n"
+    "    memcpy(&ri, &r, sizeof ri);\n"
+    "    ri |= si;\n"
+    "    memcpy(&r, &ri, sizeof r);\n"
+    "    return kiln_vsel_@S(x == x, r, x + x);\n}\n";
+
+/* sigmoid: 1 / (1 + e^-x) for x >= 0 and e^x / (1 + e^x) for x < 0, so e^-|x| never
+   overflows and tiny results keep their precision. */
+static const char g_vsigmoid_tmpl[] =
+    "static inline @F kiln_sigmoid_@S(@F x) {\n"
+    "    @I xi;\n"
+    "    @F na, e;\n"
+    "    memcpy(&xi, &x, sizeof xi);\n"
+    "    xi |= (-2147483647 - 1);\n"
+    "    memcpy(&na, &xi, sizeof na);\n"
+    "    e = kiln_exp_@S(na);\n"
+    "    return kiln_vsel_@S(x < 0.0f, e, (@F){0} + 1.0f) / (e + 1.0f);\n}\n";
+
+/* erf, following the structure and coefficients of fdlibm's erff (as in musl and FreeBSD):
+   |x| < 0.84375: x + x P(x^2)/Q(x^2); |x| < 1.25: erx + P(|x|-1)/Q(|x|-1); else
+   1 - e^(-x^2 - 0.5625 + R(1/x^2)/S(1/x^2)) / |x| with x^2 split exactly (|x| clamped to
+   6, where erf is 1 in float); the sign of x. */
+static const char g_verf_tmpl[] =
+    "static inline @F kiln_erf_@S(@F x) {\n"
+    "    @I xi, si, ri, small, mid, near;\n"
+    "    @F a, s, z, p, q, m, pm, qm, y, lo, b, w, ra, sa, rb, sb, h, e, res;\n"
+    "    memcpy(&xi, &x, sizeof xi);\n"
+    "    si = xi & (-2147483647 - 1);\n"
+    "    xi &= 0x7fffffff;\n"
+    "    memcpy(&a, &xi, sizeof a);\n"
+    "    small = a < 0.84375f;\n"
+    "    mid = a < 1.25f;\n"
+    "    s = kiln_vsel_@S(small, a, (@F){0} + 0.84375f);\n"
+    "    z = s * s;\n"
+    "    p = z * -2.3763017452e-05f - 5.7702702470e-03f;\n"
+    "    p = p * z - 2.8481749818e-02f;\n"
+    "    p = p * z - 3.2504209876e-01f;\n"
+    "    p = p * z + 1.2837916613e-01f;\n"
+    "    q = z * -3.9602282413e-06f + 1.3249473704e-04f;\n"
+    "    q = q * z + 5.0813062117e-03f;\n"
+    "    q = q * z + 6.5022252500e-02f;\n"
+    "    q = q * z + 3.9791721106e-01f;\n"
+    "    q = q * z + 1.0f;\n"
+    "    m = kiln_vsel_@S(mid, a, (@F){0} + 1.25f) - 1.0f;\n"
+    "    pm = m * -2.1663755178e-03f + 3.5478305072e-02f;\n"
+    "    pm = pm * m - 1.1089469492e-01f;\n"
+    "    pm = pm * m + 3.1834661961e-01f;\n"
+    "    pm = pm * m - 3.7220788002e-01f;\n"
+    "    pm = pm * m + 4.1485610604e-01f;\n"
+    "    pm = pm * m - 2.3621185683e-03f;\n"
+    "    qm = m * 1.1984500103e-02f + 1.3637083583e-02f;\n"
+    "    qm = qm * m + 1.2617121637e-01f;\n"
+    "    qm = qm * m + 7.1828655899e-02f;\n"
+    "    qm = qm * m + 5.4039794207e-01f;\n"
+    "    qm = qm * m + 1.0642088205e-01f;\n"
+    "    qm = qm * m + 1.0f;\n"
+    "    y = kiln_vsel_@S(small, p, pm) / kiln_vsel_@S(small, q, qm);\n"
+    "    lo = kiln_vsel_@S(small, s + s * y, y + 8.4506291151e-01f);\n"
+    "    b = kiln_vsel_@S(mid, (@F){0} + 1.25f, a);\n"
+    "    b = kiln_vsel_@S(b < 6.0f, b, (@F){0} + 6.0f);\n"
+    "    w = 1.0f / (b * b);\n"
+    "    ra = w * -9.8143291473e+00f - 8.1287437439e+01f;\n"
+    "    ra = ra * w - 1.8460508728e+02f;\n"
+    "    ra = ra * w - 1.6239666748e+02f;\n"
+    "    ra = ra * w - 6.2375331879e+01f;\n"
+    "    ra = ra * w - 1.0558626175e+01f;\n"
+    "    ra = ra * w - 6.9385856390e-01f;\n"
+    "    ra = ra * w - 9.8649440333e-03f;\n"
+    "    sa = w * -6.0424413532e-02f + 6.5702495575e+00f;\n"
+    "    sa = sa * w + 1.0863500214e+02f;\n"
+    "    sa = sa * w + 4.2900814819e+02f;\n"
+    "    sa = sa * w + 6.4538726807e+02f;\n"
+    "    sa = sa * w + 4.3456588745e+02f;\n"
+    "    sa = sa * w + 1.3765776062e+02f;\n"
+    "    sa = sa * w + 1.9651271820e+01f;\n"
+    "    sa = sa * w + 1.0f;\n"
+    "    rb = w * -4.8351919556e+02f - 1.0250950928e+03f;\n"
+    "    rb = rb * w - 6.3756646729e+02f;\n"
+    "    rb = rb * w - 1.6063638306e+02f;\n"
+    "    rb = rb * w - 1.7757955551e+01f;\n"
+    "    rb = rb * w - 7.9928326607e-01f;\n"
+    "    rb = rb * w - 9.8649431020e-03f;\n"
+    "    sb = w * -2.2440952301e+01f + 4.7452853394e+02f;\n"
+    "    sb = sb * w + 2.5530502930e+03f;\n"
+    "    sb = sb * w + 3.1998581543e+03f;\n"
+    "    sb = sb * w + 1.5367296143e+03f;\n"
+    "    sb = sb * w + 3.2579251099e+02f;\n"
+    "    sb = sb * w + 3.0338060379e+01f;\n"
+    "    sb = sb * w + 1.0f;\n"
+    "    near = b < 2.85714293f;\n"
+    "    memcpy(&ri, &b, sizeof ri);\n"
+    "    ri &= -4096;\n"
+    "    memcpy(&h, &ri, sizeof h);\n"
+    "    e = kiln_exp_@S((-h * h - 0.5625f) +\n"
+    "                    ((h - b) * (h + b) + kiln_vsel_@S(near, ra, rb) / kiln_vsel_@S(near, sa, sb)));\n"
+    "    res = kiln_vsel_@S(mid, lo, 1.0f - e / b);\n"
+    "    memcpy(&ri, &res, sizeof ri);\n"
+    "    ri |= si;\n"
+    "    memcpy(&res, &ri, sizeof res);\n"
+    "    return kiln_vsel_@S(x == x, res, x + x);\n}\n";
+
+/* A template with @F, @I and @S replaced. */
+static char *vmath_text(const char *tmpl, const char *vf, const char *vi) {
+    kstr t;
+    kstr_init(&t);
+    for (const char *p = tmpl; *p; p++) {
+        if (p[0] == '@' && p[1] == 'F')
+            kstr_puts(&t, vf);
+        else if (p[0] == '@' && p[1] == 'I')
+            kstr_puts(&t, vi);
+        else if (p[0] == '@' && p[1] == 'S')
+            kstr_puts(&t, vf + 5); /* "kiln_f32x16" -> "f32x16" */
+        else {
+            kstr_putc(&t, *p);
+            continue;
+        }
+        p++;
+    }
+    char *text = kstr_take(&t);
+    KILN_ASSERT(text);
+    return text;
+}
+
+/* Adds the vector helper kiln_<f>_f32x<lanes> (and what it uses) when f has one; returns
+   whether it did. */
+static int vmath_helper(render *r, tir_intrin f, int lanes, const char *name) {
+    const char *tmpl = f == TIR_EXP       ? g_vexp_tmpl
+                       : f == TIR_LOG     ? g_vlog_tmpl
+                       : f == TIR_TANH    ? g_vtanh_tmpl
+                       : f == TIR_SIGMOID ? g_vsigmoid_tmpl
+                       : f == TIR_ERF     ? g_verf_tmpl
+                                          : NULL;
+    if (!tmpl)
+        return 0;
+    char vf[48], vi[48], key[96];
+    vtype(r, vf, KILN_FLOAT32, lanes);
+    vtype(r, vi, KILN_INT32, lanes);
+    snprintf(key, sizeof key, "kiln_vsel_%s", vf + 5);
+    add_helper(r, key, vmath_text(g_vsel_tmpl, vf, vi));
+    if (f != TIR_EXP && f != TIR_LOG) {
+        snprintf(key, sizeof key, "kiln_exp_%s", vf + 5);
+        add_helper(r, key, vmath_text(g_vexp_tmpl, vf, vi));
+    }
+    add_helper(r, name, vmath_text(tmpl, vf, vi));
+    return 1;
+}
+
 /* A per-lane helper applying the scalar op to `nargs` vectors; returns the call. */
 static char *lane_call(render *r, const char *opname, int op, uint32_t aux, kiln_dtype dt,
                        int lanes, kiln_dtype odt, int nargs, const kiln_dtype *adt, char **args) {
@@ -423,6 +665,8 @@ static char *lane_call(render *r, const char *opname, int op, uint32_t aux, kiln
     else
         snprintf(name, sizeof name, "kiln_%s_%s_%sx%d", opname, g_types[odt].tag, g_types[dt].tag,
                  lanes);
+    if (!have_helper(r, name) && op == TIR_CALL && odt == dt && dt == KILN_FLOAT32 && lanes > 1)
+        vmath_helper(r, (tir_intrin)aux, lanes, name);
     if (!have_helper(r, name) && (op == TIR_MIN || op == TIR_MAX) && odt == dt &&
         (dt == KILN_FLOAT32 || dt == KILN_FLOAT64)) {
         /* NaN-propagating min/max as compare masks and a bitwise blend: the

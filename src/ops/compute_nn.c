@@ -149,14 +149,15 @@ kiln_status compute_dense(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *
 }
 
 /* ---- the dense schedule ---------------------------------------------------------------
- * The packed GEMM of bench/matmul_bench.c on the op: the output is cut into
+ * The packed GEMM of bench/matmul_bench.c on the op (and on batch_matmul,
+ * whose B is an activation read in place): the output is cut into
  * mr x nr tiles, column panels outermost and in parallel (with the batch
  * dims), each tile's accumulators in registers (the dense stage at the
  * tile, local scope) while k runs; per k step nr/lanes weight vectors and mr
  * broadcasts feed mr*nr/lanes multiply-adds. The epilogue (bias, GELU, the
  * residual add) is the output stage over the same tile. */
 
-void ops_dense_tile(int64_t m, int64_t n, int vector_bytes, int64_t *mr, int64_t *nr) {
+void ops_dense_tile(int64_t m, int64_t n, int64_t k, int vector_bytes, int64_t *mr, int64_t *nr) {
     int lanes = vector_bytes / 4 > 0 ? vector_bytes / 4 : 4;
     int nregs = vector_bytes >= 64 ? 32 : 16;
     double best = -1;
@@ -164,6 +165,9 @@ void ops_dense_tile(int64_t m, int64_t n, int vector_bytes, int64_t *mr, int64_t
     *nr = 0;
     for (int64_t v = 1; v <= 6; v++) {
         if (n % (v * lanes)) continue;
+        /* a weight panel (k x nr floats) is read once per row tile: keep it
+           within half of a 1 MiB L2, unless even one vector is wider */
+        if (v > 1 && k * v * lanes * 4 > (512 << 10)) continue;
         for (int64_t r = 1; r <= m && r <= 16; r++) {
             if (m % r || r * v + v + 1 > nregs) continue;
             double score = (double)(r * v) / (double)(r + v) + 1e-3 * (double)(r * v);
@@ -178,13 +182,19 @@ void ops_dense_tile(int64_t m, int64_t n, int vector_bytes, int64_t *mr, int64_t
 
 kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
                            kiln_tensor *out, int vector_bytes) {
-    const char *layout = graph_attr_str(call, "weight_layout", "NK");
+    /* the columns must read the right-hand side contiguously: dense with
+       packed or [in, units] weights, batch_matmul with B not transposed */
+    int bmm = !strcmp(call->op->name, "nn.batch_matmul");
+    const char *layout = bmm ? "KN" : graph_attr_str(call, "weight_layout", "NK");
+    if (bmm && graph_attr_int(call, "transpose_b", 0)) return KILN_OK;
     if (ops_dense_layout(layout) <= 0 && strcmp(layout, "KN")) return KILN_OK;
     int64_t od[KILN_MAX_NDIM];
     int nd = ops_shape(out, od);
     if (nd < 1 || nd != kiln_tensor_ndim(anchor)) return KILN_OK;
     int64_t m = nd >= 2 ? od[nd - 2] : 1, mr, nr;
-    ops_dense_tile(m, od[nd - 1], vector_bytes, &mr, &nr);
+    const gtensor_type *xt = &call->graph->nodes[call->in[0]]->type.t[0];
+    int64_t kext = xt->dims[xt->ndim - 1 - (bmm && graph_attr_int(call, "transpose_a", 0))].v;
+    ops_dense_tile(m, od[nd - 1], kext, vector_bytes, &mr, &nr);
     int pn = ops_dense_layout(layout);
     if (!nr || (pn > 0 && pn % nr && nr % pn)) return KILN_OK;
     kiln_tensor *acc = anchor;

@@ -39,9 +39,11 @@ KILN_HIDDEN int ops_layout_block(const char *layout);
  * for "NC[x]n" ([units/x, in, x]), -1 for anything else. */
 KILN_HIDDEN int ops_dense_layout(const char *layout);
 
-/* The register tile of a dense/matmul output with m rows and n columns:
- * *mr rows by *nr columns (a multiple of the vector lanes where n allows),
- * mr dividing m and nr dividing n; *nr is 0 if n has no usable divisor. */
-KILN_HIDDEN void ops_dense_tile(int64_t m, int64_t n, int vector_bytes, int64_t *mr, int64_t *nr);
+/* The register tile of a dense/matmul output with m rows, n columns and a
+ * reduction of length k: *mr rows by *nr columns (a multiple of the vector
+ * lanes), mr dividing m and nr dividing n; *nr is 0 if n has no usable
+ * divisor. */
+KILN_HIDDEN void ops_dense_tile(int64_t m, int64_t n, int64_t k, int vector_bytes, int64_t *mr,
+                                int64_t *nr);
 
 #endif
