@@ -1,0 +1,158 @@
+/* test_ops_matmul.c: the register-tiled GEMM schedule of nn.dense (weights
+ * packed by AlterOpLayout into NC[x]n panels, or transposed to KN when the
+ * units have no vector-wide divisor) and nn.batch_matmul. Each case runs
+ * with the default pipeline, the naive schedule and AlterOpLayout disabled,
+ * at the host's vector width and at 256 bits; all must agree. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "kiln/graph.h"
+#include "te_util.h"
+
+static kiln_ndarray *filled(int nd, const int64_t *shape, uint64_t *seed) {
+    kiln_ndarray *a = kiln_ndarray_empty(KILN_FLOAT32, nd, shape);
+    tu_fill(a, seed);
+    return a;
+}
+
+static kiln_ndarray *run(kiln_graph *g, int nin, kiln_ndarray *const *xs, const char *k1,
+                         const char *v1, char *funcs, size_t cap) {
+    kiln_build_options *o = kiln_build_options_new();
+    if (k1) kiln_build_options_set(o, k1, v1);
+    const char *pkg = test_tmp_path("matmul.tar");
+    kiln_status st = kiln_graph_compile(g, pkg, o);
+    kiln_build_options_free(o);
+    if (st != KILN_OK) {
+        fprintf(stderr, "compile: %s\n", kiln_last_error());
+        return NULL;
+    }
+    kiln_executor *ex = kiln_executor_load(pkg);
+    if (!ex) return NULL;
+    funcs[0] = 0;
+    for (int k = 0; k < kiln_executor_num_kernels(ex); k++) {
+        strncat(funcs, kiln_executor_kernel_func(ex, k), cap - strlen(funcs) - 2);
+        strncat(funcs, " ", cap - strlen(funcs) - 1);
+    }
+    kiln_ndarray *r = NULL;
+    int ok = 1;
+    for (int i = 0; i < nin && ok; i++)
+        ok = kiln_executor_set_input(ex, kiln_executor_input_name(ex, i), xs[i]) == KILN_OK;
+    if (ok && kiln_executor_run(ex) == KILN_OK) {
+        const kiln_ndarray *o0 = kiln_executor_output(ex, 0);
+        int64_t sh[KILN_MAX_NDIM];
+        for (int d = 0; d < kiln_ndarray_ndim(o0); d++) sh[d] = kiln_ndarray_dim(o0, d);
+        r = kiln_ndarray_empty(KILN_FLOAT32, kiln_ndarray_ndim(o0), sh);
+        kiln_ndarray_copy(r, o0);
+    }
+    kiln_executor_free(ex);
+    return r;
+}
+
+/* Four compilations of g on inputs xs; all must agree. */
+static void check_all(const char *what, kiln_graph *g, int nin, kiln_ndarray *const *xs) {
+    char f[4][4096];
+    kiln_ndarray *def = run(g, nin, xs, NULL, NULL, f[0], sizeof f[0]);
+    kiln_ndarray *naive = run(g, nin, xs, "schedule", "naive", f[1], sizeof f[1]);
+    kiln_ndarray *plain = run(g, nin, xs, "disabled-pass", "AlterOpLayout", f[2], sizeof f[2]);
+    kiln_ndarray *v256 = run(g, nin, xs, "vector-bits", "256", f[3], sizeof f[3]);
+    CHECK(def && naive && plain && v256);
+    if (def && naive && plain && v256) {
+        double e1 = tu_max_rel_err(def, naive), e2 = tu_max_rel_err(def, plain),
+               e3 = tu_max_rel_err(v256, naive);
+        if (e1 > 1e-4 || e2 > 1e-4 || e3 > 1e-4)
+            fprintf(stderr, "%s: default/naive %.2g, default/plain %.2g, 256-bit/naive %.2g\n",
+                    what, e1, e2, e3);
+        CHECK(e1 < 1e-4);
+        CHECK(e2 < 1e-4);
+        CHECK(e3 < 1e-4);
+    }
+    kiln_ndarray_free(def);
+    kiln_ndarray_free(naive);
+    kiln_ndarray_free(plain);
+    kiln_ndarray_free(v256);
+}
+
+typedef struct {
+    const char *what;
+    int64_t b, m, k, n;
+    int gelu;
+} dense_case;
+
+static void test_dense(void) {
+    static const dense_case cases[] = {
+        {"dense 128x768 -> 96 with bias", 1, 128, 768, 96, 0},
+        {"dense 3-D batch, 2x24x64 -> 48, GELU epilogue", 2, 24, 64, 48, 1},
+        {"dense GEMV 1x300 -> 1000 (no vector-wide divisor: KN)", 0, 1, 300, 1000, 0},
+        {"dense odd rows 7x40 -> 32", 0, 7, 40, 32, 1},
+        {"dense long k 12x3072 -> 64 (panel limited by L2)", 0, 12, 3072, 64, 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const dense_case *d = &cases[c];
+        uint64_t seed = 7 + c;
+        int64_t xs3[3] = {d->b, d->m, d->k}, *xs = d->b ? xs3 : xs3 + 1;
+        int xnd = d->b ? 3 : 2;
+        int64_t ws[2] = {d->n, d->k}, bs[1] = {d->n}, one[1] = {1};
+        kiln_ndarray *x = filled(xnd, xs, &seed), *w = filled(2, ws, &seed), *bv = filled(1, bs, &seed);
+        kiln_ndarray *half = kiln_ndarray_empty(KILN_FLOAT32, 1, one);
+        ((float *)kiln_ndarray_data(half))[0] = 0.5f;
+        kiln_graph *g = kiln_graph_new();
+        int xi = kiln_graph_var(g, "x", KILN_FLOAT32, xnd, xs, NULL);
+        int in[2] = {xi, kiln_graph_const(g, "w", w)};
+        int y = kiln_graph_call(g, "nn.dense", 2, in, NULL, "dense");
+        int ab[2] = {y, kiln_graph_const(g, "b", bv)};
+        y = kiln_graph_call(g, "add", 2, ab, NULL, "bias");
+        if (d->gelu) { /* y * (0.5 * (1 + erf(y * 0.5))): a diamond */
+            int h = kiln_graph_const(g, "half", half);
+            int a1[2] = {y, h};
+            int t = kiln_graph_call(g, "multiply", 2, a1, NULL, "scale");
+            t = kiln_graph_call(g, "erf", 1, &t, NULL, "erf");
+            int a2[2] = {t, h};
+            t = kiln_graph_call(g, "add", 2, a2, NULL, "shift");
+            int a3[2] = {y, t};
+            y = kiln_graph_call(g, "multiply", 2, a3, NULL, "gelu");
+        }
+        CHECK(y >= 0);
+        kiln_graph_set_outputs(g, 1, &y, NULL);
+        check_all(d->what, g, 1, &x);
+        kiln_graph_free(g);
+        kiln_ndarray_free(x);
+        kiln_ndarray_free(w);
+        kiln_ndarray_free(bv);
+        kiln_ndarray_free(half);
+    }
+}
+
+static void test_batch_matmul(void) {
+    /* attention: (q x k^T) / 8, softmax, x v; plus a broadcast batch and a
+       transposed B, which keeps the default schedule */
+    uint64_t seed = 3;
+    int64_t qs[4] = {1, 4, 32, 16}, ks[4] = {1, 4, 16, 32}, vs[4] = {1, 4, 32, 16}, one[1] = {1};
+    kiln_ndarray *q = filled(4, qs, &seed), *k = filled(4, ks, &seed), *v = filled(4, vs, &seed);
+    kiln_ndarray *eight = kiln_ndarray_empty(KILN_FLOAT32, 1, one);
+    ((float *)kiln_ndarray_data(eight))[0] = 8.0f;
+    kiln_graph *g = kiln_graph_new();
+    int qi = kiln_graph_var(g, "q", KILN_FLOAT32, 4, qs, NULL);
+    int ki = kiln_graph_var(g, "k", KILN_FLOAT32, 4, ks, NULL);
+    int vi = kiln_graph_var(g, "v", KILN_FLOAT32, 4, vs, NULL);
+    int a1[2] = {qi, ki};
+    int s = kiln_graph_call(g, "nn.batch_matmul", 2, a1, NULL, "scores");
+    int a2[2] = {s, kiln_graph_const(g, "eight", eight)};
+    s = kiln_graph_call(g, "divide", 2, a2, NULL, "scaled");
+    s = kiln_graph_call(g, "nn.softmax", 1, &s, "axis=3", "probs");
+    int a3[2] = {s, vi};
+    int o = kiln_graph_call(g, "nn.batch_matmul", 2, a3, NULL, "context");
+    int a4[2] = {o, vi}; /* [.., 32, 16] x [.., 32, 16]^T */
+    int t = kiln_graph_call(g, "nn.batch_matmul", 2, a4, "transpose_b=1", "gram");
+    CHECK(t >= 0);
+    kiln_graph_set_outputs(g, 1, &t, NULL);
+    kiln_ndarray *xs[3] = {q, k, v};
+    check_all("attention batch_matmuls", g, 3, xs);
+    kiln_graph_free(g);
+    kiln_ndarray_free(q);
+    kiln_ndarray_free(k);
+    kiln_ndarray_free(v);
+    kiln_ndarray_free(eight);
+}
+
+TEST_MAIN(TEST(test_dense), TEST(test_batch_matmul))
