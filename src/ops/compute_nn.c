@@ -157,24 +157,30 @@ kiln_status compute_dense(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *
  * broadcasts feed mr*nr/lanes multiply-adds. The epilogue (bias, GELU, the
  * residual add) is the output stage over the same tile. */
 
-void ops_dense_tile(int64_t m, int64_t n, int64_t k, int vector_bytes, int64_t *mr, int64_t *nr) {
-    int lanes = vector_bytes / 4 > 0 ? vector_bytes / 4 : 4;
+void ops_dense_tile(int64_t m, int64_t n, int64_t k, int vector_bytes, int64_t *mr, int64_t *nr,
+                    int64_t *vl) {
     int nregs = vector_bytes >= 64 ? 32 : 16;
     double best = -1;
     *mr = 1;
     *nr = 0;
-    for (int64_t v = 1; v <= 6; v++) {
-        if (n % (v * lanes)) continue;
-        /* a weight panel (k x nr floats) is read once per row tile: keep it
-           within half of a 1 MiB L2, unless even one vector is wider */
-        if (v > 1 && k * v * lanes * 4 > (512 << 10)) continue;
-        for (int64_t r = 1; r <= m && r <= 16; r++) {
-            if (m % r || r * v + v + 1 > nregs) continue;
-            double score = (double)(r * v) / (double)(r + v) + 1e-3 * (double)(r * v);
-            if (score > best) {
-                best = score;
-                *mr = r;
-                *nr = v * lanes;
+    *vl = 0;
+    /* whole registers if n allows, else half or quarter ones (n = 1000) */
+    for (int64_t lanes = vector_bytes / 4 > 0 ? vector_bytes / 4 : 4; lanes >= 4 && !*nr;
+         lanes /= 2) {
+        for (int64_t v = 1; v <= 6; v++) {
+            if (n % (v * lanes)) continue;
+            /* a weight panel (k x nr floats) is read once per row tile: keep
+               it within half of a 1 MiB L2, unless even one vector is wider */
+            if (v > 1 && k * v * lanes * 4 > (512 << 10)) continue;
+            for (int64_t r = 1; r <= m && r <= 16; r++) {
+                if (m % r || r * v + v + 1 > nregs) continue;
+                double score = (double)(r * v) / (double)(r + v) + 1e-3 * (double)(r * v);
+                if (score > best) {
+                    best = score;
+                    *mr = r;
+                    *nr = v * lanes;
+                    *vl = lanes;
+                }
             }
         }
     }
@@ -191,10 +197,10 @@ kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tensor *anc
     int64_t od[KILN_MAX_NDIM];
     int nd = ops_shape(out, od);
     if (nd < 1 || nd != kiln_tensor_ndim(anchor)) return KILN_OK;
-    int64_t m = nd >= 2 ? od[nd - 2] : 1, mr, nr;
+    int64_t m = nd >= 2 ? od[nd - 2] : 1, mr, nr, vl;
     const gtensor_type *xt = &call->graph->nodes[call->in[0]]->type.t[0];
     int64_t kext = xt->dims[xt->ndim - 1 - (bmm && graph_attr_int(call, "transpose_a", 0))].v;
-    ops_dense_tile(m, od[nd - 1], kext, vector_bytes, &mr, &nr);
+    ops_dense_tile(m, od[nd - 1], kext, vector_bytes, &mr, &nr, &vl);
     int pn = ops_dense_layout(layout);
     if (!nr || (pn > 0 && pn % nr && nr % pn)) return KILN_OK;
     kiln_tensor *acc = anchor;
@@ -218,7 +224,7 @@ kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tensor *anc
     for (int d = nd - 3; d >= 0; d--)
         if ((st = kiln_fuse(so, ax[d], par, &par)) != KILN_OK) return st;
     /* nr is a multiple of the lanes: whole vectors, unrolled */
-    int lanes = vector_bytes / 4 > 0 ? vector_bytes / 4 : 4;
+    int64_t lanes = vl;
     kiln_expr nio, nii;
     if ((st = kiln_parallel(so, par)) != KILN_OK || (mi && (st = kiln_unroll(so, mi)) != KILN_OK) ||
         (st = kiln_split(so, ni, lanes, &nio, &nii)) != KILN_OK ||

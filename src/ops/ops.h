@@ -41,9 +41,9 @@ KILN_HIDDEN int ops_dense_layout(const char *layout);
 
 /* The register tile of a dense/matmul output with m rows, n columns and a
  * reduction of length k: *mr rows by *nr columns (a multiple of the vector
- * lanes), mr dividing m and nr dividing n; *nr is 0 if n has no usable
- * divisor. */
+ * lanes *vl: the register's, or half or a quarter of it when n needs), mr
+ * dividing m and nr dividing n; *nr is 0 if n has no usable divisor. */
 KILN_HIDDEN void ops_dense_tile(int64_t m, int64_t n, int64_t k, int vector_bytes, int64_t *mr,
-                                int64_t *nr);
+                                int64_t *nr, int64_t *vl);
 
 #endif

@@ -314,8 +314,9 @@ static int alter_dense(alter *A, const gnode *n, const int *in) {
     const gtensor_type *xt = type_of(A->g->nodes[n->in[0]]);
     if (w->kind != GN_CONST || kiln_ndarray_ndim(w->value) != 2 || !xt) return REBUILD_COPY;
     int64_t rows = kiln_ndarray_dim(w->value, 0), cols = kiln_ndarray_dim(w->value, 1);
-    int64_t m = xt->ndim >= 2 && !xt->dims[xt->ndim - 2].sym ? xt->dims[xt->ndim - 2].v : 1, mr, nr;
-    ops_dense_tile(m, rows, cols, A->lanes * 4, &mr, &nr);
+    int64_t m = xt->ndim >= 2 && !xt->dims[xt->ndim - 2].sym ? xt->dims[xt->ndim - 2].v : 1, mr, nr,
+            vl;
+    ops_dense_tile(m, rows, cols, A->lanes * 4, &mr, &nr, &vl);
     int64_t dims[3] = {nr ? rows / nr : cols, nr ? cols : rows, nr};
     kiln_ndarray *t = kiln_ndarray_empty(kiln_ndarray_dtype(w->value), nr ? 3 : 2, dims);
     if (!t) return -1;

@@ -1,6 +1,7 @@
 /* test_ops_matmul.c: the register-tiled GEMM schedule of nn.dense (weights
- * packed by AlterOpLayout into NC[x]n panels, or transposed to KN when the
- * units have no vector-wide divisor) and nn.batch_matmul. Each case runs
+ * packed by AlterOpLayout into NC[x]n panels, of whole, half or quarter
+ * registers, or transposed to KN when the units have no such divisor) and
+ * nn.batch_matmul. Each case runs
  * with the default pipeline, the naive schedule and AlterOpLayout disabled,
  * at the host's vector width and at 256 bits; all must agree. */
 #include <math.h>
@@ -83,7 +84,8 @@ static void test_dense(void) {
     static const dense_case cases[] = {
         {"dense 128x768 -> 96 with bias", 1, 128, 768, 96, 0},
         {"dense 3-D batch, 2x24x64 -> 48, GELU epilogue", 2, 24, 64, 48, 1},
-        {"dense GEMV 1x300 -> 1000 (no vector-wide divisor: KN)", 0, 1, 300, 1000, 0},
+        {"dense GEMV 1x300 -> 1000 (half-register panels)", 0, 1, 300, 1000, 0},
+        {"dense 5x33 -> 30 (no vector-wide divisor: KN)", 0, 5, 33, 30, 0},
         {"dense odd rows 7x40 -> 32", 0, 7, 40, 32, 1},
         {"dense long k 12x3072 -> 64 (panel limited by L2)", 0, 12, 3072, 64, 0},
     };
