@@ -101,6 +101,10 @@ KILN_API kiln_expr kiln_tensor_axis(const kiln_tensor *t, int i);
 /* Reduce axis i of a compute whose body is a reduction, or NULL. */
 KILN_API kiln_expr kiln_tensor_reduce_axis(const kiln_tensor *t, int i);
 KILN_API int kiln_tensor_num_reduce_axes(const kiln_tensor *t);
+/* The tensors a compute reads (TVM's op.input_tensors), in first-read
+ * order: returns the count and writes up to cap of them (0 for a
+ * placeholder). */
+KILN_API int kiln_tensor_inputs(const kiln_tensor *t, kiln_tensor **out, int cap);
 
 /* Print an expression in infix form into buf (truncated to cap). Returns
  * the length it needed, like snprintf. */

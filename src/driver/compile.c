@@ -205,10 +205,7 @@ static kiln_status default_schedule(kiln_schedule *s, int nout, kiln_tensor **ou
     for (int i = 0; i < s->nstages; i++) {
         kiln_stage *st = s->stages[i];
         if (st->is_output || st->body->op == TIR_REDUCE) continue;
-        if (has_select(st->body) && read_by_reduction(s, st->tensor)) {
-            if (!naive) parallel_outer(st);
-            continue;
-        }
+        if (has_select(st->body) && read_by_reduction(s, st->tensor)) continue;
         kiln_status r = kiln_compute_inline(st);
         if (r != KILN_OK) return r;
     }
@@ -220,6 +217,13 @@ static kiln_status default_schedule(kiln_schedule *s, int nout, kiln_tensor **ou
                                                                : kiln_host_vector_bytes());
         if (r != KILN_OK) return r;
         sa = kiln_schedule_stage(s, anchor);
+    }
+    /* padding the anchor's schedule did not place: materialized, in parallel */
+    for (int i = 0; i < s->nstages; i++) {
+        kiln_stage *st = s->stages[i];
+        if (st->attach == TE_ATTACH_ROOT && !st->touched && !st->is_output &&
+            st->body->op != TIR_REDUCE)
+            parallel_outer(st);
     }
     for (int i = 0; i < s->nstages; i++) {
         kiln_stage *st = s->stages[i];

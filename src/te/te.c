@@ -422,3 +422,22 @@ int kiln_tensor_num_reduce_axes(const kiln_tensor *t) {
 kiln_expr kiln_tensor_reduce_axis(const kiln_tensor *t, int i) {
     return (i >= 0 && i < kiln_tensor_num_reduce_axes(t)) ? t->body->src[1 + i] : NULL;
 }
+
+static void collect_inputs(tir_node e, kiln_tensor **out, int cap, int *n) {
+    if (e->op == TIR_TENSOR_READ) {
+        kiln_tensor *t = (kiln_tensor *)e->ptr;
+        int seen = 0;
+        for (int i = 0; i < *n && i < cap; i++) seen |= out[i] == t;
+        if (!seen) {
+            if (*n < cap) out[*n] = t;
+            ++*n;
+        }
+    }
+    for (uint32_t i = 0; i < e->nsrc; i++) collect_inputs(e->src[i], out, cap, n);
+}
+
+int kiln_tensor_inputs(const kiln_tensor *t, kiln_tensor **out, int cap) {
+    int n = 0;
+    if (t && t->kind == TE_COMPUTE && t->body) collect_inputs(t->body, out, cap, &n);
+    return n;
+}

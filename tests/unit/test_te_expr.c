@@ -356,6 +356,14 @@ static void test_conv_reduction(void) {
                    kiln_reduce_axis(ctx, z, ds[1], "ci"), kiln_reduce_axis(ctx, z, ws[2], "kh"),
                    kiln_reduce_axis(ctx, z, ws[3], "kw")};
     kiln_tensor *O = kiln_compute(ctx, 4, os, conv_body, &c, "conv");
+    /* op.input_tensors: data then weight, each once; none for a placeholder */
+    kiln_tensor *ins[1];
+    CHECK_EQ_INT(kiln_tensor_inputs(O, ins, 1), 2);
+    CHECK(ins[0] == c.D);
+    kiln_tensor *ins2[4];
+    CHECK_EQ_INT(kiln_tensor_inputs(O, ins2, 4), 2);
+    CHECK(ins2[0] == c.D && ins2[1] == c.W);
+    CHECK_EQ_INT(kiln_tensor_inputs(c.D, ins2, 4), 0);
     kiln_schedule *s = kiln_schedule_create(ctx, 1, &O);
     kiln_tensor *args[3] = {c.D, c.W, O};
     int64_t dsh[4] = {1, 3, 7, 7}, wsh[4] = {2, 3, 3, 3}, osh[4] = {1, 2, 5, 5};
