@@ -392,19 +392,35 @@ static kiln_status bind_kernel(kiln_executor *e, int nid, kiln_module *mod) {
     return KILN_OK;
 }
 
-static kiln_status allocate(kiln_executor *e, const kiln_npz *params) {
+/* One buffer per storage id, and the params copied in. With `own`, the
+ * executor may take a param's array storage instead of copying it (the
+ * package's own npz, which it frees next): the weights are then in memory
+ * once. */
+static kiln_status allocate(kiln_executor *e, const kiln_npz *params, kiln_npz *own) {
     int64_t *size = arena_alloc(e->ar, (size_t)e->nstorage * sizeof(int64_t)), total = 0;
+    int *users = arena_alloc(e->ar, (size_t)e->nstorage * sizeof(int));
     for (int i = 0; i < e->nentries; i++) {
         entry *en = &e->entries[i];
         if (size[en->storage] < en->bytes) size[en->storage] = en->bytes;
+        users[en->storage]++;
     }
     e->storage = kiln_calloc((size_t)e->nstorage, sizeof(void *));
     if (!e->storage) return KILN_ERR_NOMEM;
+    for (int i = 0; own && i < e->nnodes; i++) {
+        const node *n = &e->nodes[i];
+        if (!n->is_param) continue;
+        const entry *en = &e->entries[n->first];
+        kiln_ndarray *a = npz_get_mutable(own, n->name);
+        if (users[en->storage] == 1 && a &&
+            kiln_ndarray_numel(a) * (int64_t)kiln_dtype_size(kiln_ndarray_dtype(a)) == en->bytes)
+            e->storage[en->storage] = ndarray_take_data(a);
+    }
     for (int s = 0; s < e->nstorage; s++) {
         int64_t n = (size[s] + KILN_ALIGNMENT - 1) / KILN_ALIGNMENT * KILN_ALIGNMENT;
         if (!kiln_add_ok(total, n, &total) || total > MAX_STORAGE_BYTES)
             return plan_err("the storage needs more than %lld bytes",
                             (long long)MAX_STORAGE_BYTES);
+        if (e->storage[s]) continue; /* a param's, taken over */
         if (posix_memalign(&e->storage[s], KILN_ALIGNMENT, n ? (size_t)n : KILN_ALIGNMENT)) {
             e->storage[s] = NULL;
             return kiln_set_error(KILN_ERR_NOMEM, WHAT ": cannot allocate %lld bytes of storage",
@@ -416,10 +432,11 @@ static kiln_status allocate(kiln_executor *e, const kiln_npz *params) {
         const node *n = &e->nodes[i];
         if (n->is_param) {
             const entry *en = &e->entries[n->first];
+            const kiln_ndarray *src = kiln_npz_get(params, n->name);
+            if (kiln_ndarray_data(src) == e->storage[en->storage]) continue; /* taken */
             kiln_ndarray *dst =
                 kiln_ndarray_wrap(e->storage[en->storage], en->dtype, en->ndim, en->shape, NULL, 0);
-            kiln_status st = dst ? kiln_ndarray_copy(dst, kiln_npz_get(params, n->name))
-                                 : KILN_ERR_NOMEM;
+            kiln_status st = dst ? kiln_ndarray_copy(dst, src) : KILN_ERR_NOMEM;
             kiln_ndarray_free(dst);
             if (st) return st;
         }
@@ -438,7 +455,7 @@ static kiln_status make_views(kiln_executor *e, port *ports, int n) {
 }
 
 static kiln_status build(kiln_executor *e, const char *text, size_t len, kiln_module *mod,
-                         const kiln_npz *params) {
+                         const kiln_npz *params, kiln_npz *own) {
     const json *root = json_parse(e->ar, text, len, WHAT);
     if (!root) return KILN_ERR_INVALID;
     if (!json_is(root, JSON_OBJECT)) return plan_err("the top level must be an object");
@@ -446,7 +463,7 @@ static kiln_status build(kiln_executor *e, const char *text, size_t len, kiln_mo
     if (!st) st = read_args(e, root, params);
     if (!st) st = read_heads(e, root);
     if (!st) st = check_storage(e);
-    if (!st) st = allocate(e, params);
+    if (!st) st = allocate(e, params, own);
     e->kernels = arena_alloc(e->ar, (size_t)e->nnodes * sizeof(int));
     for (int i = 0; i < e->nnodes && !st; i++)
         if (e->nodes[i].is_op) {
@@ -458,19 +475,24 @@ static kiln_status build(kiln_executor *e, const char *text, size_t len, kiln_mo
     return st;
 }
 
-kiln_executor *kiln_executor_create(const char *json_text, size_t len, kiln_module *mod,
-                                    const kiln_npz *params) {
+static kiln_executor *create(const char *json_text, size_t len, kiln_module *mod,
+                             const kiln_npz *params, kiln_npz *own) {
     if (!json_text || !mod) {
         kiln_set_error(KILN_ERR_INVALID, "executor_create: NULL argument");
         return NULL;
     }
     kiln_executor *e = kiln_calloc(1, sizeof *e);
     if (!e) return NULL;
-    if (!(e->ar = arena_new()) || build(e, json_text, len, mod, params)) {
+    if (!(e->ar = arena_new()) || build(e, json_text, len, mod, params, own)) {
         kiln_executor_free(e);
         return NULL;
     }
     return e;
+}
+
+kiln_executor *kiln_executor_create(const char *json_text, size_t len, kiln_module *mod,
+                                    const kiln_npz *params) {
+    return create(json_text, len, mod, params, NULL);
 }
 
 kiln_executor *kiln_executor_load(const char *path) {
@@ -479,7 +501,7 @@ kiln_executor *kiln_executor_load(const char *path) {
     kiln_module *mod;
     kiln_npz *params;
     if (kiln_package_read(path, &text, &len, &mod, &params)) return NULL;
-    kiln_executor *e = kiln_executor_create(text, len, mod, params);
+    kiln_executor *e = create(text, len, mod, params, params);
     free(text);
     kiln_npz_free(params);
     if (!e) {

@@ -180,6 +180,17 @@ kiln_ndarray *kiln_ndarray_view(const kiln_ndarray *base, int ndim, const int64_
     return a;
 }
 
+void *ndarray_take_data(kiln_ndarray *a) {
+    if (!a || !a->owns || a->byte_offset || ((uintptr_t)a->data % KILN_ALIGNMENT)) return NULL;
+    int64_t step = 1;
+    for (int d = a->ndim - 1; d >= 0; d--) {
+        if (a->shape[d] != 1 && a->strides[d] != step) return NULL;
+        step *= a->shape[d];
+    }
+    a->owns = 0;
+    return a->data;
+}
+
 void kiln_ndarray_free(kiln_ndarray *a) {
     if (!a) return;
     if (a->owns) free(a->data);

@@ -6,6 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "npy_internal.h"
@@ -100,6 +104,11 @@ const kiln_ndarray *kiln_npz_array(const kiln_npz *z, int i) {
     return z && i >= 0 && i < z->count ? z->arrays[i] : NULL;
 }
 
+kiln_ndarray *npz_get_mutable(kiln_npz *z, const char *name) {
+    int i = z && name ? find_member(z, name) : -1;
+    return i >= 0 ? z->arrays[i] : NULL;
+}
+
 const kiln_ndarray *kiln_npz_get(const kiln_npz *z, const char *name) {
     int i = z && name ? find_member(z, name) : -1;
     return i >= 0 ? z->arrays[i] : NULL;
@@ -117,6 +126,7 @@ typedef struct {
     const unsigned char *buf;
     size_t len;
     const char *path;
+    int mapped; /* buf is a read-only file mapping: release members once parsed */
 } zipfile;
 
 /* Where the End Of Central Directory record starts, or -1. */
@@ -277,6 +287,14 @@ static kiln_status read_entry(const zipfile *f, size_t *pos, size_t cd_end, kiln
     snprintf(where, sizeof where, "%s: %s", f->path, member);
     kiln_ndarray *a = kiln_npy_parse(src, (size_t)usize, where);
     free(plain);
+    if (f->mapped) {
+        /* the member's pages are copied out: give them back, so a large file
+           is not resident twice (clean file pages; a later touch rereads) */
+        long pg = sysconf(_SC_PAGESIZE);
+        uintptr_t lo = ((uintptr_t)(f->buf + data) + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+        uintptr_t hi = (uintptr_t)(f->buf + data + csize) & ~((uintptr_t)pg - 1);
+        if (pg > 0 && hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    }
     if (!a) return KILN_ERR_IO;
     if (nlen > 4 && memcmp(c + 46 + nlen - 4, ".npy", 4) == 0) nlen -= 4;
     char *name = kiln_malloc(nlen + 1);
@@ -331,7 +349,7 @@ static kiln_status read_zip(const zipfile *f, kiln_npz *z) {
 
 kiln_npz *kiln_npz_parse(const void *buf, size_t len, const char *name) {
     kiln_npz *z = kiln_npz_new();
-    zipfile f = {buf, len, name ? name : "<memory>"};
+    zipfile f = {buf, len, name ? name : "<memory>", 0};
     if (z && read_zip(&f, z)) {
         kiln_npz_free(z);
         z = NULL;
@@ -339,8 +357,29 @@ kiln_npz *kiln_npz_parse(const void *buf, size_t len, const char *name) {
     return z;
 }
 
+/* A regular file is mapped rather than read, and each member's pages are
+ * released once parsed: loading a file of weights then needs the arrays'
+ * memory, not twice it. Anything mmap cannot take is read whole. */
 kiln_npz *kiln_npz_load(const char *path) {
     size_t len = 0;
+    int fd = path ? open(path, O_RDONLY) : -1;
+    struct stat sb;
+    if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0) {
+        void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        close(fd);
+        if (m != MAP_FAILED) {
+            kiln_npz *z = kiln_npz_new();
+            zipfile f = {m, (size_t)sb.st_size, path, 1};
+            if (z && read_zip(&f, z)) {
+                kiln_npz_free(z);
+                z = NULL;
+            }
+            munmap(m, (size_t)sb.st_size);
+            return z;
+        }
+    } else if (fd >= 0) {
+        close(fd);
+    }
     char *buf = kiln_read_file(path, &len);
     if (!buf) return NULL;
     kiln_npz *z = kiln_npz_parse(buf, len, path);

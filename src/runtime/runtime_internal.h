@@ -14,6 +14,12 @@ KILN_HIDDEN kiln_module *kiln_module_load_owned(const char *so_path, const char 
 /* Parse the .npz (ZIP) image buf[0, len); `name` prefixes every error
  * message (NULL: "<memory>"). A new set, or NULL with an error. */
 KILN_HIDDEN kiln_npz *kiln_npz_parse(const void *buf, size_t len, const char *name);
+/* Member `name` of z, writable (NULL if absent). */
+KILN_HIDDEN kiln_ndarray *npz_get_mutable(kiln_npz *z, const char *name);
+/* Take a's storage if a owns it, is C-contiguous from offset 0 and
+ * KILN_ALIGNMENT-aligned: returns it (the caller frees it with free) and
+ * leaves a a view of it; else NULL. */
+KILN_HIDDEN void *ndarray_take_data(kiln_ndarray *a);
 
 /* ---- for the graph executor (module.c, package.c) ---- */
 /* Number of symbolic sizes (vars[]) f takes. */
