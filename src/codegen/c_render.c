@@ -530,11 +530,12 @@ static const char g_vsigmoid_tmpl[] =
 /* erf, following the structure and coefficients of fdlibm's erff (as in musl and FreeBSD):
    |x| < 0.84375: x + x P(x^2)/Q(x^2); |x| < 1.25: erx + P(|x|-1)/Q(|x|-1); else
    1 - e^(-x^2 - 0.5625 + R(1/x^2)/S(1/x^2)) / |x| with x^2 split exactly (|x| clamped to
-   6, where erf is 1 in float); the sign of x. */
+   6, where erf is 1 in float); the sign of x. The three quotients share one division, and
+   1/|x| is |x|/x^2. */
 static const char g_verf_tmpl[] =
     "static inline @F kiln_erf_@S(@F x) {\n"
     "    @I xi, si, ri, small, mid, near;\n"
-    "    @F a, s, z, p, q, m, pm, qm, y, lo, b, w, ra, sa, rb, sb, h, e, res;\n"
+    "    @F a, s, z, p, q, m, pm, qm, y, b, w, ra, sa, rb, sb, h, e, res;\n"
     "    memcpy(&xi, &x, sizeof xi);\n"
     "    si = xi & (-2147483647 - 1);\n"
     "    xi &= 0x7fffffff;\n"
@@ -565,8 +566,6 @@ static const char g_verf_tmpl[] =
     "    qm = qm * m + 5.4039794207e-01f;\n"
     "    qm = qm * m + 1.0642088205e-01f;\n"
     "    qm = qm * m + 1.0f;\n"
-    "    y = kiln_vsel_@S(small, p, pm) / kiln_vsel_@S(small, q, qm);\n"
-    "    lo = kiln_vsel_@S(small, s + s * y, y + 8.4506291151e-01f);\n"
     "    b = kiln_vsel_@S(mid, (@F){0} + 1.25f, a);\n"
     "    b = kiln_vsel_@S(b < 6.0f, b, (@F){0} + 6.0f);\n"
     "    w = 1.0f / (b * b);\n"
@@ -599,12 +598,14 @@ static const char g_verf_tmpl[] =
     "    sb = sb * w + 3.0338060379e+01f;\n"
     "    sb = sb * w + 1.0f;\n"
     "    near = b < 2.85714293f;\n"
+    "    y = kiln_vsel_@S(mid, kiln_vsel_@S(small, p, pm), kiln_vsel_@S(near, ra, rb)) /\n"
+    "        kiln_vsel_@S(mid, kiln_vsel_@S(small, q, qm), kiln_vsel_@S(near, sa, sb));\n"
     "    memcpy(&ri, &b, sizeof ri);\n"
     "    ri &= -4096;\n"
     "    memcpy(&h, &ri, sizeof h);\n"
-    "    e = kiln_exp_@S((-h * h - 0.5625f) +\n"
-    "                    ((h - b) * (h + b) + kiln_vsel_@S(near, ra, rb) / kiln_vsel_@S(near, sa, sb)));\n"
-    "    res = kiln_vsel_@S(mid, lo, 1.0f - e / b);\n"
+    "    e = kiln_exp_@S((-h * h - 0.5625f) + ((h - b) * (h + b) + y));\n"
+    "    res = kiln_vsel_@S(small, s + s * y, y + 8.4506291151e-01f);\n"
+    "    res = kiln_vsel_@S(mid, res, 1.0f - e * (b * w));\n"
     "    memcpy(&ri, &res, sizeof ri);\n"
     "    ri |= si;\n"
     "    memcpy(&res, &ri, sizeof res);\n"
