@@ -276,7 +276,7 @@ static tir_func *lower_group(plan *P, kiln_ctx *ctx, group_t *gr, const kiln_bui
             goto done;
         }
         t[n->id] = outs[0];
-        if (n->op->pattern == OP_OUT_ELEMWISE_FUSABLE && !anchor) {
+        if ((n->op->pattern == OP_OUT_ELEMWISE_FUSABLE || n->op->schedule) && !anchor) {
             anchor = outs[0];
             anchor_node = n;
         }

@@ -428,15 +428,92 @@ static kiln_expr sm_log(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     return kiln_sub(shifted, kiln_log(drop_axis_read(s, s->sum, i)));
 }
 
+/* Softmax over a last axis of K = ko * SM_LANES elements, in lane-parallel
+ * form: max and sum first reduce over ko into SM_LANES partial results per
+ * row (contiguous reads, so they vectorize), then over those. Only the
+ * order of the max and sum reductions differs from the plain form. */
+#define SM_LANES 16
+
+typedef struct {
+    kiln_tensor *x, *mxp, *mx, *ex, *smp, *sm;
+    int nd;
+    kiln_expr ko, ki, ko2, ki2;
+} smv_args;
+
+/* t (rank nd-1+extra) at the row of output index i plus `last` */
+static kiln_expr row_at(kiln_tensor *t, int nrow, const kiln_expr *i, kiln_expr last) {
+    kiln_expr ix[KILN_MAX_NDIM];
+    for (int d = 0; d < nrow; d++) ix[d] = i[d];
+    if (last) ix[nrow] = last;
+    return kiln_tensor_at(t, nrow + (last != NULL), ix);
+}
+
+static kiln_expr x_at_lane(kiln_ctx *ctx, const smv_args *s, kiln_tensor *t, const kiln_expr *i,
+                           kiln_expr ko, kiln_expr ki) {
+    return row_at(t, s->nd - 1, i, kiln_add(kiln_mul(ko, ops_int(ctx, SM_LANES)), ki));
+}
+
+static kiln_expr smv_mxp(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    smv_args *s = u;
+    return kiln_max_reduce(x_at_lane(ctx, s, s->x, i, s->ko, i[s->nd - 1]), 1, &s->ko);
+}
+static kiln_expr smv_mx(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    smv_args *s = u;
+    return kiln_max_reduce(row_at(s->mxp, s->nd - 1, i, s->ki), 1, &s->ki);
+}
+static kiln_expr smv_ex(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    smv_args *s = u;
+    return kiln_exp(kiln_sub(row_at(s->x, s->nd - 1, i, i[s->nd - 1]), row_at(s->mx, s->nd - 1, i, NULL)));
+}
+static kiln_expr smv_smp(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    smv_args *s = u;
+    return kiln_sum(x_at_lane(ctx, s, s->ex, i, s->ko2, i[s->nd - 1]), 1, &s->ko2);
+}
+static kiln_expr smv_sm(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    smv_args *s = u;
+    return kiln_sum(row_at(s->smp, s->nd - 1, i, s->ki2), 1, &s->ki2);
+}
+static kiln_expr smv_out(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    smv_args *s = u;
+    return kiln_div(row_at(s->ex, s->nd - 1, i, i[s->nd - 1]), row_at(s->sm, s->nd - 1, i, NULL));
+}
+
+static int softmax_lanes_form(const gnode *call, int nd, const int64_t *od, int *axis) {
+    int64_t a = graph_attr_int(call, "axis", -1);
+    *axis = (int)(a < 0 ? a + nd : a);
+    return strcmp(call->op->name, "nn.softmax") == 0 && *axis == nd - 1 &&
+           od[nd - 1] % SM_LANES == 0 && od[nd - 1] >= 2 * SM_LANES;
+}
+
 kiln_status compute_softmax(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                             kiln_tensor **out) {
+    int64_t od[KILN_MAX_NDIM], rd[KILN_MAX_NDIM];
+    int nd = ops_out_shape(call, od), axis;
+    if (softmax_lanes_form(call, nd, od, &axis)) {
+        smv_args v;
+        memset(&v, 0, sizeof v);
+        v.x = in[0];
+        v.nd = nd;
+        for (int d = 0; d < nd - 1; d++) rd[d] = od[d];
+        rd[nd - 1] = SM_LANES;
+        kiln_expr ko_ext = ops_int(ctx, od[nd - 1] / SM_LANES), l = ops_int(ctx, SM_LANES);
+        v.ko = kiln_reduce_axis(ctx, ops_int(ctx, 0), ko_ext, "ko");
+        v.ko2 = kiln_reduce_axis(ctx, ops_int(ctx, 0), ko_ext, "ko");
+        v.ki = kiln_reduce_axis(ctx, ops_int(ctx, 0), l, "ki");
+        v.ki2 = kiln_reduce_axis(ctx, ops_int(ctx, 0), l, "ki");
+        v.mxp = ops_compute(ctx, call, ".maxp", nd, rd, smv_mxp, &v);
+        v.mx = v.mxp ? ops_compute(ctx, call, ".max", nd - 1, rd, smv_mx, &v) : NULL;
+        v.ex = v.mx ? ops_compute(ctx, call, ".exp", nd, od, smv_ex, &v) : NULL;
+        v.smp = v.ex ? ops_compute(ctx, call, ".sump", nd, rd, smv_smp, &v) : NULL;
+        v.sm = v.smp ? ops_compute(ctx, call, ".sum", nd - 1, rd, smv_sm, &v) : NULL;
+        out[0] = v.sm ? ops_compute(ctx, call, "", nd, od, smv_out, &v) : NULL;
+        return out[0] ? KILN_OK : KILN_ERR_INVALID;
+    }
     sm_args s;
     memset(&s, 0, sizeof s);
-    int64_t od[KILN_MAX_NDIM], rd[KILN_MAX_NDIM];
     s.x = in[0];
-    s.nd = ops_out_shape(call, od);
-    int64_t axis = graph_attr_int(call, "axis", -1);
-    s.axis = (int)(axis < 0 ? axis + s.nd : axis);
+    s.nd = nd;
+    s.axis = axis;
     int j = 0;
     for (int d = 0; d < s.nd; d++)
         if (d != s.axis) rd[j++] = od[d];
@@ -448,6 +525,63 @@ kiln_status compute_softmax(kiln_ctx *ctx, const gnode *call, kiln_tensor *const
     int is_log = strcmp(call->op->name, "nn.log_softmax") == 0;
     out[0] = s.sum ? ops_compute(ctx, call, "", s.nd, od, is_log ? sm_log : sm_div, &s) : NULL;
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* The schedule of the lane-parallel softmax: rows (the leading axes,
+ * fused) in parallel; per row the partial max, the exponentials, the
+ * partial sums and the output are vectors of SM_LANES, in local buffers
+ * computed at the row. */
+kiln_status schedule_softmax(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
+                             kiln_tensor *out, int vector_bytes) {
+    (void)vector_bytes;
+    int64_t od[KILN_MAX_NDIM];
+    int nd = ops_shape(out, od), axis;
+    if (anchor != out || nd < 2 || !softmax_lanes_form(call, nd, od, &axis)) return KILN_OK;
+    kiln_tensor *t[4], *ex, *sm, *smp, *mx, *mxp;
+    if (kiln_tensor_inputs(out, t, 4) != 2) return KILN_OK;
+    ex = t[0];
+    sm = t[1];
+    if (kiln_tensor_inputs(sm, t, 4) != 1) return KILN_OK;
+    smp = t[0];
+    if (kiln_tensor_inputs(ex, t, 4) != 2) return KILN_OK;
+    mx = t[1];
+    if (kiln_tensor_inputs(mx, t, 4) != 1) return KILN_OK;
+    mxp = t[0];
+    kiln_stage *so = kiln_schedule_stage(s, out);
+    if (!so) return KILN_ERR_INVALID;
+    kiln_expr row = kiln_tensor_axis(out, 0), ko, ki;
+    kiln_status st;
+    for (int d = 1; d < nd - 1; d++)
+        if ((st = kiln_fuse(so, row, kiln_tensor_axis(out, d), &row)) != KILN_OK) return st;
+    if ((st = kiln_parallel(so, row)) != KILN_OK ||
+        (st = kiln_split(so, kiln_tensor_axis(out, nd - 1), SM_LANES, &ko, &ki)) != KILN_OK ||
+        (st = kiln_vectorize(so, ki)) != KILN_OK)
+        return st;
+    /* every stage at the output's row, consumers first (compute_at needs a
+       stage's other consumers placed inside the same loop already) */
+    kiln_tensor *stages[5] = {sm, smp, ex, mx, mxp};
+    for (int k = 0; k < 5; k++) {
+        kiln_stage *x = kiln_schedule_stage(s, stages[k]);
+        if (!x) return KILN_ERR_INVALID;
+        if ((st = kiln_compute_at(x, so, row)) != KILN_OK ||
+            (st = kiln_set_scope(x, "local")) != KILN_OK)
+            return st;
+        kiln_tensor *tk = stages[k];
+        if (kiln_tensor_ndim(tk) != nd) continue; /* the per-row scalars */
+        kiln_expr last = kiln_tensor_axis(tk, nd - 1);
+        if (tk == ex) {
+            kiln_expr eo, ei;
+            if ((st = kiln_split(x, last, SM_LANES, &eo, &ei)) != KILN_OK ||
+                (st = kiln_vectorize(x, ei)) != KILN_OK)
+                return st;
+        } else { /* partial max / sum: reduce over ko outside, lanes inside */
+            kiln_expr order[2] = {kiln_tensor_reduce_axis(tk, 0), last};
+            if ((st = kiln_reorder(x, 2, order)) != KILN_OK ||
+                (st = kiln_vectorize(x, last)) != KILN_OK)
+                return st;
+        }
+    }
+    return KILN_OK;
 }
 
 /* ---- batch_matmul: numpy matmul with broadcast batch dims ---------------------- */

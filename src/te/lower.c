@@ -235,6 +235,35 @@ static void infer_bounds(lower_ctx *L, lstage *ls) {
         te_ival region[16] = {{0}};
         region_acc acc = {t, c->st->nroot, rv, riv, region, 0};
         collect_region(c->body, &acc);
+        /* consumers computed inside c at this spot or deeper: their whole
+           region at that spot, with c's loops below this spot relaxed */
+        for (int k = 0; k < L->s->nstages && !acc.failed; k++) {
+            lstage *x = &L->ls[k];
+            if (x == ls || x == c || x->st->attach != TE_ATTACH_AT ||
+                x->st->attach_stage != c->st || !te_reads(x->st->body, t))
+                continue;
+            if (!x->ready) {
+                acc.failed = 1;
+                break;
+            }
+            tir_node xv[TE_MAX_ITERS], cv[TE_MAX_ITERS];
+            te_ival xiv[TE_MAX_ITERS];
+            for (int i = 0; i < c->st->niters; i++) cv[i] = c->st->iters[i].var;
+            for (int i = 0; i < x->st->nroot && !acc.failed; i++) {
+                te_ival lo, hi;
+                tir_node last = tir_sub(tir_add(x->rmin[i], x->rext[i]), tir_i64(L->ctx, 1));
+                xv[i] = x->st->iters[i].var;
+                if (!te_eval_interval(x->rmin[i], c->st->niters, cv, iv, &lo) ||
+                    !te_eval_interval(last, c->st->niters, cv, iv, &hi))
+                    acc.failed = 1;
+                else
+                    xiv[i] = (te_ival){simp(L, lo.lo), simp(L, hi.hi)};
+            }
+            if (acc.failed) break;
+            region_acc ax = {t, x->st->nroot, xv, xiv, region, 0};
+            collect_region(x->st->body, &ax);
+            acc.failed |= ax.failed;
+        }
         if (!acc.failed) {
             for (int d = 0; d < nd; d++) {
                 if (!region[d].lo) continue;
@@ -561,14 +590,23 @@ static tir_func *lower_impl(kiln_schedule *s, int nargs, kiln_tensor *const *arg
         if (ls->st->attach == TE_ATTACH_AT)
             ls->attach_leaf = resolve_attach(ls->st->attach_stage, ls->st->attach_iter);
     }
-    /* an attached stage must be read only by its attach target, also
-       through stages inlined since compute_at */
+    /* an attached stage must be read only by its attach target (also
+       through stages inlined since compute_at) and by stages computed
+       inside the target at the same spot or deeper */
     for (int i = 0; i < s->nstages; i++) {
         kiln_stage *p = s->stages[i];
         if (p->attach != TE_ATTACH_AT) continue;
         for (int j = 0; j < s->nstages; j++) {
             kiln_stage *x = s->stages[j];
             if (x == p || x == p->attach_stage || x->attach == TE_ATTACH_INLINE) continue;
+            if (x->attach == TE_ATTACH_AT && x->attach_stage == p->attach_stage) {
+                int pp = -1, px = -1;
+                for (int k = 0; k < x->attach_stage->nleaves; k++) {
+                    if (x->attach_stage->leaves[k] == L->ls[i].attach_leaf) pp = k;
+                    if (x->attach_stage->leaves[k] == L->ls[j].attach_leaf) px = k;
+                }
+                if (pp >= 0 && px >= pp) continue;
+            }
             if (te_reads(L->ls[j].body, p->tensor)) {
                 kiln_set_error(KILN_ERR_INVALID,
                                "lower '%s': '%s' is computed at '%s' but also read by '%s'", name,

@@ -361,18 +361,32 @@ kiln_status kiln_compute_at(kiln_stage *st, kiln_stage *parent, kiln_expr axis) 
     if (parent->attach == TE_ATTACH_INLINE)
         return kiln_set_error(KILN_ERR_INVALID, "compute_at: target stage '%s' is inlined",
                               parent->tensor->name);
-    if (!reads_through_inline(st->sch, parent->body, st->tensor, 0))
+    int read_inside = 0; /* by a stage already computed inside parent */
+    for (int i = 0; i < st->sch->nstages && !read_inside; i++) {
+        kiln_stage *c = st->sch->stages[i];
+        read_inside = c != st && c->attach == TE_ATTACH_AT && c->attach_stage == parent &&
+                      te_reads(c->body, st->tensor);
+    }
+    if (!read_inside && !reads_through_inline(st->sch, parent->body, st->tensor, 0))
         return kiln_set_error(KILN_ERR_INVALID,
                               "compute_at: stage '%s' does not read '%s', so '%s' cannot be "
                               "computed inside it (not a consumer)",
                               parent->tensor->name, name, name);
     kiln_schedule *s = st->sch;
+    /* other consumers must sit inside the same parent (computed at it
+       already, at this axis or deeper): bound inference unions their reads */
     for (int i = 0; i < s->nstages; i++) {
         kiln_stage *c = s->stages[i];
-        if (c != parent && c != st && c->attach != TE_ATTACH_INLINE && te_reads(c->body, st->tensor))
+        if (c == parent || c == st || c->attach == TE_ATTACH_INLINE || !te_reads(c->body, st->tensor))
+            continue;
+        int inside = c->attach == TE_ATTACH_AT && c->attach_stage == parent;
+        for (int k = 0; inside && k < parent->nleaves; k++)
+            if (parent->leaves[k] == c->attach_iter) inside = k >= pos;
+        if (!inside)
             return kiln_set_error(KILN_ERR_INVALID,
-                                  "compute_at: '%s' is also read by '%s', not only by '%s'", name,
-                                  c->tensor->name, parent->tensor->name);
+                                  "compute_at: '%s' is also read by '%s', which is not computed "
+                                  "inside '%s' at this axis or deeper",
+                                  name, c->tensor->name, parent->tensor->name);
     }
     for (kiln_stage *p = parent; p; p = p->attach == TE_ATTACH_AT ? p->attach_stage : NULL)
         if (p == st)

@@ -157,4 +157,40 @@ static void test_batch_matmul(void) {
     kiln_ndarray_free(eight);
 }
 
-TEST_MAIN(TEST(test_dense), TEST(test_batch_matmul))
+/* Softmax over a last axis of 16k elements takes the lane-parallel form
+ * (partial max and sum over 16 lanes) with its own schedule: against a
+ * double-precision reference, and the default against the naive schedule. */
+static void test_softmax_lanes(void) {
+    uint64_t seed = 21;
+    int64_t xs[3] = {3, 5, 64};
+    kiln_ndarray *x = filled(3, xs, &seed);
+    float *p = kiln_ndarray_data(x);
+    for (int i = 0; i < 3 * 5 * 64; i++) p[i] *= 30.0f; /* exp would overflow without the max */
+    kiln_graph *g = kiln_graph_new();
+    int xi = kiln_graph_var(g, "x", KILN_FLOAT32, 3, xs, NULL);
+    int y = kiln_graph_call(g, "nn.softmax", 1, &xi, "axis=-1", "softmax");
+    kiln_graph_set_outputs(g, 1, &y, NULL);
+    check_all("softmax over 64", g, 1, &x);
+    char f[4096];
+    kiln_ndarray *r = run(g, 1, &x, NULL, NULL, f, sizeof f);
+    CHECK(r != NULL);
+    if (r) {
+        const float *o = kiln_ndarray_data(r);
+        double worst = 0;
+        for (int row = 0; row < 15; row++) {
+            double mx = -1e300, sum = 0;
+            for (int k = 0; k < 64; k++) mx = fmax(mx, p[row * 64 + k]);
+            for (int k = 0; k < 64; k++) sum += exp(p[row * 64 + k] - mx);
+            for (int k = 0; k < 64; k++) {
+                double ref = exp(p[row * 64 + k] - mx) / sum;
+                worst = fmax(worst, fabs(o[row * 64 + k] - ref) / (ref + 1e-30) * (ref > 1e-30));
+            }
+        }
+        CHECK(worst < 1e-5);
+        kiln_ndarray_free(r);
+    }
+    kiln_graph_free(g);
+    kiln_ndarray_free(x);
+}
+
+TEST_MAIN(TEST(test_dense), TEST(test_batch_matmul), TEST(test_softmax_lanes))
