@@ -7,8 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "check.h"
-#include "kiln/graph.h"
+#include "graph_util.h"
 #include "te_util.h"
 
 static kiln_ndarray *filled(int nd, const int64_t *shape, uint64_t *seed) {
@@ -21,32 +20,8 @@ static kiln_ndarray *run(kiln_graph *g, int nin, kiln_ndarray *const *xs, const 
                          const char *v1, char *funcs, size_t cap) {
     kiln_build_options *o = kiln_build_options_new();
     if (k1) kiln_build_options_set(o, k1, v1);
-    const char *pkg = test_tmp_path("matmul.tar");
-    kiln_status st = kiln_graph_compile(g, pkg, o);
+    kiln_ndarray *r = gu_compile_run(g, o, nin, (const kiln_ndarray *const *)xs, NULL, funcs, cap);
     kiln_build_options_free(o);
-    if (st != KILN_OK) {
-        fprintf(stderr, "compile: %s\n", kiln_last_error());
-        return NULL;
-    }
-    kiln_executor *ex = kiln_executor_load(pkg);
-    if (!ex) return NULL;
-    funcs[0] = 0;
-    for (int k = 0; k < kiln_executor_num_kernels(ex); k++) {
-        strncat(funcs, kiln_executor_kernel_func(ex, k), cap - strlen(funcs) - 2);
-        strncat(funcs, " ", cap - strlen(funcs) - 1);
-    }
-    kiln_ndarray *r = NULL;
-    int ok = 1;
-    for (int i = 0; i < nin && ok; i++)
-        ok = kiln_executor_set_input(ex, kiln_executor_input_name(ex, i), xs[i]) == KILN_OK;
-    if (ok && kiln_executor_run(ex) == KILN_OK) {
-        const kiln_ndarray *o0 = kiln_executor_output(ex, 0);
-        int64_t sh[KILN_MAX_NDIM];
-        for (int d = 0; d < kiln_ndarray_ndim(o0); d++) sh[d] = kiln_ndarray_dim(o0, d);
-        r = kiln_ndarray_empty(KILN_FLOAT32, kiln_ndarray_ndim(o0), sh);
-        kiln_ndarray_copy(r, o0);
-    }
-    kiln_executor_free(ex);
     return r;
 }
 

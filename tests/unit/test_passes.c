@@ -5,8 +5,7 @@
 #include <math.h>
 #include <sys/stat.h>
 
-#include "check.h"
-#include "kiln/graph.h"
+#include "graph_util.h"
 #include "te_util.h"
 
 static kiln_ndarray *filled(int nd, const int64_t *shape, uint64_t *seed, double lo) {
@@ -54,24 +53,7 @@ static kiln_graph *make_graph(kiln_ndarray **arrays) {
 /* Compile with options, run on x, return the output (caller frees). */
 static kiln_ndarray *compile_run(kiln_graph *g, kiln_build_options *o, const kiln_ndarray *x,
                                  int *nkernels) {
-    const char *pkg = test_tmp_path("passes.tar");
-    if (kiln_graph_compile(g, pkg, o) != KILN_OK) {
-        fprintf(stderr, "compile: %s\n", kiln_last_error());
-        return NULL;
-    }
-    kiln_executor *ex = kiln_executor_load(pkg);
-    if (!ex) return NULL;
-    *nkernels = kiln_executor_num_kernels(ex);
-    kiln_ndarray *r = NULL;
-    if (kiln_executor_set_input(ex, "x", x) == KILN_OK && kiln_executor_run(ex) == KILN_OK) {
-        const kiln_ndarray *o0 = kiln_executor_output(ex, 0);
-        int64_t sh[4];
-        for (int d = 0; d < kiln_ndarray_ndim(o0); d++) sh[d] = kiln_ndarray_dim(o0, d);
-        r = kiln_ndarray_empty(KILN_FLOAT32, kiln_ndarray_ndim(o0), sh);
-        kiln_ndarray_copy(r, o0);
-    }
-    kiln_executor_free(ex);
-    return r;
+    return gu_compile_run(g, o, 1, &x, nkernels, NULL, 0);
 }
 
 static int count_files(const char *dir) {

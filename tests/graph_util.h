@@ -1,0 +1,54 @@
+/* graph_util.h: compiling and running a graph in tests. */
+#ifndef KILN_GRAPH_UTIL_H
+#define KILN_GRAPH_UTIL_H
+
+#include <string.h>
+
+#include "check.h"
+#include "kiln/graph.h"
+#include "kiln/schedule.h"
+#include "kiln/runtime.h"
+
+/* Compile g with o (may be NULL) into a package in the test folder, run it
+ * on xs (the graph's inputs in order) and return a copy of output 0, or
+ * NULL (printing the error). If non-NULL, *nkernels gets the kernel count
+ * and funcs the kernels' function names, space-separated. */
+static inline kiln_ndarray *gu_compile_run(kiln_graph *g, const kiln_build_options *o, int nin,
+                                           const kiln_ndarray *const *xs, int *nkernels,
+                                           char *funcs, size_t cap) {
+    const char *pkg = test_tmp_path("graph_util.tar");
+    if (kiln_graph_compile(g, pkg, o) != KILN_OK) {
+        fprintf(stderr, "compile: %s\n", kiln_last_error());
+        return NULL;
+    }
+    kiln_executor *ex = kiln_executor_load(pkg);
+    if (!ex) {
+        fprintf(stderr, "load: %s\n", kiln_last_error());
+        return NULL;
+    }
+    if (nkernels) *nkernels = kiln_executor_num_kernels(ex);
+    if (funcs && cap) {
+        funcs[0] = 0;
+        for (int k = 0; k < kiln_executor_num_kernels(ex); k++) {
+            strncat(funcs, kiln_executor_kernel_func(ex, k), cap - strlen(funcs) - 1);
+            if (strlen(funcs) + 1 < cap) strcat(funcs, " ");
+        }
+    }
+    kiln_ndarray *r = NULL;
+    int ok = 1;
+    for (int i = 0; i < nin && ok; i++)
+        ok = kiln_executor_set_input(ex, kiln_executor_input_name(ex, i), xs[i]) == KILN_OK;
+    if (ok && kiln_executor_run(ex) == KILN_OK) {
+        const kiln_ndarray *o0 = kiln_executor_output(ex, 0);
+        int64_t sh[KILN_MAX_NDIM];
+        for (int d = 0; d < kiln_ndarray_ndim(o0); d++) sh[d] = kiln_ndarray_dim(o0, d);
+        r = kiln_ndarray_empty(kiln_ndarray_dtype(o0), kiln_ndarray_ndim(o0), sh);
+        if (r) kiln_ndarray_copy(r, o0);
+    } else {
+        fprintf(stderr, "run: %s\n", kiln_last_error());
+    }
+    kiln_executor_free(ex);
+    return r;
+}
+
+#endif
