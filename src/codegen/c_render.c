@@ -756,9 +756,24 @@ static const char *mem_helper(render *r, const char *kind, kiln_dtype dt, int la
         return name;
     char *text;
     if (!strcmp(kind, "vload"))
-        text = sfmt("static inline %s %s(const %s *p) {\n    %s v;\n    memcpy(&v, p, sizeof v);\n"
-                    "    return v;\n}\n",
-                    vt, name, T, vt);
+        /* The empty asm keeps the loaded vector in a register: otherwise
+           gcc folds a vector reused by several multiply-adds into each of
+           them as a memory operand, and a register-blocked kernel reloads
+           every weight once per pixel and becomes load-bound. A non-volatile
+           asm with equal inputs is still merged (CSE) and hoisted. */
+        text = kiln_dtype_size(dt) * (size_t)lanes < 16
+                   ? sfmt("static inline %s %s(const %s *p) {\n    %s v;\n"
+                          "    memcpy(&v, p, sizeof v);\n    return v;\n}\n",
+                          vt, name, T, vt)
+                   : sfmt("static inline %s %s(const %s *p) {\n    %s v;\n"
+                          "    memcpy(&v, p, sizeof v);\n"
+                          "#if defined(__GNUC__) && defined(__x86_64__) && defined(__AVX512F__)\n"
+                          "    __asm__(\"\" : \"+v\"(v));\n"
+                          "#elif defined(__GNUC__) && defined(__x86_64__) && defined(__AVX__)\n"
+                          "    __asm__(\"\" : \"+x\"(v));\n"
+                          "#endif\n"
+                          "    return v;\n}\n",
+                          vt, name, T, vt);
     else if (!strcmp(kind, "vstore"))
         text = sfmt("static inline void %s(%s *p, %s v) {\n    memcpy(p, &v, sizeof v);\n}\n", name,
                     T, vt);
