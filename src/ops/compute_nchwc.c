@@ -216,11 +216,15 @@ kiln_status compute_conv2d_nchwc(kiln_ctx *ctx, const gnode *call, kiln_tensor *
  * accumulators stay live, and so do either the reg_n broadcast inputs
  * (channel blocks outer: *pixels_inner = 1) or the ocb weight vectors
  * (pixels outer); all must fit in the nregs vector registers, or the
- * accumulators spill. Maximizes multiply-adds per load, reg_n*ocb /
- * (reg_n + ocb), then the accumulator count. */
+ * accumulators spill. Among those blocks it takes the one with the lowest
+ * cost per multiply-add, the largest of: the FMA pipes (2 a cycle), the
+ * loads (2 a cycle; reg_n + ocb per step for reg_n*ocb multiply-adds), and
+ * re-reading the weight slice (ocb blocks of block_bytes) from L2 once per
+ * block of pixels when it does not fit in L1 (about 16 bytes a cycle);
+ * ties go to more accumulators. */
 static void register_block(int64_t ow, int64_t occ, int64_t vecs, int64_t nregs, int dw,
-                           int64_t *reg_n, int64_t *ocb, int *pixels_inner) {
-    double best = -1;
+                           int64_t block_bytes, int64_t *reg_n, int64_t *ocb, int *pixels_inner) {
+    double best = 1e30;
     *reg_n = 1;
     *ocb = 1;
     *pixels_inner = 1;
@@ -233,9 +237,13 @@ static void register_block(int64_t ow, int64_t occ, int64_t vecs, int64_t nregs,
                input vector) with pixels inner; weight vectors with them outer */
             int64_t with_bcast = acc + (dw ? vecs : r) + vecs, with_w = acc + o * vecs + 1;
             if (with_bcast > nregs && with_w > nregs) continue;
-            double score = (double)(r * o) / (double)(r + o) + 1e-3 * (double)(r * o);
-            if (score > best) {
-                best = score;
+            double fma = 0.5, loads = (double)(r + o) / (double)(r * o) / 2.0;
+            double l2 = o * block_bytes > (32 << 10) ? 4.0 / (double)r : 0.0;
+            double cost = fma > loads ? fma : loads;
+            if (l2 > cost) cost = l2;
+            cost -= 1e-4 * (double)acc;
+            if (cost < best) {
+                best = cost;
                 *reg_n = r;
                 *ocb = o;
                 *pixels_inner = with_bcast <= nregs;
@@ -252,9 +260,11 @@ kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call, kiln_tens
     int nregs = vector_bytes >= 64 ? 32 : 16;
     int64_t vecs = (od[4] + lanes - 1) / lanes; /* registers per pixel and block */
     int dw = is_depthwise(call);
-    int64_t reg_n, ocb;
+    int64_t reg_n, ocb, block_bytes = 4;
     int pixels_inner;
-    register_block(od[3], od[1], vecs, nregs, dw, &reg_n, &ocb, &pixels_inner);
+    const gtensor_type *wt = &call->graph->nodes[call->in[1]]->type.t[0];
+    for (int d = 1; d < wt->ndim; d++) block_bytes *= wt->dims[d].v; /* one output block's weights */
+    register_block(od[3], od[1], vecs, nregs, dw, block_bytes, &reg_n, &ocb, &pixels_inner);
     kiln_tensor *conv = anchor;
     if (anchor == out) {
         conv = kiln_cache_write(s, out, "local");
