@@ -281,12 +281,26 @@ kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call, kiln_tens
     if ((st = kiln_split(so, ow, reg_n, &owo, &owi)) != KILN_OK ||
         (st = kiln_split(so, occ, ocb, &oco, &oci)) != KILN_OK)
         return st;
+    /* Which operand stays in cache: with all the weights within half an L2,
+       rows outermost and the channel-block groups inside a block of pixels,
+       so the input tile is reused from L1 by every group (with groups
+       outermost, a 56 x 56 x 256 input streamed from L3 once per group ran
+       at half speed); larger weights keep TVM's order, groups outermost. */
+    int rows_outer = block_bytes * od[1] <= (512 << 10);
     kiln_expr order[7] = {n, oco, oh, owo, oci, owi, ob};
+    if (rows_outer) {
+        order[1] = oh;
+        order[2] = owo;
+        order[3] = oco;
+    }
     if ((st = kiln_reorder(so, 7, order)) != KILN_OK ||
-        (st = kiln_fuse(so, n, oco, &f1)) != KILN_OK || (st = kiln_fuse(so, f1, oh, &f2)) != KILN_OK ||
-        (st = kiln_parallel(so, f2)) != KILN_OK || (st = kiln_unroll(so, oci)) != KILN_OK ||
+        (st = kiln_fuse(so, n, order[1], &f1)) != KILN_OK ||
+        (!rows_outer && (st = kiln_fuse(so, f1, oh, &f1)) != KILN_OK))
+        return st;
+    f2 = f1;
+    if ((st = kiln_parallel(so, f2)) != KILN_OK || (st = kiln_unroll(so, oci)) != KILN_OK ||
         (st = kiln_unroll(so, owi)) != KILN_OK || (st = kiln_vectorize(so, ob)) != KILN_OK ||
-        (st = kiln_compute_at(sc, so, owo)) != KILN_OK)
+        (st = kiln_compute_at(sc, so, rows_outer ? oco : owo)) != KILN_OK)
         return st;
     kiln_expr c[5], r[4];
     for (int i = 0; i < 5; i++) c[i] = kiln_tensor_axis(conv, i);
