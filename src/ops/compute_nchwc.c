@@ -285,8 +285,10 @@ kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call, kiln_tens
        rows outermost and the channel-block groups inside a block of pixels,
        so the input tile is reused from L1 by every group (with groups
        outermost, a 56 x 56 x 256 input streamed from L3 once per group ran
-       at half speed); larger weights keep TVM's order, groups outermost. */
-    int rows_outer = block_bytes * od[1] <= (512 << 10);
+       at half speed); larger weights keep TVM's order, groups outermost, and
+       so do depthwise convolutions, whose groups share no input: there, one
+       block's consecutive rows reuse the input rows they overlap in. */
+    int rows_outer = !dw && block_bytes * od[1] <= (512 << 10);
     kiln_expr order[7] = {n, oco, oh, owo, oci, owi, ob};
     if (rows_outer) {
         order[1] = oh;
