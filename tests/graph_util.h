@@ -3,6 +3,7 @@
 #define KILN_GRAPH_UTIL_H
 
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "kiln/graph.h"
@@ -16,7 +17,9 @@
 static inline kiln_ndarray *gu_compile_run(kiln_graph *g, const kiln_build_options *o, int nin,
                                            const kiln_ndarray *const *xs, int *nkernels,
                                            char *funcs, size_t cap) {
-    const char *pkg = test_tmp_path("graph_util.tar");
+    char name[64]; /* one per process: tests run in parallel */
+    snprintf(name, sizeof name, "graph_util_%d.tar", (int)getpid());
+    const char *pkg = test_tmp_path(name);
     if (kiln_graph_compile(g, pkg, o) != KILN_OK) {
         fprintf(stderr, "compile: %s\n", kiln_last_error());
         return NULL;
