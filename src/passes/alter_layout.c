@@ -12,6 +12,10 @@
  * other consumer, and every graph output, gets NCHW back through one
  * layout_transform per tensor.
  *
+ * A per-channel constant multiply right after such a convolution (a batch
+ * norm's scale, once SimplifyInference split it) is folded into the packed
+ * weights, as TVM's FoldScaleAxis does.
+ *
  * nn.dense with a constant [units, in] weight gets it packed into column
  * panels [units/nr, in, nr] (weight_layout="NC[nr]n", TVM's dense_pack),
  * so the dense schedule's register tile reads whole weight vectors. */
@@ -31,6 +35,7 @@ typedef struct {
     int *plain; /* old id -> a plain (NCHW) version, or -1 until asked */
     int *alt;   /* old id -> a version blocked by alt_b, or -1 */
     int *alt_b;
+    int *folded; /* old id of a multiply folded into its convolution -> that conv, else -1 */
 } alter;
 
 /* A call in the new graph, typed. */
@@ -138,6 +143,30 @@ static int alter_conv(alter *A, const gnode *n) {
     /* packed weight: [O/ob, I/ib, KH, KW, ib, ob]; depthwise [C/b, 1, KH, KW, 1, b] */
     int64_t ibw = dw ? 1 : ib, Ic = dw ? 1 : I / ib;
     int64_t dims[6] = {O / ob, Ic, KH, KW, ibw, ob};
+    /* FoldScaleAxis: a per-channel constant multiply that is the conv's only
+       consumer (a batch norm's scale) goes into the packed weights */
+    const gnode *mul = NULL;
+    const float *scale = NULL;
+    for (int c = n->id + 1, uses = 0; c < g->n && uses <= 1; c++) {
+        const gnode *u = g->nodes[c];
+        int reads = 0;
+        for (int i = 0; i < u->nin; i++) reads |= u->in[i] == n->id;
+        if (!reads) continue;
+        uses++;
+        mul = uses == 1 ? u : NULL;
+    }
+    for (int k = 0; mul && k < g->nout; k++)
+        if (g->outs[k] == n->id) mul = NULL;
+    if (mul && mul->kind == GN_CALL && !strcmp(mul->op->name, "multiply") && mul->nin == 2) {
+        const gnode *sc = g->nodes[mul->in[mul->in[0] == n->id ? 1 : 0]];
+        const gtensor_type *st = type_of(sc);
+        int per_channel = sc->kind == GN_CONST && st && st->dtype == KILN_FLOAT32 &&
+                          st->ndim >= 3 && st->ndim <= 4 && st->dims[st->ndim - 3].v == O &&
+                          mul->in[0] != mul->in[1];
+        for (int d = 0; per_channel && d < st->ndim; d++)
+            per_channel = d == st->ndim - 3 || st->dims[d].v == 1;
+        if (per_channel) scale = kiln_ndarray_data(sc->value);
+    }
     kiln_ndarray *pw = kiln_ndarray_empty(KILN_FLOAT32, 6, dims);
     if (!pw) return -1;
     const float *src = kiln_ndarray_data(w->value);
@@ -148,7 +177,7 @@ static int alter_conv(alter *A, const gnode *n) {
                 for (int64_t k = 0; k < KW; k++) {
                     int64_t oc = o / ob, ocb = o % ob, icc = dw ? 0 : i / ib, icb = dw ? 0 : i % ib;
                     dst[((((oc * Ic + icc) * KH + h) * KW + k) * ibw + icb) * ob + ocb] =
-                        src[((o * I + i) * KH + h) * KW + k];
+                        src[((o * I + i) * KH + h) * KW + k] * (scale ? scale[o] : 1.0f);
                 }
     char nm[600];
     snprintf(nm, sizeof nm, "%s.OIHW%di%do", w->name, (int)ibw, (int)ob);
@@ -168,6 +197,7 @@ static int alter_conv(alter *A, const gnode *n) {
     int id = call(A, "nn.contrib_conv2d_NCHWc", 2, in, at, n->name);
     free(at);
     A->blk[n->id] = (int)ob;
+    if (scale) A->folded[mul->id] = n->id;
     return id;
 }
 
@@ -352,12 +382,19 @@ struct kiln_graph *pass_alter_op_layout(struct kiln_graph *g, const pass_env *en
     A.plain = malloc(sizeof(int) * n);
     A.alt = malloc(sizeof(int) * n);
     A.alt_b = calloc(n, sizeof(int));
+    A.folded = malloc(sizeof(int) * n);
     int *pin = malloc(sizeof(int) * n); /* old id -> plain new id, for copies */
-    int ok = A.r && A.map && A.blk && A.plain && A.alt && A.alt_b && pin;
-    for (int id = 0; ok && id < g->n; id++) A.map[id] = A.plain[id] = A.alt[id] = pin[id] = -1;
+    int ok = A.r && A.map && A.blk && A.plain && A.alt && A.alt_b && A.folded && pin;
+    for (int id = 0; ok && id < g->n; id++)
+        A.map[id] = A.plain[id] = A.alt[id] = pin[id] = A.folded[id] = -1;
     for (int id = 0; ok && id < g->n; id++) {
         const gnode *node = g->nodes[id];
         int v = REBUILD_COPY;
+        if (A.folded[id] >= 0) { /* the scale is in the convolution's weights */
+            A.map[id] = A.map[A.folded[id]];
+            A.blk[id] = A.blk[A.folded[id]];
+            continue;
+        }
         if (node->kind == GN_CALL) {
             const char *op = node->op->name;
             if (!strcmp(op, "nn.conv2d")) v = alter_conv(&A, node);
@@ -383,6 +420,7 @@ struct kiln_graph *pass_alter_op_layout(struct kiln_graph *g, const pass_env *en
     free(A.plain);
     free(A.alt);
     free(A.alt_b);
+    free(A.folded);
     free(pin);
     if (!ok) {
         kiln_graph_free(A.r);
