@@ -769,11 +769,11 @@ static const char *mem_helper(render *r, const char *kind, kiln_dtype dt, int la
                           "    memcpy(&v, p, sizeof v);\n"
                           "#if defined(__GNUC__) && defined(__x86_64__) && defined(__AVX512F__)\n"
                           "    __asm__(\"\" : \"+v\"(v));\n"
-                          "#elif defined(__GNUC__) && defined(__x86_64__) && defined(__AVX__)\n"
+                          "#elif defined(__GNUC__) && defined(__x86_64__) && defined(__AVX__) && %d <= 32\n"
                           "    __asm__(\"\" : \"+x\"(v));\n"
                           "#endif\n"
                           "    return v;\n}\n",
-                          vt, name, T, vt);
+                          vt, name, T, vt, (int)(kiln_dtype_size(dt) * (size_t)lanes));
     else if (!strcmp(kind, "vstore"))
         text = sfmt("static inline void %s(%s *p, %s v) {\n    memcpy(p, &v, sizeof v);\n}\n", name,
                     T, vt);
