@@ -217,6 +217,12 @@ static kiln_status default_schedule(kiln_schedule *s, int nout, kiln_tensor **ou
                                                                : kiln_host_vector_bytes());
         if (r != KILN_OK) return r;
         sa = kiln_schedule_stage(s, anchor);
+        kiln_stage *so = kiln_schedule_stage(s, outs[0]);
+        /* a schedule that declined (returned without touching the anchor or
+           the output) leaves the group to the default */
+        if (sa && !sa->touched && so && !so->touched && sa->attach == TE_ATTACH_ROOT &&
+            so->attach == TE_ATTACH_ROOT)
+            sa = NULL;
     }
     /* padding the anchor's schedule did not place: materialized, in parallel */
     for (int i = 0; i < s->nstages; i++) {
