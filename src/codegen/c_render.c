@@ -686,6 +686,25 @@ static char *lane_call(render *r, const char *opname, int op, uint32_t aux, kiln
                         "    return r;\n}\n",
                         vt, name, vt, vt, it, op == TIR_MAX ? ">" : "<", vt));
     }
+    if (!have_helper(r, name) && op == TIR_SELECT && odt == dt && nargs == 3 &&
+        adt[0] == KILN_BOOL && (kiln_dtype_size(dt) == 4 || kiln_dtype_size(dt) == 8)) {
+        /* the 0/1 lanes widened to a full-width mask and a bitwise blend: the
+           per-lane form compiled to one masked broadcast per lane */
+        char vt[48], it[48], bt[48];
+        vtype(r, vt, dt, lanes);
+        vtype(r, it, kiln_dtype_size(dt) == 4 ? KILN_INT32 : KILN_INT64, lanes);
+        vtype(r, bt, KILN_BOOL, lanes);
+        add_helper(r, name,
+                   sfmt("static inline %s %s(%s c, %s a, %s b) {\n"
+                        "    %s m = __builtin_convertvector(c, %s) != 0, ai, bi, ri;\n"
+                        "    %s v;\n"
+                        "    memcpy(&ai, &a, sizeof a);\n"
+                        "    memcpy(&bi, &b, sizeof b);\n"
+                        "    ri = (ai & m) | (bi & ~m);\n"
+                        "    memcpy(&v, &ri, sizeof v);\n"
+                        "    return v;\n}\n",
+                        vt, name, bt, vt, vt, it, it, vt));
+    }
     if (!have_helper(r, name)) {
         static char *elems[3] = {"a[i]", "b[i]", "c[i]"};
         char *body = scalar_text(r, op, aux, dt, odt, elems);
@@ -961,8 +980,9 @@ static char *ex(render *r, tir_node e) {
         a[1] = ex_at(r, e->src[1], L);
         a[2] = ex_at(r, e->src[2], L);
         char *t;
-        if (c->lanes == 1) {
-            a[0] = ex(r, c);
+        if (c->lanes == 1 || c->op == TIR_BROADCAST) {
+            /* a condition the same in every lane picks whole vectors */
+            a[0] = ex(r, c->lanes == 1 ? c : c->src[0]);
             t = scalar_text(r, TIR_SELECT, 0, dt, dt, a);
         } else {
             a[0] = ex(r, c);

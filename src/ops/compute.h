@@ -50,6 +50,10 @@ KILN_HIDDEN kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *cal
                                               kiln_tensor *anchor, kiln_tensor *out,
                                               int vector_bytes);
 
+KILN_HIDDEN kiln_status schedule_pool2d_nchwc(kiln_schedule *s, const gnode *call,
+                                              kiln_tensor *anchor, kiln_tensor *out,
+                                              int vector_bytes);
+
 /* compute_nn.c helpers: a 2-value attribute (one value repeats), 4-value
  * padding (top, left, bottom, right), and x (NCHW or NCHW[x]c) padded on
  * H and W with `fill` (x itself without padding). */

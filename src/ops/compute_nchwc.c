@@ -331,3 +331,51 @@ kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call, kiln_tens
     }
     return KILN_OK;
 }
+
+/* ---- pooling in NCHW[x]c ------------------------------------------------------------
+ * Max pooling does one comparison per input value read, so a padded copy of
+ * its input costs more than the pooling: the input is read in place (the
+ * padding a select per load). Rows of (batch, channel block) run in
+ * parallel; per output pixel the window is reduced with the x channels of a
+ * block as one vector. Other pools keep the default schedule. */
+kiln_status schedule_pool2d_nchwc(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
+                                  kiln_tensor *out, int vector_bytes) {
+    (void)vector_bytes;
+    int64_t od[5];
+    if (strcmp(call->op->name, "nn.max_pool2d") || kiln_tensor_ndim(out) != 5 ||
+        ops_shape(out, od) != 5 || kiln_tensor_num_reduce_axes(anchor) != 2 ||
+        (od[4] & (od[4] - 1)) || od[4] < 4)
+        return KILN_OK;
+    kiln_status st;
+    kiln_tensor *ins[4];
+    if (kiln_tensor_inputs(anchor, ins, 4) >= 1 && kiln_tensor_axis(ins[0], 0)) {
+        kiln_stage *sp = kiln_schedule_stage(s, ins[0]);
+        if (!sp) return KILN_ERR_INVALID;
+        if ((st = kiln_compute_inline(sp)) != KILN_OK) return st;
+    }
+    kiln_stage *so = kiln_schedule_stage(s, out);
+    if (!so) return KILN_ERR_INVALID;
+    kiln_expr ax[5], f;
+    for (int i = 0; i < 5; i++) ax[i] = kiln_tensor_axis(out, i);
+    if ((st = kiln_fuse(so, ax[0], ax[1], &f)) != KILN_OK ||
+        (st = kiln_fuse(so, f, ax[2], &f)) != KILN_OK || (st = kiln_parallel(so, f)) != KILN_OK)
+        return st;
+    if (anchor == out) {
+        kiln_expr order[5] = {f, ax[3], kiln_tensor_reduce_axis(out, 0),
+                              kiln_tensor_reduce_axis(out, 1), ax[4]};
+        if ((st = kiln_reorder(so, 5, order)) != KILN_OK) return st;
+        return kiln_vectorize(so, ax[4]);
+    }
+    kiln_stage *sa = kiln_schedule_stage(s, anchor);
+    if (!sa) return KILN_ERR_INVALID;
+    kiln_expr c[5];
+    for (int i = 0; i < 5; i++) c[i] = kiln_tensor_axis(anchor, i);
+    kiln_expr corder[7] = {c[0], c[1], c[2], c[3], kiln_tensor_reduce_axis(anchor, 0),
+                           kiln_tensor_reduce_axis(anchor, 1), c[4]};
+    if ((st = kiln_vectorize(so, ax[4])) != KILN_OK ||
+        (st = kiln_compute_at(sa, so, ax[3])) != KILN_OK ||
+        (st = kiln_set_scope(sa, "local")) != KILN_OK ||
+        (st = kiln_reorder(sa, 7, corder)) != KILN_OK)
+        return st;
+    return kiln_vectorize(sa, c[4]);
+}

@@ -168,7 +168,7 @@ static const kiln_op_def g_table[] = {
      "x * W^T, W is [units, in] (weight_layout NK; KN and packed NC[x]n too)", NULL,
      schedule_dense},
     {"nn.max_pool2d", 1, 1, pool2d_attrs, rel_pool2d, OP_OUT_ELEMWISE_FUSABLE, compute_pool2d,
-     "2-D max pooling"},
+     "2-D max pooling", NULL, schedule_pool2d_nchwc},
     {"nn.avg_pool2d", 1, 1, pool2d_attrs, rel_pool2d, OP_OUT_ELEMWISE_FUSABLE, compute_pool2d,
      "2-D average pooling"},
     {"nn.global_avg_pool2d", 1, 1, global_pool_attrs, rel_global_pool2d, OP_OUT_ELEMWISE_FUSABLE,
