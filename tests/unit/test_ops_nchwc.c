@@ -19,7 +19,7 @@ typedef struct {
     int64_t n, c, h, w, oc, k;
     int stride, dil, groups;
     int64_t pad[4];
-    int epilogue; /* 0 none, 1 bias+relu, 2 bias + residual add + relu, 3 relu + max pool */
+    int epilogue; /* 0 none, 1 bias+relu, 2 bias + residual add + relu, 3 relu + padded max pool */
 } conv_case;
 
 static kiln_ndarray *filled(int nd, const int64_t *shape, uint64_t *seed) {
@@ -60,7 +60,8 @@ static kiln_graph *make_graph(const conv_case *c, kiln_ndarray **keep, int *nkee
     }
     if (c->epilogue) y = kiln_graph_call(g, "nn.relu", 1, &y, NULL, "relu");
     if (c->epilogue == 3)
-        y = kiln_graph_call(g, "nn.max_pool2d", 1, &y, "pool_size=[2, 2], strides=[2, 2]", "pool");
+        y = kiln_graph_call(g, "nn.max_pool2d", 1, &y,
+                            "pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1]", "pool");
     kiln_graph_set_outputs(g, 1, &y, NULL);
     return g;
 }
