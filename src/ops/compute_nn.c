@@ -160,7 +160,7 @@ kiln_status compute_dense(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *
 void ops_dense_tile(int64_t m, int64_t n, int64_t k, int vector_bytes, int64_t *mr, int64_t *nr,
                     int64_t *vl) {
     int nregs = vector_bytes >= 64 ? 32 : 16;
-    double best = -1;
+    double best = -1e30;
     *mr = 1;
     *nr = 0;
     *vl = 0;
@@ -174,7 +174,15 @@ void ops_dense_tile(int64_t m, int64_t n, int64_t k, int vector_bytes, int64_t *
             if (v > 1 && k * v * lanes * 4 > (512 << 10)) continue;
             for (int64_t r = 1; r <= m && r <= 16; r++) {
                 if (m % r || r * v + v + 1 > nregs) continue;
-                double score = (double)(r * v) / (double)(r + v) + 1e-3 * (double)(r * v);
+                /* cycles per vector multiply-add: the FMA pipes (2 a cycle),
+                   the loads (r + v per k step, 2 a cycle), and the weight panel
+                   re-read from L2 for every r rows when it exceeds L1 (64/r
+                   bytes per multiply-add at about 16 bytes a cycle) */
+                double loads = (double)(r + v) / (double)(r * v) / 2.0;
+                double l2 = k * v * lanes * 4 > (32 << 10) ? 4.0 / (double)r : 0.0;
+                double cost = loads > 0.5 ? loads : 0.5;
+                if (l2 > cost) cost = l2;
+                double score = -cost + 1e-4 * (double)(r * v);
                 if (score > best) {
                     best = score;
                     *mr = r;
