@@ -25,7 +25,10 @@ static void compile_usage(FILE *f) {
             "execution plan) and mod.params (the weights, an .npz).\n\n"
             "  -o, --output PATH      the package to write (default: model.tar)\n"
             "  --target T             cpu; llvm is accepted as a synonym so tvmc command lines\n"
-            "                         work (\"llvm -mcpu=...\" options are ignored)\n"
+            "                         work. -mcpu=NAME compiles for that CPU (-march=NAME)\n"
+            "                         with its vector width (e.g. \"llvm -mcpu=skylake-avx512\",\n"
+            "                         \"llvm -mcpu=haswell\"); -mattr=+avx512f or +avx2 set the\n"
+            "                         width too; other options are ignored\n"
             "  --input-shapes S       concrete input shapes, e.g. \"data:[1,3,224,224],mask:[1,128]\"\n"
             "  --opt-level N          0-3 (default 3): 0 runs SimplifyInference only and builds\n"
             "                         one kernel per op; 1 adds DeadCodeElimination and FuseOps;\n"
@@ -45,6 +48,67 @@ static int bad_arg(const char *cmd, const char *fmt, const char *arg) {
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\n(see 'kiln %s --help')\n", cmd);
     return 2;
+}
+
+/* The widest vector of an x86 CPU name as gcc and LLVM spell it: 512 for
+ * AVX-512 parts, 256 for AVX2 ones, 0 if unknown. */
+static int cpu_vector_bits(const char *cpu) {
+    static const char *const avx512[] = {"skylake-avx512", "cascadelake", "cooperlake",
+                                         "cannonlake", "icelake-client", "icelake-server",
+                                         "tigerlake", "rocketlake", "sapphirerapids",
+                                         "graniterapids", "emeraldrapids", "znver4", "znver5",
+                                         "x86-64-v4", NULL};
+    static const char *const avx2[] = {"haswell", "broadwell", "skylake", "alderlake",
+                                       "raptorlake", "meteorlake", "znver1", "znver2",
+                                       "znver3", "x86-64-v3", NULL};
+    for (int i = 0; avx512[i]; i++)
+        if (!strcmp(cpu, avx512[i])) return 512;
+    for (int i = 0; avx2[i]; i++)
+        if (!strcmp(cpu, avx2[i])) return 256;
+    if (!strcmp(cpu, "x86-64") || !strcmp(cpu, "x86-64-v2") || !strcmp(cpu, "nehalem") ||
+        !strcmp(cpu, "westmere") || !strcmp(cpu, "sandybridge") || !strcmp(cpu, "ivybridge"))
+        return 128;
+    return 0;
+}
+
+/* A tvmc target string, "llvm -mcpu=skylake-avx512 -mattr=+avx2,...": the
+ * CPU becomes -march for the C compiler and sets the vector width (as does
+ * an -mattr with +avx512f or +avx2); other options are ignored. Returns 0,
+ * or 2 after a message for a bad string. */
+static int apply_target(kiln_build_options *o, const char *t) {
+    char cpu[128] = "", buf[512];
+    int bits = 0;
+    snprintf(buf, sizeof buf, "%s", t);
+    char *save = NULL;
+    char *kind = strtok_r(buf, " ", &save);
+    if (!kind || (strcmp(kind, "cpu") && strcmp(kind, "llvm")))
+        return bad_arg("compile", "target '%s' is not supported (cpu, or llvm as a synonym)", t);
+    for (char *w = strtok_r(NULL, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+        if (!strncmp(w, "-mcpu=", 6)) {
+            snprintf(cpu, sizeof cpu, "%s", w + 6);
+            for (const char *c = cpu; *c; c++)
+                if (!(*c == '-' || *c == '_' || *c == '.' || (*c >= '0' && *c <= '9') ||
+                      (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
+                    return bad_arg("compile", "bad -mcpu in target '%s'", t);
+        } else if (!strncmp(w, "-mattr=", 7)) {
+            if (strstr(w, "+avx512f")) bits = 512;
+            else if (strstr(w, "+avx2") && bits < 256) bits = 256;
+        }
+    }
+    if (*cpu) {
+        char flags[256];
+        snprintf(flags, sizeof flags, "-O3 -march=%s", cpu);
+        if (kiln_build_options_set(o, "cflags", flags) != KILN_OK)
+            return bad_arg("compile", "%s", kiln_last_error());
+        if (!bits) bits = cpu_vector_bits(cpu);
+    }
+    if (bits) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", bits);
+        if (kiln_build_options_set(o, "vector-bits", v) != KILN_OK)
+            return bad_arg("compile", "%s", kiln_last_error());
+    }
+    return 0;
 }
 
 static int write_ir(const char *dir, const char *name, kiln_graph *g) {
@@ -80,13 +144,8 @@ int kiln_cmd_compile(int argc, char **argv) {
             out = argv[++i];
         } else if (!strcmp(a, "--target")) {
             if (!has_val) goto missing;
-            const char *t = argv[++i];
-            if (strcmp(t, "cpu") && strcmp(t, "llvm") && strncmp(t, "llvm ", 5) &&
-                strncmp(t, "cpu ", 4)) {
-                rc = bad_arg("compile", "target '%s' is not supported (cpu, or llvm as a "
-                             "synonym)", t);
-                goto done;
-            }
+            if ((rc = apply_target(o, argv[++i])) != 0) goto done;
+            rc = 2;
         } else if (!strcmp(a, "--input-shapes")) {
             if (!has_val) goto missing;
             shapes = argv[++i];

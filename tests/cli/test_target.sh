@@ -1,0 +1,45 @@
+#!/bin/sh
+# test_target.sh KILN TESTDIR MODEL: `kiln compile --target` with tvmc target
+# strings: -mcpu picks the C compiler's -march and the vector width; a CPU
+# the compiler does not know is a compile error naming the flag (exit 1); a
+# target kiln does not support or a malformed -mcpu is a bad argument (2).
+KILN=$1
+DIR=$2
+MODEL=$3
+OUT=$DIR/cli_target_out
+fails=0
+
+expect() {
+    want_rc=$1 pattern=$2
+    shift 2
+    "$@" >"$OUT" 2>&1
+    rc=$?
+    if [ "$rc" -ne "$want_rc" ]; then
+        echo "FAIL: '$*' exited $rc, expected $want_rc"; cat "$OUT"; fails=$((fails + 1))
+    elif [ -n "$pattern" ] && ! grep -qF -- "$pattern" "$OUT"; then
+        echo "FAIL: '$*' output lacks '$pattern':"; cat "$OUT"; fails=$((fails + 1))
+    fi
+}
+
+SHAPES="input:[1,1,8,8]"
+if grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo; then
+    expect 0 "wrote" "$KILN" compile "$MODEL" --input-shapes "$SHAPES" \
+        --target "llvm -mcpu=haswell" -o "$DIR/cli_haswell.tar"
+    expect 0 "logits: float32[1, 10]" "$KILN" run "$DIR/cli_haswell.tar"
+    expect 0 "wrote" "$KILN" compile "$MODEL" --input-shapes "$SHAPES" \
+        --target "llvm -mcpu=x86-64 -mattr=+avx2" -o "$DIR/cli_mattr.tar"
+    expect 0 "logits: float32[1, 10]" "$KILN" run "$DIR/cli_mattr.tar"
+fi
+expect 1 "-march=nosuchcpu" "$KILN" compile "$MODEL" --input-shapes "$SHAPES" \
+    --target "llvm -mcpu=nosuchcpu" -o "$DIR/cli_bad.tar"
+expect 2 "bad -mcpu" "$KILN" compile "$MODEL" --target "llvm -mcpu=a;b" -o "$DIR/cli_bad.tar"
+expect 2 "target 'cuda' is not supported" "$KILN" compile "$MODEL" --target cuda \
+    -o "$DIR/cli_bad.tar"
+expect 2 "target 'llvmx' is not supported" "$KILN" compile "$MODEL" --target llvmx \
+    -o "$DIR/cli_bad.tar"
+
+if [ "$fails" -ne 0 ]; then
+    echo "$fails check(s) failed"
+    exit 1
+fi
+echo "cli target checks passed"
