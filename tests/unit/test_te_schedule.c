@@ -293,6 +293,71 @@ static void test_inline_root(void) {
     kiln_ctx_free(ctx);
 }
 
+/* ---- compute_at with a stage shared by two consumers ------------------------------
+ * B = 2A is read by C = relu(B) and by D = C + B. B may be computed inside D
+ * once C is: bound inference unions both consumers' reads. It may not while
+ * C is computed elsewhere, nor at a deeper spot than C. */
+
+typedef struct {
+    kiln_tensor *a, *b;
+} two;
+
+static kiln_expr sum2_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    two *t = u;
+    return kiln_add(kiln_tensor_at(t->a, 1, i), kiln_tensor_at(t->b, 1, i));
+}
+
+static void test_compute_at_siblings(void) {
+    for (int variant = 0; variant < 3; variant++) {
+        kiln_ctx *ctx = kiln_ctx_new();
+        kiln_expr n = kiln_int(ctx, 64);
+        kiln_tensor *A = kiln_placeholder(ctx, 1, &n, KILN_FLOAT32, "A");
+        one oa = {A};
+        kiln_tensor *B = kiln_compute(ctx, 1, &n, twice_body, &oa, "B");
+        one ob = {B};
+        kiln_tensor *C = kiln_compute(ctx, 1, &n, relu_body, &ob, "C");
+        two cd = {C, B};
+        kiln_tensor *D = kiln_compute(ctx, 1, &n, sum2_body, &cd, "D");
+        kiln_schedule *s = kiln_schedule_create(ctx, 1, &D);
+        kiln_stage *sd = kiln_schedule_stage(s, D), *sc = kiln_schedule_stage(s, C),
+                   *sb = kiln_schedule_stage(s, B);
+        kiln_expr o, i, oo, oi;
+        CHECK_EQ_INT(kiln_split(sd, kiln_tensor_axis(D, 0), 16, &o, &i), KILN_OK);
+        CHECK_EQ_INT(kiln_split(sd, i, 4, &oo, &oi), KILN_OK);
+        if (variant == 0) { /* C inside D at o, then B at o too: allowed */
+            CHECK_EQ_INT(kiln_compute_at(sc, sd, o), KILN_OK);
+            CHECK_EQ_INT(kiln_compute_at(sb, sd, o), KILN_OK);
+            kiln_tensor *args[2] = {A, D};
+            char *ir = kiln_lower_to_string(s, 2, args, "f");
+            CHECK_CONTAINS(ir, "allocate B: float32[16]"); /* one tile of B */
+            free(ir);
+            kiln_ndarray *a[2];
+            int64_t sh = 64;
+            uint64_t seed = 9;
+            a[0] = kiln_ndarray_empty(KILN_FLOAT32, 1, &sh);
+            a[1] = kiln_ndarray_empty(KILN_FLOAT32, 1, &sh);
+            tu_fill(a[0], &seed);
+            CHECK_EQ_INT(tu_build_run(s, 2, args, "f", a, NULL), 0);
+            int bad = 0;
+            for (int k = 0; k < 64; k++) {
+                float b = (float)tu_get(a[0], k) * 2;
+                bad += tu_get(a[1], k) != (double)((b > 0 ? b : 0) + b);
+            }
+            CHECK_EQ_INT(bad, 0);
+            kiln_ndarray_free(a[0]);
+            kiln_ndarray_free(a[1]);
+        } else if (variant == 1) { /* C computed at the root: B cannot go inside D */
+            CHECK_EQ_INT(kiln_compute_at(sb, sd, o), KILN_ERR_INVALID);
+            CHECK_CONTAINS(kiln_last_error(), "also read by 'C'");
+        } else { /* C at o, B deeper (at oo): C would read B before it exists */
+            CHECK_EQ_INT(kiln_compute_at(sc, sd, o), KILN_OK);
+            CHECK_EQ_INT(kiln_compute_at(sb, sd, oo), KILN_ERR_INVALID);
+            CHECK_CONTAINS(kiln_last_error(), "at this axis or deeper");
+        }
+        kiln_ctx_free(ctx);
+    }
+}
+
 /* ---- bind: recorded, lowered, rejected by the CPU back end ------------------ */
 
 static void test_bind(void) {
@@ -432,5 +497,6 @@ static void test_toolchain_failure(void) {
 TEST_MAIN(TEST(test_golden_vadd_default), TEST(test_golden_vadd_split), TEST(test_vadd_split_runs),
           TEST(test_split_tile_reorder), TEST(test_split_nparts_fuse_parallel),
           TEST(test_cache_write_compute_at), TEST(test_cache_read), TEST(test_inline_root),
+          TEST(test_compute_at_siblings),
           TEST(test_bind), TEST(test_errors), TEST(test_call_errors),
           TEST(test_toolchain_failure))
