@@ -7,19 +7,7 @@ KILN=$1
 DIR=$2
 MODEL=$3
 OUT=$DIR/cli_target_out
-fails=0
-
-expect() {
-    want_rc=$1 pattern=$2
-    shift 2
-    "$@" >"$OUT" 2>&1
-    rc=$?
-    if [ "$rc" -ne "$want_rc" ]; then
-        echo "FAIL: '$*' exited $rc, expected $want_rc"; cat "$OUT"; fails=$((fails + 1))
-    elif [ -n "$pattern" ] && ! grep -qF -- "$pattern" "$OUT"; then
-        echo "FAIL: '$*' output lacks '$pattern':"; cat "$OUT"; fails=$((fails + 1))
-    fi
-}
+. "$(dirname "$0")/expect.sh"
 
 SHAPES="input:[1,1,8,8]"
 if grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo; then
