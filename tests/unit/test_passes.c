@@ -210,4 +210,48 @@ static void test_fuse_diamonds(void) {
     kiln_ndarray_free(ba);
 }
 
-TEST_MAIN(TEST(test_pipeline), TEST(test_fuse_diamonds))
+/* FoldScaleAxis in AlterOpLayout: a per-channel multiply that is a
+ * convolution's only consumer goes into the packed weights (no multiply
+ * left in any kernel); with a second consumer, or a scale that is not per
+ * channel, it stays. Results equal opt-level 0 in every case. */
+static void test_fold_scale(void) {
+    uint64_t seed = 17;
+    int64_t xs[4] = {1, 16, 6, 6}, ws[4] = {16, 16, 3, 3}, cs[3] = {16, 1, 1}, ss[1] = {6};
+    kiln_ndarray *x = filled(4, xs, &seed, -2), *w = filled(4, ws, &seed, -2);
+    kiln_ndarray *chan = filled(3, cs, &seed, -2), *row = filled(1, ss, &seed, -2);
+    for (int variant = 0; variant < 3; variant++) {
+        kiln_graph *g = kiln_graph_new();
+        int xi = kiln_graph_var(g, "x", KILN_FLOAT32, 4, xs, NULL);
+        int in[2] = {xi, kiln_graph_const(g, "w", w)};
+        int c = kiln_graph_call(g, "nn.conv2d", 2, in, "padding=[1, 1, 1, 1]", "conv");
+        /* variant 2 scales along W ([6] broadcasts on the last axis): not per channel */
+        int m[2] = {c, kiln_graph_const(g, "s", variant == 2 ? row : chan)};
+        int y = kiln_graph_call(g, "multiply", 2, m, NULL, "scale");
+        if (variant == 1) { /* a second consumer of the convolution */
+            int r = kiln_graph_call(g, "nn.relu", 1, &c, NULL, "relu");
+            int a[2] = {y, r};
+            y = kiln_graph_call(g, "add", 2, a, NULL, "sum");
+        }
+        kiln_graph_set_outputs(g, 1, &y, NULL);
+        kiln_build_options *o0 = kiln_build_options_new();
+        kiln_build_options_set(o0, "opt-level", "0");
+        char funcs[4096];
+        kiln_ndarray *r3 = gu_compile_run(g, NULL, 1, (const kiln_ndarray *const *)&x, NULL, funcs,
+                                          sizeof funcs);
+        kiln_ndarray *r0 = gu_compile_run(g, o0, 1, (const kiln_ndarray *const *)&x, NULL, NULL, 0);
+        CHECK(r3 && r0);
+        if (r3 && r0) CHECK(tu_max_rel_err(r3, r0) < 1e-5);
+        if (variant == 0) CHECK(strstr(funcs, "multiply") == NULL);
+        else CHECK(strstr(funcs, "multiply") != NULL);
+        kiln_ndarray_free(r3);
+        kiln_ndarray_free(r0);
+        kiln_build_options_free(o0);
+        kiln_graph_free(g);
+    }
+    kiln_ndarray_free(x);
+    kiln_ndarray_free(w);
+    kiln_ndarray_free(chan);
+    kiln_ndarray_free(row);
+}
+
+TEST_MAIN(TEST(test_pipeline), TEST(test_fuse_diamonds), TEST(test_fold_scale))
