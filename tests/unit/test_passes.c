@@ -224,11 +224,12 @@ static void test_fold_scale(void) {
         int xi = kiln_graph_var(g, "x", KILN_FLOAT32, 4, xs, NULL);
         int in[2] = {xi, kiln_graph_const(g, "w", w)};
         int c = kiln_graph_call(g, "nn.conv2d", 2, in, "padding=[1, 1, 1, 1]", "conv");
+        /* variant 1: a second consumer of the convolution, ahead of the multiply */
+        int r = variant == 1 ? kiln_graph_call(g, "nn.relu", 1, &c, NULL, "relu") : -1;
         /* variant 2 scales along W ([6] broadcasts on the last axis): not per channel */
         int m[2] = {c, kiln_graph_const(g, "s", variant == 2 ? row : chan)};
         int y = kiln_graph_call(g, "multiply", 2, m, NULL, "scale");
-        if (variant == 1) { /* a second consumer of the convolution */
-            int r = kiln_graph_call(g, "nn.relu", 1, &c, NULL, "relu");
+        if (variant == 1) {
             int a[2] = {y, r};
             y = kiln_graph_call(g, "add", 2, a, NULL, "sum");
         }
