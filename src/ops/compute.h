@@ -43,6 +43,9 @@ KILN_COMPUTE(compute_conv2d_nchwc);
 /* compute_nn.c: the packed GEMM schedule of nn.dense */
 KILN_HIDDEN kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
                                        kiln_tensor *out, int vector_bytes);
+KILN_HIDDEN kiln_status schedule_layer_norm(kiln_schedule *s, const gnode *call,
+                                            kiln_tensor *anchor, kiln_tensor *out,
+                                            int vector_bytes);
 KILN_HIDDEN kiln_status schedule_softmax(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
                                          kiln_tensor *out, int vector_bytes);
 /* compute_nchwc.c: the blocked layout NCHW[x]c */

@@ -182,6 +182,45 @@ static kiln_expr ln_out_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     return y;
 }
 
+/* Layer norm over a last axis of K = ko * LN_LANES elements, lane-parallel:
+ * the sum and the sum of squared deviations first reduce over ko into
+ * LN_LANES partial sums per row (contiguous reads, vector adds), then over
+ * those; only the order of the additions differs from the plain form. */
+#define LN_LANES 16
+
+typedef struct {
+    ln_args *a;
+    kiln_tensor *part; /* the partial sums being reduced */
+    kiln_expr ko, ki;
+} lnv_args;
+
+static kiln_expr lnv_sump(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    lnv_args *v = u;
+    ln_args *a = v->a;
+    kiln_expr ix[KILN_MAX_NDIM];
+    for (int d = 0; d + 1 < a->nd; d++) ix[d] = i[d];
+    ix[a->nd - 1] = kiln_add(kiln_mul(v->ko, ops_int(ctx, LN_LANES)), i[a->nd - 1]);
+    kiln_expr x = kiln_tensor_at(a->x, a->nd, ix);
+    if (a->sum) { /* squared deviations from the mean */
+        x = kiln_sub(x, ln_mean(ctx, a, i));
+        x = kiln_mul(x, x);
+    }
+    return kiln_sum(x, 1, &v->ko);
+}
+
+static kiln_expr lnv_total(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    lnv_args *v = u;
+    kiln_expr ix[KILN_MAX_NDIM];
+    for (int d = 0; d + 1 < v->a->nd; d++) ix[d] = i[d];
+    ix[v->a->nd - 1] = v->ki;
+    return kiln_sum(kiln_tensor_at(v->part, v->a->nd, ix), 1, &v->ki);
+}
+
+static int ln_lanes_form(const gnode *call, int nd, const int64_t *xd, int axis) {
+    return axis == nd - 1 && nd >= 2 && xd[nd - 1] % LN_LANES == 0 &&
+           xd[nd - 1] >= 2 * LN_LANES && !strcmp(call->op->name, "nn.layer_norm");
+}
+
 kiln_status compute_layer_norm(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                kiln_tensor **out) {
     ln_args a;
@@ -202,8 +241,77 @@ kiln_status compute_layer_norm(kiln_ctx *ctx, const gnode *call, kiln_tensor *co
         a.r1[d - a.axis] = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, xd[d]), "r");
         a.r2[d - a.axis] = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, xd[d]), "r");
     }
-    a.sum = ops_compute(ctx, call, ".sum", a.nd, sd, ln_sum_body, &a);
-    a.sqsum = a.sum ? ops_compute(ctx, call, ".sqsum", a.nd, sd, ln_sq_body, &a) : NULL;
+    if (ln_lanes_form(call, a.nd, xd, a.axis)) {
+        int64_t pd[KILN_MAX_NDIM];
+        memcpy(pd, sd, sizeof pd);
+        pd[a.nd - 1] = LN_LANES;
+        kiln_expr ko_ext = ops_int(ctx, xd[a.nd - 1] / LN_LANES), l = ops_int(ctx, LN_LANES);
+        lnv_args v1 = {&a, NULL, kiln_reduce_axis(ctx, ops_int(ctx, 0), ko_ext, "ko"),
+                       kiln_reduce_axis(ctx, ops_int(ctx, 0), l, "ki")};
+        lnv_args v2 = {&a, NULL, kiln_reduce_axis(ctx, ops_int(ctx, 0), ko_ext, "ko"),
+                       kiln_reduce_axis(ctx, ops_int(ctx, 0), l, "ki")};
+        v1.part = ops_compute(ctx, call, ".sump", a.nd, pd, lnv_sump, &v1); /* a.sum NULL: plain */
+        a.sum = v1.part ? ops_compute(ctx, call, ".sum", a.nd, sd, lnv_total, &v1) : NULL;
+        v2.part = a.sum ? ops_compute(ctx, call, ".sqsump", a.nd, pd, lnv_sump, &v2) : NULL;
+        a.sqsum = v2.part ? ops_compute(ctx, call, ".sqsum", a.nd, sd, lnv_total, &v2) : NULL;
+    } else {
+        a.sum = ops_compute(ctx, call, ".sum", a.nd, sd, ln_sum_body, &a);
+        a.sqsum = a.sum ? ops_compute(ctx, call, ".sqsum", a.nd, sd, ln_sq_body, &a) : NULL;
+    }
     out[0] = a.sqsum ? ops_compute(ctx, call, "", a.nd, xd, ln_out_body, &a) : NULL;
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* The schedule of the lane-parallel layer norm: rows (the leading axes,
+ * fused) in parallel; per row the partial sums and the output are vectors of
+ * LN_LANES, every statistic computed at the row in local buffers. */
+kiln_status schedule_layer_norm(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
+                                kiln_tensor *out, int vector_bytes) {
+    (void)vector_bytes;
+    int64_t xd[KILN_MAX_NDIM];
+    int nd = ops_shape(out, xd);
+    int64_t axis = graph_attr_int(call, "axis", -1);
+    if (axis < 0) axis += nd;
+    if (anchor != out || !ln_lanes_form(call, nd, xd, (int)axis)) return KILN_OK;
+    /* out reads x, sum, sqsum (and gamma, beta); sqsum reads sqsump, which
+       reads x and sum; sum reads sump */
+    kiln_tensor *t[8], *sum = NULL, *sq = NULL, *sump, *sqp;
+    int n = kiln_tensor_inputs(out, t, 8);
+    for (int k = 0; k < n && k < 8; k++) {
+        const char *nm = kiln_tensor_name(t[k]);
+        size_t len = strlen(nm);
+        if (len > 4 && !strcmp(nm + len - 4, ".sum")) sum = t[k];
+        if (len > 6 && !strcmp(nm + len - 6, ".sqsum")) sq = t[k];
+    }
+    if (!sum || !sq || kiln_tensor_inputs(sum, t, 8) != 1) return KILN_OK;
+    sump = t[0];
+    if (kiln_tensor_inputs(sq, t, 8) != 1) return KILN_OK;
+    sqp = t[0];
+    kiln_stage *so = kiln_schedule_stage(s, out);
+    if (!so) return KILN_ERR_INVALID;
+    kiln_expr row = kiln_tensor_axis(out, 0), ko, ki;
+    kiln_status st;
+    for (int d = 1; d < nd - 1; d++)
+        if ((st = kiln_fuse(so, row, kiln_tensor_axis(out, d), &row)) != KILN_OK) return st;
+    if ((st = kiln_parallel(so, row)) != KILN_OK ||
+        (st = kiln_split(so, kiln_tensor_axis(out, nd - 1), LN_LANES, &ko, &ki)) != KILN_OK ||
+        (st = kiln_vectorize(so, ki)) != KILN_OK)
+        return st;
+    /* consumers first: sqsum, its partials, sum, its partials */
+    kiln_tensor *stages[4] = {sq, sqp, sum, sump};
+    for (int k = 0; k < 4; k++) {
+        kiln_stage *x = kiln_schedule_stage(s, stages[k]);
+        if (!x) return KILN_ERR_INVALID;
+        if ((st = kiln_compute_at(x, so, row)) != KILN_OK ||
+            (st = kiln_set_scope(x, "local")) != KILN_OK)
+            return st;
+        if (stages[k] == sqp || stages[k] == sump) { /* reduce over ko outside, lanes inside */
+            kiln_expr last = kiln_tensor_axis(stages[k], nd - 1);
+            kiln_expr order[2] = {kiln_tensor_reduce_axis(stages[k], 0), last};
+            if ((st = kiln_reorder(x, 2, order)) != KILN_OK ||
+                (st = kiln_vectorize(x, last)) != KILN_OK)
+                return st;
+        }
+    }
+    return KILN_OK;
 }

@@ -183,7 +183,7 @@ static const kiln_op_def g_table[] = {
      compute_batch_matmul, "numpy matmul: [..., M, K] x [..., K, N], batch dims broadcast",
      NULL, schedule_dense},
     {"nn.layer_norm", 1, 3, layer_norm_attrs, rel_layer_norm, OP_OPAQUE, compute_layer_norm,
-     "normalize over dims axis.. (data, gamma, beta)"},
+     "normalize over dims axis.. (data, gamma, beta)", NULL, schedule_layer_norm},
     {"nn.batch_norm", 5, 5, batch_norm_attrs, rel_batch_norm, OP_OPAQUE, compute_batch_norm,
      "inference batch norm (data, gamma, beta, mean, var)"},
     /* layout */

@@ -1,7 +1,8 @@
-/* test_ops_matmul.c: the register-tiled GEMM schedule of nn.dense (weights
+/* test_ops_matmul.c: the row-wise schedules of transformers. The
+ * register-tiled GEMM schedule of nn.dense (weights
  * packed by AlterOpLayout into NC[x]n panels, of whole, half or quarter
  * registers, or transposed to KN when the units have no such divisor) and
- * nn.batch_matmul. Each case runs
+ * nn.batch_matmul, and the lane-parallel softmax and layer norm. Each case runs
  * with the default pipeline, the naive schedule and AlterOpLayout disabled,
  * at the host's vector width and at 256 bits; all must agree. */
 #include <math.h>
@@ -168,4 +169,47 @@ static void test_softmax_lanes(void) {
     kiln_ndarray_free(x);
 }
 
-TEST_MAIN(TEST(test_dense), TEST(test_batch_matmul), TEST(test_softmax_lanes))
+/* Layer norm over a last axis of 16k elements (gamma, beta) takes the
+ * lane-parallel form with its row schedule: against a double-precision
+ * reference, and the default against the naive schedule. */
+static void test_layer_norm_lanes(void) {
+    uint64_t seed = 33;
+    int64_t xs[3] = {2, 7, 96}, gs[1] = {96};
+    kiln_ndarray *x = filled(3, xs, &seed), *ga = filled(1, gs, &seed), *be = filled(1, gs, &seed);
+    float *p = kiln_ndarray_data(x);
+    for (int i = 0; i < 2 * 7 * 96; i++) p[i] = p[i] * 3.0f + 50.0f; /* a large mean */
+    kiln_graph *g = kiln_graph_new();
+    int in[3] = {kiln_graph_var(g, "x", KILN_FLOAT32, 3, xs, NULL), kiln_graph_const(g, "gamma", ga),
+                 kiln_graph_const(g, "beta", be)};
+    int y = kiln_graph_call(g, "nn.layer_norm", 3, in, "axis=-1, epsilon=1e-05", "ln");
+    kiln_graph_set_outputs(g, 1, &y, NULL);
+    check_all("layer norm over 96", g, 1, &x);
+    char f[4096];
+    kiln_ndarray *r = run(g, 1, &x, NULL, NULL, f, sizeof f);
+    CHECK(r != NULL);
+    if (r) {
+        const float *o = kiln_ndarray_data(r), *gm = kiln_ndarray_data(ga),
+                    *bt = kiln_ndarray_data(be);
+        double worst = 0;
+        for (int row = 0; row < 14; row++) {
+            double mean = 0, var = 0;
+            for (int k = 0; k < 96; k++) mean += p[row * 96 + k];
+            mean /= 96;
+            for (int k = 0; k < 96; k++) var += (p[row * 96 + k] - mean) * (p[row * 96 + k] - mean);
+            var /= 96;
+            for (int k = 0; k < 96; k++) {
+                double ref = (p[row * 96 + k] - mean) / sqrt(var + 1e-5) * gm[k] + bt[k];
+                worst = fmax(worst, fabs(o[row * 96 + k] - ref) / (1 + fabs(ref)));
+            }
+        }
+        CHECK(worst < 1e-5);
+        kiln_ndarray_free(r);
+    }
+    kiln_graph_free(g);
+    kiln_ndarray_free(x);
+    kiln_ndarray_free(ga);
+    kiln_ndarray_free(be);
+}
+
+TEST_MAIN(TEST(test_dense), TEST(test_batch_matmul), TEST(test_softmax_lanes),
+          TEST(test_layer_norm_lanes))
