@@ -241,7 +241,11 @@ static void test_fold_scale(void) {
                                           sizeof funcs);
         kiln_ndarray *r0 = gu_compile_run(g, o0, 1, (const kiln_ndarray *const *)&x, NULL, NULL, 0);
         CHECK(r3 && r0);
-        if (r3 && r0) CHECK(tu_max_rel_err(r3, r0) < 1e-5);
+        /* 144-term sums summed in another order (blocked layout, other vector
+           widths): float rounding reaches ~1e-5 of the values here */
+        if (r3 && r0 && tu_max_rel_err(r3, r0) >= 1e-4)
+            fprintf(stderr, "fold-scale variant %d: rel err %.3g\n", variant, tu_max_rel_err(r3, r0));
+        if (r3 && r0) CHECK(tu_max_rel_err(r3, r0) < 1e-4);
         if (variant == 0) CHECK(strstr(funcs, "multiply") == NULL);
         else CHECK(strstr(funcs, "multiply") != NULL);
         kiln_ndarray_free(r3);
