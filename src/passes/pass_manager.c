@@ -169,6 +169,139 @@ static struct kiln_graph *pass_simplify_inference(struct kiln_graph *g, const pa
     return rebuild(g, fold_batch_norm, NULL);
 }
 
+/* ---- SimplifyExpr: layer normalization written out ------------------------------
+ * Exporters before ONNX opset 17 write LayerNormalization as
+ *   d = x - mean(x, -1); y = d / sqrt(mean(d^2, -1) + eps) [* gamma] [+ beta]
+ * which runs as six kernels with plain reductions. The pattern becomes one
+ * nn.layer_norm (with gamma and beta when they follow); the replaced nodes
+ * are left to DeadCodeElimination. */
+
+typedef struct {
+    int *x;       /* old id -> old id of the normalized input, or -1 */
+    double *eps;
+    int *gamma;   /* old id of gamma / beta constants, or -1 */
+    int *beta;
+} ln_match;
+
+static const gnode *ln_in(const struct kiln_graph *g, const gnode *n, int i) {
+    return n && i < n->nin ? g->nodes[n->in[i]] : NULL;
+}
+
+static int is_call(const gnode *n, const char *op) {
+    return n && n->kind == GN_CALL && !strcmp(n->op->name, op);
+}
+
+/* A constant holding one value; writes it to *v. */
+static int scalar_const(const gnode *n, double *v) {
+    if (!n || n->kind != GN_CONST || kiln_ndarray_numel(n->value) != 1) return 0;
+    *v = at(n->value, 0);
+    return !isnan(*v);
+}
+
+/* mean over the last axis only, keeping it. */
+static int last_axis_mean(const gnode *n) {
+    if (!is_call(n, "mean") || !n->type.known || graph_attr_int(n, "keepdims", 0) != 1 ||
+        graph_attr_int(n, "exclude", 0))
+        return 0;
+    int64_t ax[4];
+    int nd = n->type.t[0].ndim;
+    return graph_attr_ints(n, "axis", ax, 4) == 1 && (ax[0] == -1 || ax[0] == nd - 1);
+}
+
+/* x if n is (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps), else -1. */
+static int match_ln_core(const struct kiln_graph *g, const gnode *n, double *eps) {
+    if (!is_call(n, "divide")) return -1;
+    const gnode *d = ln_in(g, n, 0), *sq = ln_in(g, n, 1), *m = ln_in(g, d, 1);
+    if (!is_call(d, "subtract") || !last_axis_mean(m) || m->in[0] != d->in[0]) return -1;
+    if (!is_call(sq, "sqrt")) return -1;
+    const gnode *e = ln_in(g, sq, 0);
+    if (!is_call(e, "add")) return -1;
+    const gnode *v = ln_in(g, e, 0), *c = ln_in(g, e, 1);
+    if (!last_axis_mean(v)) {
+        const gnode *t = v;
+        v = c;
+        c = t;
+    }
+    if (!last_axis_mean(v) || !scalar_const(c, eps) || *eps < 0) return -1;
+    const gnode *p = ln_in(g, v, 0);
+    double two;
+    int squared = (is_call(p, "power") && p->in[0] == d->id && scalar_const(ln_in(g, p, 1), &two) &&
+                   two == 2.0) ||
+                  (is_call(p, "multiply") && p->in[0] == d->id && p->in[1] == d->id);
+    const gnode *x = g->nodes[d->in[0]];
+    if (!squared || !x->type.known || x->type.is_tuple || x->type.t[0].dtype != KILN_FLOAT32)
+        return -1;
+    return x->id;
+}
+
+/* The constant operand of a binary op whose other operand is `other`, if it
+ * is 1-D over the last axis (k elements). */
+static const gnode *affine_const(const struct kiln_graph *g, const gnode *n, int other, int64_t k) {
+    if (n->nin != 2) return NULL;
+    const gnode *c = g->nodes[n->in[n->in[0] == other ? 1 : 0]];
+    if ((n->in[0] != other && n->in[1] != other) || c->kind != GN_CONST ||
+        kiln_ndarray_ndim(c->value) != 1 || kiln_ndarray_dim(c->value, 0) != k ||
+        kiln_ndarray_dtype(c->value) != KILN_FLOAT32)
+        return NULL;
+    return c;
+}
+
+static int fuse_layer_norm(struct kiln_graph *r, const struct kiln_graph *g, const gnode *n,
+                           const int *map, void *user) {
+    ln_match *L = user;
+    L->x[n->id] = -1;
+    if (n->kind != GN_CALL) return REBUILD_COPY;
+    double eps;
+    int x = match_ln_core(g, n, &eps);
+    int gamma = -1, beta = -1;
+    if (x < 0 && (is_call(n, "multiply") || is_call(n, "add"))) {
+        /* gamma after a matched core, or beta after a core (with gamma) */
+        for (int i = 0; i < n->nin && x < 0; i++) {
+            int src = n->in[i];
+            if (L->x[src] < 0) continue;
+            const gnode *xn = g->nodes[L->x[src]];
+            int64_t k = xn->type.t[0].dims[xn->type.t[0].ndim - 1].v;
+            const gnode *c = affine_const(g, n, src, k);
+            if (!c || xn->type.t[0].dims[xn->type.t[0].ndim - 1].sym) continue;
+            if (is_call(n, "multiply") && L->gamma[src] < 0 && L->beta[src] < 0) {
+                x = L->x[src], eps = L->eps[src], gamma = c->id;
+            } else if (is_call(n, "add") && L->beta[src] < 0) {
+                x = L->x[src], eps = L->eps[src], gamma = L->gamma[src], beta = c->id;
+            }
+        }
+    }
+    if (x < 0) return REBUILD_COPY;
+    if (beta >= 0 && gamma < 0) return REBUILD_COPY; /* nn.layer_norm takes beta after gamma */
+    int in[3] = {map[x], gamma >= 0 ? map[gamma] : -1, beta >= 0 ? map[beta] : -1};
+    int nin = beta >= 0 ? 3 : gamma >= 0 ? 2 : 1;
+    char attrs[96];
+    snprintf(attrs, sizeof attrs, "axis=-1, epsilon=%.9g", eps);
+    int id = kiln_graph_call(r, "nn.layer_norm", nin, in, attrs, n->name);
+    if (id < 0 || graph_infer_node(r, id) != KILN_OK) return -1;
+    L->x[n->id] = x;
+    L->eps[n->id] = eps;
+    L->gamma[n->id] = gamma;
+    L->beta[n->id] = beta;
+    return id;
+}
+
+static struct kiln_graph *pass_simplify_expr(struct kiln_graph *g, const pass_env *env) {
+    (void)env;
+    size_t n = (size_t)(g->n ? g->n : 1);
+    ln_match L = {malloc(sizeof(int) * n), malloc(sizeof(double) * n), malloc(sizeof(int) * n),
+                  malloc(sizeof(int) * n)};
+    struct kiln_graph *r = NULL;
+    if (L.x && L.eps && L.gamma && L.beta) {
+        for (int i = 0; i < g->n; i++) L.x[i] = L.gamma[i] = L.beta[i] = -1;
+        r = rebuild(g, fuse_layer_norm, &L);
+    }
+    free(L.x);
+    free(L.eps);
+    free(L.gamma);
+    free(L.beta);
+    return r;
+}
+
 /* ---- the pipeline ------------------------------------------------------------------- */
 
 typedef struct {
@@ -184,6 +317,7 @@ static const pass_row k_passes[] = {
     {"SimplifyInference", 0, pass_simplify_inference},
     {"EliminateCommonSubexpr", 3, pass_cse},
     {"FoldConstant", 2, pass_fold_constant},
+    {"SimplifyExpr", 3, pass_simplify_expr},
     {"AlterOpLayout", 3, pass_alter_op_layout},
     {"DeadCodeElimination", 1, pass_dce},
 };
@@ -198,7 +332,7 @@ int pass_known(const char *name) {
 
 const char *pass_names(void) {
     return "InferType, SimplifyInference, EliminateCommonSubexpr, FoldConstant, "
-           "AlterOpLayout, DeadCodeElimination, FuseOps";
+           "SimplifyExpr, AlterOpLayout, DeadCodeElimination, FuseOps";
 }
 
 static int disabled(const char *list, const char *name) {

@@ -92,7 +92,7 @@ static void test_pipeline(void) {
        dropped exp, FoldConstant folded const_add), between AlterOpLayout's two
        layout transforms (NCHW -> NCHW[x]c -> NCHW) */
     CHECK_EQ_INT(k3, 3);
-    CHECK_EQ_INT(count_files(dir), 6); /* input + 5 passes */
+    CHECK_EQ_INT(count_files(dir), 7); /* input + 6 passes */
     char path[1200];
     snprintf(path, sizeof path, "%s/01_after_SimplifyInference.txt", dir);
     size_t len;
@@ -259,4 +259,64 @@ static void test_fold_scale(void) {
     kiln_ndarray_free(row);
 }
 
-TEST_MAIN(TEST(test_pipeline), TEST(test_fuse_diamonds), TEST(test_fold_scale))
+/* SimplifyExpr: layer normalization written out (as exporters before opset
+ * 17 do) becomes one nn.layer_norm with gamma and beta; the same pattern
+ * over another axis stays as it is. Results equal opt-level 0. */
+static void test_layer_norm_pattern(void) {
+    uint64_t seed = 41;
+    int64_t xs[3] = {2, 5, 32}, ks[1] = {32}, one[1] = {1};
+    kiln_ndarray *x = filled(3, xs, &seed, -2), *ga = filled(1, ks, &seed, -2);
+    kiln_ndarray *be = filled(1, ks, &seed, -2);
+    kiln_ndarray *two = kiln_ndarray_empty(KILN_FLOAT32, 1, one), *eps = kiln_ndarray_empty(KILN_FLOAT32, 1, one);
+    ((float *)kiln_ndarray_data(two))[0] = 2.0f;
+    ((float *)kiln_ndarray_data(eps))[0] = 1e-5f;
+    for (int variant = 0; variant < 2; variant++) {
+        const char *ax = variant ? "axis=[1], keepdims=1" : "axis=[-1], keepdims=1";
+        kiln_graph *g = kiln_graph_new();
+        int xi = kiln_graph_var(g, "x", KILN_FLOAT32, 3, xs, NULL);
+        int m = kiln_graph_call(g, "mean", 1, &xi, ax, "mean");
+        int a1[2] = {xi, m};
+        int d = kiln_graph_call(g, "subtract", 2, a1, NULL, "sub");
+        int a2[2] = {d, kiln_graph_const(g, "two", two)};
+        int p = kiln_graph_call(g, "power", 2, a2, NULL, "pow");
+        int v = kiln_graph_call(g, "mean", 1, &p, ax, "var");
+        int a3[2] = {v, kiln_graph_const(g, "eps", eps)};
+        int e = kiln_graph_call(g, "add", 2, a3, NULL, "add_eps");
+        int sq = kiln_graph_call(g, "sqrt", 1, &e, NULL, "sqrt");
+        int a4[2] = {d, sq};
+        int nrm = kiln_graph_call(g, "divide", 2, a4, NULL, "div");
+        int a5[2] = {nrm, kiln_graph_const(g, "gamma", ga)};
+        int gm = kiln_graph_call(g, "multiply", 2, a5, NULL, "scale");
+        int a6[2] = {gm, kiln_graph_const(g, "beta", be)};
+        int y = kiln_graph_call(g, "add", 2, a6, NULL, "shift");
+        CHECK(y >= 0);
+        kiln_graph_set_outputs(g, 1, &y, NULL);
+        kiln_build_options *o0 = kiln_build_options_new();
+        kiln_build_options_set(o0, "opt-level", "0");
+        char funcs[4096];
+        int k3 = 0;
+        kiln_ndarray *r3 = gu_compile_run(g, NULL, 1, (const kiln_ndarray *const *)&x, &k3, funcs,
+                                          sizeof funcs);
+        kiln_ndarray *r0 = gu_compile_run(g, o0, 1, (const kiln_ndarray *const *)&x, NULL, NULL, 0);
+        CHECK(r3 && r0);
+        if (r3 && r0) CHECK(tu_max_rel_err(r3, r0) < 1e-5);
+        if (variant == 0) {
+            CHECK_EQ_INT(k3, 1);
+            CHECK(strstr(funcs, "layer_norm") != NULL);
+        } else {
+            CHECK(strstr(funcs, "layer_norm") == NULL);
+        }
+        kiln_ndarray_free(r3);
+        kiln_ndarray_free(r0);
+        kiln_build_options_free(o0);
+        kiln_graph_free(g);
+    }
+    kiln_ndarray_free(x);
+    kiln_ndarray_free(ga);
+    kiln_ndarray_free(be);
+    kiln_ndarray_free(two);
+    kiln_ndarray_free(eps);
+}
+
+TEST_MAIN(TEST(test_pipeline), TEST(test_fuse_diamonds), TEST(test_fold_scale),
+          TEST(test_layer_norm_pattern))
