@@ -19,7 +19,8 @@ typedef struct {
     int64_t n, c, h, w, oc, k;
     int stride, dil, groups;
     int64_t pad[4];
-    int epilogue; /* 0 none, 1 bias+relu, 2 bias + residual add + relu, 3 relu + padded max pool */
+    int epilogue; /* 0 none, 1 bias+relu, 2 bias + residual add + relu, 3 relu + padded max
+                     pool, 4 padded max pool then relu (the pool's own epilogue) */
 } conv_case;
 
 static kiln_ndarray *filled(int nd, const int64_t *shape, uint64_t *seed) {
@@ -58,10 +59,11 @@ static kiln_graph *make_graph(const conv_case *c, kiln_ndarray **keep, int *nkee
         int a[2] = {y, y2};
         y = kiln_graph_call(g, "add", 2, a, NULL, "residual");
     }
-    if (c->epilogue) y = kiln_graph_call(g, "nn.relu", 1, &y, NULL, "relu");
-    if (c->epilogue == 3)
+    if (c->epilogue && c->epilogue != 4) y = kiln_graph_call(g, "nn.relu", 1, &y, NULL, "relu");
+    if (c->epilogue == 3 || c->epilogue == 4)
         y = kiln_graph_call(g, "nn.max_pool2d", 1, &y,
                             "pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1]", "pool");
+    if (c->epilogue == 4) y = kiln_graph_call(g, "nn.relu", 1, &y, NULL, "pool_relu");
     kiln_graph_set_outputs(g, 1, &y, NULL);
     return g;
 }
@@ -80,6 +82,8 @@ static kiln_ndarray *run(kiln_graph *g, const kiln_ndarray *x, const char *k1, c
 }
 
 static const conv_case g_cases[] = {
+    {"3x3 s1 p1, 16->32, then max pool with its own epilogue", 1, 16, 12, 12, 32, 3, 1, 1, 1,
+     {1, 1, 1, 1}, 4},
     {"3x3 s1 p1, 32->64 (one 16-block)", 1, 32, 9, 9, 64, 3, 1, 1, 1, {1, 1, 1, 1}, 1},
     {"1x1, 64->32, 14x14 (reg_n 14)", 1, 64, 14, 14, 32, 1, 1, 1, 1, {0, 0, 0, 0}, 0},
     {"3x3 s2, 24->40 (blocks of 8)", 1, 24, 11, 13, 40, 3, 2, 1, 1, {1, 1, 1, 1}, 2},
