@@ -98,7 +98,14 @@ kiln_status compute_layout_transform(kiln_ctx *ctx, const gnode *call, kiln_tens
  * OH, OW, y]. Depthwise (groups = IC = OC, x = y): weight [C/x, 1, KH, KW,
  * 1, x], and output channel c reads input channel c only. */
 
-static int is_depthwise(const gnode *call) { return graph_attr_int(call, "groups", 1) > 1; }
+/* Depthwise: groups > 1 with one input channel per group, packed as
+ * [C/x, 1, KH, KW, 1, x]. Other grouped convolutions keep the general packing
+ * with [O/y, I/x, ...] holding a group's I input channels. */
+static int is_depthwise(const gnode *call) {
+    const gtensor_type *w = &call->graph->nodes[call->in[1]]->type.t[0];
+    return graph_attr_int(call, "groups", 1) > 1 && w->ndim == 6 && w->dims[4].v == 1 &&
+           w->dims[1].v == 1;
+}
 
 rel_result rel_conv2d_nchwc(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
                             gtype *out) {
@@ -123,17 +130,22 @@ rel_result rel_conv2d_nchwc(const struct kiln_graph *g, const gnode *call, const
     if (x->dims[4].v != ib) return ops_fail("data's block is %lld, not %d", (long long)x->dims[4].v, ib);
     if (w->dims[5].v != ob) return ops_fail("weight's output block is %lld, not %d",
                                             (long long)w->dims[5].v, ob);
-    if (groups == 1) {
-        if (w->dims[1].v != x->dims[1].v || w->dims[4].v != ib)
-            return ops_fail("weight [%lld, %lld, ., ., %lld, .] does not match data with %lld "
-                            "channels in blocks of %d",
-                            (long long)w->dims[0].v, (long long)w->dims[1].v,
-                            (long long)w->dims[4].v, (long long)ic, ib);
-    } else if (groups != ic || ib != ob || w->dims[0].v * ob != ic || w->dims[1].v != 1 ||
-               w->dims[4].v != 1) {
-        return ops_fail("grouped NCHW[x]c convolution must be depthwise (groups = channels = %lld, "
-                        "one block), got groups=%lld",
-                        (long long)ic, (long long)groups);
+    int64_t oc = w->dims[0].v * ob;
+    int dwk = groups > 1 && w->dims[1].v == 1 && w->dims[4].v == 1;
+    if (groups < 1 || ic % groups || oc % groups)
+        return ops_fail("groups=%lld must divide input channels %lld and output channels %lld",
+                        (long long)groups, (long long)ic, (long long)oc);
+    if (dwk) {
+        if (groups != ic || ib != ob || oc != ic)
+            return ops_fail("a depthwise NCHW[x]c convolution needs groups = channels = %lld and "
+                            "one block, got groups=%lld",
+                            (long long)ic, (long long)groups);
+    } else if (w->dims[1].v * ib * groups != ic || w->dims[4].v != ib ||
+               (ic / groups) % ib || (oc / groups) % ob) {
+        return ops_fail("weight [%lld, %lld, ., ., %lld, .] does not match data with %lld "
+                        "channels in blocks of %d and %lld groups",
+                        (long long)w->dims[0].v, (long long)w->dims[1].v,
+                        (long long)w->dims[4].v, (long long)ic, ib, (long long)groups);
     }
     int64_t s[2], d[2], p[4];
     ops_attr2(call, "strides", 1, s);
@@ -156,6 +168,7 @@ typedef struct {
     kiln_tensor *p, *w;
     int64_t s[2], d[2];
     int dw;
+    int64_t ob, ocg, icb; /* grouped: output block, a group's output channels, its input blocks */
     kiln_expr icc, kh, kw, ib;
 } convc_args;
 
@@ -169,7 +182,12 @@ static kiln_expr convc_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
         kiln_expr axes[2] = {c->kh, c->kw};
         return kiln_sum(kiln_mul(kiln_tensor_at(c->p, 5, pi), kiln_tensor_at(c->w, 6, wi)), 2, axes);
     }
-    kiln_expr pi[5] = {i[0], c->icc, h, w, c->ib}, wi[6] = {i[1], c->icc, c->kh, c->kw, c->ib, i[4]};
+    kiln_expr ci = c->icc; /* grouped: the first input block of this output block's group */
+    if (c->ocg)
+        ci = kiln_add(kiln_mul(kiln_floordiv(kiln_mul(i[1], ops_int(ctx, c->ob)), ops_int(ctx, c->ocg)),
+                               ops_int(ctx, c->icb)),
+                      c->icc);
+    kiln_expr pi[5] = {i[0], ci, h, w, c->ib}, wi[6] = {i[1], c->icc, c->kh, c->kw, c->ib, i[4]};
     kiln_expr axes[4] = {c->icc, c->kh, c->kw, c->ib};
     return kiln_sum(kiln_mul(kiln_tensor_at(c->p, 5, pi), kiln_tensor_at(c->w, 6, wi)), 4, axes);
 }
@@ -188,6 +206,12 @@ kiln_status compute_conv2d_nchwc(kiln_ctx *ctx, const gnode *call, kiln_tensor *
     ops_attr2(call, "strides", 1, c.s);
     ops_attr2(call, "dilation", 1, c.d);
     c.dw = is_depthwise(call);
+    int64_t groups = graph_attr_int(call, "groups", 1);
+    if (groups > 1 && !c.dw) {
+        c.ob = od[4];
+        c.ocg = od[1] * od[4] / groups;
+        c.icb = wd[1];
+    }
     c.icc = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, wd[1]), "rco");
     c.kh = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, wd[2]), "ry");
     c.kw = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, wd[3]), "rx");

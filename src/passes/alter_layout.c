@@ -1,6 +1,6 @@
 /* alter_layout.c: AlterOpLayout, TVM's x86 layout rewrite.
  *
- * Convolutions (groups 1, or depthwise) with constant float32 weights
+ * Convolutions (any groups; depthwise as its own case) with constant float32 weights
  * become nn.contrib_conv2d_NCHWc: data in NCHW[x]c, weights packed here at
  * compile time into OIHW[x]i[y]o, output in NCHW[y]c. The block fits one
  * vector register (16 floats with AVX-512, 8 with AVX2): see channel_block.
@@ -134,13 +134,17 @@ static int alter_conv(alter *A, const gnode *n) {
     int64_t O = kiln_ndarray_dim(w->value, 0), I = kiln_ndarray_dim(w->value, 1);
     int64_t KH = kiln_ndarray_dim(w->value, 2), KW = kiln_ndarray_dim(w->value, 3);
     int64_t C = xt->dims[1].v, groups = graph_attr_int(n, "groups", 1);
-    int dw = groups > 1;
-    if (dw && !(groups == C && O == C && I == 1)) return REBUILD_COPY;
-    /* the input's block: keep the producer's when it divides the channels */
-    int64_t ib = A->blk[x->id] && C % A->blk[x->id] == 0 ? A->blk[x->id]
-                                                          : channel_block(C, A->lanes);
-    int64_t ob = dw ? ib : channel_block(O, A->lanes);
-    /* packed weight: [O/ob, I/ib, KH, KW, ib, ob]; depthwise [C/b, 1, KH, KW, 1, b] */
+    int dw = groups > 1 && groups == C && O == C && I == 1;
+    if (groups < 1 || C % groups || O % groups || I * groups != C) return REBUILD_COPY;
+    /* the input's block: keep the producer's when it divides the channels
+       of a group (no block may straddle two groups) */
+    int64_t icg = C / groups, ocg = O / groups;
+    int64_t ib = A->blk[x->id] && icg % A->blk[x->id] == 0 ? A->blk[x->id]
+                                                            : channel_block(icg, A->lanes);
+    int64_t ob = dw ? ib : channel_block(ocg, A->lanes);
+    if (dw && C % ib) return REBUILD_COPY;
+    /* packed weight: [O/ob, I/ib, KH, KW, ib, ob] (I: a group's input channels; output
+       block o reads input blocks of its group); depthwise [C/b, 1, KH, KW, 1, b] */
     int64_t ibw = dw ? 1 : ib, Ic = dw ? 1 : I / ib;
     int64_t dims[6] = {O / ob, Ic, KH, KW, ibw, ob};
     /* FoldScaleAxis: a per-channel constant multiply that is the conv's only

@@ -5,7 +5,8 @@
  * schedule never changes results), and with AlterOpLayout disabled (the
  * plain NCHW convolution). Cases cover groups 1 and depthwise, strides,
  * dilation, asymmetric padding, channel counts that are not a multiple of
- * the vector width, an epilogue (bias, relu, residual add with a second
+ * the vector width, grouped convolutions (blocks within a group), an
+ * epilogue (bias, relu, residual add with a second
  * blocked tensor), pooling in the blocked layout, and AVX2-sized blocks
  * (vector-bits 256) next to the host's. */
 #include <math.h>
@@ -90,6 +91,9 @@ static const conv_case g_cases[] = {
     {"7x7 s2 p3, 3->16 (stem: input block 3)", 1, 3, 20, 20, 16, 7, 2, 1, 1, {3, 3, 3, 3}, 3},
     {"3x3 dilation 2, asymmetric padding, 6->10", 2, 6, 10, 9, 10, 3, 1, 2, 1, {2, 1, 0, 2}, 1},
     {"depthwise 3x3 s1, 32 channels", 1, 32, 10, 10, 32, 3, 1, 1, 32, {1, 1, 1, 1}, 1},
+    {"grouped 3x3, 32 groups of 4 (ResNeXt)", 1, 128, 8, 8, 128, 3, 1, 1, 32, {1, 1, 1, 1}, 1},
+    {"grouped 3x3 s2, 2 groups, 12 in -> 24 out each", 1, 24, 9, 9, 48, 3, 2, 1, 2, {1, 1, 1, 1}, 2},
+    {"grouped 1x1, 4 groups of 16", 1, 64, 7, 7, 64, 1, 1, 1, 4, {0, 0, 0, 0}, 0},
     {"depthwise 3x3 s2, 24 channels", 1, 24, 9, 9, 24, 3, 2, 1, 24, {1, 1, 1, 1}, 1},
     {"depthwise 5x5 s1, 40 channels, residual", 1, 40, 8, 8, 40, 5, 1, 1, 40, {2, 2, 2, 2}, 2},
 };
