@@ -138,7 +138,7 @@ static int alter_conv(alter *A, const gnode *n) {
     if (groups < 1 || C % groups || O % groups || I * groups != C) return REBUILD_COPY;
     /* the input's block: keep the producer's when it divides the channels
        of a group (no block may straddle two groups) */
-    int64_t icg = C / groups, ocg = O / groups;
+    int64_t icg = dw ? C : C / groups, ocg = O / groups; /* depthwise: blocks span channels */
     int64_t ib = A->blk[x->id] && icg % A->blk[x->id] == 0 ? A->blk[x->id]
                                                             : channel_block(icg, A->lanes);
     int64_t ob = dw ? ib : channel_block(ocg, A->lanes);

@@ -137,6 +137,41 @@ static void test_nchwc_convolutions(void) {
     }
 }
 
+/* The channel block spans a depthwise convolution's channels (a block of 1,
+ * one channel per group, would be correct and scalar), and a grouped
+ * convolution's blocks stay within a group. Read from the IR dump. */
+static void test_nchwc_blocks(void) {
+    for (int variant = 0; variant < 2; variant++) {
+        conv_case c = {"", 1, 32, 8, 8, 32, 3, 1, 1, variant ? 4 : 32, {1, 1, 1, 1}, 0};
+        kiln_ndarray *keep[8];
+        int nkeep = 0;
+        kiln_graph *g = make_graph(&c, keep, &nkeep);
+        char dir[1100], cmd[2400], path[1200];
+        snprintf(dir, sizeof dir, "%s", test_tmp_path(variant ? "blocks_grouped" : "blocks_dw"));
+        snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
+        CHECK_EQ_INT(system(cmd), 0);
+        kiln_build_options *o = kiln_build_options_new();
+        kiln_build_options_set(o, "dump-ir", dir);
+        kiln_build_options_set(o, "vector-bits", "256");
+        CHECK_EQ_INT(kiln_graph_compile(g, test_tmp_path("blocks.tar"), o), KILN_OK);
+        snprintf(path, sizeof path, "%s/05_after_AlterOpLayout.txt", dir);
+        FILE *f = fopen(path, "r");
+        CHECK(f != NULL);
+        if (f) {
+            static char text[1 << 16];
+            size_t len = fread(text, 1, sizeof text - 1, f);
+            text[len] = 0;
+            fclose(f);
+            /* 32 channels in 4 groups of 8, or depthwise: blocks of 8 (256-bit) */
+            CHECK_CONTAINS(text, "data_layout=\"NCHW8c\"");
+            CHECK(strstr(text, "NCHW1c") == NULL);
+        }
+        kiln_build_options_free(o);
+        for (int k = 0; k < nkeep; k++) kiln_ndarray_free(keep[k]);
+        kiln_graph_free(g);
+    }
+}
+
 /* Bad layout attributes get errors, not crashes. */
 static void test_nchwc_errors(void) {
     int64_t xs[5] = {1, 2, 4, 4, 8}, ws[6] = {1, 2, 3, 3, 8, 16};
@@ -173,4 +208,4 @@ static void test_nchwc_errors(void) {
     kiln_ndarray_free(w);
 }
 
-TEST_MAIN(TEST(test_nchwc_convolutions), TEST(test_nchwc_errors))
+TEST_MAIN(TEST(test_nchwc_convolutions), TEST(test_nchwc_blocks), TEST(test_nchwc_errors))
