@@ -43,6 +43,15 @@ KILN_COMPUTE(compute_conv2d_nchwc);
 /* compute_nn.c: the packed GEMM schedule of nn.dense */
 KILN_HIDDEN kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
                                        kiln_tensor *out, int vector_bytes);
+/* compute_reduce.c: the row schedule the lane-parallel softmax and layer
+ * norm share. out's leading axes are fused into rows run in parallel, its
+ * last axis vectorized by `lanes`; each of `stages` (consumers before
+ * producers) is computed per row in a local buffer: a per-row scalar as is,
+ * a partial result (last axis of `lanes`, one reduce axis) reducing outside
+ * the vectorized lanes, a row-long vector split and vectorized. */
+typedef enum { OPS_ROW_SCALAR, OPS_ROW_PARTIAL, OPS_ROW_VECTOR } ops_row_kind;
+KILN_HIDDEN kiln_status ops_schedule_rows(kiln_schedule *s, kiln_tensor *out, int64_t lanes, int n,
+                                          kiln_tensor *const *stages, const ops_row_kind *kinds);
 KILN_HIDDEN kiln_status schedule_layer_norm(kiln_schedule *s, const gnode *call,
                                             kiln_tensor *anchor, kiln_tensor *out,
                                             int vector_bytes);

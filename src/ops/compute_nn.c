@@ -555,41 +555,12 @@ kiln_status schedule_softmax(kiln_schedule *s, const gnode *call, kiln_tensor *a
     mx = t[1];
     if (kiln_tensor_inputs(mx, t, 4) != 1) return KILN_OK;
     mxp = t[0];
-    kiln_stage *so = kiln_schedule_stage(s, out);
-    if (!so) return KILN_ERR_INVALID;
-    kiln_expr row = kiln_tensor_axis(out, 0), ko, ki;
-    kiln_status st;
-    for (int d = 1; d < nd - 1; d++)
-        if ((st = kiln_fuse(so, row, kiln_tensor_axis(out, d), &row)) != KILN_OK) return st;
-    if ((st = kiln_parallel(so, row)) != KILN_OK ||
-        (st = kiln_split(so, kiln_tensor_axis(out, nd - 1), SM_LANES, &ko, &ki)) != KILN_OK ||
-        (st = kiln_vectorize(so, ki)) != KILN_OK)
-        return st;
-    /* every stage at the output's row, consumers first (compute_at needs a
-       stage's other consumers placed inside the same loop already) */
+    /* consumers first (compute_at needs a stage's other consumers placed
+       inside the same loop already) */
     kiln_tensor *stages[5] = {sm, smp, ex, mx, mxp};
-    for (int k = 0; k < 5; k++) {
-        kiln_stage *x = kiln_schedule_stage(s, stages[k]);
-        if (!x) return KILN_ERR_INVALID;
-        if ((st = kiln_compute_at(x, so, row)) != KILN_OK ||
-            (st = kiln_set_scope(x, "local")) != KILN_OK)
-            return st;
-        kiln_tensor *tk = stages[k];
-        if (kiln_tensor_ndim(tk) != nd) continue; /* the per-row scalars */
-        kiln_expr last = kiln_tensor_axis(tk, nd - 1);
-        if (tk == ex) {
-            kiln_expr eo, ei;
-            if ((st = kiln_split(x, last, SM_LANES, &eo, &ei)) != KILN_OK ||
-                (st = kiln_vectorize(x, ei)) != KILN_OK)
-                return st;
-        } else { /* partial max / sum: reduce over ko outside, lanes inside */
-            kiln_expr order[2] = {kiln_tensor_reduce_axis(tk, 0), last};
-            if ((st = kiln_reorder(x, 2, order)) != KILN_OK ||
-                (st = kiln_vectorize(x, last)) != KILN_OK)
-                return st;
-        }
-    }
-    return KILN_OK;
+    static const ops_row_kind kinds[5] = {OPS_ROW_SCALAR, OPS_ROW_PARTIAL, OPS_ROW_VECTOR,
+                                          OPS_ROW_SCALAR, OPS_ROW_PARTIAL};
+    return ops_schedule_rows(s, out, SM_LANES, 5, stages, kinds);
 }
 
 /* ---- batch_matmul: numpy matmul with broadcast batch dims ---------------------- */

@@ -287,26 +287,39 @@ kiln_status schedule_layer_norm(kiln_schedule *s, const gnode *call, kiln_tensor
     sump = t[0];
     if (kiln_tensor_inputs(sq, t, 8) != 1) return KILN_OK;
     sqp = t[0];
+    /* consumers first: sqsum, its partials, sum, its partials */
+    kiln_tensor *stages[4] = {sq, sqp, sum, sump};
+    static const ops_row_kind kinds[4] = {OPS_ROW_SCALAR, OPS_ROW_PARTIAL, OPS_ROW_SCALAR,
+                                          OPS_ROW_PARTIAL};
+    return ops_schedule_rows(s, out, LN_LANES, 4, stages, kinds);
+}
+
+kiln_status ops_schedule_rows(kiln_schedule *s, kiln_tensor *out, int64_t lanes, int n,
+                              kiln_tensor *const *stages, const ops_row_kind *kinds) {
+    int nd = kiln_tensor_ndim(out);
     kiln_stage *so = kiln_schedule_stage(s, out);
-    if (!so) return KILN_ERR_INVALID;
+    if (!so || nd < 2) return KILN_ERR_INVALID;
     kiln_expr row = kiln_tensor_axis(out, 0), ko, ki;
     kiln_status st;
     for (int d = 1; d < nd - 1; d++)
         if ((st = kiln_fuse(so, row, kiln_tensor_axis(out, d), &row)) != KILN_OK) return st;
     if ((st = kiln_parallel(so, row)) != KILN_OK ||
-        (st = kiln_split(so, kiln_tensor_axis(out, nd - 1), LN_LANES, &ko, &ki)) != KILN_OK ||
+        (st = kiln_split(so, kiln_tensor_axis(out, nd - 1), lanes, &ko, &ki)) != KILN_OK ||
         (st = kiln_vectorize(so, ki)) != KILN_OK)
         return st;
-    /* consumers first: sqsum, its partials, sum, its partials */
-    kiln_tensor *stages[4] = {sq, sqp, sum, sump};
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < n; k++) {
         kiln_stage *x = kiln_schedule_stage(s, stages[k]);
         if (!x) return KILN_ERR_INVALID;
         if ((st = kiln_compute_at(x, so, row)) != KILN_OK ||
             (st = kiln_set_scope(x, "local")) != KILN_OK)
             return st;
-        if (stages[k] == sqp || stages[k] == sump) { /* reduce over ko outside, lanes inside */
-            kiln_expr last = kiln_tensor_axis(stages[k], nd - 1);
+        if (kinds[k] == OPS_ROW_SCALAR) continue;
+        kiln_expr last = kiln_tensor_axis(stages[k], nd - 1), eo, ei;
+        if (kinds[k] == OPS_ROW_VECTOR) {
+            if ((st = kiln_split(x, last, lanes, &eo, &ei)) != KILN_OK ||
+                (st = kiln_vectorize(x, ei)) != KILN_OK)
+                return st;
+        } else { /* partial results: reduce outside, lanes inside */
             kiln_expr order[2] = {kiln_tensor_reduce_axis(stages[k], 0), last};
             if ((st = kiln_reorder(x, 2, order)) != KILN_OK ||
                 (st = kiln_vectorize(x, last)) != KILN_OK)
