@@ -347,14 +347,18 @@ static kiln_status read_zip(const zipfile *f, kiln_npz *z) {
     return KILN_OK;
 }
 
-kiln_npz *kiln_npz_parse(const void *buf, size_t len, const char *name) {
+static kiln_npz *parse_zip(const void *buf, size_t len, const char *name, int mapped) {
     kiln_npz *z = kiln_npz_new();
-    zipfile f = {buf, len, name ? name : "<memory>", 0};
+    zipfile f = {buf, len, name ? name : "<memory>", mapped};
     if (z && read_zip(&f, z)) {
         kiln_npz_free(z);
         z = NULL;
     }
     return z;
+}
+
+kiln_npz *kiln_npz_parse(const void *buf, size_t len, const char *name) {
+    return parse_zip(buf, len, name, 0);
 }
 
 /* A regular file is mapped rather than read, and each member's pages are
@@ -368,12 +372,7 @@ kiln_npz *kiln_npz_load(const char *path) {
         void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
         close(fd);
         if (m != MAP_FAILED) {
-            kiln_npz *z = kiln_npz_new();
-            zipfile f = {m, (size_t)sb.st_size, path, 1};
-            if (z && read_zip(&f, z)) {
-                kiln_npz_free(z);
-                z = NULL;
-            }
+            kiln_npz *z = parse_zip(m, (size_t)sb.st_size, path, 1);
             munmap(m, (size_t)sb.st_size);
             return z;
         }
