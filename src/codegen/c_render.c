@@ -633,6 +633,17 @@ static char *vmath_text(const char *tmpl, const char *vf, const char *vi) {
     return text;
 }
 
+/* Adds kiln_vsel_<tag>x<lanes>(mask, a, b), the bitwise blend by a full-width
+   mask, for vectors of 4- or 8-byte elements; writes its vector type to vt and
+   the mask's to it. */
+static void vsel_helper(render *r, kiln_dtype dt, int lanes, char vt[48], char it[48]) {
+    char key[96];
+    vtype(r, vt, dt, lanes);
+    vtype(r, it, kiln_dtype_size(dt) == 4 ? KILN_INT32 : KILN_INT64, lanes);
+    snprintf(key, sizeof key, "kiln_vsel_%s", vt + 5);
+    add_helper(r, key, vmath_text(g_vsel_tmpl, vt, it));
+}
+
 /* Adds the vector helper kiln_<f>_f32x<lanes> (and what it uses) when f has one; returns
    whether it did. */
 static int vmath_helper(render *r, tir_intrin f, int lanes, const char *name) {
@@ -645,10 +656,7 @@ static int vmath_helper(render *r, tir_intrin f, int lanes, const char *name) {
     if (!tmpl)
         return 0;
     char vf[48], vi[48], key[96];
-    vtype(r, vf, KILN_FLOAT32, lanes);
-    vtype(r, vi, KILN_INT32, lanes);
-    snprintf(key, sizeof key, "kiln_vsel_%s", vf + 5);
-    add_helper(r, key, vmath_text(g_vsel_tmpl, vf, vi));
+    vsel_helper(r, KILN_FLOAT32, lanes, vf, vi);
     if (f != TIR_EXP && f != TIR_LOG) {
         snprintf(key, sizeof key, "kiln_exp_%s", vf + 5);
         add_helper(r, key, vmath_text(g_vexp_tmpl, vf, vi));
@@ -673,37 +681,23 @@ static char *lane_call(render *r, const char *opname, int op, uint32_t aux, kiln
         /* NaN-propagating min/max as compare masks and a bitwise blend: the
            per-lane form with || is not always turned into vector code */
         char vt[48], it[48];
-        vtype(r, vt, dt, lanes);
-        vtype(r, it, dt == KILN_FLOAT32 ? KILN_INT32 : KILN_INT64, lanes);
+        vsel_helper(r, dt, lanes, vt, it);
         add_helper(r, name,
                    sfmt("static inline %s %s(%s a, %s b) {\n"
-                        "    %s m = (a %s b) | (a != a), ai, bi, ri;\n"
-                        "    %s r;\n"
-                        "    memcpy(&ai, &a, sizeof a);\n"
-                        "    memcpy(&bi, &b, sizeof b);\n"
-                        "    ri = (ai & m) | (bi & ~m);\n"
-                        "    memcpy(&r, &ri, sizeof r);\n"
-                        "    return r;\n}\n",
-                        vt, name, vt, vt, it, op == TIR_MAX ? ">" : "<", vt));
+                        "    return kiln_vsel_%s((a %s b) | (a != a), a, b);\n}\n",
+                        vt, name, vt, vt, vt + 5, op == TIR_MAX ? ">" : "<"));
     }
     if (!have_helper(r, name) && op == TIR_SELECT && odt == dt && nargs == 3 &&
         adt[0] == KILN_BOOL && (kiln_dtype_size(dt) == 4 || kiln_dtype_size(dt) == 8)) {
         /* the 0/1 lanes widened to a full-width mask and a bitwise blend: the
            per-lane form compiled to one masked broadcast per lane */
         char vt[48], it[48], bt[48];
-        vtype(r, vt, dt, lanes);
-        vtype(r, it, kiln_dtype_size(dt) == 4 ? KILN_INT32 : KILN_INT64, lanes);
+        vsel_helper(r, dt, lanes, vt, it);
         vtype(r, bt, KILN_BOOL, lanes);
         add_helper(r, name,
                    sfmt("static inline %s %s(%s c, %s a, %s b) {\n"
-                        "    %s m = __builtin_convertvector(c, %s) != 0, ai, bi, ri;\n"
-                        "    %s v;\n"
-                        "    memcpy(&ai, &a, sizeof a);\n"
-                        "    memcpy(&bi, &b, sizeof b);\n"
-                        "    ri = (ai & m) | (bi & ~m);\n"
-                        "    memcpy(&v, &ri, sizeof v);\n"
-                        "    return v;\n}\n",
-                        vt, name, bt, vt, vt, it, it, vt));
+                        "    return kiln_vsel_%s(__builtin_convertvector(c, %s) != 0, a, b);\n}\n",
+                        vt, name, bt, vt, vt, vt + 5, it));
     }
     if (!have_helper(r, name)) {
         static char *elems[3] = {"a[i]", "b[i]", "c[i]"};
