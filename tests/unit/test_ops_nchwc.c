@@ -206,6 +206,23 @@ static void test_nchwc_errors(void) {
     CHECK_CONTAINS(kiln_last_error(), "NHWC");
     kiln_graph_free(g);
     kiln_ndarray_free(w);
+    /* a dense weight layout that is neither NK, KN nor NC[x]n, and packed
+       panels whose block does not match the attribute */
+    int64_t xs2[2] = {2, 8}, ws2[3] = {2, 8, 8};
+    kiln_ndarray *w3 = kiln_ndarray_empty(KILN_FLOAT32, 3, ws2);
+    const char *bad[2] = {"weight_layout=\"NCxn\"", "weight_layout=\"NC4n\""};
+    const char *msg[2] = {"is not NK, KN or NC[x]n", "must be [units/4, in, 4]"};
+    for (int k = 0; k < 2; k++) {
+        g = kiln_graph_new();
+        int in2[2] = {kiln_graph_var(g, "x", KILN_FLOAT32, 2, xs2, NULL), kiln_graph_const(g, "w", w3)};
+        int d = kiln_graph_call(g, "nn.dense", 2, in2, bad[k], "bad_dense");
+        kiln_graph_set_outputs(g, 1, &d, NULL);
+        CHECK_EQ_INT(kiln_graph_infer_types(g), KILN_ERR_INVALID);
+        CHECK_CONTAINS(kiln_last_error(), "bad_dense");
+        CHECK_CONTAINS(kiln_last_error(), msg[k]);
+        kiln_graph_free(g);
+    }
+    kiln_ndarray_free(w3);
 }
 
 TEST_MAIN(TEST(test_nchwc_convolutions), TEST(test_nchwc_blocks), TEST(test_nchwc_errors))

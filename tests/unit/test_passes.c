@@ -142,6 +142,8 @@ static void test_pipeline(void) {
     CHECK_EQ_INT(kiln_build_options_set(od, "disabled-pass", "NoSuchPass"), KILN_ERR_INVALID);
     CHECK_CONTAINS(kiln_last_error(), "unknown pass 'NoSuchPass'");
     CHECK_EQ_INT(kiln_build_options_set(od, "opt-level", "4"), KILN_ERR_INVALID);
+    CHECK_EQ_INT(kiln_build_options_set(od, "schedule", "fastest"), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "not default or naive");
     kiln_ndarray_free(rd);
     kiln_ndarray_free(r0);
     kiln_ndarray_free(r3);

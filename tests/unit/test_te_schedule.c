@@ -346,6 +346,12 @@ static void test_compute_at_siblings(void) {
             CHECK_EQ_INT(bad, 0);
             kiln_ndarray_free(a[0]);
             kiln_ndarray_free(a[1]);
+            /* set_scope: an unknown scope, and an output made local, are errors */
+            CHECK_EQ_INT(kiln_set_scope(sb, "shared"), KILN_ERR_INVALID);
+            CHECK_CONTAINS(kiln_last_error(), "scope 'shared'");
+            CHECK_EQ_INT(kiln_set_scope(sd, "local"), KILN_ERR_INVALID);
+            CHECK_CONTAINS(kiln_last_error(), "is an output");
+            CHECK_EQ_INT(kiln_set_scope(NULL, "local"), KILN_ERR_INVALID);
         } else if (variant == 1) { /* C computed at the root: B cannot go inside D */
             CHECK_EQ_INT(kiln_compute_at(sb, sd, o), KILN_ERR_INVALID);
             CHECK_CONTAINS(kiln_last_error(), "also read by 'C'");
