@@ -20,7 +20,7 @@ static void compile_usage(FILE *f) {
             "\"name:[1,3,224,224]\"]\n"
             "                    [--opt-level 0-3] [--dump-ir DIR] [--disabled-pass PASS] "
             "[--cross-compiler CC]\n"
-            "                    [--plugin LIB.so]\n\n"
+            "                    [--plugin LIB.so] [--winograd auto|off|2|4]\n\n"
             "Compile an ONNX model into a package: a tar of mod.so (kernels), mod.json (the\n"
             "execution plan) and mod.params (the weights, an .npz).\n\n"
             "  -o, --output PATH      the package to write (default: model.tar)\n"
@@ -40,6 +40,9 @@ static void compile_usage(FILE *f) {
             "                         may repeat\n"
             "  --cross-compiler CC    compile the kernels with CC (the package then runs on\n"
             "                         CC's target)\n"
+            "  --winograd W           3x3 stride-1 convolutions by Winograd F(m x m, 3 x 3): auto\n"
+            "                         (default) where the cost model says it pays, off, or 2 / 4\n"
+            "                         (that tile for every one that qualifies)\n"
             "  --plugin LIB.so        load user ops from a plugin (kiln/plugin.h); may repeat\n"
             "  --help                 print this message\n");
 }
@@ -151,10 +154,11 @@ int kiln_cmd_compile(int argc, char **argv) {
             if (!has_val) goto missing;
             shapes = argv[++i];
         } else if (!strcmp(a, "--opt-level") || !strcmp(a, "-O") || !strcmp(a, "--disabled-pass") ||
-                   !strcmp(a, "--cross-compiler")) {
+                   !strcmp(a, "--cross-compiler") || !strcmp(a, "--winograd")) {
             if (!has_val) goto missing;
             const char *key = !strcmp(a, "--disabled-pass")    ? "disabled-pass"
                               : !strcmp(a, "--cross-compiler") ? "cc"
+                              : !strcmp(a, "--winograd")       ? "winograd"
                                                                : "opt-level";
             if (kiln_build_options_set(o, key, argv[++i]) != KILN_OK) {
                 rc = bad_arg("compile", "%s", kiln_last_error());

@@ -1143,7 +1143,7 @@ static void emit_return(render *r, kstr *o, int ind, const char *value) {
         if (!r->allocs[i].heap)
             continue;
         char *n = var_name(r->allocs[i].buf);
-        line(o, ind, "free(%s);", n);
+        line(o, ind, "kiln__api->workspace_free(%s);", n);
         free(n);
     }
     line(o, ind, "return %s;", value);
@@ -1329,8 +1329,7 @@ static int alloc_begin(render *r, kstr *o, tir_node s, int ind) {
         add_helper(r, "kiln_alloc",
                    sdup("static inline void *kiln_alloc(int64_t n, size_t esz) {\n"
                         "    if (n > 0 && (uint64_t)n > SIZE_MAX / esz - 64) return NULL;\n"
-                        "    size_t b = n > 0 ? (size_t)n * esz : 1;\n"
-                        "    return aligned_alloc(64, (b + 63) & ~(size_t)63);\n"
+                        "    return kiln__api->workspace_alloc(n > 0 ? (size_t)n * esz : 1);\n"
                         "}\n"));
         char *ce = ex(r, cnt);
         line(o, ind + 1, "%s *restrict %s = (%s *)kiln_alloc(%s, %zu);", T, bn, T, ce, esz);
@@ -1349,7 +1348,7 @@ static void alloc_end(render *r, kstr *o, int ind) {
     alloc_info *ai = &r->allocs[--r->na];
     if (ai->heap) {
         char *bn = var_name(ai->buf);
-        line(o, ind + 1, "free(%s);", bn);
+        line(o, ind + 1, "kiln__api->workspace_free(%s);", bn);
         free(bn);
     }
     line(o, ind, "}");
@@ -1580,12 +1579,14 @@ char *codegen_render_c(int nfuncs, const tir_func *funcs) {
             "#if defined(__GNUC__) && !defined(__clang__)\n"
             "#pragma GCC diagnostic ignored \"-Wpsabi\" /* wide vectors in static helpers */\n"
             "#endif\n"
-            "#define KILN_MODULE_ABI_VERSION 1\n"
+            "#define KILN_MODULE_ABI_VERSION 2\n"
             "typedef struct {\n"
             "    int version;\n"
             "    int (*parallel_for)(int64_t n, int (*fn)(int64_t begin, int64_t end, void "
             "*closure),\n"
             "                        void *closure);\n"
+            "    void *(*workspace_alloc)(size_t bytes);\n"
+            "    void (*workspace_free)(void *p);\n"
             "} kiln_module_api;\n\n"
             "static const kiln_module_api *kiln__api;\n\n"
             "__attribute__((visibility(\"default\")))\n"

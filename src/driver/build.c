@@ -14,7 +14,7 @@
 
 kiln_build_options *kiln_build_options_new(void) {
     kiln_build_options *o = kiln_calloc(1, sizeof(kiln_build_options));
-    if (o) o->opt_level = -1;
+    if (o) o->opt_level = o->winograd = -1;
     return o;
 }
 
@@ -80,6 +80,13 @@ kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const
         o->naive = value[0] == 'n';
         return KILN_OK;
     }
+    if (strcmp(key, "winograd") == 0) {
+        if (strcmp(value, "auto") && strcmp(value, "off") && strcmp(value, "2") && strcmp(value, "4"))
+            return kiln_set_error(KILN_ERR_INVALID,
+                                  "build option winograd: '%s' is not auto, off, 2 or 4", value);
+        o->winograd = value[0] == 'a' ? -1 : value[0] == 'o' ? 0 : value[0] - '0';
+        return KILN_OK;
+    }
     if (strcmp(key, "fuse") == 0) {
         if (strcmp(value, "0") && strcmp(value, "1"))
             return kiln_set_error(KILN_ERR_INVALID, "build option fuse: '%s' is not 0 or 1", value);
@@ -92,7 +99,7 @@ kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const
                                                : NULL;
     if (!slot)
         return kiln_set_error(KILN_ERR_INVALID,
-                              "unknown build option '%s' (known: cc, cflags, target, vector-bits, fuse, schedule, opt-level, disabled-pass, dump-ir)", key);
+                              "unknown build option '%s' (known: cc, cflags, target, vector-bits, fuse, schedule, winograd, opt-level, disabled-pass, dump-ir)", key);
     if (slot == &o->target && strcmp(value, "cpu") != 0 && strcmp(value, "llvm") != 0 &&
         strcmp(value, "c") != 0)
         return kiln_set_error(KILN_ERR_UNSUPPORTED,

@@ -549,7 +549,7 @@ kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
     struct kiln_graph *user = g;
     kiln_status st = kiln_graph_infer_types(g);
     if (st != KILN_OK || (st = check_static(g)) != KILN_OK) return st;
-    pass_env env = {opts ? opts->vector_bytes : 0};
+    pass_env env = {opts ? opts->vector_bytes : 0, opts ? opts->winograd : -1};
     g = pass_run_pipeline(user, level, disabled, opts ? opts->dump_dir : NULL, &env);
     if (!g) return KILN_ERR_INVALID;
     int fuse = level > 0 && !(opts && opts->no_fuse) &&

@@ -13,6 +13,7 @@ struct kiln_build_options {
     int vector_bytes; /* 0: the host's */
     int no_fuse;      /* graphs: one kernel per op (opt level 0) */
     int naive;        /* graphs: the naive schedule (every stage inlined, nothing else) */
+    int winograd;     /* graphs: -1 auto, 0 off, 2 or 4 Winograd tile for every eligible conv */
     int opt_level;    /* graphs: 0-3, -1 for the default (3) */
     char *disabled;   /* graphs: comma-separated pass names */
     char *dump_dir;   /* graphs: where to write the IR around each pass */

@@ -38,6 +38,8 @@ KILN_COMPUTE(compute_pad);
 /* compute_nchwc.c */
 KILN_COMPUTE(compute_layout_transform);
 KILN_COMPUTE(compute_conv2d_nchwc);
+/* compute_winograd.c */
+KILN_COMPUTE(compute_conv2d_winograd_nchwc);
 #undef KILN_COMPUTE
 
 /* compute_nn.c: the packed GEMM schedule of nn.dense */
@@ -62,14 +64,25 @@ KILN_HIDDEN kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *cal
                                               kiln_tensor *anchor, kiln_tensor *out,
                                               int vector_bytes);
 
+/* The register block of a convolution-like product (compute_nchwc.c):
+ * reg_n divides ow (output pixels), ocb divides occ (output-channel
+ * blocks); accumulators plus operands fit nregs vector registers of `vecs`
+ * registers per block; block_bytes is one output block's weights;
+ * *pixels_inner: broadcast inputs, not weight vectors, are innermost. */
+KILN_HIDDEN void ops_register_block(int64_t ow, int64_t occ, int64_t vecs, int64_t nregs, int dw,
+                                    int64_t block_bytes, int64_t *reg_n, int64_t *ocb,
+                                    int *pixels_inner);
+/* compute_winograd.c: the three loop nests of a Winograd convolution */
+KILN_HIDDEN kiln_status schedule_conv2d_winograd(kiln_schedule *s, const gnode *call,
+                                                 kiln_tensor *anchor, kiln_tensor *out,
+                                                 int vector_bytes);
 KILN_HIDDEN kiln_status schedule_pool2d_nchwc(kiln_schedule *s, const gnode *call,
                                               kiln_tensor *anchor, kiln_tensor *out,
                                               int vector_bytes);
 
-/* compute_nn.c helpers: a 2-value attribute (one value repeats), 4-value
+/* compute_nn.c helpers (ops_attr2 is in ops.h): 4-value
  * padding (top, left, bottom, right), and x (NCHW or NCHW[x]c) padded on
  * H and W with `fill` (x itself without padding). */
-KILN_HIDDEN void ops_attr2(const gnode *call, const char *name, int64_t def, int64_t v[2]);
 KILN_HIDDEN void ops_pad4(const gnode *call, int64_t p[4]);
 KILN_HIDDEN kiln_tensor *ops_pad_spatial(kiln_ctx *ctx, const gnode *call, kiln_tensor *x,
                                          const int64_t pad[4], double fill);

@@ -246,7 +246,7 @@ kiln_status compute_conv2d_nchwc(kiln_ctx *ctx, const gnode *call, kiln_tensor *
  * re-reading the weight slice (ocb blocks of block_bytes) from L2 once per
  * block of pixels when it does not fit in L1 (about 16 bytes a cycle);
  * ties go to more accumulators. */
-static void register_block(int64_t ow, int64_t occ, int64_t vecs, int64_t nregs, int dw,
+void ops_register_block(int64_t ow, int64_t occ, int64_t vecs, int64_t nregs, int dw,
                            int64_t block_bytes, int64_t *reg_n, int64_t *ocb, int *pixels_inner) {
     double best = 1e30;
     *reg_n = 1;
@@ -288,7 +288,7 @@ kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call, kiln_tens
     int pixels_inner;
     const gtensor_type *wt = &call->graph->nodes[call->in[1]]->type.t[0];
     for (int d = 1; d < wt->ndim; d++) block_bytes *= wt->dims[d].v; /* one output block's weights */
-    register_block(od[3], od[1], vecs, nregs, dw, block_bytes, &reg_n, &ocb, &pixels_inner);
+    ops_register_block(od[3], od[1], vecs, nregs, dw, block_bytes, &reg_n, &ocb, &pixels_inner);
     kiln_tensor *conv = anchor;
     if (anchor == out) {
         conv = kiln_cache_write(s, out, "local");

@@ -17,28 +17,25 @@
 
 static const attr_schema no_attrs[] = {{NULL, 0, 0, NULL}};
 
-static const attr_schema conv2d_attrs[] = {
-    {"strides", GA_INTS, 0, "[1, 1]"},
-    {"padding", GA_INTS, 0, "[0, 0, 0, 0]"},
-    {"dilation", GA_INTS, 0, "[1, 1]"},
-    {"groups", GA_INT, 0, "1"},
-    {"channels", GA_INT, 0, NULL},
-    {"kernel_size", GA_INTS, 0, NULL},
-    {"data_layout", GA_STR, 0, "\"NCHW\""},
-    {"kernel_layout", GA_STR, 0, "\"OIHW\""},
-    {NULL, 0, 0, NULL}};
+/* the rows every convolution has */
+#define CONV_ATTRS                                                                            \
+    {"strides", GA_INTS, 0, "[1, 1]"}, {"padding", GA_INTS, 0, "[0, 0, 0, 0]"},                 \
+        {"dilation", GA_INTS, 0, "[1, 1]"}, {"groups", GA_INT, 0, "1"},                        \
+        {"channels", GA_INT, 0, NULL}, {"kernel_size", GA_INTS, 0, NULL}
+/* ... and the blocked ones' layouts */
+#define CONV_NCHWC_ATTRS                                                                      \
+    CONV_ATTRS, {"data_layout", GA_STR, 1, NULL}, {"kernel_layout", GA_STR, 0, NULL},          \
+        {"out_layout", GA_STR, 1, NULL}
 
-static const attr_schema conv2d_nchwc_attrs[] = {
-    {"strides", GA_INTS, 0, "[1, 1]"},
-    {"padding", GA_INTS, 0, "[0, 0, 0, 0]"},
-    {"dilation", GA_INTS, 0, "[1, 1]"},
-    {"groups", GA_INT, 0, "1"},
-    {"channels", GA_INT, 0, NULL},
-    {"kernel_size", GA_INTS, 0, NULL},
-    {"data_layout", GA_STR, 1, NULL},
-    {"kernel_layout", GA_STR, 0, NULL},
-    {"out_layout", GA_STR, 1, NULL},
-    {NULL, 0, 0, NULL}};
+static const attr_schema conv2d_attrs[] = {CONV_ATTRS,
+                                           {"data_layout", GA_STR, 0, "\"NCHW\""},
+                                           {"kernel_layout", GA_STR, 0, "\"OIHW\""},
+                                           {NULL, 0, 0, NULL}};
+
+static const attr_schema conv2d_nchwc_attrs[] = {CONV_NCHWC_ATTRS, {NULL, 0, 0, NULL}};
+
+static const attr_schema conv2d_winograd_attrs[] = {
+    {"tile_size", GA_INT, 1, NULL}, CONV_NCHWC_ATTRS, {NULL, 0, 0, NULL}};
 
 static const attr_schema layout_transform_attrs[] = {{"src_layout", GA_STR, 1, NULL},
                                                      {"dst_layout", GA_STR, 1, NULL},
@@ -164,6 +161,11 @@ static const kiln_op_def g_table[] = {
      OP_OUT_ELEMWISE_FUSABLE, compute_conv2d_nchwc,
      "2-D convolution in NCHW[x]c x OIHW[x]i[y]o (AlterOpLayout makes it)", NULL,
      schedule_conv2d_nchwc},
+    {"nn.contrib_conv2d_winograd_NCHWc", 2, 2, conv2d_winograd_attrs, rel_conv2d_winograd_nchwc,
+     OP_OUT_ELEMWISE_FUSABLE, compute_conv2d_winograd_nchwc,
+     "3x3 stride-1 convolution by Winograd F(m x m, 3 x 3), NCHW[x]c, kernel pre-transformed "
+     "(AlterOpLayout makes it)",
+     NULL, schedule_conv2d_winograd},
     {"nn.dense", 2, 2, dense_attrs, rel_dense, OP_OUT_ELEMWISE_FUSABLE, compute_dense,
      "x * W^T, W is [units, in] (weight_layout NK; KN and packed NC[x]n too)", NULL,
      schedule_dense},

@@ -46,4 +46,18 @@ KILN_HIDDEN int ops_dense_layout(const char *layout);
 KILN_HIDDEN void ops_dense_tile(int64_t m, int64_t n, int64_t k, int vector_bytes, int64_t *mr,
                                 int64_t *nr, int64_t *vl);
 
+/* A 2-value int attribute (one given value repeats), e.g. strides
+ * (compute_nn.c). */
+KILN_HIDDEN void ops_attr2(const gnode *call, const char *name, int64_t def, int64_t v[2]);
+/* Winograd F(m x m, 3 x 3) kernel transform (compute_winograd.c): the
+ * [O, I, 3, 3] float weights w, each output channel o times scale[o] (if
+ * scale), into U [(m+2)^2, O/ob, I/ib, ib, ob] at dst. m is 2 or 4; 0 if
+ * not (or the blocks do not divide), else 1. */
+KILN_HIDDEN int ops_winograd_weight(const float *w, int64_t O, int64_t I, const float *scale, int m,
+                                    int64_t ib, int64_t ob, float *dst);
+/* Estimated time of a 3x3 stride-1 convolution of C -> O channels with an
+ * oh x ow output: direct (m = 0) or Winograd F(m x m, 3 x 3), on a machine
+ * with `lanes` float lanes per vector (compute_winograd.c). Only the
+ * ratios mean anything; AlterOpLayout takes the cheapest. */
+KILN_HIDDEN double ops_conv3x3_cost(int m, int64_t oh, int64_t ow, int64_t C, int64_t O, int lanes);
 #endif

@@ -39,6 +39,7 @@ KILN_REL(rel_pad);
 /* compute_nchwc.c */
 KILN_REL(rel_layout_transform);
 KILN_REL(rel_conv2d_nchwc);
+KILN_REL(rel_conv2d_winograd_nchwc);
 #undef KILN_REL
 
 /* Shared by the relation files (relations.c). */

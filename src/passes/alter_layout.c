@@ -30,6 +30,7 @@ typedef struct {
     const struct kiln_graph *g;
     struct kiln_graph *r;
     int lanes;
+    int winograd; /* pass_env's: -1 decide, 0 never, 2 or 4 always where it applies */
     int *map;   /* old id -> new id, in the layout blk says */
     int *blk;   /* old id -> its new node's channel block (0: plain) */
     int *plain; /* old id -> a plain (NCHW) version, or -1 until asked */
@@ -119,7 +120,78 @@ static char *attrs_text(const gnode *n, const char *const *skip, const char *ext
     return kstr_take(&s);
 }
 
+/* The Winograd tile for a convolution of C -> O channels, or 0 for the
+ * direct convolution: the cheapest by ops_conv3x3_cost, or the build
+ * option's. Only 3x3, stride 1, dilation 1, ungrouped. */
+static int winograd_tile(const alter *A, const gnode *n, int64_t O, int64_t C, int64_t KH,
+                         int64_t KW, int64_t groups, const gtensor_type *ot) {
+    int64_t s[2], d[2];
+    ops_attr2(n, "strides", 1, s);
+    ops_attr2(n, "dilation", 1, d);
+    if (A->winograd == 0 || KH != 3 || KW != 3 || groups != 1 || s[0] != 1 || s[1] != 1 ||
+        d[0] != 1 || d[1] != 1)
+        return 0;
+    if (A->winograd > 0) return A->winograd;
+    int64_t oh = ot->dims[2].v, ow = ot->dims[3].v;
+    int best = 0;
+    double cost = ops_conv3x3_cost(0, oh, ow, C, O, A->lanes);
+    for (int m = 2; m <= 4; m += 2) {
+        double c = ops_conv3x3_cost(m, oh, ow, C, O, A->lanes);
+        if (c < cost) cost = c, best = m;
+    }
+    return best;
+}
+
 /* ---- conv2d -> nn.contrib_conv2d_NCHWc ----------------------------------------------- */
+
+/* The blocked convolution `op` replacing n: its packed weight pw (taken)
+ * named wname, n's input blocked by ib, output blocked by ob, n's other
+ * attributes plus `extra`; mul, if not NULL, is the multiply folded into
+ * pw. */
+static int blocked_conv(alter *A, const gnode *n, const char *op, kiln_ndarray *pw,
+                        const char *wname, int64_t ib, int64_t ob, const char *extra,
+                        const gnode *mul) {
+    int wid = kiln_graph_const(A->r, wname, pw);
+    kiln_ndarray_free(pw);
+    int xin = wid < 0 ? -1 : as_blocked(A, n->in[0], (int)ib);
+    if (xin < 0) return -1;
+    static const char *const skip[] = {"data_layout", "kernel_layout", "out_layout", NULL};
+    char *at = attrs_text(n, skip, extra);
+    if (!at) return -1;
+    int in[2] = {xin, wid};
+    int id = call(A, op, 2, in, at, n->name);
+    free(at);
+    A->blk[n->id] = (int)ob;
+    if (mul) A->folded[mul->id] = n->id;
+    return id;
+}
+
+/* conv n as nn.contrib_conv2d_winograd_NCHWc with tile m: the kernel
+ * transformed here (times the folded scale, if any) */
+static int winograd_conv(alter *A, const gnode *n, const gnode *w, const float *src,
+                         const float *scale, const gnode *mul, int m, int64_t ib, int64_t ob) {
+    int64_t O = kiln_ndarray_dim(w->value, 0), I = kiln_ndarray_dim(w->value, 1);
+    /* the weight's output channels in blocks of two vectors where they
+       pair up: the product's register block then reads one stream of
+       weights, not two 16 KB apart whose lines evict each other in L1 */
+    int64_t wb = (O / ob) % 2 == 0 ? 2 * ob : ob;
+    int64_t dims[5] = {(m + 2) * (m + 2), O / wb, I / ib, ib, wb};
+    kiln_ndarray *u = kiln_ndarray_empty(KILN_FLOAT32, 5, dims);
+    if (!u) return -1;
+    if (!ops_winograd_weight(src, O, I, scale, m, ib, wb, kiln_ndarray_data(u))) {
+        kiln_ndarray_free(u);
+        kiln_set_error(KILN_ERR_INVALID, "AlterOpLayout: no Winograd tile %d for %s", m, n->name);
+        return -1;
+    }
+    char nm[600], extra[256];
+    snprintf(nm, sizeof nm, "%s.winograd%d", w->name, m);
+    snprintf(extra, sizeof extra,
+             "tile_size=%d, data_layout=\"NCHW%dc\", kernel_layout=\"EOI%di%do\", "
+             "out_layout=\"NCHW%dc\"",
+             m, (int)ib, (int)ib, (int)wb, (int)ob);
+    return blocked_conv(A, n, "nn.contrib_conv2d_winograd_NCHWc", u, nm, ib, ob, extra,
+                        scale ? mul : NULL);
+}
 
 static int alter_conv(alter *A, const gnode *n) {
     const struct kiln_graph *g = A->g;
@@ -171,9 +243,11 @@ static int alter_conv(alter *A, const gnode *n) {
             per_channel = d == st->ndim - 3 || st->dims[d].v == 1;
         if (per_channel) scale = kiln_ndarray_data(sc->value);
     }
+    const float *src = kiln_ndarray_data(w->value);
+    int wm = dw ? 0 : winograd_tile(A, n, O, C, KH, KW, groups, ot);
+    if (wm) return winograd_conv(A, n, w, src, scale, mul, wm, ib, ob);
     kiln_ndarray *pw = kiln_ndarray_empty(KILN_FLOAT32, 6, dims);
     if (!pw) return -1;
-    const float *src = kiln_ndarray_data(w->value);
     float *dst = kiln_ndarray_data(pw);
     for (int64_t o = 0; o < O; o++)
         for (int64_t i = 0; i < I; i++)
@@ -183,26 +257,12 @@ static int alter_conv(alter *A, const gnode *n) {
                     dst[((((oc * Ic + icc) * KH + h) * KW + k) * ibw + icb) * ob + ocb] =
                         src[((o * I + i) * KH + h) * KW + k] * (scale ? scale[o] : 1.0f);
                 }
-    char nm[600];
+    char nm[600], extra[256];
     snprintf(nm, sizeof nm, "%s.OIHW%di%do", w->name, (int)ibw, (int)ob);
-    int wid = kiln_graph_const(A->r, nm, pw);
-    kiln_ndarray_free(pw);
-    if (wid < 0) return -1;
-    int xin = as_blocked(A, x->id, (int)ib);
-    if (xin < 0) return -1;
-    char extra[256];
     snprintf(extra, sizeof extra,
              "data_layout=\"NCHW%dc\", kernel_layout=\"OIHW%di%do\", out_layout=\"NCHW%dc\"",
              (int)ib, (int)ibw, (int)ob, (int)ob);
-    static const char *const skip[] = {"data_layout", "kernel_layout", "out_layout", NULL};
-    char *at = attrs_text(n, skip, extra);
-    if (!at) return -1;
-    int in[2] = {xin, wid};
-    int id = call(A, "nn.contrib_conv2d_NCHWc", 2, in, at, n->name);
-    free(at);
-    A->blk[n->id] = (int)ob;
-    if (scale) A->folded[mul->id] = n->id;
-    return id;
+    return blocked_conv(A, n, "nn.contrib_conv2d_NCHWc", pw, nm, ib, ob, extra, scale ? mul : NULL);
 }
 
 /* ---- ops that keep the blocked layout ------------------------------------------------- */
@@ -377,9 +437,10 @@ static int alter_dense(alter *A, const gnode *n, const int *in) {
 /* ---- the pass --------------------------------------------------------------------------- */
 
 struct kiln_graph *pass_alter_op_layout(struct kiln_graph *g, const pass_env *env) {
-    alter A = {g, graph_new(g->ops), 0, NULL, NULL, NULL, NULL, NULL};
+    alter A = {g, graph_new(g->ops), 0, -1, NULL, NULL, NULL, NULL, NULL, NULL};
     int vb = env && env->vector_bytes ? env->vector_bytes : kiln_host_vector_bytes();
     A.lanes = vb / 4 > 1 ? vb / 4 : 1;
+    A.winograd = env ? env->winograd : -1;
     size_t n = (size_t)(g->n ? g->n : 1);
     A.map = malloc(sizeof(int) * n);
     A.blk = calloc(n, sizeof(int));

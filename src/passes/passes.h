@@ -7,6 +7,7 @@
 /* What a pass may need to know of the target. */
 typedef struct {
     int vector_bytes; /* the widest vector register; 0: the host's */
+    int winograd;     /* 3x3 convolutions: -1 AlterOpLayout decides, 0 never, 2 or 4 the tile */
 } pass_env;
 
 /* Returned by a rebuild callback (pass_manager.c): copy the node unchanged,

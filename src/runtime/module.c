@@ -37,7 +37,8 @@ struct kiln_module {
     kiln_function *funcs;
 };
 
-static const kiln_module_api g_api = {KILN_MODULE_ABI_VERSION, kiln_parallel_for};
+static const kiln_module_api g_api = {KILN_MODULE_ABI_VERSION, kiln_parallel_for,
+                                      kiln_workspace_alloc, kiln_workspace_free};
 
 /* ---- metadata ---------------------------------------------------------------- */
 

@@ -25,15 +25,20 @@
 #ifndef KILN_MODULE_ABI_H
 #define KILN_MODULE_ABI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-#define KILN_MODULE_ABI_VERSION 1
+#define KILN_MODULE_ABI_VERSION 2
 #define KILN_KERNEL_ENOMEM 1
 
 typedef struct {
     int version;
     int (*parallel_for)(int64_t n, int (*fn)(int64_t begin, int64_t end, void *closure),
                         void *closure);
+    /* version 2: scratch buffers larger than a kernel keeps on its stack,
+       64-byte aligned (NULL: out of memory), from a pool the runtime keeps */
+    void *(*workspace_alloc)(size_t bytes);
+    void (*workspace_free)(void *p);
 } kiln_module_api;
 
 typedef int32_t (*kiln_kernel_fn)(void *const *args, const int64_t *vars);

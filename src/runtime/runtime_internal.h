@@ -21,6 +21,11 @@ KILN_HIDDEN kiln_ndarray *npz_get_mutable(kiln_npz *z, const char *name);
  * leaves a a view of it; else NULL. */
 KILN_HIDDEN void *ndarray_take_data(kiln_ndarray *a);
 
+/* The workspace pool (workspace.c) behind the module API's scratch
+ * buffers: 64-byte aligned, NULL when out of memory; free takes NULL. */
+KILN_HIDDEN void *kiln_workspace_alloc(size_t bytes);
+KILN_HIDDEN void kiln_workspace_free(void *p);
+
 /* ---- for the graph executor (module.c, package.c) ---- */
 /* Number of symbolic sizes (vars[]) f takes. */
 KILN_HIDDEN int kiln_function_num_vars(const kiln_function *f);

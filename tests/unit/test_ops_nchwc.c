@@ -69,17 +69,27 @@ static kiln_graph *make_graph(const conv_case *c, kiln_ndarray **keep, int *nkee
     return g;
 }
 
-static kiln_ndarray *run(kiln_graph *g, const kiln_ndarray *x, const char *k1, const char *v1,
-                         const char *k2, const char *v2, int *nconv) {
+/* Compiled with up to three options (key, value pairs; NULL ends) and
+ * run; *nconv counts the kernels named after `kernel`. */
+static kiln_ndarray *run_opts(kiln_graph *g, const kiln_ndarray *x, const char *const *kv,
+                              const char *kernel, int *nconv) {
     kiln_build_options *o = kiln_build_options_new();
-    if (k1) kiln_build_options_set(o, k1, v1);
-    if (k2) kiln_build_options_set(o, k2, v2);
+    for (int i = 0; kv[i]; i += 2) CHECK_EQ_INT(kiln_build_options_set(o, kv[i], kv[i + 1]), KILN_OK);
     char funcs[8192];
     kiln_ndarray *r = gu_compile_run(g, o, 1, &x, NULL, funcs, sizeof funcs);
     kiln_build_options_free(o);
     *nconv = 0;
-    for (const char *p = funcs; (p = strstr(p, "conv2d_NCHWc")); p++) ++*nconv;
+    for (const char *p = funcs; (p = strstr(p, kernel)); p++) ++*nconv;
     return r;
+}
+
+/* The direct convolutions (Winograd off, which the next test covers). */
+static kiln_ndarray *run(kiln_graph *g, const kiln_ndarray *x, const char *k1, const char *v1,
+                         const char *k2, const char *v2, int *nconv) {
+    const char *kv[7] = {"winograd", "off", k1, v1, k2, v2, NULL};
+    if (!k1) kv[2] = NULL;
+    else if (!k2) kv[4] = NULL;
+    return run_opts(g, x, kv, "conv2d_NCHWc", nconv);
 }
 
 static const conv_case g_cases[] = {
@@ -132,6 +142,120 @@ static void test_nchwc_convolutions(void) {
         kiln_ndarray_free(plain);
         kiln_ndarray_free(v256);
         kiln_ndarray_free(x);
+        for (int k = 0; k < nkeep; k++) kiln_ndarray_free(keep[k]);
+        kiln_graph_free(g);
+    }
+}
+
+/* Winograd F(2x2) and F(4x4) (forced, and as AlterOpLayout picks them)
+ * against the direct NCHW convolution, and the Winograd op's own schedule
+ * against its naive schedule. Cases: output sizes that are not a multiple
+ * of the tile (partial tiles), padding 0 and asymmetric, batch 2, output
+ * blocks that pair up in the weight layout (64 channels) and that do not
+ * (48 = 3 blocks), an epilogue with a residual add, 256-bit vectors. The
+ * transforms round differently from the direct sum: F(4x4) multiplies by
+ * up to 8 and divides by 24, so the tolerance against NCHW is 1e-3 (the
+ * end-to-end ResNet-50 stays within 6e-5 of ONNX Runtime at scale 2.7). */
+static const conv_case w_cases[] = {
+    {"3x3 p1, 32->64, 12x12", 1, 32, 12, 12, 64, 3, 1, 1, 1, {1, 1, 1, 1}, 1},
+    {"3x3 p1, 16->48, 13x11 (partial tiles, 3 output blocks)", 1, 16, 13, 11, 48, 3, 1, 1, 1,
+     {1, 1, 1, 1}, 2},
+    {"3x3 p0, batch 2, 16->32, 10x9", 2, 16, 10, 9, 32, 3, 1, 1, 1, {0, 0, 0, 0}, 0},
+    {"3x3 asymmetric padding, 24->16", 1, 24, 9, 10, 16, 3, 1, 1, 1, {2, 0, 1, 1}, 1},
+};
+
+static void test_winograd(void) {
+    for (size_t i = 0; i < sizeof w_cases / sizeof w_cases[0]; i++) {
+        const conv_case *c = &w_cases[i];
+        kiln_ndarray *keep[8];
+        int nkeep = 0;
+        kiln_graph *g = make_graph(c, keep, &nkeep);
+        uint64_t seed = 7 + i;
+        int64_t xs[4] = {c->n, c->c, c->h, c->w};
+        kiln_ndarray *x = filled(4, xs, &seed);
+        int k;
+        const char *plain_kv[] = {"disabled-pass", "AlterOpLayout", NULL};
+        kiln_ndarray *plain = run_opts(g, x, plain_kv, "winograd", &k);
+        CHECK_EQ_INT(k, 0);
+        static const char *const tiles[] = {"2", "4"};
+        for (int t = 0; t < 2; t++) {
+            /* without contracting a * b + c into one rounding, the two
+               schedules round alike: F(4x4)'s transforms magnify a
+               contraction's difference to 1e-4 */
+            const char *def_kv[] = {"winograd", tiles[t], "cflags", "-O2 -march=native -ffp-contract=off", NULL};
+            const char *naive_kv[] = {"winograd", tiles[t], "schedule", "naive",
+                                      "cflags", "-O2 -march=native -ffp-contract=off", NULL};
+            const char *v256_kv[] = {"winograd", tiles[t], "vector-bits", "256", NULL};
+            int k1 = 0, k2 = 0, k3 = 0;
+            kiln_ndarray *def = run_opts(g, x, def_kv, "winograd", &k1);
+            kiln_ndarray *naive = run_opts(g, x, naive_kv, "winograd", &k2);
+            kiln_ndarray *v256 = run_opts(g, x, v256_kv, "winograd", &k3);
+            CHECK(plain && def && naive && v256);
+            if (plain && def && naive && v256) {
+                double e1 = tu_max_rel_err(def, naive), e2 = tu_max_rel_err(def, plain),
+                       e3 = tu_max_rel_err(v256, plain);
+                if (e1 > 1e-5 || e2 > 1e-3 || e3 > 1e-3)
+                    fprintf(stderr, "case '%s' F(%s): default/naive %.2g, default/NCHW %.2g, "
+                            "256-bit/NCHW %.2g\n", c->what, tiles[t], e1, e2, e3);
+                CHECK(e1 < 1e-5);
+                CHECK(e2 < 1e-3);
+                CHECK(e3 < 1e-3);
+            }
+            /* every convolution (two with the residual) went through Winograd */
+            CHECK_EQ_INT(k1, c->epilogue == 2 ? 2 : 1);
+            CHECK_EQ_INT(k3, k1);
+            kiln_ndarray_free(def);
+            kiln_ndarray_free(naive);
+            kiln_ndarray_free(v256);
+        }
+        kiln_ndarray_free(plain);
+        kiln_ndarray_free(x);
+        for (int j = 0; j < nkeep; j++) kiln_ndarray_free(keep[j]);
+        kiln_graph_free(g);
+    }
+}
+
+/* AlterOpLayout's choice on ResNet-50's 3x3 stride-1 shapes (the cost
+ * model, ops_conv3x3_cost): F(4x4) at 56x56x64 and 28x28x128, F(2x2) at
+ * 14x14x256, the direct convolution at 7x7x512; and never for a stride-2
+ * or grouped 3x3 convolution. Read from the IR dump. */
+static void test_winograd_choice(void) {
+    static const struct {
+        int64_t c, hw;
+        int stride, groups;
+        const char *want;
+    } cases[] = {
+        {64, 56, 1, 1, "tile_size=4"},       {128, 28, 1, 1, "tile_size=4"},
+        {256, 14, 1, 1, "tile_size=2"},      {512, 7, 1, 1, "nn.contrib_conv2d_NCHWc("},
+        {64, 56, 2, 1, "nn.contrib_conv2d_NCHWc("}, {64, 56, 1, 2, "nn.contrib_conv2d_NCHWc("},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        conv_case c = {"", 1, cases[i].c, cases[i].hw, cases[i].hw, cases[i].c, 3, cases[i].stride,
+                       1, cases[i].groups, {1, 1, 1, 1}, 0};
+        kiln_ndarray *keep[8];
+        int nkeep = 0;
+        kiln_graph *g = make_graph(&c, keep, &nkeep);
+        char dir[1100], cmd[2400], path[1200];
+        snprintf(dir, sizeof dir, "%s", test_tmp_path("wino_choice"));
+        snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
+        CHECK_EQ_INT(system(cmd), 0);
+        kiln_build_options *o = kiln_build_options_new();
+        kiln_build_options_set(o, "dump-ir", dir);
+        kiln_build_options_set(o, "vector-bits", "512");
+        /* the layout pass is what is read; the kernels need not be built */
+        kiln_build_options_set(o, "cc", "false");
+        kiln_graph_compile(g, test_tmp_path("wino_choice.tar"), o);
+        snprintf(path, sizeof path, "%s/05_after_AlterOpLayout.txt", dir);
+        FILE *f = fopen(path, "r");
+        CHECK(f != NULL);
+        if (f) {
+            static char text[1 << 16];
+            size_t len = fread(text, 1, sizeof text - 1, f);
+            text[len] = 0;
+            fclose(f);
+            CHECK_CONTAINS(text, cases[i].want);
+        }
+        kiln_build_options_free(o);
         for (int k = 0; k < nkeep; k++) kiln_ndarray_free(keep[k]);
         kiln_graph_free(g);
     }
@@ -223,6 +347,37 @@ static void test_nchwc_errors(void) {
         kiln_graph_free(g);
     }
     kiln_ndarray_free(w3);
+    /* Winograd: a tile size other than 2 or 4, a weight that does not
+       match the tile size, a stride, and the build option's values */
+    static const struct {
+        const char *attrs;
+        int64_t e;
+        const char *msg;
+    } wb[] = {
+        {"tile_size=3, data_layout=\"NCHW4c\", out_layout=\"NCHW4c\"", 16, "tile_size must be 2 or 4"},
+        {"tile_size=4, data_layout=\"NCHW4c\", out_layout=\"NCHW4c\"", 16, "does not match tile size 4"},
+        {"tile_size=2, strides=[2, 2], data_layout=\"NCHW4c\", out_layout=\"NCHW4c\"", 16,
+         "strides and dilation 1"},
+    };
+    for (size_t k = 0; k < sizeof wb / sizeof wb[0]; k++) {
+        int64_t wxs[5] = {1, 2, 6, 6, 4}, wws[5] = {wb[k].e, 1, 2, 4, 8};
+        kiln_ndarray *ww = kiln_ndarray_empty(KILN_FLOAT32, 5, wws);
+        g = kiln_graph_new();
+        int in2[2] = {kiln_graph_var(g, "x", KILN_FLOAT32, 5, wxs, NULL), kiln_graph_const(g, "w", ww)};
+        int d = kiln_graph_call(g, "nn.contrib_conv2d_winograd_NCHWc", 2, in2, wb[k].attrs, "bad_wino");
+        kiln_graph_set_outputs(g, 1, &d, NULL);
+        CHECK_EQ_INT(kiln_graph_infer_types(g), KILN_ERR_INVALID);
+        CHECK_CONTAINS(kiln_last_error(), "bad_wino");
+        CHECK_CONTAINS(kiln_last_error(), wb[k].msg);
+        kiln_graph_free(g);
+        kiln_ndarray_free(ww);
+    }
+    kiln_build_options *o = kiln_build_options_new();
+    CHECK_EQ_INT(kiln_build_options_set(o, "winograd", "3"), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "is not auto, off, 2 or 4");
+    CHECK_EQ_INT(kiln_build_options_set(o, "winograd", "auto"), KILN_OK);
+    kiln_build_options_free(o);
 }
 
-TEST_MAIN(TEST(test_nchwc_convolutions), TEST(test_nchwc_blocks), TEST(test_nchwc_errors))
+TEST_MAIN(TEST(test_nchwc_convolutions), TEST(test_winograd), TEST(test_winograd_choice),
+          TEST(test_nchwc_blocks), TEST(test_nchwc_errors))

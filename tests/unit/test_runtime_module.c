@@ -80,7 +80,7 @@ static const char *build_module(const char *name, const char *meta, int init_ver
 static kiln_ndarray *vec(kiln_dtype dt, int64_t n) { return kiln_ndarray_empty(dt, 1, &n); }
 
 static void test_load_and_call(void) {
-    const char *so = build_module("rt_mod_good", GOOD_META, 1);
+    const char *so = build_module("rt_mod_good", GOOD_META, 2);
     if (!so) return;
     kiln_module *m = kiln_module_load(so);
     CHECK(m != NULL);
@@ -167,7 +167,7 @@ static void expect_call_error(kiln_function *f, int nargs, kiln_ndarray **args, 
 }
 
 static void test_call_validation(void) {
-    const char *so = build_module("rt_mod_good2", GOOD_META, 1);
+    const char *so = build_module("rt_mod_good2", GOOD_META, 2);
     kiln_module *m = so ? kiln_module_load(so) : NULL;
     CHECK(m != NULL);
     if (!m) return;
@@ -225,7 +225,7 @@ static void test_call_validation(void) {
 }
 
 static void test_owned_tmpdir(void) {
-    const char *so = build_module("rt_mod_good3", GOOD_META, 1);
+    const char *so = build_module("rt_mod_good3", GOOD_META, 2);
     if (!so) return;
     kiln_module *m = kiln_module_load(so);
     if (!m) return;
@@ -273,7 +273,7 @@ static void test_bad_modules(void) {
     /* A module that wants another ABI version. */
     const char *so = build_module("rt_mod_abi", GOOD_META, 7);
     CHECK(so && kiln_module_load(so) == NULL);
-    CHECK_CONTAINS(kiln_last_error(), "ABI version 1");
+    CHECK_CONTAINS(kiln_last_error(), "ABI version 2");
 
     static const struct {
         const char *meta, *error;
@@ -310,7 +310,7 @@ static void test_bad_modules(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char name[64];
         snprintf(name, sizeof name, "rt_mod_bad%zu", i);
-        so = build_module(name, cases[i].meta, 1);
+        so = build_module(name, cases[i].meta, 2);
         if (!so) continue;
         kiln_clear_error();
         kiln_module *m = kiln_module_load(so);
@@ -320,7 +320,7 @@ static void test_bad_modules(void) {
         kiln_module_free(m);
     }
     /* The smallest valid module: no functions. */
-    so = build_module("rt_mod_empty", "kiln-module 1\\nend\\n", 1);
+    so = build_module("rt_mod_empty", "kiln-module 1\\nend\\n", 2);
     kiln_module *m = so ? kiln_module_load(so) : NULL;
     CHECK(m != NULL && kiln_module_function_count(m) == 0);
     kiln_module_free(m);

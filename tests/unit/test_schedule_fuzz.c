@@ -1,21 +1,27 @@
 /* test_schedule_fuzz.c: invariant 1 of ARCHITECTURE.md. Random sequences of
- * schedule primitives are applied to matmul, a padded conv2d and a
- * softmax-like chain of reductions; every build must compute exactly what
- * the naive default schedule computes. Primitives the schedule rejects are
+ * schedule primitives are applied to matmul, a padded conv2d, a
+ * softmax-like chain of reductions and the Winograd convolution op (its own
+ * compute; half the time on top of its own schedule); every build must
+ * compute exactly what the naive default schedule computes. Primitives the schedule rejects are
  * fine (they must only fail cleanly); the test counts the accepted ones.
  * KILN_FUZZ_ITERS sets the schedules per workload (default 12). */
 #include <math.h>
 
 #include "check.h"
+#include "graph/graph_internal.h"
 #include "te_util.h"
 
-typedef struct {
+typedef struct workload_ {
     kiln_ctx *ctx;
     int nargs;
     kiln_tensor *args[6];
     kiln_tensor *out;
     int nstages;
     kiln_tensor *stages[6]; /* tensors whose stages the fuzzer may touch */
+    /* an op's own schedule to start from, or NULL */
+    kiln_status (*base)(kiln_schedule *s, struct workload_ *w);
+    const gnode *call;
+    kiln_graph *graph; /* owns call */
 } workload;
 
 /* ---- matmul ------------------------------------------------------------------ */
@@ -168,6 +174,50 @@ static kiln_expr pick_leaf(kiln_stage *st, uint64_t *rng, int *pos) {
 }
 
 /* Apply one random primitive; 1 if it was accepted. */
+/* ---- the Winograd op (nn.contrib_conv2d_winograd_NCHWc, F(2x2)) ----------------
+ * 8 channels in blocks of 4, 7x6 pixels padded by 1 (partial tiles), 8
+ * output channels whose weight block pairs two output blocks. */
+static kiln_status wino_base(kiln_schedule *s, workload *w) {
+    return w->call->op->schedule(s, w->call, w->out, w->out, 16);
+}
+
+static void make_winograd(workload *w) {
+    kiln_ctx *ctx = w->ctx;
+    int64_t xs[5] = {1, 2, 7, 6, 4}, ws[5] = {16, 1, 2, 4, 8};
+    kiln_graph *g = kiln_graph_new();
+    kiln_ndarray *wv = kiln_ndarray_empty(KILN_FLOAT32, 5, ws);
+    int in[2] = {kiln_graph_var(g, "x", KILN_FLOAT32, 5, xs, NULL), kiln_graph_const(g, "w", wv)};
+    kiln_ndarray_free(wv);
+    int c = kiln_graph_call(g, "nn.contrib_conv2d_winograd_NCHWc", 2, in,
+                            "tile_size=2, padding=[1, 1, 1, 1], data_layout=\"NCHW4c\", "
+                            "out_layout=\"NCHW4c\"",
+                            "wino");
+    kiln_graph_set_outputs(g, 1, &c, NULL);
+    CHECK_EQ_INT(kiln_graph_infer_types(g), KILN_OK);
+    w->graph = g;
+    w->call = g->nodes[c];
+    kiln_expr xd[5], wd[5];
+    for (int i = 0; i < 5; i++) xd[i] = kiln_int(ctx, xs[i]), wd[i] = kiln_int(ctx, ws[i]);
+    kiln_tensor *args[2] = {kiln_placeholder(ctx, 5, xd, KILN_FLOAT32, "x"),
+                            kiln_placeholder(ctx, 5, wd, KILN_FLOAT32, "w")}, *out = NULL;
+    CHECK_EQ_INT(w->call->op->compute(ctx, w->call, args, &out), KILN_OK);
+    kiln_tensor *m[2], *v[2], *p[2];
+    CHECK_EQ_INT(kiln_tensor_inputs(out, m, 2), 1);
+    CHECK_EQ_INT(kiln_tensor_inputs(m[0], v, 2), 2);
+    CHECK_EQ_INT(kiln_tensor_inputs(v[0], p, 2), 1);
+    w->nargs = 3;
+    w->args[0] = args[0];
+    w->args[1] = args[1];
+    w->args[2] = out;
+    w->out = out;
+    w->nstages = 4;
+    w->stages[0] = p[0];
+    w->stages[1] = v[0];
+    w->stages[2] = m[0];
+    w->stages[3] = out;
+    w->base = wino_base;
+}
+
 static int random_primitive(kiln_schedule *s, workload *w, uint64_t *rng) {
     static const int64_t factors[] = {1, 2, 3, 4, 5, 8, 16};
     kiln_tensor *t = w->stages[tu_rand(rng) % (uint64_t)w->nstages];
@@ -234,8 +284,10 @@ static void fuzz(const char *name, void (*make)(workload *), int iters, uint64_t
     uint64_t rng = seed0;
     for (int it = 0; it < iters; it++) {
         kiln_schedule *s = kiln_schedule_create(w.ctx, 1, &w.out);
+        int based = w.base && tu_rand(&rng) % 2;
+        if (based) CHECK_EQ_INT(w.base(s, &w), KILN_OK);
         /* cache_write/read first, sometimes */
-        if (tu_rand(&rng) % 3 == 0) {
+        if (!based && tu_rand(&rng) % 3 == 0) {
             kiln_tensor *t = w.stages[tu_rand(&rng) % (uint64_t)w.nstages];
             kiln_tensor *cw = kiln_cache_write(s, t, tu_rand(&rng) % 2 ? "local" : "global");
             if (cw) {
@@ -277,6 +329,7 @@ static void fuzz(const char *name, void (*make)(workload *), int iters, uint64_t
     }
     kiln_build_options_free(opts);
     kiln_ctx_free(w.ctx);
+    kiln_graph_free(w.graph);
 }
 
 static int iters(void) {
@@ -288,5 +341,7 @@ static int iters(void) {
 static void test_fuzz_matmul(void) { fuzz("matmul", make_matmul, iters(), 0x1234567ull); }
 static void test_fuzz_conv2d(void) { fuzz("conv2d", make_conv, iters(), 0xabcdefull); }
 static void test_fuzz_softmax(void) { fuzz("softmax", make_softmax, iters(), 0x5eed5ull); }
+static void test_fuzz_winograd(void) { fuzz("winograd", make_winograd, iters(), 0x3a3a3ull); }
 
-TEST_MAIN(TEST(test_fuzz_matmul), TEST(test_fuzz_conv2d), TEST(test_fuzz_softmax))
+TEST_MAIN(TEST(test_fuzz_matmul), TEST(test_fuzz_conv2d), TEST(test_fuzz_softmax),
+          TEST(test_fuzz_winograd))
