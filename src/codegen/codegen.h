@@ -10,6 +10,12 @@
  * an error if the IR uses something the CPU back end cannot run (a loop
  * bound to a GPU thread axis) or an unsupported dtype operation. */
 KILN_HIDDEN char *codegen_render_c(int nfuncs, const tir_func *funcs);
+/* The same module as up to `nparts` translation units to compile in
+ * parallel (parts[k] malloc'd): each has its functions whole, part 0 the
+ * module's entry and metadata. Returns the number of parts (at most one
+ * per function, at least 1), or -1 with an error. */
+KILN_HIDDEN int codegen_render_c_parts(int nfuncs, const tir_func *funcs, int nparts,
+                                       char **parts);
 
 /* 1 if the C renderer supports vectors of `lanes` x dt as data (loads,
  * stores, arithmetic): lanes 1, or a power of two from 2 to 64 whose vector
@@ -33,5 +39,11 @@ KILN_HIDDEN codegen_toolchain codegen_default_toolchain(void);
 KILN_HIDDEN kiln_status codegen_compile(const char *source, const char *name,
                                         const codegen_toolchain *tc, char **so_path,
                                         char **tmpdir);
+/* The same for the n parts of codegen_render_c_parts: with n > 1 each part
+ * NAME_k.c is compiled to NAME_k.o by its own compiler process, all at
+ * once, then linked into NAME.so. */
+KILN_HIDDEN kiln_status codegen_compile_parts(int n, const char *const *sources, const char *name,
+                                              const codegen_toolchain *tc, char **so_path,
+                                              char **tmpdir);
 
 #endif

@@ -75,7 +75,7 @@ static void remove_dir(const char *dir) {
         while ((e = readdir(d))) {
             if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
                 continue;
-            char p[4096];
+            char p[4096 + 512];
             snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
             unlink(p);
         }
@@ -103,12 +103,118 @@ static char *log_head(const char *path, int maxlines) {
     return kstr_take(&s);
 }
 
+/* One compiler process: its command line, its log, and the pipe on which
+ * the child reports a failed exec. */
+typedef struct {
+    argv_t av;
+    char src[4096 + 256], log[4096 + 256];
+    pid_t pid;
+    int logfd, errpipe;
+} job;
+
+/* cc, the fixed flags and the user's */
+static void job_command(job *j, const char *cc, const codegen_toolchain *tc, int compile_only) {
+    argv_split(&j->av, cc);
+    if (!j->av.n)
+        argv_split(&j->av, "cc");
+    if (compile_only)
+        for (size_t i = 0; i < sizeof g_pre_flags / sizeof g_pre_flags[0]; i++)
+            argv_push(&j->av, g_pre_flags[i], strlen(g_pre_flags[i]));
+    argv_split(&j->av, tc->cflags);
+}
+
+static void job_arg(job *j, const char *a) { argv_push(&j->av, a, strlen(a)); }
+
+static char *job_text(const job *j) {
+    kstr cmd;
+    kstr_init(&cmd);
+    for (int i = 0; i < j->av.n; i++)
+        kstr_printf(&cmd, "%s%s", i ? " " : "", j->av.v[i]);
+    return kstr_take(&cmd);
+}
+
+static kiln_status job_start(job *j) {
+    int p[2] = {-1, -1};
+    j->pid = -1;
+    j->errpipe = -1;
+    j->logfd = open(j->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (j->logfd < 0 || pipe2(p, O_CLOEXEC) != 0)
+        return kiln_set_error(KILN_ERR_IO, "cannot create %s: %s", j->log, strerror(errno));
+    j->pid = fork();
+    if (j->pid < 0) {
+        close(p[0]);
+        close(p[1]);
+        return kiln_set_error(KILN_ERR_TOOLCHAIN, "cannot start the C compiler: %s", strerror(errno));
+    }
+    if (j->pid == 0) {
+        dup2(j->logfd, 1);
+        dup2(j->logfd, 2);
+        int fd0 = open("/dev/null", O_RDONLY);
+        if (fd0 >= 0)
+            dup2(fd0, 0);
+        execvp(j->av.v[0], j->av.v);
+        int e = errno;
+        ssize_t w = write(p[1], &e, sizeof e);
+        (void)w;
+        _exit(127);
+    }
+    close(p[1]);
+    j->errpipe = p[0];
+    return KILN_OK;
+}
+
+/* Wait for a started job: KILN_OK, or an error (*no_exec set if the
+ * compiler could not be run at all). */
+static kiln_status job_wait(job *j, int *no_exec) {
+    kiln_status st = KILN_OK;
+    int exec_errno = 0, status = 0;
+    ssize_t got;
+    do
+        got = read(j->errpipe, &exec_errno, sizeof exec_errno);
+    while (got < 0 && errno == EINTR);
+    while (waitpid(j->pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (got == (ssize_t)sizeof exec_errno) {
+        *no_exec = 1;
+        st = kiln_set_error(KILN_ERR_TOOLCHAIN,
+                            "cannot run the C compiler '%s': %s (set KILN_CC or pass a toolchain)",
+                            j->av.v[0], strerror(exec_errno));
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        char how[64];
+        if (WIFSIGNALED(status))
+            snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(status));
+        else
+            snprintf(how, sizeof how, "exit %d", WEXITSTATUS(status));
+        char *head = log_head(j->log, 20), *cmd = job_text(j);
+        st = kiln_set_error(KILN_ERR_TOOLCHAIN, "compiling %s with '%s' failed (%s):\n%s", j->src,
+                            cmd ? cmd : "?", how, head ? head : "");
+        free(head);
+        free(cmd);
+    }
+    return st;
+}
+
+static void job_free(job *j) {
+    if (j->logfd >= 0)
+        close(j->logfd);
+    if (j->errpipe >= 0)
+        close(j->errpipe);
+    argv_free(&j->av);
+}
+
 kiln_status codegen_compile(const char *source, const char *name, const codegen_toolchain *tc,
                             char **so_path, char **tmpdir) {
+    return codegen_compile_parts(1, &source, name, tc, so_path, tmpdir);
+}
+
+kiln_status codegen_compile_parts(int n, const char *const *sources, const char *name,
+                                  const codegen_toolchain *tc, char **so_path, char **tmpdir) {
     *so_path = NULL;
     *tmpdir = NULL;
     if (!name || !*name || strchr(name, '/') || strlen(name) > 200)
         return kiln_set_error(KILN_ERR_INVALID, "bad module name '%s'", name ? name : "(null)");
+    if (n < 1 || n > 256)
+        return kiln_set_error(KILN_ERR_INVALID, "%d source parts (1 to 256)", n);
     codegen_toolchain dflt = codegen_default_toolchain();
     if (!tc)
         tc = &dflt;
@@ -116,111 +222,97 @@ kiln_status codegen_compile(const char *source, const char *name, const codegen_
     const char *tmp = getenv("TMPDIR");
     if (!tmp || !*tmp)
         tmp = "/tmp";
-    char dir[4096], src[4096 + 256], so[4096 + 256], logp[4096 + 256];
+    char dir[4096], so[4096 + 256];
     snprintf(dir, sizeof dir, "%s/kiln-XXXXXX", tmp);
     if (!mkdtemp(dir))
         return kiln_set_error(KILN_ERR_IO, "cannot create a temporary folder in %s: %s", tmp,
                               strerror(errno));
-    snprintf(src, sizeof src, "%s/%s.c", dir, name);
     snprintf(so, sizeof so, "%s/%s.so", dir, name);
-    snprintf(logp, sizeof logp, "%s/%s.log", dir, name);
-    kiln_status st = kiln_write_file(src, source, strlen(source));
-    if (st) {
+    /* one job compiling and linking the only part; else one compiling each
+       part to an object, and a last one linking them */
+    int njobs = n == 1 ? 1 : n + 1;
+    job *jobs = calloc((size_t)njobs, sizeof(job));
+    KILN_ASSERT(jobs);
+    for (int k = 0; k < njobs; k++)
+        jobs[k].logfd = jobs[k].errpipe = -1;
+    kiln_status st = KILN_OK;
+    int no_exec = 0, keep = 0;
+    for (int k = 0; k < n && !st; k++) {
+        job *j = &jobs[k];
+        if (n == 1) {
+            snprintf(j->src, sizeof j->src, "%s/%s.c", dir, name);
+            snprintf(j->log, sizeof j->log, "%s/%s.log", dir, name);
+        } else {
+            snprintf(j->src, sizeof j->src, "%s/%s_%d.c", dir, name, k);
+            snprintf(j->log, sizeof j->log, "%s/%s_%d.log", dir, name, k);
+        }
+        st = kiln_write_file(j->src, sources[k], strlen(sources[k]));
+        if (st)
+            break;
+        job_command(j, cc, tc, 1);
+        if (n == 1) {
+            static const char *const post[] = {"-shared", "-fPIC", "-o"};
+            for (size_t i = 0; i < 3; i++)
+                job_arg(j, post[i]);
+            job_arg(j, so);
+            job_arg(j, j->src);
+            job_arg(j, "-lm");
+        } else {
+            char obj[4096 + 256];
+            snprintf(obj, sizeof obj, "%s/%s_%d.o", dir, name, k);
+            job_arg(j, "-fPIC");
+            job_arg(j, "-c");
+            job_arg(j, "-o");
+            job_arg(j, obj);
+            job_arg(j, j->src);
+        }
+    }
+    /* all compilers at once; every started one is waited for */
+    int started = 0;
+    for (int k = 0; k < n && !st; k++, started++)
+        st = job_start(&jobs[k]);
+    keep = st != KILN_OK;
+    for (int k = 0; k < started; k++) {
+        kiln_status s = job_wait(&jobs[k], &no_exec);
+        if (s && !st)
+            st = s, keep = 1;
+    }
+    if (!st && n > 1) {
+        job *l = &jobs[n];
+        snprintf(l->src, sizeof l->src, "%s/%s_*.o", dir, name);
+        snprintf(l->log, sizeof l->log, "%s/%s.log", dir, name);
+        job_command(l, cc, tc, 0);
+        static const char *const post[] = {"-shared", "-fPIC", "-o"};
+        for (size_t i = 0; i < 3; i++)
+            job_arg(l, post[i]);
+        job_arg(l, so);
+        for (int k = 0; k < n; k++) {
+            char obj[4096 + 256];
+            snprintf(obj, sizeof obj, "%s/%s_%d.o", dir, name, k);
+            job_arg(l, obj);
+        }
+        job_arg(l, "-lm");
+        st = job_start(l);
+        if (!st)
+            st = job_wait(l, &no_exec);
+        keep = st != KILN_OK;
+    }
+    for (int k = 0; k < njobs; k++)
+        job_free(&jobs[k]);
+    free(jobs);
+    if (!st) {
+        *so_path = kiln_strdup(so);
+        *tmpdir = kiln_strdup(dir);
+        if (!*so_path || !*tmpdir) {
+            free(*so_path);
+            free(*tmpdir);
+            *so_path = *tmpdir = NULL;
+            st = KILN_ERR_NOMEM;
+        }
+    }
+    /* the folder stays for the user to inspect when the compiler failed on
+       the source, not when it could not run */
+    if (st && (!keep || no_exec))
         remove_dir(dir);
-        return st;
-    }
-
-    argv_t av = {0};
-    argv_split(&av, cc);
-    if (!av.n)
-        argv_split(&av, "cc");
-    for (size_t i = 0; i < sizeof g_pre_flags / sizeof g_pre_flags[0]; i++)
-        argv_push(&av, g_pre_flags[i], strlen(g_pre_flags[i]));
-    argv_split(&av, tc->cflags);
-    static const char *const post[] = {"-shared", "-fPIC", "-o"};
-    for (size_t i = 0; i < 3; i++)
-        argv_push(&av, post[i], strlen(post[i]));
-    argv_push(&av, so, strlen(so));
-    argv_push(&av, src, strlen(src));
-    argv_push(&av, "-lm", 3);
-    kstr cmd;
-    kstr_init(&cmd);
-    for (int i = 0; i < av.n; i++)
-        kstr_printf(&cmd, "%s%s", i ? " " : "", av.v[i]);
-
-    int errpipe[2] = {-1, -1};
-    int logfd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (logfd < 0 || pipe2(errpipe, O_CLOEXEC) != 0) {
-        st = kiln_set_error(KILN_ERR_IO, "cannot create %s: %s", logp, strerror(errno));
-        goto done_keep;
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-        st = kiln_set_error(KILN_ERR_TOOLCHAIN, "cannot start the C compiler: %s", strerror(errno));
-        goto done_keep;
-    }
-    if (pid == 0) {
-        dup2(logfd, 1);
-        dup2(logfd, 2);
-        int fd0 = open("/dev/null", O_RDONLY);
-        if (fd0 >= 0)
-            dup2(fd0, 0);
-        execvp(av.v[0], av.v);
-        int e = errno;
-        ssize_t w = write(errpipe[1], &e, sizeof e);
-        (void)w;
-        _exit(127);
-    }
-    close(errpipe[1]);
-    errpipe[1] = -1;
-    int exec_errno = 0;
-    ssize_t got;
-    do
-        got = read(errpipe[0], &exec_errno, sizeof exec_errno);
-    while (got < 0 && errno == EINTR);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (got == (ssize_t)sizeof exec_errno) {
-        st = kiln_set_error(KILN_ERR_TOOLCHAIN,
-                            "cannot run the C compiler '%s': %s (set KILN_CC or pass a toolchain)",
-                            av.v[0], strerror(exec_errno));
-        close(logfd);
-        logfd = -1;
-        remove_dir(dir);
-        goto done;
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        char how[64];
-        if (WIFSIGNALED(status))
-            snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(status));
-        else
-            snprintf(how, sizeof how, "exit %d", WEXITSTATUS(status));
-        char *head = log_head(logp, 20);
-        st = kiln_set_error(KILN_ERR_TOOLCHAIN, "compiling %s with '%s' failed (%s):\n%s", src,
-                            cmd.buf, how, head ? head : "");
-        free(head);
-        goto done_keep;
-    }
-    *so_path = kiln_strdup(so);
-    *tmpdir = kiln_strdup(dir);
-    if (!*so_path || !*tmpdir) {
-        free(*so_path);
-        free(*tmpdir);
-        *so_path = *tmpdir = NULL;
-        st = KILN_ERR_NOMEM;
-        remove_dir(dir);
-    }
-    goto done;
-done_keep: /* the folder stays for the user to inspect */
-done:
-    if (logfd >= 0)
-        close(logfd);
-    if (errpipe[0] >= 0)
-        close(errpipe[0]);
-    if (errpipe[1] >= 0)
-        close(errpipe[1]);
-    kstr_free(&cmd);
-    argv_free(&av);
     return st;
 }

@@ -940,7 +940,70 @@ static void test_errors(void) {
     kiln_ctx_free(b.ctx);
 }
 
-TEST_MAIN(TEST(test_vadd_symbolic), TEST(test_vector_tail_and_gather), TEST(test_parallel_allocate),
+/* A module split into translation units compiled in parallel: part 0
+ * holds the entry and the metadata, every part whole functions; the
+ * linked module runs all of them. A part that fails to compile is named. */
+static void test_parts(void) {
+    fb b = fb_new(kiln_ctx_new());
+    tir_node n = size_var(&b, "n");
+    tir_node A = param(&b, "A", KILN_FLOAT32, n, NULL), C = param(&b, "C", KILN_FLOAT32, n, NULL);
+    tir_node i = tir_var(b.ctx, "i", KILN_INT64);
+    static const char *const names[3] = {"times1", "times2", "times3"};
+    tir_func f[3];
+    for (int k = 0; k < 3; k++)
+        f[k] = func(&b, names[k],
+                    loop(i, I(&b, 0), n, tir_store(C, i, tir_mul(ld(&b, A, i), F(&b, k + 1)))));
+    char *parts[4] = {0};
+    CHECK_EQ_INT(codegen_render_c_parts(3, f, 4, parts), 3); /* at most one per function */
+    for (int k = 0; k < 3; k++) free(parts[k]);
+    CHECK_EQ_INT(codegen_render_c_parts(3, f, 2, parts), 2);
+    CHECK_CONTAINS(parts[0], "int kiln_module_init(");
+    CHECK_CONTAINS(parts[0], "const char kiln_module_meta[]");
+    CHECK_CONTAINS(parts[0], "\"func times3 2 1\\n\"");
+    CHECK(strstr(parts[1], "kiln_module_init(") == NULL);
+    CHECK(strstr(parts[1], "kiln_module_meta") == NULL);
+    CHECK_CONTAINS(parts[1], "extern __attribute__((visibility(\"hidden\"))) const kiln_module_api *kiln__api;");
+    int in0 = 0, in1 = 0;
+    for (int k = 0; k < 3; k++) {
+        char sig[64];
+        snprintf(sig, sizeof sig, "int32_t %s(void", names[k]);
+        in0 += strstr(parts[0], sig) != NULL;
+        in1 += strstr(parts[1], sig) != NULL;
+    }
+    CHECK(in0 >= 1 && in1 >= 1 && in0 + in1 == 3);
+    codegen_toolchain tc = codegen_default_toolchain();
+    char *so = NULL, *dir = NULL;
+    kiln_status st = codegen_compile_parts(2, (const char *const *)parts, "split", &tc, &so, &dir);
+    CHECK_EQ_INT(st, KILN_OK);
+    kiln_module *m = st ? NULL : kiln_module_load_owned(so, dir);
+    CHECK(m != NULL);
+    free(so);
+    free(dir);
+    kiln_ndarray *a[2] = {arr1(KILN_FLOAT32, 19), arr1(KILN_FLOAT32, 19)};
+    for (int k = 0; k < 19; k++) fdat(a[0])[k] = (float)k - 3.0f;
+    for (int k = 0; m && k < 3; k++) {
+        if (call(m, names[k], 2, a)) continue;
+        int bad = 0;
+        for (int j = 0; j < 19; j++) bad += fdat(a[1])[j] != ((float)j - 3.0f) * (float)(k + 1);
+        CHECK_EQ_INT(bad, 0);
+    }
+    free_all(2, a);
+    kiln_module_free(m);
+    /* a broken second part: its file is named, the folder kept */
+    char *broken = parts[1];
+    parts[1] = "broken int x = ;\n";
+    st = codegen_compile_parts(2, (const char *const *)parts, "split", &tc, &so, &dir);
+    CHECK_EQ_INT(st, KILN_ERR_TOOLCHAIN);
+    CHECK_CONTAINS(kiln_last_error(), "/split_1.c with '");
+    CHECK(so == NULL && dir == NULL);
+    remove_kept(kiln_last_error());
+    kiln_clear_error();
+    parts[1] = broken;
+    for (int k = 0; k < 2; k++) free(parts[k]);
+    kiln_ctx_free(b.ctx);
+}
+
+TEST_MAIN(TEST(test_vadd_symbolic), TEST(test_parts), TEST(test_vector_tail_and_gather), TEST(test_parallel_allocate),
           TEST(test_allocation_failure), TEST(test_guard_select_logic), TEST(test_dtype_roundtrip),
           TEST(test_floordiv_floormod), TEST(test_intrinsics), TEST(test_promoted_accumulator),
           TEST(test_constants), TEST(test_errors))
