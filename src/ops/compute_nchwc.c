@@ -43,6 +43,14 @@ static int layouts(const gnode *call, int *src, int *dst) {
     return 1;
 }
 
+/* The logical channel count of layout_transform's input: attribute
+ * `channels` where a blocked input's last block is padded, else all of
+ * its (n blocks of sb, or n plain) channels. */
+static int64_t lt_channels(const gnode *call, int64_t n, int sb) {
+    int64_t c = graph_attr_int(call, "channels", 0);
+    return c ? c : sb ? n * sb : n;
+}
+
 rel_result rel_layout_transform(const struct kiln_graph *g, const gnode *call,
                                 const gtype *const *in, gtype *out) {
     REQUIRE_KNOWN(1);
@@ -57,12 +65,13 @@ rel_result rel_layout_transform(const struct kiln_graph *g, const gnode *call,
     if (!ops_all_known(x, 1, x->ndim)) return ops_fail("only the batch dim may be symbolic");
     if (sb && x->dims[4].v != sb)
         return ops_fail("the last dim is %lld, not the block %d", (long long)x->dims[4].v, sb);
-    int64_t c = sb ? x->dims[1].v * sb : x->dims[1].v;
-    if (db && c % db)
-        return ops_fail("%lld channels do not split into blocks of %d", (long long)c, db);
+    int64_t c = lt_channels(call, x->dims[1].v, sb);
+    if (c < 1 || (sb && (c > x->dims[1].v * sb || c <= (x->dims[1].v - 1) * sb)))
+        return ops_fail("channels=%lld does not fit %lld blocks of %d", (long long)c,
+                        (long long)x->dims[1].v, sb ? sb : 1);
     gtensor_type res = *x;
     res.ndim = db ? 5 : 4;
-    res.dims[1] = (gdim){db ? c / db : c, NULL};
+    res.dims[1] = (gdim){db ? (c + db - 1) / db : c, NULL};
     if (db) res.dims[4] = (gdim){db, NULL};
     return ops_set_out(g, out, &res);
 }
@@ -70,23 +79,32 @@ rel_result rel_layout_transform(const struct kiln_graph *g, const gnode *call,
 typedef struct {
     kiln_tensor *x;
     int sb, db;
+    int64_t c; /* logical channels: a padded last block reads zeros past them */
 } lt_args;
 
 static kiln_expr lt_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     lt_args *a = u;
     kiln_expr c = a->db ? kiln_add(kiln_mul(i[1], ops_int(ctx, a->db)), i[4]) : i[1];
-    kiln_expr ix[5] = {i[0], c, i[2], i[3], NULL};
+    int pad = a->db && a->c % a->db;
+    kiln_expr cc = pad ? kiln_min(c, ops_int(ctx, a->c - 1)) : c; /* in bounds */
+    kiln_expr ix[5] = {i[0], cc, i[2], i[3], NULL};
     if (a->sb) {
-        ix[1] = kiln_floordiv(c, ops_int(ctx, a->sb));
-        ix[4] = kiln_floormod(c, ops_int(ctx, a->sb));
+        ix[1] = kiln_floordiv(cc, ops_int(ctx, a->sb));
+        ix[4] = kiln_floormod(cc, ops_int(ctx, a->sb));
     }
-    return kiln_tensor_at(a->x, a->sb ? 5 : 4, ix);
+    kiln_expr v = kiln_tensor_at(a->x, a->sb ? 5 : 4, ix);
+    if (!pad) return v;
+    return kiln_select(kiln_lt(c, ops_int(ctx, a->c)), v,
+                       ops_const(ctx, kiln_tensor_dtype(a->x), 0));
 }
 
 kiln_status compute_layout_transform(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                      kiln_tensor **out) {
-    lt_args a = {in[0], 0, 0};
+    lt_args a = {in[0], 0, 0, 0};
     if (!layouts(call, &a.sb, &a.db)) return KILN_ERR_INVALID;
+    int64_t xd[5];
+    ops_shape(in[0], xd);
+    a.c = lt_channels(call, xd[1], a.sb);
     int64_t od[5];
     int nd = ops_out_shape(call, od);
     out[0] = ops_compute(ctx, call, "", nd, od, lt_body, &a);

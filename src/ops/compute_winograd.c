@@ -55,10 +55,10 @@ static int mats(int m, wino_mats *w) {
     return 1;
 }
 
-int ops_winograd_weight(const float *w, int64_t O, int64_t I, const float *scale, int m, int64_t ib,
-                        int64_t ob, float *dst) {
+int ops_winograd_weight(const float *w, int64_t O, int64_t I, int64_t Op, int64_t Ip,
+                        const float *scale, int m, int64_t ib, int64_t ob, float *dst) {
     wino_mats W;
-    if (!mats(m, &W) || O % ob || I % ib) return 0;
+    if (!mats(m, &W) || Op % ob || Ip % ib || Op < O || Ip < I) return 0;
     int64_t a = W.a;
     for (int64_t o = 0; o < O; o++)
         for (int64_t i = 0; i < I; i++) {
@@ -70,7 +70,7 @@ int ops_winograd_weight(const float *w, int64_t O, int64_t I, const float *scale
             for (int e = 0; e < a; e++) /* U = t G^T */
                 for (int n = 0; n < a; n++) {
                     double u = t[e][0] * W.g[n * 3] + t[e][1] * W.g[n * 3 + 1] + t[e][2] * W.g[n * 3 + 2];
-                    int64_t at = (((e * a + n) * (O / ob) + o / ob) * (I / ib) + i / ib) * ib * ob;
+                    int64_t at = (((e * a + n) * (Op / ob) + o / ob) * (Ip / ib) + i / ib) * ib * ob;
                     dst[at + (i % ib) * ob + o % ob] = (float)(u * s);
                 }
         }

@@ -39,6 +39,7 @@ static const attr_schema conv2d_winograd_attrs[] = {
 
 static const attr_schema layout_transform_attrs[] = {{"src_layout", GA_STR, 1, NULL},
                                                      {"dst_layout", GA_STR, 1, NULL},
+                                                     {"channels", GA_INT, 0, "0"},
                                                      {NULL, 0, 0, NULL}};
 
 static const attr_schema pool2d_attrs[] = {
@@ -191,7 +192,7 @@ static const kiln_op_def g_table[] = {
     /* layout */
     {"reshape", 1, 1, reshape_attrs, rel_reshape, OP_INJECTIVE, compute_reshape, "new shape (0 copies, -1 infers)"},
     {"layout_transform", 1, 1, layout_transform_attrs, rel_layout_transform, OP_INJECTIVE,
-     compute_layout_transform, "NCHW <-> NCHW[x]c"},
+     compute_layout_transform, "NCHW <-> NCHW[x]c; a last block past `channels` is zeros"},
     {"transpose", 1, 1, transpose_attrs, rel_transpose, OP_INJECTIVE, compute_transpose, "permute axes"},
     {"nn.batch_flatten", 1, 1, no_attrs, rel_batch_flatten, OP_INJECTIVE, compute_reshape,
      "[N, ...] -> [N, rest]"},

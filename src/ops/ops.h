@@ -51,10 +51,11 @@ KILN_HIDDEN void ops_dense_tile(int64_t m, int64_t n, int64_t k, int vector_byte
 KILN_HIDDEN void ops_attr2(const gnode *call, const char *name, int64_t def, int64_t v[2]);
 /* Winograd F(m x m, 3 x 3) kernel transform (compute_winograd.c): the
  * [O, I, 3, 3] float weights w, each output channel o times scale[o] (if
- * scale), into U [(m+2)^2, O/ob, I/ib, ib, ob] at dst. m is 2 or 4; 0 if
- * not (or the blocks do not divide), else 1. */
-KILN_HIDDEN int ops_winograd_weight(const float *w, int64_t O, int64_t I, const float *scale, int m,
-                                    int64_t ib, int64_t ob, float *dst);
+ * scale), into U [(m+2)^2, Op/ob, Ip/ib, ib, ob] at dst (zeroed: channels
+ * past O and I, padding, stay zero). m is 2 or 4; 0 if not (or the blocks
+ * do not divide the padded counts), else 1. */
+KILN_HIDDEN int ops_winograd_weight(const float *w, int64_t O, int64_t I, int64_t Op, int64_t Ip,
+                                    const float *scale, int m, int64_t ib, int64_t ob, float *dst);
 /* Estimated time of a 3x3 stride-1 convolution of C -> O channels with an
  * oh x ow output: direct (m = 0) or Winograd F(m x m, 3 x 3), on a machine
  * with `lanes` float lanes per vector (compute_winograd.c). Only the

@@ -106,6 +106,10 @@ static const conv_case g_cases[] = {
     {"grouped 1x1, 4 groups of 16", 1, 64, 7, 7, 64, 1, 1, 1, 4, {0, 0, 0, 0}, 0},
     {"depthwise 3x3 s2, 24 channels", 1, 24, 9, 9, 24, 3, 2, 1, 24, {1, 1, 1, 1}, 1},
     {"depthwise 5x5 s1, 40 channels, residual", 1, 40, 8, 8, 40, 5, 1, 1, 40, {2, 2, 2, 2}, 2},
+    {"1x1, 116->232 (padded last blocks, ShuffleNetV2)", 1, 116, 7, 7, 232, 1, 1, 1, 1,
+     {0, 0, 0, 0}, 2},
+    {"depthwise 3x3 s2, 116 channels (padded)", 1, 116, 9, 9, 116, 3, 2, 1, 116, {1, 1, 1, 1}, 1},
+    {"3x3 s1, 116->116, max pool (padded)", 1, 116, 8, 8, 116, 3, 1, 1, 1, {1, 1, 1, 1}, 3},
 };
 
 static void test_nchwc_convolutions(void) {
@@ -162,6 +166,7 @@ static const conv_case w_cases[] = {
      {1, 1, 1, 1}, 2},
     {"3x3 p0, batch 2, 16->32, 10x9", 2, 16, 10, 9, 32, 3, 1, 1, 1, {0, 0, 0, 0}, 0},
     {"3x3 asymmetric padding, 24->16", 1, 24, 9, 10, 16, 3, 1, 1, 1, {2, 0, 1, 1}, 1},
+    {"3x3 p1, 116->116 (padded blocks)", 1, 116, 9, 8, 116, 3, 1, 1, 1, {1, 1, 1, 1}, 2},
 };
 
 static void test_winograd(void) {
@@ -262,21 +267,33 @@ static void test_winograd_choice(void) {
 }
 
 /* The channel block spans a depthwise convolution's channels (a block of 1,
- * one channel per group, would be correct and scalar), and a grouped
- * convolution's blocks stay within a group. Read from the IR dump. */
+ * one channel per group, would be correct and scalar), a grouped
+ * convolution's blocks stay within a group, and 116 channels (ShuffleNetV2)
+ * take whole 16-wide blocks, the last padded, not 29 blocks of 4; the
+ * transform back to NCHW names the logical channels. Read from the IR
+ * dump. */
 static void test_nchwc_blocks(void) {
-    for (int variant = 0; variant < 2; variant++) {
-        conv_case c = {"", 1, 32, 8, 8, 32, 3, 1, 1, variant ? 4 : 32, {1, 1, 1, 1}, 0};
+    static const struct {
+        int64_t c, groups;
+        const char *bits, *want, *want2;
+    } v[] = {
+        {32, 32, "256", "data_layout=\"NCHW8c\"", "NCHW8c"},
+        {32, 4, "256", "data_layout=\"NCHW8c\"", "NCHW8c"},
+        {116, 1, "512", "data_layout=\"NCHW16c\"", "channels=116"},
+        {116, 116, "512", "groups=128, data_layout=\"NCHW16c\"", "channels=116"},
+    };
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+        conv_case c = {"", 1, v[k].c, 8, 8, v[k].c, 3, 1, 1, v[k].groups, {1, 1, 1, 1}, 0};
         kiln_ndarray *keep[8];
         int nkeep = 0;
         kiln_graph *g = make_graph(&c, keep, &nkeep);
         char dir[1100], cmd[2400], path[1200];
-        snprintf(dir, sizeof dir, "%s", test_tmp_path(variant ? "blocks_grouped" : "blocks_dw"));
+        snprintf(dir, sizeof dir, "%s", test_tmp_path("blocks"));
         snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
         CHECK_EQ_INT(system(cmd), 0);
         kiln_build_options *o = kiln_build_options_new();
         kiln_build_options_set(o, "dump-ir", dir);
-        kiln_build_options_set(o, "vector-bits", "256");
+        kiln_build_options_set(o, "vector-bits", v[k].bits);
         CHECK_EQ_INT(kiln_graph_compile(g, test_tmp_path("blocks.tar"), o), KILN_OK);
         snprintf(path, sizeof path, "%s/05_after_AlterOpLayout.txt", dir);
         FILE *f = fopen(path, "r");
@@ -286,12 +303,13 @@ static void test_nchwc_blocks(void) {
             size_t len = fread(text, 1, sizeof text - 1, f);
             text[len] = 0;
             fclose(f);
-            /* 32 channels in 4 groups of 8, or depthwise: blocks of 8 (256-bit) */
-            CHECK_CONTAINS(text, "data_layout=\"NCHW8c\"");
+            CHECK_CONTAINS(text, v[k].want);
+            CHECK_CONTAINS(text, v[k].want2);
             CHECK(strstr(text, "NCHW1c") == NULL);
+            CHECK(strstr(text, "NCHW4c") == NULL);
         }
         kiln_build_options_free(o);
-        for (int k = 0; k < nkeep; k++) kiln_ndarray_free(keep[k]);
+        for (int j = 0; j < nkeep; j++) kiln_ndarray_free(keep[j]);
         kiln_graph_free(g);
     }
 }
@@ -315,11 +333,16 @@ static void test_nchwc_errors(void) {
     g = kiln_graph_new();
     int64_t ps[4] = {1, 12, 4, 4};
     x = kiln_graph_var(g, "x", KILN_FLOAT32, 4, ps, NULL);
+    /* 12 channels pad to 2 blocks of 8; back to NCHW, `channels` must lie
+       within the last block */
     int t = kiln_graph_call(g, "layout_transform", 1, &x,
                             "src_layout=\"NCHW\", dst_layout=\"NCHW8c\"", "lt");
-    kiln_graph_set_outputs(g, 1, &t, NULL);
+    int t2 = kiln_graph_call(g, "layout_transform", 1, &t,
+                             "src_layout=\"NCHW8c\", dst_layout=\"NCHW\", channels=17", "lt_back");
+    kiln_graph_set_outputs(g, 1, &t2, NULL);
     CHECK_EQ_INT(kiln_graph_infer_types(g), KILN_ERR_INVALID);
-    CHECK_CONTAINS(kiln_last_error(), "do not split into blocks of 8");
+    CHECK_CONTAINS(kiln_last_error(), "lt_back");
+    CHECK_CONTAINS(kiln_last_error(), "channels=17 does not fit 2 blocks of 8");
     kiln_graph_free(g);
     g = kiln_graph_new();
     x = kiln_graph_var(g, "x", KILN_FLOAT32, 4, ps, NULL);
