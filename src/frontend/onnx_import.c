@@ -146,9 +146,7 @@ int imp_call(imp *I, const Onnx__NodeProto *n, const char *op, int nin, const in
 }
 
 int imp_add_const(imp *I, const char *name, kiln_ndarray *value) {
-    int id = kiln_graph_const(I->g, name, value);
-    kiln_ndarray_free(value);
-    return id;
+    return graph_const_take(I->g, name, value);
 }
 
 int imp_scalar_const(imp *I, const char *name, kiln_dtype dt, double v) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../runtime/runtime_internal.h"
 #include "graph_internal.h"
 
 /* ---- op registry ------------------------------------------------------- */
@@ -356,6 +357,21 @@ int kiln_graph_var(kiln_graph *g, const char *name, kiln_dtype dt, int ndim, con
     return id;
 }
 
+int graph_const_take(struct kiln_graph *g, const char *name, kiln_ndarray *value) {
+    if (!value) return -1;
+    int id = graph_add(g, GN_CONST, NULL, 0, NULL, 0, NULL, name);
+    if (id < 0) {
+        kiln_ndarray_free(value);
+        return -1;
+    }
+    int nd = kiln_ndarray_ndim(value);
+    gdim dd[KILN_MAX_NDIM];
+    for (int i = 0; i < nd; i++) dd[i] = (gdim){kiln_ndarray_dim(value, i), NULL};
+    g->nodes[id]->value = value;
+    g->nodes[id]->type = gtype_tensor(g, kiln_ndarray_dtype(value), nd, dd);
+    return id;
+}
+
 int kiln_graph_const(kiln_graph *g, const char *name, const kiln_ndarray *value) {
     if (!g) return -1;
     if (!value) return kiln_set_error(KILN_ERR_INVALID, "graph const '%s': no value", name ? name : ""), -1;
@@ -367,16 +383,7 @@ int kiln_graph_const(kiln_graph *g, const char *name, const kiln_ndarray *value)
         kiln_ndarray_free(copy);
         return -1;
     }
-    int id = graph_add(g, GN_CONST, NULL, 0, NULL, 0, NULL, name);
-    if (id < 0) {
-        kiln_ndarray_free(copy);
-        return -1;
-    }
-    gdim dd[KILN_MAX_NDIM];
-    for (int i = 0; i < nd; i++) dd[i] = (gdim){shape[i], NULL};
-    g->nodes[id]->value = copy;
-    g->nodes[id]->type = gtype_tensor(g, kiln_ndarray_dtype(value), nd, dd);
-    return id;
+    return graph_const_take(g, name, copy);
 }
 
 int kiln_graph_call(kiln_graph *g, const char *op, int nin, const int *in, const char *attrs,
@@ -481,7 +488,9 @@ int graph_copy_node(struct kiln_graph *g, const gnode *n, const int *map) {
         in[i] = map[n->in[i]];
         KILN_ASSERT(in[i] >= 0 && "inputs are copied before their consumers");
     }
-    if (n->kind == GN_CONST) return kiln_graph_const(g, n->name, n->value);
+    /* constants are immutable: the copy shares the storage (BERT-base's
+       440 MB were copied once per pass) */
+    if (n->kind == GN_CONST) return graph_const_take(g, n->name, ndarray_share(n->value));
     int id = graph_add(g, n->kind, n->op, n->nin, in, n->nattr, n->attrs, n->name);
     if (id < 0) return -1;
     g->nodes[id]->index = n->index;

@@ -55,8 +55,11 @@ KILN_HIDDEN void graph_print_attr(kstr *out, const gattr *a);
 
 /* Append a copy of node n (from another graph) to g with its inputs
  * renamed through map (old id -> new id); keeps name, attributes, type and
- * a copy of a constant's value. Returns the new id or -1. */
+ * a constant shares its value. Returns the new id or -1. */
 KILN_HIDDEN int graph_copy_node(struct kiln_graph *g, const gnode *n, const int *map);
+/* A constant node owning `value` (taken, also on failure; NULL: -1, the
+ * error already set), without the copy kiln_graph_const makes. */
+KILN_HIDDEN int graph_const_take(struct kiln_graph *g, const char *name, kiln_ndarray *value);
 /* Copy g's outputs into dst through map. */
 KILN_HIDDEN kiln_status graph_copy_outputs(struct kiln_graph *dst, const struct kiln_graph *g,
                                           const int *map);

@@ -161,8 +161,7 @@ static int winograd_tile(const alter *A, const gnode *n, int64_t O, int64_t C, i
 static int blocked_conv(alter *A, const gnode *n, const char *op, kiln_ndarray *pw,
                         const char *wname, int64_t ib, int64_t ob, const char *extra,
                         const gnode *mul) {
-    int wid = kiln_graph_const(A->r, wname, pw);
-    kiln_ndarray_free(pw);
+    int wid = graph_const_take(A->r, wname, pw);
     int xin = wid < 0 ? -1 : as_blocked(A, n->in[0], (int)ib);
     if (xin < 0) return -1;
     static const char *const skip[] = {"data_layout", "kernel_layout", "out_layout", "groups",
@@ -335,9 +334,7 @@ static int block_const(alter *A, const gnode *c, const int64_t *d4, int b) {
                 }
     char nm[600];
     snprintf(nm, sizeof nm, "%s.NCHW%dc", c->name, (int)bb);
-    int id = kiln_graph_const(A->r, nm, t);
-    kiln_ndarray_free(t);
-    return id;
+    return graph_const_take(A->r, nm, t);
 }
 
 /* Input `id` of an op whose output is blocked by b with logical channels
@@ -444,8 +441,7 @@ static int alter_dense(alter *A, const gnode *n, const int *in) {
     else snprintf(attrs, sizeof attrs, "weight_layout=\"KN\"");
     snprintf(nm, sizeof nm, "%s.%s", w->name, nr ? attrs + 15 : "KN");
     if (nr) nm[strlen(nm) - 1] = 0; /* drop the closing quote */
-    int wt = kiln_graph_const(A->r, nm, t);
-    kiln_ndarray_free(t);
+    int wt = graph_const_take(A->r, nm, t);
     if (wt < 0) return -1;
     int args[2] = {in[0], wt};
     return call(A, "nn.dense", 2, args, attrs, n->name);

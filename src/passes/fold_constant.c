@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../runtime/runtime_internal.h"
 #include "kiln/schedule.h"
 #include "passes.h"
 
@@ -103,7 +104,7 @@ struct kiln_graph *pass_fold_constant(struct kiln_graph *g, const pass_env *env)
         map[id] = -1;
         if (fold[id] && !needed[id]) continue; /* only feeds other folded nodes */
         if (fold[id]) {
-            map[id] = kiln_graph_const(r, c->name, values[id]);
+            map[id] = graph_const_take(r, c->name, ndarray_share(values[id]));
         } else {
             map[id] = graph_copy_node(r, c, map);
         }

@@ -1,6 +1,7 @@
 /* ndarray.c: n-dimensional arrays: 64-byte aligned owned storage or views of
  * other storage, with strides in elements and a byte offset. Every view keeps
  * the byte range of its storage so that views made from it can be checked. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,7 @@ struct kiln_ndarray {
     int64_t byte_offset;            /* of element 0 from `data` */
     unsigned char *data;            /* storage base */
     int owns;                       /* free `data` with the array */
+    atomic_int *refs;               /* owned storage shared by several arrays: their count */
     int64_t lo, hi;                 /* valid storage bytes: [data + lo, data + hi) */
 };
 
@@ -180,20 +182,52 @@ kiln_ndarray *kiln_ndarray_view(const kiln_ndarray *base, int ndim, const int64_
     return a;
 }
 
+kiln_ndarray *ndarray_share(kiln_ndarray *a) {
+    if (!a) return NULL;
+    if (!a->owns) { /* storage someone else frees: a copy of its own */
+        kiln_ndarray *c = kiln_ndarray_empty(a->dtype, a->ndim, a->shape);
+        if (c && kiln_ndarray_copy(c, a) != KILN_OK) {
+            kiln_ndarray_free(c);
+            c = NULL;
+        }
+        return c;
+    }
+    kiln_ndarray *b = kiln_calloc(1, sizeof *b);
+    if (!b) return NULL;
+    if (!a->refs) {
+        a->refs = malloc(sizeof *a->refs);
+        if (!a->refs) {
+            free(b);
+            kiln_set_error(KILN_ERR_NOMEM, "ndarray: out of memory");
+            return NULL;
+        }
+        atomic_init(a->refs, 1);
+    }
+    atomic_fetch_add(a->refs, 1);
+    *b = *a;
+    return b;
+}
+
 void *ndarray_take_data(kiln_ndarray *a) {
     if (!a || !a->owns || a->byte_offset || ((uintptr_t)a->data % KILN_ALIGNMENT)) return NULL;
+    if (a->refs && atomic_load(a->refs) > 1) return NULL; /* others read it too */
     int64_t step = 1;
     for (int d = a->ndim - 1; d >= 0; d--) {
         if (a->shape[d] != 1 && a->strides[d] != step) return NULL;
         step *= a->shape[d];
     }
     a->owns = 0;
+    free(a->refs);
+    a->refs = NULL;
     return a->data;
 }
 
 void kiln_ndarray_free(kiln_ndarray *a) {
     if (!a) return;
-    if (a->owns) free(a->data);
+    if (a->owns && (!a->refs || atomic_fetch_sub(a->refs, 1) == 1)) {
+        free(a->data);
+        free(a->refs);
+    }
     free(a);
 }
 

@@ -16,6 +16,10 @@ KILN_HIDDEN kiln_module *kiln_module_load_owned(const char *so_path, const char 
 KILN_HIDDEN kiln_npz *kiln_npz_parse(const void *buf, size_t len, const char *name);
 /* Member `name` of z, writable (NULL if absent). */
 KILN_HIDDEN kiln_ndarray *npz_get_mutable(kiln_npz *z, const char *name);
+/* Another array over a's storage, which lives until the last of them is
+ * freed (a reference count); a must not be written while shared. Storage
+ * a does not own is copied instead. NULL with an error. */
+KILN_HIDDEN kiln_ndarray *ndarray_share(kiln_ndarray *a);
 /* Take a's storage if a owns it, is C-contiguous from offset 0 and
  * KILN_ALIGNMENT-aligned: returns it (the caller frees it with free) and
  * leaves a a view of it; else NULL. */

@@ -4,6 +4,7 @@
 
 #include "check.h"
 #include "kiln/runtime.h"
+#include "runtime/runtime_internal.h"
 
 static void test_empty(void) {
     int64_t shape[3] = {2, 3, 5};
@@ -262,5 +263,35 @@ static void test_copy_errors(void) {
     kiln_ndarray_free(d);
 }
 
-TEST_MAIN(TEST(test_empty), TEST(test_empty_errors), TEST(test_wrap_and_view),
+/* Shared storage (graph constants copied between passes): it outlives
+ * the array it was shared from, and is freed with the last one; a shared
+ * array's storage cannot be taken over, and a non-owning view is copied. */
+static void test_share(void) {
+    int64_t shape[2] = {3, 5};
+    kiln_ndarray *a = kiln_ndarray_empty(KILN_FLOAT32, 2, shape);
+    float *d = kiln_ndarray_data(a);
+    for (int i = 0; i < 15; i++) d[i] = (float)i;
+    kiln_ndarray *b = ndarray_share(a), *c = ndarray_share(b);
+    CHECK(b && c);
+    CHECK(kiln_ndarray_data(b) == d && kiln_ndarray_data(c) == d);
+    CHECK(ndarray_take_data(b) == NULL);
+    kiln_ndarray_free(a);
+    kiln_ndarray_free(c);
+    CHECK_EQ_INT(kiln_ndarray_dim(b, 1), 5);
+    CHECK(((float *)kiln_ndarray_data(b))[14] == 14.0f);
+    void *taken = ndarray_take_data(b); /* the last owner may take it */
+    CHECK(taken == d);
+    kiln_ndarray_free(b);
+    float ext[4] = {1, 2, 3, 4};
+    int64_t s4[1] = {4};
+    kiln_ndarray *v = kiln_ndarray_wrap(ext, KILN_FLOAT32, 1, s4, NULL, 0);
+    kiln_ndarray *vc = ndarray_share(v);
+    CHECK(vc && kiln_ndarray_data(vc) != (void *)ext);
+    CHECK(vc && ((float *)kiln_ndarray_data(vc))[3] == 4.0f);
+    kiln_ndarray_free(v);
+    kiln_ndarray_free(vc);
+    free(taken);
+}
+
+TEST_MAIN(TEST(test_empty), TEST(test_share), TEST(test_empty_errors), TEST(test_wrap_and_view),
           TEST(test_copy_strided), TEST(test_copy_errors))
