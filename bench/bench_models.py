@@ -39,7 +39,7 @@ ALL_CPUS = os.sched_getaffinity(0)
 
 def unpin():
     os.sched_setaffinity(0, ALL_CPUS)
-DEFAULT_MODELS = ["resnet50", "mobilenetv2", "bert_base_opset17"]
+DEFAULT_MODELS = ["resnet50", "mobilenetv2", "bert_base_opset17", "shufflenetv2"]
 
 
 def log(*a):

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench_models.sh: kiln against ONNX Runtime (and PyTorch and TVM where they
-# are available) on full-size ResNet-50, MobileNetV2 and a BERT-base encoder
-# (seq 128, hidden 768, 12 layers), batch 1, float32, 2 and 1 thread(s).
+# are available) on full-size ResNet-50, MobileNetV2, a BERT-base encoder
+# (seq 128, hidden 768, 12 layers) and ShuffleNetV2, batch 1, float32, 2 and
+# 1 thread(s).
 # Writes the table to bench/last_results.md. A benchmark, not a test: CI
 # never runs it and nothing depends on its timings.
 #
@@ -23,7 +24,7 @@ cd "$(dirname "$0")/.."
 OUT=build/bench-models
 TVM=1
 COMPILE=1
-MODELS=(resnet50 mobilenetv2 bert_base_opset17)
+MODELS=(resnet50 mobilenetv2 bert_base_opset17 shufflenetv2)
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) OUT=$2; shift 2 ;;

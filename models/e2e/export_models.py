@@ -19,7 +19,8 @@ Narrow models (committed next to this script, each file < 1 MB):
 Full-size models (--full, into --out, default /tmp/kiln-e2e-full; never
 committed): resnet50 (torchvision, 1000 classes, 1x3x224x224), mobilenetv2
 (width 1.0, 1x3x224x224), bert_base (12 layers, hidden 768, 12 heads,
-FFN 3072, seq 128, vocab 30522), each at opset 13 (bert_base: 13 and 17).
+FFN 3072, seq 128, vocab 30522), shufflenetv2 (x1.0, 1x3x224x224), each at
+opset 13 (bert_base: 13 and 17).
 
 For every model MODEL this writes MODEL.onnx and MODEL_io.npz holding the
 input(s) under their ONNX input names and the expected output(s) under their
@@ -249,6 +250,9 @@ def full_specs():
                      (1, 3, 224, 224), keep_bn=True), 13),
         (bert_model("bert_base_opset13", BERT_BASE), 13),
         (bert_model("bert_base_opset17", BERT_BASE), 17),
+        # 116/232/464 channels, channel split, concat and shuffle
+        (image_model("shufflenetv2", lambda: torchvision.models.shufflenet_v2_x1_0(weights=None),
+                     (1, 3, 224, 224)), 13),
     ]
 
 
