@@ -66,9 +66,12 @@ rel_result rel_layout_transform(const struct kiln_graph *g, const gnode *call,
     if (sb && x->dims[4].v != sb)
         return ops_fail("the last dim is %lld, not the block %d", (long long)x->dims[4].v, sb);
     int64_t c = lt_channels(call, x->dims[1].v, sb);
+    if (!sb && c != x->dims[1].v)
+        return ops_fail("channels=%lld is not the NCHW input's %lld channels", (long long)c,
+                        (long long)x->dims[1].v);
     if (c < 1 || (sb && (c > x->dims[1].v * sb || c <= (x->dims[1].v - 1) * sb)))
         return ops_fail("channels=%lld does not fit %lld blocks of %d", (long long)c,
-                        (long long)x->dims[1].v, sb ? sb : 1);
+                        (long long)x->dims[1].v, sb);
     gtensor_type res = *x;
     res.ndim = db ? 5 : 4;
     res.dims[1] = (gdim){db ? (c + db - 1) / db : c, NULL};

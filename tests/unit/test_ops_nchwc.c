@@ -344,6 +344,15 @@ static void test_nchwc_errors(void) {
     CHECK_CONTAINS(kiln_last_error(), "lt_back");
     CHECK_CONTAINS(kiln_last_error(), "channels=17 does not fit 2 blocks of 8");
     kiln_graph_free(g);
+    /* from NCHW, `channels` is the tensor's own count or absent */
+    g = kiln_graph_new();
+    x = kiln_graph_var(g, "x", KILN_FLOAT32, 4, ps, NULL);
+    t = kiln_graph_call(g, "layout_transform", 1, &x,
+                        "src_layout=\"NCHW\", dst_layout=\"NCHW8c\", channels=20", "lt_wide");
+    kiln_graph_set_outputs(g, 1, &t, NULL);
+    CHECK_EQ_INT(kiln_graph_infer_types(g), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "channels=20 is not the NCHW input's 12 channels");
+    kiln_graph_free(g);
     g = kiln_graph_new();
     x = kiln_graph_var(g, "x", KILN_FLOAT32, 4, ps, NULL);
     t = kiln_graph_call(g, "layout_transform", 1, &x, "src_layout=\"NHWC\", dst_layout=\"NCHW4c\"",
