@@ -12,10 +12,12 @@
  *
  * Tensors (E = (m+2)^2 positions eps, nu; P = N * tiles):
  *   data     [N, C/x, H, W, x]        NCHW[x]c
- *   weight   [E, K/y, C/x, x, y]      U, packed like a 1x1 NCHW[x]c kernel per position
+ *   weight   [E, K/z, C/x, x, z]      U, packed like a 1x1 NCHW[x]c kernel per position;
+ *                                     z is y or 2y (two output blocks side by side)
  *   V        [m+2, m+2, C/x, P, x]    the input transform
- *   M        [m+2, m+2, K/y, P, y]    the products
+ *   M        [m+2, m+2, K/z, P, z]    the products
  *   out      [N, K/y, OH, OW, y]      NCHW[y]c
+ * (C and K may include the zero padding of a last block.)
  * The transforms are written out term by term from the constant matrices,
  * selected by the tile position (eps, nu) or output position (i, j): the
  * schedule unrolls those loops, so the selects fold and only the non-zero
