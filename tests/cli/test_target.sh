@@ -3,6 +3,7 @@
 # strings: -mcpu picks the C compiler's -march and the vector width; a CPU
 # the compiler does not know is a compile error naming the flag (exit 1); a
 # target kiln does not support or a malformed -mcpu is a bad argument (2).
+# Also --winograd, which like --target picks how kernels are generated.
 KILN=$1
 DIR=$2
 MODEL=$3
@@ -25,6 +26,13 @@ expect 2 "target 'cuda' is not supported" "$KILN" compile "$MODEL" --target cuda
     -o "$DIR/cli_bad.tar"
 expect 2 "target 'llvmx' is not supported" "$KILN" compile "$MODEL" --target llvmx \
     -o "$DIR/cli_bad.tar"
+# --winograd: a tile for every 3x3 stride-1 convolution, or a clear error
+expect 0 "wrote" "$KILN" compile "$MODEL" --input-shapes "$SHAPES" --winograd 2 \
+    -o "$DIR/cli_wino.tar"
+expect 0 "logits: float32[1, 10]" "$KILN" run "$DIR/cli_wino.tar"
+expect 2 "winograd: '3' is not auto, off, 2 or 4" "$KILN" compile "$MODEL" --winograd 3 \
+    -o "$DIR/cli_bad.tar"
+expect 2 "--winograd needs a value" "$KILN" compile "$MODEL" --winograd
 
 if [ "$fails" -ne 0 ]; then
     echo "$fails check(s) failed"
