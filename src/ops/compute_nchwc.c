@@ -301,8 +301,7 @@ kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call, kiln_tens
                                   kiln_tensor *out, int vector_bytes) {
     int64_t od[5];
     if (kiln_tensor_ndim(out) != 5 || ops_shape(out, od) != 5) return KILN_OK;
-    int lanes = vector_bytes / 4 > 0 ? vector_bytes / 4 : 4;
-    int nregs = vector_bytes >= 64 ? 32 : 16;
+    int lanes = ops_lanes(vector_bytes), nregs = ops_vector_regs(vector_bytes);
     int64_t vecs = (od[4] + lanes - 1) / lanes; /* registers per pixel and block */
     int dw = is_depthwise(call);
     int64_t reg_n, ocb, block_bytes = 4;

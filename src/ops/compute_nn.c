@@ -159,14 +159,13 @@ kiln_status compute_dense(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *
 
 void ops_dense_tile(int64_t m, int64_t n, int64_t k, int vector_bytes, int64_t *mr, int64_t *nr,
                     int64_t *vl) {
-    int nregs = vector_bytes >= 64 ? 32 : 16;
+    int nregs = ops_vector_regs(vector_bytes);
     double best = -1e30;
     *mr = 1;
     *nr = 0;
     *vl = 0;
     /* whole registers if n allows, else half or quarter ones (n = 1000) */
-    for (int64_t lanes = vector_bytes / 4 > 0 ? vector_bytes / 4 : 4; lanes >= 4 && !*nr;
-         lanes /= 2) {
+    for (int64_t lanes = ops_lanes(vector_bytes); lanes >= 4 && !*nr; lanes /= 2) {
         for (int64_t v = 1; v <= 6; v++) {
             if (n % (v * lanes)) continue;
             /* a weight panel (k x nr floats) is read once per row tile: keep

@@ -320,8 +320,7 @@ kiln_status schedule_conv2d_winograd(kiln_schedule *s, const gnode *call, kiln_t
     if (kiln_tensor_inputs(mt, ins, 4) != 2) return KILN_OK;
     vt = ins[0];
     ops_shape(mt, md);
-    int lanes = vector_bytes / 4 > 0 ? vector_bytes / 4 : 4;
-    int nregs = vector_bytes >= 64 ? 32 : 16;
+    int lanes = ops_lanes(vector_bytes), nregs = ops_vector_regs(vector_bytes);
     int64_t vecs = (md[4] + lanes - 1) / lanes, reg_n, ocb;
     int pixels_inner;
     int64_t vd[5];
