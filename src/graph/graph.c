@@ -375,15 +375,7 @@ int graph_const_take(struct kiln_graph *g, const char *name, kiln_ndarray *value
 int kiln_graph_const(kiln_graph *g, const char *name, const kiln_ndarray *value) {
     if (!g) return -1;
     if (!value) return kiln_set_error(KILN_ERR_INVALID, "graph const '%s': no value", name ? name : ""), -1;
-    int nd = kiln_ndarray_ndim(value);
-    int64_t shape[KILN_MAX_NDIM];
-    for (int i = 0; i < nd; i++) shape[i] = kiln_ndarray_dim(value, i);
-    kiln_ndarray *copy = kiln_ndarray_empty(kiln_ndarray_dtype(value), nd, shape);
-    if (!copy || kiln_ndarray_copy(copy, value) != KILN_OK) {
-        kiln_ndarray_free(copy);
-        return -1;
-    }
-    return graph_const_take(g, name, copy);
+    return graph_const_take(g, name, ndarray_clone(value));
 }
 
 int kiln_graph_call(kiln_graph *g, const char *op, int nin, const int *in, const char *attrs,

@@ -60,11 +60,8 @@ static kiln_status evaluate(const struct kiln_graph *g, const int *fold, const i
     if ((st = kiln_executor_run(ex)) != KILN_OK) goto done;
     for (int id = 0, k = 0; id < g->n; id++) {
         if (!needed[id]) continue;
-        const kiln_ndarray *v = kiln_executor_output(ex, k++);
-        int64_t shape[KILN_MAX_NDIM];
-        for (int d = 0; d < kiln_ndarray_ndim(v); d++) shape[d] = kiln_ndarray_dim(v, d);
-        values[id] = kiln_ndarray_empty(kiln_ndarray_dtype(v), kiln_ndarray_ndim(v), shape);
-        if (!values[id] || kiln_ndarray_copy(values[id], v) != KILN_OK) {
+        values[id] = ndarray_clone(kiln_executor_output(ex, k++));
+        if (!values[id]) {
             st = KILN_ERR_NOMEM;
             goto done;
         }

@@ -182,16 +182,19 @@ kiln_ndarray *kiln_ndarray_view(const kiln_ndarray *base, int ndim, const int64_
     return a;
 }
 
+kiln_ndarray *ndarray_clone(const kiln_ndarray *a) {
+    if (!a) return NULL;
+    kiln_ndarray *c = kiln_ndarray_empty(a->dtype, a->ndim, a->shape);
+    if (c && kiln_ndarray_copy(c, a) != KILN_OK) {
+        kiln_ndarray_free(c);
+        c = NULL;
+    }
+    return c;
+}
+
 kiln_ndarray *ndarray_share(kiln_ndarray *a) {
     if (!a) return NULL;
-    if (!a->owns) { /* storage someone else frees: a copy of its own */
-        kiln_ndarray *c = kiln_ndarray_empty(a->dtype, a->ndim, a->shape);
-        if (c && kiln_ndarray_copy(c, a) != KILN_OK) {
-            kiln_ndarray_free(c);
-            c = NULL;
-        }
-        return c;
-    }
+    if (!a->owns) return ndarray_clone(a); /* storage someone else frees */
     kiln_ndarray *b = kiln_calloc(1, sizeof *b);
     if (!b) return NULL;
     if (!a->refs) {

@@ -82,15 +82,8 @@ kiln_status kiln_npz_add(kiln_npz *z, const char *name, const kiln_ndarray *a) {
         return kiln_set_error(KILN_ERR_INVALID, "npz_add: bad member name '%s'", name);
     if (find_member(z, name) >= 0)
         return kiln_set_error(KILN_ERR_INVALID, "npz_add: duplicate member name '%s'", name);
-    int ndim = kiln_ndarray_ndim(a);
-    int64_t shape[KILN_MAX_NDIM];
-    for (int i = 0; i < ndim; i++) shape[i] = kiln_ndarray_dim(a, i);
-    kiln_ndarray *c = kiln_ndarray_empty(kiln_ndarray_dtype(a), ndim, shape);
-    if (!c) return KILN_ERR_NOMEM;
-    if (kiln_ndarray_copy(c, a)) {
-        kiln_ndarray_free(c);
-        return KILN_ERR_INVALID;
-    }
+    kiln_ndarray *c = ndarray_clone(a);
+    if (!c) return KILN_ERR_NOMEM; /* a copy into a fresh array of a's shape fails only so */
     return push_member(z, name, c);
 }
 

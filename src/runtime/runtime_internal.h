@@ -16,6 +16,8 @@ KILN_HIDDEN kiln_module *kiln_module_load_owned(const char *so_path, const char 
 KILN_HIDDEN kiln_npz *kiln_npz_parse(const void *buf, size_t len, const char *name);
 /* Member `name` of z, writable (NULL if absent). */
 KILN_HIDDEN kiln_ndarray *npz_get_mutable(kiln_npz *z, const char *name);
+/* A compact copy of a with storage of its own; NULL with an error. */
+KILN_HIDDEN kiln_ndarray *ndarray_clone(const kiln_ndarray *a);
 /* Another array over a's storage, which lives until the last of them is
  * freed (a reference count); a must not be written while shared. Storage
  * a does not own is copied instead. NULL with an error. */
