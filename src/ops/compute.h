@@ -72,6 +72,13 @@ KILN_HIDDEN kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *cal
 KILN_HIDDEN void ops_register_block(int64_t ow, int64_t occ, int64_t vecs, int64_t nregs, int dw,
                                     int64_t block_bytes, int64_t *reg_n, int64_t *ocb,
                                     int *pixels_inner);
+/* The accumulators of a register block (compute_nchwc.c): the 5-D local
+ * stage computed at its consumer's block loop, lanes last. Its other axes
+ * outermost, then its reductions, then the channel-block axis `chan` and
+ * the pixel axis `pix` (pixels innermost when pixels_inner, as
+ * ops_register_block chose), both unrolled, and the lanes vectorized. */
+KILN_HIDDEN kiln_status ops_schedule_accumulators(kiln_stage *sl, kiln_tensor *local, int chan,
+                                                  int pix, int pixels_inner);
 /* compute_winograd.c: the three loop nests of a Winograd convolution */
 KILN_HIDDEN kiln_status schedule_conv2d_winograd(kiln_schedule *s, const gnode *call,
                                                  kiln_tensor *anchor, kiln_tensor *out,

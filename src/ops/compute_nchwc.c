@@ -297,6 +297,29 @@ void ops_register_block(int64_t ow, int64_t occ, int64_t vecs, int64_t nregs, in
     }
 }
 
+kiln_status ops_schedule_accumulators(kiln_stage *sl, kiln_tensor *local, int chan, int pix,
+                                      int pixels_inner) {
+    kiln_expr order[5 + 8];
+    int k = 0, nr = kiln_tensor_num_reduce_axes(local);
+    if (kiln_tensor_ndim(local) != 5 || nr > 8)
+        return kiln_set_error(KILN_ERR_INVALID, "accumulators: a 5-D stage with at most 8 "
+                                                "reductions, not %d-D with %d",
+                              kiln_tensor_ndim(local), nr);
+    for (int i = 0; i < 4; i++)
+        if (i != chan && i != pix) order[k++] = kiln_tensor_axis(local, i);
+    for (int i = 0; i < nr; i++) order[k++] = kiln_tensor_reduce_axis(local, i);
+    kiln_expr c = kiln_tensor_axis(local, chan), p = kiln_tensor_axis(local, pix),
+              lanes = kiln_tensor_axis(local, 4);
+    order[k++] = pixels_inner ? c : p;
+    order[k++] = pixels_inner ? p : c;
+    order[k++] = lanes;
+    kiln_status st;
+    if ((st = kiln_reorder(sl, k, order)) != KILN_OK || (st = kiln_unroll(sl, c)) != KILN_OK ||
+        (st = kiln_unroll(sl, p)) != KILN_OK)
+        return st;
+    return kiln_vectorize(sl, lanes);
+}
+
 kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
                                   kiln_tensor *out, int vector_bytes) {
     int64_t od[5];
@@ -348,20 +371,7 @@ kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call, kiln_tens
         (st = kiln_unroll(so, owi)) != KILN_OK || (st = kiln_vectorize(so, ob)) != KILN_OK ||
         (st = kiln_compute_at(sc, so, rows_outer ? oco : owo)) != KILN_OK)
         return st;
-    kiln_expr c[5], r[4];
-    for (int i = 0; i < 5; i++) c[i] = kiln_tensor_axis(conv, i);
-    for (int i = 0; i < (dw ? 2 : 4); i++) r[i] = kiln_tensor_reduce_axis(conv, i);
-    kiln_expr corder[9];
-    int k = 0;
-    corder[k++] = c[0];
-    corder[k++] = c[2];
-    for (int i = 0; i < (dw ? 2 : 4); i++) corder[k++] = r[i];
-    corder[k++] = pixels_inner ? c[1] : c[3];
-    corder[k++] = pixels_inner ? c[3] : c[1];
-    corder[k++] = c[4];
-    if ((st = kiln_reorder(sc, k, corder)) != KILN_OK || (st = kiln_unroll(sc, c[1])) != KILN_OK ||
-        (st = kiln_unroll(sc, c[3])) != KILN_OK || (st = kiln_vectorize(sc, c[4])) != KILN_OK)
-        return st;
+    if ((st = ops_schedule_accumulators(sc, conv, 1, 3, pixels_inner)) != KILN_OK) return st;
     /* A depthwise convolution does few multiply-adds per input value, so a
        padded copy of its input written and read back through memory costs
        about as much as the convolution: it reads the input directly, the

@@ -358,13 +358,7 @@ kiln_status schedule_conv2d_winograd(kiln_schedule *s, const gnode *call, kiln_t
         (st = kiln_unroll(sm, ki)) != KILN_OK || (st = kiln_unroll(sm, pi)) != KILN_OK ||
         (st = kiln_vectorize(sm, ax[4])) != KILN_OK || (st = kiln_compute_at(sl, sm, po)) != KILN_OK)
         return st;
-    kiln_expr c[5];
-    for (int i = 0; i < 5; i++) c[i] = kiln_tensor_axis(ml, i);
-    kiln_expr lorder[7] = {c[0], c[1], kiln_tensor_reduce_axis(ml, 0), kiln_tensor_reduce_axis(ml, 1),
-                           pixels_inner ? c[2] : c[3], pixels_inner ? c[3] : c[2], c[4]};
-    if ((st = kiln_reorder(sl, 7, lorder)) != KILN_OK || (st = kiln_unroll(sl, c[2])) != KILN_OK ||
-        (st = kiln_unroll(sl, c[3])) != KILN_OK || (st = kiln_vectorize(sl, c[4])) != KILN_OK)
-        return st;
+    if ((st = ops_schedule_accumulators(sl, ml, 2, 3, pixels_inner)) != KILN_OK) return st;
 
     /* out (the output transform inlined into the epilogue) */
     kiln_stage *so = kiln_schedule_stage(s, out);
