@@ -113,6 +113,15 @@ kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const
     return KILN_OK;
 }
 
+kiln_target *driver_target(const kiln_build_options *opts) {
+    kiln_target *t = kiln_target_host();
+    if (t && opts && opts->vector_bytes) {
+        t->vector_bytes = opts->vector_bytes;
+        t->vector_regs = opts->vector_bytes >= 64 ? 32 : 16;
+    }
+    return t;
+}
+
 char *kiln_build_source(kiln_schedule *s, int nargs, kiln_tensor *const *args, const char *name,
                         const kiln_build_options *opts) {
     tir_func *f = te_lower(s, nargs, args, name, opts ? opts->vector_bytes : 0);

@@ -202,7 +202,7 @@ static void parallel_outer(kiln_stage *st) {
  * the reference every schedule is tested against. */
 static kiln_status default_schedule(kiln_schedule *s, int nout, kiln_tensor **outs,
                                     const gnode *anchor_node, kiln_tensor *anchor, int naive,
-                                    int vector_bytes) {
+                                    const kiln_target *target) {
     for (int i = 0; i < s->nstages; i++) {
         kiln_stage *st = s->stages[i];
         if (st->is_output || st->body->op == TIR_REDUCE) continue;
@@ -213,9 +213,7 @@ static kiln_status default_schedule(kiln_schedule *s, int nout, kiln_tensor **ou
     if (naive) return KILN_OK;
     kiln_stage *sa = NULL;
     if (anchor && nout == 1 && anchor_node->op->schedule) {
-        kiln_status r = anchor_node->op->schedule(s, anchor_node, anchor, outs[0],
-                                                  vector_bytes ? vector_bytes
-                                                               : kiln_host_vector_bytes());
+        kiln_status r = anchor_node->op->schedule(s, anchor_node, anchor, outs[0], target);
         if (r != KILN_OK) return r;
         sa = kiln_schedule_stage(s, anchor);
         kiln_stage *so = kiln_schedule_stage(s, outs[0]);
@@ -245,7 +243,8 @@ static kiln_status default_schedule(kiln_schedule *s, int nout, kiln_tensor **ou
     return KILN_OK;
 }
 
-static tir_func *lower_group(plan *P, kiln_ctx *ctx, group_t *gr, const kiln_build_options *opts) {
+static tir_func *lower_group(plan *P, kiln_ctx *ctx, group_t *gr, const kiln_build_options *opts,
+                             const kiln_target *target) {
     struct kiln_graph *g = P->g;
     kiln_tensor **t = calloc((size_t)g->n * 2 + 2, sizeof(kiln_tensor *)); /* node -> tensor(s) */
     kiln_tensor *args[4096];
@@ -300,11 +299,11 @@ static tir_func *lower_group(plan *P, kiln_ctx *ctx, group_t *gr, const kiln_bui
     if (!on->type.is_tuple) args[nargs] = t[gr->out];
     kiln_schedule *s = kiln_schedule_create(ctx, nout, args + nargs);
     if (!s || default_schedule(s, nout, args + nargs, anchor_node, anchor, opts && opts->naive,
-                               opts ? opts->vector_bytes : 0) != KILN_OK) {
+                               target) != KILN_OK) {
         kiln_error_prefix("scheduling %s", graph_node_label(g->nodes[gr->out], label, sizeof label));
         goto done;
     }
-    f = te_lower(s, nargs + nout, args, gr->func, opts ? opts->vector_bytes : 0);
+    f = te_lower(s, nargs + nout, args, gr->func, target->vector_bytes);
     if (!f) kiln_error_prefix("lowering %s", graph_node_label(on, label, sizeof label));
 done:
     free(t);
@@ -550,9 +549,14 @@ kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
     struct kiln_graph *user = g;
     kiln_status st = kiln_graph_infer_types(g);
     if (st != KILN_OK || (st = check_static(g)) != KILN_OK) return st;
-    pass_env env = {opts ? opts->vector_bytes : 0, opts ? opts->winograd : -1};
+    kiln_target *target = driver_target(opts);
+    if (!target) return KILN_ERR_INVALID;
+    pass_env env = {target, opts ? opts->winograd : -1};
     g = pass_run_pipeline(user, level, disabled, opts ? opts->dump_dir : NULL, &env);
-    if (!g) return KILN_ERR_INVALID;
+    if (!g) {
+        kiln_target_free(target);
+        return KILN_ERR_INVALID;
+    }
     int fuse = level > 0 && !(opts && opts->no_fuse) &&
                !(disabled && strstr(disabled, "FuseOps"));
     plan P = {g, NULL, 0, NULL, NULL};
@@ -572,7 +576,7 @@ kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
         goto done;
     }
     for (int k = 0; k < P.ngroups; k++) {
-        tir_func *f = lower_group(&P, ctx, &P.groups[k], opts);
+        tir_func *f = lower_group(&P, ctx, &P.groups[k], opts, target);
         if (!f) {
             st = KILN_ERR_INVALID;
             goto done;
@@ -613,5 +617,6 @@ done:
     kiln_npz_free(params);
     kiln_ctx_free(ctx);
     if (g != user) kiln_graph_free(g);
+    kiln_target_free(target);
     return st;
 }

@@ -5,6 +5,7 @@
 
 #include "../codegen/codegen.h"
 #include "kiln/schedule.h"
+#include "../target/target.h"
 
 struct kiln_build_options {
     char *cc;
@@ -19,6 +20,9 @@ struct kiln_build_options {
     char *dump_dir;   /* graphs: where to write the IR around each pass */
 };
 
+/* The target of opts: the host's (with opts' vector width, if set); NULL
+ * with an error. The caller frees it. */
+KILN_HIDDEN kiln_target *driver_target(const kiln_build_options *opts);
 /* The toolchain of opts (defaults where unset). */
 KILN_HIDDEN codegen_toolchain driver_toolchain(const kiln_build_options *opts);
 /* Remove a build folder and the files in it. */

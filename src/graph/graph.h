@@ -15,6 +15,7 @@
 #define KILN_GRAPH_H
 
 #include "../base/base_internal.h"
+#include "../target/target.h"
 #include "kiln/graph.h"
 #include "kiln/runtime.h"
 #include "kiln/schedule.h"
@@ -97,10 +98,11 @@ typedef kiln_status (*op_compute_fn)(kiln_ctx *ctx, const struct gnode *call,
 /* Schedule the group whose anchor (out-elemwise-fusable) op is `call`:
  * `anchor` is the op's output tensor, `out` the group's output, which may
  * be anchor itself or an elementwise epilogue of it (already inlined into
- * out). vector_bytes is the target's vector width. Stages the function does
+ * out), for `target` (its vector width, registers and caches). Stages the function does
  * not touch keep the driver's default schedule. */
 typedef kiln_status (*op_schedule_fn)(kiln_schedule *s, const struct gnode *call,
-                                      kiln_tensor *anchor, kiln_tensor *out, int vector_bytes);
+                                      kiln_tensor *anchor, kiln_tensor *out,
+                                      const kiln_target *target);
 
 /* One row of the op table. */
 typedef struct kiln_op_def {

@@ -44,7 +44,7 @@ KILN_COMPUTE(compute_conv2d_winograd_nchwc);
 
 /* compute_nn.c: the packed GEMM schedule of nn.dense */
 KILN_HIDDEN kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
-                                       kiln_tensor *out, int vector_bytes);
+                                       kiln_tensor *out, const kiln_target *target);
 /* compute_reduce.c: the row schedule the lane-parallel softmax and layer
  * norm share. out's leading axes are fused into rows run in parallel, its
  * last axis vectorized by `lanes`; each of `stages` (consumers before
@@ -56,13 +56,13 @@ KILN_HIDDEN kiln_status ops_schedule_rows(kiln_schedule *s, kiln_tensor *out, in
                                           kiln_tensor *const *stages, const ops_row_kind *kinds);
 KILN_HIDDEN kiln_status schedule_layer_norm(kiln_schedule *s, const gnode *call,
                                             kiln_tensor *anchor, kiln_tensor *out,
-                                            int vector_bytes);
+                                            const kiln_target *target);
 KILN_HIDDEN kiln_status schedule_softmax(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
-                                         kiln_tensor *out, int vector_bytes);
+                                         kiln_tensor *out, const kiln_target *target);
 /* compute_nchwc.c: the blocked layout NCHW[x]c */
 KILN_HIDDEN kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call,
                                               kiln_tensor *anchor, kiln_tensor *out,
-                                              int vector_bytes);
+                                              const kiln_target *target);
 
 /* The register block of a convolution-like product (compute_nchwc.c):
  * reg_n divides ow (output pixels), ocb divides occ (output-channel
@@ -82,10 +82,10 @@ KILN_HIDDEN kiln_status ops_schedule_accumulators(kiln_stage *sl, kiln_tensor *l
 /* compute_winograd.c: the three loop nests of a Winograd convolution */
 KILN_HIDDEN kiln_status schedule_conv2d_winograd(kiln_schedule *s, const gnode *call,
                                                  kiln_tensor *anchor, kiln_tensor *out,
-                                                 int vector_bytes);
+                                                 const kiln_target *target);
 KILN_HIDDEN kiln_status schedule_pool2d_nchwc(kiln_schedule *s, const gnode *call,
                                               kiln_tensor *anchor, kiln_tensor *out,
-                                              int vector_bytes);
+                                              const kiln_target *target);
 
 /* compute_nn.c helpers (ops_attr2 is in ops.h): 4-value
  * padding (top, left, bottom, right), and x (NCHW or NCHW[x]c) padded on

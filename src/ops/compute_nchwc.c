@@ -321,10 +321,10 @@ kiln_status ops_schedule_accumulators(kiln_stage *sl, kiln_tensor *local, int ch
 }
 
 kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
-                                  kiln_tensor *out, int vector_bytes) {
+                                  kiln_tensor *out, const kiln_target *target) {
     int64_t od[5];
     if (kiln_tensor_ndim(out) != 5 || ops_shape(out, od) != 5) return KILN_OK;
-    int lanes = ops_lanes(vector_bytes), nregs = ops_vector_regs(vector_bytes);
+    int lanes = target_lanes(target), nregs = target->vector_regs;
     int64_t vecs = (od[4] + lanes - 1) / lanes; /* registers per pixel and block */
     int dw = is_depthwise(call);
     int64_t reg_n, ocb, block_bytes = 4;
@@ -394,8 +394,8 @@ kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call, kiln_tens
  * parallel; per output pixel the window is reduced with the x channels of a
  * block as one vector. Other pools keep the default schedule. */
 kiln_status schedule_pool2d_nchwc(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
-                                  kiln_tensor *out, int vector_bytes) {
-    (void)vector_bytes;
+                                  kiln_tensor *out, const kiln_target *target) {
+    (void)target;
     int64_t od[5];
     if (strcmp(call->op->name, "nn.max_pool2d") || kiln_tensor_ndim(out) != 5 ||
         ops_shape(out, od) != 5 || kiln_tensor_num_reduce_axes(anchor) != 2 ||

@@ -157,15 +157,15 @@ kiln_status compute_dense(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *
  * broadcasts feed mr*nr/lanes multiply-adds. The epilogue (bias, GELU, the
  * residual add) is the output stage over the same tile. */
 
-void ops_dense_tile(int64_t m, int64_t n, int64_t k, int vector_bytes, int64_t *mr, int64_t *nr,
+void ops_dense_tile(int64_t m, int64_t n, int64_t k, const kiln_target *target, int64_t *mr, int64_t *nr,
                     int64_t *vl) {
-    int nregs = ops_vector_regs(vector_bytes);
+    int nregs = target->vector_regs;
     double best = -1e30;
     *mr = 1;
     *nr = 0;
     *vl = 0;
     /* whole registers if n allows, else half or quarter ones (n = 1000) */
-    for (int64_t lanes = ops_lanes(vector_bytes); lanes >= 4 && !*nr; lanes /= 2) {
+    for (int64_t lanes = target_lanes(target); lanes >= 4 && !*nr; lanes /= 2) {
         for (int64_t v = 1; v <= 6; v++) {
             if (n % (v * lanes)) continue;
             /* a weight panel (k x nr floats) is read once per row tile: keep
@@ -194,7 +194,7 @@ void ops_dense_tile(int64_t m, int64_t n, int64_t k, int vector_bytes, int64_t *
 }
 
 kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
-                           kiln_tensor *out, int vector_bytes) {
+                           kiln_tensor *out, const kiln_target *target) {
     /* the columns must read the right-hand side contiguously: dense with
        packed or [in, units] weights, batch_matmul with B not transposed */
     int bmm = !strcmp(call->op->name, "nn.batch_matmul");
@@ -207,7 +207,7 @@ kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tensor *anc
     int64_t m = nd >= 2 ? od[nd - 2] : 1, mr, nr, vl;
     const gtensor_type *xt = &call->graph->nodes[call->in[0]]->type.t[0];
     int64_t kext = xt->dims[xt->ndim - 1 - (bmm && graph_attr_int(call, "transpose_a", 0))].v;
-    ops_dense_tile(m, od[nd - 1], kext, vector_bytes, &mr, &nr, &vl);
+    ops_dense_tile(m, od[nd - 1], kext, target, &mr, &nr, &vl);
     int pn = ops_dense_layout(layout);
     if (!nr || (pn > 0 && pn % nr && nr % pn)) return KILN_OK;
     kiln_tensor *acc = anchor;
@@ -539,8 +539,8 @@ kiln_status compute_softmax(kiln_ctx *ctx, const gnode *call, kiln_tensor *const
  * partial sums and the output are vectors of SM_LANES, in local buffers
  * computed at the row. */
 kiln_status schedule_softmax(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
-                             kiln_tensor *out, int vector_bytes) {
-    (void)vector_bytes;
+                             kiln_tensor *out, const kiln_target *target) {
+    (void)target;
     int64_t od[KILN_MAX_NDIM];
     int nd = ops_shape(out, od), axis;
     if (anchor != out || nd < 2 || !softmax_lanes_form(call, nd, od, &axis)) return KILN_OK;

@@ -266,8 +266,8 @@ kiln_status compute_layer_norm(kiln_ctx *ctx, const gnode *call, kiln_tensor *co
  * fused) in parallel; per row the partial sums and the output are vectors of
  * LN_LANES, every statistic computed at the row in local buffers. */
 kiln_status schedule_layer_norm(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
-                                kiln_tensor *out, int vector_bytes) {
-    (void)vector_bytes;
+                                kiln_tensor *out, const kiln_target *target) {
+    (void)target;
     int64_t xd[KILN_MAX_NDIM];
     int nd = ops_shape(out, xd);
     int64_t axis = graph_attr_int(call, "axis", -1);

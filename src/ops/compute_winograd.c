@@ -309,7 +309,7 @@ kiln_status compute_conv2d_winograd_nchwc(kiln_ctx *ctx, const gnode *call, kiln
  *   out: per (batch, output block, tile row), each tile's m x m outputs
  *      unrolled (the selects on h % m, w % m fold) with the epilogue. */
 kiln_status schedule_conv2d_winograd(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
-                                     kiln_tensor *out, int vector_bytes) {
+                                     kiln_tensor *out, const kiln_target *target) {
     int64_t od[5], md[5];
     int m = (int)graph_attr_int(call, "tile_size", 0);
     kiln_tensor *ins[4];
@@ -320,7 +320,7 @@ kiln_status schedule_conv2d_winograd(kiln_schedule *s, const gnode *call, kiln_t
     if (kiln_tensor_inputs(mt, ins, 4) != 2) return KILN_OK;
     vt = ins[0];
     ops_shape(mt, md);
-    int lanes = ops_lanes(vector_bytes), nregs = ops_vector_regs(vector_bytes);
+    int lanes = target_lanes(target), nregs = target->vector_regs;
     int64_t vecs = (md[4] + lanes - 1) / lanes, reg_n, ocb;
     int pixels_inner;
     int64_t vd[5];

@@ -39,20 +39,11 @@ KILN_HIDDEN int ops_layout_block(const char *layout);
  * for "NC[x]n" ([units/x, in, x]), -1 for anything else. */
 KILN_HIDDEN int ops_dense_layout(const char *layout);
 
-/* The float32 lanes of a vector register of vector_bytes (4 when unknown),
- * and how many vector registers an x86 target has at that width (32 with
- * AVX-512, 16 below): what the register-blocked schedules size against. */
-static inline int ops_lanes(int vector_bytes) {
-    return vector_bytes / 4 > 0 ? vector_bytes / 4 : 4;
-}
-static inline int ops_vector_regs(int vector_bytes) {
-    return vector_bytes >= 64 ? 32 : 16;
-}
 /* The register tile of a dense/matmul output with m rows, n columns and a
  * reduction of length k: *mr rows by *nr columns (a multiple of the vector
  * lanes *vl: the register's, or half or a quarter of it when n needs), mr
  * dividing m and nr dividing n; *nr is 0 if n has no usable divisor. */
-KILN_HIDDEN void ops_dense_tile(int64_t m, int64_t n, int64_t k, int vector_bytes, int64_t *mr,
+KILN_HIDDEN void ops_dense_tile(int64_t m, int64_t n, int64_t k, const kiln_target *target, int64_t *mr,
                                 int64_t *nr, int64_t *vl);
 
 /* A 2-value int attribute (one given value repeats), e.g. strides

@@ -30,6 +30,7 @@ typedef struct {
     const struct kiln_graph *g;
     struct kiln_graph *r;
     int lanes;
+    const kiln_target *target;
     int winograd; /* pass_env's: -1 decide, 0 never, 2 or 4 always where it applies */
     int *map;   /* old id -> new id, in the layout blk says */
     int *blk;   /* old id -> its new node's channel block (0: plain) */
@@ -427,7 +428,7 @@ static int alter_dense(alter *A, const gnode *n, const int *in) {
     int64_t rows = kiln_ndarray_dim(w->value, 0), cols = kiln_ndarray_dim(w->value, 1);
     int64_t m = xt->ndim >= 2 && !xt->dims[xt->ndim - 2].sym ? xt->dims[xt->ndim - 2].v : 1, mr, nr,
             vl;
-    ops_dense_tile(m, rows, cols, A->lanes * 4, &mr, &nr, &vl);
+    ops_dense_tile(m, rows, cols, A->target, &mr, &nr, &vl);
     int64_t dims[3] = {nr ? rows / nr : cols, nr ? cols : rows, nr};
     kiln_ndarray *t = kiln_ndarray_empty(kiln_ndarray_dtype(w->value), nr ? 3 : 2, dims);
     if (!t) return -1;
@@ -453,10 +454,10 @@ static int alter_dense(alter *A, const gnode *n, const int *in) {
 /* ---- the pass --------------------------------------------------------------------------- */
 
 struct kiln_graph *pass_alter_op_layout(struct kiln_graph *g, const pass_env *env) {
-    alter A = {g, graph_new(g->ops), 0, -1, NULL, NULL, NULL, NULL, NULL, NULL};
-    int vb = env && env->vector_bytes ? env->vector_bytes : kiln_host_vector_bytes();
-    A.lanes = vb / 4 > 1 ? vb / 4 : 1;
-    A.winograd = env ? env->winograd : -1;
+    alter A = {.g = g, .r = graph_new(g->ops), .winograd = -1};
+    A.target = env->target;
+    A.lanes = target_lanes(env->target);
+    A.winograd = env->winograd;
     size_t n = (size_t)(g->n ? g->n : 1);
     A.map = malloc(sizeof(int) * n);
     A.blk = calloc(n, sizeof(int));

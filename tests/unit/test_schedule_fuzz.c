@@ -178,7 +178,9 @@ static kiln_expr pick_leaf(kiln_stage *st, uint64_t *rng, int *pos) {
  * 8 channels in blocks of 4, 7x6 pixels padded by 1 (partial tiles), 8
  * output channels whose weight block pairs two output blocks. */
 static kiln_status wino_base(kiln_schedule *s, workload *w) {
-    return w->call->op->schedule(s, w->call, w->out, w->out, 16);
+    /* SSE-width blocks: 4 lanes, 16 registers */
+    static const kiln_target sse = {.vector_bytes = 16, .vector_regs = 16};
+    return w->call->op->schedule(s, w->call, w->out, w->out, &sse);
 }
 
 static void make_winograd(workload *w) {
