@@ -286,7 +286,9 @@ int graph_parse_attrs(struct kiln_graph *g, const char *text, gattr **out) {
     return n;
 }
 
-/* Defaults are parsed once into a process-wide arena. */
+/* Defaults are parsed once into a process-wide arena, held by a graph of
+ * no nodes that only lends its arena to the attribute parser. */
+static struct kiln_graph g_defaults_arena;
 static struct {
     pthread_mutex_t mu;
     struct kiln_graph *g;
@@ -301,7 +303,7 @@ const gattr *graph_default_attr(const kiln_op_def *op, const attr_schema *s) {
     for (int i = 0; i < g_defaults.n && !r; i++)
         if (g_defaults.keys[i] == s) r = &g_defaults.vals[i];
     if (!r) {
-        if (!g_defaults.g) g_defaults.g = graph_new(NULL);
+        if (!g_defaults.g && (g_defaults_arena.arena = arena_new())) g_defaults.g = &g_defaults_arena;
         char text[512];
         snprintf(text, sizeof text, "%s=%s", s->name, s->def);
         gattr *a;
