@@ -1,0 +1,488 @@
+/* c_base.c: the C renderer's vocabulary, shared by every C-like back end:
+ * the dtype table, the renderer state (the first error, the registry of
+ * static inline helpers), names and exact constants, scalar operators and
+ * casts, vector types, splats, vector loads/stores/gathers/scatters and
+ * per-lane helpers. c_render_internal.h says how the renderer's files fit.
+ *
+ * Representations: bool is uint8_t holding 0/1, and a bool vector is a
+ * uint8_t vector (kiln_b8xN) holding 0/1 per lane, so it loads and stores
+ * as bool memory directly. bfloat16 is uint16_t bits; only loads, stores,
+ * casts and selects of it are allowed. Float min/max propagate NaN as
+ * numpy's minimum/maximum do. */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "c_render_internal.h"
+
+/* ---- dtype table ------------------------------------------------------------ */
+
+const cg_type cg_types[KILN_HANDLE] = {
+    [KILN_FLOAT32] = {"float", "f32", "f"},     [KILN_FLOAT16] = {"_Float16", "f16", "f"},
+    [KILN_BFLOAT16] = {"uint16_t", "bf16", ""}, [KILN_INT8] = {"int8_t", "i8", NULL},
+    [KILN_UINT8] = {"uint8_t", "u8", NULL},     [KILN_INT32] = {"int32_t", "i32", NULL},
+    [KILN_INT64] = {"int64_t", "i64", NULL},    [KILN_BOOL] = {"uint8_t", "b8", NULL},
+    [KILN_FLOAT64] = {"double", "f64", ""},
+};
+
+static const char *g_intrin_c[TIR_INTRIN_COUNT] = {
+    [TIR_EXP] = "exp",  [TIR_LOG] = "log",         [TIR_SQRT] = "sqrt",   [TIR_TANH] = "tanh",
+    [TIR_ERF] = "erf",  [TIR_POW] = "pow",         [TIR_FLOOR] = "floor", [TIR_CEIL] = "ceil",
+    [TIR_ABS] = "fabs", [TIR_ROUND] = "nearbyint",
+};
+
+const char *const cg_binop_c[TIR_OP_COUNT] = {
+    [TIR_ADD] = "+", [TIR_SUB] = "-", [TIR_MUL] = "*", [TIR_DIV] = "/",
+    [TIR_MOD] = "%", [TIR_EQ] = "==", [TIR_NE] = "!=", [TIR_LT] = "<",
+    [TIR_LE] = "<=", [TIR_GT] = ">",  [TIR_GE] = ">=",
+};
+
+int codegen_vector_ok(kiln_dtype dt, int lanes) {
+    if ((unsigned)dt >= KILN_HANDLE)
+        return 0;
+    if (lanes == 1)
+        return 1;
+    if (lanes < 2 || lanes > 64 || (lanes & (lanes - 1)))
+        return 0;
+    return kiln_dtype_size(dt) * (size_t)lanes <= 256;
+}
+
+int cg_lanes_ok(int lanes) {
+    return lanes >= 1 && lanes <= 64 && !(lanes & (lanes - 1));
+}
+
+/* ---- the renderer state ---------------------------------------------------------- */
+
+void cg_fail(cg_render *r, kiln_status st, const char *fmt, ...) {
+    if (r->st)
+        return;
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    r->st = kiln_set_error(st, "%s", buf);
+}
+
+char *cg_sfmt(const char *fmt, ...) {
+    kstr s;
+    kstr_init(&s);
+    va_list ap;
+    va_start(ap, fmt);
+    kstr_vprintf(&s, fmt, ap);
+    va_end(ap);
+    char *t = kstr_take(&s);
+    KILN_ASSERT(t);
+    return t;
+}
+
+char *cg_sdup(const char *s) {
+    return cg_sfmt("%s", s);
+}
+
+int cg_have_helper(cg_render *r, const char *key) {
+    for (int i = 0; i < r->nh; i++)
+        if (strcmp(r->helpers[i].key, key) == 0)
+            return 1;
+    return 0;
+}
+
+void cg_add_helper(cg_render *r, const char *key, char *text) {
+    if (cg_have_helper(r, key)) {
+        free(text);
+        return;
+    }
+    if (r->nh == r->caph) {
+        r->caph = r->caph ? r->caph * 2 : 32;
+        r->helpers = realloc(r->helpers, (size_t)r->caph * sizeof(cg_helper));
+        KILN_ASSERT(r->helpers);
+    }
+    r->helpers[r->nh].key = cg_sdup(key);
+    r->helpers[r->nh].text = text;
+    r->nh++;
+}
+
+cg_alloc *cg_find_alloc(cg_render *r, tir_node buf) {
+    for (int i = r->na - 1; i >= 0; i--)
+        if (r->allocs[i].buf == buf)
+            return &r->allocs[i];
+    return NULL;
+}
+
+/* ---- names and constants ------------------------------------------------------------ */
+
+char *cg_var_name(tir_node v) {
+    kstr s;
+    kstr_init(&s);
+    const char *n = v->name && *v->name ? v->name : "v";
+    if (isdigit((unsigned char)n[0]))
+        kstr_putc(&s, 'v');
+    for (; *n; n++)
+        kstr_putc(&s, isalnum((unsigned char)*n) || *n == '_' ? *n : '_');
+    kstr_printf(&s, "_%lld", (long long)v->ival);
+    char *t = kstr_take(&s);
+    KILN_ASSERT(t);
+    return t;
+}
+
+static uint16_t f32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+char *cg_const_float(kiln_dtype dt, double v) {
+    if (!cg_is_float(dt))
+        return cg_const_int(dt, (int64_t)v);
+    if (dt == KILN_BFLOAT16)
+        return cg_sfmt("((uint16_t)0x%04x)", f32_to_bf16((float)v));
+    int dbl = dt == KILN_FLOAT64;
+    const char *cast = dt == KILN_FLOAT16 ? "(_Float16)" : dbl ? "(double)" : "";
+    if (isnan(v))
+        return cg_sfmt("(%sNAN)", cast);
+    if (isinf(v))
+        return cg_sfmt("(%s%sINFINITY)", cast, v < 0 ? "-" : "");
+    char num[64];
+    if (dbl)
+        snprintf(num, sizeof num, "%.17g", v);
+    else
+        snprintf(num, sizeof num, "%.9g", (double)(float)v);
+    if (!strpbrk(num, ".e"))
+        strcat(num, ".0");
+    const char *suf = dbl ? "" : "f";
+    if (dt == KILN_FLOAT16)
+        return cg_sfmt("((_Float16)%s%s)", num, suf);
+    return num[0] == '-' ? cg_sfmt("(%s%s)", num, suf) : cg_sfmt("%s%s", num, suf);
+}
+
+char *cg_const_int(kiln_dtype dt, int64_t v) {
+    if (cg_is_float(dt))
+        return cg_const_float(dt, (double)v);
+    switch (dt) {
+    case KILN_BOOL: return cg_sdup(v ? "1" : "0");
+    case KILN_INT8:
+    case KILN_UINT8: return cg_sfmt("((%s)%lld)", cg_types[dt].c, (long long)v);
+    case KILN_INT32:
+        if (v == INT32_MIN)
+            return cg_sdup("(-2147483647 - 1)");
+        return v < 0 ? cg_sfmt("(%lld)", (long long)v) : cg_sfmt("%lld", (long long)v);
+    default:
+        if (v == INT64_MIN)
+            return cg_sdup("((int64_t)(-9223372036854775807LL - 1))");
+        if (v > INT32_MAX || v < -INT32_MAX)
+            return cg_sfmt("((int64_t)%lldLL)", (long long)v);
+        return v < 0 ? cg_sfmt("(%lld)", (long long)v) : cg_sfmt("%lld", (long long)v);
+    }
+}
+
+/* ---- helpers ------------------------------------------------------------------------- */
+
+void cg_vtype(cg_render *r, char out[48], kiln_dtype dt, int lanes) {
+    if (lanes == 1) {
+        snprintf(out, 48, "%s", cg_types[dt].c);
+        return;
+    }
+    snprintf(out, 48, "kiln_%sx%d", cg_types[dt].tag, lanes);
+    if (!cg_have_helper(r, out))
+        cg_add_helper(r, out,
+                      cg_sfmt("typedef %s %s __attribute__((vector_size(%zu)));\n", cg_types[dt].c,
+                              out, kiln_dtype_size(dt) * (size_t)lanes));
+}
+
+static void need_bf16(cg_render *r) {
+    cg_add_helper(
+        r, "kiln_bf16",
+        cg_sdup("static inline float kiln_bf16_to_f32(uint16_t h) {\n"
+                "    uint32_t u = (uint32_t)h << 16;\n"
+                "    float f;\n"
+                "    memcpy(&f, &u, 4);\n"
+                "    return f;\n"
+                "}\n"
+                "static inline uint16_t kiln_f32_to_bf16(float f) {\n"
+                "    uint32_t u;\n"
+                "    memcpy(&u, &f, 4);\n"
+                "    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);\n"
+                "    u += 0x7fffu + ((u >> 16) & 1u);\n"
+                "    return (uint16_t)(u >> 16);\n"
+                "}\n"));
+}
+
+/* A scalar helper kiln_<op>_<tag>(a, b) for floordiv/floormod/min/max/abs. */
+static char *scalar_helper_call(cg_render *r, const char *op, kiln_dtype dt, int nargs, char **a) {
+    char name[64];
+    snprintf(name, sizeof name, "kiln_%s_%s", op, cg_types[dt].tag);
+    if (!cg_have_helper(r, name)) {
+        const char *T = cg_types[dt].c;
+        int fl = cg_is_float(dt), dbl = dt == KILN_FLOAT64;
+        const char *F = dbl ? "double" : "float", *s = dbl ? "" : "f";
+        const char *body;
+        char buf[512];
+        if (!strcmp(op, "floordiv") && !fl)
+            body = "    T q = (T)(a / b);\n"
+                   "    return (T)((q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q);\n";
+        else if (!strcmp(op, "floormod") && !fl)
+            body = "    T m = (T)(a % b);\n"
+                   "    return (T)((m != 0 && ((m < 0) != (b < 0))) ? m + b : m);\n";
+        else if (!strcmp(op, "floordiv")) {
+            snprintf(buf, sizeof buf, "    return (T)floor%s((%s)a / (%s)b);\n", s, F, F);
+            body = buf;
+        } else if (!strcmp(op, "floormod")) {
+            snprintf(buf, sizeof buf,
+                     "    %s m = fmod%s((%s)a, (%s)b);\n"
+                     "    if (m != 0) {\n"
+                     "        if ((b < 0) != (m < 0)) m += (%s)b;\n"
+                     "    } else {\n"
+                     "        m = copysign%s((%s)0, (%s)b);\n"
+                     "    }\n"
+                     "    return (T)m;\n",
+                     F, s, F, F, F, s, F, F);
+            body = buf;
+        } else if (!strcmp(op, "min"))
+            body = fl ? "    return (a < b || a != a) ? a : b;\n" : "    return a < b ? a : b;\n";
+        else if (!strcmp(op, "max"))
+            body = fl ? "    return (a > b || a != a) ? a : b;\n" : "    return a > b ? a : b;\n";
+        else
+            body = "    return a < 0 ? (T)-a : a;\n"; /* abs */
+        kstr t;
+        kstr_init(&t);
+        kstr_printf(&t, "static inline %s %s(%s a", T, name, T);
+        if (nargs > 1)
+            kstr_printf(&t, ", %s b", T);
+        kstr_puts(&t, ") {\n");
+        /* the body, with the type placeholder T replaced */
+        for (const char *p = body; *p; p++) {
+            if (*p == 'T' && (p == body || !isalnum((unsigned char)p[-1])) &&
+                !isalnum((unsigned char)p[1]))
+                kstr_puts(&t, T);
+            else
+                kstr_putc(&t, *p);
+        }
+        kstr_puts(&t, "}\n");
+        char *text = kstr_take(&t);
+        KILN_ASSERT(text);
+        cg_add_helper(r, name, text);
+    }
+    return nargs > 1 ? cg_sfmt("%s(%s, %s)", name, a[0], a[1]) : cg_sfmt("%s(%s)", name, a[0]);
+}
+
+char *cg_cast_text(cg_render *r, kiln_dtype to, kiln_dtype from, const char *a) {
+    if (to == from)
+        return cg_sdup(a);
+    if (from == KILN_BFLOAT16) {
+        need_bf16(r);
+        if (to == KILN_BOOL)
+            return cg_sfmt("(kiln_bf16_to_f32(%s) != 0)", a);
+        if (to == KILN_FLOAT32)
+            return cg_sfmt("kiln_bf16_to_f32(%s)", a);
+        return cg_sfmt("((%s)kiln_bf16_to_f32(%s))", cg_types[to].c, a);
+    }
+    if (to == KILN_BFLOAT16) {
+        need_bf16(r);
+        if (from == KILN_FLOAT32)
+            return cg_sfmt("kiln_f32_to_bf16(%s)", a);
+        return cg_sfmt("kiln_f32_to_bf16((float)(%s))", a);
+    }
+    if (to == KILN_BOOL)
+        return cg_sfmt("((%s) != 0)", a);
+    return cg_sfmt("((%s)(%s))", cg_types[to].c, a);
+}
+
+char *cg_scalar_text(cg_render *r, int op, uint32_t aux, kiln_dtype dt, kiln_dtype odt, char **a) {
+    switch (op) {
+    case TIR_ADD:
+    case TIR_SUB:
+    case TIR_MUL:
+    case TIR_DIV:
+    case TIR_MOD:
+        if (op == TIR_MOD && cg_is_float(dt)) {
+            if (dt == KILN_FLOAT16)
+                return cg_sfmt("((_Float16)fmodf((float)(%s), (float)(%s)))", a[0], a[1]);
+            return cg_sfmt("fmod%s(%s, %s)", cg_types[dt].fsuffix, a[0], a[1]);
+        }
+        if (cg_is_narrow(dt))
+            return cg_sfmt("((%s)(%s %s %s))", cg_types[dt].c, a[0], cg_binop_c[op], a[1]);
+        return cg_sfmt("(%s %s %s)", a[0], cg_binop_c[op], a[1]);
+    case TIR_FLOORDIV: return scalar_helper_call(r, "floordiv", dt, 2, a);
+    case TIR_FLOORMOD: return scalar_helper_call(r, "floormod", dt, 2, a);
+    case TIR_MIN: return scalar_helper_call(r, "min", dt, 2, a);
+    case TIR_MAX: return scalar_helper_call(r, "max", dt, 2, a);
+    case TIR_EQ:
+    case TIR_NE:
+    case TIR_LT:
+    case TIR_LE:
+    case TIR_GT:
+    case TIR_GE: return cg_sfmt("(%s %s %s)", a[0], cg_binop_c[op], a[1]);
+    case TIR_AND: return cg_sfmt("(%s && %s)", a[0], a[1]);
+    case TIR_OR: return cg_sfmt("(%s || %s)", a[0], a[1]);
+    case TIR_NOT: return cg_sfmt("(!%s)", a[0]);
+    case TIR_SELECT: return cg_sfmt("(%s ? %s : %s)", a[0], a[1], a[2]);
+    case TIR_CAST: return cg_cast_text(r, dt, odt, a[0]);
+    case TIR_CALL: {
+        tir_intrin f = (tir_intrin)aux;
+        if (!cg_is_float(dt)) {
+            if (f == TIR_ABS)
+                return scalar_helper_call(r, "abs", dt, 1, a);
+            if (f == TIR_FLOOR || f == TIR_CEIL || f == TIR_ROUND)
+                return cg_sfmt("(%s)", a[0]);
+            cg_fail(r, KILN_ERR_UNSUPPORTED,
+                    "intrinsic %s on %s is not supported: cast to float first", tir_intrin_name(f),
+                    kiln_dtype_name(dt));
+            return cg_sdup("0");
+        }
+        int h = dt == KILN_FLOAT16, dbl = dt == KILN_FLOAT64;
+        const char *s = cg_types[dt].fsuffix, *one = dbl ? "1.0" : "1.0f";
+        char *x = h ? cg_sfmt("(float)(%s)", a[0]) : cg_sdup(a[0]), *res;
+        if (f == TIR_RSQRT)
+            res = cg_sfmt("(%s / sqrt%s(%s))", one, s, x);
+        else if (f == TIR_SIGMOID)
+            res = cg_sfmt("(%s / (%s + exp%s(-(%s))))", one, one, s, x);
+        else if (f == TIR_POW) {
+            char *y = h ? cg_sfmt("(float)(%s)", a[1]) : cg_sdup(a[1]);
+            res = cg_sfmt("pow%s(%s, %s)", s, x, y);
+            free(y);
+        } else
+            res = cg_sfmt("%s%s(%s)", g_intrin_c[f], s, x);
+        free(x);
+        if (h) {
+            char *t = cg_sfmt("((_Float16)%s)", res);
+            free(res);
+            res = t;
+        }
+        return res;
+    }
+    default:
+        cg_fail(r, KILN_ERR_INVALID, "cannot render %s", tir_op_name((tir_op)op));
+        return cg_sdup("0");
+    }
+}
+
+/* ---- vectors ---------------------------------------------------------------------------- */
+
+char *cg_lane_call(cg_render *r, const char *opname, int op, uint32_t aux, kiln_dtype dt, int lanes,
+                   kiln_dtype odt, int nargs, const kiln_dtype *adt, char **args) {
+    char name[96];
+    if (odt == dt)
+        snprintf(name, sizeof name, "kiln_%s_%sx%d", opname, cg_types[dt].tag, lanes);
+    else
+        snprintf(name, sizeof name, "kiln_%s_%s_%sx%d", opname, cg_types[odt].tag, cg_types[dt].tag,
+                 lanes);
+    if (!cg_have_helper(r, name))
+        cg_vmath_helper(r, name, op, aux, dt, lanes, odt, nargs, adt);
+    if (!cg_have_helper(r, name)) {
+        static char *elems[3] = {"a[i]", "b[i]", "c[i]"};
+        char *body = cg_scalar_text(r, op, aux, dt, odt, elems);
+        char rt[48], at[48];
+        cg_vtype(r, rt, dt, lanes);
+        kstr t;
+        kstr_init(&t);
+        kstr_printf(&t, "static inline %s %s(", rt, name);
+        for (int k = 0; k < nargs; k++) {
+            cg_vtype(r, at, adt[k], lanes);
+            kstr_printf(&t, "%s%s %c", k ? ", " : "", at, "abc"[k]);
+        }
+        kstr_printf(
+            &t, ") {\n    %s r;\n    for (int i = 0; i < %d; i++) r[i] = %s;\n    return r;\n}\n",
+            rt, lanes, body);
+        free(body);
+        char *text = kstr_take(&t);
+        KILN_ASSERT(text);
+        cg_add_helper(r, name, text);
+    }
+    kstr c;
+    kstr_init(&c);
+    kstr_printf(&c, "%s(", name);
+    for (int k = 0; k < nargs; k++)
+        kstr_printf(&c, "%s%s", k ? ", " : "", args[k]);
+    kstr_putc(&c, ')');
+    char *t = kstr_take(&c);
+    KILN_ASSERT(t);
+    return t;
+}
+
+char *cg_splat(cg_render *r, kiln_dtype dt, int lanes, char *a) {
+    char vt[48], name[64];
+    cg_vtype(r, vt, dt, lanes);
+    snprintf(name, sizeof name, "kiln_splat_%s", vt + 5);
+    if (!cg_have_helper(r, name)) {
+        /* an initializer of `lanes` copies is what gcc turns into one broadcast */
+        kstr t;
+        kstr_init(&t);
+        kstr_printf(&t, "static inline %s %s(%s v) {\n    %s r = {", vt, name, cg_types[dt].c, vt);
+        for (int i = 0; i < lanes; i++)
+            kstr_puts(&t, i ? ", v" : "v");
+        kstr_puts(&t, "};\n    return r;\n}\n");
+        char *text = kstr_take(&t);
+        KILN_ASSERT(text);
+        cg_add_helper(r, name, text);
+    }
+    char *t = cg_sfmt("%s(%s)", name, a);
+    free(a);
+    return t;
+}
+
+const char *cg_mem_helper(cg_render *r, const char *kind, kiln_dtype dt, int lanes,
+                          kiln_dtype idt) {
+    static char name[96];
+    char vt[48], it[48];
+    cg_vtype(r, vt, dt, lanes);
+    const char *T = cg_types[dt].c;
+    int gs = kind[0] == 'g' || kind[0] == 's';
+    if (gs) {
+        cg_vtype(r, it, idt, lanes);
+        snprintf(name, sizeof name, "kiln_%s_%s_%s", kind, vt + 5, cg_types[idt].tag);
+    } else {
+        snprintf(name, sizeof name, "kiln_%s_%s", kind, vt + 5);
+    }
+    if (cg_have_helper(r, name))
+        return name;
+    char *text;
+    if (!strcmp(kind, "vload"))
+        /* The empty asm keeps the loaded vector in a register: otherwise
+           gcc folds a vector reused by several multiply-adds into each of
+           them as a memory operand, and a register-blocked kernel reloads
+           every weight once per pixel and becomes load-bound. A non-volatile
+           asm with equal inputs is still merged (CSE) and hoisted. */
+        text =
+            kiln_dtype_size(dt) * (size_t)lanes < 16
+                ? cg_sfmt("static inline %s %s(const %s *p) {\n    %s v;\n"
+                          "    memcpy(&v, p, sizeof v);\n    return v;\n}\n",
+                          vt, name, T, vt)
+                : cg_sfmt("static inline %s %s(const %s *p) {\n    %s v;\n"
+                          "    memcpy(&v, p, sizeof v);\n"
+                          "#if defined(__GNUC__) && defined(__x86_64__) && defined(__AVX512F__)\n"
+                          "    __asm__(\"\" : \"+v\"(v));\n"
+                          "#elif defined(__GNUC__) && defined(__x86_64__) && defined(__AVX__) && "
+                          "%d <= 32\n"
+                          "    __asm__(\"\" : \"+x\"(v));\n"
+                          "#endif\n"
+                          "    return v;\n}\n",
+                          vt, name, T, vt, (int)(kiln_dtype_size(dt) * (size_t)lanes));
+    else if (!strcmp(kind, "vstore"))
+        text = cg_sfmt("static inline void %s(%s *p, %s v) {\n    memcpy(p, &v, sizeof v);\n}\n",
+                       name, T, vt);
+    else if (!strcmp(kind, "gather"))
+        text = cg_sfmt("static inline %s %s(const %s *p, %s idx) {\n    %s v;\n"
+                       "    for (int i = 0; i < %d; i++) v[i] = p[idx[i]];\n    return v;\n}\n",
+                       vt, name, T, it, vt, lanes);
+    else
+        text = cg_sfmt("static inline void %s(%s *p, %s idx, %s v) {\n"
+                       "    for (int i = 0; i < %d; i++) p[idx[i]] = v[i];\n}\n",
+                       name, T, it, vt, lanes);
+    cg_add_helper(r, name, text);
+    return name;
+}
+
+void cg_line(kstr *o, int ind, const char *fmt, ...) {
+    for (int i = 0; i < ind; i++)
+        kstr_puts(o, "    ");
+    va_list ap;
+    va_start(ap, fmt);
+    kstr_vprintf(o, fmt, ap);
+    va_end(ap);
+    kstr_putc(o, '\n');
+}

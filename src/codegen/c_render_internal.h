@@ -1,0 +1,121 @@
+/* c_render_internal.h: what the files of the C renderer share. The renderer
+ * is a C-like base that a CUDA or OpenCL C renderer can reuse piece by piece:
+ *   c_base.c    the dtype table, the renderer state (errors, the registry of
+ *               static inline helpers), names and constants, scalar operators,
+ *               vector types and the generic vector helpers;
+ *   c_render.c  the tree walk: expressions, statements, loops, allocations;
+ *   c_module.c  the kernel wrapper, the metadata and the prelude (the module
+ *               ABI, from runtime/module_abi.h), split into translation units;
+ *   c_vmath.c   the float32 vector math library (exp, log, tanh, sigmoid,
+ *               erf) and the vector blends it is built on.
+ * Every generated helper is added once, under a key, in first-use order, so
+ * the output is deterministic. */
+#ifndef KILN_C_RENDER_INTERNAL_H
+#define KILN_C_RENDER_INTERNAL_H
+
+#include "codegen.h"
+
+/* C type, short tag ("f32", used in helper names) and libm suffix (floats;
+   NULL for integers) of each dtype. */
+typedef struct {
+    const char *c, *tag, *fsuffix;
+} cg_type;
+
+KILN_HIDDEN extern const cg_type cg_types[KILN_HANDLE];
+/* The C operator of a binary TIR op ("+", "<=", ...), NULL for the others. */
+KILN_HIDDEN extern const char *const cg_binop_c[TIR_OP_COUNT];
+
+typedef struct {
+    char *key, *text;
+} cg_helper;
+
+typedef struct {
+    tir_node buf;
+    int promoted; /* rendered as variables NAME_r<k> of `lanes` lanes each */
+    int lanes;
+    int heap; /* must be freed on every exit */
+} cg_alloc;
+
+typedef struct {
+    kiln_status st;
+    cg_helper *helpers;
+    int nh, caph;
+    kstr pre;          /* closure structs and outlined functions of the current function */
+    const char *fname; /* the current tir_func's name */
+    int npar;          /* outlined functions so far in this function */
+    int in_par;        /* rendering inside an outlined parallel body */
+    cg_alloc *allocs;
+    int na, capa;
+    int exit_base; /* allocs below this index belong to an enclosing C function */
+} cg_render;
+
+static inline int cg_is_float(kiln_dtype dt) {
+    return tir_is_float_dtype(dt);
+}
+/* Types C promotes to int in arithmetic: the result needs a cast back. */
+static inline int cg_is_narrow(kiln_dtype dt) {
+    return dt == KILN_INT8 || dt == KILN_UINT8 || dt == KILN_BOOL || dt == KILN_FLOAT16;
+}
+
+/* ---- c_base.c ---- */
+
+/* Whether the renderer handles `lanes` lanes internally (index vectors
+ * included; wider than what codegen_vector_ok promises for data). */
+KILN_HIDDEN int cg_lanes_ok(int lanes);
+/* Record the first error (later ones are dropped); rendering goes on with
+ * placeholder text that is never compiled. */
+KILN_HIDDEN void cg_fail(cg_render *r, kiln_status st, const char *fmt, ...) KILN_PRINTF(3, 4);
+/* A malloc'd formatted string (aborts on out-of-memory: the renderer's
+ * strings are small). */
+KILN_HIDDEN char *cg_sfmt(const char *fmt, ...) KILN_PRINTF(1, 2);
+KILN_HIDDEN char *cg_sdup(const char *s);
+/* Whether a helper is registered under `key`. */
+KILN_HIDDEN int cg_have_helper(cg_render *r, const char *key);
+/* Register a helper (takes ownership of text; a second one under the same
+ * key is dropped). Dependencies must be added first. */
+KILN_HIDDEN void cg_add_helper(cg_render *r, const char *key, char *text);
+/* The innermost allocation of buf in scope, or NULL. */
+KILN_HIDDEN cg_alloc *cg_find_alloc(cg_render *r, tir_node buf);
+/* "<sanitized name>_<id>" of a variable: unique, and never a C keyword. */
+KILN_HIDDEN char *cg_var_name(tir_node v);
+/* Exact C text of an integer or float constant of dtype dt. */
+KILN_HIDDEN char *cg_const_int(kiln_dtype dt, int64_t v);
+KILN_HIDDEN char *cg_const_float(kiln_dtype dt, double v);
+/* The C type of dt at `lanes` into out (declaring the vector typedef). */
+KILN_HIDDEN void cg_vtype(cg_render *r, char out[48], kiln_dtype dt, int lanes);
+/* Text of a scalar cast of text a from `from` to `to`. */
+KILN_HIDDEN char *cg_cast_text(cg_render *r, kiln_dtype to, kiln_dtype from, const char *a);
+/* Text of a scalar op (the kind of TIR op/aux) with result dtype dt on
+ * operand texts a[] whose dtype is odt. */
+KILN_HIDDEN char *cg_scalar_text(cg_render *r, int op, uint32_t aux, kiln_dtype dt, kiln_dtype odt,
+                                 char **a);
+/* A vector helper applying the op to `nargs` vectors of `lanes` lanes (the
+ * vector math library's where it has one, else per lane); returns the call. */
+KILN_HIDDEN char *cg_lane_call(cg_render *r, const char *opname, int op, uint32_t aux,
+                               kiln_dtype dt, int lanes, kiln_dtype odt, int nargs,
+                               const kiln_dtype *adt, char **args);
+/* Text a (freed) broadcast to `lanes` lanes. */
+KILN_HIDDEN char *cg_splat(cg_render *r, kiln_dtype dt, int lanes, char *a);
+/* The name of a memory helper: kind "vload", "vstore", "gather" or
+ * "scatter" (idt: the index vector's dtype); valid until the next call. */
+KILN_HIDDEN const char *cg_mem_helper(cg_render *r, const char *kind, kiln_dtype dt, int lanes,
+                                      kiln_dtype idt);
+/* Append one line of text indented by `ind` levels. */
+KILN_HIDDEN void cg_line(kstr *o, int ind, const char *fmt, ...) KILN_PRINTF(3, 4);
+
+/* ---- c_render.c ---- */
+
+/* Render statement s at indent `ind` into o (outlined parallel bodies go
+ * to r->pre). */
+KILN_HIDDEN void cg_stmt(cg_render *r, kstr *o, tir_node s, int ind);
+
+/* ---- c_vmath.c ---- */
+
+/* Add the helper `name` for op/aux on `lanes` x dt (odt: the operands')
+ * when the vector math library has a vector form of it (exp, log, tanh,
+ * sigmoid and erf of float32; NaN-propagating float min/max; a select by a
+ * bool vector); returns whether it did. */
+KILN_HIDDEN int cg_vmath_helper(cg_render *r, const char *name, int op, uint32_t aux, kiln_dtype dt,
+                                int lanes, kiln_dtype odt, int nargs, const kiln_dtype *adt);
+
+#endif
