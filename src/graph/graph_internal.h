@@ -64,8 +64,36 @@ KILN_HIDDEN int graph_const_take(struct kiln_graph *g, const char *name, kiln_nd
 KILN_HIDDEN kiln_status graph_copy_outputs(struct kiln_graph *dst, const struct kiln_graph *g,
                                           const int *map);
 
-/* Infer the type of node id from its inputs' types (infer_type.c). */
+/* ---- types (infer.c) -------------------------------------------------------
+ * Infer the type of node id from its inputs' types (kiln_graph_infer_types,
+ * the InferType pass, does every node in order). */
 KILN_HIDDEN kiln_status graph_infer_node(struct kiln_graph *g, int id);
+
+/* ---- evaluation (eval.c) ----------------------------------------------------
+ * Nodes computed on concrete values by the reference interpreter
+ * (te/interp.h): the op's compute on placeholders of its inputs' types,
+ * evaluated in C, with no compiler. What constant folding runs, and the
+ * oracle tests compare compiled graphs against. max_elements caps the
+ * elements one evaluation may hold (0: the interpreter's default). */
+
+/* The outputs of call n (one per tensor of its type; the caller frees
+ * them) given one value per input, which must match the inputs' types.
+ * Errors name the node and its op. */
+KILN_HIDDEN kiln_status graph_eval_call(const gnode *n, const kiln_ndarray *const *inputs,
+                                        int64_t max_elements, kiln_ndarray **outs);
+/* The same for node id of g, whose inputs are all constants. */
+KILN_HIDDEN kiln_status graph_eval_node(const struct kiln_graph *g, int id, int64_t max_elements,
+                                        kiln_ndarray **outs);
+/* Turn call node id of g, whose inputs are all constants and whose type is
+ * one tensor, into a constant holding its value: the same id, name and
+ * type, so its consumers are unchanged (its inputs may become dead). */
+KILN_HIDDEN kiln_status graph_fold_node(struct kiln_graph *g, int id, int64_t max_elements);
+/* Every output of g given its inputs' values (inputs[i] for the i-th
+ * variable node, in node order): a reference executor. Writes g->nout new
+ * arrays to outs. */
+KILN_HIDDEN kiln_status graph_eval(const struct kiln_graph *g, int nin,
+                                   const kiln_ndarray *const *inputs, int64_t max_elements,
+                                   kiln_ndarray **outs);
 
 /* ---- printing and parsing whole graphs (printer.c, parser.c) --------------- */
 KILN_HIDDEN char *graph_print(const struct kiln_graph *g);

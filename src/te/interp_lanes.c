@@ -1,0 +1,356 @@
+/* interp_lanes.c: lane arithmetic of the reference interpreter
+ * (interp_lanes.h): each tensor-expression operation on arrays of lanes, in
+ * the dtype's own arithmetic, as the generated C computes it. */
+#include <math.h>
+#include <string.h>
+
+#include "../base/intdiv.h"
+#include "interp_lanes.h"
+
+/* ---- float16 and bfloat16 --------------------------------------------------- */
+
+static uint32_t f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static float bits_f32(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+float te_half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1f)
+        return bits_f32(sign | 0x7f800000u | (m << 13)); /* inf, NaN */
+    if (e == 0) {                                        /* zero, subnormal: m * 2^-24 */
+        float v = (float)m * 5.9604644775390625e-8f;
+        return sign ? -v : v;
+    }
+    return bits_f32(sign | ((e + 112) << 23) | (m << 13));
+}
+
+uint16_t te_float_to_half(float f) {
+    uint32_t u = f32_bits(f), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+    if (a > 0x7f800000u)
+        return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN */
+    if (a >= 0x477ff000u)
+        return (uint16_t)(sign | 0x7c00u);   /* rounds past 65504: inf */
+    if (a < 0x38800000u) {                   /* below 2^-14: subnormal */
+        float v = bits_f32(a) * 16777216.0f; /* in units of 2^-24, exact */
+        uint32_t q = (uint32_t)nearbyintf(v);
+        return (uint16_t)(sign | q); /* q == 1024 is the smallest normal */
+    }
+    uint32_t r = a + 0xfffu + ((a >> 13) & 1u); /* round to nearest even at bit 13 */
+    return (uint16_t)(sign | ((r - (112u << 23)) >> 13));
+}
+
+float te_bf16_to_float(uint16_t h) {
+    return bits_f32((uint32_t)h << 16);
+}
+
+uint16_t te_float_to_bf16(float f) {
+    uint32_t u = f32_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+/* Round float lanes to the precision of dt (float16, bfloat16). */
+void te_round_lanes(kiln_dtype dt, float *r, int n) {
+    if (dt == KILN_FLOAT16)
+        for (int i = 0; i < n; i++)
+            r[i] = te_half_to_float(te_float_to_half(r[i]));
+    else if (dt == KILN_BFLOAT16)
+        for (int i = 0; i < n; i++)
+            r[i] = te_bf16_to_float(te_float_to_bf16(r[i]));
+}
+
+/* ---- integer conversions ---------------------------------------------------- */
+
+int64_t te_wrap_int(kiln_dtype dt, int64_t v) {
+    switch (dt) {
+    case KILN_INT8: return (int8_t)(uint8_t)(uint64_t)v;
+    case KILN_UINT8: return (uint8_t)(uint64_t)v;
+    case KILN_INT32: return (int32_t)(uint32_t)(uint64_t)v;
+    case KILN_BOOL: return v != 0;
+    default: return v;
+    }
+}
+
+/* A float converted to integer dtype dt: truncated, saturating, NaN 0. */
+int64_t te_float_to_int(double x, kiln_dtype dt) {
+    if (dt == KILN_BOOL)
+        return x != 0; /* NaN too, as C converts */
+    if (x != x)
+        return 0;
+    int64_t lo = dt == KILN_INT8    ? -128
+                 : dt == KILN_UINT8 ? 0
+                 : dt == KILN_INT32 ? INT32_MIN
+                                    : INT64_MIN;
+    int64_t hi = dt == KILN_INT8    ? 127
+                 : dt == KILN_UINT8 ? 255
+                 : dt == KILN_INT32 ? INT32_MAX
+                                    : INT64_MAX;
+    if (x <= (double)lo)
+        return lo;
+    if (x >= 9223372036854775808.0 || x >= (double)hi)
+        return hi;
+    return (int64_t)x;
+}
+
+/* ---- lane arithmetic ------------------------------------------------------------------- */
+
+static void int_binary(tir_op op, kiln_dtype dt, const int64_t *a, int sa, const int64_t *b, int sb,
+                       int64_t *r, int n) {
+    switch (op) {
+    case TIR_ADD:
+        for (int i = 0; i < n; i++)
+            r[i] = te_wrap_int(dt, (int64_t)((uint64_t)a[i * sa] + (uint64_t)b[i * sb]));
+        break;
+    case TIR_SUB:
+        for (int i = 0; i < n; i++)
+            r[i] = te_wrap_int(dt, (int64_t)((uint64_t)a[i * sa] - (uint64_t)b[i * sb]));
+        break;
+    case TIR_MUL:
+        for (int i = 0; i < n; i++)
+            r[i] = te_wrap_int(dt, (int64_t)((uint64_t)a[i * sa] * (uint64_t)b[i * sb]));
+        break;
+    case TIR_DIV:
+        for (int i = 0; i < n; i++)
+            r[i] = te_wrap_int(dt, kiln_idiv_trunc_i64(a[i * sa], b[i * sb]));
+        break;
+    case TIR_MOD:
+        for (int i = 0; i < n; i++)
+            r[i] = te_wrap_int(dt, kiln_imod_trunc_i64(a[i * sa], b[i * sb]));
+        break;
+    case TIR_FLOORDIV:
+        for (int i = 0; i < n; i++)
+            r[i] = te_wrap_int(dt, kiln_idiv_floor_i64(a[i * sa], b[i * sb]));
+        break;
+    case TIR_FLOORMOD:
+        for (int i = 0; i < n; i++)
+            r[i] = te_wrap_int(dt, kiln_imod_floor_i64(a[i * sa], b[i * sb]));
+        break;
+    case TIR_MIN:
+        for (int i = 0; i < n; i++)
+            r[i] = a[i * sa] < b[i * sb] ? a[i * sa] : b[i * sb];
+        break;
+    case TIR_MAX:
+        for (int i = 0; i < n; i++)
+            r[i] = a[i * sa] > b[i * sb] ? a[i * sa] : b[i * sb];
+        break;
+    default: KILN_ASSERT(0);
+    }
+}
+
+/* Float arithmetic in type T (float or double) with libm suffix F; min/max
+ * propagate NaN as the generated code's helpers do. */
+#define FLOAT_BINARY(NAME, T, SUF)                                                                 \
+    static void NAME(tir_op op, const T *a, int sa, const T *b, int sb, T *r, int n) {             \
+        for (int i = 0; i < n; i++) {                                                              \
+            T x = a[i * sa], y = b[i * sb], m;                                                     \
+            switch (op) {                                                                          \
+            case TIR_ADD: r[i] = x + y; break;                                                     \
+            case TIR_SUB: r[i] = x - y; break;                                                     \
+            case TIR_MUL: r[i] = x * y; break;                                                     \
+            case TIR_DIV: r[i] = x / y; break;                                                     \
+            case TIR_MOD: r[i] = fmod##SUF(x, y); break;                                           \
+            case TIR_FLOORDIV: r[i] = floor##SUF(x / y); break;                                    \
+            case TIR_FLOORMOD:                                                                     \
+                m = fmod##SUF(x, y);                                                               \
+                if (m != 0) {                                                                      \
+                    if ((y < 0) != (m < 0))                                                        \
+                        m += y;                                                                    \
+                } else {                                                                           \
+                    m = copysign##SUF((T)0, y);                                                    \
+                }                                                                                  \
+                r[i] = m;                                                                          \
+                break;                                                                             \
+            case TIR_MIN: r[i] = (x < y || x != x) ? x : y; break;                                 \
+            case TIR_MAX: r[i] = (x > y || x != x) ? x : y; break;                                 \
+            default: KILN_ASSERT(0);                                                               \
+            }                                                                                      \
+        }                                                                                          \
+    }
+FLOAT_BINARY(f32_binary, float, f)
+FLOAT_BINARY(f64_binary, double, )
+
+#define COMPARE(T, a, sa, b, sb, r, n, op)                                                         \
+    do {                                                                                           \
+        const T *x_ = (const T *)(a), *y_ = (const T *)(b);                                        \
+        for (int i = 0; i < (n); i++) {                                                            \
+            T x = x_[i * (sa)], y = y_[i * (sb)];                                                  \
+            (r)[i] = (op) == TIR_EQ   ? x == y                                                     \
+                     : (op) == TIR_NE ? x != y                                                     \
+                     : (op) == TIR_LT ? x < y                                                      \
+                     : (op) == TIR_LE ? x <= y                                                     \
+                     : (op) == TIR_GT ? x > y                                                      \
+                                      : x >= y;                                                    \
+        }                                                                                          \
+    } while (0)
+
+/* Intrinsic f of float type T; returns 0 for an unknown f. */
+#define FLOAT_CALL(NAME, T, SUF)                                                                   \
+    static int NAME(tir_intrin f, const T *a, int sa, const T *b, int sb, T *r, int n) {           \
+        for (int i = 0; i < n; i++) {                                                              \
+            T x = a[i * sa];                                                                       \
+            switch (f) {                                                                           \
+            case TIR_EXP: r[i] = exp##SUF(x); break;                                               \
+            case TIR_LOG: r[i] = log##SUF(x); break;                                               \
+            case TIR_SQRT: r[i] = sqrt##SUF(x); break;                                             \
+            case TIR_RSQRT: r[i] = (T)1 / sqrt##SUF(x); break;                                     \
+            case TIR_TANH: r[i] = tanh##SUF(x); break;                                             \
+            case TIR_SIGMOID: r[i] = (T)1 / ((T)1 + exp##SUF(-x)); break;                          \
+            case TIR_ERF: r[i] = erf##SUF(x); break;                                               \
+            case TIR_POW: r[i] = pow##SUF(x, b[i * sb]); break;                                    \
+            case TIR_FLOOR: r[i] = floor##SUF(x); break;                                           \
+            case TIR_CEIL: r[i] = ceil##SUF(x); break;                                             \
+            case TIR_ABS: r[i] = fabs##SUF(x); break;                                              \
+            case TIR_ROUND: r[i] = nearbyint##SUF(x); break;                                       \
+            default: return 0;                                                                     \
+            }                                                                                      \
+        }                                                                                          \
+        return 1;                                                                                  \
+    }
+FLOAT_CALL(f32_call, float, f)
+FLOAT_CALL(f64_call, double, )
+
+void te_lanes_arith(tir_op op, kiln_dtype dt, const void *a, int sa, const void *b, int sb, void *r,
+                    int n) {
+    switch (te_vkind_of(dt)) {
+    case TE_K_I64: int_binary(op, dt, a, sa, b, sb, r, n); break;
+    case TE_K_F32:
+        f32_binary(op, a, sa, b, sb, r, n);
+        te_round_lanes(dt, r, n);
+        break;
+    case TE_K_F64: f64_binary(op, a, sa, b, sb, r, n); break;
+    }
+}
+
+void te_lanes_compare(tir_op op, kiln_dtype dt, const void *a, int sa, const void *b, int sb,
+                      int64_t *r, int n) {
+    switch (te_vkind_of(dt)) {
+    case TE_K_I64: COMPARE(int64_t, a, sa, b, sb, r, n, op); break;
+    case TE_K_F32: COMPARE(float, a, sa, b, sb, r, n, op); break;
+    case TE_K_F64: COMPARE(double, a, sa, b, sb, r, n, op); break;
+    }
+}
+
+int te_lanes_call(tir_intrin f, kiln_dtype dt, const void *a, int sa, const void *b, int sb,
+                  void *r, int n) {
+    if (!b)
+        b = a;
+    switch (te_vkind_of(dt)) {
+    case TE_K_F32:
+        if (!f32_call(f, a, sa, b, sb, r, n))
+            return 0;
+        te_round_lanes(dt, r, n);
+        return 1;
+    case TE_K_F64: return f64_call(f, a, sa, b, sb, r, n);
+    case TE_K_I64: break;
+    }
+    const int64_t *x = a;
+    int64_t *y = r;
+    if (f == TIR_ABS) {
+        for (int i = 0; i < n; i++) {
+            int64_t v = x[i * sa];
+            y[i] = te_wrap_int(dt, v < 0 ? (int64_t)(0u - (uint64_t)v) : v);
+        }
+        return 1;
+    }
+    if (f == TIR_FLOOR || f == TIR_CEIL || f == TIR_ROUND) {
+        for (int i = 0; i < n; i++)
+            y[i] = x[i * sa];
+        return 1;
+    }
+    return 0;
+}
+
+/* Convert n lanes of `from` (kind of its dtype) to dtype `to`. */
+void te_lanes_convert(kiln_dtype to, kiln_dtype from, const void *src, void *dst, int n) {
+    te_vkind kf = te_vkind_of(from), kt = te_vkind_of(to);
+    for (int i = 0; i < n; i++) {
+        if (kt == TE_K_I64) {
+            int64_t *r = dst;
+            r[i] = kf == TE_K_I64   ? te_wrap_int(to, ((const int64_t *)src)[i])
+                   : kf == TE_K_F32 ? te_float_to_int(((const float *)src)[i], to)
+                                    : te_float_to_int(((const double *)src)[i], to);
+        } else if (kt == TE_K_F32) {
+            float *r = dst;
+            r[i] = kf == TE_K_I64   ? (float)((const int64_t *)src)[i]
+                   : kf == TE_K_F32 ? ((const float *)src)[i]
+                                    : (float)((const double *)src)[i];
+        } else {
+            double *r = dst;
+            r[i] = kf == TE_K_I64   ? (double)((const int64_t *)src)[i]
+                   : kf == TE_K_F32 ? (double)((const float *)src)[i]
+                                    : ((const double *)src)[i];
+        }
+    }
+    if (kt == TE_K_F32)
+        te_round_lanes(to, dst, n);
+}
+
+/* ---- loads and stores ------------------------------------------------------------------ */
+
+/* Element off of storage dtype dt at data, as the kind's C type into r[i]. */
+void te_lane_load(kiln_dtype dt, const char *data, int64_t off, void *r, int i) {
+    switch (dt) {
+    case KILN_FLOAT32: ((float *)r)[i] = ((const float *)data)[off]; break;
+    case KILN_FLOAT16: ((float *)r)[i] = te_half_to_float(((const uint16_t *)data)[off]); break;
+    case KILN_BFLOAT16: ((float *)r)[i] = te_bf16_to_float(((const uint16_t *)data)[off]); break;
+    case KILN_FLOAT64: ((double *)r)[i] = ((const double *)data)[off]; break;
+    case KILN_INT8: ((int64_t *)r)[i] = ((const int8_t *)data)[off]; break;
+    case KILN_UINT8: ((int64_t *)r)[i] = ((const uint8_t *)data)[off]; break;
+    case KILN_BOOL: ((int64_t *)r)[i] = ((const uint8_t *)data)[off] != 0; break;
+    case KILN_INT32: ((int64_t *)r)[i] = ((const int32_t *)data)[off]; break;
+    case KILN_INT64: ((int64_t *)r)[i] = ((const int64_t *)data)[off]; break;
+    default: KILN_ASSERT(0);
+    }
+}
+
+void te_lane_store(kiln_dtype dt, char *data, int64_t off, const void *v, int i) {
+    switch (dt) {
+    case KILN_FLOAT32: ((float *)data)[off] = ((const float *)v)[i]; break;
+    case KILN_FLOAT16: ((uint16_t *)data)[off] = te_float_to_half(((const float *)v)[i]); break;
+    case KILN_BFLOAT16: ((uint16_t *)data)[off] = te_float_to_bf16(((const float *)v)[i]); break;
+    case KILN_FLOAT64: ((double *)data)[off] = ((const double *)v)[i]; break;
+    case KILN_INT8: ((int8_t *)data)[off] = (int8_t)((const int64_t *)v)[i]; break;
+    case KILN_UINT8: ((uint8_t *)data)[off] = (uint8_t)((const int64_t *)v)[i]; break;
+    case KILN_BOOL: ((uint8_t *)data)[off] = ((const int64_t *)v)[i] != 0; break;
+    case KILN_INT32: ((int32_t *)data)[off] = (int32_t)((const int64_t *)v)[i]; break;
+    case KILN_INT64: ((int64_t *)data)[off] = ((const int64_t *)v)[i]; break;
+    default: KILN_ASSERT(0);
+    }
+}
+
+void te_reduce_identity(tir_combiner c, kiln_dtype dt, void *acc, int i) {
+    te_vkind k = te_vkind_of(dt);
+    if (k == TE_K_I64) {
+        int64_t v = c == TIR_RSUM    ? 0
+                    : c == TIR_RPROD ? 1
+                    : c == TIR_RMAX  ? (dt == KILN_INT8    ? -128
+                                        : dt == KILN_UINT8 ? 0
+                                        : dt == KILN_INT32 ? INT32_MIN
+                                                           : INT64_MIN)
+                                     : (dt == KILN_INT8    ? 127
+                                        : dt == KILN_UINT8 ? 255
+                                        : dt == KILN_INT32 ? INT32_MAX
+                                                           : INT64_MAX);
+        ((int64_t *)acc)[i] = v;
+        return;
+    }
+    double v = c == TIR_RSUM ? 0 : c == TIR_RPROD ? 1 : c == TIR_RMAX ? -INFINITY : INFINITY;
+    if (k == TE_K_F32)
+        ((float *)acc)[i] = (float)v;
+    else
+        ((double *)acc)[i] = v;
+}
+
+tir_op te_combine_op(tir_combiner c) {
+    return c == TIR_RSUM ? TIR_ADD : c == TIR_RPROD ? TIR_MUL : c == TIR_RMAX ? TIR_MAX : TIR_MIN;
+}
