@@ -1,17 +1,21 @@
 /* kiln/plugin.h: adding an op from outside the core (as seed notes 002 and
  * 003 add GridSample and cumsum to TVM). An op is a kiln_op_spec: its name,
- * arity, attribute schema, type relation, compute (tensor expressions) and
- * fusion pattern. Register it directly with kiln_op_register, or put
+ * arity, attribute schema, type relation, compute (tensor expressions),
+ * fusion pattern, and optionally its schedule and layout behaviour: the
+ * same row a built-in op has. Register it directly with kiln_op_register, or put
  * registrations in a shared object that exports
  *     int kiln_plugin_init(void);   (returns 0 on success)
  * and load it with kiln_plugin_load (or `kiln compile --plugin lib.so`).
  * Registered ops can be used in hand-built graphs, in the text IR, and by
  * ONNX import: a node whose op type has no built-in converter and equals a
  * registered op's name is imported as that op, its ONNX attributes passed
- * through by name. The default CPU schedule applies to plugin ops. */
+ * through by name. A plugin op without a schedule gets the default CPU
+ * schedule. */
 #ifndef KILN_PLUGIN_H
 #define KILN_PLUGIN_H
 
+#include "kiln/schedule.h"
+#include "kiln/target.h"
 #include "kiln/te.h"
 
 #ifdef __cplusplus
@@ -50,6 +54,14 @@ typedef enum {
     KILN_OP_OPAQUE = 8
 } kiln_op_pattern;
 
+/* How the op meets AlterOpLayout's blocked layouts (NCHW[x]c). */
+typedef enum {
+    KILN_OP_LAYOUT_PLAIN = 0, /* needs its inputs in their plain layout (the default) */
+    KILN_OP_LAYOUT_ANY = 1    /* elementwise: each output element reads each input at the
+                                 same (broadcast) index and the op has no axis, so it runs in
+                                 whatever layout its inputs are in */
+} kiln_op_layout;
+
 typedef struct {
     const char *name;           /* e.g. "contrib.cumsum"; must be new */
     int min_inputs, max_inputs;
@@ -64,6 +76,17 @@ typedef struct {
     kiln_tensor *(*compute)(kiln_ctx *ctx, const kiln_op_call *call, kiln_tensor *const *inputs);
     kiln_op_pattern pattern;
     const char *summary;        /* one line */
+    /* New fields go below, so a spec written for an older kiln, its tail
+       zeroed, keeps working. */
+    /* (optional) Schedule the kernel the op is fused into (the op is its
+       anchor): `anchor` is the tensor compute returned, `out` the kernel's
+       output (anchor itself, or an elementwise epilogue inlined into it),
+       for `target` (kiln_target_vector_bits, ..._cache_bytes). Stages it
+       leaves alone keep the default schedule; a schedule must not change
+       results. NULL: the default CPU schedule. */
+    kiln_status (*schedule)(kiln_schedule *s, const kiln_op_call *call, kiln_tensor *anchor,
+                            kiln_tensor *out, const kiln_target *target);
+    kiln_op_layout layout;
 } kiln_op_spec;
 
 /* Register an op (the spec is copied). Errors: a name in use, a bad schema. */

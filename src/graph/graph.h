@@ -104,17 +104,76 @@ typedef kiln_status (*op_schedule_fn)(kiln_schedule *s, const struct gnode *call
                                       kiln_tensor *anchor, kiln_tensor *out,
                                       const kiln_target *target);
 
-/* One row of the op table. */
+/* The scalar of an elementwise or broadcasting op: its output element
+ * from args[i], the element of input i at the same (numpy-broadcast)
+ * index; dt is input 0's dtype. Rows with one set their compute to
+ * ops_compute_elemwise (src/ops/ops.h), which builds the loop around it. */
+typedef kiln_expr (*op_elem_fn)(kiln_ctx *ctx, const struct gnode *call, kiln_dtype dt,
+                                const kiln_expr *args);
+
+/* What AlterOpLayout does with an op that its alter hook (if any) leaves
+ * alone. */
+typedef enum {
+    LAYOUT_PLAIN = 0,  /* needs NCHW: inputs in a blocked layout are transformed back */
+    LAYOUT_FOLLOWS = 1 /* elementwise, no axis: runs in its inputs' blocked NCHW[x]c layout */
+} op_layout;
+
+/* ---- the layout hook: an op decides, AlterOpLayout rewrites the graph ----
+ * The hook reads the call (in the graph being rewritten, read-only) and
+ * what the pass knows (layout_query), and describes the replacement call
+ * in a layout_rewrite; the pass makes it. */
+
+#define LAYOUT_MAX_IN 8
+
+typedef struct {
+    const kiln_target *target;
+    int winograd;     /* 3x3 convolutions: -1 the op decides, 0 never, 2 or 4 that tile */
+    const int *block; /* block[id]: the layout node id has now (0 NCHW, x NCHW[x]c) */
+} layout_query;
+
+/* One input of the replacement call: the call's input read in layout
+ * `block` (0 NCHW, x NCHW[x]c; the pass inserts the transform), or, if
+ * value is set, a new constant (taken by the pass) named after the input
+ * plus `suffix`. */
+typedef struct {
+    int block;
+    kiln_ndarray *value;
+    char suffix[48];
+} layout_input;
+
+typedef struct {
+    const char *op;                 /* the replacement's op; NULL: the call's own */
+    const char *const *drop;        /* the call's attributes left out (NULL-ended), or NULL */
+    char attrs[256];                /* attributes added, in the text syntax ("" for none) */
+    int out_block;                  /* the layout of the output (0 NCHW, x NCHW[x]c) */
+    layout_input in[LAYOUT_MAX_IN]; /* one per input of the call */
+    int fold;                       /* a consumer whose work the new call absorbed, or -1 */
+} layout_rewrite;
+
+/* An op's layout hook: fill *rw (which comes zeroed, fold -1) and return 1
+ * to rewrite the call, 0 to leave it to the op's `layout`, or -1 with an
+ * error (having freed any values it made). */
+typedef int (*op_alter_fn)(const struct gnode *call, const layout_query *q, layout_rewrite *rw);
+
+/* One row of the op table: an op's whole definition. A family file in
+ * src/ops (elemwise.c, conv.c, ...) holds each op's schema, relation,
+ * compute, layout hook and schedule, and exports its rows; op_table.c
+ * assembles the registry from the families. */
 typedef struct kiln_op_def {
     const char *name; /* Relay-style: "nn.conv2d", "add" */
     int min_in, max_in;
     const attr_schema *attrs; /* terminated by a row with name NULL */
     op_rel_fn rel;
     op_pattern pattern;
-    op_compute_fn compute; /* NULL until the op library provides one */
-    const char *summary;   /* one line for --help and docs */
-    const void *plugin;    /* a user op's kiln_op_spec (kiln/plugin.h), else NULL */
+    op_compute_fn compute;
+    const char *summary;     /* one line for --help and docs */
+    const void *plugin;      /* a user op's kiln_op_spec (kiln/plugin.h), else NULL */
     op_schedule_fn schedule; /* the CPU schedule of its fused group, or NULL: the default */
+    op_elem_fn elem;         /* elementwise and broadcasting ops: the scalar, else NULL */
+    int variant;             /* which op of its family a shared compute, relation or
+                                schedule builds (a family's own enum: REDUCE_MEAN, ...) */
+    op_layout layout;        /* AlterOpLayout's default for it */
+    op_alter_fn alter;       /* (optional) AlterOpLayout's rewrite of it for the target */
 } kiln_op_def;
 
 /* The ops a graph may use: the built-in table plus rows added by plugins. */

@@ -1,11 +1,51 @@
-/* ops.h: the op library. The op table (op_table.c) is data in one place:
- * one row per op with its arity, attribute schema, type relation, fusion
- * pattern and compute. Relations and computes live in one file per op
- * family (elemwise.c, nn.c, transform.c, reduce.c). */
+/* ops.h: the op library, one file per op family. Each op's whole
+ * definition is a row of its family's table (struct kiln_op_def,
+ * src/graph/graph.h): name, arity, attribute schema, type relation,
+ * compute, fusion pattern, layout behaviour and default schedule.
+ *
+ *   ops_common.c     what the families share: relation, compute and
+ *                    schedule helpers (it calls no family)
+ *   elemwise.c       unary elementwise ops: relu, exp, clip, cast, ...
+ *   broadcast.c      binary broadcasting ops, where, nn.bias_add
+ *   nn.c             nn.dense, nn.batch_matmul, nn.softmax, nn.log_softmax
+ *   conv_winograd.c  nn.contrib_conv2d_winograd_NCHWc
+ *   conv.c           nn.conv2d, nn.contrib_conv2d_NCHWc (its layout hook
+ *                    picks Winograd: it calls conv_winograd.c)
+ *   pool.c           nn.max_pool2d, nn.avg_pool2d, the global pools
+ *   reduce.c         sum, mean, max, min, prod, argmax, argmin
+ *   norm.c           nn.layer_norm, nn.batch_norm
+ *   transform.c      reshape, transpose, concatenate, split, strided_slice,
+ *                    take, broadcast_to, nn.pad, layout_transform, ...
+ *   op_table.c       the registry: the families' tables, concatenated
+ *   plugin.c         user ops (kiln/plugin.h) as rows of the same kind
+ * Files call downward only: families call ops_common.c (and conv.c calls
+ * conv_winograd.c), op_table.c reads the families' tables.
+ *
+ * Adding an op. In its family's file, in this order:
+ *   1. its attribute schema: a static attr_schema[] (name, kind, required,
+ *      default in the text syntax), ended by a NULL row;
+ *   2. its type relation (op_rel_fn): the output type from the inputs'
+ *      types, REL_INCOMPLETE while one is unknown (OPS_REQUIRE_KNOWN),
+ *      ops_fail(...) with the reason on bad input;
+ *   3. its compute (op_compute_fn) building tensor expressions; an
+ *      elementwise or broadcasting op gives only its scalar (op_elem_fn,
+ *      e.g. `return kiln_exp(args[0]);`) and uses ops_compute_elemwise;
+ *      ops sharing one compute tell themselves apart by the row's
+ *      `variant`, never by name;
+ *   4. its layout behaviour: LAYOUT_FOLLOWS if it reads every input at its
+ *      own output index (no axis attribute), and/or an alter hook that
+ *      rewrites the call for the target (op_alter_fn);
+ *   5. its default schedule (op_schedule_fn), reading the target's
+ *      vector_bytes, vector_regs and cache[] rather than guessing;
+ * then one row in the family's table at the bottom of the file. Nothing
+ * else in src/ names the op, except the frontend's converter table; the
+ * completeness test (tests/unit/test_graph_types.c) checks the row. */
 #ifndef KILN_OPS_H
 #define KILN_OPS_H
 
 #include "../graph/graph_internal.h"
+
+/* ---- the registry (op_table.c) -------------------------------------------- */
 
 /* The built-in ops, plus user ops loaded from plugins. */
 KILN_HIDDEN kiln_op_registry *ops_default_registry(void);
@@ -14,51 +54,158 @@ KILN_HIDDEN kiln_op_registry *ops_default_registry(void);
 KILN_HIDDEN int ops_builtin_count(void);
 KILN_HIDDEN const kiln_op_def *ops_builtin(int i);
 
-/* Helpers shared by the relations and the computes (relations_more.c). */
+/* Each family's rows. */
+#define OPS_FAMILY(fam)                                                                            \
+    KILN_HIDDEN extern const kiln_op_def ops_##fam##_rows[];                                       \
+    KILN_HIDDEN extern const int ops_##fam##_count
+OPS_FAMILY(elemwise);
+OPS_FAMILY(broadcast);
+OPS_FAMILY(nn);
+OPS_FAMILY(conv);
+OPS_FAMILY(winograd);
+OPS_FAMILY(pool);
+OPS_FAMILY(reduce);
+OPS_FAMILY(norm);
+OPS_FAMILY(transform);
+#undef OPS_FAMILY
 
-/* The axes a reduction reduces (attributes axis, exclude) over an ndim-D
- * input: mask[d] = 1 if dim d is reduced. 0, or -1 with an error. */
-KILN_HIDDEN int ops_reduce_mask(const gnode *call, int ndim, int *mask);
+/* ---- relations (ops_common.c) ---------------------------------------------- */
 
-/* numpy/ONNX slicing of one dim of size n by begin b, end e, step s != 0:
- * the first index and the length. */
-KILN_HIDDEN void ops_slice_axis(int64_t n, int64_t b, int64_t e, int64_t s, int64_t *start,
-                                int64_t *len);
+/* In a relation: REL_INCOMPLETE until the first n inputs' types are known. */
+#define OPS_REQUIRE_KNOWN(n)                                                                       \
+    for (int i_ = 0; i_ < (n); i_++)                                                               \
+        if (!in[i_]->known)                                                                        \
+    return REL_INCOMPLETE
 
-/* strided_slice over dims[nd] (attributes begin, end, strides, axes): per
- * dim the first index, step and length, numpy-clamped. 0, or -1 with an
- * error. */
-KILN_HIDDEN int ops_slice_params(const gnode *call, int nd, const int64_t *dims, int64_t *start,
-                                 int64_t *step, int64_t *len);
+/* Set an error message; returns REL_ERROR (the caller adds node and op). */
+KILN_HIDDEN rel_result ops_fail(const char *fmt, ...) KILN_PRINTF(1, 2);
+/* The tensor type of input i, or NULL with *r = REL_ERROR for a tuple. */
+KILN_HIDDEN const gtensor_type *ops_tensor_in(const gtype *t, int i, rel_result *r);
+KILN_HIDDEN rel_result ops_set_out(const struct kiln_graph *g, gtype *out, const gtensor_type *t);
+/* A dim as text: its size or its symbol. */
+KILN_HIDDEN void ops_dim_str(gdim d, char *buf, size_t cap);
+/* numpy broadcasting of n types into *res, with the dtype of ts[dt_from]. */
+KILN_HIDDEN rel_result ops_broadcast(int n, const gtensor_type *const *ts, int dt_from,
+                                     gtensor_type *res);
+/* 1 if dims [from, to) of t are all concrete. */
+KILN_HIDDEN int ops_all_known(const gtensor_type *t, int from, int to);
+/* The output has input 0's type; with _float, input 0 must be a float. */
+KILN_HIDDEN rel_result ops_rel_identity(const struct kiln_graph *g, const gnode *call,
+                                        const gtype *const *in, gtype *out);
+KILN_HIDDEN rel_result ops_rel_float_unary(const struct kiln_graph *g, const gnode *call,
+                                           const gtype *const *in, gtype *out);
 
+/* ---- attributes (ops_common.c) ------------------------------------------------ */
+
+/* Attribute `axis` (default def) of an nd-D input, negative counted from the end. */
+KILN_HIDDEN int ops_norm_axis(const gnode *call, int64_t def, int nd);
+/* A 2-value int attribute (one given value repeats), e.g. strides. */
+KILN_HIDDEN void ops_attr2(const gnode *call, const char *name, int64_t def, int64_t v[2]);
+/* The same in a relation: 0 with an error unless it has 1 or 2 values >= minv. */
+KILN_HIDDEN int ops_attr2_checked(const gnode *call, const char *name, int64_t def, int64_t minv,
+                                  int64_t v[2]);
+/* Attribute padding: 1, 2 (h, w) or 4 (top, left, bottom, right) values
+ * as 4 (ops_pad4), or in a relation as the sum per axis (ops_pad_sum: 0
+ * with an error if malformed or negative). */
+KILN_HIDDEN void ops_pad4(const gnode *call, int64_t p[4]);
+KILN_HIDDEN int ops_pad_sum(const gnode *call, int64_t p[2]);
+/* The output size of a window: floor((in + pad - dil*(k-1) - 1) / stride) + 1
+ * (ceil with ceil_mode), or -1 if the window does not fit. */
+KILN_HIDDEN int64_t ops_window_out(int64_t in, int64_t pad, int64_t k, int64_t stride, int64_t dil,
+                                   int ceil_mode);
 /* The channel block of a data layout: 0 for "NCHW", x for "NCHW[x]c"
  * (e.g. "NCHW16c"), -1 for anything else. */
 KILN_HIDDEN int ops_layout_block(const char *layout);
 
-/* The column panel width of a dense weight layout: 0 for "NK" or "KN", x
- * for "NC[x]n" ([units/x, in, x]), -1 for anything else. */
-KILN_HIDDEN int ops_dense_layout(const char *layout);
+/* ---- computes (ops_common.c) -------------------------------------------------- */
 
-/* The register tile of a dense/matmul output with m rows, n columns and a
- * reduction of length k: *mr rows by *nr columns (a multiple of the vector
- * lanes *vl: the register's, or half or a quarter of it when n needs), mr
- * dividing m and nr dividing n; *nr is 0 if n has no usable divisor. */
-KILN_HIDDEN void ops_dense_tile(int64_t m, int64_t n, int64_t k, const kiln_target *target, int64_t *mr,
-                                int64_t *nr, int64_t *vl);
+/* The int64 constant v, and the constant v in dtype dt. */
+KILN_HIDDEN kiln_expr ops_int(kiln_ctx *ctx, int64_t v);
+KILN_HIDDEN kiln_expr ops_const(kiln_ctx *ctx, kiln_dtype dt, double v);
+/* The concrete dims of a tensor (all dims are constants after typing). */
+KILN_HIDDEN int ops_shape(const kiln_tensor *t, int64_t *dims);
+/* The dims of the call's (first) output type; returns the rank. */
+KILN_HIDDEN int ops_out_shape(const gnode *call, int64_t *dims);
+/* t read at output index idx of an out_nd-D result (numpy broadcasting,
+ * right-aligned: dims of size 1 read index 0). */
+KILN_HIDDEN kiln_expr ops_bcast_read(kiln_ctx *ctx, kiln_tensor *t, int out_nd,
+                                     const kiln_expr *idx);
+/* A compute over `ndim` dims of `shape` named after the call plus suffix. */
+KILN_HIDDEN kiln_tensor *ops_compute(kiln_ctx *ctx, const gnode *call, const char *suffix, int ndim,
+                                     const int64_t *shape, kiln_compute_fn fn, void *user);
+/* The compute of an op with an `elem` scalar: each output element is
+ * call->op->elem of its inputs' elements at the broadcast index. */
+KILN_HIDDEN kiln_status ops_compute_elemwise(kiln_ctx *ctx, const gnode *call,
+                                             kiln_tensor *const *in, kiln_tensor **out);
+/* The scalar of `multiply` (broadcast.c's row; conv.c's layout hook
+ * recognizes a multiply by it when folding a scale into weights). */
+KILN_HIDDEN kiln_expr ops_elem_multiply(kiln_ctx *ctx, const gnode *call, kiln_dtype dt,
+                                        const kiln_expr *args);
+/* x (NCHW or NCHW[x]c) padded on H and W (pad: top, left, bottom, right)
+ * with `fill`; x itself without padding. */
+KILN_HIDDEN kiln_tensor *ops_pad_spatial(kiln_ctx *ctx, const gnode *call, kiln_tensor *x,
+                                         const int64_t pad[4], double fill);
 
-/* A 2-value int attribute (one given value repeats), e.g. strides
- * (compute_nn.c). */
-KILN_HIDDEN void ops_attr2(const gnode *call, const char *name, int64_t def, int64_t v[2]);
-/* Winograd F(m x m, 3 x 3) kernel transform (compute_winograd.c): the
- * [O, I, 3, 3] float weights w, each output channel o times scale[o] (if
- * scale), into U [(m+2)^2, Op/ob, Ip/ib, ib, ob] at dst (zeroed: channels
- * past O and I, padding, stay zero). m is 2 or 4; 0 if not (or the blocks
- * do not divide the padded counts), else 1. */
+/* ---- schedules (ops_common.c) ----------------------------------------------------- */
+
+/* The target's level-`level` data cache in bytes (1: L1d, 2: L2, per
+ * core), or def where the target does not know it. */
+KILN_HIDDEN int64_t ops_cache_bytes(const kiln_target *t, int level, int64_t def);
+
+/* The row schedule the lane-parallel softmax and layer norm share. out's
+ * leading axes are fused into rows run in parallel, its last axis
+ * vectorized by `lanes`; each of `stages` (consumers before producers) is
+ * computed per row in a local buffer: a per-row scalar as is, a partial
+ * result (last axis of `lanes`, one reduce axis) reducing outside the
+ * vectorized lanes, a row-long vector split and vectorized. */
+typedef enum { OPS_ROW_SCALAR, OPS_ROW_PARTIAL, OPS_ROW_VECTOR } ops_row_kind;
+KILN_HIDDEN kiln_status ops_schedule_rows(kiln_schedule *s, kiln_tensor *out, int64_t lanes, int n,
+                                          kiln_tensor *const *stages, const ops_row_kind *kinds);
+/* The register block of a convolution-like product: reg_n divides ow
+ * (output pixels), ocb divides occ (output-channel blocks); accumulators
+ * plus operands fit nregs vector registers of `vecs` registers per block;
+ * block_bytes is one output block's weights, l1 the L1 data cache;
+ * *pixels_inner: broadcast inputs, not weight vectors, are innermost. */
+KILN_HIDDEN void ops_register_block(int64_t ow, int64_t occ, int64_t vecs, int64_t nregs, int dw,
+                                    int64_t block_bytes, int64_t l1, int64_t *reg_n, int64_t *ocb,
+                                    int *pixels_inner);
+/* The accumulators of a register block: the 5-D local stage computed at
+ * its consumer's block loop, lanes last. Its other axes outermost, then
+ * its reductions, then the channel-block axis `chan` and the pixel axis
+ * `pix` (pixels innermost when pixels_inner, as ops_register_block chose),
+ * both unrolled, and the lanes vectorized. */
+KILN_HIDDEN kiln_status ops_schedule_accumulators(kiln_stage *sl, kiln_tensor *local, int chan,
+                                                  int pix, int pixels_inner);
+
+/* ---- layouts (ops_common.c) ------------------------------------------------------ */
+
+/* A node's tensor type, or NULL while unknown or for a tuple. */
+KILN_HIDDEN const gtensor_type *ops_node_type(const gnode *n);
+
+/* A constant of logical shape d4 ([n, C or 1, h, w]) as a blocked
+ * [n, C/b or 1, h, w, b or 1] array, the last block padded with zeros;
+ * *bb gets the block used (1 when C is 1). NULL with an error. */
+KILN_HIDDEN kiln_ndarray *ops_block_array(const kiln_ndarray *c, const int64_t d4[4], int b,
+                                          int *bb);
+
+/* ---- exported by one family to another or to another layer -------------------- */
+
+/* transform.c: numpy/ONNX slicing of one dim of size n by begin b, end e,
+ * step s != 0: the first index and the length (the ONNX importer too). */
+KILN_HIDDEN void ops_slice_axis(int64_t n, int64_t b, int64_t e, int64_t s, int64_t *start,
+                                int64_t *len);
+
+/* conv_winograd.c, for conv.c's layout hook: the Winograd F(m x m, 3 x 3)
+ * kernel transform of [O, I, 3, 3] float weights w, each output channel o
+ * times scale[o] (if scale), into U [(m+2)^2, Op/ob, Ip/ib, ib, ob] at dst
+ * (zeroed: channels past O and I, padding, stay zero). m is 2 or 4; 0 if
+ * not (or the blocks do not divide the padded counts), else 1. */
 KILN_HIDDEN int ops_winograd_weight(const float *w, int64_t O, int64_t I, int64_t Op, int64_t Ip,
                                     const float *scale, int m, int64_t ib, int64_t ob, float *dst);
 /* Estimated time of a 3x3 stride-1 convolution of C -> O channels with an
  * oh x ow output: direct (m = 0) or Winograd F(m x m, 3 x 3), on a machine
- * with `lanes` float lanes per vector (compute_winograd.c). Only the
- * ratios mean anything; AlterOpLayout takes the cheapest. */
+ * with `lanes` float lanes per vector. Only the ratios mean anything; the
+ * layout hook takes the cheapest. */
 KILN_HIDDEN double ops_conv3x3_cost(int m, int64_t oh, int64_t ow, int64_t C, int64_t O, int lanes);
+
 #endif

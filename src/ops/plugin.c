@@ -1,7 +1,8 @@
 /* plugin.c: user ops (kiln/plugin.h). A kiln_op_spec becomes an op-table
- * row whose relation and compute are trampolines: they wrap the call in a
- * kiln_op_call and call the user's functions. Plugins are shared objects
- * exporting kiln_plugin_init. */
+ * row like a built-in op's: its relation, compute and schedule are
+ * trampolines that wrap the call in a kiln_op_call and call the user's
+ * functions; its pattern and layout behaviour are the spec's. Plugins are
+ * shared objects exporting kiln_plugin_init. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +121,17 @@ static kiln_status plugin_compute(kiln_ctx *ctx, const gnode *call, kiln_tensor 
     return KILN_OK;
 }
 
+static kiln_status plugin_schedule(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
+                                   kiln_tensor *out, const kiln_target *target) {
+    const kiln_op_spec *spec = call->op->plugin;
+    kiln_op_call c = {call->graph, call, NULL, NULL, REL_OK};
+    kiln_clear_error();
+    kiln_status st = spec->schedule(s, &c, anchor, out, target);
+    if (st != KILN_OK && !*kiln_last_error())
+        kiln_set_error(st, "the op's schedule failed without a message");
+    return st;
+}
+
 /* ---- registration -------------------------------------------------------------------- */
 
 static void free_schema(attr_schema *schema);
@@ -194,6 +206,20 @@ kiln_status kiln_op_register(const kiln_op_spec *spec) {
     if (spec->min_inputs < 0 || spec->max_inputs < spec->min_inputs || spec->max_inputs > 4096)
         return kiln_set_error(KILN_ERR_INVALID, "op '%s': bad input counts %d..%d", spec->name,
                               spec->min_inputs, spec->max_inputs);
+    if (spec->layout != KILN_OP_LAYOUT_PLAIN && spec->layout != KILN_OP_LAYOUT_ANY)
+        return kiln_set_error(KILN_ERR_INVALID, "op '%s': layout %d is not KILN_OP_LAYOUT_PLAIN "
+                              "or KILN_OP_LAYOUT_ANY", spec->name, (int)spec->layout);
+    switch (spec->pattern) {
+    case KILN_OP_ELEMWISE:
+    case KILN_OP_BROADCAST:
+    case KILN_OP_INJECTIVE:
+    case KILN_OP_COMM_REDUCE:
+    case KILN_OP_OUT_ELEMWISE_FUSABLE:
+    case KILN_OP_OPAQUE: break;
+    default:
+        return kiln_set_error(KILN_ERR_INVALID, "op '%s': %d is not a kiln_op_pattern",
+                              spec->name, (int)spec->pattern);
+    }
     kiln_op_registry *r = ops_default_registry();
     if (op_registry_find(r, spec->name))
         return kiln_set_error(KILN_ERR_INVALID, "op '%s' is already registered", spec->name);
@@ -218,6 +244,8 @@ kiln_status kiln_op_register(const kiln_op_spec *spec) {
     def->compute = plugin_compute;
     def->summary = copy->summary ? copy->summary : "user op";
     def->plugin = copy;
+    def->schedule = spec->schedule ? plugin_schedule : NULL;
+    def->layout = spec->layout == KILN_OP_LAYOUT_ANY ? LAYOUT_FOLLOWS : LAYOUT_PLAIN;
     /* defaults must parse: check them now, not at first use */
     for (const attr_schema *s = schema; s->name; s++)
         if (s->def) {

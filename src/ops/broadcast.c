@@ -1,0 +1,214 @@
+/* broadcast.c: the binary broadcasting ops (add, multiply, comparisons,
+ * logic, ...), where, and nn.bias_add. The binary ops and where are
+ * scalars over their inputs' elements at the numpy-broadcast index
+ * (op_elem_fn, one shared compute), fuse as OP_BROADCAST and follow a
+ * blocked layout (LAYOUT_FOLLOWS). nn.bias_add reads its bias at the
+ * channel axis; its layout hook turns it into an add of a blocked
+ * constant, so the blocked layout flows through it. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ops.h"
+
+#define ELEM(fn)                                                                                   \
+    static kiln_expr fn(kiln_ctx *ctx, const gnode *call, kiln_dtype dt, const kiln_expr *x)
+
+/* ---- attribute schemas ------------------------------------------------------------ */
+
+static const attr_schema no_attrs[] = {{NULL, 0, 0, NULL}};
+static const attr_schema bias_add_attrs[] = {{"axis", GA_INT, 0, "1"}, {NULL, 0, 0, NULL}};
+
+/* ---- relations -------------------------------------------------------------------- */
+
+/* n inputs broadcast together; inputs from same_dtype_from on share a
+ * dtype; the output's is input first_value's, or `force` if >= 0. */
+static rel_result broadcast_rel(const struct kiln_graph *g, int n, const gtype *const *in,
+                                int first_value, int same_dtype_from, kiln_dtype force,
+                                gtype *out) {
+    OPS_REQUIRE_KNOWN(n);
+    const gtensor_type *ts[8];
+    rel_result r = REL_OK;
+    for (int i = 0; i < n; i++)
+        if (!(ts[i] = ops_tensor_in(in[i], i, &r)))
+            return r;
+    for (int i = same_dtype_from + 1; i < n; i++)
+        if (ts[i]->dtype != ts[same_dtype_from]->dtype)
+            return ops_fail("input %d is %s but input %d is %s", same_dtype_from,
+                            kiln_dtype_name(ts[same_dtype_from]->dtype), i,
+                            kiln_dtype_name(ts[i]->dtype));
+    gtensor_type res;
+    if ((r = ops_broadcast(n, ts, first_value, &res)) != REL_OK)
+        return r;
+    if ((int)force >= 0)
+        res.dtype = force;
+    return ops_set_out(g, out, &res);
+}
+
+static rel_result rel_broadcast(const struct kiln_graph *g, const gnode *call,
+                                const gtype *const *in, gtype *out) {
+    return broadcast_rel(g, 2, in, 0, 0, (kiln_dtype)-1, out);
+}
+
+static rel_result rel_compare(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
+                              gtype *out) {
+    return broadcast_rel(g, 2, in, 0, 0, KILN_BOOL, out);
+}
+
+static rel_result rel_logic(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
+                            gtype *out) {
+    OPS_REQUIRE_KNOWN(2);
+    for (int i = 0; i < 2; i++)
+        if (!in[i]->is_tuple && in[i]->t[0].dtype != KILN_BOOL)
+            return ops_fail("input %d must be bool, not %s", i, kiln_dtype_name(in[i]->t[0].dtype));
+    return broadcast_rel(g, 2, in, 0, 0, KILN_BOOL, out);
+}
+
+static rel_result rel_where(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
+                            gtype *out) {
+    OPS_REQUIRE_KNOWN(3);
+    if (!in[0]->is_tuple && in[0]->t[0].dtype != KILN_BOOL)
+        return ops_fail("the condition must be bool, not %s", kiln_dtype_name(in[0]->t[0].dtype));
+    return broadcast_rel(g, 3, in, 1, 1, (kiln_dtype)-1, out);
+}
+
+static rel_result rel_bias_add(const struct kiln_graph *g, const gnode *call,
+                               const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(2);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r),
+                       *b = x ? ops_tensor_in(in[1], 1, &r) : NULL;
+    if (!b)
+        return r;
+    int64_t axis = graph_attr_int(call, "axis", 1);
+    if (axis < 0)
+        axis += x->ndim;
+    if (axis < 0 || axis >= x->ndim)
+        return ops_fail("axis is out of range for a %d-D input", x->ndim);
+    if (b->ndim != 1 || !gdim_equal(b->dims[0], x->dims[axis]))
+        return ops_fail("bias must be 1-D with the size of axis %lld", (long long)axis);
+    if (b->dtype != x->dtype)
+        return ops_fail("bias dtype differs from data dtype");
+    return ops_set_out(g, out, x);
+}
+
+/* ---- the scalars ------------------------------------------------------------------ */
+
+/* clang-format off */
+ELEM(add_elem) { return kiln_add(x[0], x[1]); }
+ELEM(subtract_elem) { return kiln_sub(x[0], x[1]); }
+ELEM(divide_elem) { return kiln_div(x[0], x[1]); }
+ELEM(maximum_elem) { return kiln_max(x[0], x[1]); }
+ELEM(minimum_elem) { return kiln_min(x[0], x[1]); }
+ELEM(equal_elem) { return kiln_eq(x[0], x[1]); }
+ELEM(less_elem) { return kiln_lt(x[0], x[1]); }
+ELEM(greater_elem) { return kiln_gt(x[0], x[1]); }
+ELEM(not_equal_elem) { return kiln_ne(x[0], x[1]); }
+ELEM(less_equal_elem) { return kiln_le(x[0], x[1]); }
+ELEM(greater_equal_elem) { return kiln_ge(x[0], x[1]); }
+ELEM(logical_and_elem) { return kiln_and(x[0], x[1]); }
+ELEM(logical_or_elem) { return kiln_or(x[0], x[1]); }
+ELEM(where_elem) { return kiln_select(x[0], x[1], x[2]); }
+/* clang-format on */
+
+ELEM(power_elem) {
+    if (dt == KILN_FLOAT32 || dt == KILN_FLOAT64)
+        return kiln_pow(x[0], x[1]);
+    /* integer powers through double: exact for results below 2^53 */
+    return kiln_cast(dt, kiln_pow(kiln_cast(KILN_FLOAT64, x[0]), kiln_cast(KILN_FLOAT64, x[1])));
+}
+
+/* ---- nn.bias_add ------------------------------------------------------------------- */
+
+typedef struct {
+    kiln_tensor *x, *bias;
+    int nd, axis;
+} bias_args;
+
+static kiln_expr bias_body(kiln_ctx *ctx, const kiln_expr *idx, void *u) {
+    bias_args *b = u;
+    return kiln_add(kiln_tensor_at(b->x, b->nd, idx), kiln_tensor_at(b->bias, 1, &idx[b->axis]));
+}
+
+static kiln_status compute_bias_add(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                    kiln_tensor **out) {
+    int64_t dims[KILN_MAX_NDIM];
+    bias_args b = {in[0], in[1], ops_out_shape(call, dims), 0};
+    b.axis = ops_norm_axis(call, 1, b.nd);
+    out[0] = ops_compute(ctx, call, "", b.nd, dims, bias_body, &b);
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* The layout hook: on data in NCHW[x]c, the bias on the channels (a
+ * constant [C]) becomes a blocked constant [1, C/x, 1, 1, x] and the op an
+ * add, which keeps the block. */
+static int alter_bias_add(const gnode *call, const layout_query *q, layout_rewrite *rw) {
+    const struct kiln_graph *g = call->graph;
+    const gnode *x = g->nodes[call->in[0]], *bias = g->nodes[call->in[1]];
+    const gtensor_type *ot = ops_node_type(call), *xt = ops_node_type(x), *bt = ops_node_type(bias);
+    int b = q->block[x->id];
+    if (!ot || ot->ndim != 4 || !ops_all_known(ot, 0, 4) || !xt || xt->ndim != 4 || !b ||
+        graph_attr_int(call, "axis", 1) != 1 || bias->kind != GN_CONST || !bt || bt->ndim != 1)
+        return 0;
+    int64_t d4[4] = {1, bt->dims[0].v, 1, 1};
+    int bb;
+    kiln_ndarray *v = ops_block_array(bias->value, d4, b, &bb);
+    if (!v)
+        return -1;
+    static const char *const drop[] = {"axis", NULL};
+    rw->op = "add";
+    rw->drop = drop;
+    rw->out_block = b;
+    rw->in[0].block = b;
+    rw->in[1].value = v;
+    snprintf(rw->in[1].suffix, sizeof rw->in[1].suffix, ".NCHW%dc", bb);
+    return 1;
+}
+
+/* ---- the table --------------------------------------------------------------------- */
+
+#define BINARY(nm, relation, scalar, sum)                                                          \
+    {                                                                                              \
+        .name = nm, .min_in = 2, .max_in = 2, .attrs = no_attrs, .rel = relation,                  \
+        .pattern = OP_BROADCAST, .compute = ops_compute_elemwise, .summary = sum, .elem = scalar,  \
+        .layout = LAYOUT_FOLLOWS                                                                   \
+    }
+
+const kiln_op_def ops_broadcast_rows[] = {
+    BINARY("add", rel_broadcast, add_elem, "a + b"),
+    BINARY("subtract", rel_broadcast, subtract_elem, "a - b"),
+    BINARY("multiply", rel_broadcast, ops_elem_multiply, "a * b"),
+    BINARY("divide", rel_broadcast, divide_elem, "a / b"),
+    BINARY("power", rel_broadcast, power_elem, "a ^ b"),
+    BINARY("maximum", rel_broadcast, maximum_elem, "max(a, b)"),
+    BINARY("minimum", rel_broadcast, minimum_elem, "min(a, b)"),
+    BINARY("equal", rel_compare, equal_elem, "a == b"),
+    BINARY("less", rel_compare, less_elem, "a < b"),
+    BINARY("greater", rel_compare, greater_elem, "a > b"),
+    BINARY("not_equal", rel_compare, not_equal_elem, "a != b"),
+    BINARY("less_equal", rel_compare, less_equal_elem, "a <= b"),
+    BINARY("greater_equal", rel_compare, greater_equal_elem, "a >= b"),
+    BINARY("logical_and", rel_logic, logical_and_elem, "a && b"),
+    BINARY("logical_or", rel_logic, logical_or_elem, "a || b"),
+    {.name = "where",
+     .min_in = 3,
+     .max_in = 3,
+     .attrs = no_attrs,
+     .rel = rel_where,
+     .pattern = OP_BROADCAST,
+     .compute = ops_compute_elemwise,
+     .summary = "cond ? a : b",
+     .elem = where_elem,
+     .layout = LAYOUT_FOLLOWS},
+    {.name = "nn.bias_add",
+     .min_in = 2,
+     .max_in = 2,
+     .attrs = bias_add_attrs,
+     .rel = rel_bias_add,
+     .pattern = OP_BROADCAST,
+     .compute = compute_bias_add,
+     .summary = "x + bias on axis",
+     .layout = LAYOUT_PLAIN,
+     .alter = alter_bias_add},
+};
+
+const int ops_broadcast_count = (int)(sizeof ops_broadcast_rows / sizeof ops_broadcast_rows[0]);

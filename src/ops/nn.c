@@ -1,0 +1,624 @@
+/* nn.c: the matrix ops and softmax: nn.dense (x * W^T, with its weight
+ * packed into column panels by its layout hook and a register-tiled GEMM
+ * schedule), nn.batch_matmul (numpy matmul, the same schedule with B read
+ * in place), nn.softmax and nn.log_softmax (a chain of reductions; softmax
+ * over a long last axis in a lane-parallel form with a per-row schedule).
+ * Rows sharing a compute or schedule differ by `variant`. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+
+/* Row variants. */
+enum { MM_DENSE, MM_BATCH };
+enum { SM_SOFTMAX, SM_LOG_SOFTMAX };
+
+/* ---- attribute schemas ------------------------------------------------------------ */
+
+static const attr_schema dense_attrs[] = {
+    {"units", GA_INT, 0, NULL}, {"weight_layout", GA_STR, 0, "\"NK\""}, {NULL, 0, 0, NULL}};
+static const attr_schema batch_matmul_attrs[] = {
+    {"transpose_a", GA_INT, 0, "0"}, {"transpose_b", GA_INT, 0, "0"}, {NULL, 0, 0, NULL}};
+static const attr_schema softmax_attrs[] = {{"axis", GA_INT, 0, "-1"}, {NULL, 0, 0, NULL}};
+
+/* ---- nn.dense ------------------------------------------------------------------------ */
+
+/* The column panel width of a dense weight layout: 0 for "NK" or "KN", x
+ * for "NC[x]n" ([units/x, in, x]), -1 for anything else. */
+static int dense_layout(const char *layout) {
+    if (!layout)
+        return -1;
+    if (!strcmp(layout, "NK") || !strcmp(layout, "KN"))
+        return 0;
+    if (strncmp(layout, "NC", 2))
+        return -1;
+    char *end;
+    long b = strtol(layout + 2, &end, 10);
+    return b >= 1 && b <= 4096 && !strcmp(end, "n") ? (int)b : -1;
+}
+
+static rel_result rel_dense(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
+                            gtype *out) {
+    OPS_REQUIRE_KNOWN(2);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r),
+                       *w = x ? ops_tensor_in(in[1], 1, &r) : NULL;
+    if (!w)
+        return r;
+    /* weight_layout "NK" is Relay's [units, in]; "KN" is [in, units]; "NC[x]n"
+       is [units/x, in, x], the panels AlterOpLayout packs constant weights into */
+    const char *layout = graph_attr_str(call, "weight_layout", "NK");
+    int nr = dense_layout(layout);
+    if (nr < 0)
+        return ops_fail("weight_layout '%s' is not NK, KN or NC[x]n", layout);
+    int kn = nr == 0 && !strcmp(layout, "KN");
+    if (x->ndim < 1 || w->ndim != (nr ? 3 : 2))
+        return ops_fail("dense needs data of rank >= 1 and a %d-D weight (%s), got %d-D and %d-D",
+                        nr ? 3 : 2, layout, x->ndim, w->ndim);
+    if (x->dtype != w->dtype)
+        return ops_fail("data is %s but weight is %s", kiln_dtype_name(x->dtype),
+                        kiln_dtype_name(w->dtype));
+    if (nr && (w->dims[2].sym || w->dims[2].v != nr || w->dims[0].sym))
+        return ops_fail("weight in %s must be [units/%d, in, %d]", layout, nr, nr);
+    gdim kdim = w->dims[nr ? 1 : kn ? 0 : 1];
+    if (!gdim_equal(x->dims[x->ndim - 1], kdim)) {
+        char a[64], b[64];
+        ops_dim_str(x->dims[x->ndim - 1], a, sizeof a);
+        ops_dim_str(kdim, b, sizeof b);
+        return ops_fail("data has %s features but the weight expects %s", a, b);
+    }
+    gtensor_type res = *x;
+    res.dims[x->ndim - 1] = nr ? (gdim){w->dims[0].v * nr, NULL} : w->dims[kn ? 1 : 0];
+    return ops_set_out(g, out, &res);
+}
+
+typedef struct {
+    kiln_tensor *x, *w;
+    int nd, kn, nr;
+    kiln_expr k;
+} dense_args;
+
+static kiln_expr dense_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    dense_args *a = u;
+    kiln_expr xi[KILN_MAX_NDIM];
+    memcpy(xi, i, sizeof(kiln_expr) * (size_t)a->nd);
+    xi[a->nd - 1] = a->k;
+    kiln_expr n = i[a->nd - 1], w;
+    if (a->nr) {
+        kiln_expr wi[3] = {kiln_floordiv(n, ops_int(ctx, a->nr)), a->k,
+                           kiln_floormod(n, ops_int(ctx, a->nr))};
+        w = kiln_tensor_at(a->w, 3, wi);
+    } else {
+        kiln_expr wi[2] = {a->kn ? a->k : n, a->kn ? n : a->k};
+        w = kiln_tensor_at(a->w, 2, wi);
+    }
+    return kiln_sum(kiln_mul(kiln_tensor_at(a->x, a->nd, xi), w), 1, &a->k);
+}
+
+static kiln_status compute_dense(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                 kiln_tensor **out) {
+    int64_t od[KILN_MAX_NDIM], wd[3];
+    int nd = ops_out_shape(call, od);
+    ops_shape(in[1], wd);
+    const char *layout = graph_attr_str(call, "weight_layout", "NK");
+    int nr = dense_layout(layout), kn = nr == 0 && !strcmp(layout, "KN");
+    dense_args a = {in[0],
+                    in[1],
+                    nd,
+                    kn,
+                    nr > 0 ? nr : 0,
+                    kiln_reduce_axis(ctx, ops_int(ctx, 0),
+                                     ops_int(ctx, wd[nr > 0 ? 1
+                                                     : kn   ? 0
+                                                            : 1]),
+                                     "k")};
+    out[0] = ops_compute(ctx, call, "", nd, od, dense_body, &a);
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* ---- the dense schedule ---------------------------------------------------------------
+ * The packed GEMM of bench/matmul_bench.c on the op (and on batch_matmul,
+ * whose B is an activation read in place): the output is cut into
+ * mr x nr tiles, column panels outermost and in parallel (with the batch
+ * dims), each tile's accumulators in registers (the dense stage at the
+ * tile, local scope) while k runs; per k step nr/lanes weight vectors and mr
+ * broadcasts feed mr*nr/lanes multiply-adds. The epilogue (bias, GELU, the
+ * residual add) is the output stage over the same tile. */
+
+/* The register tile of a dense/matmul output with m rows, n columns and a
+ * reduction of length k: *mr rows by *nr columns (a multiple of the vector
+ * lanes *vl: the register's, or half or a quarter of it when n needs), mr
+ * dividing m and nr dividing n; *nr is 0 if n has no usable divisor. */
+static void dense_tile(int64_t m, int64_t n, int64_t k, const kiln_target *target, int64_t *mr,
+                       int64_t *nr, int64_t *vl) {
+    int nregs = target->vector_regs;
+    int64_t l1 = ops_cache_bytes(target, 1, 32 << 10), l2 = ops_cache_bytes(target, 2, 1 << 20);
+    double best = -1e30;
+    *mr = 1;
+    *nr = 0;
+    *vl = 0;
+    /* whole registers if n allows, else half or quarter ones (n = 1000) */
+    for (int64_t lanes = target_lanes(target); lanes >= 4 && !*nr; lanes /= 2) {
+        for (int64_t v = 1; v <= 6; v++) {
+            if (n % (v * lanes))
+                continue;
+            /* a weight panel (k x nr floats) is read once per row tile: keep
+               it within half of L2, unless even one vector is wider */
+            if (v > 1 && k * v * lanes * 4 > l2 / 2)
+                continue;
+            for (int64_t r = 1; r <= m && r <= 16; r++) {
+                if (m % r || r * v + v + 1 > nregs)
+                    continue;
+                /* cycles per vector multiply-add: the FMA pipes (2 a cycle),
+                   the loads (r + v per k step, 2 a cycle), and the weight panel
+                   re-read from L2 for every r rows when it exceeds L1 (64/r
+                   bytes per multiply-add at about 16 bytes a cycle) */
+                double loads = (double)(r + v) / (double)(r * v) / 2.0;
+                double reread = k * v * lanes * 4 > l1 ? 4.0 / (double)r : 0.0;
+                double cost = loads > 0.5 ? loads : 0.5;
+                if (reread > cost)
+                    cost = reread;
+                double score = -cost + 1e-4 * (double)(r * v);
+                if (score > best) {
+                    best = score;
+                    *mr = r;
+                    *nr = v * lanes;
+                    *vl = lanes;
+                }
+            }
+        }
+    }
+}
+
+static kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
+                                  kiln_tensor *out, const kiln_target *target) {
+    /* the columns must read the right-hand side contiguously: dense with
+       packed or [in, units] weights, batch_matmul with B not transposed */
+    int bmm = call->op->variant == MM_BATCH;
+    const char *layout = bmm ? "KN" : graph_attr_str(call, "weight_layout", "NK");
+    if (bmm && graph_attr_int(call, "transpose_b", 0))
+        return KILN_OK;
+    if (dense_layout(layout) <= 0 && strcmp(layout, "KN"))
+        return KILN_OK;
+    int64_t od[KILN_MAX_NDIM];
+    int nd = ops_shape(out, od);
+    if (nd < 1 || nd != kiln_tensor_ndim(anchor))
+        return KILN_OK;
+    int64_t m = nd >= 2 ? od[nd - 2] : 1, mr, nr, vl;
+    const gtensor_type *xt = &call->graph->nodes[call->in[0]]->type.t[0];
+    int64_t kext = xt->dims[xt->ndim - 1 - (bmm && graph_attr_int(call, "transpose_a", 0))].v;
+    dense_tile(m, od[nd - 1], kext, target, &mr, &nr, &vl);
+    int pn = dense_layout(layout);
+    if (!nr || (pn > 0 && pn % nr && nr % pn))
+        return KILN_OK;
+    kiln_tensor *acc = anchor;
+    if (anchor == out && !(acc = kiln_cache_write(s, out, "local")))
+        return KILN_ERR_INVALID;
+    kiln_stage *so = kiln_schedule_stage(s, out), *sc = kiln_schedule_stage(s, acc);
+    if (!so || !sc)
+        return KILN_ERR_INVALID;
+    kiln_status st = kiln_set_scope(sc, "local");
+    if (st != KILN_OK)
+        return st;
+    kiln_expr ax[KILN_MAX_NDIM], mo = NULL, mi = NULL, no, ni, order[KILN_MAX_NDIM + 2];
+    for (int d = 0; d < nd; d++)
+        ax[d] = kiln_tensor_axis(out, d);
+    if ((st = kiln_split(so, ax[nd - 1], nr, &no, &ni)) != KILN_OK)
+        return st;
+    if (nd >= 2 && (st = kiln_split(so, ax[nd - 2], mr, &mo, &mi)) != KILN_OK)
+        return st;
+    int k = 0;
+    for (int d = 0; d + 2 < nd; d++)
+        order[k++] = ax[d];
+    order[k++] = no;
+    if (nd >= 2)
+        order[k++] = mo;
+    if (nd >= 2)
+        order[k++] = mi;
+    order[k++] = ni;
+    if ((st = kiln_reorder(so, k, order)) != KILN_OK)
+        return st;
+    kiln_expr par = no; /* batch dims and column panels run in parallel */
+    for (int d = nd - 3; d >= 0; d--)
+        if ((st = kiln_fuse(so, ax[d], par, &par)) != KILN_OK)
+            return st;
+    /* nr is a multiple of the lanes: whole vectors, unrolled */
+    int64_t lanes = vl;
+    kiln_expr nio, nii;
+    if ((st = kiln_parallel(so, par)) != KILN_OK || (mi && (st = kiln_unroll(so, mi)) != KILN_OK) ||
+        (st = kiln_split(so, ni, lanes, &nio, &nii)) != KILN_OK ||
+        (st = kiln_unroll(so, nio)) != KILN_OK || (st = kiln_vectorize(so, nii)) != KILN_OK ||
+        (st = kiln_compute_at(sc, so, nd >= 2 ? mo : no)) != KILN_OK)
+        return st;
+    kiln_expr c[KILN_MAX_NDIM + 2], cno, cni;
+    if ((st = kiln_split(sc, kiln_tensor_axis(acc, nd - 1), lanes, &cno, &cni)) != KILN_OK)
+        return st;
+    k = 0;
+    for (int d = 0; d + 2 < nd; d++)
+        c[k++] = kiln_tensor_axis(acc, d);
+    c[k++] = kiln_tensor_reduce_axis(acc, 0);
+    if (nd >= 2)
+        c[k++] = kiln_tensor_axis(acc, nd - 2);
+    c[k++] = cno;
+    c[k++] = cni;
+    if ((st = kiln_reorder(sc, k, c)) != KILN_OK ||
+        (nd >= 2 && (st = kiln_unroll(sc, kiln_tensor_axis(acc, nd - 2))) != KILN_OK) ||
+        (st = kiln_unroll(sc, cno)) != KILN_OK || (st = kiln_vectorize(sc, cni)) != KILN_OK)
+        return st;
+    return KILN_OK;
+}
+
+/* The layout hook: a constant [units, in] weight packed into column panels
+ * [units/nr, in, nr] (weight_layout="NC[nr]n", TVM's dense_pack), nr the
+ * width of the register tile the dense schedule will use for the target,
+ * so each k step of a tile loads whole contiguous weight vectors. When the
+ * units have no such divisor the weight is only transposed to [in, units]. */
+static int alter_dense(const gnode *call, const layout_query *q, layout_rewrite *rw) {
+    if (strcmp(graph_attr_str(call, "weight_layout", "NK"), "NK"))
+        return 0;
+    const gnode *w = call->graph->nodes[call->in[1]];
+    const gtensor_type *xt = ops_node_type(call->graph->nodes[call->in[0]]);
+    if (w->kind != GN_CONST || kiln_ndarray_ndim(w->value) != 2 || !xt)
+        return 0;
+    int64_t rows = kiln_ndarray_dim(w->value, 0), cols = kiln_ndarray_dim(w->value, 1);
+    int64_t m = xt->ndim >= 2 && !xt->dims[xt->ndim - 2].sym ? xt->dims[xt->ndim - 2].v : 1, mr, nr,
+            vl;
+    dense_tile(m, rows, cols, q->target, &mr, &nr, &vl);
+    int64_t dims[3] = {nr ? rows / nr : cols, nr ? cols : rows, nr};
+    kiln_ndarray *t = kiln_ndarray_empty(kiln_ndarray_dtype(w->value), nr ? 3 : 2, dims);
+    if (!t)
+        return -1;
+    size_t es = kiln_dtype_size(kiln_ndarray_dtype(w->value));
+    const char *src = kiln_ndarray_data(w->value);
+    char *dst = kiln_ndarray_data(t);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) {
+            int64_t o = nr ? ((i / nr) * cols + j) * nr + i % nr : j * rows + i;
+            memcpy(dst + o * (int64_t)es, src + (i * cols + j) * (int64_t)es, es);
+        }
+    static const char *const drop[] = {"weight_layout", NULL};
+    rw->drop = drop;
+    if (nr) {
+        snprintf(rw->attrs, sizeof rw->attrs, "weight_layout=\"NC%dn\"", (int)nr);
+        snprintf(rw->in[1].suffix, sizeof rw->in[1].suffix, ".NC%dn", (int)nr);
+    } else {
+        snprintf(rw->attrs, sizeof rw->attrs, "weight_layout=\"KN\"");
+        snprintf(rw->in[1].suffix, sizeof rw->in[1].suffix, ".KN");
+    }
+    rw->in[1].value = t;
+    return 1;
+}
+
+/* ---- nn.softmax, nn.log_softmax --------------------------------------------------- */
+
+static rel_result rel_softmax(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
+                              gtype *out) {
+    rel_result r = ops_rel_float_unary(g, call, in, out);
+    if (r != REL_OK)
+        return r;
+    int64_t axis = graph_attr_int(call, "axis", -1), nd = in[0]->t[0].ndim;
+    if (axis < -nd || axis >= nd)
+        return ops_fail("axis %lld is out of range", (long long)axis);
+    return REL_OK;
+}
+
+typedef struct {
+    kiln_tensor *x, *mx, *ex, *sum;
+    int nd, axis;
+    kiln_expr k1, k2;
+} sm_args;
+
+static void with_axis(const sm_args *s, const kiln_expr *i, kiln_expr k, kiln_expr *ix) {
+    int j = 0;
+    for (int d = 0; d < s->nd; d++)
+        ix[d] = d == s->axis ? k : i[j++];
+}
+
+static kiln_expr sm_max(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    sm_args *s = u;
+    kiln_expr ix[KILN_MAX_NDIM];
+    with_axis(s, i, s->k1, ix);
+    return kiln_max_reduce(kiln_tensor_at(s->x, s->nd, ix), 1, &s->k1);
+}
+
+/* the reduced tensors drop the axis: index them without it */
+static kiln_expr drop_axis_read(const sm_args *s, kiln_tensor *t, const kiln_expr *i) {
+    kiln_expr ix[KILN_MAX_NDIM];
+    int j = 0;
+    for (int d = 0; d < s->nd; d++)
+        if (d != s->axis)
+            ix[j++] = i[d];
+    return kiln_tensor_at(t, s->nd - 1, ix);
+}
+
+static kiln_expr sm_exp(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    sm_args *s = u;
+    return kiln_exp(kiln_sub(kiln_tensor_at(s->x, s->nd, i), drop_axis_read(s, s->mx, i)));
+}
+
+static kiln_expr sm_sum(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    sm_args *s = u;
+    kiln_expr ix[KILN_MAX_NDIM];
+    with_axis(s, i, s->k2, ix);
+    return kiln_sum(kiln_tensor_at(s->ex, s->nd, ix), 1, &s->k2);
+}
+
+static kiln_expr sm_div(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    sm_args *s = u;
+    return kiln_div(kiln_tensor_at(s->ex, s->nd, i), drop_axis_read(s, s->sum, i));
+}
+
+/* log_softmax: x - max - log(sum) */
+static kiln_expr sm_log(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    sm_args *s = u;
+    kiln_expr shifted = kiln_sub(kiln_tensor_at(s->x, s->nd, i), drop_axis_read(s, s->mx, i));
+    return kiln_sub(shifted, kiln_log(drop_axis_read(s, s->sum, i)));
+}
+
+/* Softmax over a last axis of K = ko * SM_LANES elements, in lane-parallel
+ * form: max and sum first reduce over ko into SM_LANES partial results per
+ * row (contiguous reads, so they vectorize), then over those. Only the
+ * order of the max and sum reductions differs from the plain form. */
+#define SM_LANES 16
+
+typedef struct {
+    kiln_tensor *x, *mxp, *mx, *ex, *smp, *sm;
+    int nd;
+    kiln_expr ko, ki, ko2, ki2;
+} smv_args;
+
+/* t (rank nd-1+extra) at the row of output index i plus `last` */
+static kiln_expr row_at(kiln_tensor *t, int nrow, const kiln_expr *i, kiln_expr last) {
+    kiln_expr ix[KILN_MAX_NDIM];
+    for (int d = 0; d < nrow; d++)
+        ix[d] = i[d];
+    if (last)
+        ix[nrow] = last;
+    return kiln_tensor_at(t, nrow + (last != NULL), ix);
+}
+
+static kiln_expr x_at_lane(kiln_ctx *ctx, const smv_args *s, kiln_tensor *t, const kiln_expr *i,
+                           kiln_expr ko, kiln_expr ki) {
+    return row_at(t, s->nd - 1, i, kiln_add(kiln_mul(ko, ops_int(ctx, SM_LANES)), ki));
+}
+
+static kiln_expr smv_mxp(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    smv_args *s = u;
+    return kiln_max_reduce(x_at_lane(ctx, s, s->x, i, s->ko, i[s->nd - 1]), 1, &s->ko);
+}
+static kiln_expr smv_mx(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    smv_args *s = u;
+    return kiln_max_reduce(row_at(s->mxp, s->nd - 1, i, s->ki), 1, &s->ki);
+}
+static kiln_expr smv_ex(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    smv_args *s = u;
+    return kiln_exp(
+        kiln_sub(row_at(s->x, s->nd - 1, i, i[s->nd - 1]), row_at(s->mx, s->nd - 1, i, NULL)));
+}
+static kiln_expr smv_smp(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    smv_args *s = u;
+    return kiln_sum(x_at_lane(ctx, s, s->ex, i, s->ko2, i[s->nd - 1]), 1, &s->ko2);
+}
+static kiln_expr smv_sm(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    smv_args *s = u;
+    return kiln_sum(row_at(s->smp, s->nd - 1, i, s->ki2), 1, &s->ki2);
+}
+static kiln_expr smv_out(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    smv_args *s = u;
+    return kiln_div(row_at(s->ex, s->nd - 1, i, i[s->nd - 1]), row_at(s->sm, s->nd - 1, i, NULL));
+}
+
+static int softmax_lanes_form(const gnode *call, int nd, const int64_t *od, int *axis) {
+    int64_t a = graph_attr_int(call, "axis", -1);
+    *axis = (int)(a < 0 ? a + nd : a);
+    return call->op->variant == SM_SOFTMAX && *axis == nd - 1 && od[nd - 1] % SM_LANES == 0 &&
+           od[nd - 1] >= 2 * SM_LANES;
+}
+
+static kiln_status compute_softmax(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                   kiln_tensor **out) {
+    int64_t od[KILN_MAX_NDIM], rd[KILN_MAX_NDIM];
+    int nd = ops_out_shape(call, od), axis;
+    if (softmax_lanes_form(call, nd, od, &axis)) {
+        smv_args v;
+        memset(&v, 0, sizeof v);
+        v.x = in[0];
+        v.nd = nd;
+        for (int d = 0; d < nd - 1; d++)
+            rd[d] = od[d];
+        rd[nd - 1] = SM_LANES;
+        kiln_expr ko_ext = ops_int(ctx, od[nd - 1] / SM_LANES), l = ops_int(ctx, SM_LANES);
+        v.ko = kiln_reduce_axis(ctx, ops_int(ctx, 0), ko_ext, "ko");
+        v.ko2 = kiln_reduce_axis(ctx, ops_int(ctx, 0), ko_ext, "ko");
+        v.ki = kiln_reduce_axis(ctx, ops_int(ctx, 0), l, "ki");
+        v.ki2 = kiln_reduce_axis(ctx, ops_int(ctx, 0), l, "ki");
+        v.mxp = ops_compute(ctx, call, ".maxp", nd, rd, smv_mxp, &v);
+        v.mx = v.mxp ? ops_compute(ctx, call, ".max", nd - 1, rd, smv_mx, &v) : NULL;
+        v.ex = v.mx ? ops_compute(ctx, call, ".exp", nd, od, smv_ex, &v) : NULL;
+        v.smp = v.ex ? ops_compute(ctx, call, ".sump", nd, rd, smv_smp, &v) : NULL;
+        v.sm = v.smp ? ops_compute(ctx, call, ".sum", nd - 1, rd, smv_sm, &v) : NULL;
+        out[0] = v.sm ? ops_compute(ctx, call, "", nd, od, smv_out, &v) : NULL;
+        return out[0] ? KILN_OK : KILN_ERR_INVALID;
+    }
+    sm_args s;
+    memset(&s, 0, sizeof s);
+    s.x = in[0];
+    s.nd = nd;
+    s.axis = axis;
+    int j = 0;
+    for (int d = 0; d < s.nd; d++)
+        if (d != s.axis)
+            rd[j++] = od[d];
+    s.k1 = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, od[s.axis]), "k");
+    s.k2 = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, od[s.axis]), "k");
+    s.mx = ops_compute(ctx, call, ".max", s.nd - 1, rd, sm_max, &s);
+    s.ex = s.mx ? ops_compute(ctx, call, ".exp", s.nd, od, sm_exp, &s) : NULL;
+    s.sum = s.ex ? ops_compute(ctx, call, ".sum", s.nd - 1, rd, sm_sum, &s) : NULL;
+    int is_log = call->op->variant == SM_LOG_SOFTMAX;
+    out[0] = s.sum ? ops_compute(ctx, call, "", s.nd, od, is_log ? sm_log : sm_div, &s) : NULL;
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* The schedule of the lane-parallel softmax: rows (the leading axes,
+ * fused) in parallel; per row the partial max, the exponentials, the
+ * partial sums and the output are vectors of SM_LANES, in local buffers
+ * computed at the row. */
+static kiln_status schedule_softmax(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
+                                    kiln_tensor *out, const kiln_target *target) {
+    (void)target;
+    int64_t od[KILN_MAX_NDIM];
+    int nd = ops_shape(out, od), axis;
+    if (anchor != out || nd < 2 || !softmax_lanes_form(call, nd, od, &axis))
+        return KILN_OK;
+    kiln_tensor *t[4], *ex, *sm, *smp, *mx, *mxp;
+    if (kiln_tensor_inputs(out, t, 4) != 2)
+        return KILN_OK;
+    ex = t[0];
+    sm = t[1];
+    if (kiln_tensor_inputs(sm, t, 4) != 1)
+        return KILN_OK;
+    smp = t[0];
+    if (kiln_tensor_inputs(ex, t, 4) != 2)
+        return KILN_OK;
+    mx = t[1];
+    if (kiln_tensor_inputs(mx, t, 4) != 1)
+        return KILN_OK;
+    mxp = t[0];
+    /* consumers first (compute_at needs a stage's other consumers placed
+       inside the same loop already) */
+    kiln_tensor *stages[5] = {sm, smp, ex, mx, mxp};
+    static const ops_row_kind kinds[5] = {OPS_ROW_SCALAR, OPS_ROW_PARTIAL, OPS_ROW_VECTOR,
+                                          OPS_ROW_SCALAR, OPS_ROW_PARTIAL};
+    return ops_schedule_rows(s, out, SM_LANES, 5, stages, kinds);
+}
+
+/* ---- batch_matmul: numpy matmul with broadcast batch dims ---------------------- */
+
+static rel_result rel_batch_matmul(const struct kiln_graph *g, const gnode *call,
+                                   const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(2);
+    rel_result r = REL_OK;
+    const gtensor_type *a = ops_tensor_in(in[0], 0, &r),
+                       *b = a ? ops_tensor_in(in[1], 1, &r) : NULL;
+    if (!b)
+        return r;
+    if (a->ndim < 2 || b->ndim < 2)
+        return ops_fail("both inputs must have rank >= 2, got %d-D and %d-D", a->ndim, b->ndim);
+    if (a->dtype != b->dtype)
+        return ops_fail("input 0 is %s but input 1 is %s", kiln_dtype_name(a->dtype),
+                        kiln_dtype_name(b->dtype));
+    int ta = graph_attr_int(call, "transpose_a", 0) != 0,
+        tb = graph_attr_int(call, "transpose_b", 0) != 0;
+    gdim m = a->dims[a->ndim - 2 + ta], ka = a->dims[a->ndim - 1 - ta];
+    gdim kb = b->dims[b->ndim - 2 + tb], n = b->dims[b->ndim - 1 - tb];
+    if (!gdim_equal(ka, kb)) {
+        char s1[64], s2[64];
+        ops_dim_str(ka, s1, sizeof s1);
+        ops_dim_str(kb, s2, sizeof s2);
+        return ops_fail("the reduced dims differ: %s in input 0, %s in input 1", s1, s2);
+    }
+    gtensor_type ba = *a, bb = *b, res;
+    ba.ndim -= 2;
+    bb.ndim -= 2;
+    const gtensor_type *ts[2] = {&ba, &bb};
+    if ((r = ops_broadcast(2, ts, 0, &res)) != REL_OK)
+        return r;
+    if (res.ndim + 2 > KILN_MAX_NDIM)
+        return ops_fail("too many dims");
+    res.dims[res.ndim++] = m;
+    res.dims[res.ndim++] = n;
+    return ops_set_out(g, out, &res);
+}
+
+typedef struct {
+    kiln_tensor *a, *b;
+    int nd, na, nb, ta, tb;
+    int64_t ad[KILN_MAX_NDIM], bd[KILN_MAX_NDIM];
+    kiln_expr k;
+} bmm_args;
+
+/* The index of a rank-n operand with dims `dims`: batch dims right-aligned
+ * (size 1 reads 0), then (row, col) or (col, row) when transposed. */
+static void bmm_index(kiln_ctx *ctx, const bmm_args *a, int n, const int64_t *dims, int trans,
+                      const kiln_expr *i, kiln_expr row, kiln_expr col, kiln_expr *ix) {
+    for (int d = 0; d < n - 2; d++)
+        ix[d] = dims[d] == 1 ? ops_int(ctx, 0) : i[d + (a->nd - 2) - (n - 2)];
+    ix[n - 2] = trans ? col : row;
+    ix[n - 1] = trans ? row : col;
+}
+
+static kiln_expr bmm_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    bmm_args *a = u;
+    kiln_expr ai[KILN_MAX_NDIM], bi[KILN_MAX_NDIM];
+    bmm_index(ctx, a, a->na, a->ad, a->ta, i, i[a->nd - 2], a->k, ai);
+    bmm_index(ctx, a, a->nb, a->bd, a->tb, i, a->k, i[a->nd - 1], bi);
+    return kiln_sum(kiln_mul(kiln_tensor_at(a->a, a->na, ai), kiln_tensor_at(a->b, a->nb, bi)), 1,
+                    &a->k);
+}
+
+static kiln_status compute_batch_matmul(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                        kiln_tensor **out) {
+    bmm_args a;
+    memset(&a, 0, sizeof a);
+    int64_t od[KILN_MAX_NDIM];
+    a.a = in[0];
+    a.b = in[1];
+    a.nd = ops_out_shape(call, od);
+    a.na = ops_shape(in[0], a.ad);
+    a.nb = ops_shape(in[1], a.bd);
+    a.ta = graph_attr_int(call, "transpose_a", 0) != 0;
+    a.tb = graph_attr_int(call, "transpose_b", 0) != 0;
+    int64_t kdim = a.ad[a.na - 1 - a.ta];
+    a.k = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, kdim), "k");
+    out[0] = ops_compute(ctx, call, "", a.nd, od, bmm_body, &a);
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* ---- the table --------------------------------------------------------------------- */
+
+const kiln_op_def ops_nn_rows[] = {
+    {.name = "nn.dense",
+     .min_in = 2,
+     .max_in = 2,
+     .attrs = dense_attrs,
+     .rel = rel_dense,
+     .pattern = OP_OUT_ELEMWISE_FUSABLE,
+     .compute = compute_dense,
+     .summary = "x * W^T, W is [units, in] (weight_layout NK; KN and packed NC[x]n too)",
+     .schedule = schedule_dense,
+     .variant = MM_DENSE,
+     .alter = alter_dense},
+    {.name = "nn.batch_matmul",
+     .min_in = 2,
+     .max_in = 2,
+     .attrs = batch_matmul_attrs,
+     .rel = rel_batch_matmul,
+     .pattern = OP_OUT_ELEMWISE_FUSABLE,
+     .compute = compute_batch_matmul,
+     .summary = "numpy matmul: [..., M, K] x [..., K, N], batch dims broadcast",
+     .schedule = schedule_dense,
+     .variant = MM_BATCH},
+    {.name = "nn.softmax",
+     .min_in = 1,
+     .max_in = 1,
+     .attrs = softmax_attrs,
+     .rel = rel_softmax,
+     .pattern = OP_OPAQUE,
+     .compute = compute_softmax,
+     .summary = "softmax over axis",
+     .schedule = schedule_softmax,
+     .variant = SM_SOFTMAX},
+    {.name = "nn.log_softmax",
+     .min_in = 1,
+     .max_in = 1,
+     .attrs = softmax_attrs,
+     .rel = rel_softmax,
+     .pattern = OP_OPAQUE,
+     .compute = compute_softmax,
+     .summary = "log of softmax over axis",
+     .variant = SM_LOG_SOFTMAX},
+};
+
+const int ops_nn_count = (int)(sizeof ops_nn_rows / sizeof ops_nn_rows[0]);

@@ -1,0 +1,455 @@
+/* ops_common.c: what the op families share: relation helpers (errors,
+ * broadcasting, the identity relations), attribute readers, compute
+ * helpers (the elementwise compute every row with an `elem` scalar uses,
+ * spatial padding), schedule building blocks (the per-row schedule of
+ * softmax and layer norm, the register block of the convolutions) and the
+ * blocked re-layout of a constant. It calls no family. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../te/te_internal.h"
+#include "ops.h"
+
+/* ---- relations ------------------------------------------------------------------ */
+
+rel_result ops_fail(const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    kiln_set_error(KILN_ERR_INVALID, "%s", msg);
+    return REL_ERROR;
+}
+
+const gtensor_type *ops_tensor_in(const gtype *t, int i, rel_result *r) {
+    if (t->is_tuple) {
+        *r = ops_fail("input %d is a tuple, not a tensor", i);
+        return NULL;
+    }
+    return &t->t[0];
+}
+
+rel_result ops_set_out(const struct kiln_graph *g, gtype *out, const gtensor_type *t) {
+    *out = gtype_tensor((struct kiln_graph *)g, t->dtype, t->ndim, t->dims);
+    return REL_OK;
+}
+
+void ops_dim_str(gdim d, char *buf, size_t cap) {
+    if (d.sym)
+        snprintf(buf, cap, "%s", d.sym);
+    else
+        snprintf(buf, cap, "%lld", (long long)d.v);
+}
+
+int ops_all_known(const gtensor_type *t, int from, int to) {
+    for (int d = from; d < to; d++)
+        if (t->dims[d].sym)
+            return 0;
+    return 1;
+}
+
+rel_result ops_broadcast(int n, const gtensor_type *const *ts, int dt_from, gtensor_type *res) {
+    int nd = 0;
+    for (int i = 0; i < n; i++)
+        nd = ts[i]->ndim > nd ? ts[i]->ndim : nd;
+    res->ndim = nd;
+    res->dtype = ts[dt_from]->dtype;
+    for (int d = 0; d < nd; d++) {
+        gdim r = {1, NULL};
+        for (int i = 0; i < n; i++) {
+            int k = d - (nd - ts[i]->ndim);
+            if (k < 0)
+                continue;
+            gdim x = ts[i]->dims[k];
+            if (!x.sym && x.v == 1)
+                continue;
+            if (!r.sym && r.v == 1) {
+                r = x;
+                continue;
+            }
+            if (!gdim_equal(r, x)) {
+                char a[64], b[64];
+                ops_dim_str(r, a, sizeof a);
+                ops_dim_str(x, b, sizeof b);
+                return ops_fail("shapes cannot broadcast: dim %d is %s in one input and %s in "
+                                "input %d",
+                                d, a, b, i);
+            }
+        }
+        res->dims[d] = r;
+    }
+    return REL_OK;
+}
+
+rel_result ops_rel_identity(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
+                            gtype *out) {
+    OPS_REQUIRE_KNOWN(1);
+    rel_result r = REL_OK;
+    const gtensor_type *a = ops_tensor_in(in[0], 0, &r);
+    return a ? ops_set_out(g, out, a) : r;
+}
+
+rel_result ops_rel_float_unary(const struct kiln_graph *g, const gnode *call,
+                               const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(1);
+    rel_result r = REL_OK;
+    const gtensor_type *a = ops_tensor_in(in[0], 0, &r);
+    if (!a)
+        return r;
+    if (a->dtype != KILN_FLOAT32 && a->dtype != KILN_FLOAT64 && a->dtype != KILN_FLOAT16)
+        return ops_fail("needs a float input, not %s", kiln_dtype_name(a->dtype));
+    return ops_set_out(g, out, a);
+}
+
+/* ---- attributes ------------------------------------------------------------------ */
+
+int ops_norm_axis(const gnode *call, int64_t def, int nd) {
+    int64_t a = graph_attr_int(call, "axis", def);
+    return (int)(a < 0 ? a + nd : a);
+}
+
+void ops_attr2(const gnode *call, const char *name, int64_t def, int64_t v[2]) {
+    int64_t b[4];
+    int n = graph_attr_ints(call, name, b, 4);
+    v[0] = n >= 1 ? b[0] : def;
+    v[1] = n >= 2 ? b[1] : v[0];
+}
+
+int ops_attr2_checked(const gnode *call, const char *name, int64_t def, int64_t minv,
+                      int64_t v[2]) {
+    int64_t buf[4];
+    int n = graph_attr_ints(call, name, buf, 4);
+    if (n < 0) {
+        v[0] = v[1] = def;
+    } else if (n == 1) {
+        v[0] = v[1] = buf[0];
+    } else if (n == 2) {
+        v[0] = buf[0];
+        v[1] = buf[1];
+    } else {
+        ops_fail("attribute %s must have 2 values, has %d", name, n);
+        return 0;
+    }
+    if (v[0] < minv || v[1] < minv) {
+        ops_fail("attribute %s must be >= %lld", name, (long long)minv);
+        return 0;
+    }
+    return 1;
+}
+
+void ops_pad4(const gnode *call, int64_t p[4]) {
+    int64_t b[4];
+    int n = graph_attr_ints(call, "padding", b, 4);
+    if (n == 1)
+        p[0] = p[1] = p[2] = p[3] = b[0];
+    else if (n == 2)
+        p[0] = p[2] = b[0], p[1] = p[3] = b[1];
+    else if (n == 4)
+        memcpy(p, b, sizeof b);
+    else
+        p[0] = p[1] = p[2] = p[3] = 0;
+}
+
+int ops_pad_sum(const gnode *call, int64_t p[2]) {
+    int64_t buf[4];
+    int n = graph_attr_ints(call, "padding", buf, 4);
+    if (n < 0 || n == 0) {
+        p[0] = p[1] = 0;
+    } else if (n == 1) {
+        p[0] = p[1] = 2 * buf[0];
+    } else if (n == 2) {
+        p[0] = 2 * buf[0];
+        p[1] = 2 * buf[1];
+    } else if (n == 4) {
+        p[0] = buf[0] + buf[2];
+        p[1] = buf[1] + buf[3];
+    } else {
+        ops_fail("attribute padding must have 1, 2 or 4 values, has %d", n);
+        return 0;
+    }
+    for (int i = 0; i < (n < 0 ? 0 : n); i++)
+        if (buf[i] < 0)
+            return ops_fail("padding must not be negative"), 0;
+    return 1;
+}
+
+int64_t ops_window_out(int64_t in, int64_t pad, int64_t k, int64_t stride, int64_t dil,
+                       int ceil_mode) {
+    int64_t span = in + pad - dil * (k - 1) - 1;
+    if (span < 0)
+        return -1;
+    return (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+}
+
+int ops_layout_block(const char *layout) {
+    if (!layout)
+        return -1;
+    if (!strcmp(layout, "NCHW"))
+        return 0;
+    if (strncmp(layout, "NCHW", 4))
+        return -1;
+    char *end;
+    long b = strtol(layout + 4, &end, 10);
+    if (b < 1 || b > 4096 || strcmp(end, "c"))
+        return -1;
+    return (int)b;
+}
+
+/* ---- computes -------------------------------------------------------------------- */
+
+kiln_expr ops_int(kiln_ctx *ctx, int64_t v) {
+    return kiln_int(ctx, v);
+}
+
+kiln_expr ops_const(kiln_ctx *ctx, kiln_dtype dt, double v) {
+    return kiln_const(ctx, dt, v);
+}
+
+int ops_shape(const kiln_tensor *t, int64_t *dims) {
+    for (int d = 0; d < t->ndim; d++)
+        KILN_ASSERT(tir_const_int(t->shape[d], &dims[d]));
+    return t->ndim;
+}
+
+int ops_out_shape(const gnode *call, int64_t *dims) {
+    const gtensor_type *t = &call->type.t[0];
+    for (int d = 0; d < t->ndim; d++)
+        dims[d] = t->dims[d].v;
+    return t->ndim;
+}
+
+kiln_tensor *ops_compute(kiln_ctx *ctx, const gnode *call, const char *suffix, int ndim,
+                         const int64_t *shape, kiln_compute_fn fn, void *user) {
+    kiln_expr sh[KILN_MAX_NDIM];
+    for (int d = 0; d < ndim; d++)
+        sh[d] = kiln_int(ctx, shape[d]);
+    char name[256];
+    const char *base = call->name && *call->name ? call->name : call->op->name;
+    snprintf(name, sizeof name, "%s%s", base, suffix);
+    return kiln_compute(ctx, ndim, sh, fn, user, name);
+}
+
+kiln_expr ops_bcast_read(kiln_ctx *ctx, kiln_tensor *t, int out_nd, const kiln_expr *idx) {
+    int64_t dims[KILN_MAX_NDIM];
+    int nd = ops_shape(t, dims);
+    kiln_expr ix[KILN_MAX_NDIM];
+    for (int k = 0; k < nd; k++)
+        ix[k] = dims[k] == 1 ? kiln_int(ctx, 0) : idx[k + out_nd - nd];
+    return kiln_tensor_at(t, nd, ix);
+}
+
+typedef struct {
+    const gnode *call;
+    kiln_tensor *const *in;
+    int nd;
+} elem_args;
+
+static kiln_expr elem_body(kiln_ctx *ctx, const kiln_expr *idx, void *u) {
+    elem_args *e = u;
+    kiln_expr args[LAYOUT_MAX_IN];
+    for (int i = 0; i < e->call->nin; i++) {
+        /* a unary op's input has the output's shape: read at its index */
+        args[i] = e->call->nin == 1 && kiln_tensor_ndim(e->in[i]) == e->nd
+                      ? kiln_tensor_at(e->in[i], e->nd, idx)
+                      : ops_bcast_read(ctx, e->in[i], e->nd, idx);
+    }
+    return e->call->op->elem(ctx, e->call, kiln_tensor_dtype(e->in[0]), args);
+}
+
+kiln_status ops_compute_elemwise(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                 kiln_tensor **out) {
+    if (!call->op->elem || call->nin < 1 || call->nin > LAYOUT_MAX_IN)
+        return kiln_set_error(KILN_ERR_INVALID,
+                              "%s: an elementwise compute needs a scalar and "
+                              "1 to %d inputs",
+                              call->op->name, LAYOUT_MAX_IN);
+    int64_t dims[KILN_MAX_NDIM];
+    elem_args e = {call, in, ops_out_shape(call, dims)};
+    out[0] = ops_compute(ctx, call, "", e.nd, dims, elem_body, &e);
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+kiln_expr ops_elem_multiply(kiln_ctx *ctx, const gnode *call, kiln_dtype dt,
+                            const kiln_expr *args) {
+    return kiln_mul(args[0], args[1]);
+}
+
+typedef struct {
+    kiln_tensor *x;
+    int nd;
+    int64_t dims[5], pad[4];
+    double fill;
+} pad_args;
+
+static kiln_expr pad_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    pad_args *p = u;
+    kiln_expr h = kiln_sub(i[2], ops_int(ctx, p->pad[0]));
+    kiln_expr w = kiln_sub(i[3], ops_int(ctx, p->pad[1]));
+    kiln_expr z = ops_int(ctx, 0);
+    kiln_expr in = kiln_and(kiln_and(kiln_ge(h, z), kiln_lt(h, ops_int(ctx, p->dims[2]))),
+                            kiln_and(kiln_ge(w, z), kiln_lt(w, ops_int(ctx, p->dims[3]))));
+    kiln_expr hc = kiln_min(kiln_max(h, z), ops_int(ctx, p->dims[2] - 1));
+    kiln_expr wc = kiln_min(kiln_max(w, z), ops_int(ctx, p->dims[3] - 1));
+    kiln_expr ix[5] = {i[0], i[1], hc, wc, p->nd == 5 ? i[4] : NULL};
+    return kiln_select(in, kiln_tensor_at(p->x, p->nd, ix),
+                       ops_const(ctx, kiln_tensor_dtype(p->x), p->fill));
+}
+
+kiln_tensor *ops_pad_spatial(kiln_ctx *ctx, const gnode *call, kiln_tensor *x, const int64_t pad[4],
+                             double fill) {
+    if (!pad[0] && !pad[1] && !pad[2] && !pad[3])
+        return x;
+    pad_args p = {x, 0, {0}, {pad[0], pad[1], pad[2], pad[3]}, fill};
+    p.nd = ops_shape(x, p.dims);
+    int64_t sh[5] = {p.dims[0], p.dims[1], p.dims[2] + pad[0] + pad[2], p.dims[3] + pad[1] + pad[3],
+                     p.dims[4]};
+    return ops_compute(ctx, call, ".pad", p.nd, sh, pad_body, &p);
+}
+
+/* ---- schedules ------------------------------------------------------------------ */
+
+int64_t ops_cache_bytes(const kiln_target *t, int level, int64_t def) {
+    return t && level >= 1 && level <= 3 && t->cache[level - 1] > 0 ? t->cache[level - 1] : def;
+}
+
+kiln_status ops_schedule_rows(kiln_schedule *s, kiln_tensor *out, int64_t lanes, int n,
+                              kiln_tensor *const *stages, const ops_row_kind *kinds) {
+    int nd = kiln_tensor_ndim(out);
+    kiln_stage *so = kiln_schedule_stage(s, out);
+    if (!so || nd < 2)
+        return KILN_ERR_INVALID;
+    kiln_expr row = kiln_tensor_axis(out, 0), ko, ki;
+    kiln_status st;
+    for (int d = 1; d < nd - 1; d++)
+        if ((st = kiln_fuse(so, row, kiln_tensor_axis(out, d), &row)) != KILN_OK)
+            return st;
+    if ((st = kiln_parallel(so, row)) != KILN_OK ||
+        (st = kiln_split(so, kiln_tensor_axis(out, nd - 1), lanes, &ko, &ki)) != KILN_OK ||
+        (st = kiln_vectorize(so, ki)) != KILN_OK)
+        return st;
+    for (int k = 0; k < n; k++) {
+        kiln_stage *x = kiln_schedule_stage(s, stages[k]);
+        if (!x)
+            return KILN_ERR_INVALID;
+        if ((st = kiln_compute_at(x, so, row)) != KILN_OK ||
+            (st = kiln_set_scope(x, "local")) != KILN_OK)
+            return st;
+        if (kinds[k] == OPS_ROW_SCALAR)
+            continue;
+        kiln_expr last = kiln_tensor_axis(stages[k], nd - 1), eo, ei;
+        if (kinds[k] == OPS_ROW_VECTOR) {
+            if ((st = kiln_split(x, last, lanes, &eo, &ei)) != KILN_OK ||
+                (st = kiln_vectorize(x, ei)) != KILN_OK)
+                return st;
+        } else { /* partial results: reduce outside, lanes inside */
+            kiln_expr order[2] = {kiln_tensor_reduce_axis(stages[k], 0), last};
+            if ((st = kiln_reorder(x, 2, order)) != KILN_OK ||
+                (st = kiln_vectorize(x, last)) != KILN_OK)
+                return st;
+        }
+    }
+    return KILN_OK;
+}
+
+/* The register block: reg_n divides the output width, ocb the number of
+ * output-channel blocks. Within one reduction step the reg_n * ocb * vecs
+ * accumulators stay live, and so do either the reg_n broadcast inputs
+ * (channel blocks outer: *pixels_inner = 1) or the ocb weight vectors
+ * (pixels outer); all must fit in the nregs vector registers, or the
+ * accumulators spill. Among those blocks it takes the one with the lowest
+ * cost per multiply-add, the largest of: the FMA pipes (2 a cycle), the
+ * loads (2 a cycle; reg_n + ocb per step for reg_n*ocb multiply-adds), and
+ * re-reading the weight slice (ocb blocks of block_bytes) from L2 once per
+ * block of pixels when it does not fit in L1 (about 16 bytes a cycle);
+ * ties go to more accumulators. */
+void ops_register_block(int64_t ow, int64_t occ, int64_t vecs, int64_t nregs, int dw,
+                        int64_t block_bytes, int64_t l1, int64_t *reg_n, int64_t *ocb,
+                        int *pixels_inner) {
+    double best = 1e30;
+    *reg_n = 1;
+    *ocb = 1;
+    *pixels_inner = 1;
+    for (int64_t r = 1; r <= ow && r <= nregs; r++) {
+        if (ow % r)
+            continue;
+        for (int64_t o = 1; o <= (dw ? 1 : occ) && o <= 8; o++) {
+            if (occ % o)
+                continue;
+            int64_t acc = r * o * vecs;
+            /* live besides the accumulators: broadcasts (or, depthwise, one
+               input vector) with pixels inner; weight vectors with them outer */
+            int64_t with_bcast = acc + (dw ? vecs : r) + vecs, with_w = acc + o * vecs + 1;
+            if (with_bcast > nregs && with_w > nregs)
+                continue;
+            double fma = 0.5, loads = (double)(r + o) / (double)(r * o) / 2.0;
+            double l2 = o * block_bytes > l1 ? 4.0 / (double)r : 0.0;
+            double cost = fma > loads ? fma : loads;
+            if (l2 > cost)
+                cost = l2;
+            cost -= 1e-4 * (double)acc;
+            if (cost < best) {
+                best = cost;
+                *reg_n = r;
+                *ocb = o;
+                *pixels_inner = with_bcast <= nregs;
+            }
+        }
+    }
+}
+
+kiln_status ops_schedule_accumulators(kiln_stage *sl, kiln_tensor *local, int chan, int pix,
+                                      int pixels_inner) {
+    kiln_expr order[5 + 8];
+    int k = 0, nr = kiln_tensor_num_reduce_axes(local);
+    if (kiln_tensor_ndim(local) != 5 || nr > 8)
+        return kiln_set_error(KILN_ERR_INVALID,
+                              "accumulators: a 5-D stage with at most 8 "
+                              "reductions, not %d-D with %d",
+                              kiln_tensor_ndim(local), nr);
+    for (int i = 0; i < 4; i++)
+        if (i != chan && i != pix)
+            order[k++] = kiln_tensor_axis(local, i);
+    for (int i = 0; i < nr; i++)
+        order[k++] = kiln_tensor_reduce_axis(local, i);
+    kiln_expr c = kiln_tensor_axis(local, chan), p = kiln_tensor_axis(local, pix),
+              lanes = kiln_tensor_axis(local, 4);
+    order[k++] = pixels_inner ? c : p;
+    order[k++] = pixels_inner ? p : c;
+    order[k++] = lanes;
+    kiln_status st;
+    if ((st = kiln_reorder(sl, k, order)) != KILN_OK || (st = kiln_unroll(sl, c)) != KILN_OK ||
+        (st = kiln_unroll(sl, p)) != KILN_OK)
+        return st;
+    return kiln_vectorize(sl, lanes);
+}
+
+/* ---- layouts ---------------------------------------------------------------------- */
+
+const gtensor_type *ops_node_type(const gnode *n) {
+    return n->type.known && !n->type.is_tuple && n->type.n == 1 ? &n->type.t[0] : NULL;
+}
+
+kiln_ndarray *ops_block_array(const kiln_ndarray *c, const int64_t d4[4], int b, int *bb) {
+    int64_t C = d4[1], blk = C == 1 ? 1 : b;
+    int64_t dims[5] = {d4[0], (C + blk - 1) / blk, d4[2], d4[3], blk}; /* padding: zeros */
+    kiln_ndarray *t = kiln_ndarray_empty(kiln_ndarray_dtype(c), 5, dims);
+    if (!t)
+        return NULL;
+    size_t es = kiln_dtype_size(kiln_ndarray_dtype(c));
+    const char *src = kiln_ndarray_data(c);
+    char *dst = kiln_ndarray_data(t);
+    for (int64_t n = 0; n < d4[0]; n++)
+        for (int64_t ch = 0; ch < C; ch++)
+            for (int64_t h = 0; h < d4[2]; h++)
+                for (int64_t w = 0; w < d4[3]; w++) {
+                    int64_t s = ((n * C + ch) * d4[2] + h) * d4[3] + w;
+                    int64_t o =
+                        ((((n * dims[1] + ch / blk) * d4[2] + h) * d4[3]) + w) * blk + ch % blk;
+                    memcpy(dst + o * (int64_t)es, src + s * (int64_t)es, es);
+                }
+    if (bb)
+        *bb = (int)blk;
+    return t;
+}

@@ -1,0 +1,821 @@
+/* transform.c: the ops that move elements without computing with them
+ * (the injective ops): reshape, nn.batch_flatten, transpose, concatenate,
+ * split, strided_slice (any steps, negative too), take (gather along an
+ * axis, negative indices counted from the end), broadcast_to, nn.pad
+ * (constant, edge and reflect) and layout_transform (NCHW <-> NCHW[x]c).
+ * Each output element reads input elements at indices derived from its
+ * own; every read stays in bounds: indices are clamped where the value
+ * read is not selected or the index comes from data. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ops.h"
+
+/* ---- attribute schemas ------------------------------------------------------------ */
+
+static const attr_schema no_attrs[] = {{NULL, 0, 0, NULL}};
+static const attr_schema axis0_attrs[] = {{"axis", GA_INT, 0, "0"}, {NULL, 0, 0, NULL}};
+static const attr_schema reshape_attrs[] = {{"newshape", GA_INTS, 1, NULL}, {NULL, 0, 0, NULL}};
+static const attr_schema transpose_attrs[] = {{"axes", GA_INTS, 0, NULL}, {NULL, 0, 0, NULL}};
+static const attr_schema split_attrs[] = {
+    {"indices_or_sections", GA_INTS, 1, NULL}, {"axis", GA_INT, 0, "0"}, {NULL, 0, 0, NULL}};
+static const attr_schema strided_slice_attrs[] = {{"begin", GA_INTS, 1, NULL},
+                                                  {"end", GA_INTS, 1, NULL},
+                                                  {"strides", GA_INTS, 0, NULL},
+                                                  {"axes", GA_INTS, 0, NULL},
+                                                  {NULL, 0, 0, NULL}};
+static const attr_schema broadcast_to_attrs[] = {{"shape", GA_INTS, 1, NULL}, {NULL, 0, 0, NULL}};
+static const attr_schema pad_attrs[] = {{"pad_width", GA_INTS, 1, NULL},
+                                        {"pad_value", GA_FLOAT, 0, "0"},
+                                        {"pad_mode", GA_STR, 0, "\"constant\""},
+                                        {NULL, 0, 0, NULL}};
+static const attr_schema layout_transform_attrs[] = {{"src_layout", GA_STR, 1, NULL},
+                                                     {"dst_layout", GA_STR, 1, NULL},
+                                                     {"channels", GA_INT, 0, "0"},
+                                                     {NULL, 0, 0, NULL}};
+
+/* ---- reshape, nn.batch_flatten, transpose ------------------------------------------ */
+
+static rel_result rel_reshape(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
+                              gtype *out) {
+    OPS_REQUIRE_KNOWN(1);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
+    if (!x)
+        return r;
+    int64_t ns[KILN_MAX_NDIM + 1];
+    int n = graph_attr_ints(call, "newshape", ns, KILN_MAX_NDIM + 1);
+    if (n < 0 || n > KILN_MAX_NDIM)
+        return ops_fail("newshape must have 0 to %d dims", KILN_MAX_NDIM);
+    if (!ops_all_known(x, 0, x->ndim))
+        return ops_fail("symbolic dims are not supported by reshape yet");
+    int64_t total = 1, known = 1;
+    for (int d = 0; d < x->ndim; d++)
+        if (!kiln_mul_ok(total, x->dims[d].v, &total))
+            return ops_fail("size overflow");
+    gtensor_type res = {x->dtype, n, {{0, NULL}}};
+    int infer = -1;
+    for (int d = 0; d < n; d++) {
+        int64_t v = ns[d];
+        if (v == 0) {
+            if (d >= x->ndim)
+                return ops_fail("newshape[%d] is 0 but the input has %d dims", d, x->ndim);
+            v = x->dims[d].v;
+        } else if (v == -1) {
+            if (infer >= 0)
+                return ops_fail("newshape has more than one -1");
+            infer = d;
+            continue;
+        } else if (v < -1) {
+            return ops_fail("newshape[%d] = %lld is invalid", d, (long long)v);
+        }
+        res.dims[d].v = v;
+        if (!kiln_mul_ok(known, v, &known))
+            return ops_fail("size overflow");
+    }
+    if (infer >= 0) {
+        if (known == 0 || total % known)
+            return ops_fail("cannot infer the -1 dim of newshape");
+        res.dims[infer].v = total / known;
+    } else if (known != total) {
+        return ops_fail("newshape has %lld elements, the input %lld", (long long)known,
+                        (long long)total);
+    }
+    return ops_set_out(g, out, &res);
+}
+
+static rel_result rel_batch_flatten(const struct kiln_graph *g, const gnode *call,
+                                    const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(1);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
+    if (!x)
+        return r;
+    if (x->ndim < 1)
+        return ops_fail("needs at least 1 dim");
+    if (!ops_all_known(x, 1, x->ndim))
+        return ops_fail("only the batch dim may be symbolic");
+    int64_t rest = 1;
+    for (int d = 1; d < x->ndim; d++)
+        if (!kiln_mul_ok(rest, x->dims[d].v, &rest))
+            return ops_fail("size overflow");
+    gtensor_type res = {x->dtype, 2, {x->dims[0], {rest, NULL}}};
+    return ops_set_out(g, out, &res);
+}
+
+static rel_result rel_transpose(const struct kiln_graph *g, const gnode *call,
+                                const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(1);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
+    if (!x)
+        return r;
+    int64_t ax[KILN_MAX_NDIM + 1];
+    int n = graph_attr_ints(call, "axes", ax, KILN_MAX_NDIM + 1);
+    gtensor_type res = *x;
+    if (n < 0 || n == 0) {
+        for (int d = 0; d < x->ndim; d++)
+            res.dims[d] = x->dims[x->ndim - 1 - d];
+        return ops_set_out(g, out, &res);
+    }
+    if (n != x->ndim)
+        return ops_fail("axes has %d entries for a %d-D input", n, x->ndim);
+    int seen[KILN_MAX_NDIM] = {0};
+    for (int d = 0; d < n; d++) {
+        int64_t a = ax[d] < 0 ? ax[d] + n : ax[d];
+        if (a < 0 || a >= n || seen[a]++)
+            return ops_fail("axes is not a permutation");
+        res.dims[d] = x->dims[a];
+    }
+    return ops_set_out(g, out, &res);
+}
+
+typedef struct {
+    const gnode *call;
+    kiln_tensor *const *in;
+    int nd;
+} ew;
+
+typedef struct {
+    ew e;
+    int64_t odims[KILN_MAX_NDIM];
+    int64_t idims[KILN_MAX_NDIM];
+    int ind;
+    int64_t perm[KILN_MAX_NDIM];
+    int axis;
+    int64_t offset[4097];
+} lay;
+
+/* Row-major reshape: flat index of idx in odims, unflattened in idims. */
+static kiln_expr reshape_body(kiln_ctx *ctx, const kiln_expr *idx, void *u) {
+    lay *l = u;
+    kiln_expr flat = kiln_int(ctx, 0);
+    for (int d = 0; d < l->e.nd; d++)
+        flat = kiln_add(kiln_mul(flat, kiln_int(ctx, l->odims[d])), idx[d]);
+    kiln_expr ix[KILN_MAX_NDIM];
+    for (int d = l->ind - 1; d >= 0; d--) {
+        ix[d] = d ? kiln_floormod(flat, kiln_int(ctx, l->idims[d])) : flat;
+        flat = kiln_floordiv(flat, kiln_int(ctx, l->idims[d]));
+    }
+    return kiln_tensor_at(l->e.in[0], l->ind, ix);
+}
+
+static kiln_status compute_reshape(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                   kiln_tensor **out) {
+    static _Thread_local lay l;
+    memset(&l, 0, sizeof l);
+    l.e = (ew){call, in, ops_out_shape(call, l.odims)};
+    l.ind = ops_shape(in[0], l.idims);
+    out[0] = ops_compute(ctx, call, "", l.e.nd, l.odims, reshape_body, &l);
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+static kiln_expr transpose_body(kiln_ctx *ctx, const kiln_expr *idx, void *u) {
+    lay *l = u;
+    kiln_expr ix[KILN_MAX_NDIM];
+    for (int d = 0; d < l->e.nd; d++)
+        ix[l->perm[d]] = idx[d];
+    return kiln_tensor_at(l->e.in[0], l->e.nd, ix);
+}
+
+static kiln_status compute_transpose(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                     kiln_tensor **out) {
+    static _Thread_local lay l;
+    memset(&l, 0, sizeof l);
+    l.e = (ew){call, in, ops_out_shape(call, l.odims)};
+    int n = graph_attr_ints(call, "axes", l.perm, KILN_MAX_NDIM);
+    for (int d = 0; d < l.e.nd; d++) {
+        if (n <= 0)
+            l.perm[d] = l.e.nd - 1 - d;
+        else if (l.perm[d] < 0)
+            l.perm[d] += l.e.nd;
+    }
+    out[0] = ops_compute(ctx, call, "", l.e.nd, l.odims, transpose_body, &l);
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* ---- concatenate, split ------------------------------------------------------------ */
+
+static rel_result rel_concatenate(const struct kiln_graph *g, const gnode *call,
+                                  const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(call->nin);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
+    if (!x)
+        return r;
+    int64_t axis = graph_attr_int(call, "axis", 0);
+    if (axis < 0)
+        axis += x->ndim;
+    if (axis < 0 || axis >= x->ndim)
+        return ops_fail("axis is out of range for a %d-D input", x->ndim);
+    gtensor_type res = *x;
+    for (int i = 1; i < call->nin; i++) {
+        const gtensor_type *y = ops_tensor_in(in[i], i, &r);
+        if (!y)
+            return r;
+        if (y->ndim != x->ndim || y->dtype != x->dtype)
+            return ops_fail("input %d has rank %d and dtype %s, input 0 rank %d and %s", i, y->ndim,
+                            kiln_dtype_name(y->dtype), x->ndim, kiln_dtype_name(x->dtype));
+        for (int d = 0; d < x->ndim; d++) {
+            if (d == axis)
+                continue;
+            if (!gdim_equal(x->dims[d], y->dims[d]))
+                return ops_fail("input %d differs from input 0 in dim %d", i, d);
+        }
+        if (res.dims[axis].sym || y->dims[axis].sym)
+            return ops_fail("the concatenated axis must not be symbolic");
+        res.dims[axis].v += y->dims[axis].v;
+    }
+    return ops_set_out(g, out, &res);
+}
+
+static rel_result rel_split(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
+                            gtype *out) {
+    OPS_REQUIRE_KNOWN(1);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
+    if (!x)
+        return r;
+    int64_t axis = graph_attr_int(call, "axis", 0);
+    if (axis < 0)
+        axis += x->ndim;
+    if (axis < 0 || axis >= x->ndim)
+        return ops_fail("axis is out of range for a %d-D input", x->ndim);
+    if (x->dims[axis].sym)
+        return ops_fail("the split axis must not be symbolic");
+    int64_t len = x->dims[axis].v, bounds[65];
+    int np;
+    const gattr *a = graph_attr(call, "indices_or_sections");
+    if (!a)
+        return ops_fail("attribute indices_or_sections is missing");
+    if (a->kind == GA_INT) {
+        if (a->i < 1 || a->i > 64 || len % a->i)
+            return ops_fail("%lld sections do not divide the axis of length %lld", (long long)a->i,
+                            (long long)len);
+        np = (int)a->i;
+        for (int i = 0; i <= np; i++)
+            bounds[i] = len / np * i;
+    } else if (a->kind == GA_INTS) {
+        if (a->n > 63)
+            return ops_fail("too many split indices");
+        np = a->n + 1;
+        bounds[0] = 0;
+        for (int i = 0; i < a->n; i++) {
+            bounds[i + 1] = a->ints[i];
+            if (bounds[i + 1] < bounds[i] || bounds[i + 1] > len)
+                return ops_fail("split indices must be increasing and within the axis");
+        }
+        bounds[np] = len;
+    } else {
+        return ops_fail("indices_or_sections must be an int or an int list");
+    }
+    out->known = 1;
+    out->is_tuple = 1;
+    out->n = np;
+    out->t = arena_alloc(g->arena, sizeof(gtensor_type) * (size_t)np);
+    for (int i = 0; i < np; i++) {
+        out->t[i] = *x;
+        out->t[i].dims[axis].v = bounds[i + 1] - bounds[i];
+    }
+    return REL_OK;
+}
+
+/* out[.., i, ..] = input k at i - offset[k] for the k whose range holds i;
+ * indices are clamped so the reads not selected stay in bounds. */
+static kiln_expr concat_body(kiln_ctx *ctx, const kiln_expr *idx, void *u) {
+    lay *l = u;
+    int n = l->e.call->nin;
+    kiln_expr r = NULL;
+    for (int k = n - 1; k >= 0; k--) {
+        kiln_expr ix[KILN_MAX_NDIM];
+        memcpy(ix, idx, sizeof(kiln_expr) * (size_t)l->e.nd);
+        int64_t len = l->offset[k + 1] - l->offset[k];
+        kiln_expr local = kiln_sub(idx[l->axis], kiln_int(ctx, l->offset[k]));
+        ix[l->axis] = kiln_min(kiln_max(local, kiln_int(ctx, 0)), kiln_int(ctx, len - 1));
+        kiln_expr v = kiln_tensor_at(l->e.in[k], l->e.nd, ix);
+        r = r ? kiln_select(kiln_lt(idx[l->axis], kiln_int(ctx, l->offset[k + 1])), v, r) : v;
+    }
+    return r;
+}
+
+static kiln_status compute_concatenate(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                       kiln_tensor **out) {
+    static _Thread_local lay l;
+    memset(&l, 0, sizeof l);
+    l.e = (ew){call, in, ops_out_shape(call, l.odims)};
+    l.axis = ops_norm_axis(call, 0, l.e.nd);
+    for (int k = 0; k < call->nin; k++) {
+        int64_t d[KILN_MAX_NDIM];
+        ops_shape(in[k], d);
+        l.offset[k + 1] = l.offset[k] + d[l.axis];
+    }
+    /* skip empty inputs: they contribute no elements */
+    out[0] = ops_compute(ctx, call, "", l.e.nd, l.odims, concat_body, &l);
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+typedef struct {
+    ew e;
+    int axis;
+    int64_t off;
+} split_part;
+
+static kiln_expr split_body(kiln_ctx *ctx, const kiln_expr *idx, void *u) {
+    split_part *s = u;
+    kiln_expr ix[KILN_MAX_NDIM];
+    memcpy(ix, idx, sizeof(kiln_expr) * (size_t)s->e.nd);
+    ix[s->axis] = kiln_add(idx[s->axis], kiln_int(ctx, s->off));
+    return kiln_tensor_at(s->e.in[0], s->e.nd, ix);
+}
+
+static kiln_status compute_split(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                 kiln_tensor **out) {
+    const gtype *t = &call->type;
+    int nd = t->t[0].ndim;
+    split_part s = {{call, in, nd}, ops_norm_axis(call, 0, nd), 0};
+    for (int k = 0; k < t->n; k++) {
+        int64_t dims[KILN_MAX_NDIM];
+        for (int d = 0; d < nd; d++)
+            dims[d] = t->t[k].dims[d].v;
+        char suffix[32];
+        snprintf(suffix, sizeof suffix, ".%d", k);
+        out[k] = ops_compute(ctx, call, suffix, nd, dims, split_body, &s);
+        if (!out[k])
+            return KILN_ERR_INVALID;
+        s.off += dims[s.axis];
+    }
+    return KILN_OK;
+}
+
+/* ---- strided_slice ---------------------------------------------------------------- */
+
+/* numpy/ONNX slicing of one dim (ops.h) */
+void ops_slice_axis(int64_t n, int64_t b, int64_t e, int64_t s, int64_t *start, int64_t *len) {
+    if (b < 0)
+        b += n;
+    if (e < 0)
+        e += n;
+    if (s > 0) {
+        b = b < 0 ? 0 : b > n ? n : b;
+        e = e < 0 ? 0 : e > n ? n : e;
+        *len = e > b ? (e - b + s - 1) / s : 0;
+    } else {
+        b = b < 0 ? 0 : b > n - 1 ? n - 1 : b; /* ONNX clamps to [0, n-1] */
+        e = e < -1 ? -1 : e > n - 1 ? n - 1 : e;
+        *len = b > e ? (b - e + (-s) - 1) / (-s) : 0;
+    }
+    *start = *len ? b : 0;
+}
+
+/* strided_slice over dims[nd] (attributes begin, end, strides, axes): per
+ * dim the first index, step and length, numpy-clamped. 0, or -1 with an
+ * error. */
+static int slice_params(const gnode *call, int nd, const int64_t *dims, int64_t *start,
+                        int64_t *step, int64_t *len) {
+    int64_t b[KILN_MAX_NDIM + 1], e[KILN_MAX_NDIM + 1], s[KILN_MAX_NDIM + 1], ax[KILN_MAX_NDIM + 1];
+    int nb = graph_attr_ints(call, "begin", b, KILN_MAX_NDIM + 1);
+    int ne = graph_attr_ints(call, "end", e, KILN_MAX_NDIM + 1);
+    int ns = graph_attr_ints(call, "strides", s, KILN_MAX_NDIM + 1);
+    int na = graph_attr_ints(call, "axes", ax, KILN_MAX_NDIM + 1);
+    if (nb < 0 || nb != ne || nb > nd) {
+        ops_fail("begin and end must have the same length, at most the rank %d", nd);
+        return -1;
+    }
+    if (ns >= 0 && ns != nb && ns != 1) {
+        ops_fail("strides must have 1 value or one per begin value");
+        return -1;
+    }
+    if (na >= 0 && na != nb) {
+        ops_fail("axes must have one value per begin value");
+        return -1;
+    }
+    int seen[KILN_MAX_NDIM] = {0};
+    for (int d = 0; d < nd; d++) {
+        start[d] = 0;
+        step[d] = 1;
+        len[d] = dims[d];
+    }
+    for (int i = 0; i < nb; i++) {
+        int64_t a = na >= 0 ? ax[i] : i;
+        if (a < 0)
+            a += nd;
+        if (a < 0 || a >= nd || seen[a]++) {
+            ops_fail("slice axis %lld is out of range or repeated",
+                     (long long)(na >= 0 ? ax[i] : i));
+            return -1;
+        }
+        int64_t st = ns < 0 ? 1 : ns == 1 ? s[0] : s[i];
+        if (st == 0) {
+            ops_fail("a slice step must not be 0");
+            return -1;
+        }
+        if (dims[a] < 0) {
+            ops_fail("the sliced dim %lld must not be symbolic", (long long)a);
+            return -1;
+        }
+        step[a] = st;
+        ops_slice_axis(dims[a], b[i], e[i], st, &start[a], &len[a]);
+    }
+    return 0;
+}
+
+static rel_result rel_strided_slice(const struct kiln_graph *g, const gnode *call,
+                                    const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(1);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
+    if (!x)
+        return r;
+    int64_t dims[KILN_MAX_NDIM], start[KILN_MAX_NDIM], step[KILN_MAX_NDIM], len[KILN_MAX_NDIM];
+    for (int d = 0; d < x->ndim; d++)
+        dims[d] = x->dims[d].sym ? -1 : x->dims[d].v;
+    if (slice_params(call, x->ndim, dims, start, step, len) < 0)
+        return REL_ERROR;
+    gtensor_type res = *x;
+    for (int d = 0; d < x->ndim; d++)
+        if (!x->dims[d].sym)
+            res.dims[d].v = len[d];
+    return ops_set_out(g, out, &res);
+}
+
+typedef struct {
+    kiln_tensor *x;
+    int nd;
+    int64_t start[KILN_MAX_NDIM], step[KILN_MAX_NDIM], len[KILN_MAX_NDIM];
+} slice_args;
+
+static kiln_expr slice_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    slice_args *a = u;
+    kiln_expr ix[KILN_MAX_NDIM];
+    for (int d = 0; d < a->nd; d++)
+        ix[d] = kiln_add(ops_int(ctx, a->start[d]), kiln_mul(i[d], ops_int(ctx, a->step[d])));
+    return kiln_tensor_at(a->x, a->nd, ix);
+}
+
+static kiln_status compute_strided_slice(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                         kiln_tensor **out) {
+    slice_args a;
+    int64_t xd[KILN_MAX_NDIM];
+    memset(&a, 0, sizeof a);
+    a.x = in[0];
+    a.nd = ops_shape(in[0], xd);
+    if (slice_params(call, a.nd, xd, a.start, a.step, a.len) < 0)
+        return KILN_ERR_INVALID;
+    out[0] = ops_compute(ctx, call, "", a.nd, a.len, slice_body, &a);
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* ---- take ---------------------------------------------------------------------------- */
+
+static int is_int_dtype(kiln_dtype dt) {
+    return dt == KILN_INT8 || dt == KILN_UINT8 || dt == KILN_INT32 || dt == KILN_INT64;
+}
+
+static rel_result rel_take(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
+                           gtype *out) {
+    OPS_REQUIRE_KNOWN(2);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r),
+                       *ix = x ? ops_tensor_in(in[1], 1, &r) : NULL;
+    if (!ix)
+        return r;
+    if (!is_int_dtype(ix->dtype))
+        return ops_fail("indices must be integers, not %s", kiln_dtype_name(ix->dtype));
+    int64_t axis = graph_attr_int(call, "axis", 0);
+    if (axis < -x->ndim || axis >= x->ndim)
+        return ops_fail("axis %lld is out of range for a %d-D input", (long long)axis, x->ndim);
+    if (axis < 0)
+        axis += x->ndim;
+    if (x->dims[axis].sym)
+        return ops_fail("the indexed axis must not be symbolic");
+    if (x->dims[axis].v == 0)
+        return ops_fail("cannot take from an empty axis");
+    if (x->ndim - 1 + ix->ndim > KILN_MAX_NDIM)
+        return ops_fail("too many dims");
+    gtensor_type res = {x->dtype, 0, {{0, NULL}}};
+    for (int d = 0; d < axis; d++)
+        res.dims[res.ndim++] = x->dims[d];
+    for (int d = 0; d < ix->ndim; d++)
+        res.dims[res.ndim++] = ix->dims[d];
+    for (int d = (int)axis + 1; d < x->ndim; d++)
+        res.dims[res.ndim++] = x->dims[d];
+    return ops_set_out(g, out, &res);
+}
+
+typedef struct {
+    kiln_tensor *x, *idx;
+    int nd, ni, axis;
+    int64_t n;
+} take_args;
+
+static kiln_expr take_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    take_args *a = u;
+    kiln_expr ix[KILN_MAX_NDIM];
+    kiln_expr j = kiln_tensor_at(a->idx, a->ni, i + a->axis);
+    if (kiln_tensor_dtype(a->idx) != KILN_INT64)
+        j = kiln_cast(KILN_INT64, j);
+    kiln_expr zero = ops_int(ctx, 0), n = ops_int(ctx, a->n);
+    j = kiln_select(kiln_lt(j, zero), kiln_add(j, n), j);    /* negative: from the end */
+    j = kiln_min(kiln_max(j, zero), ops_int(ctx, a->n - 1)); /* out of range: clamped */
+    for (int d = 0; d < a->axis; d++)
+        ix[d] = i[d];
+    ix[a->axis] = j;
+    for (int d = a->axis + 1; d < a->nd; d++)
+        ix[d] = i[d - 1 + a->ni];
+    return kiln_tensor_at(a->x, a->nd, ix);
+}
+
+static kiln_status compute_take(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                kiln_tensor **out) {
+    take_args a;
+    int64_t xd[KILN_MAX_NDIM], id[KILN_MAX_NDIM], od[KILN_MAX_NDIM];
+    memset(&a, 0, sizeof a);
+    a.x = in[0];
+    a.idx = in[1];
+    a.nd = ops_shape(in[0], xd);
+    a.ni = ops_shape(in[1], id);
+    int64_t axis = graph_attr_int(call, "axis", 0);
+    a.axis = (int)(axis < 0 ? axis + a.nd : axis);
+    a.n = xd[a.axis];
+    int ond = ops_out_shape(call, od);
+    out[0] = ops_compute(ctx, call, "", ond, od, take_body, &a);
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* ---- broadcast_to ------------------------------------------------------------------- */
+
+static rel_result rel_broadcast_to(const struct kiln_graph *g, const gnode *call,
+                                   const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(1);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
+    if (!x)
+        return r;
+    int64_t sh[KILN_MAX_NDIM + 1];
+    int n = graph_attr_ints(call, "shape", sh, KILN_MAX_NDIM + 1);
+    if (n < 0 || n > KILN_MAX_NDIM)
+        return ops_fail("shape must have 0 to %d dims", KILN_MAX_NDIM);
+    if (n < x->ndim)
+        return ops_fail("shape has %d dims, fewer than the input's %d", n, x->ndim);
+    gtensor_type res = {x->dtype, n, {{0, NULL}}};
+    for (int d = 0; d < n; d++) {
+        if (sh[d] < 0)
+            return ops_fail("shape[%d] = %lld is negative", d, (long long)sh[d]);
+        res.dims[d].v = sh[d];
+        int k = d - (n - x->ndim);
+        if (k < 0)
+            continue;
+        gdim xd = x->dims[k];
+        if (xd.sym)
+            return ops_fail("dim %d of the input is symbolic", k);
+        if (xd.v != 1 && xd.v != sh[d])
+            return ops_fail("dim %d of size %lld cannot broadcast to %lld", k, (long long)xd.v,
+                            (long long)sh[d]);
+    }
+    return ops_set_out(g, out, &res);
+}
+
+typedef struct {
+    kiln_tensor *x;
+    int nd;
+} bcast_args;
+
+static kiln_expr bcast_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    bcast_args *a = u;
+    return ops_bcast_read(ctx, a->x, a->nd, i);
+}
+
+static kiln_status compute_broadcast_to(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                        kiln_tensor **out) {
+    int64_t od[KILN_MAX_NDIM];
+    bcast_args a = {in[0], ops_out_shape(call, od)};
+    out[0] = ops_compute(ctx, call, "", a.nd, od, bcast_body, &a);
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* ---- nn.pad ----------------------------------------------------------------------------- */
+
+static rel_result rel_pad(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
+                          gtype *out) {
+    OPS_REQUIRE_KNOWN(1);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
+    if (!x)
+        return r;
+    int64_t pw[2 * KILN_MAX_NDIM + 1];
+    int n = graph_attr_ints(call, "pad_width", pw, 2 * KILN_MAX_NDIM + 1);
+    if (n != 2 * x->ndim)
+        return ops_fail("pad_width must have 2 values per dim (%d), has %d", 2 * x->ndim, n);
+    const char *mode = graph_attr_str(call, "pad_mode", "constant");
+    int reflect = !strcmp(mode, "reflect");
+    if (!reflect && strcmp(mode, "constant") && strcmp(mode, "edge"))
+        return ops_fail("pad_mode '%s' is not constant, edge or reflect", mode);
+    gtensor_type res = *x;
+    for (int d = 0; d < x->ndim; d++) {
+        int64_t b = pw[2 * d], a = pw[2 * d + 1];
+        if (!b && !a)
+            continue;
+        if (x->dims[d].sym)
+            return ops_fail("the padded dim %d must not be symbolic", d);
+        int64_t v = x->dims[d].v + b + a;
+        if (v < 0)
+            return ops_fail("dim %d: the pads remove more than the dim", d);
+        if (strcmp(mode, "constant") && (b < 0 || a < 0))
+            return ops_fail("negative pads need pad_mode constant");
+        if (x->dims[d].v == 0)
+            return ops_fail("cannot pad the empty dim %d", d);
+        res.dims[d].v = v;
+    }
+    return ops_set_out(g, out, &res);
+}
+
+typedef enum { PAD_CONSTANT, PAD_EDGE, PAD_REFLECT } pad_mode;
+
+typedef struct {
+    kiln_tensor *x;
+    int nd;
+    pad_mode mode;
+    double value;
+    int64_t xd[KILN_MAX_NDIM], before[KILN_MAX_NDIM], after[KILN_MAX_NDIM];
+} npad_args;
+
+static kiln_expr npad_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    npad_args *a = u;
+    kiln_expr ix[KILN_MAX_NDIM], inside = NULL;
+    kiln_expr zero = ops_int(ctx, 0);
+    for (int d = 0; d < a->nd; d++) {
+        if (!a->before[d] && !a->after[d]) {
+            ix[d] = i[d];
+            continue;
+        }
+        int64_t n = a->xd[d];
+        kiln_expr s = kiln_sub(i[d], ops_int(ctx, a->before[d]));
+        kiln_expr last = ops_int(ctx, n > 0 ? n - 1 : 0);
+        kiln_expr clamped = kiln_min(kiln_max(s, zero), last);
+        if (a->mode == PAD_REFLECT && n > 1) {
+            /* mirror without repeating the edge: period 2(n-1) */
+            kiln_expr m = kiln_floormod(s, ops_int(ctx, 2 * (n - 1)));
+            ix[d] =
+                kiln_select(kiln_lt(m, ops_int(ctx, n)), m, kiln_sub(ops_int(ctx, 2 * (n - 1)), m));
+        } else {
+            ix[d] = clamped;
+        }
+        if (a->mode == PAD_CONSTANT) {
+            kiln_expr in_d = kiln_and(kiln_ge(s, zero), kiln_lt(s, ops_int(ctx, n)));
+            inside = inside ? kiln_and(inside, in_d) : in_d;
+        }
+    }
+    kiln_expr v = kiln_tensor_at(a->x, a->nd, ix);
+    if (!inside)
+        return v;
+    return kiln_select(inside, v, ops_const(ctx, kiln_tensor_dtype(a->x), a->value));
+}
+
+static kiln_status compute_pad(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                               kiln_tensor **out) {
+    npad_args a;
+    int64_t od[KILN_MAX_NDIM], pw[2 * KILN_MAX_NDIM];
+    memset(&a, 0, sizeof a);
+    a.x = in[0];
+    a.nd = ops_shape(in[0], a.xd);
+    ops_out_shape(call, od);
+    graph_attr_ints(call, "pad_width", pw, 2 * KILN_MAX_NDIM);
+    for (int d = 0; d < a.nd; d++) {
+        a.before[d] = pw[2 * d];
+        a.after[d] = pw[2 * d + 1];
+    }
+    const char *mode = graph_attr_str(call, "pad_mode", "constant");
+    a.mode = !strcmp(mode, "edge")      ? PAD_EDGE
+             : !strcmp(mode, "reflect") ? PAD_REFLECT
+                                        : PAD_CONSTANT;
+    a.value = graph_attr_float(call, "pad_value", 0);
+    out[0] = ops_compute(ctx, call, "", a.nd, od, npad_body, &a);
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* ---- layout_transform ----------------------------------------------------------- */
+
+static int layouts(const gnode *call, int *src, int *dst) {
+    const char *s = graph_attr_str(call, "src_layout", NULL);
+    const char *d = graph_attr_str(call, "dst_layout", NULL);
+    *src = ops_layout_block(s);
+    *dst = ops_layout_block(d);
+    if (*src < 0 || *dst < 0) {
+        ops_fail("layout_transform supports NCHW and NCHW[x]c, not '%s' -> '%s'", s ? s : "?",
+                 d ? d : "?");
+        return 0;
+    }
+    return 1;
+}
+
+/* The logical channel count of layout_transform's input: attribute
+ * `channels` where a blocked input's last block is padded, else all of
+ * its (n blocks of sb, or n plain) channels. */
+static int64_t lt_channels(const gnode *call, int64_t n, int sb) {
+    int64_t c = graph_attr_int(call, "channels", 0);
+    return c ? c : sb ? n * sb : n;
+}
+
+static rel_result rel_layout_transform(const struct kiln_graph *g, const gnode *call,
+                                       const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(1);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
+    if (!x)
+        return r;
+    int sb, db;
+    if (!layouts(call, &sb, &db))
+        return REL_ERROR;
+    if (x->ndim != (sb ? 5 : 4))
+        return ops_fail("data in %s must be %d-D, got %d-D", graph_attr_str(call, "src_layout", ""),
+                        sb ? 5 : 4, x->ndim);
+    if (!ops_all_known(x, 1, x->ndim))
+        return ops_fail("only the batch dim may be symbolic");
+    if (sb && x->dims[4].v != sb)
+        return ops_fail("the last dim is %lld, not the block %d", (long long)x->dims[4].v, sb);
+    int64_t c = lt_channels(call, x->dims[1].v, sb);
+    if (!sb && c != x->dims[1].v)
+        return ops_fail("channels=%lld is not the NCHW input's %lld channels", (long long)c,
+                        (long long)x->dims[1].v);
+    if (c < 1 || (sb && (c > x->dims[1].v * sb || c <= (x->dims[1].v - 1) * sb)))
+        return ops_fail("channels=%lld does not fit %lld blocks of %d", (long long)c,
+                        (long long)x->dims[1].v, sb);
+    gtensor_type res = *x;
+    res.ndim = db ? 5 : 4;
+    res.dims[1] = (gdim){db ? (c + db - 1) / db : c, NULL};
+    if (db)
+        res.dims[4] = (gdim){db, NULL};
+    return ops_set_out(g, out, &res);
+}
+
+typedef struct {
+    kiln_tensor *x;
+    int sb, db;
+    int64_t c; /* logical channels: a padded last block reads zeros past them */
+} lt_args;
+
+static kiln_expr lt_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    lt_args *a = u;
+    kiln_expr c = a->db ? kiln_add(kiln_mul(i[1], ops_int(ctx, a->db)), i[4]) : i[1];
+    int pad = a->db && a->c % a->db;
+    kiln_expr cc = pad ? kiln_min(c, ops_int(ctx, a->c - 1)) : c; /* in bounds */
+    kiln_expr ix[5] = {i[0], cc, i[2], i[3], NULL};
+    if (a->sb) {
+        ix[1] = kiln_floordiv(cc, ops_int(ctx, a->sb));
+        ix[4] = kiln_floormod(cc, ops_int(ctx, a->sb));
+    }
+    kiln_expr v = kiln_tensor_at(a->x, a->sb ? 5 : 4, ix);
+    if (!pad)
+        return v;
+    return kiln_select(kiln_lt(c, ops_int(ctx, a->c)), v,
+                       ops_const(ctx, kiln_tensor_dtype(a->x), 0));
+}
+
+static kiln_status compute_layout_transform(kiln_ctx *ctx, const gnode *call,
+                                            kiln_tensor *const *in, kiln_tensor **out) {
+    lt_args a = {in[0], 0, 0, 0};
+    if (!layouts(call, &a.sb, &a.db))
+        return KILN_ERR_INVALID;
+    int64_t xd[5];
+    ops_shape(in[0], xd);
+    a.c = lt_channels(call, xd[1], a.sb);
+    int64_t od[5];
+    int nd = ops_out_shape(call, od);
+    out[0] = ops_compute(ctx, call, "", nd, od, lt_body, &a);
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* ---- the table ------------------------------------------------------------------------ */
+
+#define MAXIN 4096
+#define ROW(nm, nmin, nmax, schema, relation, fn, pat, sum)                                        \
+    {                                                                                              \
+        .name = nm, .min_in = nmin, .max_in = nmax, .attrs = schema, .rel = relation,              \
+        .pattern = pat, .compute = fn, .summary = sum                                              \
+    }
+
+const kiln_op_def ops_transform_rows[] = {
+    ROW("reshape", 1, 1, reshape_attrs, rel_reshape, compute_reshape, OP_INJECTIVE,
+        "new shape (0 copies, -1 infers)"),
+    ROW("layout_transform", 1, 1, layout_transform_attrs, rel_layout_transform,
+        compute_layout_transform, OP_INJECTIVE,
+        "NCHW <-> NCHW[x]c; a last block past `channels` is zeros"),
+    ROW("transpose", 1, 1, transpose_attrs, rel_transpose, compute_transpose, OP_INJECTIVE,
+        "permute axes"),
+    ROW("nn.batch_flatten", 1, 1, no_attrs, rel_batch_flatten, compute_reshape, OP_INJECTIVE,
+        "[N, ...] -> [N, rest]"),
+    ROW("concatenate", 1, MAXIN, axis0_attrs, rel_concatenate, compute_concatenate, OP_INJECTIVE,
+        "join along axis"),
+    ROW("split", 1, 1, split_attrs, rel_split, compute_split, OP_INJECTIVE,
+        "split along axis (a tuple)"),
+    ROW("strided_slice", 1, 1, strided_slice_attrs, rel_strided_slice, compute_strided_slice,
+        OP_INJECTIVE, "x[begin:end:strides] on axes (numpy clamping)"),
+    ROW("take", 2, 2, axis0_attrs, rel_take, compute_take, OP_INJECTIVE,
+        "gather along axis; negative indices count from the end"),
+    ROW("broadcast_to", 1, 1, broadcast_to_attrs, rel_broadcast_to, compute_broadcast_to,
+        OP_BROADCAST, "broadcast to shape"),
+    ROW("nn.pad", 1, 1, pad_attrs, rel_pad, compute_pad, OP_INJECTIVE,
+        "pad_width [before0, after0, ...]; constant, edge or reflect"),
+};
+
+const int ops_transform_count = (int)(sizeof ops_transform_rows / sizeof ops_transform_rows[0]);
