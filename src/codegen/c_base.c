@@ -270,6 +270,27 @@ static char *scalar_helper_call(cg_render *r, const char *op, kiln_dtype dt, int
     return nargs > 1 ? cg_sfmt("%s(%s, %s)", name, a[0], a[1]) : cg_sfmt("%s(%s)", name, a[0]);
 }
 
+const char *cg_intdiv_name(int op) {
+    switch (op) {
+    case TIR_DIV: return "idiv_trunc";
+    case TIR_MOD: return "imod_trunc";
+    case TIR_FLOORDIV: return "idiv_floor";
+    case TIR_FLOORMOD: return "imod_floor";
+    default: return NULL;
+    }
+}
+
+/* An integer division or remainder under base/intdiv.h's rule, by that
+ * header's helpers (the module carries its text); narrower types divide in
+ * the 32-bit helpers and wrap back to their width. */
+static char *intdiv_call(cg_render *r, int op, kiln_dtype dt, char **a) {
+    cg_add_helper(r, "kiln_intdiv", cg_sdup(codegen_intdiv_text));
+    const char *f = cg_intdiv_name(op);
+    if (dt == KILN_INT64 || dt == KILN_INT32)
+        return cg_sfmt("kiln_%s_%s(%s, %s)", f, cg_types[dt].tag, a[0], a[1]);
+    return cg_sfmt("((%s)kiln_%s_i32(%s, %s))", cg_types[dt].c, f, a[0], a[1]);
+}
+
 char *cg_cast_text(cg_render *r, kiln_dtype to, kiln_dtype from, const char *a) {
     if (to == from)
         return cg_sdup(a);
@@ -299,6 +320,8 @@ char *cg_scalar_text(cg_render *r, int op, uint32_t aux, kiln_dtype dt, kiln_dty
     case TIR_MUL:
     case TIR_DIV:
     case TIR_MOD:
+        if ((aux & CG_DIV_GUARDED) && (op == TIR_DIV || op == TIR_MOD) && !cg_is_float(dt))
+            return intdiv_call(r, op, dt, a);
         if (op == TIR_MOD && cg_is_float(dt)) {
             if (dt == KILN_FLOAT16)
                 return cg_sfmt("((_Float16)fmodf((float)(%s), (float)(%s)))", a[0], a[1]);
@@ -307,8 +330,11 @@ char *cg_scalar_text(cg_render *r, int op, uint32_t aux, kiln_dtype dt, kiln_dty
         if (cg_is_narrow(dt))
             return cg_sfmt("((%s)(%s %s %s))", cg_types[dt].c, a[0], cg_binop_c[op], a[1]);
         return cg_sfmt("(%s %s %s)", a[0], cg_binop_c[op], a[1]);
-    case TIR_FLOORDIV: return scalar_helper_call(r, "floordiv", dt, 2, a);
-    case TIR_FLOORMOD: return scalar_helper_call(r, "floormod", dt, 2, a);
+    case TIR_FLOORDIV:
+    case TIR_FLOORMOD:
+        if ((aux & CG_DIV_GUARDED) && !cg_is_float(dt))
+            return intdiv_call(r, op, dt, a);
+        return scalar_helper_call(r, op == TIR_FLOORDIV ? "floordiv" : "floormod", dt, 2, a);
     case TIR_MIN: return scalar_helper_call(r, "min", dt, 2, a);
     case TIR_MAX: return scalar_helper_call(r, "max", dt, 2, a);
     case TIR_EQ:

@@ -96,6 +96,18 @@ static char *ex_load(cg_render *r, tir_node e) {
     return t;
 }
 
+/* Whether an integer div-like op by d follows base/intdiv.h's rule at run
+ * time: unless d is a known constant other than 0 and -1 (index math with
+ * constant divisors stays plain C, for speed). TIR's div and mod truncate,
+ * floordiv and floormod round down; the rule keeps that. */
+static int div_guarded(int op, kiln_dtype dt, tir_node d) {
+    if (cg_is_float(dt) || !cg_intdiv_name(op))
+        return 0;
+    if (d->op == TIR_BROADCAST)
+        d = d->src[0];
+    return !(d->op == TIR_INT && d->ival != 0 && d->ival != -1);
+}
+
 static char *ex(cg_render *r, tir_node e) {
     if (r->st)
         return cg_sdup("0");
@@ -157,9 +169,14 @@ static char *ex(cg_render *r, tir_node e) {
             adt[k] = (kiln_dtype)e->src[k]->dtype;
         }
         char *t;
+        int guard = n == 2 && div_guarded(op, dt, e->src[1]);
         int vec_op = L > 1 && (op <= TIR_DIV || (op == TIR_MOD && !cg_is_float(dt)));
         int cmp = op >= TIR_EQ && op <= TIR_GE;
-        if (L == 1) {
+        if (guard) {
+            t = L == 1 ? cg_scalar_text(r, op, CG_DIV_GUARDED, dt, odt, a)
+                       : cg_lane_call(r, cg_intdiv_name(op), op, CG_DIV_GUARDED, dt, L, odt, n, adt,
+                                      a);
+        } else if (L == 1) {
             t = cg_scalar_text(r, op, e->aux, dt, odt, a);
         } else if (vec_op) {
             t = cg_sfmt("(%s %s %s)", a[0], cg_binop_c[op], a[1]);
@@ -540,7 +557,7 @@ static int alloc_begin(cg_render *r, kstr *o, tir_node s, int ind) {
         cg_line(o, ind + 1, "%s *restrict %s = (%s *)kiln_alloc(%s, %zu);", T, bn, T, ce, esz);
         free(ce);
         cg_line(o, ind + 1, "if (!%s) {", bn);
-        emit_return(r, o, ind + 2, "1");
+        emit_return(r, o, ind + 2, "KILN_KERNEL_ENOMEM");
         cg_line(o, ind + 1, "}");
     }
     free(bn);

@@ -57,6 +57,12 @@ static inline int cg_is_narrow(kiln_dtype dt) {
     return dt == KILN_INT8 || dt == KILN_UINT8 || dt == KILN_BOOL || dt == KILN_FLOAT16;
 }
 
+/* The aux of an integer div, mod, floordiv or floormod (in cg_scalar_text and
+ * cg_lane_call) whose divisor may be 0 or -1 at run time: it is rendered
+ * under base/intdiv.h's rule (x / 0 = 0, INT_MIN / -1 wraps), whose helpers
+ * the module then carries. Without it the division is plain C. */
+#define CG_DIV_GUARDED 1u
+
 /* ---- c_base.c ---- */
 
 /* Whether the renderer handles `lanes` lanes internally (index vectors
@@ -94,6 +100,9 @@ KILN_HIDDEN char *cg_scalar_text(cg_render *r, int op, uint32_t aux, kiln_dtype 
 KILN_HIDDEN char *cg_lane_call(cg_render *r, const char *opname, int op, uint32_t aux,
                                kiln_dtype dt, int lanes, kiln_dtype odt, int nargs,
                                const kiln_dtype *adt, char **args);
+/* The base name of base/intdiv.h's helper for a div-like op ("idiv_trunc"
+ * for TIR_DIV: kiln_idiv_trunc_i32 and _i64); NULL for other ops. */
+KILN_HIDDEN const char *cg_intdiv_name(int op);
 /* Text a (freed) broadcast to `lanes` lanes. */
 KILN_HIDDEN char *cg_splat(cg_render *r, kiln_dtype dt, int lanes, char *a);
 /* The name of a memory helper: kind "vload", "vstore", "gather" or

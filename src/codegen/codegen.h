@@ -17,6 +17,13 @@ KILN_HIDDEN char *codegen_render_c(int nfuncs, const tir_func *funcs);
 KILN_HIDDEN int codegen_render_c_parts(int nfuncs, const tir_func *funcs, int nparts,
                                        char **parts);
 
+/* Texts the generated C carries, made at build time from their one
+ * definition (cmake/embed.cmake), so they cannot drift: the declarations of
+ * runtime/module_abi.h between its "module ABI text" markers, and
+ * base/intdiv.h, the integer division rule (x / 0 = 0, INT_MIN / -1 wraps). */
+KILN_HIDDEN extern const char codegen_module_abi_text[];
+KILN_HIDDEN extern const char codegen_intdiv_text[];
+
 /* 1 if the C renderer supports vectors of `lanes` x dt as data (loads,
  * stores, arithmetic): lanes 1, or a power of two from 2 to 64 whose vector
  * is at most 256 bytes. The vectorize pass should only emit such widths. */

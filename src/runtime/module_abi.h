@@ -1,7 +1,10 @@
 /* module_abi.h: the contract between generated code and the runtime.
- * The C renderer writes these declarations textually into every generated
- * source (it must not need kiln's headers, so a cross compiler works), and
- * runtime/module.c reads modules through them.
+ * Generated code must not need kiln's headers (so a cross compiler works):
+ * the lines between the two "module ABI text" markers below are copied,
+ * verbatim, into every generated module (cmake/embed.cmake makes them the
+ * string codegen_module_abi_text at build time, and the C renderer prints
+ * it), so this is their one definition. runtime/module.c reads modules
+ * through the same declarations.
  *
  * Every module exports:
  *   int kiln_module_init(const kiln_module_api *api);
@@ -25,6 +28,7 @@
 #ifndef KILN_MODULE_ABI_H
 #define KILN_MODULE_ABI_H
 
+/* ---- begin module ABI text (copied into every generated module) ---- */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,5 +46,6 @@ typedef struct {
 } kiln_module_api;
 
 typedef int32_t (*kiln_kernel_fn)(void *const *args, const int64_t *vars);
+/* ---- end module ABI text ---- */
 
 #endif

@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "codegen/codegen.h"
+#include "kiln/schedule.h"
 #include "runtime/runtime_internal.h"
 
 /* ---- building functions ------------------------------------------------------ */
@@ -1003,7 +1004,270 @@ static void test_parts(void) {
     kiln_ctx_free(b.ctx);
 }
 
-TEST_MAIN(TEST(test_vadd_symbolic), TEST(test_parts), TEST(test_vector_tail_and_gather), TEST(test_parallel_allocate),
-          TEST(test_allocation_failure), TEST(test_guard_select_logic), TEST(test_dtype_roundtrip),
-          TEST(test_floordiv_floormod), TEST(test_intrinsics), TEST(test_promoted_accumulator),
-          TEST(test_constants), TEST(test_errors))
+/* ---- integer division by 0 and -1 (base/intdiv.h's rule) ---------------------------- */
+
+/* The rule, written out here independently of base/intdiv.h: x / 0 = 0,
+ * x % 0 = 0, MIN / -1 = MIN (wraps), MIN % -1 = 0; otherwise TIR's div and
+ * mod truncate and floordiv and floormod round down. `bits` is the width
+ * of the dtype (the quotient wraps to it). */
+static int64_t ref_intdiv(tir_op op, int64_t a, int64_t b, int bits) {
+    if (b == 0)
+        return 0;
+    int64_t min = bits == 64 ? INT64_MIN : -((int64_t)1 << (bits - 1));
+    int mod = op == TIR_MOD || op == TIR_FLOORMOD;
+    if (b == -1)
+        return mod ? 0 : a == min ? min : -a;
+    int64_t q = a / b, r = a % b;
+    if ((op == TIR_FLOORDIV || op == TIR_FLOORMOD) && r != 0 && ((r < 0) != (b < 0))) {
+        q -= 1;
+        r += b;
+    }
+    return mod ? r : q;
+}
+
+static int64_t get_int(const kiln_ndarray *a, int64_t i) {
+    const void *d = kiln_ndarray_data(a);
+    switch (kiln_ndarray_dtype(a)) {
+    case KILN_INT8: return ((const int8_t *)d)[i];
+    case KILN_INT32: return ((const int32_t *)d)[i];
+    default: return ((const int64_t *)d)[i];
+    }
+}
+
+static void set_int(kiln_ndarray *a, int64_t i, int64_t v) {
+    void *d = kiln_ndarray_data(a);
+    switch (kiln_ndarray_dtype(a)) {
+    case KILN_INT8: ((int8_t *)d)[i] = (int8_t)v; break;
+    case KILN_INT32: ((int32_t *)d)[i] = (int32_t)v; break;
+    default: ((int64_t *)d)[i] = v;
+    }
+}
+
+/* Divisors that are not known constants may be 0 or -1 at run time: div,
+ * mod, floordiv and floormod of int64, int32 and int8 arrays holding zeros
+ * and MIN / -1, scalar and 8 lanes, and by the constants 0 and -1, run
+ * without SIGFPE and follow the rule. A constant divisor otherwise stays
+ * plain C division. */
+static void test_int_division_rule(void) {
+    static const kiln_dtype dts[3] = {KILN_INT64, KILN_INT32, KILN_INT8};
+    static const tir_op ops[4] = {TIR_DIV, TIR_MOD, TIR_FLOORDIV, TIR_FLOORMOD};
+    for (int d = 0; d < 3; d++) {
+        kiln_dtype dt = dts[d];
+        int bits = (int)kiln_dtype_size(dt) * 8;
+        int64_t min = bits == 64 ? INT64_MIN : -((int64_t)1 << (bits - 1));
+        fb b = fb_new(kiln_ctx_new());
+        /* A, B: 16 values; O: for each op, 16 results by B (8 scalar, 8 in one
+           vector), then 16 by the constant 0 and 16 by the constant -1 */
+        tir_node A = param(&b, "A", dt, I(&b, 16), NULL), B = param(&b, "B", dt, I(&b, 16), NULL);
+        tir_node O = param(&b, "O", dt, I(&b, 4 * 48), NULL);
+        tir_node i = tir_var(b.ctx, "i", KILN_INT64), vr = vec(&b, I(&b, 8), 8);
+        tir_node zero = tir_int(b.ctx, dt, 0), mone = tir_int(b.ctx, dt, -1);
+        tir_node byb[4], vecs[4], consts[8];
+        for (int o = 0; o < 4; o++) {
+            tir_node ai = ld(&b, A, i);
+            byb[o] = tir_store(O, tir_add(i, I(&b, 48 * o)), tir_bin(ops[o], ai, ld(&b, B, i)));
+            vecs[o] = tir_store(O, vec(&b, I(&b, 48 * o + 8), 8),
+                                tir_bin(ops[o], ld(&b, A, vr), ld(&b, B, vr)));
+            consts[2 * o] = tir_store(O, tir_add(i, I(&b, 48 * o + 16)), tir_bin(ops[o], ai, zero));
+            consts[2 * o + 1] =
+                tir_store(O, tir_add(i, I(&b, 48 * o + 32)), tir_bin(ops[o], ai, mone));
+        }
+        /* by B: elements 0..7 scalar, 8..15 as one vector; by the constants: all 16 */
+        tir_node l1 = loop(i, I(&b, 0), I(&b, 8), tir_seq(b.ctx, 4, byb));
+        tir_node l2 = loop(i, I(&b, 0), I(&b, 16), tir_seq(b.ctx, 8, consts));
+        tir_func f =
+            func(&b, "idiv", tir_seq(b.ctx, 3, (tir_node[]){l1, tir_seq(b.ctx, 4, vecs), l2}));
+        char *src = NULL;
+        kiln_module *m = build(1, &f, &src);
+        CHECK_CONTAINS(src, codegen_intdiv_text);
+        CHECK_CONTAINS(src, dt == KILN_INT64 ? "kiln_idiv_floor_i64(" : "kiln_idiv_floor_i32(");
+        CHECK_CONTAINS(src, dt == KILN_INT64   ? "kiln_imod_trunc_i64x8("
+                            : dt == KILN_INT32 ? "kiln_imod_trunc_i32x8("
+                                               : "kiln_imod_trunc_i8x8(");
+        free(src);
+        kiln_ndarray *a[3] = {arr1(dt, 16), arr1(dt, 16), arr1(dt, 4 * 48)};
+        static const int64_t av[8] = {0, 7, -7, 7, -7, 5, 1, 0},
+                             bv[8] = {-1, 2, 2, -2, -2, 0, 0, 0};
+        for (int k = 0; k < 16; k++) {
+            set_int(a[0], k, k % 8 == 0 || k == 12 ? min : av[k % 8]);
+            set_int(a[1], k, k == 12 ? -1 : bv[k % 8]);
+        }
+        if (m && !call(m, "idiv", 3, a)) {
+            int bad = 0;
+            for (int o = 0; o < 4; o++)
+                for (int k = 0; k < 16; k++) {
+                    int64_t x = get_int(a[0], k), y = get_int(a[1], k);
+                    int64_t want[3] = {ref_intdiv(ops[o], x, y, bits), 0,
+                                       ref_intdiv(ops[o], x, -1, bits)};
+                    for (int c = 0; c < 3; c++) {
+                        int64_t got = get_int(a[2], 48 * o + 16 * c + k);
+                        if (got != want[c]) {
+                            bad++;
+                            fprintf(stderr, "%s %s: %lld by %lld (%s) = %lld, want %lld\n",
+                                    kiln_dtype_name(dt), tir_op_name(ops[o]), (long long)x,
+                                    c == 0   ? (long long)y
+                                    : c == 1 ? 0LL
+                                             : -1LL,
+                                    c == 0 ? "array" : "constant", (long long)got,
+                                    (long long)want[c]);
+                        }
+                    }
+                }
+            CHECK_EQ_INT(bad, 0);
+        }
+        free_all(3, a);
+        kiln_module_free(m);
+        kiln_ctx_free(b.ctx);
+    }
+    /* a constant divisor other than 0 and -1 stays plain C, and the module
+       carries no division helpers */
+    fb b = fb_new(kiln_ctx_new());
+    tir_node A = param(&b, "A", KILN_INT32, I(&b, 16), NULL),
+             C = param(&b, "C", KILN_INT32, I(&b, 16), NULL);
+    tir_node i = tir_var(b.ctx, "i", KILN_INT64), vr = vec(&b, I(&b, 0), 8);
+    tir_node k7 = tir_int(b.ctx, KILN_INT32, 7);
+    tir_node s2[2] = {tir_store(C, i, tir_bin(TIR_DIV, ld(&b, A, i), k7)),
+                      tir_store(C, vr, tir_bin(TIR_MOD, ld(&b, A, vr), tir_broadcast(k7, 8)))};
+    tir_func f = func(&b, "cdiv", tir_seq2(loop(i, I(&b, 8), I(&b, 8), s2[0]), s2[1]));
+    char *src = codegen_render_c(1, &f);
+    CHECK(src != NULL);
+    CHECK_CONTAINS(src, " / 7)");
+    CHECK(src && !strstr(src, "kiln_idiv_") && !strstr(src, "kiln_imod_"));
+    free(src);
+    kiln_ctx_free(b.ctx);
+}
+
+typedef struct {
+    kiln_tensor *a, *b;
+    tir_op op;
+} te_div_user;
+
+static kiln_expr te_div_body(kiln_ctx *ctx, const kiln_expr *idx, void *user) {
+    (void)ctx;
+    const te_div_user *u = user;
+    kiln_expr x = kiln_tensor_at(u->a, 1, idx), y = kiln_tensor_at(u->b, 1, idx);
+    switch (u->op) {
+    case TIR_DIV: return kiln_div(x, y);
+    case TIR_MOD: return kiln_mod(x, y);
+    case TIR_FLOORDIV: return kiln_floordiv(x, y);
+    default: return kiln_floormod(x, y);
+    }
+}
+
+/* The same rule through the public API: a TE kernel dividing int32 and
+ * int64 arrays that hold zeros and MIN / -1, two of its four outputs
+ * vectorized, built with kiln_build and called. */
+static void test_te_int_division(void) {
+    static const kiln_dtype dts[2] = {KILN_INT32, KILN_INT64};
+    static const tir_op ops[4] = {TIR_DIV, TIR_MOD, TIR_FLOORDIV, TIR_FLOORMOD};
+    for (int d = 0; d < 2; d++) {
+        kiln_dtype dt = dts[d];
+        int bits = (int)kiln_dtype_size(dt) * 8;
+        int64_t min = bits == 64 ? INT64_MIN : INT32_MIN;
+        kiln_ctx *ctx = kiln_ctx_new();
+        kiln_expr n = kiln_var(ctx, "n");
+        kiln_tensor *args[6];
+        args[0] = kiln_placeholder(ctx, 1, &n, dt, "A");
+        args[1] = kiln_placeholder(ctx, 1, &n, dt, "B");
+        te_div_user u[4];
+        for (int o = 0; o < 4; o++) {
+            u[o] = (te_div_user){args[0], args[1], ops[o]};
+            args[2 + o] = kiln_compute(ctx, 1, &n, te_div_body, &u[o], tir_op_name(ops[o]));
+            CHECK(args[2 + o] != NULL);
+        }
+        kiln_schedule *s = kiln_schedule_create(ctx, 4, args + 2);
+        for (int o = 0; o < 4; o += 2) {
+            kiln_stage *st = kiln_schedule_stage(s, args[2 + o]);
+            kiln_expr xo, xi;
+            CHECK_EQ_INT(kiln_split(st, kiln_tensor_axis(args[2 + o], 0), 8, &xo, &xi), KILN_OK);
+            CHECK_EQ_INT(kiln_vectorize(st, xi), KILN_OK);
+        }
+        kiln_module *m = kiln_build(s, 6, args, "te_idiv", NULL);
+        CHECK(m != NULL);
+        if (!m)
+            fprintf(stderr, "build: %s\n", kiln_last_error());
+        kiln_ndarray *a[6];
+        for (int k = 0; k < 6; k++)
+            a[k] = arr1(dt, 21);
+        static const int64_t bv[7] = {0, -1, 3, -3, 0, -1, 2};
+        for (int k = 0; k < 21; k++) {
+            set_int(a[0], k, k % 3 == 0 ? min : k - 10);
+            set_int(a[1], k, bv[k % 7]);
+        }
+        if (m && !call(m, "te_idiv", 6, a)) {
+            int bad = 0;
+            for (int o = 0; o < 4; o++)
+                for (int k = 0; k < 21; k++) {
+                    int64_t x = get_int(a[0], k), y = get_int(a[1], k);
+                    bad += get_int(a[2 + o], k) != ref_intdiv(ops[o], x, y, bits);
+                }
+            CHECK_EQ_INT(bad, 0);
+        }
+        free_all(6, a);
+        kiln_module_free(m);
+        kiln_ctx_free(ctx);
+    }
+}
+
+/* ---- the texts the generated C carries ------------------------------------------------ */
+
+/* The file at KILN_SOURCE_DIR/rel (malloc'd), or NULL. */
+static char *read_source(const char *rel) {
+    const char *dir = getenv("KILN_SOURCE_DIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir ? dir : ".", rel);
+    size_t len = 0;
+    char *text = kiln_read_file(path, &len);
+    CHECK(text != NULL);
+    return text;
+}
+
+/* The lines strictly between the line holding `begin` and the one holding
+ * `end` (malloc'd), or NULL. */
+static char *between_lines(const char *text, const char *begin, const char *end) {
+    const char *b = text ? strstr(text, begin) : NULL, *e = b ? strstr(b, end) : NULL;
+    if (!b || !e)
+        return NULL;
+    b = strchr(b, '\n') + 1;
+    while (e > b && e[-1] != '\n')
+        e--;
+    char *s = malloc((size_t)(e - b) + 1);
+    memcpy(s, b, (size_t)(e - b));
+    s[e - b] = 0;
+    return s;
+}
+
+/* The module ABI and the division rule the generated C carries are the text
+ * of their one definition in the headers the runtime and the interpreter
+ * compile, and every rendered module carries the ABI. */
+static void test_embedded_texts(void) {
+    char *abi_h = read_source("src/runtime/module_abi.h");
+    char *abi = between_lines(abi_h, "begin module ABI text", "end module ABI text");
+    CHECK(abi != NULL);
+    CHECK_EQ_STR(codegen_module_abi_text, abi);
+    CHECK_CONTAINS(codegen_module_abi_text, "} kiln_module_api;");
+    char *intdiv_h = read_source("src/base/intdiv.h");
+    CHECK_EQ_STR(codegen_intdiv_text, intdiv_h);
+    fb b = fb_new(kiln_ctx_new());
+    tir_node A = param(&b, "A", KILN_FLOAT32, I(&b, 4), NULL);
+    tir_func f = func(&b, "store1", tir_store(A, I(&b, 0), F(&b, 1)));
+    char *parts[2] = {0};
+    tir_func fs[2] = {f, f};
+    fs[1].name = "store2";
+    CHECK_EQ_INT(codegen_render_c_parts(2, fs, 2, parts), 2);
+    for (int k = 0; k < 2; k++) {
+        CHECK_CONTAINS(parts[k], codegen_module_abi_text);
+        free(parts[k]);
+    }
+    free(abi_h);
+    free(abi);
+    free(intdiv_h);
+    kiln_ctx_free(b.ctx);
+}
+
+TEST_MAIN(TEST(test_vadd_symbolic), TEST(test_parts), TEST(test_vector_tail_and_gather),
+          TEST(test_parallel_allocate), TEST(test_allocation_failure),
+          TEST(test_guard_select_logic), TEST(test_dtype_roundtrip), TEST(test_floordiv_floormod),
+          TEST(test_intrinsics), TEST(test_promoted_accumulator), TEST(test_constants),
+          TEST(test_errors), TEST(test_int_division_rule), TEST(test_te_int_division),
+          TEST(test_embedded_texts))

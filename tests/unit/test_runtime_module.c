@@ -8,13 +8,11 @@
 #include "kiln/runtime.h"
 #include "runtime/runtime_internal.h"
 
-/* The module, with @META@ replaced by the metadata string literal. */
+/* The module, with @META@ replaced by the metadata string literal. It
+ * includes the runtime's own module_abi.h, as a module of another compiler
+ * would. */
 static const char *k_source =
-    "#include <stdint.h>\n"
-    "typedef struct {\n"
-    "    int version;\n"
-    "    int (*parallel_for)(int64_t n, int (*fn)(int64_t, int64_t, void *), void *closure);\n"
-    "} kiln_module_api;\n"
+    "#include \"module_abi.h\"\n"
     "static const kiln_module_api *g_api;\n"
     "static int g_chunks;\n"
     "int kiln_module_init(const kiln_module_api *api) {\n"
@@ -71,7 +69,9 @@ static const char *build_module(const char *name, const char *meta, int init_ver
     fprintf(f, "#define INIT_VERSION %d\n%.*s\"%s\"%s", init_version, (int)(at - k_source),
             k_source, meta, at + 6);
     fclose(f);
-    snprintf(cmd, sizeof cmd, "cc -O2 -shared -fPIC -o '%s' '%s'", out, c_path);
+    const char *src = getenv("KILN_SOURCE_DIR");
+    snprintf(cmd, sizeof cmd, "cc -O2 -shared -fPIC -I'%s/src/runtime' -o '%s' '%s'",
+             src ? src : ".", out, c_path);
     int rc = system(cmd);
     CHECK_EQ_INT(rc, 0);
     return rc == 0 ? out : NULL;

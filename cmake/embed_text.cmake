@@ -1,0 +1,42 @@
+# embed_text.cmake: writes OUT, a C file that defines `const char SYMBOL[]`
+# holding the text of the file SRC, verbatim; with BEGIN and END, only the
+# lines strictly between the line that contains BEGIN and the line that
+# contains END. OUT is rewritten only when its content changes.
+#   cmake -DSRC=file.h -DOUT=file_text.c -DSYMBOL=name [-DBEGIN=... -DEND=...] -P embed_text.cmake
+foreach(var SRC OUT SYMBOL)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "embed_text.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+file(READ "${SRC}" text)
+if(DEFINED BEGIN OR DEFINED END)
+  string(FIND "${text}" "${BEGIN}" b)
+  string(FIND "${text}" "${END}" e)
+  if(b LESS 0 OR e LESS 0 OR e LESS b)
+    message(FATAL_ERROR "embed_text.cmake: ${SRC} has no line with '${BEGIN}' followed by one "
+                        "with '${END}'")
+  endif()
+  string(SUBSTRING "${text}" ${b} -1 rest)
+  string(FIND "${rest}" "\n" nl)
+  math(EXPR start "${b} + ${nl} + 1")
+  string(SUBSTRING "${text}" 0 ${e} head)
+  string(FIND "${head}" "\n" last REVERSE)
+  math(EXPR stop "${last} + 1")
+  if(stop LESS start)
+    message(FATAL_ERROR "embed_text.cmake: '${BEGIN}' and '${END}' are on one line in ${SRC}")
+  endif()
+  math(EXPR len "${stop} - ${start}")
+  string(SUBSTRING "${text}" ${start} ${len} text)
+endif()
+# a C string literal, one source line per line of text
+string(REPLACE "\\" "\\\\" text "${text}")
+string(REPLACE "\"" "\\\"" text "${text}")
+string(REPLACE "\t" "\\t" text "${text}")
+string(REPLACE "\n" "\\n\"\n    \"" text "${text}")
+get_filename_component(name "${SRC}" NAME)
+set(c "/* Generated from ${name} by cmake/embed_text.cmake. Do not edit. */\n")
+string(APPEND c "extern const char ${SYMBOL}[];\n")
+string(APPEND c "const char ${SYMBOL}[] =\n    \"${text}\";\n")
+file(WRITE "${OUT}.tmp" "${c}")
+configure_file("${OUT}.tmp" "${OUT}" COPYONLY)
+file(REMOVE "${OUT}.tmp")
