@@ -10,6 +10,7 @@ command -v make >/dev/null 2>&1 || need+=(make)
 [ -f /usr/include/zlib.h ] || need+=(zlib1g-dev)
 [ -f /usr/include/protobuf-c/protobuf-c.h ] || need+=(libprotobuf-c-dev)
 command -v protoc-c >/dev/null 2>&1 || need+=(protobuf-c-compiler)
+command -v pkg-config >/dev/null 2>&1 || need+=(pkgconf) # tests/install checks kiln.pc
 [ -f /usr/include/onnx/onnx.proto ] || need+=(libonnx-dev)
 [ -d /usr/share/libonnx-testdata/data/node ] || need+=(libonnx-testdata)
 if [ ${#need[@]} -gt 0 ]; then
