@@ -15,6 +15,11 @@ Narrow models (committed next to this script, each file < 1 MB):
                        FFN 128, exact (erf) GELU, seq 32, vocab 1000; LayerNorm
                        decomposed (ReduceMean/Sub/Pow/Sqrt/Div)
   bert_tiny_opset17    the same weights, opset 17: LayerNormalization
+  vit_tiny_opset14     torchvision's VisionTransformer: image 32, patch 8,
+                       2 layers, hidden 32, 2 heads, MLP 64, 10 classes,
+                       opset 14; its export keeps shape sub-graphs (Shape,
+                       Gather, ConstantOfShape, Where, Expand, Slice) that
+                       kiln folds at import
 
 Full-size models (--full, into --out, default /tmp/kiln-e2e-full; never
 committed): resnet50 (torchvision, 1000 classes, 1x3x224x224), mobilenetv2
@@ -179,6 +184,20 @@ class BertEncoder(nn.Module):
         return x, pooled
 
 
+def vit_tiny():
+    """torchvision's VisionTransformer, tiny. Random weights: the class token
+    and position embedding too (torchvision zeroes the token and the head)."""
+    from torchvision.models.vision_transformer import VisionTransformer
+    m = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
+                          hidden_dim=32, mlp_dim=64, num_classes=10)
+    with torch.no_grad():
+        nn.init.normal_(m.class_token, std=0.5)
+        nn.init.normal_(m.encoder.pos_embedding, std=0.5)
+        nn.init.normal_(m.heads.head.weight, std=0.2)
+        nn.init.normal_(m.heads.head.bias, std=0.2)
+    return m.eval()
+
+
 def randomize_batchnorm(model, image_shape, gen):
     """Give every BatchNorm running statistics and an affine part that are
     not the identity, so folding BN (by the exporter or by kiln) matters.
@@ -225,6 +244,14 @@ def bert_model(name, cfg):
     return name, make
 
 
+def vit_model(name, build, shape):
+    def make(gen):
+        model = build()
+        x = torch.randn(*shape, generator=gen)
+        return model, (x,), ["input"], ["logits"], False
+    return name, make
+
+
 BERT_TINY = dict(vocab=1000, hidden=64, layers=2, heads=4, ffn=128, seq=32, max_pos=32)
 BERT_BASE = dict(vocab=30522, hidden=768, layers=12, heads=12, ffn=3072, seq=128, max_pos=512)
 RESNET_NARROW_BASE = 6   # 8 would be 1.5 MB of weights; 6 is 0.86 MB
@@ -239,6 +266,7 @@ def narrow_specs():
                      keep_bn=True), 13),
         (bert_model("bert_tiny_opset13", BERT_TINY), 13),
         (bert_model("bert_tiny_opset17", BERT_TINY), 17),
+        (vit_model("vit_tiny_opset14", vit_tiny, (1, 3, 32, 32)), 14),
     ]
 
 

@@ -1,7 +1,7 @@
 /* onnx_convert_nn.c: the ONNX converters of reductions (Reduce*, ArgMax),
  * normalization (BatchNormalization, LayerNormalization), Conv and pooling
  * (1-D runs as 2-D with a unit H), Gemm/MatMul, Softmax, Transpose and
- * Split. The converter table is in onnx_convert.c. */
+ * Split. The converter table is in onnx_table.c. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -101,7 +101,7 @@ int cvt_layer_norm(imp *I, const Onnx__NodeProto *n, int *outs) {
     kstr_free(&a);
     outs[1] = want_mean ? m : -1;
     if (want_inv)
-        outs[2] = cvt_unary_of(I, n, "rsqrt", cvt_binary_of(I, n, "add", var, cvt_scalar_of(I, n, t->dtype, eps)));
+        outs[2] = cvt_unary_of(I, n, "rsqrt", cvt_binary_of(I, n, "add", var, imp_scalar_const(I, n, t->dtype, eps)));
     return m < 0 || (want_inv && outs[2] < 0) ? -1 : 0;
 }
 
@@ -243,32 +243,10 @@ int cvt_batch_norm(imp *I, const Onnx__NodeProto *n, int *outs) {
     return outs[0] = imp_call(I, n, "nn.batch_norm", 5, in, attrs);
 }
 
-/* A constant's 2-D transpose, for weights given as [K, N]. */
-static int transposed_const(imp *I, const Onnx__NodeProto *n, const kiln_ndarray *c) {
-    int64_t r = kiln_ndarray_dim(c, 0), k = kiln_ndarray_dim(c, 1), dims[2] = {k, r};
-    kiln_ndarray *t = kiln_ndarray_empty(kiln_ndarray_dtype(c), 2, dims);
-    if (!t) return -1;
-    size_t es = kiln_dtype_size(kiln_ndarray_dtype(c));
-    for (int64_t i = 0; i < r; i++)
-        for (int64_t j = 0; j < k; j++)
-            memcpy((char *)kiln_ndarray_data(t) + (j * r + i) * (int64_t)es,
-                   (const char *)kiln_ndarray_data(c) + (i * k + j) * (int64_t)es, es);
-    char name[600];
-    snprintf(name, sizeof name, "%s.T", n->name);
-    return imp_add_const(I, name, t);
-}
-
-/* dense(x, W) with W as [units, in]: transposed at import when given as [in, units]. */
+/* dense(x, W) with W as [units, in]: a W given as [in, units] is
+ * transposed (a constant one folds at import). */
 static int dense_of(imp *I, const Onnx__NodeProto *n, int x, int w, int w_is_kn) {
-    if (w_is_kn) {
-        const kiln_ndarray *c = imp_const(I, w);
-        if (c && kiln_ndarray_ndim(c) == 2) {
-            w = transposed_const(I, n, c);
-        } else {
-            w = imp_call(I, n, "transpose", 1, &w, "axes=[1, 0]");
-        }
-        if (w < 0) return -1;
-    }
+    if (w_is_kn && (w = imp_call(I, n, "transpose", 1, &w, "axes=[1, 0]")) < 0) return -1;
     int in[2] = {x, w};
     return imp_call(I, n, "nn.dense", 2, in, NULL);
 }

@@ -1,10 +1,11 @@
-/* onnx_import.c: ONNX model -> graph IR. Initializers become constants,
- * graph inputs variables (with --input-shapes overrides), and each node is
- * converted by the row of the converter table for its op type. Nodes whose
- * inputs are all constants and that compute shapes (Shape, Gather, Concat,
- * Unsqueeze, ...) are evaluated here, so shape subgraphs of exported
- * transformers become constants. Every node is typed as it is added, so
- * errors name the ONNX node, its op type and the opset. */
+/* onnx_import.c: ONNX model -> graph IR, the driver. Initializers become
+ * constants, graph inputs variables (with --input-shapes overrides),
+ * calls of model-local functions are inlined, and each node is converted
+ * by its row of the converter table (onnx_table.c), or as a registered
+ * user op. Calls on constants fold as they are added (onnx_helpers.c), so
+ * shape sub-graphs of exported transformers become constants. Every node
+ * is typed as it is added, so errors name the ONNX node, its op type and
+ * the opset. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,160 +17,7 @@
 #include "onnx_import.h"
 #include "onnx_load.h"
 
-/* ---- value names ---------------------------------------------------------- */
-
-static uint32_t hash_str(const char *s) {
-    uint32_t h = 2166136261u;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
-    return h;
-}
-
-static int name_get(const imp *I, const char *name) {
-    if (!I->cap) return -1;
-    size_t j = hash_str(name) & (I->cap - 1);
-    while (I->names[j]) {
-        if (strcmp(I->names[j], name) == 0) return I->ids[j];
-        j = (j + 1) & (I->cap - 1);
-    }
-    return -1;
-}
-
-static void name_set(imp *I, const char *name, int id) {
-    if ((I->count + 1) * 2 >= I->cap) {
-        size_t ncap = I->cap ? I->cap * 2 : 256;
-        char **nn = calloc(ncap, sizeof(char *));
-        int *ni = calloc(ncap, sizeof(int));
-        KILN_ASSERT(nn && ni);
-        for (size_t i = 0; i < I->cap; i++) {
-            if (!I->names[i]) continue;
-            size_t j = hash_str(I->names[i]) & (ncap - 1);
-            while (nn[j]) j = (j + 1) & (ncap - 1);
-            nn[j] = I->names[i];
-            ni[j] = I->ids[i];
-        }
-        free(I->names);
-        free(I->ids);
-        I->names = nn;
-        I->ids = ni;
-        I->cap = ncap;
-    }
-    size_t j = hash_str(name) & (I->cap - 1);
-    while (I->names[j] && strcmp(I->names[j], name) != 0) j = (j + 1) & (I->cap - 1);
-    if (!I->names[j]) {
-        I->names[j] = arena_strdup(I->g->arena, name);
-        I->count++;
-    }
-    I->ids[j] = id;
-}
-
-/* ---- helpers for converters ------------------------------------------------- */
-
-int imp_fail(imp *I, const Onnx__NodeProto *n, const char *fmt, ...) {
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    kiln_set_error(KILN_ERR_INVALID, "%s: node '%s' (%s, opset %lld): %s", I->path,
-                   n->name && *n->name ? n->name : "(unnamed)", n->op_type, (long long)I->opset,
-                   msg);
-    return -1;
-}
-
-int imp_input(imp *I, const Onnx__NodeProto *n, int i) {
-    if ((size_t)i >= n->n_input || !n->input[i][0]) return -1;
-    return name_get(I, n->input[i]);
-}
-
-int imp_ninputs(const Onnx__NodeProto *n) {
-    int k = (int)n->n_input;
-    while (k > 0 && !n->input[k - 1][0]) k--;
-    return k;
-}
-
-const Onnx__AttributeProto *imp_attr(const Onnx__NodeProto *n, const char *name) {
-    for (size_t i = 0; i < n->n_attribute; i++)
-        if (strcmp(n->attribute[i]->name, name) == 0) return n->attribute[i];
-    return NULL;
-}
-
-int64_t imp_attr_int(const Onnx__NodeProto *n, const char *name, int64_t def) {
-    const Onnx__AttributeProto *a = imp_attr(n, name);
-    return a && a->has_i ? a->i : def;
-}
-
-float imp_attr_float(const Onnx__NodeProto *n, const char *name, float def) {
-    const Onnx__AttributeProto *a = imp_attr(n, name);
-    return a && a->has_f ? a->f : def;
-}
-
-int imp_attr_ints(const Onnx__NodeProto *n, const char *name, int64_t *out, int cap) {
-    const Onnx__AttributeProto *a = imp_attr(n, name);
-    if (!a) return -1;
-    if ((int)a->n_ints > cap) return -2;
-    for (size_t i = 0; i < a->n_ints; i++) out[i] = a->ints[i];
-    return (int)a->n_ints;
-}
-
-const char *imp_attr_str(const Onnx__NodeProto *n, const char *name, const char *def, char *buf,
-                         size_t cap) {
-    const Onnx__AttributeProto *a = imp_attr(n, name);
-    if (!a || !a->has_s) return def;
-    size_t len = a->s.len < cap - 1 ? a->s.len : cap - 1;
-    memcpy(buf, a->s.data, len);
-    buf[len] = 0;
-    return buf;
-}
-
-const gtensor_type *imp_type(const imp *I, int id) {
-    const gnode *n = graph_node(I->g, id);
-    return n && n->type.known && !n->type.is_tuple ? &n->type.t[0] : NULL;
-}
-
-const kiln_ndarray *imp_const(const imp *I, int id) {
-    const gnode *n = graph_node(I->g, id);
-    return n && n->kind == GN_CONST ? n->value : NULL;
-}
-
-int imp_call(imp *I, const Onnx__NodeProto *n, const char *op, int nin, const int *in,
-             const char *attrs) {
-    for (int i = 0; i < nin; i++)
-        if (in[i] < 0) return imp_fail(I, n, "a required input of %s is missing", op);
-    int id = kiln_graph_call(I->g, op, nin, in, attrs, n->name);
-    if (id < 0) return imp_fail(I, n, "%s", kiln_last_error());
-    if (graph_infer_node(I->g, id) != KILN_OK) {
-        char msg[2048];
-        snprintf(msg, sizeof msg, "%s", kiln_last_error());
-        return imp_fail(I, n, "%s", msg);
-    }
-    return id;
-}
-
-int imp_add_const(imp *I, const char *name, kiln_ndarray *value) {
-    return graph_const_take(I->g, name, value);
-}
-
-int imp_scalar_const(imp *I, const char *name, kiln_dtype dt, double v) {
-    kiln_ndarray *a = kiln_ndarray_empty(dt, 0, NULL);
-    if (!a) return -1;
-    void *d = kiln_ndarray_data(a);
-    switch (dt) {
-    case KILN_FLOAT32: *(float *)d = (float)v; break;
-    case KILN_FLOAT64: *(double *)d = v; break;
-    case KILN_INT64: *(int64_t *)d = (int64_t)v; break;
-    case KILN_INT32: *(int32_t *)d = (int32_t)v; break;
-    default: kiln_ndarray_free(a); return kiln_set_error(KILN_ERR_UNSUPPORTED, "scalar of %s", kiln_dtype_name(dt)), -1;
-    }
-    return imp_add_const(I, name, a);
-}
-
 /* ---- the importer ---------------------------------------------------------------- */
-
-static const imp_converter *find_converter(const char *op_type) {
-    for (const imp_converter *c = imp_converters(); c->op_type; c++)
-        if (strcmp(c->op_type, op_type) == 0) return c;
-    return NULL;
-}
 
 static int is_default_domain(const char *d) { return !*d || strcmp(d, "ai.onnx") == 0; }
 
@@ -283,7 +131,7 @@ static int check_shape_names(imp *I, const Onnx__GraphProto *gp, const char *spe
             kstr known;
             kstr_init(&known);
             for (size_t i = 0; i < gp->n_input; i++) {
-                const gnode *v = graph_node(I->g, name_get(I, gp->input[i]->name));
+                const gnode *v = graph_node(I->g, imp_name_get(I, gp->input[i]->name));
                 if (v && v->kind == GN_VAR)
                     kstr_printf(&known, "%s'%s'", known.len ? ", " : "", gp->input[i]->name);
             }
@@ -356,7 +204,7 @@ static int add_input(imp *I, const Onnx__ValueInfoProto *vi, const char *shapes)
     }
     int id = kiln_graph_var(I->g, vi->name, dt, nd, dims, found ? NULL : syms);
     if (id < 0) return 0;
-    name_set(I, vi->name, id);
+    imp_name_set(I, vi->name, id);
     return 1;
 }
 
@@ -456,8 +304,8 @@ static int check_supported(imp *I, const flat_list *gp) {
     int nbad = 0;
     for (size_t i = 0; i < gp->n; i++) {
         const Onnx__NodeProto *n = gp->nodes[i];
-        const imp_converter *c = is_default_domain(n->domain) ? find_converter(n->op_type) : NULL;
-        int ok = (c && I->opset >= c->min_opset) || (!c && registered_op(I, n));
+        const imp_converter *c = is_default_domain(n->domain) ? imp_find_converter(n->op_type) : NULL;
+        int ok = (c && I->opset >= c->since) || (!c && registered_op(I, n));
         if (!ok) {
             /* an identical op type is listed once per node name, up to 50 */
             if (nbad < 50)
@@ -486,10 +334,18 @@ kiln_graph *kiln_onnx_import(const char *path, const char *input_shapes) {
     }
     onnx_model *m = onnx_model_load(path);
     if (!m) return NULL;
+    kiln_graph *g = onnx_import_model(m, path, input_shapes, 0);
+    onnx_model_free(m);
+    return g;
+}
+
+kiln_graph *onnx_import_model(const onnx_model *m, const char *path, const char *input_shapes,
+                              int64_t fold_max) {
     imp I;
     memset(&I, 0, sizeof I);
     I.m = m;
     I.path = path;
+    I.fold_max = fold_max > 0 ? fold_max : IMPORT_FOLD_MAX_ELEMENTS;
     I.opset = onnx_model_opset(m, "");
     I.g = graph_new(ops_default_registry());
     kiln_graph *result = NULL;
@@ -519,17 +375,17 @@ kiln_graph *kiln_onnx_import(const char *path, const char *input_shapes) {
         if (!a) goto done;
         int id = imp_add_const(&I, t->name, a);
         if (id < 0) goto done;
-        name_set(&I, t->name, id);
+        imp_name_set(&I, t->name, id);
     }
     for (size_t i = 0; i < gp->n_input; i++) {
-        if (name_get(&I, gp->input[i]->name) >= 0) continue; /* an initializer */
+        if (imp_name_get(&I, gp->input[i]->name) >= 0) continue; /* an initializer */
         if (!add_input(&I, gp->input[i], input_shapes)) goto done;
     }
     if (input_shapes && !check_shape_names(&I, gp, input_shapes)) goto done;
     for (size_t i = 0; i < fl.n; i++) {
         const Onnx__NodeProto *n = fl.nodes[i];
         for (size_t k = 0; k < n->n_input; k++)
-            if (n->input[k][0] && name_get(&I, n->input[k]) < 0) {
+            if (n->input[k][0] && imp_name_get(&I, n->input[k]) < 0) {
                 imp_fail(&I, n, "input '%s' is not produced by any earlier node, initializer or "
                          "graph input (a dangling name, or the graph is not in order/has a cycle)",
                          n->input[k]);
@@ -541,9 +397,9 @@ kiln_graph *kiln_onnx_import(const char *path, const char *input_shapes) {
             goto done;
         }
         for (int k = 0; k < 64; k++) outs[k] = -1;
-        const imp_converter *c = is_default_domain(n->domain) ? find_converter(n->op_type) : NULL;
+        const imp_converter *c = is_default_domain(n->domain) ? imp_find_converter(n->op_type) : NULL;
         const kiln_op_def *user = c ? NULL : registered_op(&I, n);
-        if (c ? c->convert(&I, n, outs) < 0 : convert_registered(&I, n, user, outs) < 0) goto done;
+        if (c ? imp_convert(&I, n, c, outs) < 0 : convert_registered(&I, n, user, outs) < 0) goto done;
         for (size_t k = 0; k < n->n_output; k++) {
             if (!n->output[k][0]) continue;
             if (outs[k] < 0) {
@@ -553,7 +409,7 @@ kiln_graph *kiln_onnx_import(const char *path, const char *input_shapes) {
                 }
                 continue; /* an optional output kiln does not produce */
             }
-            name_set(&I, n->output[k], outs[k]);
+            imp_name_set(&I, n->output[k], outs[k]);
         }
     }
     int *outs = malloc(sizeof(int) * (gp->n_output ? gp->n_output : 1));
@@ -565,7 +421,7 @@ kiln_graph *kiln_onnx_import(const char *path, const char *input_shapes) {
     }
     int ok = 1;
     for (size_t i = 0; i < gp->n_output && ok; i++) {
-        outs[i] = name_get(&I, gp->output[i]->name);
+        outs[i] = imp_name_get(&I, gp->output[i]->name);
         names[i] = gp->output[i]->name;
         if (outs[i] < 0) {
             kiln_set_error(KILN_ERR_INVALID, "%s: graph output '%s' is not produced by any node",
@@ -589,6 +445,5 @@ done:
     free(I.ids);
     free((void *)fl.nodes);
     arena_free(fl.a);
-    onnx_model_free(m);
     return result;
 }

@@ -269,28 +269,34 @@ static int eval_read(ev *E, tir_node e, const uint8_t *m, val *out) {
         out->uni = 1;
         return 1;
     }
-    for (int i = 0; i < n; i++) {
-        if (m && !uni && !m[i]) {
-            memset((char *)out->p + (size_t)i * lane_size(S->t->dtype), 0, lane_size(S->t->dtype));
-            continue;
-        }
-        int64_t off = 0;
-        for (int d = 0; d < S->ndim; d++) {
-            int64_t x = ((const int64_t *)ix[d].p)[ix[d].uni ? 0 : i];
-            if (x < 0 || x >= S->dims[d]) {
+    /* offsets, dim by dim; an inactive lane gets -1 (and reads 0) */
+    int64_t *off = scratch(E);
+    if (!off)
+        return 0;
+    const uint8_t *act = uni ? NULL : m;
+    for (int i = 0; i < n; i++)
+        off[i] = act && !act[i] ? -1 : 0;
+    for (int d = 0; d < S->ndim; d++) {
+        const int64_t *x = ix[d].p, stride = S->strides[d], dim = S->dims[d];
+        int sx = !ix[d].uni;
+        for (int i = 0; i < n; i++) {
+            if (off[i] < 0)
+                continue;
+            int64_t v = x[i * sx];
+            if (v < 0 || v >= dim) {
                 char buf[160];
                 kiln_expr_print(e, buf, sizeof buf);
                 kiln_set_error(KILN_ERR_INVALID,
                                "te_eval: compute '%s' reads '%s' at index %lld of dim %d (of "
                                "size %lld), outside the tensor: '%s'",
-                               E->cur ? E->cur->t->name : "?", S->t->name, (long long)x, d,
-                               (long long)S->dims[d], buf);
+                               E->cur ? E->cur->t->name : "?", S->t->name, (long long)v, d,
+                               (long long)dim, buf);
                 return 0;
             }
-            off += x * S->strides[d];
+            off[i] += v * stride;
         }
-        te_lane_load(S->t->dtype, S->data, off, out->p, i);
     }
+    te_lanes_gather(S->t->dtype, S->data, off, out->p, n);
     return 1;
 }
 
@@ -701,26 +707,38 @@ static int stage_index(ev *E, kiln_tensor *t) {
 
 /* The lanes' data axis values for elements [start, start + n). */
 static void set_axes(ev *E, const stage *S, int64_t start, int n) {
-    int64_t idx[16];
-    int64_t rem = start;
+    int64_t idx[16], last[16], a = start, b = start + n - 1;
     for (int d = S->ndim - 1; d >= 0; d--) {
-        idx[d] = S->dims[d] ? rem % S->dims[d] : 0;
-        rem = S->dims[d] ? rem / S->dims[d] : 0;
+        int64_t dim = S->dims[d] ? S->dims[d] : 1;
+        idx[d] = a % dim;
+        last[d] = b % dim;
+        a /= dim;
+        b /= dim;
+    }
+    /* dims up to k are the same on every lane (all before them are) */
+    int k = 0;
+    for (; k < S->ndim && idx[k] == last[k]; k++) {
+        E->axis_uni[k] = 1;
+        E->axis_vals[k][0] = idx[k];
+    }
+    for (int d = k; d < S->ndim; d++)
+        E->axis_uni[d] = 0;
+    if (k == S->ndim)
+        return;
+    if (k == S->ndim - 1) { /* within one row: the last dim counts up */
+        for (int i = 0; i < n; i++)
+            E->axis_vals[k][i] = idx[k] + i;
+        return;
     }
     for (int i = 0; i < n; i++) {
-        for (int d = 0; d < S->ndim; d++)
+        for (int d = k; d < S->ndim; d++)
             E->axis_vals[d][i] = idx[d];
-        for (int d = S->ndim - 1; d >= 0; d--) { /* odometer */
+        for (int d = S->ndim - 1; d >= k; d--) { /* odometer */
             if (++idx[d] < S->dims[d])
                 break;
             idx[d] = 0;
         }
     }
-    for (int d = 0; d < S->ndim; d++)
-        E->axis_uni[d] = E->axis_vals[d][0] == E->axis_vals[d][n - 1];
-    /* a dim is uniform over the lanes iff all dims before it are */
-    for (int d = 1; d < S->ndim; d++)
-        E->axis_uni[d] &= E->axis_uni[d - 1];
 }
 
 /* Count stage S's elements against the cap; 0 with an error past it. */
@@ -811,8 +829,8 @@ static int run_stage(ev *E, int si) {
         } else {
             ok = eval(E, body, NULL, &x);
         }
-        for (int i = 0; ok && i < n; i++)
-            te_lane_store(dt, (char *)S->data, start + i, x.p, x.uni ? 0 : i);
+        if (ok)
+            te_lanes_store(dt, (char *)S->data, start, x.p, !x.uni, n);
     }
     free(lanes);
     free(acc);

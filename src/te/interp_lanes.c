@@ -147,72 +147,82 @@ static void int_binary(tir_op op, kiln_dtype dt, const int64_t *a, int sa, const
     }
 }
 
-/* Float arithmetic in type T (float or double) with libm suffix F; min/max
- * propagate NaN as the generated code's helpers do. */
-#define FLOAT_BINARY(NAME, T, SUF)                                                                 \
+/* One loop over the lanes per case, the switch outside it. */
+#define LANE_LOOP(T, EXPR)                                                                         \
+    for (int i = 0; i < n; i++) {                                                                  \
+        T x = a[i * sa], y = b[i * sb];                                                            \
+        (void)y;                                                                                   \
+        r[i] = (EXPR);                                                                             \
+    }                                                                                              \
+    break
+
+/* x floormod y as the generated helper: the remainder has y's sign, and a
+ * zero remainder y's sign too. */
+static float floormod_f32(float x, float y) {
+    float m = fmodf(x, y);
+    return m != 0 ? ((y < 0) != (m < 0) ? m + y : m) : copysignf(0.0f, y);
+}
+
+static double floormod_f64(double x, double y) {
+    double m = fmod(x, y);
+    return m != 0 ? ((y < 0) != (m < 0) ? m + y : m) : copysign(0.0, y);
+}
+
+/* Float arithmetic in type T (float or double) with libm suffix SUF; min
+ * and max propagate NaN as the generated code's helpers do. */
+#define FLOAT_BINARY(NAME, T, SUF, FLOORMOD)                                                       \
     static void NAME(tir_op op, const T *a, int sa, const T *b, int sb, T *r, int n) {             \
-        for (int i = 0; i < n; i++) {                                                              \
-            T x = a[i * sa], y = b[i * sb], m;                                                     \
-            switch (op) {                                                                          \
-            case TIR_ADD: r[i] = x + y; break;                                                     \
-            case TIR_SUB: r[i] = x - y; break;                                                     \
-            case TIR_MUL: r[i] = x * y; break;                                                     \
-            case TIR_DIV: r[i] = x / y; break;                                                     \
-            case TIR_MOD: r[i] = fmod##SUF(x, y); break;                                           \
-            case TIR_FLOORDIV: r[i] = floor##SUF(x / y); break;                                    \
-            case TIR_FLOORMOD:                                                                     \
-                m = fmod##SUF(x, y);                                                               \
-                if (m != 0) {                                                                      \
-                    if ((y < 0) != (m < 0))                                                        \
-                        m += y;                                                                    \
-                } else {                                                                           \
-                    m = copysign##SUF((T)0, y);                                                    \
-                }                                                                                  \
-                r[i] = m;                                                                          \
-                break;                                                                             \
-            case TIR_MIN: r[i] = (x < y || x != x) ? x : y; break;                                 \
-            case TIR_MAX: r[i] = (x > y || x != x) ? x : y; break;                                 \
-            default: KILN_ASSERT(0);                                                               \
-            }                                                                                      \
+        switch (op) {                                                                              \
+        case TIR_ADD: LANE_LOOP(T, x + y);                                                         \
+        case TIR_SUB: LANE_LOOP(T, x - y);                                                         \
+        case TIR_MUL: LANE_LOOP(T, x *y);                                                          \
+        case TIR_DIV: LANE_LOOP(T, x / y);                                                         \
+        case TIR_MOD: LANE_LOOP(T, fmod##SUF(x, y));                                               \
+        case TIR_FLOORDIV: LANE_LOOP(T, floor##SUF(x / y));                                        \
+        case TIR_FLOORMOD: LANE_LOOP(T, FLOORMOD(x, y));                                           \
+        case TIR_MIN: LANE_LOOP(T, (x < y || x != x) ? x : y);                                     \
+        case TIR_MAX: LANE_LOOP(T, (x > y || x != x) ? x : y);                                     \
+        default: KILN_ASSERT(0);                                                                   \
         }                                                                                          \
     }
-FLOAT_BINARY(f32_binary, float, f)
-FLOAT_BINARY(f64_binary, double, )
+FLOAT_BINARY(f32_binary, float, f, floormod_f32)
+FLOAT_BINARY(f64_binary, double, , floormod_f64)
 
-#define COMPARE(T, a, sa, b, sb, r, n, op)                                                         \
+#define COMPARE_AS(T)                                                                              \
     do {                                                                                           \
-        const T *x_ = (const T *)(a), *y_ = (const T *)(b);                                        \
-        for (int i = 0; i < (n); i++) {                                                            \
-            T x = x_[i * (sa)], y = y_[i * (sb)];                                                  \
-            (r)[i] = (op) == TIR_EQ   ? x == y                                                     \
-                     : (op) == TIR_NE ? x != y                                                     \
-                     : (op) == TIR_LT ? x < y                                                      \
-                     : (op) == TIR_LE ? x <= y                                                     \
-                     : (op) == TIR_GT ? x > y                                                      \
-                                      : x >= y;                                                    \
+        const T *x_ = (const T *)av, *y_ = (const T *)bv;                                          \
+        switch (op) {                                                                              \
+        case TIR_EQ: CMP_LOOP(==);                                                                 \
+        case TIR_NE: CMP_LOOP(!=);                                                                 \
+        case TIR_LT: CMP_LOOP(<);                                                                  \
+        case TIR_LE: CMP_LOOP(<=);                                                                 \
+        case TIR_GT: CMP_LOOP(>);                                                                  \
+        case TIR_GE: CMP_LOOP(>=);                                                                 \
+        default: KILN_ASSERT(0);                                                                   \
         }                                                                                          \
     } while (0)
+#define CMP_LOOP(OP)                                                                               \
+    for (int i = 0; i < n; i++)                                                                    \
+        r[i] = x_[i * sa] OP y_[i * sb];                                                           \
+    break
 
 /* Intrinsic f of float type T; returns 0 for an unknown f. */
 #define FLOAT_CALL(NAME, T, SUF)                                                                   \
     static int NAME(tir_intrin f, const T *a, int sa, const T *b, int sb, T *r, int n) {           \
-        for (int i = 0; i < n; i++) {                                                              \
-            T x = a[i * sa];                                                                       \
-            switch (f) {                                                                           \
-            case TIR_EXP: r[i] = exp##SUF(x); break;                                               \
-            case TIR_LOG: r[i] = log##SUF(x); break;                                               \
-            case TIR_SQRT: r[i] = sqrt##SUF(x); break;                                             \
-            case TIR_RSQRT: r[i] = (T)1 / sqrt##SUF(x); break;                                     \
-            case TIR_TANH: r[i] = tanh##SUF(x); break;                                             \
-            case TIR_SIGMOID: r[i] = (T)1 / ((T)1 + exp##SUF(-x)); break;                          \
-            case TIR_ERF: r[i] = erf##SUF(x); break;                                               \
-            case TIR_POW: r[i] = pow##SUF(x, b[i * sb]); break;                                    \
-            case TIR_FLOOR: r[i] = floor##SUF(x); break;                                           \
-            case TIR_CEIL: r[i] = ceil##SUF(x); break;                                             \
-            case TIR_ABS: r[i] = fabs##SUF(x); break;                                              \
-            case TIR_ROUND: r[i] = nearbyint##SUF(x); break;                                       \
-            default: return 0;                                                                     \
-            }                                                                                      \
+        switch (f) {                                                                               \
+        case TIR_EXP: LANE_LOOP(T, exp##SUF(x));                                                   \
+        case TIR_LOG: LANE_LOOP(T, log##SUF(x));                                                   \
+        case TIR_SQRT: LANE_LOOP(T, sqrt##SUF(x));                                                 \
+        case TIR_RSQRT: LANE_LOOP(T, (T)1 / sqrt##SUF(x));                                         \
+        case TIR_TANH: LANE_LOOP(T, tanh##SUF(x));                                                 \
+        case TIR_SIGMOID: LANE_LOOP(T, (T)1 / ((T)1 + exp##SUF(-x)));                              \
+        case TIR_ERF: LANE_LOOP(T, erf##SUF(x));                                                   \
+        case TIR_POW: LANE_LOOP(T, pow##SUF(x, y));                                                \
+        case TIR_FLOOR: LANE_LOOP(T, floor##SUF(x));                                               \
+        case TIR_CEIL: LANE_LOOP(T, ceil##SUF(x));                                                 \
+        case TIR_ABS: LANE_LOOP(T, fabs##SUF(x));                                                  \
+        case TIR_ROUND: LANE_LOOP(T, nearbyint##SUF(x));                                           \
+        default: return 0;                                                                         \
         }                                                                                          \
         return 1;                                                                                  \
     }
@@ -231,12 +241,12 @@ void te_lanes_arith(tir_op op, kiln_dtype dt, const void *a, int sa, const void 
     }
 }
 
-void te_lanes_compare(tir_op op, kiln_dtype dt, const void *a, int sa, const void *b, int sb,
+void te_lanes_compare(tir_op op, kiln_dtype dt, const void *av, int sa, const void *bv, int sb,
                       int64_t *r, int n) {
     switch (te_vkind_of(dt)) {
-    case TE_K_I64: COMPARE(int64_t, a, sa, b, sb, r, n, op); break;
-    case TE_K_F32: COMPARE(float, a, sa, b, sb, r, n, op); break;
-    case TE_K_F64: COMPARE(double, a, sa, b, sb, r, n, op); break;
+    case TE_K_I64: COMPARE_AS(int64_t); break;
+    case TE_K_F32: COMPARE_AS(float); break;
+    case TE_K_F64: COMPARE_AS(double); break;
     }
 }
 
@@ -298,32 +308,50 @@ void te_lanes_convert(kiln_dtype to, kiln_dtype from, const void *src, void *dst
 /* ---- loads and stores ------------------------------------------------------------------ */
 
 /* Element off of storage dtype dt at data, as the kind's C type into r[i]. */
-void te_lane_load(kiln_dtype dt, const char *data, int64_t off, void *r, int i) {
+#define GATHER(T, R, CONV)                                                                         \
+    do {                                                                                           \
+        const T *d_ = (const T *)data;                                                             \
+        R *r_ = r;                                                                                 \
+        for (int i = 0; i < n; i++)                                                                \
+            r_[i] = off[i] < 0 ? (R)0 : (R)CONV(d_[off[i]]);                                       \
+    } while (0)
+#define AS_IS(x) (x)
+#define NONZERO(x) ((x) != 0)
+
+void te_lanes_gather(kiln_dtype dt, const char *data, const int64_t *off, void *r, int n) {
     switch (dt) {
-    case KILN_FLOAT32: ((float *)r)[i] = ((const float *)data)[off]; break;
-    case KILN_FLOAT16: ((float *)r)[i] = te_half_to_float(((const uint16_t *)data)[off]); break;
-    case KILN_BFLOAT16: ((float *)r)[i] = te_bf16_to_float(((const uint16_t *)data)[off]); break;
-    case KILN_FLOAT64: ((double *)r)[i] = ((const double *)data)[off]; break;
-    case KILN_INT8: ((int64_t *)r)[i] = ((const int8_t *)data)[off]; break;
-    case KILN_UINT8: ((int64_t *)r)[i] = ((const uint8_t *)data)[off]; break;
-    case KILN_BOOL: ((int64_t *)r)[i] = ((const uint8_t *)data)[off] != 0; break;
-    case KILN_INT32: ((int64_t *)r)[i] = ((const int32_t *)data)[off]; break;
-    case KILN_INT64: ((int64_t *)r)[i] = ((const int64_t *)data)[off]; break;
+    case KILN_FLOAT32: GATHER(float, float, AS_IS); break;
+    case KILN_FLOAT16: GATHER(uint16_t, float, te_half_to_float); break;
+    case KILN_BFLOAT16: GATHER(uint16_t, float, te_bf16_to_float); break;
+    case KILN_FLOAT64: GATHER(double, double, AS_IS); break;
+    case KILN_INT8: GATHER(int8_t, int64_t, AS_IS); break;
+    case KILN_UINT8: GATHER(uint8_t, int64_t, AS_IS); break;
+    case KILN_BOOL: GATHER(uint8_t, int64_t, NONZERO); break;
+    case KILN_INT32: GATHER(int32_t, int64_t, AS_IS); break;
+    case KILN_INT64: GATHER(int64_t, int64_t, AS_IS); break;
     default: KILN_ASSERT(0);
     }
 }
 
-void te_lane_store(kiln_dtype dt, char *data, int64_t off, const void *v, int i) {
+#define STORE(T, R, CONV)                                                                          \
+    do {                                                                                           \
+        T *d_ = (T *)data + start;                                                                 \
+        const R *v_ = v;                                                                           \
+        for (int i = 0; i < n; i++)                                                                \
+            d_[i] = (T)CONV(v_[i * sv]);                                                           \
+    } while (0)
+
+void te_lanes_store(kiln_dtype dt, char *data, int64_t start, const void *v, int sv, int n) {
     switch (dt) {
-    case KILN_FLOAT32: ((float *)data)[off] = ((const float *)v)[i]; break;
-    case KILN_FLOAT16: ((uint16_t *)data)[off] = te_float_to_half(((const float *)v)[i]); break;
-    case KILN_BFLOAT16: ((uint16_t *)data)[off] = te_float_to_bf16(((const float *)v)[i]); break;
-    case KILN_FLOAT64: ((double *)data)[off] = ((const double *)v)[i]; break;
-    case KILN_INT8: ((int8_t *)data)[off] = (int8_t)((const int64_t *)v)[i]; break;
-    case KILN_UINT8: ((uint8_t *)data)[off] = (uint8_t)((const int64_t *)v)[i]; break;
-    case KILN_BOOL: ((uint8_t *)data)[off] = ((const int64_t *)v)[i] != 0; break;
-    case KILN_INT32: ((int32_t *)data)[off] = (int32_t)((const int64_t *)v)[i]; break;
-    case KILN_INT64: ((int64_t *)data)[off] = ((const int64_t *)v)[i]; break;
+    case KILN_FLOAT32: STORE(float, float, AS_IS); break;
+    case KILN_FLOAT16: STORE(uint16_t, float, te_float_to_half); break;
+    case KILN_BFLOAT16: STORE(uint16_t, float, te_float_to_bf16); break;
+    case KILN_FLOAT64: STORE(double, double, AS_IS); break;
+    case KILN_INT8: STORE(int8_t, int64_t, AS_IS); break;
+    case KILN_UINT8: STORE(uint8_t, int64_t, AS_IS); break;
+    case KILN_BOOL: STORE(uint8_t, int64_t, NONZERO); break;
+    case KILN_INT32: STORE(int32_t, int64_t, AS_IS); break;
+    case KILN_INT64: STORE(int64_t, int64_t, AS_IS); break;
     default: KILN_ASSERT(0);
     }
 }

@@ -47,9 +47,14 @@ KILN_HIDDEN int te_lanes_call(tir_intrin f, kiln_dtype dt, const void *a, int sa
 KILN_HIDDEN void te_lanes_convert(kiln_dtype to, kiln_dtype from, const void *src, void *dst,
                                   int n);
 
-/* Element off of an array of dtype dt at data into lane i of r, and back. */
-KILN_HIDDEN void te_lane_load(kiln_dtype dt, const char *data, int64_t off, void *r, int i);
-KILN_HIDDEN void te_lane_store(kiln_dtype dt, char *data, int64_t off, const void *v, int i);
+/* r[i] = element off[i] of an array of dtype dt at data (0 where off[i]
+ * is negative), for n lanes. */
+KILN_HIDDEN void te_lanes_gather(kiln_dtype dt, const char *data, const int64_t *off, void *r,
+                                 int n);
+/* Elements [start, start + n) of an array of dtype dt at data set from
+ * the lanes v[i * sv]. */
+KILN_HIDDEN void te_lanes_store(kiln_dtype dt, char *data, int64_t start, const void *v, int sv,
+                                int n);
 
 /* Lane i of acc set to the identity of combiner c in dtype dt (the one the
  * lowering starts a reduction from), and the binary op that combines. */

@@ -2,10 +2,13 @@
  * input is a serialized ModelProto: onnx_model_parse checks it, then every
  * tensor it holds (graph initializers and tensor attributes such as
  * Constant's value, in nested graphs too) goes through onnx_tensor_to_ndarray.
- * External data is refused (dir NULL), so nothing is read from disk. */
+ * External data is refused (dir NULL), so nothing is read from disk. Then
+ * the importer converts the model (calls on constants fold through the
+ * reference interpreter: division traps, overflowing shapes). */
 #include <stddef.h>
 #include <stdint.h>
 
+#include "frontend/onnx_import.h"
 #include "frontend/onnx_load.h"
 
 /* Inputs past this are skipped: it bounds time and memory per input (a
@@ -47,6 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     onnx_model *m = onnx_model_parse(data, size, "fuzz.onnx", NULL);
     if (!m) return 0;
     walk_graph(m, onnx_model_proto(m)->graph, 0);
+    /* the importer on the same model, folding only small constants */
+    kiln_graph_free(onnx_import_model(m, "fuzz.onnx", NULL, 1 << 16));
     onnx_model_free(m);
     return 0;
 }

@@ -1,10 +1,15 @@
 /* test_frontend_onnx_import.c: ONNX models become graphs: the bundled
  * digits CNN matches PyTorch's logits end to end, a dynamic batch
  * type-checks and compiles once given a shape, unsupported ops are all
- * listed at once, and bad input gets clear errors. */
+ * listed at once, and bad input gets clear errors. Calls on constants
+ * fold at import (by the reference interpreter): integer division on
+ * int64 constants never traps (INT64_MIN / -1, x / 0), an overflowing
+ * shape is an error naming the node, and a transformer's shape
+ * sub-graphs (ViT at opset 14) become constants. */
 #include <math.h>
 
 #include "check.h"
+#include "graph/graph_internal.h"
 #include "kiln/graph.h"
 #include "kiln/onnx.h"
 #include "te_util.h"
@@ -181,5 +186,79 @@ static void test_local_functions(void) {
     kiln_executor_free(ex);
 }
 
+/* tests/data/make_fold_models.py: q = [INT64_MIN, 7, -7, 5] / [-1, 0, 2, -1]
+ * folds to [INT64_MIN, 0, -3, -5] (this crashed the importer with SIGFPE
+ * before it folded through the interpreter), and a Reshape whose shape is
+ * computed with the same divisions gets [2, 3]. */
+static void test_fold_int64_division(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/fold_int64_div.onnx", getenv("KILN_TEST_DATA"));
+    kiln_graph *g = kiln_onnx_import(path, NULL);
+    CHECK(g != NULL);
+    if (!g) {
+        fprintf(stderr, "%s\n", kiln_last_error());
+        return;
+    }
+    const gnode *q = graph_node(g, g->outs[1]), *y = graph_node(g, g->outs[0]);
+    CHECK(q && q->kind == GN_CONST);
+    if (q && q->kind == GN_CONST) {
+        const int64_t *v = kiln_ndarray_data(q->value);
+        CHECK(v[0] == INT64_MIN);
+        CHECK_EQ_INT(v[1], 0);
+        CHECK_EQ_INT(v[2], -3);
+        CHECK_EQ_INT(v[3], -5);
+    }
+    /* the shape sub-graph folded: y is a reshape of x to [2, 3] */
+    CHECK(y && y->kind == GN_CALL && !strcmp(y->op->name, "reshape"));
+    CHECK(y && y->type.known && y->type.t[0].ndim == 2 && y->type.t[0].dims[1].v == 3);
+    for (int id = 0; id < g->n; id++) {
+        const gnode *n = g->nodes[id];
+        CHECK(n->kind != GN_CALL || !strcmp(n->op->name, "reshape"));
+    }
+    kiln_graph_free(g);
+}
+
+static void test_fold_shape_overflow(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/fold_shape_overflow.onnx", getenv("KILN_TEST_DATA"));
+    CHECK(kiln_onnx_import(path, NULL) == NULL);
+    CHECK_CONTAINS(kiln_last_error(), "node 'huge_fill' (ConstantOfShape, opset 14)");
+    CHECK_CONTAINS(kiln_last_error(), "element count overflows int64");
+}
+
+/* torchvision's ViT exported at opset 14 (models/e2e/vit_tiny_opset14.onnx;
+ * tests/e2e compiles it and compares with ONNX Runtime): the class token's
+ * Expand takes its shape from ConstantOfShape -> Mul -> Equal -> Where, and
+ * each attention's Slices from Shape -> Gather -> Add -> Div -> Mul. All of
+ * it folds at import: no op of the graph reads only constants. */
+static void test_vit_shape_subgraphs(void) {
+    kiln_graph *g = kiln_onnx_import(model_path("models/e2e/vit_tiny_opset14.onnx"), NULL);
+    CHECK(g != NULL);
+    if (!g) {
+        fprintf(stderr, "%s\n", kiln_last_error());
+        return;
+    }
+    int live_calls = 0;
+    for (int id = 0; id < g->n; id++) {
+        const gnode *n = g->nodes[id];
+        if (n->kind != GN_CALL) continue;
+        int all_const = 1;
+        for (int i = 0; i < n->nin; i++) all_const &= g->nodes[n->in[i]]->kind == GN_CONST;
+        if (all_const && n->op->pattern <= OP_COMM_REDUCE)
+            fprintf(stderr, "not folded: %s (%s)\n", n->name, n->op->name);
+        CHECK(!all_const || n->op->pattern > OP_COMM_REDUCE);
+        live_calls++;
+    }
+    char *counts = kiln_graph_op_counts(g);
+    CHECK_CONTAINS(counts, "take                     1"); /* x[:, 0]; not the shapes' */
+    CHECK(strstr(counts, "where") == NULL); /* the Expand's shape */
+    CHECK(strstr(counts, "equal") == NULL);
+    CHECK_CONTAINS(counts, "strided_slice            6"); /* q, k, v of the packed projection */
+    free(counts);
+    CHECK(live_calls > 50);
+    kiln_graph_free(g);
+}
+
 TEST_MAIN(TEST(test_digits_end_to_end), TEST(test_unsupported_listed), TEST(test_bad_input),
-          TEST(test_malformed_models), TEST(test_local_functions))
+          TEST(test_malformed_models), TEST(test_local_functions), TEST(test_fold_int64_division),
+          TEST(test_fold_shape_overflow), TEST(test_vit_shape_subgraphs))

@@ -1,7 +1,8 @@
 /* test_passes.c: the graph passes and the pass manager: what each pass
  * rewrites (checked on the printed IR and the kernel count of the compiled
  * package), that results stay the same, --opt-level, --disabled-pass and
- * the IR dumps. */
+ * the IR dumps. FoldConstant evaluates with the reference interpreter: it
+ * runs with no C compiler, and integer division follows kiln's rule. */
 #include <math.h>
 #include <sys/stat.h>
 
@@ -56,9 +57,10 @@ static kiln_ndarray *compile_run(kiln_graph *g, kiln_build_options *o, const kil
     return gu_compile_run(g, o, 1, &x, nkernels, NULL, 0);
 }
 
+/* The graph dumps (NN_when_pass.txt) in dir. */
 static int count_files(const char *dir) {
     char cmd[1200];
-    snprintf(cmd, sizeof cmd, "ls %s | wc -l", dir);
+    snprintf(cmd, sizeof cmd, "ls %s/[0-9][0-9]_*.txt | wc -l", dir);
     FILE *p = popen(cmd, "r");
     int n = 0;
     if (p) {
@@ -320,5 +322,91 @@ static void test_layer_norm_pattern(void) {
     kiln_ndarray_free(eps);
 }
 
+/* The text of dump file `name` in dir (a static buffer), or NULL. */
+static const char *read_dump(const char *dir, const char *name) {
+    static char text[1 << 16];
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    text[len] = 0;
+    fclose(f);
+    return text;
+}
+
+/* FoldConstant folds int64 division on constants by kiln's rule
+ * (INT64_MIN / -1 wraps, x / 0 is 0), a dense and a batch_norm of
+ * constants, and leaves an opaque softmax; with cc set to `false` the
+ * pipeline still runs (nothing is compiled to fold), and the folded values
+ * reach the compiled graph. */
+static void test_fold_constant(void) {
+    int64_t three = 3, mat[2] = {2, 3}, chan[3] = {1, 3, 1};
+    const int64_t av[3] = {INT64_MIN, 7, -7}, bv[3] = {-1, 0, 2};
+    kiln_ndarray *a = kiln_ndarray_empty(KILN_INT64, 1, &three);
+    kiln_ndarray *b = kiln_ndarray_empty(KILN_INT64, 1, &three);
+    memcpy(kiln_ndarray_data(a), av, sizeof av);
+    memcpy(kiln_ndarray_data(b), bv, sizeof bv);
+    uint64_t seed = 77;
+    kiln_ndarray *w = filled(2, mat, &seed, -2), *m = filled(2, mat, &seed, -2);
+    kiln_ndarray *p[4];
+    for (int i = 0; i < 4; i++) p[i] = filled(1, &three, &seed, i == 3 ? 0.1 : -2);
+    kiln_ndarray *xin = filled(3, chan, &seed, -2);
+    kiln_graph *g = kiln_graph_new();
+    int x = kiln_graph_var(g, "x", KILN_INT64, 1, &three, NULL);
+    int ab[2] = {kiln_graph_const(g, "a", a), kiln_graph_const(g, "b", b)};
+    int q = kiln_graph_call(g, "divide", 2, ab, NULL, "int_div");
+    int xq[2] = {x, q};
+    int y = kiln_graph_call(g, "add", 2, xq, NULL, "y");
+    int wm[2] = {kiln_graph_const(g, "m", m), kiln_graph_const(g, "w", w)};
+    int d = kiln_graph_call(g, "nn.dense", 2, wm, NULL, "const_dense"); /* [2, 2] */
+    int sm = kiln_graph_call(g, "nn.softmax", 1, &d, NULL, "const_softmax");
+    int bn_in[5] = {kiln_graph_const(g, "bx", xin), 0, 0, 0, 0};
+    for (int i = 0; i < 4; i++) bn_in[1 + i] = kiln_graph_const(g, "bn_param", p[i]);
+    int bn = kiln_graph_call(g, "nn.batch_norm", 5, bn_in, NULL, "const_bn");
+    int outs[3] = {y, sm, bn};
+    CHECK_EQ_INT(kiln_graph_set_outputs(g, 3, outs, NULL), KILN_OK);
+    /* the passes without a C compiler */
+    const char *dir = test_tmp_path("fold_ir");
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    kiln_build_options *o = kiln_build_options_new();
+    kiln_build_options_set(o, "dump-ir", dir);
+    kiln_build_options_set(o, "cc", "false");
+    CHECK(kiln_graph_compile(g, test_tmp_path("fold_never.tar"), o) != KILN_OK);
+    CHECK(strstr(kiln_last_error(), "FoldConstant") == NULL);
+    kiln_build_options_free(o);
+    const char *text = read_dump(dir, "03_after_FoldConstant.txt");
+    CHECK(text != NULL);
+    if (text) {
+        CHECK(strstr(text, "divide(") == NULL);
+        CHECK(strstr(text, "nn.dense(") == NULL);
+        CHECK_CONTAINS(text, "nn.softmax(");
+        CHECK_CONTAINS(text, "add(%x");
+    }
+    /* the folded values, compiled and run */
+    kiln_ndarray *xv = kiln_ndarray_empty(KILN_INT64, 1, &three);
+    const int64_t xs[3] = {1, 2, 3};
+    memcpy(kiln_ndarray_data(xv), xs, sizeof xs);
+    kiln_ndarray *r = gu_compile_run(g, NULL, 1, (const kiln_ndarray *const *)&xv, NULL, NULL, 0);
+    CHECK(r != NULL);
+    if (r) {
+        const int64_t *rv = kiln_ndarray_data(r);
+        CHECK(rv[0] == INT64_MIN + 1);
+        CHECK_EQ_INT(rv[1], 2);
+        CHECK_EQ_INT(rv[2], 0);
+    }
+    kiln_ndarray_free(r);
+    kiln_ndarray_free(xv);
+    kiln_graph_free(g);
+    kiln_ndarray_free(a);
+    kiln_ndarray_free(b);
+    kiln_ndarray_free(w);
+    kiln_ndarray_free(m);
+    kiln_ndarray_free(xin);
+    for (int i = 0; i < 4; i++) kiln_ndarray_free(p[i]);
+}
+
 TEST_MAIN(TEST(test_pipeline), TEST(test_fuse_diamonds), TEST(test_fold_scale),
-          TEST(test_layer_norm_pattern))
+          TEST(test_layer_norm_pattern), TEST(test_fold_constant))
