@@ -51,7 +51,7 @@ static const imp_converter g_table[] = {
     {"Clip", 6, NULL, NULL, cvt_clip},
     {"PRelu", 7, NULL, NULL, cvt_prelu},
     {"HardSigmoid", 6, NULL, NULL, cvt_hard_sigmoid},
-    {"HardSwish", 14, NULL, NULL, cvt_hard_swish},
+    {"HardSwish", 14, "nn.hard_swish", NULL, NULL},
     {"Cast", 6, NULL, NULL, cvt_cast},
     {"Identity", 1, NULL, NULL, cvt_identity},
     {"Dropout", 7, NULL, NULL, cvt_identity},

@@ -117,6 +117,14 @@ ELEM(leaky_relu_elem) {
     return kiln_select(kiln_lt(x[0], ops_const(ctx, dt, 0)), scaled, x[0]);
 }
 
+/* x * clip(x/6 + 1/2, 0, 1) (ONNX HardSwish) */
+ELEM(hard_swish_elem) {
+    kiln_expr gate =
+        kiln_add(kiln_mul(x[0], ops_const(ctx, dt, 1.0 / 6.0)), ops_const(ctx, dt, 0.5));
+    gate = kiln_min(kiln_max(gate, ops_const(ctx, dt, 0)), ops_const(ctx, dt, 1));
+    return kiln_mul(x[0], gate);
+}
+
 ELEM(cast_elem) {
     kiln_dtype to = KILN_FLOAT32;
     kiln_dtype_parse(graph_attr_str(call, "dtype", "float32"), &to);
@@ -160,6 +168,7 @@ const kiln_op_def ops_elemwise_rows[] = {
     UNARY("clip", clip_attrs, ID, clip_elem, "min(max(x, a_min), a_max)"),
     UNARY("nn.leaky_relu", leaky_attrs, ID, leaky_relu_elem, "x < 0 ? alpha*x : x"),
     UNARY("cast", cast_attrs, rel_cast, cast_elem, "convert to dtype"),
+    UNARY("nn.hard_swish", no_attrs, FLOAT, hard_swish_elem, "x * clip(x/6 + 1/2, 0, 1)"),
 };
 
 const int ops_elemwise_count = (int)(sizeof ops_elemwise_rows / sizeof ops_elemwise_rows[0]);

@@ -3,7 +3,9 @@
  * executor and compares every output with a plain C reference written
  * here: reductions, argmax, layer_norm, batch_matmul, strided_slice, take,
  * broadcast_to, nn.pad, the new elementwise ops, log_softmax and global max
- * pooling; relation errors; and ONNX node-test models through the importer. */
+ * pooling; relation errors; ONNX node-test models through the importer;
+ * and nn.hard_swish, the op added through the documented path alone (its
+ * row in src/ops/elemwise.c, one row of the ONNX converter table). */
 #include <math.h>
 
 #include "check.h"
@@ -560,6 +562,137 @@ static void test_onnx_node_models(void) {
     }
 }
 
+/* ---- nn.hard_swish (ONNX HardSwish, opset 14) ----------------------------------------
+ * Added as the documented path says: a scalar and a row in src/ops/elemwise.c, a row in
+ * the ONNX converter table. Nothing else names it. */
+
+static double ref_hard_swish(double x) {
+    double g = x / 6.0 + 0.5;
+    return x * (g < 0 ? 0 : g > 1 ? 1 : g);
+}
+
+/* g (output 0, 4-D [1, 16, 6, 6]) compiled with AlterOpLayout on or off, run on x. */
+static kiln_ndarray *run_layout(kiln_graph *g, const char *disabled, kiln_ndarray *x) {
+    kiln_build_options *o = kiln_build_options_new();
+    kiln_build_options_set(o, "cflags", "-O1 -march=native");
+    if (disabled) kiln_build_options_set(o, "disabled-pass", disabled);
+    const char *path = test_tmp_path("hard_swish_conv.tar");
+    kiln_status st = kiln_graph_compile(g, path, o);
+    kiln_build_options_free(o);
+    CHECK_EQ_INT(st, KILN_OK);
+    kiln_executor *ex = st == KILN_OK ? kiln_executor_load(path) : NULL;
+    kiln_ndarray *r = NULL;
+    if (ex && kiln_executor_set_input(ex, "x", x) == KILN_OK && kiln_executor_run(ex) == KILN_OK) {
+        int64_t d[4] = {1, 16, 6, 6};
+        r = kiln_ndarray_empty(KILN_FLOAT32, 4, d);
+        kiln_ndarray_copy(r, kiln_executor_output(ex, 0));
+    }
+    kiln_executor_free(ex);
+    return r;
+}
+
+static void test_hard_swish(void) {
+    /* ONNX's node test imports as the one op and matches ONNX's output and ours */
+    const char *dir = getenv("KILN_ONNX_TESTDATA");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/test_hardswish",
+             dir ? dir : "/usr/share/libonnx-testdata/data/node");
+    size_t base = strlen(path);
+    snprintf(path + base, sizeof path - base, "/model.onnx");
+    kiln_graph *g = kiln_onnx_import(path, NULL);
+    if (!g) {
+        fprintf(stderr, "skipped the ONNX node test: %s\n", kiln_last_error());
+    } else {
+        char *text = kiln_graph_print(g);
+        CHECK_CONTAINS(text, "nn.hard_swish(");
+        CHECK(strstr(text, "clip(") == NULL && strstr(text, "multiply(") == NULL);
+        free(text);
+        char *in_name = NULL;
+        snprintf(path + base, sizeof path - base, "/test_data_set_0/input_0.pb");
+        kiln_ndarray *x = onnx_load_tensor_file(path, &in_name);
+        snprintf(path + base, sizeof path - base, "/test_data_set_0/output_0.pb");
+        kiln_ndarray *e = onnx_load_tensor_file(path, NULL);
+        CHECK(x && e && in_name);
+        if (x && e && in_name) {
+            int out = kiln_graph_num_nodes(g) - 1; /* x, then the one call */
+            const char *names[1] = {in_name};
+            kiln_executor *ex = compile_run(g, 1, &out, "hard_swish_onnx.tar", 1, names, &x);
+            int64_t n = kiln_ndarray_numel(x), dims[MAXD];
+            for (int d = 0; d < kiln_ndarray_ndim(x); d++) dims[d] = kiln_ndarray_dim(x, d);
+            double *ref = malloc(sizeof(double) * (size_t)n);
+            double *onnx = malloc(sizeof(double) * (size_t)n);
+            for (int64_t i = 0; i < n; i++) {
+                ref[i] = ref_hard_swish(tu_get(x, i));
+                onnx[i] = tu_get(e, i);
+            }
+            if (ex) {
+                check_output(ex, 0, kiln_ndarray_ndim(x), dims, ref, 1e-6, "hard_swish (ours)");
+                check_output(ex, 0, kiln_ndarray_ndim(x), dims, onnx, 1e-6, "hard_swish (ONNX)");
+            }
+            free(ref);
+            free(onnx);
+            kiln_executor_free(ex);
+        }
+        free(in_name);
+        kiln_ndarray_free(x);
+        kiln_ndarray_free(e);
+        kiln_graph_free(g);
+    }
+
+    /* by hand, through the corners -3, 0 and 3 */
+    int64_t xs[2] = {3, 41};
+    kiln_ndarray *x = kiln_ndarray_empty(KILN_FLOAT32, 2, xs);
+    float *px = kiln_ndarray_data(x);
+    double ref[123];
+    for (int i = 0; i < 123; i++) {
+        px[i] = (float)(i - 61) * 0.125f; /* -7.625 .. 7.625 */
+        ref[i] = ref_hard_swish(px[i]);
+    }
+    g = kiln_graph_new();
+    int in = kiln_graph_var(g, "x", KILN_FLOAT32, 2, xs, NULL);
+    int y = kiln_graph_call(g, "nn.hard_swish", 1, &in, NULL, "h");
+    const char *names[1] = {"x"};
+    kiln_executor *ex = compile_run(g, 1, &y, "hard_swish.tar", 1, names, &x);
+    if (ex) {
+        check_output(ex, 0, 2, xs, ref, 1e-6, "hard_swish");
+        const float *py = kiln_ndarray_data(kiln_executor_output(ex, 0));
+        CHECK(py[61 - 24] == 0.0f && py[61] == 0.0f && py[61 + 24] == 3.0f);
+    }
+    kiln_executor_free(ex);
+    kiln_graph_free(g);
+    kiln_ndarray_free(x);
+
+    /* an integer input is refused, naming the node and the op */
+    g = kiln_graph_new();
+    in = kiln_graph_var(g, "x", KILN_INT32, 2, xs, NULL);
+    CHECK(kiln_graph_call(g, "nn.hard_swish", 1, &in, NULL, "h") >= 0);
+    CHECK_EQ_INT(kiln_graph_infer_types(g), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "node 'h' (nn.hard_swish)");
+    CHECK_CONTAINS(kiln_last_error(), "needs a float input");
+    kiln_graph_free(g);
+
+    /* after a convolution it follows the blocked layout (fused as its
+       epilogue): the same results as without AlterOpLayout */
+    uint64_t seed = 5;
+    int64_t xd[4] = {1, 8, 6, 6}, wd[4] = {16, 8, 3, 3};
+    x = rand_array(KILN_FLOAT32, 4, xd, &seed);
+    kiln_ndarray *w = rand_array(KILN_FLOAT32, 4, wd, &seed);
+    g = kiln_graph_new();
+    int cin[2] = {kiln_graph_var(g, "x", KILN_FLOAT32, 4, xd, NULL), kiln_graph_const(g, "w", w)};
+    int c = kiln_graph_call(g, "nn.conv2d", 2, cin, "padding=[1, 1, 1, 1]", "conv");
+    y = kiln_graph_call(g, "nn.hard_swish", 1, &c, NULL, "h");
+    CHECK_EQ_INT(kiln_graph_set_outputs(g, 1, &y, NULL), KILN_OK);
+    kiln_ndarray *blocked = run_layout(g, NULL, x), *plain = run_layout(g, "AlterOpLayout", x);
+    CHECK(blocked && plain);
+    if (blocked && plain) CHECK(tu_max_rel_err(blocked, plain) < 1e-4);
+    kiln_ndarray_free(blocked);
+    kiln_ndarray_free(plain);
+    kiln_ndarray_free(x);
+    kiln_ndarray_free(w);
+    kiln_graph_free(g);
+}
+
 TEST_MAIN(TEST(test_reductions), TEST(test_argmax), TEST(test_layer_norm), TEST(test_batch_matmul),
           TEST(test_strided_slice), TEST(test_take_broadcast_pad), TEST(test_elementwise),
-          TEST(test_global_max_pool), TEST(test_relation_errors), TEST(test_onnx_node_models))
+          TEST(test_global_max_pool), TEST(test_relation_errors), TEST(test_onnx_node_models),
+          TEST(test_hard_swish))
