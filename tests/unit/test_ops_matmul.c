@@ -4,10 +4,13 @@
  * registers, or transposed to KN when the units have no such divisor) and
  * nn.batch_matmul, and the lane-parallel softmax and layer norm. Each case runs
  * with the default pipeline, the naive schedule and AlterOpLayout disabled,
- * at the host's vector width and at 256 bits; all must agree. */
+ * at the host's vector width and at 256 bits; all must agree with each
+ * other and with the reference interpreter (src/te/interp.h) run on the
+ * graph as built, the oracle. */
 #include <math.h>
 #include <string.h>
 
+#include "graph/graph_internal.h"
 #include "graph_util.h"
 #include "te_util.h"
 
@@ -26,24 +29,44 @@ static kiln_ndarray *run(kiln_graph *g, int nin, kiln_ndarray *const *xs, const 
     return r;
 }
 
-/* Four compilations of g on inputs xs; all must agree. */
+/* The oracle: output 0 of g evaluated by the reference interpreter on xs,
+ * no compiler involved; NULL (printed) on an error. */
+static kiln_ndarray *interpret(kiln_graph *g, int nin, kiln_ndarray *const *xs) {
+    kiln_ndarray *outs[8] = {NULL};
+    if (kiln_graph_infer_types(g) != KILN_OK ||
+        graph_eval(g, nin, (const kiln_ndarray *const *)xs, 0, outs) != KILN_OK) {
+        fprintf(stderr, "interpreter: %s\n", kiln_last_error());
+        return NULL;
+    }
+    for (int k = 1; k < g->nout && k < 8; k++) kiln_ndarray_free(outs[k]);
+    return outs[0];
+}
+
+/* Four compilations of g on inputs xs and the interpreter; all must agree. */
 static void check_all(const char *what, kiln_graph *g, int nin, kiln_ndarray *const *xs) {
     char f[4][4096];
     kiln_ndarray *def = run(g, nin, xs, NULL, NULL, f[0], sizeof f[0]);
     kiln_ndarray *naive = run(g, nin, xs, "schedule", "naive", f[1], sizeof f[1]);
     kiln_ndarray *plain = run(g, nin, xs, "disabled-pass", "AlterOpLayout", f[2], sizeof f[2]);
     kiln_ndarray *v256 = run(g, nin, xs, "vector-bits", "256", f[3], sizeof f[3]);
-    CHECK(def && naive && plain && v256);
-    if (def && naive && plain && v256) {
+    kiln_ndarray *ref = interpret(g, nin, xs);
+    CHECK(def && naive && plain && v256 && ref);
+    if (def && naive && plain && v256 && ref) {
         double e1 = tu_max_rel_err(def, naive), e2 = tu_max_rel_err(def, plain),
-               e3 = tu_max_rel_err(v256, naive);
-        if (e1 > 1e-4 || e2 > 1e-4 || e3 > 1e-4)
-            fprintf(stderr, "%s: default/naive %.2g, default/plain %.2g, 256-bit/naive %.2g\n",
-                    what, e1, e2, e3);
+               e3 = tu_max_rel_err(v256, naive), e4 = 0;
+        const kiln_ndarray *all[4] = {def, naive, plain, v256};
+        for (int k = 0; k < 4; k++) e4 = fmax(e4, tu_max_rel_err(all[k], ref));
+        if (e1 > 1e-4 || e2 > 1e-4 || e3 > 1e-4 || e4 > 1e-4)
+            fprintf(stderr,
+                    "%s: default/naive %.2g, default/plain %.2g, 256-bit/naive %.2g, "
+                    "worst/interpreter %.2g\n",
+                    what, e1, e2, e3, e4);
         CHECK(e1 < 1e-4);
         CHECK(e2 < 1e-4);
         CHECK(e3 < 1e-4);
+        CHECK(e4 < 1e-4);
     }
+    kiln_ndarray_free(ref);
     kiln_ndarray_free(def);
     kiln_ndarray_free(naive);
     kiln_ndarray_free(plain);

@@ -3,15 +3,17 @@
  * the results must agree: the default pipeline (blocked layout, the conv
  * schedule), the same graph under the naive schedule (invariant 1: a
  * schedule never changes results), and with AlterOpLayout disabled (the
- * plain NCHW convolution). Cases cover groups 1 and depthwise, strides,
- * dilation, asymmetric padding, channel counts that are not a multiple of
- * the vector width, grouped convolutions (blocks within a group), an
- * epilogue (bias, relu, residual add with a second
- * blocked tensor), pooling in the blocked layout, and AVX2-sized blocks
- * (vector-bits 256) next to the host's. */
+ * plain NCHW convolution); and all of them with the reference interpreter
+ * (src/te/interp.h) run on the graph as built, the oracle. Cases cover
+ * groups 1 and depthwise, strides, dilation, asymmetric padding, channel
+ * counts that are not a multiple of the vector width, grouped convolutions
+ * (blocks within a group), an epilogue (bias, relu, residual add with a
+ * second blocked tensor), pooling in the blocked layout, and AVX2-sized
+ * blocks (vector-bits 256) next to the host's. */
 #include <math.h>
 #include <string.h>
 
+#include "graph/graph_internal.h"
 #include "graph_util.h"
 #include "te_util.h"
 
@@ -92,21 +94,41 @@ static kiln_ndarray *run(kiln_graph *g, const kiln_ndarray *x, const char *k1, c
     return run_opts(g, x, kv, "conv2d_NCHWc", nconv);
 }
 
-/* The default schedule agrees with the naive one within tol_naive, and it
- * and the 256-bit build with the NCHW convolution within tol_plain. */
+/* The oracle: g (NCHW, as built) evaluated by the reference interpreter
+ * (src/te/interp.h) on x, no compiler involved; NULL (printed) on an error. */
+static kiln_ndarray *interpret(kiln_graph *g, const kiln_ndarray *x) {
+    kiln_ndarray *out = NULL;
+    if (kiln_graph_infer_types(g) != KILN_OK || graph_eval(g, 1, &x, 0, &out) != KILN_OK)
+        fprintf(stderr, "interpreter: %s\n", kiln_last_error());
+    return out;
+}
+
+/* The default schedule agrees with the naive one within tol_naive; it, the
+ * naive one and the 256-bit build agree with the NCHW convolution and with
+ * the interpreter within tol_plain; the NCHW convolution with the
+ * interpreter within 1e-4. */
 static void check_agree(const char *what, const kiln_ndarray *def, const kiln_ndarray *naive,
-                        const kiln_ndarray *plain, const kiln_ndarray *v256, double tol_naive,
-                        double tol_plain) {
-    CHECK(def && naive && plain && v256);
-    if (!def || !naive || !plain || !v256) return;
+                        const kiln_ndarray *plain, const kiln_ndarray *v256,
+                        const kiln_ndarray *ref, double tol_naive, double tol_plain) {
+    CHECK(def && naive && plain && v256 && ref);
+    if (!def || !naive || !plain || !v256 || !ref) return;
     double e1 = tu_max_rel_err(def, naive), e2 = tu_max_rel_err(def, plain),
-           e3 = tu_max_rel_err(v256, plain);
-    if (e1 > tol_naive || e2 > tol_plain || e3 > tol_plain)
-        fprintf(stderr, "case '%s': default/naive %.2g, default/NCHW %.2g, 256-bit/NCHW %.2g\n",
-                what, e1, e2, e3);
+           e3 = tu_max_rel_err(v256, plain), e4 = tu_max_rel_err(plain, ref),
+           e5 = fmax(tu_max_rel_err(def, ref), tu_max_rel_err(naive, ref)),
+           e6 = tu_max_rel_err(v256, ref);
+    if (e1 > tol_naive || e2 > tol_plain || e3 > tol_plain || e4 > 1e-4 || e5 > tol_plain ||
+        e6 > tol_plain)
+        fprintf(stderr,
+                "case '%s': default/naive %.2g, default/NCHW %.2g, 256-bit/NCHW %.2g, "
+                "NCHW/interpreter %.2g, default or naive/interpreter %.2g, "
+                "256-bit/interpreter %.2g\n",
+                what, e1, e2, e3, e4, e5, e6);
     CHECK(e1 < tol_naive);
     CHECK(e2 < tol_plain);
     CHECK(e3 < tol_plain);
+    CHECK(e4 < 1e-4);
+    CHECK(e5 < tol_plain);
+    CHECK(e6 < tol_plain);
 }
 
 static const conv_case g_cases[] = {
@@ -143,7 +165,8 @@ static void test_nchwc_convolutions(void) {
         kiln_ndarray *naive = run(g, x, "schedule", "naive", NULL, NULL, &k_naive);
         kiln_ndarray *plain = run(g, x, "disabled-pass", "AlterOpLayout", NULL, NULL, &k_plain);
         kiln_ndarray *v256 = run(g, x, "vector-bits", "256", NULL, NULL, &k_256);
-        check_agree(c->what, def, naive, plain, v256, 1e-4, 1e-4);
+        kiln_ndarray *ref = interpret(g, x);
+        check_agree(c->what, def, naive, plain, v256, ref, 1e-4, 1e-4);
         /* the blocked path was taken, and not with AlterOpLayout disabled */
         CHECK(k_def >= 1);
         CHECK(k_256 >= 1);
@@ -152,6 +175,7 @@ static void test_nchwc_convolutions(void) {
         kiln_ndarray_free(naive);
         kiln_ndarray_free(plain);
         kiln_ndarray_free(v256);
+        kiln_ndarray_free(ref);
         kiln_ndarray_free(x);
         for (int k = 0; k < nkeep; k++) kiln_ndarray_free(keep[k]);
         kiln_graph_free(g);
@@ -188,6 +212,7 @@ static void test_winograd(void) {
         int k;
         const char *plain_kv[] = {"disabled-pass", "AlterOpLayout", NULL};
         kiln_ndarray *plain = run_opts(g, x, plain_kv, "winograd", &k);
+        kiln_ndarray *ref = interpret(g, x);
         CHECK_EQ_INT(k, 0);
         static const char *const tiles[] = {"2", "4"};
         for (int t = 0; t < 2; t++) {
@@ -204,7 +229,7 @@ static void test_winograd(void) {
             kiln_ndarray *v256 = run_opts(g, x, v256_kv, "winograd", &k3);
             char what[300];
             snprintf(what, sizeof what, "%s F(%s)", c->what, tiles[t]);
-            check_agree(what, def, naive, plain, v256, 1e-5, 1e-3);
+            check_agree(what, def, naive, plain, v256, ref, 1e-5, 1e-3);
             /* every convolution (two with the residual) went through Winograd */
             CHECK_EQ_INT(k1, c->epilogue == 2 ? 2 : 1);
             CHECK_EQ_INT(k3, k1);
@@ -213,6 +238,7 @@ static void test_winograd(void) {
             kiln_ndarray_free(v256);
         }
         kiln_ndarray_free(plain);
+        kiln_ndarray_free(ref);
         kiln_ndarray_free(x);
         for (int j = 0; j < nkeep; j++) kiln_ndarray_free(keep[j]);
         kiln_graph_free(g);
