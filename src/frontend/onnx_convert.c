@@ -1,7 +1,7 @@
 /* onnx_convert.c: converters of the ONNX ops that are more than one kiln
  * op taking the node's inputs as they are (those are plain rows of the
  * table in onnx_table.c): variadic and mixed-dtype elementwise ops,
- * composites (Clip, PRelu, HardSigmoid, HardSwish), Cast, constants and
+ * composites (Clip, PRelu, HardSigmoid), Cast, constants and
  * shapes. A converter maps the node's inputs and attributes, as its opset
  * defines them, onto graph ops; constant inputs fold as the ops are added
  * (imp_call), so a converter reads a shape input that a sub-graph
@@ -108,7 +108,7 @@ int cvt_prelu(imp *I, const Onnx__NodeProto *n, int *outs) {
     return outs[0] = neg < 0 || scaled_x < 0 ? -1 : imp_call(I, n, "where", 3, in, NULL);
 }
 
-/* HardSigmoid: clip(alpha*x + beta, 0, 1); HardSwish: x * HardSigmoid(x) with 1/6, 1/2. */
+/* HardSigmoid: clip(alpha*x + beta, 0, 1). */
 static int hard_sigmoid(imp *I, const Onnx__NodeProto *n, int x, double alpha, double beta) {
     int ax = cvt_binary_of(I, n, "multiply", x, cvt_float_const_like(I, n, x, alpha));
     int axb = cvt_binary_of(I, n, "add", ax, cvt_float_const_like(I, n, x, beta));
@@ -118,11 +118,6 @@ static int hard_sigmoid(imp *I, const Onnx__NodeProto *n, int x, double alpha, d
 int cvt_hard_sigmoid(imp *I, const Onnx__NodeProto *n, int *outs) {
     return outs[0] = hard_sigmoid(I, n, imp_input(I, n, 0), imp_attr_float(n, "alpha", 0.2f),
                                   imp_attr_float(n, "beta", 0.5f));
-}
-
-int cvt_hard_swish(imp *I, const Onnx__NodeProto *n, int *outs) {
-    int x = imp_input(I, n, 0);
-    return outs[0] = cvt_binary_of(I, n, "multiply", x, hard_sigmoid(I, n, x, 1.0 / 6.0, 0.5));
 }
 
 int cvt_cast(imp *I, const Onnx__NodeProto *n, int *outs) {

@@ -15,7 +15,6 @@ KILN_CVT(cvt_mean);
 KILN_CVT(cvt_clip);
 KILN_CVT(cvt_prelu);
 KILN_CVT(cvt_hard_sigmoid);
-KILN_CVT(cvt_hard_swish);
 KILN_CVT(cvt_cast);
 KILN_CVT(cvt_identity);
 KILN_CVT(cvt_constant);
