@@ -1,6 +1,8 @@
 /* module.c: loading built modules (shared objects following module_abi.h):
  * dlopen, hand the module the runtime API, parse its metadata text strictly,
- * and call its functions after checking every argument against it. */
+ * and call its functions after checking every argument against it. A
+ * module can also be made from metadata text and in-process kernels
+ * (kiln_module_from_meta), which is how the package fuzzer runs plans. */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -51,6 +53,8 @@ typedef struct {
     char *next;  /* start of the next line, or NULL at the end */
     char *tok[MAX_TOKENS];
     int ntok;
+    kiln_kernel_fn (*lookup)(void *user, const char *name); /* a function's kernel */
+    void *user;
 } meta_reader;
 
 static kiln_status meta_err(const meta_reader *r, const char *what, const char *got) {
@@ -160,15 +164,16 @@ static kiln_status parse_func(meta_reader *r, kiln_module *m, kiln_function *f) 
             for (int d = 0; d < f->args[i].ndim; d++) used |= f->args[i].dims[d] == -1 - k;
         if (!used) return meta_err(r, "var is not the size of any argument dim", f->vars[k]);
     }
-    f->fn = (kiln_kernel_fn)dlsym(m->handle, f->name);
+    f->fn = r->lookup(r->user, f->name);
     if (!f->fn)
         return kiln_set_error(KILN_ERR_IO, "%s: function '%s' is listed but not exported", r->path,
                               f->name);
     return KILN_OK;
 }
 
-static kiln_status parse_meta(kiln_module *m, const char *text) {
-    meta_reader r = {m->path, 0, arena_strdup(m->ar, text), {0}, 0};
+static kiln_status parse_meta(kiln_module *m, const char *text,
+                              kiln_kernel_fn (*lookup)(void *user, const char *name), void *user) {
+    meta_reader r = {m->path, 0, arena_strdup(m->ar, text), {0}, 0, lookup, user};
     int st = meta_line(&r);
     if (st < 0) return KILN_ERR_IO;
     if (st == 0 || r.ntok != 2 || strcmp(r.tok[0], "kiln-module") != 0) {
@@ -234,6 +239,10 @@ void kiln_module_free(kiln_module *m) {
     free(m);
 }
 
+static kiln_kernel_fn dl_lookup(void *handle, const char *name) {
+    return (kiln_kernel_fn)dlsym(handle, name);
+}
+
 kiln_module *kiln_module_load_owned(const char *so_path, const char *tmpdir) {
     if (!so_path) {
         kiln_set_error(KILN_ERR_INVALID, "module_load: NULL path");
@@ -272,7 +281,7 @@ kiln_module *kiln_module_load_owned(const char *so_path, const char *tmpdir) {
                             "this kiln)",
                             so_path, KILN_MODULE_ABI_VERSION);
     else
-        st = parse_meta(m, meta);
+        st = parse_meta(m, meta, dl_lookup, m->handle);
     if (!st && tmpdir && !(m->tmpdir = kiln_strdup(tmpdir))) st = KILN_ERR_NOMEM;
     if (st) {
         kiln_module_free(m);
@@ -283,8 +292,29 @@ kiln_module *kiln_module_load_owned(const char *so_path, const char *tmpdir) {
 
 kiln_module *kiln_module_load(const char *path) { return kiln_module_load_owned(path, NULL); }
 
+kiln_module *kiln_module_from_meta(const char *what, const char *meta,
+                                   kiln_kernel_fn (*lookup)(void *user, const char *name),
+                                   void *user) {
+    if (!what || !meta || !lookup) {
+        kiln_set_error(KILN_ERR_INVALID, "module_from_meta: NULL argument");
+        return NULL;
+    }
+    kiln_module *m = kiln_calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->path = kiln_strdup(what);
+    m->ar = arena_new();
+    if (!m->path || !m->ar || parse_meta(m, meta, lookup, user)) {
+        kiln_module_free(m);
+        return NULL;
+    }
+    return m;
+}
+
 kiln_status kiln_module_save(const kiln_module *m, const char *path) {
     if (!m || !path) return kiln_set_error(KILN_ERR_INVALID, "module_save: NULL argument");
+    if (!m->handle)
+        return kiln_set_error(KILN_ERR_INVALID, "%s: the module has no shared object to save",
+                              m->path);
     struct stat a, b;
     if (stat(m->path, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
         a.st_ino == b.st_ino)

@@ -2,7 +2,9 @@
  * The reader streams the archive with a fixed buffer: it checks every
  * header's checksum, magic and size against the file, rejects unsafe names
  * (absolute, "..") and non-regular members, extracts mod.so and mod.params
- * into a private temporary folder and reads mod.json into memory. The
+ * into a private temporary folder and reads mod.json into memory.
+ * kiln_package_parse reads an archive image in memory the same way, without
+ * loading mod.so (tools, and the fuzzer of tests/fuzz/fuzz_package.c). The
  * writer produces deterministic archives (mtime 0, uid 0) atomically. */
 #include <errno.h>
 #include <stdio.h>
@@ -92,6 +94,8 @@ typedef struct {
     int found[M_COUNT];
     char *json;
     size_t json_len;
+    unsigned char *mem[M_COUNT]; /* without a folder: mod.so and mod.params in memory */
+    size_t mem_len[M_COUNT];
 } tar_reader;
 
 /* Copy n bytes of the archive to `out` (a FILE) or to memory `mem`. */
@@ -130,6 +134,11 @@ static kiln_status extract(tar_reader *t, int m, int64_t size) {
         t->json[size] = 0;
         t->json_len = (size_t)size;
         return copy_member(t, size, NULL, t->json, name);
+    }
+    if (!t->dir) { /* kiln_package_parse: the size is at most the image's */
+        if (!(t->mem[m] = kiln_malloc(size ? (size_t)size : 1))) return KILN_ERR_NOMEM;
+        t->mem_len[m] = (size_t)size;
+        return copy_member(t, size, NULL, (char *)t->mem[m], name);
     }
     char *p = dir_file(t->dir, name);
     if (!p) return KILN_ERR_NOMEM;
@@ -202,6 +211,20 @@ static int read_member(tar_reader *t, int64_t off, int64_t *next) {
     return 1; /* other members are ignored */
 }
 
+/* Read every member; an error unless all three were there. */
+static kiln_status read_members(tar_reader *t) {
+    for (int64_t off = 0, next = 0;; off = next) {
+        int r = read_member(t, off, &next);
+        if (r < 0) return KILN_ERR_IO;
+        if (r == 0) break;
+    }
+    for (int m = 0; m < M_COUNT; m++)
+        if (!t->found[m])
+            return kiln_set_error(KILN_ERR_IO, "%s: no member '%s' (a package holds mod.so, "
+                                  "mod.json and mod.params)", t->path, k_members[m]);
+    return KILN_OK;
+}
+
 static void remove_tmpdir(const char *dir) {
     for (int m = 0; m < M_COUNT; m++) {
         char *p = dir_file(dir, k_members[m]);
@@ -237,16 +260,8 @@ kiln_status kiln_package_read(const char *path, char **text, size_t *text_len, k
         st = kiln_set_error(KILN_ERR_IO, "%s: cannot seek", path);
     else if (!(t.dir = make_tmpdir()))
         st = KILN_ERR_IO;
-    for (int64_t off = 0, next = 0; !st; off = next) {
-        int r = read_member(&t, off, &next);
-        if (r < 0) st = KILN_ERR_IO;
-        if (r <= 0) break;
-    }
+    if (!st) st = read_members(&t);
     fclose(t.f);
-    for (int m = 0; m < M_COUNT && !st; m++)
-        if (!t.found[m])
-            st = kiln_set_error(KILN_ERR_IO, "%s: no member '%s' (a package holds mod.so, "
-                                "mod.json and mod.params)", path, k_members[m]);
     char *pp = !st ? dir_file(t.dir, "mod.params") : NULL;
     if (pp) {
         *params = kiln_npz_load(pp);
@@ -276,6 +291,38 @@ kiln_status kiln_package_read(const char *path, char **text, size_t *text_len, k
     }
     *text = t.json;
     *text_len = t.json_len;
+    return KILN_OK;
+}
+
+kiln_status kiln_package_parse(const void *buf, size_t len, const char *name, char **text,
+                               size_t *text_len, unsigned char **so, size_t *so_len,
+                               kiln_npz **params) {
+    *text = NULL;
+    *text_len = *so_len = 0;
+    *so = NULL;
+    *params = NULL;
+    if (!buf && len) return kiln_set_error(KILN_ERR_INVALID, "package_parse: NULL image");
+    if (!name) name = "<memory>";
+    tar_reader t = {name, NULL, (int64_t)len, NULL, {0}, NULL, 0, {0}, {0}};
+    if (len && !(t.f = fmemopen((void *)buf, len, "rb")))
+        return kiln_set_error(KILN_ERR_NOMEM, "%s: cannot read the image: %s", name,
+                              strerror(errno));
+    kiln_status st = read_members(&t);
+    if (t.f) fclose(t.f);
+    if (!st && !(*params = kiln_npz_parse(t.mem[M_PARAMS], t.mem_len[M_PARAMS], "mod.params"))) {
+        kiln_error_prefix("%s", name);
+        st = KILN_ERR_IO;
+    }
+    free(t.mem[M_PARAMS]);
+    if (st) {
+        free(t.json);
+        free(t.mem[M_SO]);
+        return st;
+    }
+    *text = t.json;
+    *text_len = t.json_len;
+    *so = t.mem[M_SO];
+    *so_len = t.mem_len[M_SO];
     return KILN_OK;
 }
 

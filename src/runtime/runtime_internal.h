@@ -47,5 +47,20 @@ KILN_HIDDEN kiln_kernel_fn kiln_function_kernel(const kiln_function *f);
  * private temporary folder) and mod.params into *params. */
 KILN_HIDDEN kiln_status kiln_package_read(const char *path, char **text, size_t *text_len,
                                           kiln_module **mod, kiln_npz **params);
+/* Read the package image buf[0, len) (`name` prefixes errors) the same way,
+ * without loading its module: mod.json into *text (malloc'd, NUL-terminated,
+ * *text_len bytes), mod.so's bytes into *so (malloc'd, *so_len bytes) and
+ * mod.params into *params. */
+KILN_HIDDEN kiln_status kiln_package_parse(const void *buf, size_t len, const char *name,
+                                           char **text, size_t *text_len, unsigned char **so,
+                                           size_t *so_len, kiln_npz **params);
+/* A module without a shared object: its functions are described by `meta`
+ * (the text a module exports as kiln_module_meta, checked as strictly) and
+ * their kernels come from lookup(user, name) (NULL: not exported). `what`
+ * names it in errors. For tests and the package fuzzer; NULL with an error. */
+KILN_HIDDEN kiln_module *kiln_module_from_meta(const char *what, const char *meta,
+                                               kiln_kernel_fn (*lookup)(void *user,
+                                                                        const char *name),
+                                               void *user);
 
 #endif

@@ -326,5 +326,103 @@ static void test_bad_modules(void) {
     kiln_module_free(m);
 }
 
+/* ---- modules without a shared object, packages read in memory ---- */
+
+static int32_t k_double_calls;
+static int32_t k_double(void *const *args, const int64_t *vars) {
+    const float *x = args[0];
+    float *y = args[1];
+    for (int64_t i = 0; i < vars[0]; i++) y[i] = 2 * x[i];
+    k_double_calls++;
+    return 0;
+}
+
+static kiln_kernel_fn lookup_double(void *user, const char *name) {
+    (void)user;
+    return strcmp(name, "dbl") == 0 ? k_double : NULL;
+}
+
+#define DBL_META "kiln-module 1\nfunc dbl 2 1\nvar n\narg X float32 1 $0\narg Y float32 1 $0\nend\n"
+
+/* kiln_module_from_meta: the metadata is checked as strictly as a loaded
+ * module's, each function's kernel comes from the lookup, calls are checked
+ * against the signature, and there is no shared object to save. */
+static void test_module_from_meta(void) {
+    kiln_module *m = kiln_module_from_meta("in-process", DBL_META, lookup_double, NULL);
+    CHECK(m != NULL);
+    kiln_function *f = m ? kiln_module_get_function(m, "dbl") : NULL;
+    CHECK(f != NULL);
+    kiln_ndarray *a[2] = {vec(KILN_FLOAT32, 5), vec(KILN_FLOAT32, 5)};
+    for (int i = 0; i < 5; i++) ((float *)kiln_ndarray_data(a[0]))[i] = (float)i;
+    k_double_calls = 0;
+    if (f) CHECK_EQ_INT(kiln_function_call(f, 2, a), KILN_OK);
+    CHECK_EQ_INT(k_double_calls, 1);
+    CHECK(((float *)kiln_ndarray_data(a[1]))[4] == 8.0f);
+    kiln_ndarray *bad[2] = {a[0], vec(KILN_FLOAT32, 4)};
+    if (f) CHECK(kiln_function_call(f, 2, bad) != KILN_OK); /* n = 5 from X, 4 from Y */
+    CHECK_EQ_INT(kiln_module_save(m, test_tmp_path("rt_from_meta.so")), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "in-process: the module has no shared object to save");
+    kiln_ndarray_free(bad[1]);
+    kiln_ndarray_free(a[0]);
+    kiln_ndarray_free(a[1]);
+    kiln_module_free(m);
+    CHECK(kiln_module_from_meta("x", "kiln-module 1\nfunc other 0 0\nend\n", lookup_double, NULL) ==
+          NULL);
+    CHECK_CONTAINS(kiln_last_error(), "x: function 'other' is listed but not exported");
+    CHECK(kiln_module_from_meta("x", "kiln-module 1\nfunc dbl 1 1\nvar n\nend\n", lookup_double,
+                                NULL) == NULL);
+    CHECK_CONTAINS(kiln_last_error(), "x: module metadata line 4: expected 'arg' (got 'end')");
+    CHECK(kiln_module_from_meta("x", DBL_META, NULL, NULL) == NULL);
+    kiln_clear_error();
+}
+
+/* kiln_package_parse reads the members of a package image without loading
+ * mod.so; a truncated image or one without mod.params is an error. */
+static void test_package_parse(void) {
+    const char *so = test_tmp_path("rt_pkg_meta.txt");
+    FILE *f = fopen(so, "wb");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs(DBL_META, f);
+    fclose(f);
+    kiln_npz *z = kiln_npz_new();
+    kiln_ndarray *w = vec(KILN_INT32, 3);
+    CHECK_EQ_INT(kiln_npz_add(z, "w", w), KILN_OK);
+    const char *json = "{\"nodes\": []}";
+    const char *tar = test_tmp_path("rt_pkg.tar");
+    CHECK_EQ_INT(kiln_package_write(tar, json, strlen(json), so, z), KILN_OK);
+    size_t len = 0;
+    char *img = kiln_read_file(tar, &len);
+    CHECK(img != NULL && len > 2048);
+    char *text = NULL;
+    unsigned char *sob = NULL;
+    size_t text_len = 0, so_len = 0;
+    kiln_npz *params = NULL;
+    CHECK_EQ_INT(kiln_package_parse(img, len, "img", &text, &text_len, &sob, &so_len, &params),
+                 KILN_OK);
+    CHECK_EQ_STR(text, json);
+    CHECK_EQ_INT(text_len, strlen(json));
+    CHECK(so_len == strlen(DBL_META) && sob && memcmp(sob, DBL_META, so_len) == 0);
+    CHECK(params && kiln_npz_count(params) == 1 && kiln_npz_get(params, "w") != NULL);
+    free(text);
+    free(sob);
+    kiln_npz_free(params);
+    /* cut inside mod.params' data (its last 512-byte block before the two
+       that end the archive); then only the first member */
+    CHECK(kiln_package_parse(img, len - 1024 - 412, "img", &text, &text_len, &sob, &so_len, &params) ==
+          KILN_ERR_IO);
+    CHECK(text == NULL && sob == NULL && params == NULL);
+    size_t first = 512 + (strlen(DBL_META) + 511) / 512 * 512;
+    CHECK(kiln_package_parse(img, first, "img", &text, &text_len, &sob, &so_len, &params) ==
+          KILN_ERR_IO);
+    CHECK_CONTAINS(kiln_last_error(), "img: no member 'mod.json'");
+    CHECK(kiln_package_parse(img, 0, "img", &text, &text_len, &sob, &so_len, &params) ==
+          KILN_ERR_IO);
+    kiln_clear_error();
+    free(img);
+    kiln_ndarray_free(w);
+    kiln_npz_free(z);
+}
+
 TEST_MAIN(TEST(test_load_and_call), TEST(test_call_validation), TEST(test_owned_tmpdir),
-          TEST(test_bad_modules))
+          TEST(test_bad_modules), TEST(test_module_from_meta), TEST(test_package_parse))
