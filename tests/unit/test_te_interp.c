@@ -772,7 +772,10 @@ static void test_errors(void) {
 /* ---- every op of the table against its compiled naive kernel ---------------------------- */
 
 /* Inputs: "dtype[d0,d1,...]" separated by ';'; a '+' after the dtype makes
- * the values positive (log, sqrt, an integer divisor, a uint8 cast). */
+ * the values positive (log, sqrt, an integer divisor, a uint8 cast); an
+ * 'M' puts the dtype's minimum in every fourth element from 1, a 'Z' 0 in
+ * every fourth from 0 and -1 from 1 (so M / Z divides by 0 and MIN by -1:
+ * kiln's rule, at run time as in the interpreter). */
 typedef struct {
     const char *op, *inputs, *attrs;
 } workload;
@@ -801,6 +804,9 @@ static const workload g_work[] = {
     {"multiply", "f64[2,3,4];f64[3,1]", NULL},
     {"divide", "f32[3,4,5];f32+[5]", NULL},
     {"divide", "i32[3,4,5];i32+[5]", NULL},
+    {"divide", "i32M[4,5];i32Z[4,5]", NULL},
+    {"divide", "i64M[4,5];i64Z[4,5]", NULL},
+    {"divide", "i8M[4,5];i8Z[4,5]", NULL},
     {"power", "f32+[3,4,5];f32[4,5]", NULL},
     {"maximum", "i8[3,4];i8[3,4]", NULL},
     {"equal", "i64[3,4];i64[1]", NULL},
@@ -862,7 +868,7 @@ static int parse_dtype(const char *s, size_t len, kiln_dtype *dt) {
 typedef struct {
     int n;
     kiln_dtype dt[8];
-    int positive[8];
+    char positive[8]; /* '+', 'M', 'Z' or 0 */
     int nd[8];
     int64_t dims[8][8];
 } input_specs;
@@ -874,8 +880,8 @@ static int parse_inputs(const char *s, input_specs *in) {
         if (!b)
             return 0;
         int k = in->n;
-        in->positive[k] = b[-1] == '+';
-        if (!parse_dtype(s, (size_t)(b - s - in->positive[k]), &in->dt[k]))
+        in->positive[k] = strchr("+MZ", b[-1]) ? b[-1] : 0;
+        if (!parse_dtype(s, (size_t)(b - s - (in->positive[k] != 0)), &in->dt[k]))
             return 0;
         in->nd[k] = 0;
         const char *p = b + 1;
@@ -903,6 +909,22 @@ static kiln_ndarray *workload_value(const input_specs *in, int k, uint64_t *seed
     }
     if (!in->positive[k])
         return a;
+    if (in->positive[k] != '+') {
+        for (int64_t i = 0; i < kiln_ndarray_numel(a); i++) {
+            double v = in->positive[k] == 'Z' ? (i % 4 == 0   ? 0
+                                                 : i % 4 == 1 ? -1
+                                                              : 3)
+                                              : (i % 4 == 1 ? -1e300 : tu_uniform(seed) * 80 - 40);
+            void *d = kiln_ndarray_data(a);
+            switch (in->dt[k]) {
+            case KILN_INT8: ((int8_t *)d)[i] = v < -1e299 ? INT8_MIN : (int8_t)v; break;
+            case KILN_INT32: ((int32_t *)d)[i] = v < -1e299 ? INT32_MIN : (int32_t)v; break;
+            case KILN_INT64: ((int64_t *)d)[i] = v < -1e299 ? INT64_MIN : (int64_t)v; break;
+            default: break;
+            }
+        }
+        return a;
+    }
     for (int64_t i = 0; i < kiln_ndarray_numel(a); i++) {
         void *d = kiln_ndarray_data(a);
         switch (in->dt[k]) {
