@@ -389,47 +389,6 @@ char *cg_scalar_text(cg_render *r, int op, uint32_t aux, kiln_dtype dt, kiln_dty
 
 /* ---- vectors ---------------------------------------------------------------------------- */
 
-char *cg_lane_call(cg_render *r, const char *opname, int op, uint32_t aux, kiln_dtype dt, int lanes,
-                   kiln_dtype odt, int nargs, const kiln_dtype *adt, char **args) {
-    char name[96];
-    if (odt == dt)
-        snprintf(name, sizeof name, "kiln_%s_%sx%d", opname, cg_types[dt].tag, lanes);
-    else
-        snprintf(name, sizeof name, "kiln_%s_%s_%sx%d", opname, cg_types[odt].tag, cg_types[dt].tag,
-                 lanes);
-    if (!cg_have_helper(r, name))
-        cg_vmath_helper(r, name, op, aux, dt, lanes, odt, nargs, adt);
-    if (!cg_have_helper(r, name)) {
-        static char *elems[3] = {"a[i]", "b[i]", "c[i]"};
-        char *body = cg_scalar_text(r, op, aux, dt, odt, elems);
-        char rt[48], at[48];
-        cg_vtype(r, rt, dt, lanes);
-        kstr t;
-        kstr_init(&t);
-        kstr_printf(&t, "static inline %s %s(", rt, name);
-        for (int k = 0; k < nargs; k++) {
-            cg_vtype(r, at, adt[k], lanes);
-            kstr_printf(&t, "%s%s %c", k ? ", " : "", at, "abc"[k]);
-        }
-        kstr_printf(
-            &t, ") {\n    %s r;\n    for (int i = 0; i < %d; i++) r[i] = %s;\n    return r;\n}\n",
-            rt, lanes, body);
-        free(body);
-        char *text = kstr_take(&t);
-        KILN_ASSERT(text);
-        cg_add_helper(r, name, text);
-    }
-    kstr c;
-    kstr_init(&c);
-    kstr_printf(&c, "%s(", name);
-    for (int k = 0; k < nargs; k++)
-        kstr_printf(&c, "%s%s", k ? ", " : "", args[k]);
-    kstr_putc(&c, ')');
-    char *t = kstr_take(&c);
-    KILN_ASSERT(t);
-    return t;
-}
-
 char *cg_splat(cg_render *r, kiln_dtype dt, int lanes, char *a) {
     char vt[48], name[64];
     cg_vtype(r, vt, dt, lanes);

@@ -10,6 +10,7 @@
  * vector type, @I the int32 vector type of the same lanes, and @S their
  * suffix (f32x16). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "c_render_internal.h"
@@ -247,4 +248,51 @@ int cg_vmath_helper(cg_render *r, const char *name, int op, uint32_t aux, kiln_d
         return 1;
     }
     return 0;
+}
+
+/* ---- calls of per-lane helpers ------------------------------------------------------------ */
+
+/* A call of the lane-wise helper for op on lanes x dt: a vector-math
+ * template when this file has one, else a loop over the scalar text. It
+ * lives here, above c_base.c, so the vector math calls the base and never
+ * the other way round. */
+char *cg_lane_call(cg_render *r, const char *opname, int op, uint32_t aux, kiln_dtype dt, int lanes,
+                   kiln_dtype odt, int nargs, const kiln_dtype *adt, char **args) {
+    char name[96];
+    if (odt == dt)
+        snprintf(name, sizeof name, "kiln_%s_%sx%d", opname, cg_types[dt].tag, lanes);
+    else
+        snprintf(name, sizeof name, "kiln_%s_%s_%sx%d", opname, cg_types[odt].tag, cg_types[dt].tag,
+                 lanes);
+    if (!cg_have_helper(r, name))
+        cg_vmath_helper(r, name, op, aux, dt, lanes, odt, nargs, adt);
+    if (!cg_have_helper(r, name)) {
+        static char *elems[3] = {"a[i]", "b[i]", "c[i]"};
+        char *body = cg_scalar_text(r, op, aux, dt, odt, elems);
+        char rt[48], at[48];
+        cg_vtype(r, rt, dt, lanes);
+        kstr t;
+        kstr_init(&t);
+        kstr_printf(&t, "static inline %s %s(", rt, name);
+        for (int k = 0; k < nargs; k++) {
+            cg_vtype(r, at, adt[k], lanes);
+            kstr_printf(&t, "%s%s %c", k ? ", " : "", at, "abc"[k]);
+        }
+        kstr_printf(
+            &t, ") {\n    %s r;\n    for (int i = 0; i < %d; i++) r[i] = %s;\n    return r;\n}\n",
+            rt, lanes, body);
+        free(body);
+        char *text = kstr_take(&t);
+        KILN_ASSERT(text);
+        cg_add_helper(r, name, text);
+    }
+    kstr c;
+    kstr_init(&c);
+    kstr_printf(&c, "%s(", name);
+    for (int k = 0; k < nargs; k++)
+        kstr_printf(&c, "%s%s", k ? ", " : "", args[k]);
+    kstr_putc(&c, ')');
+    char *t = kstr_take(&c);
+    KILN_ASSERT(t);
+    return t;
 }
