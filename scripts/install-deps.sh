@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what kiln needs on a fresh Debian 12 machine: a C compiler, CMake,
-# zlib, protobuf-c (library and protoc-c), onnx.proto and the ONNX node tests.
+# zlib, protobuf-c (library and protoc-c), onnx.proto and the ONNX node tests,
+# and on x86-64 the aarch64 cross compiler, its libc and qemu-user.
 # Does nothing for packages that are already there.
 set -euo pipefail
 need=()
@@ -13,6 +14,16 @@ command -v protoc-c >/dev/null 2>&1 || need+=(protobuf-c-compiler)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkgconf) # tests/install checks kiln.pc
 [ -f /usr/include/onnx/onnx.proto ] || need+=(libonnx-dev)
 [ -d /usr/share/libonnx-testdata/data/node ] || need+=(libonnx-testdata)
+# cross-compilation (tests/cli/test_cross.sh, cmake/aarch64-linux-gnu.cmake):
+# the aarch64 C compiler and libc, and qemu to run the result. No arm64
+# multiarch packages: an arm64 libc6 beside the cross one breaks
+# `qemu-aarch64 -L /usr/aarch64-linux-gnu`, and the cross-built runtime
+# needs no zlib.
+if [ "$(uname -m)" = x86_64 ]; then
+  command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need+=(gcc-aarch64-linux-gnu)
+  [ -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ] || need+=(libc6-dev-arm64-cross)
+  command -v qemu-aarch64 >/dev/null 2>&1 || need+=(qemu-user)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO=sudo

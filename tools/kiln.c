@@ -1,9 +1,13 @@
 /* kiln.c: the `kiln` command-line tool. main dispatches to one function per
- * subcommand through the table below; adding a subcommand is one row. */
+ * subcommand through the table below; adding a subcommand is one row. The
+ * runtime-only build (KILN_RUNTIME_ONLY: a cross build for a board) has
+ * run and inspect, not compile. */
 #include <stdio.h>
 #include <string.h>
 
+#ifndef KILN_RUNTIME_ONLY
 #include "kiln_compile.h"
+#endif
 #include "kiln_run.h"
 
 #define KILN_CLI_VERSION "0.1.0"
@@ -15,7 +19,9 @@ typedef struct {
 } command;
 
 static const command k_commands[] = {
+#ifndef KILN_RUNTIME_ONLY
     {"compile", kiln_cmd_compile, "compile an ONNX model into a package (model.tar)"},
+#endif
     {"run", kiln_cmd_run, "run a compiled package (model.tar) and time or save its outputs"},
     {"inspect", kiln_cmd_inspect, "print a model's graph IR and op counts, or a package's I/O"},
 };
@@ -41,6 +47,14 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < NCOMMANDS; i++)
         if (strcmp(argv[1], k_commands[i].name) == 0) return k_commands[i].fn(argc - 1, argv + 1);
+#ifdef KILN_RUNTIME_ONLY
+    if (strcmp(argv[1], "compile") == 0) {
+        fprintf(stderr, "kiln: this kiln is the runtime-only build: compile the model with a "
+                        "full kiln (on the host, --target for this machine) and run the "
+                        "package here\n");
+        return 2;
+    }
+#endif
     fprintf(stderr, "kiln: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
     return 2;

@@ -1,6 +1,6 @@
-/* kiln_compile.c: `kiln compile` (tvmc compile: an ONNX model to a package)
- * and `kiln inspect` (the graph IR, inputs, outputs and op counts of a
- * model, or the inputs, outputs and kernels of a package). */
+/* kiln_compile.c: `kiln compile` (tvmc compile: an ONNX model to a package;
+ * the target string goes to the library as it is) and the model half of
+ * `kiln inspect` (the graph IR, inputs, outputs and op counts). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@
 
 static void compile_usage(FILE *f) {
     fprintf(f,
-            "usage: kiln compile MODEL.onnx [-o model.tar] [--target cpu] [--input-shapes "
+            "usage: kiln compile MODEL.onnx [-o model.tar] [--target T] [--input-shapes "
             "\"name:[1,3,224,224]\"]\n"
             "                    [--opt-level 0-3] [--dump-ir DIR] [--disabled-pass PASS] "
             "[--cross-compiler CC]\n"
@@ -24,11 +24,15 @@ static void compile_usage(FILE *f) {
             "Compile an ONNX model into a package: a tar of mod.so (kernels), mod.json (the\n"
             "execution plan) and mod.params (the weights, an .npz).\n\n"
             "  -o, --output PATH      the package to write (default: model.tar)\n"
-            "  --target T             cpu; llvm is accepted as a synonym so tvmc command lines\n"
-            "                         work. -mcpu=NAME compiles for that CPU (-march=NAME)\n"
-            "                         with its vector width (e.g. \"llvm -mcpu=skylake-avx512\",\n"
-            "                         \"llvm -mcpu=haswell\"); -mattr=+avx512f or +avx2 set the\n"
-            "                         width too; other options are ignored\n"
+            "  --target T             what to generate code for, as tvmc writes it (default:\n"
+            "                         $KILN_TARGET, else this machine): llvm, cpu, c or host;\n"
+            "                         -mcpu=NAME a CPU (haswell, skylake-avx512, znver4,\n"
+            "                         x86-64-v3, cortex-a72, neoverse-n1, ...), -mattr=+f,-g\n"
+            "                         features on or off (avx2, fma, avx512f, dotprod, ...),\n"
+            "                         -mtriple=aarch64-linux-gnu another architecture, e.g.\n"
+            "                         \"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72\"\n"
+            "  --cross-compiler CC    the C compiler for the target (default: cc, or\n"
+            "                         TRIPLE-gcc for another architecture)\n"
             "  --input-shapes S       concrete input shapes, e.g. \"data:[1,3,224,224],mask:[1,128]\"\n"
             "  --opt-level N          0-3 (default 3): 0 runs SimplifyInference only and builds\n"
             "                         one kernel per op; 1 adds DeadCodeElimination and FuseOps;\n"
@@ -38,8 +42,6 @@ static void compile_usage(FILE *f) {
             "  --dump-ir DIR          write the graph IR after import and before/after each pass\n"
             "  --disabled-pass P      disable a graph pass by name (or a comma-separated list);\n"
             "                         may repeat\n"
-            "  --cross-compiler CC    compile the kernels with CC (the package then runs on\n"
-            "                         CC's target)\n"
             "  --winograd W           3x3 stride-1 convolutions by Winograd F(m x m, 3 x 3): auto\n"
             "                         (default) where the cost model says it pays, off, or 2 / 4\n"
             "                         (that tile for every one that qualifies)\n"
@@ -52,67 +54,6 @@ static int bad_arg(const char *cmd, const char *fmt, const char *arg) {
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\n(see 'kiln %s --help')\n", cmd);
     return 2;
-}
-
-/* The widest vector of an x86 CPU name as gcc and LLVM spell it: 512 for
- * AVX-512 parts, 256 for AVX2 ones, 0 if unknown. */
-static int cpu_vector_bits(const char *cpu) {
-    static const char *const avx512[] = {"skylake-avx512", "cascadelake", "cooperlake",
-                                         "cannonlake", "icelake-client", "icelake-server",
-                                         "tigerlake", "rocketlake", "sapphirerapids",
-                                         "graniterapids", "emeraldrapids", "znver4", "znver5",
-                                         "x86-64-v4", NULL};
-    static const char *const avx2[] = {"haswell", "broadwell", "skylake", "alderlake",
-                                       "raptorlake", "meteorlake", "znver1", "znver2",
-                                       "znver3", "x86-64-v3", NULL};
-    for (int i = 0; avx512[i]; i++)
-        if (!strcmp(cpu, avx512[i])) return 512;
-    for (int i = 0; avx2[i]; i++)
-        if (!strcmp(cpu, avx2[i])) return 256;
-    if (!strcmp(cpu, "x86-64") || !strcmp(cpu, "x86-64-v2") || !strcmp(cpu, "nehalem") ||
-        !strcmp(cpu, "westmere") || !strcmp(cpu, "sandybridge") || !strcmp(cpu, "ivybridge"))
-        return 128;
-    return 0;
-}
-
-/* A tvmc target string, "llvm -mcpu=skylake-avx512 -mattr=+avx2,...": the
- * CPU becomes -march for the C compiler and sets the vector width (as does
- * an -mattr with +avx512f or +avx2); other options are ignored. Returns 0,
- * or 2 after a message for a bad string. */
-static int apply_target(kiln_build_options *o, const char *t) {
-    char cpu[128] = "", buf[512];
-    int bits = 0;
-    snprintf(buf, sizeof buf, "%s", t);
-    char *save = NULL;
-    char *kind = strtok_r(buf, " ", &save);
-    if (!kind || (strcmp(kind, "cpu") && strcmp(kind, "llvm")))
-        return bad_arg("compile", "target '%s' is not supported (cpu, or llvm as a synonym)", t);
-    for (char *w = strtok_r(NULL, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
-        if (!strncmp(w, "-mcpu=", 6)) {
-            snprintf(cpu, sizeof cpu, "%s", w + 6);
-            for (const char *c = cpu; *c; c++)
-                if (!(*c == '-' || *c == '_' || *c == '.' || (*c >= '0' && *c <= '9') ||
-                      (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
-                    return bad_arg("compile", "bad -mcpu in target '%s'", t);
-        } else if (!strncmp(w, "-mattr=", 7)) {
-            if (strstr(w, "+avx512f")) bits = 512;
-            else if (strstr(w, "+avx2") && bits < 256) bits = 256;
-        }
-    }
-    if (*cpu) {
-        char flags[256];
-        snprintf(flags, sizeof flags, "-O3 -march=%s", cpu);
-        if (kiln_build_options_set(o, "cflags", flags) != KILN_OK)
-            return bad_arg("compile", "%s", kiln_last_error());
-        if (!bits) bits = cpu_vector_bits(cpu);
-    }
-    if (bits) {
-        char v[16];
-        snprintf(v, sizeof v, "%d", bits);
-        if (kiln_build_options_set(o, "vector-bits", v) != KILN_OK)
-            return bad_arg("compile", "%s", kiln_last_error());
-    }
-    return 0;
 }
 
 static int write_ir(const char *dir, const char *name, kiln_graph *g) {
@@ -146,19 +87,18 @@ int kiln_cmd_compile(int argc, char **argv) {
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             if (!has_val) goto missing;
             out = argv[++i];
-        } else if (!strcmp(a, "--target")) {
-            if (!has_val) goto missing;
-            if ((rc = apply_target(o, argv[++i])) != 0) goto done;
-            rc = 2;
         } else if (!strcmp(a, "--input-shapes")) {
             if (!has_val) goto missing;
             shapes = argv[++i];
         } else if (!strcmp(a, "--opt-level") || !strcmp(a, "-O") || !strcmp(a, "--disabled-pass") ||
-                   !strcmp(a, "--cross-compiler") || !strcmp(a, "--winograd")) {
+                   !strcmp(a, "--cross-compiler") || !strcmp(a, "--winograd") ||
+                   !strcmp(a, "--target")) {
             if (!has_val) goto missing;
+            /* the library parses and checks each value; a bad one is named */
             const char *key = !strcmp(a, "--disabled-pass")    ? "disabled-pass"
                               : !strcmp(a, "--cross-compiler") ? "cc"
                               : !strcmp(a, "--winograd")       ? "winograd"
+                              : !strcmp(a, "--target")         ? "target"
                                                                : "opt-level";
             if (kiln_build_options_set(o, key, argv[++i]) != KILN_OK) {
                 rc = bad_arg("compile", "%s", kiln_last_error());
@@ -215,63 +155,8 @@ done:
     return rc;
 }
 
-/* ---- inspect -------------------------------------------------------------------- */
 
-static int ends_with(const char *s, const char *suffix) {
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && strcmp(s + a - b, suffix) == 0;
-}
-
-static int inspect_package(const char *path) {
-    kiln_executor *ex = kiln_executor_load(path);
-    if (!ex) {
-        fprintf(stderr, "kiln inspect: %s\n", kiln_last_error());
-        return 1;
-    }
-    printf("package %s\ninputs:\n", path);
-    for (int i = 0; i < kiln_executor_num_inputs(ex); i++) {
-        printf("  %s: %s[", kiln_executor_input_name(ex, i),
-               kiln_dtype_name(kiln_executor_input_dtype(ex, i)));
-        for (int d = 0; d < kiln_executor_input_ndim(ex, i); d++)
-            printf("%s%lld", d ? ", " : "", (long long)kiln_executor_input_dim(ex, i, d));
-        printf("]\n");
-    }
-    printf("outputs:\n");
-    for (int i = 0; i < kiln_executor_num_outputs(ex); i++) {
-        const kiln_ndarray *o = kiln_executor_output(ex, i);
-        printf("  %s: %s[", kiln_executor_output_name(ex, i), kiln_dtype_name(kiln_ndarray_dtype(o)));
-        for (int d = 0; d < kiln_ndarray_ndim(o); d++)
-            printf("%s%lld", d ? ", " : "", (long long)kiln_ndarray_dim(o, d));
-        printf("]\n");
-    }
-    printf("kernels (%d calls per run):\n", kiln_executor_num_kernels(ex));
-    for (int k = 0; k < kiln_executor_num_kernels(ex); k++)
-        printf("  %-40s %s\n", kiln_executor_kernel_name(ex, k), kiln_executor_kernel_func(ex, k));
-    kiln_executor_free(ex);
-    return 0;
-}
-
-int kiln_cmd_inspect(int argc, char **argv) {
-    const char *path = NULL, *shapes = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: kiln inspect MODEL.onnx|model.tar [--input-shapes S]\n\n"
-                   "For a model: its graph IR (typed where the shapes allow), inputs, outputs\n"
-                   "and op counts. For a package: its inputs, outputs and kernels.\n");
-            return 0;
-        } else if (!strcmp(argv[i], "--input-shapes")) {
-            if (i + 1 >= argc) return bad_arg("inspect", "%s needs a value", argv[i]);
-            shapes = argv[++i];
-        } else if (argv[i][0] == '-') {
-            return bad_arg("inspect", "unknown option '%s'", argv[i]);
-        } else if (path) {
-            return bad_arg("inspect", "more than one file given ('%s')", argv[i]);
-        } else {
-            path = argv[i];
-        }
-    }
-    if (!path) return bad_arg("inspect", "%s", "no model or package given");
-    if (ends_with(path, ".tar")) return inspect_package(path);
+int kiln_inspect_model(const char *path, const char *shapes) {
     kiln_graph *g = kiln_onnx_import(path, shapes);
     if (!g) {
         fprintf(stderr, "kiln inspect: %s\n", kiln_last_error());

@@ -6,6 +6,7 @@
 #ifndef KILN_SCHEDULE_H
 #define KILN_SCHEDULE_H
 
+#include "kiln/target.h"
 #include "kiln/te.h"
 
 #ifdef __cplusplus
@@ -66,20 +67,27 @@ KILN_API kiln_tensor *kiln_cache_write(kiln_schedule *s, kiln_tensor *t, const c
 KILN_API char *kiln_lower_to_string(kiln_schedule *s, int nargs, kiln_tensor *const *args,
                                     const char *name);
 
-/* Build options: "cc" (compiler path), "cflags", "target" ("cpu"/"llvm",
- * "c" to emit source only), "vector-bits" (128/256/512: the widest vector
- * register of the machine the code will run on; default the host's, or
- * $KILN_VECTOR_BITS); for graphs: "opt-level" (0-3, default 3),
- * "disabled-pass" (a pass name or a comma-separated list; may repeat),
- * "dump-ir" (a folder for the graph before and after each pass), "fuse"
- * ("0": one kernel per op), "schedule" ("default", or "naive": every stage
- * inlined and no loop transformed, the reference for testing schedules).
- * NULL means defaults: cc = $KILN_CC or "cc",
- * cflags = $KILN_CFLAGS or "-O3 -march=native". */
+/* Build options: "target" (a target string, kiln/target.h: "llvm",
+ * "llvm -mcpu=haswell", "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72";
+ * "c" emits source only for kiln_build; default $KILN_TARGET, else this
+ * machine), "cc" (the C compiler: a cross compiler for another
+ * architecture) and "cflags" (replace the target's), "vector-bits"
+ * (128/256/512: the vector width schedules use instead of the target's);
+ * for graphs: "opt-level" (0-3, default 3), "disabled-pass" (a pass name
+ * or a comma-separated list; may repeat), "dump-ir" (a folder for the
+ * graph before and after each pass, then the target, the kernels' loop IR
+ * and C), "fuse" ("0": one kernel per op),
+ * "schedule" ("default", or "naive": every stage inlined and no loop
+ * transformed, the reference for testing schedules), "winograd"
+ * (auto|off|2|4). A bad value is an error naming it. NULL options mean
+ * the defaults. */
 typedef struct kiln_build_options kiln_build_options;
 KILN_API kiln_build_options *kiln_build_options_new(void);
 KILN_API kiln_status kiln_build_options_set(kiln_build_options *o, const char *key,
                                             const char *value);
+/* Build for a copy of t (NULL: back to the default target). "cc",
+ * "cflags" and "vector-bits" still apply on top of it. */
+KILN_API kiln_status kiln_build_options_set_target(kiln_build_options *o, const kiln_target *t);
 KILN_API void kiln_build_options_free(kiln_build_options *o);
 
 struct kiln_module;
@@ -87,9 +95,9 @@ struct kiln_module;
 KILN_API struct kiln_module *kiln_build(kiln_schedule *s, int nargs, kiln_tensor *const *args,
                                         const char *name, const kiln_build_options *opts);
 /* Lower, render and compile into a shared object at `path` without loading
- * it: the way to cross-compile (set "cc" to the cross compiler and
- * "vector-bits" to the target's width). kiln_module_load reads the file on
- * the target, with libkiln_runtime alone. */
+ * it: the way to cross-compile (a "target" of another architecture, whose
+ * compiler is TRIPLE-gcc unless "cc" says otherwise). kiln_module_load
+ * reads the file on the target machine, with libkiln_runtime alone. */
 KILN_API kiln_status kiln_build_save(kiln_schedule *s, int nargs, kiln_tensor *const *args,
                                      const char *name, const kiln_build_options *opts,
                                      const char *path);

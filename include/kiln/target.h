@@ -4,14 +4,21 @@
  * decision reads the target; nothing below the driver probes the host.
  *
  * kiln_target_parse accepts tvmc's forms:
- *   "llvm", "cpu", "c"                 the host's ISA ("llvm" = "llvm -mcpu=native")
- *   "host"                             the probe of this machine
- *   "llvm -mcpu=skylake-avx512"        a named CPU (-march=NAME)
- *   "llvm -mattr=+avx2,+fma"           features on top of the baseline
+ *   "llvm", "cpu", "c"                 this machine's CPU ("llvm -mcpu=native")
+ *   "host"                             the same: the probe of this machine
+ *   "llvm -mcpu=skylake-avx512"        a named CPU (x86-64, x86-64-v2/v3/v4,
+ *                                      haswell, skylake-avx512, znver4, ...;
+ *                                      cortex-a72, neoverse-n1, apple-m1, ...)
+ *   "llvm -mattr=+avx2,+fma"           features on top of the baseline (x86-64)
+ *   "llvm -mcpu=native -mattr=-avx512f"  features off
  *   "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72"   another architecture
  *   "dnnl, llvm"                       composite: external backends first, the
- *                                      host target last
- * A bad string gets one clear error naming the bad word. */
+ *                                      CPU target last (kiln has no external
+ *                                      backends yet: naming one is an error)
+ * A bad string gets one clear error naming the bad word. The C compiler is
+ * "cc" for this machine's architecture and TRIPLE-gcc for another, with
+ * -O3 and the CPU's flags (-march=NAME, or -mcpu=NAME on aarch64);
+ * $KILN_CC and $KILN_CFLAGS replace them for this machine's architecture. */
 #ifndef KILN_TARGET_H
 #define KILN_TARGET_H
 
@@ -30,15 +37,21 @@ KILN_API kiln_target *kiln_target_host(void);
 KILN_API kiln_target *kiln_target_copy(const kiln_target *t);
 KILN_API void kiln_target_free(kiln_target *t);
 
-/* The canonical string ("llvm -mtriple=x86_64-linux-gnu -mcpu=znver3 ..."). */
+/* The canonical string, which parses back to the same target:
+ * "llvm -mtriple=x86_64-linux-gnu -mcpu=haswell -mattr=-fma". */
 KILN_API const char *kiln_target_str(const kiln_target *t);
 /* "x86_64" or "aarch64". */
 KILN_API const char *kiln_target_arch(const kiln_target *t);
+/* The CPU's name ("native" for this machine's). */
+KILN_API const char *kiln_target_cpu(const kiln_target *t);
 KILN_API int kiln_target_vector_bits(const kiln_target *t);
 KILN_API int kiln_target_vector_registers(const kiln_target *t);
-/* 1 if the target has ISA feature `name` ("fma", "avx2", "avx512f",
- * "avx512vnni", "avxvnni", "avx512bf16", "neon", "dotprod"), else 0. */
+/* 1 if the target has ISA feature `name` as -mattr spells it ("sse4.2",
+ * "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vnni",
+ * "avxvnni", "avx512bf16"; "neon", "fp16", "dotprod", "bf16", "i8mm"). */
 KILN_API int kiln_target_has(const kiln_target *t, const char *name);
+/* Every feature the target has, comma-separated (malloc'd). */
+KILN_API char *kiln_target_features(const kiln_target *t);
 /* Cache sizes in bytes (level 1 data, 2, 3); 0 when unknown. */
 KILN_API int64_t kiln_target_cache_bytes(const kiln_target *t, int level);
 
@@ -47,6 +60,10 @@ KILN_API int64_t kiln_target_cache_bytes(const kiln_target *t, int level);
 KILN_API kiln_status kiln_target_set_compiler(kiln_target *t, const char *cc, const char *cflags);
 KILN_API const char *kiln_target_cc(const kiln_target *t);
 KILN_API const char *kiln_target_cflags(const kiln_target *t);
+/* Set the vector width schedules use: 128, 256 or 512 bits, at most the
+ * architecture's widest (x86-64 512, aarch64 128). x86 below 512 bits has
+ * 16 vector registers. The compiler flags stay as they are. */
+KILN_API kiln_status kiln_target_set_vector_bits(kiln_target *t, int bits);
 
 #ifdef __cplusplus
 }

@@ -65,11 +65,6 @@ KILN_HIDDEN char *kstr_take(kstr *s);
 KILN_HIDDEN char *kiln_read_file(const char *path, size_t *len);
 KILN_HIDDEN kiln_status kiln_write_file(const char *path, const void *data, size_t len);
 
-/* ---- the host ------------------------------------------------------------ */
-/* Bytes in the widest vector register of the CPU running this process
- * (64 with AVX-512, 32 with AVX/AVX2, else 16). KILN_VECTOR_BITS overrides. */
-KILN_HIDDEN int kiln_host_vector_bytes(void);
-
 /* ---- integer helpers ------------------------------------------------------ */
 /* a*b and a+b for sizes; return 0 on overflow (and leave *out unset). */
 KILN_HIDDEN int kiln_mul_ok(int64_t a, int64_t b, int64_t *out);

@@ -240,18 +240,3 @@ kiln_status kiln_dtype_parse(const char *name, kiln_dtype *out) {
     }
     return kiln_set_error(KILN_ERR_INVALID, "unknown dtype '%s'", name);
 }
-
-/* ---- the host ---- */
-int kiln_host_vector_bytes(void) {
-    const char *e = getenv("KILN_VECTOR_BITS");
-    if (e) {
-        long b = strtol(e, NULL, 10);
-        if (b == 128 || b == 256 || b == 512) return (int)(b / 8);
-    }
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return 64;
-    if (__builtin_cpu_supports("avx")) return 32;
-#endif
-    return 16;
-}

@@ -31,11 +31,12 @@ KILN_HIDDEN int codegen_vector_ok(kiln_dtype dt, int lanes);
 
 typedef struct {
     const char *cc;     /* compiler command, e.g. "cc" or a cross gcc */
-    const char *cflags; /* e.g. "-O3 -march=native" */
+    const char *cflags; /* e.g. "-O3 -march=native", "-O3 -mcpu=cortex-a72" */
 } codegen_toolchain;
 
-/* The toolchain to use when the caller gives none: cc = $KILN_CC or "cc",
- * cflags = $KILN_CFLAGS or "-O3 -march=native". */
+/* A toolchain for this machine, for tests of this layer: cc = $KILN_CC or
+ * "cc", cflags = $KILN_CFLAGS or "-O3 -march=native". The driver passes
+ * its target's compiler and flags instead (kiln/target.h). */
 KILN_HIDDEN codegen_toolchain codegen_default_toolchain(void);
 
 /* Write `source` to a fresh temporary folder as NAME.c and compile it with

@@ -177,7 +177,8 @@ static kiln_status job_wait(job *j, int *no_exec) {
     if (got == (ssize_t)sizeof exec_errno) {
         *no_exec = 1;
         st = kiln_set_error(KILN_ERR_TOOLCHAIN,
-                            "cannot run the C compiler '%s': %s (set KILN_CC or pass a toolchain)",
+                            "cannot run the C compiler '%s': %s (set KILN_CC, the build option cc "
+                            "or kiln compile --cross-compiler)",
                             j->av.v[0], strerror(exec_errno));
     } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         char how[64];
@@ -215,10 +216,9 @@ kiln_status codegen_compile_parts(int n, const char *const *sources, const char 
         return kiln_set_error(KILN_ERR_INVALID, "bad module name '%s'", name ? name : "(null)");
     if (n < 1 || n > 256)
         return kiln_set_error(KILN_ERR_INVALID, "%d source parts (1 to 256)", n);
-    codegen_toolchain dflt = codegen_default_toolchain();
-    if (!tc)
-        tc = &dflt;
-    const char *cc = tc->cc && *tc->cc ? tc->cc : dflt.cc;
+    if (!tc || !tc->cc || !*tc->cc)
+        return kiln_set_error(KILN_ERR_INVALID, "compile %s: no C compiler given", name);
+    const char *cc = tc->cc;
     const char *tmp = getenv("TMPDIR");
     if (!tmp || !*tmp)
         tmp = "/tmp";

@@ -22,7 +22,7 @@ void kiln_build_options_free(kiln_build_options *o) {
     if (!o) return;
     free(o->cc);
     free(o->cflags);
-    free(o->target);
+    kiln_target_free(o->target);
     free(o->disabled);
     free(o->dump_dir);
     free(o);
@@ -93,17 +93,20 @@ kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const
         o->no_fuse = value[0] == '0';
         return KILN_OK;
     }
-    char **slot = strcmp(key, "cc") == 0       ? &o->cc
-                  : strcmp(key, "cflags") == 0 ? &o->cflags
-                  : strcmp(key, "target") == 0 ? &o->target
-                                               : NULL;
+    if (strcmp(key, "target") == 0) {
+        kiln_target *t;
+        kiln_status st = target_parse(value, &t);
+        if (st) return st;
+        kiln_target_free(o->target);
+        o->target = t;
+        return KILN_OK;
+    }
+    char **slot = strcmp(key, "cc") == 0 ? &o->cc : strcmp(key, "cflags") == 0 ? &o->cflags : NULL;
     if (!slot)
         return kiln_set_error(KILN_ERR_INVALID,
-                              "unknown build option '%s' (known: cc, cflags, target, vector-bits, fuse, schedule, winograd, opt-level, disabled-pass, dump-ir)", key);
-    if (slot == &o->target && strcmp(value, "cpu") != 0 && strcmp(value, "llvm") != 0 &&
-        strcmp(value, "c") != 0)
-        return kiln_set_error(KILN_ERR_UNSUPPORTED,
-                              "target '%s' is not supported (known: cpu, llvm, c)", value);
+                              "unknown build option '%s' (known: cc, cflags, target, vector-bits, "
+                              "fuse, schedule, winograd, opt-level, disabled-pass, dump-ir)",
+                              key);
     if (slot == &o->cc && !*value)
         return kiln_set_error(KILN_ERR_INVALID, "build option cc: empty compiler name");
     char *v = kiln_strdup(value);
@@ -113,42 +116,113 @@ kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const
     return KILN_OK;
 }
 
+kiln_status kiln_build_options_set_target(kiln_build_options *o, const kiln_target *t) {
+    if (!o) return kiln_set_error(KILN_ERR_INVALID, "build_options_set_target: NULL options");
+    kiln_target *c = NULL;
+    if (t && !(c = kiln_target_copy(t))) return KILN_ERR_NOMEM;
+    kiln_target_free(o->target);
+    o->target = c;
+    return KILN_OK;
+}
+
 kiln_target *driver_target(const kiln_build_options *opts) {
-    kiln_target *t = kiln_target_host();
-    if (t && opts && opts->vector_bytes) {
-        t->vector_bytes = opts->vector_bytes;
-        t->vector_regs = opts->vector_bytes >= 64 ? 32 : 16;
+    kiln_target *t = NULL;
+    const char *env = getenv("KILN_TARGET");
+    if (opts && opts->target) {
+        t = kiln_target_copy(opts->target);
+    } else if (env && *env) {
+        if (target_parse(env, &t) != KILN_OK) kiln_error_prefix("$KILN_TARGET");
+    } else {
+        t = kiln_target_host();
+    }
+    if (!t) return NULL;
+    kiln_status st = KILN_OK;
+    if (opts && opts->vector_bytes) st = kiln_target_set_vector_bits(t, opts->vector_bytes * 8);
+    if (!st && opts && (opts->cc || opts->cflags))
+        st = kiln_target_set_compiler(t, opts->cc, opts->cflags);
+    if (st) {
+        kiln_target_free(t);
+        return NULL;
     }
     return t;
 }
 
-char *kiln_build_source(kiln_schedule *s, int nargs, kiln_tensor *const *args, const char *name,
-                        const kiln_build_options *opts) {
-    tir_func *f = te_lower(s, nargs, args, name, opts ? opts->vector_bytes : 0);
+/* The ELF machine of a shared object: "x86_64", "aarch64", another name,
+   or NULL if it cannot be read. */
+static const char *elf_machine(const char *path, char *buf, size_t cap) {
+    unsigned char h[20];
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(h, 1, sizeof h, f) : 0;
+    if (f) fclose(f);
+    if (n != sizeof h || memcmp(h, "\177ELF", 4) != 0) return NULL;
+    unsigned m = h[5] == 2 ? (unsigned)h[18] << 8 | h[19] : (unsigned)h[19] << 8 | h[18];
+    if (m == 62) return "x86_64";
+    if (m == 183) return "aarch64";
+    snprintf(buf, cap, "ELF machine %u", m);
+    return buf;
+}
+
+kiln_status driver_check_arch(const char *so, const kiln_target *t) {
+    char buf[32];
+    const char *m = elf_machine(so, buf, sizeof buf);
+    if (!m) return kiln_set_error(KILN_ERR_TOOLCHAIN, "%s: the C compiler '%s' wrote no ELF "
+                                  "shared object", so, t->cc);
+    if (strcmp(m, kiln_target_arch(t)) != 0)
+        return kiln_set_error(KILN_ERR_TOOLCHAIN,
+                              "the C compiler '%s' built %s code, but the target \"%s\" is %s: "
+                              "give a compiler for %s (kiln compile --cross-compiler, build "
+                              "option cc, kiln_target_set_compiler)",
+                              t->cc, m, t->text, kiln_target_arch(t), t->triple);
+    return KILN_OK;
+}
+
+/* Lower and render one function for target t. */
+static char *build_source(kiln_schedule *s, int nargs, kiln_tensor *const *args, const char *name,
+                          const kiln_target *t) {
+    tir_func *f = te_lower(s, nargs, args, name, t->vector_bytes);
     if (!f) return NULL;
     return codegen_render_c(1, f);
 }
 
-/* Lower, render and compile; the .so and its folder go to the caller. */
-static kiln_status build_so(kiln_schedule *s, int nargs, kiln_tensor *const *args,
-                            const char *name, const kiln_build_options *opts, char **so,
-                            char **dir) {
-    if (opts && opts->target && strcmp(opts->target, "c") == 0)
-        return kiln_set_error(KILN_ERR_INVALID, "target 'c' emits source only: use "
-                              "kiln_build_source");
-    char *src = kiln_build_source(s, nargs, args, name, opts);
-    if (!src) return KILN_ERR_INVALID;
-    codegen_toolchain tc = driver_toolchain(opts);
-    kiln_status st = codegen_compile(src, name && *name ? name : "kernel", &tc, so, dir);
-    free(src);
-    return st;
+char *kiln_build_source(kiln_schedule *s, int nargs, kiln_tensor *const *args, const char *name,
+                        const kiln_build_options *opts) {
+    kiln_target *t = driver_target(opts);
+    char *src = t ? build_source(s, nargs, args, name, t) : NULL;
+    kiln_target_free(t);
+    return src;
 }
 
-codegen_toolchain driver_toolchain(const kiln_build_options *opts) {
-    codegen_toolchain tc = codegen_default_toolchain();
-    if (opts && opts->cc) tc.cc = opts->cc;
-    if (opts && opts->cflags) tc.cflags = opts->cflags;
-    return tc;
+/* Lower, render and compile; the .so and its folder go to the caller.
+ * With `load`, the target must be this machine's architecture. */
+static kiln_status build_so(kiln_schedule *s, int nargs, kiln_tensor *const *args,
+                            const char *name, const kiln_build_options *opts, int load,
+                            char **so, char **dir) {
+    kiln_target *t = driver_target(opts);
+    if (!t) return KILN_ERR_INVALID;
+    kiln_status st = KILN_OK;
+    if (strcmp(t->kind, "c") == 0)
+        st = kiln_set_error(KILN_ERR_INVALID,
+                            "target 'c' emits source only: use kiln_build_source");
+    else if (load && t->arch != target_host_arch())
+        st = kiln_set_error(KILN_ERR_INVALID,
+                            "target \"%s\" is %s code, which this %s machine cannot load: "
+                            "build it with kiln_build_save and load it there",
+                            t->text, kiln_target_arch(t), target_arch_name(target_host_arch()));
+    char *src = st ? NULL : build_source(s, nargs, args, name, t);
+    if (!st && !src) st = KILN_ERR_INVALID;
+    if (!st) {
+        codegen_toolchain tc = {t->cc, t->cflags};
+        st = codegen_compile(src, name && *name ? name : "kernel", &tc, so, dir);
+        if (!st && (st = driver_check_arch(*so, t)) != KILN_OK) {
+            driver_remove_dir(*dir);
+            free(*so);
+            free(*dir);
+            *so = *dir = NULL;
+        }
+    }
+    free(src);
+    kiln_target_free(t);
+    return st;
 }
 
 void driver_remove_dir(const char *dir) {
@@ -169,7 +243,7 @@ void driver_remove_dir(const char *dir) {
 kiln_module *kiln_build(kiln_schedule *s, int nargs, kiln_tensor *const *args, const char *name,
                         const kiln_build_options *opts) {
     char *so = NULL, *dir = NULL;
-    if (build_so(s, nargs, args, name, opts, &so, &dir) != KILN_OK) return NULL;
+    if (build_so(s, nargs, args, name, opts, 1, &so, &dir) != KILN_OK) return NULL;
     kiln_module *m = kiln_module_load_owned(so, dir);
     if (!m) driver_remove_dir(dir);
     free(so);
@@ -181,7 +255,7 @@ kiln_status kiln_build_save(kiln_schedule *s, int nargs, kiln_tensor *const *arg
                             const char *name, const kiln_build_options *opts, const char *path) {
     if (!path || !*path) return kiln_set_error(KILN_ERR_INVALID, "build_save: no output path");
     char *so = NULL, *dir = NULL;
-    kiln_status st = build_so(s, nargs, args, name, opts, &so, &dir);
+    kiln_status st = build_so(s, nargs, args, name, opts, 0, &so, &dir);
     if (st != KILN_OK) return st;
     size_t len;
     char *bytes = kiln_read_file(so, &len);

@@ -10,8 +10,8 @@
 struct kiln_build_options {
     char *cc;
     char *cflags;
-    char *target;
-    int vector_bytes; /* 0: the host's */
+    kiln_target *target; /* NULL: $KILN_TARGET, else this machine ("host") */
+    int vector_bytes;    /* 0: the target's */
     int no_fuse;      /* graphs: one kernel per op (opt level 0) */
     int naive;        /* graphs: the naive schedule (every stage inlined, nothing else) */
     int winograd;     /* graphs: -1 auto, 0 off, 2 or 4 Winograd tile for every eligible conv */
@@ -20,11 +20,13 @@ struct kiln_build_options {
     char *dump_dir;   /* graphs: where to write the IR around each pass */
 };
 
-/* The target of opts: the host's (with opts' vector width, if set); NULL
- * with an error. The caller frees it. */
+/* The target of opts (its "target", else $KILN_TARGET, else this machine)
+ * with opts' vector width, cc and cflags applied; NULL with an error. The
+ * caller frees it. */
 KILN_HIDDEN kiln_target *driver_target(const kiln_build_options *opts);
-/* The toolchain of opts (defaults where unset). */
-KILN_HIDDEN codegen_toolchain driver_toolchain(const kiln_build_options *opts);
+/* KILN_OK if the shared object `so` holds code for t's architecture, else
+ * an error naming the compiler that built it. */
+KILN_HIDDEN kiln_status driver_check_arch(const char *so, const kiln_target *t);
 /* Remove a build folder and the files in it. */
 KILN_HIDDEN void driver_remove_dir(const char *dir);
 

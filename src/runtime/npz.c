@@ -1,7 +1,9 @@
 /* npz.c: numpy's .npz archives: a ZIP file of .npy members, stored or
  * deflated. Reading walks the central directory (ZIP64 included), checks
  * every offset and size against the file, bounds inflated sizes and verifies
- * CRC32; writing streams members to the file and then the directory. */
+ * CRC32; writing streams members to the file and then the directory. A
+ * runtime built without zlib (a cross build for a board that lacks it)
+ * reads and writes stored members only, and says so for deflated ones. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +12,11 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef KILN_HAVE_ZLIB
 #include <zlib.h>
+#else
+#include <pthread.h>
+#endif
 
 #include "npy_internal.h"
 
@@ -161,6 +167,39 @@ static kiln_status zip64_extra(const zipfile *f, const char *member, const unsig
     return KILN_OK;
 }
 
+#ifndef KILN_HAVE_ZLIB
+static uint32_t g_crc_table[256];
+static pthread_once_t g_crc_once = PTHREAD_ONCE_INIT;
+static void crc_table_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        g_crc_table[i] = c;
+    }
+}
+#endif
+
+/* CRC-32 (ZIP's: polynomial 0xEDB88320, reflected) of p[0, n). */
+static uint32_t npz_crc32(const unsigned char *p, size_t n) {
+#ifdef KILN_HAVE_ZLIB
+    return (uint32_t)crc32_z(0, p, n);
+#else
+    pthread_once(&g_crc_once, crc_table_init);
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) c = g_crc_table[(c ^ p[i]) & 0xff] ^ (c >> 8);
+    return c ^ 0xffffffffu;
+#endif
+}
+
+#ifndef KILN_HAVE_ZLIB
+static kiln_status inflate_member(const zipfile *f, const char *member, const unsigned char *src,
+                                  uint64_t csize, unsigned char *dst, uint64_t usize) {
+    return kiln_set_error(KILN_ERR_UNSUPPORTED,
+                          "%s: %s is deflated (np.savez_compressed), and this kiln runtime was "
+                          "built without zlib: save the file with np.savez",
+                          f->path, member);
+}
+#else
 static kiln_status inflate_member(const zipfile *f, const char *member, const unsigned char *src,
                                   uint64_t csize, unsigned char *dst, uint64_t usize) {
     z_stream zs;
@@ -207,6 +246,7 @@ static kiln_status inflate_member(const zipfile *f, const char *member, const un
                             (unsigned long long)usize);
     return st;
 }
+#endif
 
 /* Parse one central directory entry at *pos (within [*pos, cd_end)), read its
  * member and add it to z; advances *pos. */
@@ -265,13 +305,14 @@ static kiln_status read_entry(const zipfile *f, size_t *pos, size_t cd_end, kiln
                                   (unsigned long long)csize);
         plain = kiln_malloc((size_t)usize + 1);
         if (!plain) return KILN_ERR_NOMEM;
-        if (inflate_member(f, member, src, csize, plain, usize)) {
+        kiln_status ist = inflate_member(f, member, src, csize, plain, usize);
+        if (ist) {
             free(plain);
-            return KILN_ERR_IO;
+            return ist;
         }
         src = plain;
     }
-    if ((uint32_t)crc32_z(0, src, (size_t)usize) != crc) {
+    if (npz_crc32(src, (size_t)usize) != crc) {
         free(plain);
         return kiln_set_error(KILN_ERR_IO, "%s: %s: CRC32 mismatch (the archive is corrupt)",
                               f->path, member);
@@ -401,6 +442,10 @@ static void put_le(zout *o, uint64_t v, int n) {
 /* Raw-deflate src[0, n) into a malloc'd *out of *outlen bytes. */
 static kiln_status deflate_buf(const unsigned char *src, size_t n, unsigned char **out,
                                size_t *outlen) {
+#ifndef KILN_HAVE_ZLIB
+    return kiln_set_error(KILN_ERR_UNSUPPORTED, "npz: compressed saving needs zlib, and this "
+                          "kiln runtime was built without it: save uncompressed");
+#else
     z_stream zs;
     memset(&zs, 0, sizeof zs);
     if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -MAX_WBITS, 8,
@@ -435,6 +480,7 @@ static kiln_status deflate_buf(const unsigned char *src, size_t n, unsigned char
     }
     *out = b;
     return KILN_OK;
+#endif
 }
 
 typedef struct {
@@ -543,7 +589,7 @@ static kiln_status put_member(zout *o, const kiln_npz *z, int i, int compress, z
     e->off = o->pos;
     e->usize = len;
     e->csize = compress ? dlen : len;
-    e->crc = (uint32_t)crc32_z(0, npy, len);
+    e->crc = npz_crc32(npy, len);
     e->method = compress ? 8 : 0;
     put_local(o, z->names[i], e);
     put(o, compress ? def : npy, (size_t)e->csize);

@@ -247,6 +247,71 @@ static char *make_tmpdir(void) {
     return d;
 }
 
+/* ---- the target --------------------------------------------------------------
+ * mod.so must be code for this machine: its ELF machine is checked before
+ * dlopen, and the x86 features mod.json's "target" lists must be this
+ * CPU's, so a package built for another machine gets a clear error instead
+ * of a dlopen failure or an illegal instruction. */
+
+#if defined(__x86_64__)
+#define HOST_MACHINE 62u
+#define HOST_ARCH "x86_64"
+#elif defined(__aarch64__)
+#define HOST_MACHINE 183u
+#define HOST_ARCH "aarch64"
+#endif
+
+#ifdef HOST_MACHINE
+/* 1 if this CPU lacks x86 feature `name` (one the compilers can test). */
+static int cpu_lacks(const char *name) {
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+#define FEATURE(s) if (!strcmp(name, s)) return !__builtin_cpu_supports(s);
+    FEATURE("sse4.2") FEATURE("avx") FEATURE("avx2") FEATURE("fma") FEATURE("avx512f")
+    FEATURE("avx512cd") FEATURE("avx512bw") FEATURE("avx512dq") FEATURE("avx512vl")
+    FEATURE("avx512vnni") FEATURE("avx512bf16")
+#undef FEATURE
+#endif
+    (void)name;
+    return 0;
+}
+
+static kiln_status check_target(const tar_reader *t, const char *so) {
+    unsigned char h[20];
+    FILE *f = fopen(so, "rb");
+    size_t n = f ? fread(h, 1, sizeof h, f) : 0;
+    if (f) fclose(f);
+    if (n != sizeof h || memcmp(h, "\177ELF", 4) != 0) return KILN_OK; /* dlopen says why */
+    unsigned machine = h[5] == 2 ? (unsigned)h[18] << 8 | h[19] : (unsigned)h[19] << 8 | h[18];
+    arena *a = arena_new();
+    const json *root = a ? json_parse(a, t->json, t->json_len, "mod.json") : NULL;
+    const json *tg = json_get(root, "target");
+    const char *str = json_str(json_get(tg, "str"));
+    char desc[600];
+    snprintf(desc, sizeof desc, "%s%s%s", str ? " (target \"" : "", str ? str : "",
+             str ? "\")" : "");
+    kiln_status st = KILN_OK;
+    if (machine != HOST_MACHINE) {
+        const char *arch = machine == 62 ? "x86_64" : machine == 183 ? "aarch64" : "another CPU";
+        st = kiln_set_error(KILN_ERR_UNSUPPORTED,
+                            "%s: its kernels are %s code%s, but this machine is " HOST_ARCH
+                            ": run it with a kiln runtime built for %s",
+                            t->path, arch, desc, arch);
+    }
+    const json *feats = json_get(tg, "features");
+    for (int i = 0; !st && i < json_len(feats); i++) {
+        const char *name = json_str(json_at(feats, i));
+        if (name && cpu_lacks(name))
+            st = kiln_set_error(KILN_ERR_UNSUPPORTED,
+                                "%s: its kernels need %s%s, which this CPU lacks: compile the "
+                                "model for this machine (--target host) or for a CPU it has",
+                                t->path, name, desc);
+    }
+    arena_free(a);
+    return st;
+}
+#endif
+
 kiln_status kiln_package_read(const char *path, char **text, size_t *text_len, kiln_module **mod,
                               kiln_npz **params) {
     *text = NULL;
@@ -273,6 +338,12 @@ kiln_status kiln_package_read(const char *path, char **text, size_t *text_len, k
         free(pp);
     }
     char *so = !st ? dir_file(t.dir, "mod.so") : NULL;
+#ifdef HOST_MACHINE
+    if (so && (st = check_target(&t, so)) != KILN_OK) {
+        free(so);
+        so = NULL;
+    }
+#endif
     if (so) {
         *mod = kiln_module_load_owned(so, t.dir); /* now owns the folder */
         if (!*mod) {

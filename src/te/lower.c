@@ -660,7 +660,7 @@ static tir_func *lower_impl(kiln_schedule *s, int nargs, kiln_tensor *const *arg
     body = tir_unroll(ctx, body);
     body = tir_simplify_stmt(L->an, body);
     body = tir_vectorize(ctx, body);
-    body = tir_legalize_lanes(ctx, body, vector_bytes ? vector_bytes : kiln_host_vector_bytes());
+    body = tir_legalize_lanes(ctx, body, vector_bytes); /* 0: widths as scheduled */
     body = tir_simplify_stmt(L->an, body);
     body = tir_truncate_divmod(ctx, body);
 

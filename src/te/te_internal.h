@@ -98,7 +98,8 @@ KILN_HIDDEN int te_reads(tir_node body, const kiln_tensor *t);
 
 /* ---- lowering (lower.c, bound.c) ------------------------------------------ */
 /* Lower to a flat loop-IR function; NULL with an error. Vector code is
- * split into pieces of at most vector_bytes (0: the host's width). */
+ * split into pieces of at most vector_bytes, the target's width (0: kept
+ * as scheduled). */
 KILN_HIDDEN tir_func *te_lower(kiln_schedule *s, int nargs, kiln_tensor *const *args,
                                const char *name, int vector_bytes);
 

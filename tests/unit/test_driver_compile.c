@@ -1,10 +1,15 @@
 /* test_driver_compile.c: a graph built by hand is compiled into a package
  * (FuseOps groups, one kernel per group, the memory plan) and run by the
- * graph executor; the outputs match a plain C reference of the same net. */
+ * graph executor; the outputs match a plain C reference of the same net.
+ * Targets through the API: the build options take a target string or
+ * object, the package records it, a compiler for another architecture is
+ * caught, and the runtime refuses a package this CPU cannot run. */
 #include <math.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "kiln/graph.h"
+#include "runtime/runtime_internal.h"
 #include "te_util.h"
 
 enum { B = 2, CI = 2, H = 6, W = 6, CO = 4, HP = 3, WP = 3, F = CO * HP * WP, U = 5 };
@@ -130,4 +135,145 @@ static void test_compile_errors(void) {
     kiln_graph_free(g);
 }
 
-TEST_MAIN(TEST(test_compile_cnn), TEST(test_compile_errors))
+/* conv3x3 (8 -> 16 channels, 10x10) -> relu */
+static kiln_graph *small_graph(kiln_ndarray **w) {
+    uint64_t seed = 5;
+    int64_t xs[4] = {1, 8, 10, 10}, ws[4] = {16, 8, 3, 3};
+    *w = filled(4, ws, &seed);
+    kiln_graph *g = kiln_graph_new();
+    int in = kiln_graph_var(g, "input", KILN_FLOAT32, 4, xs, NULL);
+    int a[2] = {in, kiln_graph_const(g, "w", *w)};
+    int c = kiln_graph_call(g, "nn.conv2d", 2, a, "padding=[1, 1, 1, 1]", "conv");
+    int r = kiln_graph_call(g, "nn.relu", 1, &c, NULL, "relu");
+    kiln_graph_set_outputs(g, 1, &r, NULL);
+    return g;
+}
+
+static int cpu_has_all(const kiln_target *t) {
+    static const char *const names[] = {"sse4.2",   "avx",      "avx2",       "fma",
+                                        "avx512f",  "avx512cd", "avx512bw",   "avx512dq",
+                                        "avx512vl", "avx512vnni", "avx512bf16"};
+    __builtin_cpu_init();
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        int has = 0;
+#define HAS(s) if (!strcmp(names[i], s)) has = __builtin_cpu_supports(s);
+        HAS("sse4.2") HAS("avx") HAS("avx2") HAS("fma") HAS("avx512f") HAS("avx512cd")
+        HAS("avx512bw") HAS("avx512dq") HAS("avx512vl") HAS("avx512vnni") HAS("avx512bf16")
+#undef HAS
+        if (kiln_target_has(t, names[i]) && !has) return 0;
+    }
+    return 1;
+}
+
+static void test_compile_targets(void) {
+    kiln_ndarray *w;
+    kiln_graph *g = small_graph(&w);
+    kiln_build_options *o = kiln_build_options_new();
+    const char *pkg = test_tmp_path("target.tar");
+    /* a bad target string is one error naming the bad word */
+    CHECK_EQ_INT(kiln_build_options_set(o, "target", "llvm -mcpu=bogus"), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "unknown CPU 'bogus'");
+    CHECK_EQ_INT(kiln_build_options_set(o, "target", "cuda"), KILN_ERR_UNSUPPORTED);
+    CHECK_EQ_INT(kiln_build_options_set(o, "target", "dnnl, llvm"), KILN_ERR_UNSUPPORTED);
+    CHECK_CONTAINS(kiln_last_error(), "'dnnl'");
+    CHECK_EQ_INT(kiln_build_options_set_target(NULL, NULL), KILN_ERR_INVALID);
+    /* the package records its target, which the runtime checks */
+    CHECK_EQ_INT(kiln_build_options_set(o, "target", "llvm -mcpu=haswell"), KILN_OK);
+    kiln_status st = kiln_graph_compile(g, pkg, o);
+    CHECK_EQ_INT(st, KILN_OK);
+    kiln_target *hw = kiln_target_parse("llvm -mcpu=haswell");
+    if (!st && hw && cpu_has_all(hw)) {
+        char *text = NULL;
+        size_t len = 0;
+        kiln_module *m = NULL;
+        kiln_npz *params = NULL;
+        CHECK_EQ_INT(kiln_package_read(pkg, &text, &len, &m, &params), KILN_OK);
+        CHECK_CONTAINS(text, "\"target\": {\"str\": \"llvm -mtriple=x86_64-linux-gnu -mcpu=haswell\", "
+                             "\"arch\": \"x86_64\", \"vector_bits\": 256, \"features\": "
+                             "[\"sse4.2\", \"avx\", \"f16c\", \"fma\", \"avx2\"]}");
+        free(text);
+        kiln_module_free(m);
+        kiln_npz_free(params);
+    }
+    /* a target object; cc and cflags apply on top of it */
+    kiln_target *arm = kiln_target_parse("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72");
+    CHECK(arm != NULL);
+    CHECK_EQ_INT(kiln_build_options_set_target(o, arm), KILN_OK);
+    kiln_target_free(arm); /* the options hold a copy */
+    CHECK_EQ_INT(kiln_build_options_set(o, "vector-bits", "256"), KILN_OK);
+    CHECK_EQ_INT(kiln_graph_compile(g, pkg, o), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "aarch64 vectors are 128");
+    CHECK_EQ_INT(kiln_build_options_set(o, "vector-bits", "128"), KILN_OK);
+    /* this machine's compiler for an aarch64 target: named, not packaged */
+    CHECK_EQ_INT(kiln_build_options_set(o, "cc", "cc"), KILN_OK);
+    CHECK_EQ_INT(kiln_build_options_set(o, "cflags", "-O1"), KILN_OK);
+    CHECK_EQ_INT(kiln_graph_compile(g, pkg, o), KILN_ERR_TOOLCHAIN);
+    CHECK_CONTAINS(kiln_last_error(), "the C compiler 'cc' built x86_64 code, but the target "
+                                      "\"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72\" is "
+                                      "aarch64");
+    /* back to the default target */
+    CHECK_EQ_INT(kiln_build_options_set_target(o, NULL), KILN_OK);
+    /* an AVX-512 target: the runtime loads it only where the CPU has the
+       features it lists */
+    kiln_build_options_free(o);
+    o = kiln_build_options_new();
+    CHECK_EQ_INT(kiln_build_options_set(o, "target", "llvm -mcpu=sapphirerapids"), KILN_OK);
+    st = kiln_graph_compile(g, pkg, o);
+    CHECK_EQ_INT(st, KILN_OK);
+    kiln_target *spr = kiln_target_parse("llvm -mcpu=sapphirerapids");
+    kiln_executor *ex = st ? NULL : kiln_executor_load(pkg);
+    if (spr && cpu_has_all(spr)) {
+        CHECK(ex != NULL);
+    } else {
+        CHECK(ex == NULL);
+        CHECK_CONTAINS(kiln_last_error(), "which this CPU lacks: compile the model for this machine");
+    }
+    kiln_executor_free(ex);
+    kiln_target_free(spr);
+    kiln_target_free(hw);
+    kiln_build_options_free(o);
+    kiln_graph_free(g);
+    kiln_ndarray_free(w);
+}
+
+static kiln_expr twice(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    return kiln_mul(kiln_tensor_at(u, 1, i), kiln_float(ctx, 2));
+}
+
+/* kiln_build loads what it builds, so only for this machine's
+ * architecture; kiln_build_save writes another's with its compiler. */
+static void test_build_targets(void) {
+    kiln_ctx *ctx = kiln_ctx_new();
+    kiln_expr n = kiln_var(ctx, "n");
+    kiln_tensor *A = kiln_placeholder(ctx, 1, &n, KILN_FLOAT32, "A");
+    kiln_tensor *C = kiln_compute(ctx, 1, &n, twice, A, "C");
+    kiln_schedule *s = kiln_schedule_create(ctx, 1, &C);
+    kiln_expr xo, xi;
+    kiln_split(kiln_schedule_stage(s, C), kiln_tensor_axis(C, 0), 16, &xo, &xi);
+    kiln_vectorize(kiln_schedule_stage(s, C), xi);
+    kiln_tensor *args[2] = {A, C};
+    kiln_build_options *o = kiln_build_options_new();
+    CHECK_EQ_INT(kiln_build_options_set(o, "target", "llvm -mtriple=aarch64-linux-gnu"), KILN_OK);
+    CHECK(kiln_build(s, 2, args, "twice", o) == NULL);
+    CHECK_CONTAINS(kiln_last_error(), "is aarch64 code, which this x86_64 machine cannot load");
+    /* the source is NEON-sized: 16 lanes split into 4-lane vectors */
+    char *src = kiln_build_source(s, 2, args, "twice", o);
+    CHECK_CONTAINS(src, "f32x4");
+    CHECK(src && !strstr(src, "f32x16"));
+    free(src);
+    if (system("command -v aarch64-linux-gnu-gcc >/dev/null 2>&1") == 0) {
+        const char *path = test_tmp_path("twice_aarch64.so");
+        CHECK_EQ_INT(kiln_build_save(s, 2, args, "twice", o, path), KILN_OK);
+        unsigned char h[20] = {0};
+        FILE *f = fopen(path, "rb");
+        CHECK(f && fread(h, 1, sizeof h, f) == sizeof h);
+        if (f) fclose(f);
+        CHECK_EQ_INT(h[18] | h[19] << 8, 183); /* EM_AARCH64 */
+        unlink(path);
+    }
+    kiln_build_options_free(o);
+    kiln_ctx_free(ctx);
+}
+
+TEST_MAIN(TEST(test_compile_cnn), TEST(test_compile_errors), TEST(test_compile_targets),
+          TEST(test_build_targets))
