@@ -274,29 +274,52 @@ static int eval_read(ev *E, tir_node e, const uint8_t *m, val *out) {
     if (!off)
         return 0;
     const uint8_t *act = uni ? NULL : m;
-    for (int i = 0; i < n; i++)
-        off[i] = act && !act[i] ? -1 : 0;
+    int64_t base = 0; /* the uniform dims' part */
+    if (act)
+        for (int i = 0; i < n; i++)
+            off[i] = act[i] ? 0 : -1;
+    else
+        memset(off, 0, sizeof(int64_t) * (size_t)n);
     for (int d = 0; d < S->ndim; d++) {
         const int64_t *x = ix[d].p, stride = S->strides[d], dim = S->dims[d];
-        int sx = !ix[d].uni;
-        for (int i = 0; i < n; i++) {
-            if (off[i] < 0)
-                continue;
-            int64_t v = x[i * sx];
-            if (v < 0 || v >= dim) {
-                char buf[160];
-                kiln_expr_print(e, buf, sizeof buf);
-                kiln_set_error(KILN_ERR_INVALID,
-                               "te_eval: compute '%s' reads '%s' at index %lld of dim %d (of "
-                               "size %lld), outside the tensor: '%s'",
-                               E->cur ? E->cur->t->name : "?", S->t->name, (long long)v, d,
-                               (long long)dim, buf);
-                return 0;
+        int bad = -1;
+        if (ix[d].uni) {
+            if (x[0] < 0 || x[0] >= dim)
+                bad = 0;
+            base += x[0] * stride;
+        } else if (!act) { /* every lane: check the range, then a plain loop */
+            int64_t lo = x[0], hi = x[0];
+            for (int i = 1; i < n; i++) {
+                lo = x[i] < lo ? x[i] : lo;
+                hi = x[i] > hi ? x[i] : hi;
             }
-            off[i] += v * stride;
+            for (int i = 0; bad < 0 && (lo < 0 || hi >= dim) && i < n; i++)
+                if (x[i] < 0 || x[i] >= dim)
+                    bad = i;
+            for (int i = 0; i < n; i++)
+                off[i] += x[i] * stride;
+        } else {
+            for (int i = 0; i < n && bad < 0; i++) {
+                if (off[i] < 0)
+                    continue;
+                if (x[i] < 0 || x[i] >= dim)
+                    bad = i;
+                off[i] += x[i] * stride;
+            }
+        }
+        if (bad >= 0) {
+            char buf[160];
+            kiln_expr_print(e, buf, sizeof buf);
+            kiln_set_error(KILN_ERR_INVALID,
+                           "te_eval: compute '%s' reads '%s' at index %lld of dim %d (of "
+                           "size %lld), outside the tensor: '%s'",
+                           E->cur ? E->cur->t->name : "?", S->t->name, (long long)x[bad], d,
+                           (long long)dim, buf);
+            return 0;
         }
     }
-    te_lanes_gather(S->t->dtype, S->data, off, out->p, n);
+    te_lanes_gather(S->t->dtype, S->data + base * (int64_t)kiln_dtype_size(S->t->dtype), off,
+                    act != NULL, out->p, n);
     return 1;
 }
 

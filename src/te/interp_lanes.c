@@ -149,12 +149,20 @@ static void int_binary(tir_op op, kiln_dtype dt, const int64_t *a, int sa, const
 
 /* One loop over the lanes per case, the switch outside it. */
 #define LANE_LOOP(T, EXPR)                                                                         \
-    for (int i = 0; i < n; i++) {                                                                  \
-        T x = a[i * sa], y = b[i * sb];                                                            \
-        (void)y;                                                                                   \
-        r[i] = (EXPR);                                                                             \
+    if (sa && sb) {                                                                                \
+        LANE_LOOP1(T, a[i], b[i], EXPR)                                                            \
+    } else if (sa) {                                                                               \
+        LANE_LOOP1(T, a[i], b[0], EXPR)                                                            \
+    } else {                                                                                       \
+        LANE_LOOP1(T, a[0], b[i * sb], EXPR)                                                       \
     }                                                                                              \
     break
+#define LANE_LOOP1(T, A, B, EXPR)                                                                  \
+    for (int i = 0; i < n; i++) {                                                                  \
+        T x = A, y = B;                                                                            \
+        (void)y;                                                                                   \
+        r[i] = (EXPR);                                                                             \
+    }
 
 /* x floormod y as the generated helper: the remainder has y's sign, and a
  * zero remainder y's sign too. */
@@ -312,13 +320,18 @@ void te_lanes_convert(kiln_dtype to, kiln_dtype from, const void *src, void *dst
     do {                                                                                           \
         const T *d_ = (const T *)data;                                                             \
         R *r_ = r;                                                                                 \
-        for (int i = 0; i < n; i++)                                                                \
-            r_[i] = off[i] < 0 ? (R)0 : (R)CONV(d_[off[i]]);                                       \
+        if (masked)                                                                                \
+            for (int i = 0; i < n; i++)                                                            \
+                r_[i] = off[i] < 0 ? (R)0 : (R)CONV(d_[off[i]]);                                   \
+        else                                                                                       \
+            for (int i = 0; i < n; i++)                                                            \
+                r_[i] = (R)CONV(d_[off[i]]);                                                       \
     } while (0)
 #define AS_IS(x) (x)
 #define NONZERO(x) ((x) != 0)
 
-void te_lanes_gather(kiln_dtype dt, const char *data, const int64_t *off, void *r, int n) {
+void te_lanes_gather(kiln_dtype dt, const char *data, const int64_t *off, int masked, void *r,
+                     int n) {
     switch (dt) {
     case KILN_FLOAT32: GATHER(float, float, AS_IS); break;
     case KILN_FLOAT16: GATHER(uint16_t, float, te_half_to_float); break;

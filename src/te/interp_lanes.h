@@ -47,10 +47,10 @@ KILN_HIDDEN int te_lanes_call(tir_intrin f, kiln_dtype dt, const void *a, int sa
 KILN_HIDDEN void te_lanes_convert(kiln_dtype to, kiln_dtype from, const void *src, void *dst,
                                   int n);
 
-/* r[i] = element off[i] of an array of dtype dt at data (0 where off[i]
- * is negative), for n lanes. */
-KILN_HIDDEN void te_lanes_gather(kiln_dtype dt, const char *data, const int64_t *off, void *r,
-                                 int n);
+/* r[i] = element off[i] of an array of dtype dt at data, for n lanes; if
+ * masked, 0 where off[i] is negative. */
+KILN_HIDDEN void te_lanes_gather(kiln_dtype dt, const char *data, const int64_t *off, int masked,
+                                 void *r, int n);
 /* Elements [start, start + n) of an array of dtype dt at data set from
  * the lanes v[i * sv]. */
 KILN_HIDDEN void te_lanes_store(kiln_dtype dt, char *data, int64_t start, const void *v, int sv,
