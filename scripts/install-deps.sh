@@ -12,6 +12,8 @@ command -v make >/dev/null 2>&1 || need+=(make)
 [ -f /usr/include/protobuf-c/protobuf-c.h ] || need+=(libprotobuf-c-dev)
 command -v protoc-c >/dev/null 2>&1 || need+=(protobuf-c-compiler)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkgconf) # tests/install checks kiln.pc
+command -v python3 >/dev/null 2>&1 || need+=(python3) # tests/layering reads the objects with nm
+command -v clang-format >/dev/null 2>&1 || need+=(clang-format) # scripts/check-format.sh
 [ -f /usr/include/onnx/onnx.proto ] || need+=(libonnx-dev)
 [ -d /usr/share/libonnx-testdata/data/node ] || need+=(libonnx-testdata)
 # cross-compilation (tests/cli/test_cross.sh, cmake/aarch64-linux-gnu.cmake):

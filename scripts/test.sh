@@ -2,6 +2,7 @@
 # The README's second command: build kiln twice (optimized, and with
 # AddressSanitizer + UndefinedBehaviorSanitizer) and run every test in both,
 # then the optimized build's tests again for AVX2 and baseline x86-64 code.
+# First it checks that the sources follow .clang-format.
 # The cross test (tests/cli/test_cross.sh) builds the runtime for aarch64
 # and runs models under qemu; install-deps.sh installs its tools.
 set -euo pipefail
@@ -9,6 +10,8 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs=$(nproc)
 status=0
+echo "== kiln: source format (.clang-format) =="
+bash scripts/check-format.sh || status=1
 for variant in release asan; do
   dir=build-test-$variant
   flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_WERROR=ON)
