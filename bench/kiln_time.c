@@ -36,10 +36,12 @@ int main(int argc, char **argv) {
     }
     double t0 = now();
     kiln_executor *e = kiln_executor_load(argv[1]);
-    if (!e) return fail(argv[1]);
+    if (!e)
+        return fail(argv[1]);
     if (argc == 3) {
         kiln_npz *z = kiln_npz_load(argv[2]);
-        if (!z) return fail(argv[2]);
+        if (!z)
+            return fail(argv[2]);
         for (int i = 0; i < kiln_executor_num_inputs(e); i++) {
             const char *name = kiln_executor_input_name(e, i);
             const kiln_ndarray *a = kiln_npz_get(z, name);
@@ -47,7 +49,8 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "kiln_time: %s has no input '%s'; it stays 0\n", argv[2], name);
                 continue;
             }
-            if (kiln_executor_set_input(e, name, a)) return fail(name);
+            if (kiln_executor_set_input(e, name, a))
+                return fail(name);
         }
         kiln_npz_free(z);
     }
@@ -57,7 +60,8 @@ int main(int argc, char **argv) {
 
     char line[64];
     while (fgets(line, sizeof line, stdin)) {
-        if (line[0] == 'q') break;
+        if (line[0] == 'q')
+            break;
         long n = strtol(line, NULL, 10);
         if (n < 1 || n > 100000) {
             fprintf(stderr, "kiln_time: bad run count '%s'\n", line);
@@ -66,7 +70,8 @@ int main(int argc, char **argv) {
         printf("{\"times\": [");
         for (long r = 0; r < n; r++) {
             double s = now();
-            if (kiln_executor_run(e)) return fail("run");
+            if (kiln_executor_run(e))
+                return fail("run");
             printf("%s%.9f", r ? ", " : "", now() - s);
         }
         printf("]}\n");

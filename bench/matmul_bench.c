@@ -64,7 +64,8 @@ int main(int argc, char **argv) {
             kiln_reduce_axis(ctx, kiln_int(ctx, 0), n, "k"), NR};
     m.PB = kiln_compute(ctx, 3, sp, pack_body, &m, "packedB");
     kiln_tensor *C = kiln_compute(ctx, 2, s2, mm_body, &m, "C");
-    if (!C) return fail("compute");
+    if (!C)
+        return fail("compute");
 
     kiln_schedule *s = kiln_schedule_create(ctx, 1, &C);
     kiln_tensor *CC = kiln_cache_write(s, C, "local");
@@ -90,13 +91,15 @@ int main(int argc, char **argv) {
     kiln_tensor *args[3] = {m.A, m.B, C};
     if (argc > 3) {
         char *src = kiln_build_source(s, 3, args, "matmul", NULL);
-        if (!src) return fail("render");
+        if (!src)
+            return fail("render");
         fputs(src, stdout);
         free(src);
         return 0;
     }
     kiln_module *mod = kiln_build(s, 3, args, "matmul", NULL);
-    if (!mod) return fail("build");
+    if (!mod)
+        return fail("build");
     kiln_function *f = kiln_module_get_function(mod, "matmul");
     int64_t sh[2] = {SZ, SZ};
     kiln_ndarray *a = kiln_ndarray_empty(KILN_FLOAT32, 2, sh);
@@ -108,13 +111,15 @@ int main(int argc, char **argv) {
         pb[i] = (float)((i * 5) % 11) / 11.0f - 0.5f;
     }
     kiln_ndarray *call[3] = {a, b, c};
-    if (kiln_function_call(f, 3, call) != KILN_OK) return fail("call");
+    if (kiln_function_call(f, 3, call) != KILN_OK)
+        return fail("call");
     /* spot-check 64 entries against double-precision dot products */
     double worst = 0;
     for (int t = 0; t < 64; t++) {
         int i = (t * 131) % SZ, j = (t * 977) % SZ;
         double acc = 0;
-        for (int q = 0; q < SZ; q++) acc += (double)pa[i * SZ + q] * pb[q * SZ + j];
+        for (int q = 0; q < SZ; q++)
+            acc += (double)pa[i * SZ + q] * pb[q * SZ + j];
         worst = fmax(worst, fabs(acc - pc[i * SZ + j]));
     }
     if (worst > 1e-2) {
@@ -136,7 +141,8 @@ int main(int argc, char **argv) {
             double t0 = peak_now();
             kiln_function_call(f, 3, call);
             times[r] = peak_now() - t0;
-            if (times[r] < best) best = times[r];
+            if (times[r] < best)
+                best = times[r];
         }
         /* median */
         for (int i = 1; i < reps; i++)
@@ -147,7 +153,8 @@ int main(int argc, char **argv) {
             }
         double gf = flops / times[reps / 2] / 1e9;
         double peak2 = peak_gflops(th); /* peak again, after: take the larger */
-        if (peak2 > peak) peak = peak2;
+        if (peak2 > peak)
+            peak = peak2;
         printf("%-8d %12.1f %12.1f %7.1f%%\n", th, gf, peak, 100 * gf / peak);
     }
     kiln_ndarray_free(a);

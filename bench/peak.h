@@ -31,7 +31,8 @@ static inline double peak_now(void) {
 
 /* Each chain is its own variable so the compiler keeps all in registers. */
 #if PEAK_CHAINS == 16
-#define PEAK_EACH(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+#define PEAK_EACH(X)                                                                               \
+    X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 #else
 #define PEAK_EACH(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9)
 #endif
@@ -54,7 +55,8 @@ static int peak_chunk(int64_t begin, int64_t end, void *closure) {
         peak_vec s = {0};
         PEAK_EACH(PEAK_SUM)
         float r = 0;
-        for (int l = 0; l < PEAK_LANES; l++) r += s[l];
+        for (int l = 0; l < PEAK_LANES; l++)
+            r += s[l];
         sink[t] = r;
     }
     return 0;
@@ -70,7 +72,8 @@ static inline double peak_gflops(int threads) {
         kiln_parallel_for(threads, peak_chunk, sink);
         double sec = peak_now() - t0;
         double flops = 2.0 * PEAK_LANES * PEAK_CHAINS * (double)PEAK_ITERS * threads;
-        if (flops / sec / 1e9 > best) best = flops / sec / 1e9;
+        if (flops / sec / 1e9 > best)
+            best = flops / sec / 1e9;
     }
     return best;
 }

@@ -15,13 +15,15 @@
 static int spin_chunk(int64_t begin, int64_t end, void *closure) {
     double until = *(const double *)closure;
     volatile double x = 1.0;
-    while (peak_now() < until) x = x * 1.0000001 + 1e-9;
+    while (peak_now() < until)
+        x = x * 1.0000001 + 1e-9;
     return 0;
 }
 
 int main(int argc, char **argv) {
     int max = argc > 1 ? atoi(argv[1]) : 2;
-    if (max < 1 || max > 64) max = 2;
+    if (max < 1 || max > 64)
+        max = 2;
     printf("{");
     for (int t = 1; t <= max; t++) {
         kiln_set_num_threads(t);
@@ -30,7 +32,8 @@ int main(int argc, char **argv) {
         double best = 0;
         for (int r = 0; r < 5; r++) {
             double g = peak_gflops(t);
-            if (g > best) best = g;
+            if (g > best)
+                best = g;
         }
         printf("\"%d\": %.3f, ", t, best);
     }

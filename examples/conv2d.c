@@ -19,8 +19,9 @@ typedef struct {
 static kiln_expr pad_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     net *n = u;
     kiln_expr h = kiln_sub(i[2], kiln_int(ctx, PAD)), w = kiln_sub(i[3], kiln_int(ctx, PAD));
-    kiln_expr inside = kiln_and(kiln_and(kiln_ge(h, kiln_int(ctx, 0)), kiln_lt(h, kiln_int(ctx, H))),
-                                kiln_and(kiln_ge(w, kiln_int(ctx, 0)), kiln_lt(w, kiln_int(ctx, W))));
+    kiln_expr inside =
+        kiln_and(kiln_and(kiln_ge(h, kiln_int(ctx, 0)), kiln_lt(h, kiln_int(ctx, H))),
+                 kiln_and(kiln_ge(w, kiln_int(ctx, 0)), kiln_lt(w, kiln_int(ctx, W))));
     /* clamp so the read is in bounds even where the select discards it */
     kiln_expr hc = kiln_min(kiln_max(h, kiln_int(ctx, 0)), kiln_int(ctx, H - 1));
     kiln_expr wc = kiln_min(kiln_max(w, kiln_int(ctx, 0)), kiln_int(ctx, W - 1));
@@ -69,7 +70,8 @@ int main(void) {
     n.kw = kiln_reduce_axis(ctx, z, ws[3], "kw");
     n.conv = kiln_compute(ctx, 4, os, conv_body, &n, "conv");
     kiln_tensor *out = kiln_compute(ctx, 4, os, relu_body, &n, "relu");
-    if (!out) return fail("compute");
+    if (!out)
+        return fail("compute");
 
     kiln_schedule *s = kiln_schedule_create(ctx, 1, &out);
     kiln_stage *sp = kiln_schedule_stage(s, n.pad), *sc = kiln_schedule_stage(s, n.conv);
@@ -79,7 +81,8 @@ int main(void) {
     kiln_expr co = kiln_tensor_axis(n.conv, 1), h = kiln_tensor_axis(n.conv, 2);
     kiln_expr w = kiln_tensor_axis(n.conv, 3);
     kiln_expr order[5] = {h, n.ci, n.kh, n.kw, w};
-    if (kiln_reorder(sc, 5, order) != KILN_OK) return fail("reorder");
+    if (kiln_reorder(sc, 5, order) != KILN_OK)
+        return fail("reorder");
     kiln_unroll(sc, n.kw);
     kiln_expr wo, wi;
     kiln_split(sc, w, 4, &wo, &wi);
@@ -91,17 +94,21 @@ int main(void) {
 
     kiln_tensor *args[3] = {n.data, n.weight, out};
     kiln_module *mod = kiln_build(s, 3, args, "conv2d", NULL);
-    if (!mod) return fail("build");
+    if (!mod)
+        return fail("build");
     kiln_function *f = kiln_module_get_function(mod, "conv2d");
     int64_t dsh[4] = {1, CI, H, W}, wsh[4] = {CO, CI, KS, KS}, osh[4] = {1, CO, H, W};
     kiln_ndarray *d = kiln_ndarray_empty(KILN_FLOAT32, 4, dsh);
     kiln_ndarray *wt = kiln_ndarray_empty(KILN_FLOAT32, 4, wsh);
     kiln_ndarray *o = kiln_ndarray_empty(KILN_FLOAT32, 4, osh);
     float *pd = kiln_ndarray_data(d), *pw = kiln_ndarray_data(wt), *po = kiln_ndarray_data(o);
-    for (int i = 0; i < CI * H * W; i++) pd[i] = (float)((i * 7) % 17) / 17.0f - 0.5f;
-    for (int i = 0; i < CO * CI * KS * KS; i++) pw[i] = (float)((i * 3) % 19) / 19.0f - 0.5f;
+    for (int i = 0; i < CI * H * W; i++)
+        pd[i] = (float)((i * 7) % 17) / 17.0f - 0.5f;
+    for (int i = 0; i < CO * CI * KS * KS; i++)
+        pw[i] = (float)((i * 3) % 19) / 19.0f - 0.5f;
     kiln_ndarray *call[3] = {d, wt, o};
-    if (kiln_function_call(f, 3, call) != KILN_OK) return fail("call");
+    if (kiln_function_call(f, 3, call) != KILN_OK)
+        return fail("call");
     double worst = 0;
     for (int c = 0; c < CO; c++)
         for (int y = 0; y < H; y++)
@@ -111,12 +118,15 @@ int main(void) {
                     for (int a = 0; a < KS; a++)
                         for (int b = 0; b < KS; b++) {
                             int yy = y + a - PAD, xx = x + b - PAD;
-                            if (yy < 0 || yy >= H || xx < 0 || xx >= W) continue;
-                            acc += (double)pd[(q * H + yy) * W + xx] * pw[((c * CI + q) * KS + a) * KS + b];
+                            if (yy < 0 || yy >= H || xx < 0 || xx >= W)
+                                continue;
+                            acc += (double)pd[(q * H + yy) * W + xx] *
+                                   pw[((c * CI + q) * KS + a) * KS + b];
                         }
                 acc = acc > 0 ? acc : 0;
                 double e = fabs(acc - po[(c * H + y) * W + x]);
-                if (e > worst) worst = e;
+                if (e > worst)
+                    worst = e;
             }
     if (worst > 1e-3) {
         fprintf(stderr, "conv2d: wrong result (max error %g)\n", worst);
@@ -124,7 +134,8 @@ int main(void) {
     }
     int reps = 20;
     double t0 = now();
-    for (int r = 0; r < reps; r++) kiln_function_call(f, 3, call);
+    for (int r = 0; r < reps; r++)
+        kiln_function_call(f, 3, call);
     double sec = (now() - t0) / reps;
     double flops = 2.0 * CO * H * W * CI * KS * KS;
     printf("conv2d 1x%dx%dx%d -> %d channels, 3x3 pad 1: correct (max error %.2g); %.3f ms, "

@@ -49,7 +49,8 @@ int main(int argc, char **argv) {
     for (int rep = 0; rep < 2; rep++) { /* the first pass warms up */
         correct = 0;
         for (int64_t i = 0; i < n; i++) {
-            kiln_ndarray *x = kiln_ndarray_wrap((void *)(px + i * per), KILN_FLOAT32, 4, one, NULL, 0);
+            kiln_ndarray *x =
+                kiln_ndarray_wrap((void *)(px + i * per), KILN_FLOAT32, 4, one, NULL, 0);
             if (!x || kiln_executor_set_input(ex, kiln_executor_input_name(ex, 0), x) != KILN_OK) {
                 fprintf(stderr, "digits: %s\n", kiln_last_error());
                 return 1;
@@ -64,7 +65,8 @@ int main(int argc, char **argv) {
             const float *logits = kiln_ndarray_data(kiln_executor_output(ex, 0));
             int best = 0;
             for (int k = 1; k < 10; k++)
-                if (logits[k] > logits[best]) best = k;
+                if (logits[k] > logits[best])
+                    best = k;
             correct += best == lab[i];
         }
     }

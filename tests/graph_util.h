@@ -7,8 +7,8 @@
 
 #include "check.h"
 #include "kiln/graph.h"
-#include "kiln/schedule.h"
 #include "kiln/runtime.h"
+#include "kiln/schedule.h"
 
 /* Compile g with o (may be NULL) into a package in the test folder, run it
  * on xs (the graph's inputs in order) and return a copy of output 0, or
@@ -29,12 +29,14 @@ static inline kiln_ndarray *gu_compile_run(kiln_graph *g, const kiln_build_optio
         fprintf(stderr, "load: %s\n", kiln_last_error());
         return NULL;
     }
-    if (nkernels) *nkernels = kiln_executor_num_kernels(ex);
+    if (nkernels)
+        *nkernels = kiln_executor_num_kernels(ex);
     if (funcs && cap) {
         funcs[0] = 0;
         for (int k = 0; k < kiln_executor_num_kernels(ex); k++) {
             strncat(funcs, kiln_executor_kernel_func(ex, k), cap - strlen(funcs) - 1);
-            if (strlen(funcs) + 1 < cap) strcat(funcs, " ");
+            if (strlen(funcs) + 1 < cap)
+                strcat(funcs, " ");
         }
     }
     kiln_ndarray *r = NULL;
@@ -44,9 +46,11 @@ static inline kiln_ndarray *gu_compile_run(kiln_graph *g, const kiln_build_optio
     if (ok && kiln_executor_run(ex) == KILN_OK) {
         const kiln_ndarray *o0 = kiln_executor_output(ex, 0);
         int64_t sh[KILN_MAX_NDIM];
-        for (int d = 0; d < kiln_ndarray_ndim(o0); d++) sh[d] = kiln_ndarray_dim(o0, d);
+        for (int d = 0; d < kiln_ndarray_ndim(o0); d++)
+            sh[d] = kiln_ndarray_dim(o0, d);
         r = kiln_ndarray_empty(kiln_ndarray_dtype(o0), kiln_ndarray_ndim(o0), sh);
-        if (r) kiln_ndarray_copy(r, o0);
+        if (r)
+            kiln_ndarray_copy(r, o0);
     } else {
         fprintf(stderr, "run: %s\n", kiln_last_error());
     }

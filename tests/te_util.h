@@ -20,7 +20,9 @@ static inline uint64_t tu_rand(uint64_t *s) {
     return *s * 2685821657736338717ull;
 }
 
-static inline double tu_uniform(uint64_t *s) { return (double)(tu_rand(s) >> 11) / 9007199254740992.0; }
+static inline double tu_uniform(uint64_t *s) {
+    return (double)(tu_rand(s) >> 11) / 9007199254740992.0;
+}
 
 /* Fill an array with values in [-2, 2) (floats) or small ints. */
 static inline void tu_fill(kiln_ndarray *a, uint64_t *seed) {
@@ -36,8 +38,9 @@ static inline void tu_fill(kiln_ndarray *a, uint64_t *seed) {
         case KILN_INT8: ((int8_t *)d)[i] = (int8_t)(v * 20); break;
         case KILN_UINT8: ((uint8_t *)d)[i] = (uint8_t)(v * 20 + 50); break;
         case KILN_BOOL: ((uint8_t *)d)[i] = v > 0; break;
-        default: memset((char *)d + i * (int64_t)kiln_dtype_size(kiln_ndarray_dtype(a)), 0,
-                        kiln_dtype_size(kiln_ndarray_dtype(a)));
+        default:
+            memset((char *)d + i * (int64_t)kiln_dtype_size(kiln_ndarray_dtype(a)), 0,
+                   kiln_dtype_size(kiln_ndarray_dtype(a)));
         }
     }
 }
@@ -51,7 +54,8 @@ static inline double tu_get(const kiln_ndarray *a, int64_t i) {
     case KILN_INT32: return ((const int32_t *)d)[i];
     case KILN_INT64: return (double)((const int64_t *)d)[i];
     case KILN_INT8: return ((const int8_t *)d)[i];
-    case KILN_UINT8: case KILN_BOOL: return ((const uint8_t *)d)[i];
+    case KILN_UINT8:
+    case KILN_BOOL: return ((const uint8_t *)d)[i];
     default: return 0;
     }
 }
@@ -69,7 +73,8 @@ static inline kiln_ndarray *tu_array_for(kiln_tensor *t, const char **names, con
         if (*end) {
             v = -1;
             for (int k = 0; names && names[k]; k++)
-                if (strcmp(names[k], buf) == 0) v = vals[k];
+                if (strcmp(names[k], buf) == 0)
+                    v = vals[k];
         }
         shape[d] = v;
     }
@@ -86,7 +91,8 @@ static inline int tu_build_run(kiln_schedule *s, int nargs, kiln_tensor **args, 
     }
     kiln_function *f = kiln_module_get_function(m, name);
     kiln_status st = f ? kiln_function_call(f, nargs, arrays) : KILN_ERR_INVALID;
-    if (st != KILN_OK) fprintf(stderr, "call of %s failed: %s\n", name, kiln_last_error());
+    if (st != KILN_OK)
+        fprintf(stderr, "call of %s failed: %s\n", name, kiln_last_error());
     kiln_module_free(m);
     return st != KILN_OK;
 }
@@ -98,8 +104,10 @@ static inline double tu_max_rel_err(const kiln_ndarray *a, const kiln_ndarray *b
     for (int64_t i = 0; i < n; i++) {
         double x = tu_get(a, i), y = tu_get(b, i);
         double e = x == y ? 0 : __builtin_fabs(x - y) / (1 + __builtin_fabs(y));
-        if (e != e) e = 1e30;
-        if (e > worst) worst = e;
+        if (e != e)
+            e = 1e30;
+        if (e > worst)
+            worst = e;
     }
     return worst;
 }

@@ -46,7 +46,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     for (int i = 0; i < NCOMMANDS; i++)
-        if (strcmp(argv[1], k_commands[i].name) == 0) return k_commands[i].fn(argc - 1, argv + 1);
+        if (strcmp(argv[1], k_commands[i].name) == 0)
+            return k_commands[i].fn(argc - 1, argv + 1);
 #ifdef KILN_RUNTIME_ONLY
     if (strcmp(argv[1], "compile") == 0) {
         fprintf(stderr, "kiln: this kiln is the runtime-only build: compile the model with a "

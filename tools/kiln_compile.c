@@ -15,38 +15,39 @@
 #include "kiln_compile.h"
 
 static void compile_usage(FILE *f) {
-    fprintf(f,
-            "usage: kiln compile MODEL.onnx [-o model.tar] [--target T] [--input-shapes "
-            "\"name:[1,3,224,224]\"]\n"
-            "                    [--opt-level 0-3] [--dump-ir DIR] [--disabled-pass PASS] "
-            "[--cross-compiler CC]\n"
-            "                    [--plugin LIB.so] [--winograd auto|off|2|4]\n\n"
-            "Compile an ONNX model into a package: a tar of mod.so (kernels), mod.json (the\n"
-            "execution plan) and mod.params (the weights, an .npz).\n\n"
-            "  -o, --output PATH      the package to write (default: model.tar)\n"
-            "  --target T             what to generate code for, as tvmc writes it (default:\n"
-            "                         $KILN_TARGET, else this machine): llvm, cpu, c or host;\n"
-            "                         -mcpu=NAME a CPU (haswell, skylake-avx512, znver4,\n"
-            "                         x86-64-v3, cortex-a72, neoverse-n1, ...), -mattr=+f,-g\n"
-            "                         features on or off (avx2, fma, avx512f, dotprod, ...),\n"
-            "                         -mtriple=aarch64-linux-gnu another architecture, e.g.\n"
-            "                         \"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72\"\n"
-            "  --cross-compiler CC    the C compiler for the target (default: cc, or\n"
-            "                         TRIPLE-gcc for another architecture)\n"
-            "  --input-shapes S       concrete input shapes, e.g. \"data:[1,3,224,224],mask:[1,128]\"\n"
-            "  --opt-level N          0-3 (default 3): 0 runs SimplifyInference only and builds\n"
-            "                         one kernel per op; 1 adds DeadCodeElimination and FuseOps;\n"
-            "                         2 FoldConstant; 3 EliminateCommonSubexpr, SimplifyExpr (layer\n"
-            "                         norms written out become nn.layer_norm) and AlterOpLayout\n"
-            "                         (blocked NCHW[x]c convolutions, packed dense weights)\n"
-            "  --dump-ir DIR          write the graph IR after import and before/after each pass\n"
-            "  --disabled-pass P      disable a graph pass by name (or a comma-separated list);\n"
-            "                         may repeat\n"
-            "  --winograd W           3x3 stride-1 convolutions by Winograd F(m x m, 3 x 3): auto\n"
-            "                         (default) where the cost model says it pays, off, or 2 / 4\n"
-            "                         (that tile for every one that qualifies)\n"
-            "  --plugin LIB.so        load user ops from a plugin (kiln/plugin.h); may repeat\n"
-            "  --help                 print this message\n");
+    fprintf(
+        f,
+        "usage: kiln compile MODEL.onnx [-o model.tar] [--target T] [--input-shapes "
+        "\"name:[1,3,224,224]\"]\n"
+        "                    [--opt-level 0-3] [--dump-ir DIR] [--disabled-pass PASS] "
+        "[--cross-compiler CC]\n"
+        "                    [--plugin LIB.so] [--winograd auto|off|2|4]\n\n"
+        "Compile an ONNX model into a package: a tar of mod.so (kernels), mod.json (the\n"
+        "execution plan) and mod.params (the weights, an .npz).\n\n"
+        "  -o, --output PATH      the package to write (default: model.tar)\n"
+        "  --target T             what to generate code for, as tvmc writes it (default:\n"
+        "                         $KILN_TARGET, else this machine): llvm, cpu, c or host;\n"
+        "                         -mcpu=NAME a CPU (haswell, skylake-avx512, znver4,\n"
+        "                         x86-64-v3, cortex-a72, neoverse-n1, ...), -mattr=+f,-g\n"
+        "                         features on or off (avx2, fma, avx512f, dotprod, ...),\n"
+        "                         -mtriple=aarch64-linux-gnu another architecture, e.g.\n"
+        "                         \"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72\"\n"
+        "  --cross-compiler CC    the C compiler for the target (default: cc, or\n"
+        "                         TRIPLE-gcc for another architecture)\n"
+        "  --input-shapes S       concrete input shapes, e.g. \"data:[1,3,224,224],mask:[1,128]\"\n"
+        "  --opt-level N          0-3 (default 3): 0 runs SimplifyInference only and builds\n"
+        "                         one kernel per op; 1 adds DeadCodeElimination and FuseOps;\n"
+        "                         2 FoldConstant; 3 EliminateCommonSubexpr, SimplifyExpr (layer\n"
+        "                         norms written out become nn.layer_norm) and AlterOpLayout\n"
+        "                         (blocked NCHW[x]c convolutions, packed dense weights)\n"
+        "  --dump-ir DIR          write the graph IR after import and before/after each pass\n"
+        "  --disabled-pass P      disable a graph pass by name (or a comma-separated list);\n"
+        "                         may repeat\n"
+        "  --winograd W           3x3 stride-1 convolutions by Winograd F(m x m, 3 x 3): auto\n"
+        "                         (default) where the cost model says it pays, off, or 2 / 4\n"
+        "                         (that tile for every one that qualifies)\n"
+        "  --plugin LIB.so        load user ops from a plugin (kiln/plugin.h); may repeat\n"
+        "  --help                 print this message\n");
 }
 
 static int bad_arg(const char *cmd, const char *fmt, const char *arg) {
@@ -85,15 +86,18 @@ int kiln_cmd_compile(int argc, char **argv) {
             rc = 0;
             goto done;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            if (!has_val) goto missing;
+            if (!has_val)
+                goto missing;
             out = argv[++i];
         } else if (!strcmp(a, "--input-shapes")) {
-            if (!has_val) goto missing;
+            if (!has_val)
+                goto missing;
             shapes = argv[++i];
         } else if (!strcmp(a, "--opt-level") || !strcmp(a, "-O") || !strcmp(a, "--disabled-pass") ||
                    !strcmp(a, "--cross-compiler") || !strcmp(a, "--winograd") ||
                    !strcmp(a, "--target")) {
-            if (!has_val) goto missing;
+            if (!has_val)
+                goto missing;
             /* the library parses and checks each value; a bad one is named */
             const char *key = !strcmp(a, "--disabled-pass")    ? "disabled-pass"
                               : !strcmp(a, "--cross-compiler") ? "cc"
@@ -105,10 +109,12 @@ int kiln_cmd_compile(int argc, char **argv) {
                 goto done;
             }
         } else if (!strcmp(a, "--dump-ir")) {
-            if (!has_val) goto missing;
+            if (!has_val)
+                goto missing;
             dump = argv[++i];
         } else if (!strcmp(a, "--plugin")) {
-            if (!has_val) goto missing;
+            if (!has_val)
+                goto missing;
             if (kiln_plugin_load(argv[++i]) != KILN_OK) {
                 fprintf(stderr, "kiln compile: %s\n", kiln_last_error());
                 rc = 1;
@@ -141,9 +147,12 @@ int kiln_cmd_compile(int argc, char **argv) {
         kiln_build_options_set(o, "dump-ir", dump);
     }
     g = kiln_onnx_import(model, shapes);
-    if (!g) goto fail;
-    if (dump && !write_ir(dump, "import.txt", g)) goto done;
-    if (kiln_graph_compile(g, out, o) != KILN_OK) goto fail;
+    if (!g)
+        goto fail;
+    if (dump && !write_ir(dump, "import.txt", g))
+        goto done;
+    if (kiln_graph_compile(g, out, o) != KILN_OK)
+        goto fail;
     printf("kiln compile: wrote %s\n", out);
     rc = 0;
     goto done;
@@ -155,7 +164,6 @@ done:
     return rc;
 }
 
-
 int kiln_inspect_model(const char *path, const char *shapes) {
     kiln_graph *g = kiln_onnx_import(path, shapes);
     if (!g) {
@@ -166,7 +174,8 @@ int kiln_inspect_model(const char *path, const char *shapes) {
     char *text = kiln_graph_print(g);
     printf("%s\n", text ? text : "");
     free(text);
-    if (!typed) printf("(types could not all be inferred: %s)\n", kiln_last_error());
+    if (!typed)
+        printf("(types could not all be inferred: %s)\n", kiln_last_error());
     char *counts = kiln_graph_op_counts(g);
     printf("%s", counts ? counts : "");
     free(counts);

@@ -29,32 +29,31 @@ typedef struct {
 } run_opts;
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: kiln run MODEL.tar [--inputs IN.npz] [--outputs OUT.npz]\n"
-            "                [--fill-mode zeros|ones|random] [--print-time] [--repeat N]\n"
-            "                [--number N] [--profile] [--profile-trace TRACE.json]\n"
-            "                [--print-top N]\n\n"
-            "Run a package written by kiln (mod.so + mod.json + mod.params).\n\n"
-            "  --inputs FILE        .npz of inputs by name; inputs it lacks are filled\n"
-            "  --outputs FILE       save the outputs to an .npz keyed by output name\n"
-            "  --fill-mode MODE     how to fill missing inputs: zeros, ones, or random\n"
-            "                       (the default: floats in [0, 1), integers in [0, 100),\n"
-            "                       from a fixed seed)\n"
-            "  --print-time         time the model: REPEAT measurements of NUMBER runs\n"
-            "                       each, after one warm-up run; prints mean, median, max,\n"
-            "                       min and std in ms\n"
-            "  --repeat N           measurements (default 1)\n"
-            "  --number N           runs per measurement (default 1)\n"
-            "  --profile            time each kernel over REPEAT x NUMBER runs and print\n"
-            "                       them sorted by mean time\n"
-            "  --profile-trace FILE write one Chrome trace event per kernel per run\n"
-            "                       (open it in chrome://tracing or Perfetto)\n"
-            "  --print-top N        print the N largest values of the first output with\n"
-            "                       their indices; with --profile, show the N slowest\n"
-            "                       kernels only\n"
-            "  --help               print this message\n\n"
-            "Without --outputs and --print-time, each output's name, shape and first\n"
-            "values are printed. Exit status: 0 ok, 1 the model failed, 2 bad arguments.\n");
+    fprintf(f, "usage: kiln run MODEL.tar [--inputs IN.npz] [--outputs OUT.npz]\n"
+               "                [--fill-mode zeros|ones|random] [--print-time] [--repeat N]\n"
+               "                [--number N] [--profile] [--profile-trace TRACE.json]\n"
+               "                [--print-top N]\n\n"
+               "Run a package written by kiln (mod.so + mod.json + mod.params).\n\n"
+               "  --inputs FILE        .npz of inputs by name; inputs it lacks are filled\n"
+               "  --outputs FILE       save the outputs to an .npz keyed by output name\n"
+               "  --fill-mode MODE     how to fill missing inputs: zeros, ones, or random\n"
+               "                       (the default: floats in [0, 1), integers in [0, 100),\n"
+               "                       from a fixed seed)\n"
+               "  --print-time         time the model: REPEAT measurements of NUMBER runs\n"
+               "                       each, after one warm-up run; prints mean, median, max,\n"
+               "                       min and std in ms\n"
+               "  --repeat N           measurements (default 1)\n"
+               "  --number N           runs per measurement (default 1)\n"
+               "  --profile            time each kernel over REPEAT x NUMBER runs and print\n"
+               "                       them sorted by mean time\n"
+               "  --profile-trace FILE write one Chrome trace event per kernel per run\n"
+               "                       (open it in chrome://tracing or Perfetto)\n"
+               "  --print-top N        print the N largest values of the first output with\n"
+               "                       their indices; with --profile, show the N slowest\n"
+               "                       kernels only\n"
+               "  --help               print this message\n\n"
+               "Without --outputs and --print-time, each output's name, shape and first\n"
+               "values are printed. Exit status: 0 ok, 1 the model failed, 2 bad arguments.\n");
 }
 
 /* Print a bad-argument message and return 2. */
@@ -83,8 +82,9 @@ static int parse_count(const char *flag, const char *s, long long *out) {
 }
 
 static int readable(const char *flag, const char *path) {
-    return access(path, R_OK) == 0 ? 0 : bad_arg("%s: cannot read '%s': %s", flag, path,
-                                                  strerror(errno));
+    return access(path, R_OK) == 0
+               ? 0
+               : bad_arg("%s: cannot read '%s': %s", flag, path, strerror(errno));
 }
 
 static int parse_args(int argc, char **argv, run_opts *o) {
@@ -96,46 +96,65 @@ static int parse_args(int argc, char **argv, run_opts *o) {
             return -1;
         }
         if (a[0] != '-' || !a[1]) {
-            if (o->model) return bad_arg("more than one model given ('%s' and '%s')", o->model, a);
+            if (o->model)
+                return bad_arg("more than one model given ('%s' and '%s')", o->model, a);
             o->model = a;
             continue;
         }
-        if (strcmp(a, "--print-time") == 0) o->print_time = 1;
-        else if (strcmp(a, "--profile") == 0) o->profile = 1;
+        if (strcmp(a, "--print-time") == 0)
+            o->print_time = 1;
+        else if (strcmp(a, "--profile") == 0)
+            o->profile = 1;
         else {
-            static const char *const valued[] = {"--inputs", "--outputs", "--fill-mode", "--repeat",
-                                                 "--number", "--print-top", "--profile-trace"};
+            static const char *const valued[] = {"--inputs",       "--outputs", "--fill-mode",
+                                                 "--repeat",       "--number",  "--print-top",
+                                                 "--profile-trace"};
             enum { NVALUED = sizeof valued / sizeof valued[0] };
             int k = 0;
             size_t n = (eq = strchr(a, '=')) ? (size_t)(eq - a) : strlen(a);
-            while (k < NVALUED && (strlen(valued[k]) != n || strncmp(a, valued[k], n) != 0)) k++;
-            if (k == NVALUED) return bad_arg("unknown option '%s'", a);
-            if (eq) val = eq + 1;
-            else if (i + 1 < argc) val = argv[++i];
-            else return bad_arg("%s needs a value", valued[k]);
+            while (k < NVALUED && (strlen(valued[k]) != n || strncmp(a, valued[k], n) != 0))
+                k++;
+            if (k == NVALUED)
+                return bad_arg("unknown option '%s'", a);
+            if (eq)
+                val = eq + 1;
+            else if (i + 1 < argc)
+                val = argv[++i];
+            else
+                return bad_arg("%s needs a value", valued[k]);
             int rc = 0;
             switch (k) {
             case 0: o->inputs = val; break;
             case 1: o->outputs = val; break;
             case 2:
-                if (strcmp(val, "zeros") == 0) o->fill = FILL_ZEROS;
-                else if (strcmp(val, "ones") == 0) o->fill = FILL_ONES;
-                else if (strcmp(val, "random") == 0) o->fill = FILL_RANDOM;
-                else rc = bad_arg("--fill-mode must be zeros, ones or random, got '%s'", val);
+                if (strcmp(val, "zeros") == 0)
+                    o->fill = FILL_ZEROS;
+                else if (strcmp(val, "ones") == 0)
+                    o->fill = FILL_ONES;
+                else if (strcmp(val, "random") == 0)
+                    o->fill = FILL_RANDOM;
+                else
+                    rc = bad_arg("--fill-mode must be zeros, ones or random, got '%s'", val);
                 break;
             case 3: rc = parse_count("--repeat", val, &o->repeat); break;
             case 4: rc = parse_count("--number", val, &o->number); break;
             case 5: rc = parse_count("--print-top", val, &o->top); break;
             default: o->trace = val; break;
             }
-            if (rc) return rc;
-            if (!*val) return bad_arg("%s needs a non-empty value", valued[k]);
+            if (rc)
+                return rc;
+            if (!*val)
+                return bad_arg("%s needs a non-empty value", valued[k]);
         }
     }
-    if (!o->model) return bad_arg("no model given: kiln run MODEL.tar [options]");
-    if (o->trace) o->profile = 1;
-    if (readable("model", o->model)) return 2;
-    if (o->inputs && readable("--inputs", o->inputs)) return 2;
+    if (!o->model)
+        return bad_arg("no model given: kiln run MODEL.tar [options]");
+    if (o->trace)
+        o->profile = 1;
+    if (readable("model", o->model))
+        return 2;
+    if (o->inputs && readable("--inputs", o->inputs))
+        return 2;
     return 0;
 }
 
@@ -146,17 +165,21 @@ static uint16_t f32_to_f16(float f) {
     memcpy(&x, &f, 4);
     uint32_t sign = (x >> 16) & 0x8000, man = x & 0x7fffff;
     int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
-    if (exp <= 0) return (uint16_t)sign; /* tiny: flushed to zero */
-    if (exp >= 31) return (uint16_t)(sign | 0x7c00);
+    if (exp <= 0)
+        return (uint16_t)sign; /* tiny: flushed to zero */
+    if (exp >= 31)
+        return (uint16_t)(sign | 0x7c00);
     uint32_t h = sign | (uint32_t)exp << 10 | man >> 13, rest = man & 0x1fff;
-    if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++; /* round to nearest even */
+    if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
+        h++; /* round to nearest even */
     return (uint16_t)h;
 }
 
 static double f16_to_double(uint16_t h) {
     int exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-    double v = exp == 0 ? ldexp(man, -24) : exp == 31 ? (man ? NAN : INFINITY)
-                                                      : ldexp(man | 0x400, exp - 25);
+    double v = exp == 0    ? ldexp(man, -24)
+               : exp == 31 ? (man ? NAN : INFINITY)
+                           : ldexp(man | 0x400, exp - 25);
     return h & 0x8000 ? -v : v;
 }
 
@@ -173,7 +196,8 @@ static double get(const kiln_ndarray *a, int64_t i) {
         return f;
     }
     case KILN_INT8: return ((const int8_t *)d)[i];
-    case KILN_UINT8: case KILN_BOOL: return ((const uint8_t *)d)[i];
+    case KILN_UINT8:
+    case KILN_BOOL: return ((const uint8_t *)d)[i];
     case KILN_INT32: return ((const int32_t *)d)[i];
     case KILN_INT64: return (double)((const int64_t *)d)[i];
     default: return 0;
@@ -212,16 +236,18 @@ static uint64_t next_random(uint64_t *s) { /* xorshift64* */
 
 static void fill(kiln_ndarray *a, fill_mode mode, uint64_t *seed) {
     kiln_dtype dt = kiln_ndarray_dtype(a);
-    int is_float = dt == KILN_FLOAT32 || dt == KILN_FLOAT64 || dt == KILN_FLOAT16 ||
-                   dt == KILN_BFLOAT16;
+    int is_float =
+        dt == KILN_FLOAT32 || dt == KILN_FLOAT64 || dt == KILN_FLOAT16 || dt == KILN_BFLOAT16;
     int64_t n = kiln_ndarray_numel(a);
     for (int64_t i = 0; i < n; i++) {
         double v = mode == FILL_ONES ? 1 : 0;
         if (mode == FILL_RANDOM) {
             uint64_t r = next_random(seed);
-            v = is_float ? (double)(r >> 40) / 16777216.0 /* 24 bits: exact in float */
-                : dt == KILN_BOOL ? (double)(r >> 63) : (double)(r >> 32) * 100.0 / 4294967296.0;
-            if (!is_float) v = floor(v);
+            v = is_float          ? (double)(r >> 40) / 16777216.0 /* 24 bits: exact in float */
+                : dt == KILN_BOOL ? (double)(r >> 63)
+                                  : (double)(r >> 32) * 100.0 / 4294967296.0;
+            if (!is_float)
+                v = floor(v);
         }
         set(a, i, v);
     }
@@ -261,12 +287,15 @@ static int set_inputs(kiln_executor *e, const run_opts *o) {
     uint64_t seed = 0x2545F4914F6CDD1Dull;
     for (int i = 0; i < kiln_executor_num_inputs(e) && !rc; i++) {
         const char *name = kiln_executor_input_name(e, i);
-        if (kiln_npz_get(z, name)) continue;
+        if (kiln_npz_get(z, name))
+            continue;
         int64_t shape[KILN_MAX_NDIM];
         int nd = kiln_executor_input_ndim(e, i);
-        for (int d = 0; d < nd; d++) shape[d] = kiln_executor_input_dim(e, i, d);
+        for (int d = 0; d < nd; d++)
+            shape[d] = kiln_executor_input_dim(e, i, d);
         kiln_ndarray *a = kiln_ndarray_empty(kiln_executor_input_dtype(e, i), nd, shape);
-        if (a) fill(a, o->fill, &seed);
+        if (a)
+            fill(a, o->fill, &seed);
         if (!a || kiln_executor_set_input(e, name, a)) {
             fprintf(stderr, "kiln run: input '%s': %s\n", name, kiln_last_error());
             rc = 1;
@@ -310,10 +339,12 @@ static int print_top(const kiln_executor *e, long long top) {
         double v = get(a, i);
         int64_t p = have < k ? have++ : k;
         while (p > 0 && get(a, idx[p - 1]) < v) {
-            if (p < k) idx[p] = idx[p - 1];
+            if (p < k)
+                idx[p] = idx[p - 1];
             p--;
         }
-        if (p < k) idx[p] = i;
+        if (p < k)
+            idx[p] = i;
     }
     printf("Top %lld of %s (index: value):\n", (long long)k, kiln_executor_output_name(e, 0));
     for (int64_t i = 0; i < k; i++)
@@ -327,8 +358,10 @@ static int save_outputs(const kiln_executor *e, const char *path) {
     int rc = !z;
     for (int i = 0; i < kiln_executor_num_outputs(e) && !rc; i++)
         rc = kiln_npz_add(z, kiln_executor_output_name(e, i), kiln_executor_output(e, i)) != 0;
-    if (!rc) rc = kiln_npz_save(z, path, 0) != 0;
-    if (rc) fprintf(stderr, "kiln run: --outputs %s: %s\n", path, kiln_last_error());
+    if (!rc)
+        rc = kiln_npz_save(z, path, 0) != 0;
+    if (rc)
+        fprintf(stderr, "kiln run: --outputs %s: %s\n", path, kiln_last_error());
     kiln_npz_free(z);
     return rc;
 }
@@ -369,9 +402,11 @@ static int time_runs(kiln_executor *e, const run_opts *o) {
         ms[r] = (now_seconds() - t0) * 1e3 / (double)o->number;
     }
     double sum = 0, var = 0;
-    for (long long r = 0; r < o->repeat; r++) sum += ms[r];
+    for (long long r = 0; r < o->repeat; r++)
+        sum += ms[r];
     double mean = sum / (double)o->repeat;
-    for (long long r = 0; r < o->repeat; r++) var += (ms[r] - mean) * (ms[r] - mean);
+    for (long long r = 0; r < o->repeat; r++)
+        var += (ms[r] - mean) * (ms[r] - mean);
     qsort(ms, (size_t)o->repeat, sizeof *ms, cmp_double);
     long long h = o->repeat / 2;
     double median = o->repeat % 2 ? ms[h] : (ms[h - 1] + ms[h]) / 2;
@@ -399,9 +434,12 @@ static void trace_string(FILE *f, const char *s) {
     fputc('"', f);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
     }
     fputc('"', f);
 }
@@ -419,7 +457,8 @@ static int cmp_kernel_time(const void *a, const void *b) {
 static void print_profile(const kiln_executor *e, kernel_time *kt, int nk, long long runs,
                           long long top) {
     double total = 0;
-    for (int k = 0; k < nk; k++) total += kt[k].total;
+    for (int k = 0; k < nk; k++)
+        total += kt[k].total;
     qsort(kt, (size_t)nk, sizeof *kt, cmp_kernel_time);
     int rows = top > 0 && top < nk ? (int)top : nk;
     printf("Kernel profile (mean over %lld runs):\n", runs);
@@ -430,7 +469,8 @@ static void print_profile(const kiln_executor *e, kernel_time *kt, int nk, long 
                kiln_executor_kernel_func(e, k), kt[r].total / (double)runs * 1e6,
                total > 0 ? 100 * kt[r].total / total : 0.0);
     }
-    if (rows < nk) printf("(%d more kernels)\n", nk - rows);
+    if (rows < nk)
+        printf("(%d more kernels)\n", nk - rows);
     printf("%-32s %-32s %12.3f %8.2f\n", "Total", "", total / (double)runs * 1e6, 100.0);
 }
 
@@ -445,8 +485,10 @@ static int profile_runs(kiln_executor *e, const run_opts *o) {
                 o->trace && !tf ? ": " : "", o->trace && !tf ? strerror(errno) : "");
         rc = 1;
     }
-    for (int k = 0; k < nk && !rc; k++) kt[k].kernel = k;
-    if (tf) fprintf(tf, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [");
+    for (int k = 0; k < nk && !rc; k++)
+        kt[k].kernel = k;
+    if (tf)
+        fprintf(tf, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [");
     double start = now_seconds();
     for (long long r = 0; r < runs && !rc; r++) {
         double t = (now_seconds() - start) * 1e6;
@@ -457,11 +499,13 @@ static int profile_runs(kiln_executor *e, const run_opts *o) {
         }
         for (int k = 0; k < nk; k++) {
             kt[k].total += secs[k];
-            if (!tf) continue;
+            if (!tf)
+                continue;
             fprintf(tf, "%s\n{\"name\": ", r || k ? "," : "");
             trace_string(tf, kiln_executor_kernel_name(e, k));
-            fprintf(tf, ", \"cat\": \"kernel\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, "
-                        "\"pid\": 1, \"tid\": 1, \"args\": {\"function\": ",
+            fprintf(tf,
+                    ", \"cat\": \"kernel\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, "
+                    "\"pid\": 1, \"tid\": 1, \"args\": {\"function\": ",
                     t, secs[k] * 1e6);
             trace_string(tf, kiln_executor_kernel_func(e, k));
             fprintf(tf, ", \"run\": %lld}}", r);
@@ -475,7 +519,8 @@ static int profile_runs(kiln_executor *e, const run_opts *o) {
             rc = 1;
         }
     }
-    if (!rc) print_profile(e, kt, nk, runs, o->top);
+    if (!rc)
+        print_profile(e, kt, nk, runs, o->top);
     free(secs);
     free(kt);
     return rc;
@@ -486,7 +531,8 @@ static int profile_runs(kiln_executor *e, const run_opts *o) {
 int kiln_cmd_run(int argc, char **argv) {
     run_opts o;
     int rc = parse_args(argc, argv, &o);
-    if (rc) return rc < 0 ? 0 : rc;
+    if (rc)
+        return rc < 0 ? 0 : rc;
     kiln_executor *e = kiln_executor_load(o.model);
     if (!e) {
         fprintf(stderr, "kiln run: %s\n", kiln_last_error());
@@ -497,11 +543,16 @@ int kiln_cmd_run(int argc, char **argv) {
         fprintf(stderr, "kiln run: %s\n", kiln_last_error());
         rc = 1;
     }
-    if (!rc && o.print_time) rc = time_runs(e, &o);
-    if (!rc && o.profile) rc = profile_runs(e, &o);
-    if (!rc && o.outputs) rc = save_outputs(e, o.outputs);
-    if (!rc && !o.outputs && !o.print_time) print_outputs(e);
-    if (!rc && o.top > 0 && kiln_executor_num_outputs(e) > 0) rc = print_top(e, o.top);
+    if (!rc && o.print_time)
+        rc = time_runs(e, &o);
+    if (!rc && o.profile)
+        rc = profile_runs(e, &o);
+    if (!rc && o.outputs)
+        rc = save_outputs(e, o.outputs);
+    if (!rc && !o.outputs && !o.print_time)
+        print_outputs(e);
+    if (!rc && o.top > 0 && kiln_executor_num_outputs(e) > 0)
+        rc = print_top(e, o.top);
     kiln_executor_free(e);
     return rc;
 }

@@ -63,7 +63,7 @@ typedef enum {
 } kiln_op_layout;
 
 typedef struct {
-    const char *name;           /* e.g. "contrib.cumsum"; must be new */
+    const char *name; /* e.g. "contrib.cumsum"; must be new */
     int min_inputs, max_inputs;
     /* "axis:int=0, exclusive:int=0, mode:str=\"sum\", scale:float, sizes:ints" —
        name:kind[=default]; kinds int, float, ints, floats, str; no default = required */
@@ -75,7 +75,7 @@ typedef struct {
        types) in ctx; NULL with an error from the kiln_* builders. */
     kiln_tensor *(*compute)(kiln_ctx *ctx, const kiln_op_call *call, kiln_tensor *const *inputs);
     kiln_op_pattern pattern;
-    const char *summary;        /* one line */
+    const char *summary; /* one line */
     /* New fields go below, so a spec written for an older kiln, its tail
        zeroed, keeps working. */
     /* (optional) Schedule the kernel the op is fused into (the op is its

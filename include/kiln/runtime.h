@@ -25,14 +25,12 @@ typedef struct kiln_ndarray kiln_ndarray;
 KILN_API kiln_ndarray *kiln_ndarray_empty(kiln_dtype dt, int ndim, const int64_t *shape);
 /* A view of caller-owned memory; the caller keeps `data` alive. `strides`
  * (in elements) may be NULL for compact row-major. */
-KILN_API kiln_ndarray *kiln_ndarray_wrap(void *data, kiln_dtype dt, int ndim,
-                                         const int64_t *shape, const int64_t *strides,
-                                         int64_t byte_offset);
+KILN_API kiln_ndarray *kiln_ndarray_wrap(void *data, kiln_dtype dt, int ndim, const int64_t *shape,
+                                         const int64_t *strides, int64_t byte_offset);
 /* A view of `base` with new shape/strides/offset sharing its storage; `base`
  * must outlive the view. Fails if the view would reach outside the storage. */
-KILN_API kiln_ndarray *kiln_ndarray_view(const kiln_ndarray *base, int ndim,
-                                         const int64_t *shape, const int64_t *strides,
-                                         int64_t byte_offset);
+KILN_API kiln_ndarray *kiln_ndarray_view(const kiln_ndarray *base, int ndim, const int64_t *shape,
+                                         const int64_t *strides, int64_t byte_offset);
 /* Free an array (and its storage if it owns it). NULL is a no-op. */
 KILN_API void kiln_ndarray_free(kiln_ndarray *a);
 /* Copy src's elements into dst; shapes and dtypes must match (any strides). */

@@ -25,8 +25,8 @@ KILN_API kiln_stage *kiln_schedule_stage(kiln_schedule *s, const kiln_tensor *t)
  * writes up to cap axes. */
 KILN_API int kiln_stage_leaf_axes(const kiln_stage *st, kiln_expr *out, int cap);
 
-KILN_API kiln_status kiln_split(kiln_stage *st, kiln_expr axis, int64_t factor,
-                                kiln_expr *outer, kiln_expr *inner);
+KILN_API kiln_status kiln_split(kiln_stage *st, kiln_expr axis, int64_t factor, kiln_expr *outer,
+                                kiln_expr *inner);
 KILN_API kiln_status kiln_split_nparts(kiln_stage *st, kiln_expr axis, int64_t nparts,
                                        kiln_expr *outer, kiln_expr *inner);
 /* Split x by fx and y by fy, then order (xo, yo, xi, yi). */

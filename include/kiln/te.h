@@ -27,9 +27,9 @@ KILN_API void kiln_ctx_free(kiln_ctx *ctx);
 /* ---- leaves --------------------------------------------------------------- */
 /* A symbolic int64 size variable (TVM's te.var / te.size_var). */
 KILN_API kiln_expr kiln_var(kiln_ctx *ctx, const char *name);
-KILN_API kiln_expr kiln_int(kiln_ctx *ctx, int64_t v);                /* int64 */
-KILN_API kiln_expr kiln_const(kiln_ctx *ctx, kiln_dtype dt, double v);  /* any dtype */
-KILN_API kiln_expr kiln_float(kiln_ctx *ctx, double v);               /* float32 */
+KILN_API kiln_expr kiln_int(kiln_ctx *ctx, int64_t v);                 /* int64 */
+KILN_API kiln_expr kiln_const(kiln_ctx *ctx, kiln_dtype dt, double v); /* any dtype */
+KILN_API kiln_expr kiln_float(kiln_ctx *ctx, double v);                /* float32 */
 /* A reduce axis iterating over [min, min+extent). */
 KILN_API kiln_expr kiln_reduce_axis(kiln_ctx *ctx, kiln_expr min, kiln_expr extent,
                                     const char *name);
@@ -42,7 +42,7 @@ KILN_API kiln_expr kiln_sub(kiln_expr a, kiln_expr b);
 KILN_API kiln_expr kiln_mul(kiln_expr a, kiln_expr b);
 /* Float division, or C (truncating) division for integers. */
 KILN_API kiln_expr kiln_div(kiln_expr a, kiln_expr b);
-KILN_API kiln_expr kiln_mod(kiln_expr a, kiln_expr b);       /* truncating */
+KILN_API kiln_expr kiln_mod(kiln_expr a, kiln_expr b); /* truncating */
 KILN_API kiln_expr kiln_floordiv(kiln_expr a, kiln_expr b);
 KILN_API kiln_expr kiln_floormod(kiln_expr a, kiln_expr b);
 KILN_API kiln_expr kiln_min(kiln_expr a, kiln_expr b);
@@ -72,7 +72,7 @@ KILN_API kiln_expr kiln_erf(kiln_expr a);
 KILN_API kiln_expr kiln_pow(kiln_expr a, kiln_expr b);
 KILN_API kiln_expr kiln_floor(kiln_expr a);
 KILN_API kiln_expr kiln_ceil(kiln_expr a);
-KILN_API kiln_expr kiln_abs(kiln_expr a); /* also integers */
+KILN_API kiln_expr kiln_abs(kiln_expr a);   /* also integers */
 KILN_API kiln_expr kiln_round(kiln_expr a); /* half to even, as numpy */
 
 /* ---- reductions ----------------------------------------------------------

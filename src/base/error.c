@@ -10,9 +10,13 @@
 #define ERRBUF 4096
 static _Thread_local char g_err[ERRBUF];
 
-const char *kiln_last_error(void) { return g_err; }
+const char *kiln_last_error(void) {
+    return g_err;
+}
 
-void kiln_clear_error(void) { g_err[0] = 0; }
+void kiln_clear_error(void) {
+    g_err[0] = 0;
+}
 
 kiln_status kiln_set_error(kiln_status st, const char *fmt, ...) {
     va_list ap;
@@ -30,8 +34,10 @@ void kiln_error_prefix(const char *fmt, ...) {
     vsnprintf(pre, sizeof pre, fmt, ap);
     va_end(ap);
     size_t np = strlen(pre), no = strlen(old);
-    if (np > ERRBUF - 3) np = ERRBUF - 3;
-    if (no > ERRBUF - 3 - np) no = ERRBUF - 3 - np;
+    if (np > ERRBUF - 3)
+        np = ERRBUF - 3;
+    if (no > ERRBUF - 3 - np)
+        no = ERRBUF - 3 - np;
     memcpy(g_err, pre, np);
     memcpy(g_err + np, ": ", 2);
     memcpy(g_err + np + 2, old, no);

@@ -17,49 +17,61 @@
 #include <stdint.h>
 
 static inline int64_t kiln_idiv_trunc_i64(int64_t a, int64_t b) {
-    if (b == 0) return 0;
-    if (b == -1) return (int64_t)(0u - (uint64_t)a); /* INT64_MIN wraps to itself */
+    if (b == 0)
+        return 0;
+    if (b == -1)
+        return (int64_t)(0u - (uint64_t)a); /* INT64_MIN wraps to itself */
     return a / b;
 }
 
 static inline int64_t kiln_imod_trunc_i64(int64_t a, int64_t b) {
-    if (b == 0 || b == -1) return 0;
+    if (b == 0 || b == -1)
+        return 0;
     return a % b;
 }
 
 static inline int64_t kiln_idiv_floor_i64(int64_t a, int64_t b) {
-    if (b == 0) return 0;
-    if (b == -1) return (int64_t)(0u - (uint64_t)a);
+    if (b == 0)
+        return 0;
+    if (b == -1)
+        return (int64_t)(0u - (uint64_t)a);
     int64_t q = a / b;
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
 static inline int64_t kiln_imod_floor_i64(int64_t a, int64_t b) {
-    if (b == 0 || b == -1) return 0;
+    if (b == 0 || b == -1)
+        return 0;
     int64_t m = a % b;
     return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m;
 }
 
 static inline int32_t kiln_idiv_trunc_i32(int32_t a, int32_t b) {
-    if (b == 0) return 0;
-    if (b == -1) return (int32_t)(0u - (uint32_t)a);
+    if (b == 0)
+        return 0;
+    if (b == -1)
+        return (int32_t)(0u - (uint32_t)a);
     return a / b;
 }
 
 static inline int32_t kiln_imod_trunc_i32(int32_t a, int32_t b) {
-    if (b == 0 || b == -1) return 0;
+    if (b == 0 || b == -1)
+        return 0;
     return a % b;
 }
 
 static inline int32_t kiln_idiv_floor_i32(int32_t a, int32_t b) {
-    if (b == 0) return 0;
-    if (b == -1) return (int32_t)(0u - (uint32_t)a);
+    if (b == 0)
+        return 0;
+    if (b == -1)
+        return (int32_t)(0u - (uint32_t)a);
     int32_t q = a / b;
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
 static inline int32_t kiln_imod_floor_i32(int32_t a, int32_t b) {
-    if (b == 0 || b == -1) return 0;
+    if (b == 0 || b == -1)
+        return 0;
     int32_t m = a % b;
     return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m;
 }

@@ -26,15 +26,15 @@ typedef enum {
 typedef struct json json;
 struct json {
     json_type type;
-    int line, col; /* where the value starts, 1-based */
-    int64_t i;     /* JSON_INT, JSON_BOOL (0/1) */
-    double d;      /* JSON_DOUBLE, and JSON_INT as a double */
-    const char *s; /* JSON_STRING: NUL-terminated UTF-8 (may hold \u0000) */
-    size_t slen;   /* JSON_STRING: bytes, without the NUL */
-    int n;         /* JSON_ARRAY/JSON_OBJECT: number of items */
-    json **items;  /* the items (object values, in source order) */
+    int line, col;     /* where the value starts, 1-based */
+    int64_t i;         /* JSON_INT, JSON_BOOL (0/1) */
+    double d;          /* JSON_DOUBLE, and JSON_INT as a double */
+    const char *s;     /* JSON_STRING: NUL-terminated UTF-8 (may hold \u0000) */
+    size_t slen;       /* JSON_STRING: bytes, without the NUL */
+    int n;             /* JSON_ARRAY/JSON_OBJECT: number of items */
+    json **items;      /* the items (object values, in source order) */
     const char **keys; /* JSON_OBJECT: the keys; unique */
-    json *next;    /* parser scratch */
+    json *next;        /* parser scratch */
 };
 
 /* Parse text[0..len) as one JSON value. `what` names the input in errors

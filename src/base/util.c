@@ -9,26 +9,30 @@
 
 void *kiln_malloc(size_t n) {
     void *p = malloc(n ? n : 1);
-    if (!p) kiln_set_error(KILN_ERR_NOMEM, "out of memory (%zu bytes)", n);
+    if (!p)
+        kiln_set_error(KILN_ERR_NOMEM, "out of memory (%zu bytes)", n);
     return p;
 }
 
 void *kiln_calloc(size_t n, size_t size) {
     void *p = calloc(n ? n : 1, size ? size : 1);
-    if (!p) kiln_set_error(KILN_ERR_NOMEM, "out of memory (%zu x %zu bytes)", n, size);
+    if (!p)
+        kiln_set_error(KILN_ERR_NOMEM, "out of memory (%zu x %zu bytes)", n, size);
     return p;
 }
 
 void *kiln_realloc(void *p, size_t n) {
     void *q = realloc(p, n ? n : 1);
-    if (!q) kiln_set_error(KILN_ERR_NOMEM, "out of memory (%zu bytes)", n);
+    if (!q)
+        kiln_set_error(KILN_ERR_NOMEM, "out of memory (%zu bytes)", n);
     return q;
 }
 
 char *kiln_strdup(const char *s) {
     size_t n = strlen(s) + 1;
     char *d = kiln_malloc(n);
-    if (d) memcpy(d, s, n);
+    if (d)
+        memcpy(d, s, n);
     return d;
 }
 
@@ -43,10 +47,13 @@ struct arena {
     block *head;
 };
 
-arena *arena_new(void) { return kiln_calloc(1, sizeof(arena)); }
+arena *arena_new(void) {
+    return kiln_calloc(1, sizeof(arena));
+}
 
 void arena_free(arena *a) {
-    if (!a) return;
+    if (!a)
+        return;
     for (block *b = a->head, *n; b; b = n) {
         n = b->next;
         free(b);
@@ -80,7 +87,9 @@ char *arena_strdup(arena *a, const char *s) {
 }
 
 /* ---- kstr ---- */
-void kstr_init(kstr *s) { memset(s, 0, sizeof *s); }
+void kstr_init(kstr *s) {
+    memset(s, 0, sizeof *s);
+}
 
 void kstr_free(kstr *s) {
     free(s->buf);
@@ -88,10 +97,13 @@ void kstr_free(kstr *s) {
 }
 
 static int kstr_reserve(kstr *s, size_t extra) {
-    if (s->oom) return 0;
-    if (s->len + extra + 1 <= s->cap) return 1;
+    if (s->oom)
+        return 0;
+    if (s->len + extra + 1 <= s->cap)
+        return 1;
     size_t cap = s->cap ? s->cap : 256;
-    while (cap < s->len + extra + 1) cap *= 2;
+    while (cap < s->len + extra + 1)
+        cap *= 2;
     char *b = realloc(s->buf, cap);
     if (!b) {
         s->oom = 1;
@@ -104,13 +116,15 @@ static int kstr_reserve(kstr *s, size_t extra) {
 
 void kstr_puts(kstr *s, const char *t) {
     size_t n = strlen(t);
-    if (!kstr_reserve(s, n)) return;
+    if (!kstr_reserve(s, n))
+        return;
     memcpy(s->buf + s->len, t, n + 1);
     s->len += n;
 }
 
 void kstr_putc(kstr *s, char c) {
-    if (!kstr_reserve(s, 1)) return;
+    if (!kstr_reserve(s, 1))
+        return;
     s->buf[s->len++] = c;
     s->buf[s->len] = 0;
 }
@@ -120,7 +134,8 @@ void kstr_vprintf(kstr *s, const char *fmt, va_list ap) {
     va_copy(ap2, ap);
     int n = vsnprintf(NULL, 0, fmt, ap2);
     va_end(ap2);
-    if (n < 0 || !kstr_reserve(s, (size_t)n)) return;
+    if (n < 0 || !kstr_reserve(s, (size_t)n))
+        return;
     vsnprintf(s->buf + s->len, (size_t)n + 1, fmt, ap);
     s->len += (size_t)n;
 }
@@ -133,7 +148,8 @@ void kstr_printf(kstr *s, const char *fmt, ...) {
 }
 
 void kstr_indent(kstr *s, int level) {
-    for (int i = 0; i < level; i++) kstr_puts(s, "  ");
+    for (int i = 0; i < level; i++)
+        kstr_puts(s, "  ");
 }
 
 char *kstr_take(kstr *s) {
@@ -161,7 +177,8 @@ char *kiln_read_file(const char *path, size_t *len) {
     char buf[65536];
     size_t n;
     while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-        if (!kstr_reserve(&s, n)) break;
+        if (!kstr_reserve(&s, n))
+            break;
         memcpy(s.buf + s.len, buf, n);
         s.len += n;
         s.buf[s.len] = 0;
@@ -175,52 +192,60 @@ char *kiln_read_file(const char *path, size_t *len) {
     }
     size_t l = s.len;
     char *out = kstr_take(&s);
-    if (out && len) *len = l;
+    if (out && len)
+        *len = l;
     return out;
 }
 
 kiln_status kiln_write_file(const char *path, const void *data, size_t len) {
     FILE *f = fopen(path, "wb");
-    if (!f) return kiln_set_error(KILN_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    if (!f)
+        return kiln_set_error(KILN_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     size_t w = fwrite(data, 1, len, f);
     int bad = (w != len) | (fclose(f) != 0);
-    if (bad) return kiln_set_error(KILN_ERR_IO, "%s: write error", path);
+    if (bad)
+        return kiln_set_error(KILN_ERR_IO, "%s: write error", path);
     return KILN_OK;
 }
 
 /* ---- integers ---- */
 int kiln_mul_ok(int64_t a, int64_t b, int64_t *out) {
     int64_t r;
-    if (__builtin_mul_overflow(a, b, &r)) return 0;
+    if (__builtin_mul_overflow(a, b, &r))
+        return 0;
     *out = r;
     return 1;
 }
 
 int kiln_add_ok(int64_t a, int64_t b, int64_t *out) {
     int64_t r;
-    if (__builtin_add_overflow(a, b, &r)) return 0;
+    if (__builtin_add_overflow(a, b, &r))
+        return 0;
     *out = r;
     return 1;
 }
 
 int64_t kiln_floordiv_i64(int64_t a, int64_t b) {
     int64_t q = a / b;
-    if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
+    if ((a % b != 0) && ((a < 0) != (b < 0)))
+        q--;
     return q;
 }
 
-int64_t kiln_floormod_i64(int64_t a, int64_t b) { return a - kiln_floordiv_i64(a, b) * b; }
+int64_t kiln_floormod_i64(int64_t a, int64_t b) {
+    return a - kiln_floordiv_i64(a, b) * b;
+}
 
 /* ---- dtypes ---- */
 static const struct {
     const char *name;
     size_t size;
 } g_dtypes[KILN_DTYPE_COUNT] = {
-    [KILN_FLOAT32] = {"float32", 4}, [KILN_FLOAT16] = {"float16", 2},
+    [KILN_FLOAT32] = {"float32", 4},   [KILN_FLOAT16] = {"float16", 2},
     [KILN_BFLOAT16] = {"bfloat16", 2}, [KILN_INT8] = {"int8", 1},
-    [KILN_UINT8] = {"uint8", 1},     [KILN_INT32] = {"int32", 4},
-    [KILN_INT64] = {"int64", 8},     [KILN_BOOL] = {"bool", 1},
-    [KILN_FLOAT64] = {"float64", 8}, [KILN_HANDLE] = {"handle", 8},
+    [KILN_UINT8] = {"uint8", 1},       [KILN_INT32] = {"int32", 4},
+    [KILN_INT64] = {"int64", 8},       [KILN_BOOL] = {"bool", 1},
+    [KILN_FLOAT64] = {"float64", 8},   [KILN_HANDLE] = {"handle", 8},
 };
 
 size_t kiln_dtype_size(kiln_dtype dt) {

@@ -14,8 +14,7 @@ KILN_HIDDEN char *codegen_render_c(int nfuncs, const tir_func *funcs);
  * parallel (parts[k] malloc'd): each has its functions whole, part 0 the
  * module's entry and metadata. Returns the number of parts (at most one
  * per function, at least 1), or -1 with an error. */
-KILN_HIDDEN int codegen_render_c_parts(int nfuncs, const tir_func *funcs, int nparts,
-                                       char **parts);
+KILN_HIDDEN int codegen_render_c_parts(int nfuncs, const tir_func *funcs, int nparts, char **parts);
 
 /* Texts the generated C carries, made at build time from their one
  * definition (cmake/embed.cmake), so they cannot drift: the declarations of
@@ -45,8 +44,7 @@ KILN_HIDDEN codegen_toolchain codegen_default_toolchain(void);
  * KILN_ERR_TOOLCHAIN with a message naming the kept source file and quoting
  * the compiler's first error lines. */
 KILN_HIDDEN kiln_status codegen_compile(const char *source, const char *name,
-                                        const codegen_toolchain *tc, char **so_path,
-                                        char **tmpdir);
+                                        const codegen_toolchain *tc, char **so_path, char **tmpdir);
 /* The same for the n parts of codegen_render_c_parts: with n > 1 each part
  * NAME_k.c is compiled to NAME_k.o by its own compiler process, all at
  * once, then linked into NAME.so. */

@@ -123,7 +123,9 @@ static void job_command(job *j, const char *cc, const codegen_toolchain *tc, int
     argv_split(&j->av, tc->cflags);
 }
 
-static void job_arg(job *j, const char *a) { argv_push(&j->av, a, strlen(a)); }
+static void job_arg(job *j, const char *a) {
+    argv_push(&j->av, a, strlen(a));
+}
 
 static char *job_text(const job *j) {
     kstr cmd;
@@ -144,7 +146,8 @@ static kiln_status job_start(job *j) {
     if (j->pid < 0) {
         close(p[0]);
         close(p[1]);
-        return kiln_set_error(KILN_ERR_TOOLCHAIN, "cannot start the C compiler: %s", strerror(errno));
+        return kiln_set_error(KILN_ERR_TOOLCHAIN, "cannot start the C compiler: %s",
+                              strerror(errno));
     }
     if (j->pid == 0) {
         dup2(j->logfd, 1);

@@ -7,19 +7,20 @@
 #include <unistd.h>
 
 #include "../passes/passes.h"
-#include "driver_internal.h"
 #include "../runtime/runtime_internal.h"
 #include "../te/te_internal.h"
-
+#include "driver_internal.h"
 
 kiln_build_options *kiln_build_options_new(void) {
     kiln_build_options *o = kiln_calloc(1, sizeof(kiln_build_options));
-    if (o) o->opt_level = o->winograd = -1;
+    if (o)
+        o->opt_level = o->winograd = -1;
     return o;
 }
 
 void kiln_build_options_free(kiln_build_options *o) {
-    if (!o) return;
+    if (!o)
+        return;
     free(o->cc);
     free(o->cflags);
     kiln_target_free(o->target);
@@ -42,7 +43,8 @@ kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const
     }
     if (strcmp(key, "opt-level") == 0) {
         if (strlen(value) != 1 || value[0] < '0' || value[0] > '3')
-            return kiln_set_error(KILN_ERR_INVALID, "build option opt-level: '%s' is not 0-3", value);
+            return kiln_set_error(KILN_ERR_INVALID, "build option opt-level: '%s' is not 0-3",
+                                  value);
         o->opt_level = value[0] - '0';
         return KILN_OK;
     }
@@ -60,15 +62,18 @@ kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const
         }
         size_t old = o->disabled ? strlen(o->disabled) : 0;
         char *d = kiln_realloc(o->disabled, old + strlen(value) + 2);
-        if (!d) return KILN_ERR_NOMEM;
-        if (old) d[old++] = ',';
+        if (!d)
+            return KILN_ERR_NOMEM;
+        if (old)
+            d[old++] = ',';
         strcpy(d + old, value);
         o->disabled = d;
         return KILN_OK;
     }
     if (strcmp(key, "dump-ir") == 0) {
         char *v = kiln_strdup(value);
-        if (!v) return KILN_ERR_NOMEM;
+        if (!v)
+            return KILN_ERR_NOMEM;
         free(o->dump_dir);
         o->dump_dir = v;
         return KILN_OK;
@@ -81,7 +86,8 @@ kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const
         return KILN_OK;
     }
     if (strcmp(key, "winograd") == 0) {
-        if (strcmp(value, "auto") && strcmp(value, "off") && strcmp(value, "2") && strcmp(value, "4"))
+        if (strcmp(value, "auto") && strcmp(value, "off") && strcmp(value, "2") &&
+            strcmp(value, "4"))
             return kiln_set_error(KILN_ERR_INVALID,
                                   "build option winograd: '%s' is not auto, off, 2 or 4", value);
         o->winograd = value[0] == 'a' ? -1 : value[0] == 'o' ? 0 : value[0] - '0';
@@ -96,7 +102,8 @@ kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const
     if (strcmp(key, "target") == 0) {
         kiln_target *t;
         kiln_status st = target_parse(value, &t);
-        if (st) return st;
+        if (st)
+            return st;
         kiln_target_free(o->target);
         o->target = t;
         return KILN_OK;
@@ -110,16 +117,19 @@ kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const
     if (slot == &o->cc && !*value)
         return kiln_set_error(KILN_ERR_INVALID, "build option cc: empty compiler name");
     char *v = kiln_strdup(value);
-    if (!v) return KILN_ERR_NOMEM;
+    if (!v)
+        return KILN_ERR_NOMEM;
     free(*slot);
     *slot = v;
     return KILN_OK;
 }
 
 kiln_status kiln_build_options_set_target(kiln_build_options *o, const kiln_target *t) {
-    if (!o) return kiln_set_error(KILN_ERR_INVALID, "build_options_set_target: NULL options");
+    if (!o)
+        return kiln_set_error(KILN_ERR_INVALID, "build_options_set_target: NULL options");
     kiln_target *c = NULL;
-    if (t && !(c = kiln_target_copy(t))) return KILN_ERR_NOMEM;
+    if (t && !(c = kiln_target_copy(t)))
+        return KILN_ERR_NOMEM;
     kiln_target_free(o->target);
     o->target = c;
     return KILN_OK;
@@ -131,13 +141,16 @@ kiln_target *driver_target(const kiln_build_options *opts) {
     if (opts && opts->target) {
         t = kiln_target_copy(opts->target);
     } else if (env && *env) {
-        if (target_parse(env, &t) != KILN_OK) kiln_error_prefix("$KILN_TARGET");
+        if (target_parse(env, &t) != KILN_OK)
+            kiln_error_prefix("$KILN_TARGET");
     } else {
         t = kiln_target_host();
     }
-    if (!t) return NULL;
+    if (!t)
+        return NULL;
     kiln_status st = KILN_OK;
-    if (opts && opts->vector_bytes) st = kiln_target_set_vector_bits(t, opts->vector_bytes * 8);
+    if (opts && opts->vector_bytes)
+        st = kiln_target_set_vector_bits(t, opts->vector_bytes * 8);
     if (!st && opts && (opts->cc || opts->cflags))
         st = kiln_target_set_compiler(t, opts->cc, opts->cflags);
     if (st) {
@@ -153,11 +166,15 @@ static const char *elf_machine(const char *path, char *buf, size_t cap) {
     unsigned char h[20];
     FILE *f = fopen(path, "rb");
     size_t n = f ? fread(h, 1, sizeof h, f) : 0;
-    if (f) fclose(f);
-    if (n != sizeof h || memcmp(h, "\177ELF", 4) != 0) return NULL;
+    if (f)
+        fclose(f);
+    if (n != sizeof h || memcmp(h, "\177ELF", 4) != 0)
+        return NULL;
     unsigned m = h[5] == 2 ? (unsigned)h[18] << 8 | h[19] : (unsigned)h[19] << 8 | h[18];
-    if (m == 62) return "x86_64";
-    if (m == 183) return "aarch64";
+    if (m == 62)
+        return "x86_64";
+    if (m == 183)
+        return "aarch64";
     snprintf(buf, cap, "ELF machine %u", m);
     return buf;
 }
@@ -165,8 +182,11 @@ static const char *elf_machine(const char *path, char *buf, size_t cap) {
 kiln_status driver_check_arch(const char *so, const kiln_target *t) {
     char buf[32];
     const char *m = elf_machine(so, buf, sizeof buf);
-    if (!m) return kiln_set_error(KILN_ERR_TOOLCHAIN, "%s: the C compiler '%s' wrote no ELF "
-                                  "shared object", so, t->cc);
+    if (!m)
+        return kiln_set_error(KILN_ERR_TOOLCHAIN,
+                              "%s: the C compiler '%s' wrote no ELF "
+                              "shared object",
+                              so, t->cc);
     if (strcmp(m, kiln_target_arch(t)) != 0)
         return kiln_set_error(KILN_ERR_TOOLCHAIN,
                               "the C compiler '%s' built %s code, but the target \"%s\" is %s: "
@@ -180,7 +200,8 @@ kiln_status driver_check_arch(const char *so, const kiln_target *t) {
 static char *build_source(kiln_schedule *s, int nargs, kiln_tensor *const *args, const char *name,
                           const kiln_target *t) {
     tir_func *f = te_lower(s, nargs, args, name, t->vector_bytes);
-    if (!f) return NULL;
+    if (!f)
+        return NULL;
     return codegen_render_c(1, f);
 }
 
@@ -194,22 +215,23 @@ char *kiln_build_source(kiln_schedule *s, int nargs, kiln_tensor *const *args, c
 
 /* Lower, render and compile; the .so and its folder go to the caller.
  * With `load`, the target must be this machine's architecture. */
-static kiln_status build_so(kiln_schedule *s, int nargs, kiln_tensor *const *args,
-                            const char *name, const kiln_build_options *opts, int load,
-                            char **so, char **dir) {
+static kiln_status build_so(kiln_schedule *s, int nargs, kiln_tensor *const *args, const char *name,
+                            const kiln_build_options *opts, int load, char **so, char **dir) {
     kiln_target *t = driver_target(opts);
-    if (!t) return KILN_ERR_INVALID;
+    if (!t)
+        return KILN_ERR_INVALID;
     kiln_status st = KILN_OK;
     if (strcmp(t->kind, "c") == 0)
-        st = kiln_set_error(KILN_ERR_INVALID,
-                            "target 'c' emits source only: use kiln_build_source");
+        st =
+            kiln_set_error(KILN_ERR_INVALID, "target 'c' emits source only: use kiln_build_source");
     else if (load && t->arch != target_host_arch())
         st = kiln_set_error(KILN_ERR_INVALID,
                             "target \"%s\" is %s code, which this %s machine cannot load: "
                             "build it with kiln_build_save and load it there",
                             t->text, kiln_target_arch(t), target_arch_name(target_host_arch()));
     char *src = st ? NULL : build_source(s, nargs, args, name, t);
-    if (!st && !src) st = KILN_ERR_INVALID;
+    if (!st && !src)
+        st = KILN_ERR_INVALID;
     if (!st) {
         codegen_toolchain tc = {t->cc, t->cflags};
         st = codegen_compile(src, name && *name ? name : "kernel", &tc, so, dir);
@@ -230,7 +252,8 @@ void driver_remove_dir(const char *dir) {
     if (d) {
         struct dirent *e;
         while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
             char p[4096];
             snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
             unlink(p);
@@ -243,20 +266,24 @@ void driver_remove_dir(const char *dir) {
 kiln_module *kiln_build(kiln_schedule *s, int nargs, kiln_tensor *const *args, const char *name,
                         const kiln_build_options *opts) {
     char *so = NULL, *dir = NULL;
-    if (build_so(s, nargs, args, name, opts, 1, &so, &dir) != KILN_OK) return NULL;
+    if (build_so(s, nargs, args, name, opts, 1, &so, &dir) != KILN_OK)
+        return NULL;
     kiln_module *m = kiln_module_load_owned(so, dir);
-    if (!m) driver_remove_dir(dir);
+    if (!m)
+        driver_remove_dir(dir);
     free(so);
     free(dir);
     return m;
 }
 
-kiln_status kiln_build_save(kiln_schedule *s, int nargs, kiln_tensor *const *args,
-                            const char *name, const kiln_build_options *opts, const char *path) {
-    if (!path || !*path) return kiln_set_error(KILN_ERR_INVALID, "build_save: no output path");
+kiln_status kiln_build_save(kiln_schedule *s, int nargs, kiln_tensor *const *args, const char *name,
+                            const kiln_build_options *opts, const char *path) {
+    if (!path || !*path)
+        return kiln_set_error(KILN_ERR_INVALID, "build_save: no output path");
     char *so = NULL, *dir = NULL;
     kiln_status st = build_so(s, nargs, args, name, opts, 0, &so, &dir);
-    if (st != KILN_OK) return st;
+    if (st != KILN_OK)
+        return st;
     size_t len;
     char *bytes = kiln_read_file(so, &len);
     st = bytes ? kiln_write_file(path, bytes, len) : KILN_ERR_IO;

@@ -4,20 +4,20 @@
 #define KILN_DRIVER_INTERNAL_H
 
 #include "../codegen/codegen.h"
-#include "kiln/schedule.h"
 #include "../target/target.h"
+#include "kiln/schedule.h"
 
 struct kiln_build_options {
     char *cc;
     char *cflags;
     kiln_target *target; /* NULL: $KILN_TARGET, else this machine ("host") */
     int vector_bytes;    /* 0: the target's */
-    int no_fuse;      /* graphs: one kernel per op (opt level 0) */
-    int naive;        /* graphs: the naive schedule (every stage inlined, nothing else) */
-    int winograd;     /* graphs: -1 auto, 0 off, 2 or 4 Winograd tile for every eligible conv */
-    int opt_level;    /* graphs: 0-3, -1 for the default (3) */
-    char *disabled;   /* graphs: comma-separated pass names */
-    char *dump_dir;   /* graphs: where to write the IR around each pass */
+    int no_fuse;         /* graphs: one kernel per op (opt level 0) */
+    int naive;           /* graphs: the naive schedule (every stage inlined, nothing else) */
+    int winograd;        /* graphs: -1 auto, 0 off, 2 or 4 Winograd tile for every eligible conv */
+    int opt_level;       /* graphs: 0-3, -1 for the default (3) */
+    char *disabled;      /* graphs: comma-separated pass names */
+    char *dump_dir;      /* graphs: where to write the IR around each pass */
 };
 
 /* The target of opts (its "target", else $KILN_TARGET, else this machine)

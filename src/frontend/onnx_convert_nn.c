@@ -19,32 +19,42 @@ static int reduce_of(imp *I, const Onnx__NodeProto *n, const char *op, int x, co
 int cvt_reduce(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0);
     const gtensor_type *t = imp_type(I, x);
-    if (!t) return imp_fail(I, n, "the input has no tensor type");
+    if (!t)
+        return imp_fail(I, n, "the input has no tensor type");
     int64_t axes[MAXD];
     int na;
     if (!strcmp(n->op_type, "ReduceSum") && I->opset >= 13) {
         na = cvt_const_ints(I, n, 1, axes);
-        if (na == -2) return imp_fail(I, n, "axes must be constant");
+        if (na == -2)
+            return imp_fail(I, n, "axes must be constant");
     } else {
         na = imp_attr_ints(n, "axes", axes, MAXD);
     }
-    if (na <= 0 && imp_attr_int(n, "noop_with_empty_axes", 0)) return outs[0] = x;
+    if (na <= 0 && imp_attr_int(n, "noop_with_empty_axes", 0))
+        return outs[0] = x;
     kstr a;
     kstr_init(&a);
-    if (na > 0) cvt_ints_attr(&a, "axis", na, axes);
+    if (na > 0)
+        cvt_ints_attr(&a, "axis", na, axes);
     kstr_printf(&a, "%skeepdims=%d", a.len ? ", " : "", imp_attr_int(n, "keepdims", 1) != 0);
     const char *ty = n->op_type + 6, *op = NULL;
     int y = -1;
-    if (!strcmp(ty, "Sum")) op = "sum";
-    else if (!strcmp(ty, "Mean")) op = "mean";
-    else if (!strcmp(ty, "Max")) op = "max";
-    else if (!strcmp(ty, "Min")) op = "min";
-    else if (!strcmp(ty, "Prod")) op = "prod";
+    if (!strcmp(ty, "Sum"))
+        op = "sum";
+    else if (!strcmp(ty, "Mean"))
+        op = "mean";
+    else if (!strcmp(ty, "Max"))
+        op = "max";
+    else if (!strcmp(ty, "Min"))
+        op = "min";
+    else if (!strcmp(ty, "Prod"))
+        op = "prod";
     if (op) {
         y = reduce_of(I, n, op, x, a.buf);
     } else if (!strcmp(ty, "SumSquare") || !strcmp(ty, "L2")) {
         y = reduce_of(I, n, "sum", cvt_binary_of(I, n, "multiply", x, x), a.buf);
-        if (ty[0] == 'L') y = cvt_unary_of(I, n, "sqrt", y);
+        if (ty[0] == 'L')
+            y = cvt_unary_of(I, n, "sqrt", y);
     } else if (!strcmp(ty, "L1")) {
         y = reduce_of(I, n, "sum", cvt_unary_of(I, n, "abs", x), a.buf);
     } else if (!strcmp(ty, "LogSum")) {
@@ -52,13 +62,15 @@ int cvt_reduce(imp *I, const Onnx__NodeProto *n, int *outs) {
     } else if (!strcmp(ty, "LogSumExp")) { /* log(sum(exp(x - m))) + m, m the max */
         kstr k1;
         kstr_init(&k1);
-        if (na > 0) cvt_ints_attr(&k1, "axis", na, axes);
+        if (na > 0)
+            cvt_ints_attr(&k1, "axis", na, axes);
         kstr_printf(&k1, "%skeepdims=1", k1.len ? ", " : "");
         int m1 = reduce_of(I, n, "max", x, k1.buf);
         kstr_free(&k1);
         int m = imp_attr_int(n, "keepdims", 1) ? m1 : reduce_of(I, n, "max", x, a.buf);
         int e = cvt_unary_of(I, n, "exp", cvt_binary_of(I, n, "subtract", x, m1));
-        y = cvt_binary_of(I, n, "add", cvt_unary_of(I, n, "log", reduce_of(I, n, "sum", e, a.buf)), m);
+        y = cvt_binary_of(I, n, "add", cvt_unary_of(I, n, "log", reduce_of(I, n, "sum", e, a.buf)),
+                          m);
     }
     kstr_free(&a);
     return outs[0] = y;
@@ -70,8 +82,8 @@ int cvt_arg_reduce(imp *I, const Onnx__NodeProto *n, int *outs) {
     snprintf(attrs, sizeof attrs, "axis=%lld, keepdims=%d, select_last_index=%d",
              (long long)imp_attr_int(n, "axis", 0), imp_attr_int(n, "keepdims", 1) != 0,
              imp_attr_int(n, "select_last_index", 0) != 0);
-    return outs[0] = imp_call(I, n, !strcmp(n->op_type, "ArgMax") ? "argmax" : "argmin", 1, &x,
-                              attrs);
+    return outs[0] =
+               imp_call(I, n, !strcmp(n->op_type, "ArgMax") ? "argmax" : "argmin", 1, &x, attrs);
 }
 
 /* LayerNormalization: nn.layer_norm, and the optional Mean and InvStdDev
@@ -79,21 +91,29 @@ int cvt_arg_reduce(imp *I, const Onnx__NodeProto *n, int *outs) {
 int cvt_layer_norm(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0), k = imp_ninputs(n), in[3];
     const gtensor_type *t = imp_type(I, x);
-    if (!t) return imp_fail(I, n, "the input has no tensor type");
+    if (!t)
+        return imp_fail(I, n, "the input has no tensor type");
     int64_t axis = imp_attr_int(n, "axis", -1);
-    if (axis < 0) axis += t->ndim;
-    if (axis < 0 || axis >= t->ndim) return imp_fail(I, n, "axis out of range");
+    if (axis < 0)
+        axis += t->ndim;
+    if (axis < 0 || axis >= t->ndim)
+        return imp_fail(I, n, "axis out of range");
     double eps = imp_attr_float(n, "epsilon", 1e-5f);
-    for (int i = 0; i < 3; i++) in[i] = imp_input(I, n, i);
+    for (int i = 0; i < 3; i++)
+        in[i] = imp_input(I, n, i);
     char attrs[96];
     snprintf(attrs, sizeof attrs, "axis=%lld, epsilon=%.9g", (long long)axis, eps);
-    if ((outs[0] = imp_call(I, n, "nn.layer_norm", k > 3 ? 3 : k, in, attrs)) < 0) return -1;
-    int want_mean = n->n_output > 1 && n->output[1][0], want_inv = n->n_output > 2 && n->output[2][0];
-    if (!want_mean && !want_inv) return 0;
+    if ((outs[0] = imp_call(I, n, "nn.layer_norm", k > 3 ? 3 : k, in, attrs)) < 0)
+        return -1;
+    int want_mean = n->n_output > 1 && n->output[1][0],
+        want_inv = n->n_output > 2 && n->output[2][0];
+    if (!want_mean && !want_inv)
+        return 0;
     kstr a;
     kstr_init(&a);
     kstr_puts(&a, "axis=[");
-    for (int d = (int)axis; d < t->ndim; d++) kstr_printf(&a, "%s%d", d > axis ? ", " : "", d);
+    for (int d = (int)axis; d < t->ndim; d++)
+        kstr_printf(&a, "%s%d", d > axis ? ", " : "", d);
     kstr_puts(&a, "], keepdims=1");
     int m = reduce_of(I, n, "mean", x, a.buf);
     int c = cvt_binary_of(I, n, "subtract", x, m);
@@ -101,7 +121,8 @@ int cvt_layer_norm(imp *I, const Onnx__NodeProto *n, int *outs) {
     kstr_free(&a);
     outs[1] = want_mean ? m : -1;
     if (want_inv)
-        outs[2] = cvt_unary_of(I, n, "rsqrt", cvt_binary_of(I, n, "add", var, imp_scalar_const(I, n, t->dtype, eps)));
+        outs[2] = cvt_unary_of(
+            I, n, "rsqrt", cvt_binary_of(I, n, "add", var, imp_scalar_const(I, n, t->dtype, eps)));
     return m < 0 || (want_inv && outs[2] < 0) ? -1 : 0;
 }
 
@@ -119,10 +140,14 @@ static int sp_ints(const Onnx__NodeProto *n, const char *name, int nsp, int64_t 
     int64_t b[2];
     int k = imp_attr_ints(n, name, b, 2);
     v[0] = v[1] = def;
-    if (k < 0) return 1;
-    if (k == 1) v[1] = b[0], v[0] = nsp == 2 ? b[0] : def;
-    else if (k == 2 && nsp == 2) v[0] = b[0], v[1] = b[1];
-    else return 0;
+    if (k < 0)
+        return 1;
+    if (k == 1)
+        v[1] = b[0], v[0] = nsp == 2 ? b[0] : def;
+    else if (k == 2 && nsp == 2)
+        v[0] = b[0], v[1] = b[1];
+    else
+        return 0;
     return 1;
 }
 
@@ -131,7 +156,8 @@ static int window_of(imp *I, const Onnx__NodeProto *n, const gtensor_type *x, co
     if (!x || (x->ndim != 3 && x->ndim != 4))
         return imp_fail(I, n, "only 1-D and 2-D windows (3-D or 4-D tensors) are supported");
     for (int d = 2; d < x->ndim; d++)
-        if (x->dims[d].sym) return imp_fail(I, n, "spatial dims must be concrete");
+        if (x->dims[d].sym)
+            return imp_fail(I, n, "spatial dims must be concrete");
     w->nsp = x->ndim - 2;
     for (int i = 0; i < 2; i++) {
         int j = i - (2 - w->nsp); /* the spatial dim, or -1 for the added H */
@@ -149,13 +175,16 @@ static int window_of(imp *I, const Onnx__NodeProto *n, const gtensor_type *x, co
         if (np != -1 && np != 2 * w->nsp)
             return imp_fail(I, n, "pads must have %d values", 2 * w->nsp);
         /* ONNX order [x1_begin, x2_begin, x1_end, x2_end]: (t, l, b, r) */
-        if (np == 4) memcpy(p, b, sizeof b);
-        else if (np == 2) p[1] = b[0], p[3] = b[1];
+        if (np == 4)
+            memcpy(p, b, sizeof b);
+        else if (np == 2)
+            p[1] = b[0], p[3] = b[1];
     } else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
         for (int i = 0; i < 2; i++) {
             int64_t out = (w->in[i] + w->s[i] - 1) / w->s[i];
             int64_t total = (out - 1) * w->s[i] + (w->k[i] - 1) * w->d[i] + 1 - w->in[i];
-            if (total < 0) total = 0;
+            if (total < 0)
+                total = 0;
             int64_t small = total / 2, big = total - small;
             p[i] = !strcmp(ap, "SAME_UPPER") ? small : big;
             p[i + 2] = !strcmp(ap, "SAME_UPPER") ? big : small;
@@ -169,9 +198,11 @@ static int window_of(imp *I, const Onnx__NodeProto *n, const gtensor_type *x, co
 /* A 1-D tensor [N, C, L] as [N, C, 1, L], or back from 4-D to 3-D. */
 static int as_2d(imp *I, const Onnx__NodeProto *n, int x, int to4) {
     const gtensor_type *t = imp_type(I, x);
-    if (x < 0 || !t) return -1;
+    if (x < 0 || !t)
+        return -1;
     int64_t dims[4] = {t->dims[0].v, t->dims[1].v, 1, t->dims[t->ndim - 1].v};
-    if (!to4) dims[2] = dims[3];
+    if (!to4)
+        dims[2] = dims[3];
     return cvt_reshape_to(I, n, x, to4 ? 4 : 3, dims);
 }
 
@@ -182,8 +213,10 @@ int cvt_conv(imp *I, const Onnx__NodeProto *n, int *outs) {
         return imp_fail(I, n, "the weight must have the data's rank and concrete dims");
     int64_t ksp[2] = {wt->dims[2].v, wt->ndim > 3 ? wt->dims[3].v : 0};
     window win;
-    if (window_of(I, n, xt, ksp, &win) < 0) return -1;
-    if (win.nsp == 1 && ((x = as_2d(I, n, x, 1)) < 0 || (w = as_2d(I, n, w, 1)) < 0)) return -1;
+    if (window_of(I, n, xt, ksp, &win) < 0)
+        return -1;
+    if (win.nsp == 1 && ((x = as_2d(I, n, x, 1)) < 0 || (w = as_2d(I, n, w, 1)) < 0))
+        return -1;
     char attrs[256];
     snprintf(attrs, sizeof attrs,
              "strides=[%lld, %lld], padding=[%lld, %lld, %lld, %lld], dilation=[%lld, %lld], "
@@ -208,19 +241,22 @@ int cvt_pool(imp *I, const Onnx__NodeProto *n, int *outs) {
     int64_t ksp[2];
     int nk = imp_attr_ints(n, "kernel_shape", ksp, 2);
     window w;
-    if (!xt || nk != xt->ndim - 2) return imp_fail(I, n, "kernel_shape needs one value per spatial dim");
-    if (window_of(I, n, xt, ksp, &w) < 0) return -1;
+    if (!xt || nk != xt->ndim - 2)
+        return imp_fail(I, n, "kernel_shape needs one value per spatial dim");
+    if (window_of(I, n, xt, ksp, &w) < 0)
+        return -1;
     int is_max = !strcmp(n->op_type, "MaxPool");
-    if (!is_max && (w.d[0] != 1 || w.d[1] != 1)) return imp_fail(I, n, "dilated average pooling");
-    if (w.nsp == 1 && (x = as_2d(I, n, x, 1)) < 0) return -1;
+    if (!is_max && (w.d[0] != 1 || w.d[1] != 1))
+        return imp_fail(I, n, "dilated average pooling");
+    if (w.nsp == 1 && (x = as_2d(I, n, x, 1)) < 0)
+        return -1;
     char attrs[320];
     snprintf(attrs, sizeof attrs,
              "pool_size=[%lld, %lld], strides=[%lld, %lld], padding=[%lld, %lld, %lld, %lld], "
              "dilation=[%lld, %lld], ceil_mode=%lld, count_include_pad=%lld",
              (long long)w.k[0], (long long)w.k[1], (long long)w.s[0], (long long)w.s[1],
-             (long long)w.pads[0], (long long)w.pads[1], (long long)w.pads[2],
-             (long long)w.pads[3], (long long)w.d[0], (long long)w.d[1],
-             (long long)imp_attr_int(n, "ceil_mode", 0),
+             (long long)w.pads[0], (long long)w.pads[1], (long long)w.pads[2], (long long)w.pads[3],
+             (long long)w.d[0], (long long)w.d[1], (long long)imp_attr_int(n, "ceil_mode", 0),
              (long long)imp_attr_int(n, "count_include_pad", 0));
     int y = imp_call(I, n, is_max ? "nn.max_pool2d" : "nn.avg_pool2d", 1, &x, attrs);
     return outs[0] = w.nsp == 1 ? as_2d(I, n, y, 0) : y;
@@ -228,8 +264,8 @@ int cvt_pool(imp *I, const Onnx__NodeProto *n, int *outs) {
 
 int cvt_global_pool(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0);
-    const char *op = !strcmp(n->op_type, "GlobalMaxPool") ? "nn.global_max_pool2d"
-                                                          : "nn.global_avg_pool2d";
+    const char *op =
+        !strcmp(n->op_type, "GlobalMaxPool") ? "nn.global_max_pool2d" : "nn.global_avg_pool2d";
     return outs[0] = imp_call(I, n, op, 1, &x, NULL);
 }
 
@@ -237,7 +273,8 @@ int cvt_batch_norm(imp *I, const Onnx__NodeProto *n, int *outs) {
     if (imp_attr_int(n, "training_mode", 0))
         return imp_fail(I, n, "training mode is not supported");
     int in[5];
-    for (int i = 0; i < 5; i++) in[i] = imp_input(I, n, i);
+    for (int i = 0; i < 5; i++)
+        in[i] = imp_input(I, n, i);
     char attrs[64];
     snprintf(attrs, sizeof attrs, "epsilon=%.9gf", imp_attr_float(n, "epsilon", 1e-5f));
     return outs[0] = imp_call(I, n, "nn.batch_norm", 5, in, attrs);
@@ -246,13 +283,15 @@ int cvt_batch_norm(imp *I, const Onnx__NodeProto *n, int *outs) {
 /* dense(x, W) with W as [units, in]: a W given as [in, units] is
  * transposed (a constant one folds at import). */
 static int dense_of(imp *I, const Onnx__NodeProto *n, int x, int w, int w_is_kn) {
-    if (w_is_kn && (w = imp_call(I, n, "transpose", 1, &w, "axes=[1, 0]")) < 0) return -1;
+    if (w_is_kn && (w = imp_call(I, n, "transpose", 1, &w, "axes=[1, 0]")) < 0)
+        return -1;
     int in[2] = {x, w};
     return imp_call(I, n, "nn.dense", 2, in, NULL);
 }
 
 static int scaled(imp *I, const Onnx__NodeProto *n, int x, double s) {
-    if (s == 1.0) return x;
+    if (s == 1.0)
+        return x;
     return cvt_binary_of(I, n, "multiply", x, cvt_float_const_like(I, n, x, s));
 }
 
@@ -260,12 +299,15 @@ int cvt_gemm(imp *I, const Onnx__NodeProto *n, int *outs) {
     int a = imp_input(I, n, 0), b = imp_input(I, n, 1), c = imp_input(I, n, 2);
     if (imp_attr_int(n, "transA", 0)) {
         a = imp_call(I, n, "transpose", 1, &a, "axes=[1, 0]");
-        if (a < 0) return -1;
+        if (a < 0)
+            return -1;
     }
     int y = dense_of(I, n, a, b, !imp_attr_int(n, "transB", 0));
-    if (y < 0) return -1;
+    if (y < 0)
+        return -1;
     y = scaled(I, n, y, imp_attr_float(n, "alpha", 1.0f));
-    if (y < 0 || c < 0) return outs[0] = y;
+    if (y < 0 || c < 0)
+        return outs[0] = y;
     int cs = scaled(I, n, c, imp_attr_float(n, "beta", 1.0f));
     int in[2] = {y, cs};
     return outs[0] = cs < 0 ? -1 : imp_call(I, n, "add", 2, in, NULL);
@@ -278,7 +320,8 @@ int cvt_matmul(imp *I, const Onnx__NodeProto *n, int *outs) {
     const gtensor_type *at = imp_type(I, a), *bt = imp_type(I, b);
     if (!at || !bt || at->ndim < 1 || bt->ndim < 1)
         return imp_fail(I, n, "both inputs need a tensor type of rank >= 1");
-    if (bt->ndim == 2 && imp_const(I, b)) return outs[0] = dense_of(I, n, a, b, 1);
+    if (bt->ndim == 2 && imp_const(I, b))
+        return outs[0] = dense_of(I, n, a, b, 1);
     int ra = at->ndim, rb = bt->ndim;
     if (ra == 1) {
         int64_t d[2] = {1, at->dims[0].v};
@@ -291,7 +334,8 @@ int cvt_matmul(imp *I, const Onnx__NodeProto *n, int *outs) {
     int in[2] = {a, b};
     int y = a < 0 || b < 0 ? -1 : imp_call(I, n, "nn.batch_matmul", 2, in, NULL);
     const gtensor_type *yt = imp_type(I, y);
-    if (!yt || (ra > 1 && rb > 1)) return outs[0] = y;
+    if (!yt || (ra > 1 && rb > 1))
+        return outs[0] = y;
     int64_t dims[MAXD];
     int nd = 0;
     for (int d = 0; d < yt->ndim; d++)
@@ -304,10 +348,13 @@ int cvt_softmax(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0);
     const gtensor_type *t = imp_type(I, x);
     const char *op = !strcmp(n->op_type, "LogSoftmax") ? "nn.log_softmax" : "nn.softmax";
-    if (!t) return imp_fail(I, n, "the input has no tensor type");
+    if (!t)
+        return imp_fail(I, n, "the input has no tensor type");
     int64_t axis = imp_attr_int(n, "axis", I->opset < 13 ? 1 : -1);
-    if (axis < 0) axis += t->ndim;
-    if (axis < 0 || axis >= t->ndim) return imp_fail(I, n, "axis out of range");
+    if (axis < 0)
+        axis += t->ndim;
+    if (axis < 0 || axis >= t->ndim)
+        return imp_fail(I, n, "axis out of range");
     char attrs[32];
     if (I->opset >= 13 || axis == t->ndim - 1) {
         snprintf(attrs, sizeof attrs, "axis=%lld", (long long)axis);
@@ -316,7 +363,8 @@ int cvt_softmax(imp *I, const Onnx__NodeProto *n, int *outs) {
     /* opset < 13: softmax over the flattened dims from axis on */
     int64_t a = 1, b = 1, orig[MAXD];
     for (int d = 0; d < t->ndim; d++) {
-        if (t->dims[d].sym) return imp_fail(I, n, "symbolic dims are not supported here yet");
+        if (t->dims[d].sym)
+            return imp_fail(I, n, "symbolic dims are not supported here yet");
         orig[d] = t->dims[d].v;
         *(d < axis ? &a : &b) *= t->dims[d].v;
     }
@@ -330,11 +378,13 @@ int cvt_transpose(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0);
     int64_t perm[MAXD];
     int np = imp_attr_ints(n, "perm", perm, MAXD);
-    if (np < 0) return outs[0] = imp_call(I, n, "transpose", 1, &x, NULL);
+    if (np < 0)
+        return outs[0] = imp_call(I, n, "transpose", 1, &x, NULL);
     kstr a;
     kstr_init(&a);
     kstr_puts(&a, "axes=[");
-    for (int i = 0; i < np; i++) kstr_printf(&a, "%s%lld", i ? ", " : "", (long long)perm[i]);
+    for (int i = 0; i < np; i++)
+        kstr_printf(&a, "%s%lld", i ? ", " : "", (long long)perm[i]);
     kstr_puts(&a, "]");
     outs[0] = imp_call(I, n, "transpose", 1, &x, a.buf);
     kstr_free(&a);
@@ -344,19 +394,24 @@ int cvt_transpose(imp *I, const Onnx__NodeProto *n, int *outs) {
 int cvt_split(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0);
     const gtensor_type *t = imp_type(I, x);
-    if (!t) return imp_fail(I, n, "the input has no tensor type");
+    if (!t)
+        return imp_fail(I, n, "the input has no tensor type");
     int64_t axis = imp_attr_int(n, "axis", 0), parts[64];
-    if (axis < 0) axis += t->ndim;
-    if (axis < 0 || axis >= t->ndim) return imp_fail(I, n, "axis out of range");
+    if (axis < 0)
+        axis += t->ndim;
+    if (axis < 0 || axis >= t->ndim)
+        return imp_fail(I, n, "axis out of range");
     int np;
     if (I->opset < 13) {
         np = imp_attr_ints(n, "split", parts, 64);
     } else {
         int sid = imp_input(I, n, 1);
         const kiln_ndarray *c = sid >= 0 ? imp_const(I, sid) : NULL;
-        if (sid >= 0 && (!c || kiln_ndarray_numel(c) > 64)) return imp_fail(I, n, "split must be constant");
+        if (sid >= 0 && (!c || kiln_ndarray_numel(c) > 64))
+            return imp_fail(I, n, "split must be constant");
         np = c ? (int)kiln_ndarray_numel(c) : -1;
-        for (int i = 0; i < np; i++) parts[i] = cvt_get_i(c, i);
+        for (int i = 0; i < np; i++)
+            parts[i] = cvt_get_i(c, i);
     }
     kstr a;
     kstr_init(&a);
@@ -364,9 +419,11 @@ int cvt_split(imp *I, const Onnx__NodeProto *n, int *outs) {
         /* equal parts, one per output */
         int64_t len = t->dims[axis].v, k = (int64_t)n->n_output;
         if (t->dims[axis].sym || k < 1 || len % k)
-            return kstr_free(&a), imp_fail(I, n, "cannot split the axis into %lld equal parts", (long long)k);
+            return kstr_free(&a),
+                   imp_fail(I, n, "cannot split the axis into %lld equal parts", (long long)k);
         kstr_puts(&a, "indices_or_sections=[");
-        for (int64_t i = 1; i < k; i++) kstr_printf(&a, "%s%lld", i > 1 ? ", " : "", (long long)(len / k * i));
+        for (int64_t i = 1; i < k; i++)
+            kstr_printf(&a, "%s%lld", i > 1 ? ", " : "", (long long)(len / k * i));
         kstr_printf(&a, "], axis=%lld", (long long)axis);
     } else {
         kstr_puts(&a, "indices_or_sections=[");
@@ -379,7 +436,8 @@ int cvt_split(imp *I, const Onnx__NodeProto *n, int *outs) {
     }
     int s = imp_call(I, n, "split", 1, &x, a.buf);
     kstr_free(&a);
-    if (s < 0) return -1;
+    if (s < 0)
+        return -1;
     for (size_t k = 0; k < n->n_output && k < 64; k++) {
         outs[k] = kiln_graph_tuple_get(I->g, s, (int)k, n->output[k]);
         if (outs[k] < 0 || graph_infer_node(I->g, outs[k]) != KILN_OK)

@@ -19,7 +19,9 @@
 
 /* ---- the importer ---------------------------------------------------------------- */
 
-static int is_default_domain(const char *d) { return !*d || strcmp(d, "ai.onnx") == 0; }
+static int is_default_domain(const char *d) {
+    return !*d || strcmp(d, "ai.onnx") == 0;
+}
 
 /* A user op (kiln/plugin.h) registered under the node's op type. */
 static const kiln_op_def *registered_op(const imp *I, const Onnx__NodeProto *n) {
@@ -29,12 +31,13 @@ static const kiln_op_def *registered_op(const imp *I, const Onnx__NodeProto *n) 
 
 /* Import a node as the registered user op of the same name, passing its
  * attributes through by name. */
-static int convert_registered(imp *I, const Onnx__NodeProto *n, const kiln_op_def *def,
-                              int *outs) {
+static int convert_registered(imp *I, const Onnx__NodeProto *n, const kiln_op_def *def, int *outs) {
     int in[4096], nin = imp_ninputs(n);
-    if (nin > 4096) return imp_fail(I, n, "too many inputs");
+    if (nin > 4096)
+        return imp_fail(I, n, "too many inputs");
     for (int i = 0; i < nin; i++)
-        if ((in[i] = imp_input(I, n, i)) < 0) return imp_fail(I, n, "input %d is missing", i);
+        if ((in[i] = imp_input(I, n, i)) < 0)
+            return imp_fail(I, n, "input %d is missing", i);
     gattr *as = arena_alloc(I->g->arena, sizeof(gattr) * (n->n_attribute ? n->n_attribute : 1));
     int na = 0;
     for (size_t k = 0; k < n->n_attribute; k++) {
@@ -43,8 +46,14 @@ static int convert_registered(imp *I, const Onnx__NodeProto *n, const kiln_op_de
         memset(g, 0, sizeof *g);
         g->name = a->name;
         switch (a->type) {
-        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: g->kind = GA_INT; g->i = a->i; break;
-        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: g->kind = GA_FLOAT; g->f = a->f; break;
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
+            g->kind = GA_INT;
+            g->i = a->i;
+            break;
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
+            g->kind = GA_FLOAT;
+            g->f = a->f;
+            break;
         case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
             g->kind = GA_INTS;
             g->n = (int)a->n_ints;
@@ -52,7 +61,8 @@ static int convert_registered(imp *I, const Onnx__NodeProto *n, const kiln_op_de
             break;
         case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: {
             double *f = arena_alloc(I->g->arena, sizeof(double) * (a->n_floats ? a->n_floats : 1));
-            for (size_t j = 0; j < a->n_floats; j++) f[j] = a->floats[j];
+            for (size_t j = 0; j < a->n_floats; j++)
+                f[j] = a->floats[j];
             g->kind = GA_FLOATS;
             g->n = (int)a->n_floats;
             g->floats = f;
@@ -65,8 +75,7 @@ static int convert_registered(imp *I, const Onnx__NodeProto *n, const kiln_op_de
             g->s = str;
             break;
         }
-        default:
-            return imp_fail(I, n, "attribute '%s' has a type user ops cannot take", a->name);
+        default: return imp_fail(I, n, "attribute '%s' has a type user ops cannot take", a->name);
         }
         na++;
     }
@@ -86,7 +95,8 @@ static int parse_shape_override(const char *spec, const char *name, int64_t *dim
     const char *p = spec;
     while (p && *p) {
         const char *colon = strstr(p, ":[");
-        if (!colon) return 0;
+        if (!colon)
+            return 0;
         size_t nlen = (size_t)(colon - p);
         const char *q = colon + 2;
         int nd = 0;
@@ -94,21 +104,27 @@ static int parse_shape_override(const char *spec, const char *name, int64_t *dim
         while (*q && *q != ']') {
             char *end;
             long long v = strtoll(q, &end, 10);
-            if (end == q || v < 0 || nd >= KILN_MAX_NDIM) return 0;
+            if (end == q || v < 0 || nd >= KILN_MAX_NDIM)
+                return 0;
             tmp[nd++] = v;
             q = end;
-            while (*q == ' ') q++;
-            if (*q == ',') q++;
-            while (*q == ' ') q++;
+            while (*q == ' ')
+                q++;
+            if (*q == ',')
+                q++;
+            while (*q == ' ')
+                q++;
         }
-        if (*q != ']') return 0;
+        if (*q != ']')
+            return 0;
         if (nlen == strlen(name) && strncmp(p, name, nlen) == 0) {
             *found = 1;
             *ndim = nd;
             memcpy(dims, tmp, sizeof(int64_t) * (size_t)nd);
         }
         p = q + 1;
-        while (*p == ',' || *p == ' ') p++;
+        while (*p == ',' || *p == ' ')
+            p++;
     }
     return 1;
 }
@@ -135,13 +151,16 @@ static int check_shape_names(imp *I, const Onnx__GraphProto *gp, const char *spe
                 if (v && v->kind == GN_VAR)
                     kstr_printf(&known, "%s'%s'", known.len ? ", " : "", gp->input[i]->name);
             }
-            kiln_set_error(KILN_ERR_INVALID, "--input-shapes: the model has no input '%.*s' "
-                           "(its inputs: %s)", (int)nlen, p, known.buf ? known.buf : "none");
+            kiln_set_error(KILN_ERR_INVALID,
+                           "--input-shapes: the model has no input '%.*s' "
+                           "(its inputs: %s)",
+                           (int)nlen, p, known.buf ? known.buf : "none");
             kstr_free(&known);
             return 0;
         }
         p = close + 1;
-        while (*p == ',' || *p == ' ') p++;
+        while (*p == ',' || *p == ' ')
+            p++;
     }
     return 1;
 }
@@ -150,14 +169,18 @@ static int add_input(imp *I, const Onnx__ValueInfoProto *vi, const char *shapes)
     const Onnx__TypeProto *tp = vi->type;
     if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type ||
         !tp->tensor_type->has_elem_type) {
-        kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: input '%s' is not a tensor with a known "
-                       "element type", I->path, vi->name);
+        kiln_set_error(KILN_ERR_UNSUPPORTED,
+                       "%s: input '%s' is not a tensor with a known "
+                       "element type",
+                       I->path, vi->name);
         return 0;
     }
     kiln_dtype dt;
     if (!onnx_dtype_to_kiln(tp->tensor_type->elem_type, &dt)) {
-        kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: input '%s' has dtype %s, which kiln does not "
-                       "support", I->path, vi->name, onnx_dtype_name(tp->tensor_type->elem_type));
+        kiln_set_error(KILN_ERR_UNSUPPORTED,
+                       "%s: input '%s' has dtype %s, which kiln does not "
+                       "support",
+                       I->path, vi->name, onnx_dtype_name(tp->tensor_type->elem_type));
         return 0;
     }
     int64_t dims[KILN_MAX_NDIM];
@@ -171,8 +194,10 @@ static int add_input(imp *I, const Onnx__ValueInfoProto *vi, const char *shapes)
     const Onnx__TensorShapeProto *sh = tp->tensor_type->shape;
     if (!found) {
         if (!sh) {
-            kiln_set_error(KILN_ERR_INVALID, "%s: input '%s' has no shape; give one with "
-                           "--input-shapes", I->path, vi->name);
+            kiln_set_error(KILN_ERR_INVALID,
+                           "%s: input '%s' has no shape; give one with "
+                           "--input-shapes",
+                           I->path, vi->name);
             return 0;
         }
         if (sh->n_dim > KILN_MAX_NDIM) {
@@ -203,7 +228,8 @@ static int add_input(imp *I, const Onnx__ValueInfoProto *vi, const char *shapes)
         return 0;
     }
     int id = kiln_graph_var(I->g, vi->name, dt, nd, dims, found ? NULL : syms);
-    if (id < 0) return 0;
+    if (id < 0)
+        return 0;
     imp_name_set(I, vi->name, id);
     return 1;
 }
@@ -225,7 +251,8 @@ static int flat_push(flat_list *fl, const Onnx__NodeProto *n) {
     if (fl->n == fl->cap) {
         size_t ncap = fl->cap ? fl->cap * 2 : 256;
         const Onnx__NodeProto **nn = realloc((void *)fl->nodes, sizeof(*nn) * ncap);
-        if (!nn) return kiln_set_error(KILN_ERR_NOMEM, "out of memory"), 0;
+        if (!nn)
+            return kiln_set_error(KILN_ERR_NOMEM, "out of memory"), 0;
         fl->nodes = nn;
         fl->cap = ncap;
     }
@@ -237,7 +264,8 @@ static const Onnx__FunctionProto *find_function(const Onnx__ModelProto *mp,
                                                 const Onnx__NodeProto *n) {
     for (size_t i = 0; i < mp->n_functions; i++) {
         const Onnx__FunctionProto *f = mp->functions[i];
-        if (f->name && !strcmp(f->name, n->op_type) && !strcmp(f->domain ? f->domain : "", n->domain))
+        if (f->name && !strcmp(f->name, n->op_type) &&
+            !strcmp(f->domain ? f->domain : "", n->domain))
             return f;
     }
     return NULL;
@@ -252,7 +280,8 @@ static char *prefixed(arena *a, const char *prefix, const char *name) {
 
 static int flatten(imp *I, flat_list *fl, const Onnx__NodeProto *n, int depth) {
     const Onnx__FunctionProto *f = find_function(onnx_model_proto(I->m), n);
-    if (!f) return flat_push(fl, n);
+    if (!f)
+        return flat_push(fl, n);
     if (depth > 16)
         return imp_fail(I, n, "model-local functions nest more than 16 deep (recursion?)"), 0;
     char pre[600];
@@ -268,13 +297,15 @@ static int flatten(imp *I, flat_list *fl, const Onnx__NodeProto *n, int depth) {
         for (size_t i = 0; i < fn->n_input; i++) {
             const char *v = fn->input[i], *r = NULL;
             for (size_t j = 0; j < f->n_input && !r; j++)
-                if (!strcmp(v, f->input[j])) r = j < n->n_input ? n->input[j] : "";
+                if (!strcmp(v, f->input[j]))
+                    r = j < n->n_input ? n->input[j] : "";
             c->input[i] = (char *)(r ? r : *v ? prefixed(fl->a, pre, v) : "");
         }
         for (size_t i = 0; i < fn->n_output; i++) {
             const char *v = fn->output[i], *r = NULL;
             for (size_t j = 0; j < f->n_output && !r; j++)
-                if (!strcmp(v, f->output[j])) r = j < n->n_output ? n->output[j] : "";
+                if (!strcmp(v, f->output[j]))
+                    r = j < n->n_output ? n->output[j] : "";
             c->output[i] = (char *)(r ? r : *v ? prefixed(fl->a, pre, v) : "");
         }
         c->attribute = arena_alloc(fl->a, sizeof(void *) * (fn->n_attribute ? fn->n_attribute : 1));
@@ -283,7 +314,8 @@ static int flatten(imp *I, flat_list *fl, const Onnx__NodeProto *n, int depth) {
             const Onnx__AttributeProto *at = fn->attribute[i];
             if (at->ref_attr_name && *at->ref_attr_name) {
                 const Onnx__AttributeProto *bound = imp_attr(n, at->ref_attr_name);
-                if (!bound) continue; /* not set by the call: the op's default */
+                if (!bound)
+                    continue; /* not set by the call: the op's default */
                 Onnx__AttributeProto *b = arena_alloc(fl->a, sizeof *b);
                 *b = *bound;
                 b->name = at->name;
@@ -292,7 +324,8 @@ static int flatten(imp *I, flat_list *fl, const Onnx__NodeProto *n, int depth) {
                 c->attribute[c->n_attribute++] = (Onnx__AttributeProto *)at;
             }
         }
-        if (!flatten(I, fl, c, depth + 1)) return 0;
+        if (!flatten(I, fl, c, depth + 1))
+            return 0;
     }
     return 1;
 }
@@ -304,7 +337,8 @@ static int check_supported(imp *I, const flat_list *gp) {
     int nbad = 0;
     for (size_t i = 0; i < gp->n; i++) {
         const Onnx__NodeProto *n = gp->nodes[i];
-        const imp_converter *c = is_default_domain(n->domain) ? imp_find_converter(n->op_type) : NULL;
+        const imp_converter *c =
+            is_default_domain(n->domain) ? imp_find_converter(n->op_type) : NULL;
         int ok = (c && I->opset >= c->since) || (!c && registered_op(I, n));
         if (!ok) {
             /* an identical op type is listed once per node name, up to 50 */
@@ -333,7 +367,8 @@ kiln_graph *kiln_onnx_import(const char *path, const char *input_shapes) {
         return NULL;
     }
     onnx_model *m = onnx_model_load(path);
-    if (!m) return NULL;
+    if (!m)
+        return NULL;
     kiln_graph *g = onnx_import_model(m, path, input_shapes, 0);
     onnx_model_free(m);
     return g;
@@ -351,42 +386,51 @@ kiln_graph *onnx_import_model(const onnx_model *m, const char *path, const char 
     kiln_graph *result = NULL;
     const Onnx__GraphProto *gp = onnx_model_proto(m)->graph;
     flat_list fl = {0};
-    if (!I.g) goto done;
+    if (!I.g)
+        goto done;
     if (I.opset < 1) {
-        kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: the model imports no default-domain opset",
-                       path);
+        kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: the model imports no default-domain opset", path);
         goto done;
     }
     if (I.opset < 7 || I.opset > 17) {
-        kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: opset %lld is not supported (7 to 17 are)",
-                       path, (long long)I.opset);
+        kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: opset %lld is not supported (7 to 17 are)", path,
+                       (long long)I.opset);
         goto done;
     }
     fl.a = arena_new();
-    if (!fl.a) goto done;
+    if (!fl.a)
+        goto done;
     for (size_t i = 0; i < gp->n_node; i++)
-        if (!flatten(&I, &fl, gp->node[i], 0)) goto done;
-    if (!check_supported(&I, &fl)) goto done;
+        if (!flatten(&I, &fl, gp->node[i], 0))
+            goto done;
+    if (!check_supported(&I, &fl))
+        goto done;
     for (size_t i = 0; i < gp->n_initializer; i++) {
         const Onnx__TensorProto *t = gp->initializer[i];
         char what[600];
         snprintf(what, sizeof what, "initializer '%s'", t->name);
         kiln_ndarray *a = onnx_tensor_to_ndarray(m, t, what);
-        if (!a) goto done;
+        if (!a)
+            goto done;
         int id = imp_add_const(&I, t->name, a);
-        if (id < 0) goto done;
+        if (id < 0)
+            goto done;
         imp_name_set(&I, t->name, id);
     }
     for (size_t i = 0; i < gp->n_input; i++) {
-        if (imp_name_get(&I, gp->input[i]->name) >= 0) continue; /* an initializer */
-        if (!add_input(&I, gp->input[i], input_shapes)) goto done;
+        if (imp_name_get(&I, gp->input[i]->name) >= 0)
+            continue; /* an initializer */
+        if (!add_input(&I, gp->input[i], input_shapes))
+            goto done;
     }
-    if (input_shapes && !check_shape_names(&I, gp, input_shapes)) goto done;
+    if (input_shapes && !check_shape_names(&I, gp, input_shapes))
+        goto done;
     for (size_t i = 0; i < fl.n; i++) {
         const Onnx__NodeProto *n = fl.nodes[i];
         for (size_t k = 0; k < n->n_input; k++)
             if (n->input[k][0] && imp_name_get(&I, n->input[k]) < 0) {
-                imp_fail(&I, n, "input '%s' is not produced by any earlier node, initializer or "
+                imp_fail(&I, n,
+                         "input '%s' is not produced by any earlier node, initializer or "
                          "graph input (a dangling name, or the graph is not in order/has a cycle)",
                          n->input[k]);
                 goto done;
@@ -396,12 +440,16 @@ kiln_graph *onnx_import_model(const onnx_model *m, const char *path, const char 
             imp_fail(&I, n, "too many outputs");
             goto done;
         }
-        for (int k = 0; k < 64; k++) outs[k] = -1;
-        const imp_converter *c = is_default_domain(n->domain) ? imp_find_converter(n->op_type) : NULL;
+        for (int k = 0; k < 64; k++)
+            outs[k] = -1;
+        const imp_converter *c =
+            is_default_domain(n->domain) ? imp_find_converter(n->op_type) : NULL;
         const kiln_op_def *user = c ? NULL : registered_op(&I, n);
-        if (c ? imp_convert(&I, n, c, outs) < 0 : convert_registered(&I, n, user, outs) < 0) goto done;
+        if (c ? imp_convert(&I, n, c, outs) < 0 : convert_registered(&I, n, user, outs) < 0)
+            goto done;
         for (size_t k = 0; k < n->n_output; k++) {
-            if (!n->output[k][0]) continue;
+            if (!n->output[k][0])
+                continue;
             if (outs[k] < 0) {
                 if (k == 0) {
                     imp_fail(&I, n, "internal: no value for output 0");

@@ -12,7 +12,8 @@
 
 const kiln_op_def *op_registry_find(const kiln_op_registry *r, const char *name) {
     for (int i = 0; r && i < r->n; i++)
-        if (strcmp(r->ops[i]->name, name) == 0) return r->ops[i];
+        if (strcmp(r->ops[i]->name, name) == 0)
+            return r->ops[i];
     return NULL;
 }
 
@@ -27,7 +28,8 @@ kiln_status op_registry_add(kiln_op_registry *r, const kiln_op_def *def) {
     if (r->n == r->cap) {
         int ncap = r->cap ? r->cap * 2 : 64;
         const kiln_op_def **n = kiln_realloc((void *)r->ops, sizeof(*n) * (size_t)ncap);
-        if (!n) return KILN_ERR_NOMEM;
+        if (!n)
+            return KILN_ERR_NOMEM;
         r->ops = n;
         r->cap = ncap;
     }
@@ -39,7 +41,8 @@ kiln_status op_registry_add(kiln_op_registry *r, const kiln_op_def *def) {
 
 struct kiln_graph *graph_new(const kiln_op_registry *ops) {
     struct kiln_graph *g = kiln_calloc(1, sizeof *g);
-    if (!g) return NULL;
+    if (!g)
+        return NULL;
     g->arena = arena_new();
     g->ops = ops;
     if (!g->arena) {
@@ -50,8 +53,10 @@ struct kiln_graph *graph_new(const kiln_op_registry *ops) {
 }
 
 void kiln_graph_free(kiln_graph *g) {
-    if (!g) return;
-    for (int i = 0; i < g->n; i++) kiln_ndarray_free(g->nodes[i]->value);
+    if (!g)
+        return;
+    for (int i = 0; i < g->n; i++)
+        kiln_ndarray_free(g->nodes[i]->value);
     free(g->nodes);
     arena_free(g->arena);
     free(g);
@@ -61,7 +66,9 @@ gnode *graph_node(const struct kiln_graph *g, int id) {
     return (g && id >= 0 && id < g->n) ? g->nodes[id] : NULL;
 }
 
-int kiln_graph_num_nodes(const kiln_graph *g) { return g ? g->n : 0; }
+int kiln_graph_num_nodes(const kiln_graph *g) {
+    return g ? g->n : 0;
+}
 
 const char *graph_node_label(const gnode *n, char *buf, size_t cap) {
     const char *what = n->kind == GN_CALL    ? n->op->name
@@ -78,7 +85,8 @@ const char *graph_node_label(const gnode *n, char *buf, size_t cap) {
 
 static const attr_schema *schema_find(const kiln_op_def *op, const char *name) {
     for (const attr_schema *s = op->attrs; s && s->name; s++)
-        if (strcmp(s->name, name) == 0) return s;
+        if (strcmp(s->name, name) == 0)
+            return s;
     return NULL;
 }
 
@@ -100,18 +108,20 @@ static int check_attrs(struct kiln_graph *g, const kiln_op_def *op, int nattr, g
         }
         for (int j = 0; j < i; j++)
             if (strcmp(attrs[j].name, attrs[i].name) == 0) {
-                kiln_set_error(KILN_ERR_INVALID, "%s '%s': attribute '%s' is given twice",
-                               op->name, name, attrs[i].name);
+                kiln_set_error(KILN_ERR_INVALID, "%s '%s': attribute '%s' is given twice", op->name,
+                               name, attrs[i].name);
                 return 0;
             }
         gattr *a = &attrs[i];
-        if (a->kind == s->kind) continue;
+        if (a->kind == s->kind)
+            continue;
         if (s->kind == GA_FLOAT && a->kind == GA_INT) {
             a->kind = GA_FLOAT;
             a->f = (double)a->i;
         } else if (s->kind == GA_FLOATS && a->kind == GA_INTS) {
             double *f = arena_alloc(g->arena, sizeof(double) * (size_t)(a->n ? a->n : 1));
-            for (int k = 0; k < a->n; k++) f[k] = (double)a->ints[k];
+            for (int k = 0; k < a->n; k++)
+                f[k] = (double)a->ints[k];
             a->floats = f;
             a->kind = GA_FLOATS;
         } else if ((s->kind == GA_INTS || s->kind == GA_FLOATS) && a->n == 0 &&
@@ -124,9 +134,11 @@ static int check_attrs(struct kiln_graph *g, const kiln_op_def *op, int nattr, g
         }
     }
     for (const attr_schema *s = op->attrs; s && s->name; s++) {
-        if (!s->required) continue;
+        if (!s->required)
+            continue;
         int found = 0;
-        for (int i = 0; i < nattr; i++) found |= strcmp(attrs[i].name, s->name) == 0;
+        for (int i = 0; i < nattr; i++)
+            found |= strcmp(attrs[i].name, s->name) == 0;
         if (!found) {
             kiln_set_error(KILN_ERR_INVALID, "%s '%s': required attribute '%s' is missing",
                            op->name, name, s->name);
@@ -136,33 +148,38 @@ static int check_attrs(struct kiln_graph *g, const kiln_op_def *op, int nattr, g
     return 1;
 }
 
-int graph_add(struct kiln_graph *g, gnode_kind kind, const kiln_op_def *op, int nin,
-              const int *in, int nattr, const gattr *attrs, const char *name) {
-    if (!g) return kiln_set_error(KILN_ERR_INVALID, "graph is NULL"), -1;
+int graph_add(struct kiln_graph *g, gnode_kind kind, const kiln_op_def *op, int nin, const int *in,
+              int nattr, const gattr *attrs, const char *name) {
+    if (!g)
+        return kiln_set_error(KILN_ERR_INVALID, "graph is NULL"), -1;
     name = name ? name : "";
     if (nin < 0 || nin > 4096 || (nin && !in))
         return kiln_set_error(KILN_ERR_INVALID, "node '%s': bad input count %d", name, nin), -1;
     for (int i = 0; i < nin; i++)
         if (in[i] < 0 || in[i] >= g->n)
-            return kiln_set_error(KILN_ERR_INVALID, "node '%s': input %d refers to node %d, "
-                                  "which does not exist (yet)", name, i, in[i]),
+            return kiln_set_error(KILN_ERR_INVALID,
+                                  "node '%s': input %d refers to node %d, "
+                                  "which does not exist (yet)",
+                                  name, i, in[i]),
                    -1;
     if (kind == GN_CALL) {
-        if (!op) return kiln_set_error(KILN_ERR_INVALID, "node '%s': no op", name), -1;
+        if (!op)
+            return kiln_set_error(KILN_ERR_INVALID, "node '%s': no op", name), -1;
         if (nin < op->min_in || nin > op->max_in) {
             if (op->min_in == op->max_in)
-                kiln_set_error(KILN_ERR_INVALID, "%s '%s': takes %d inputs, got %d", op->name,
-                               name, op->min_in, nin);
+                kiln_set_error(KILN_ERR_INVALID, "%s '%s': takes %d inputs, got %d", op->name, name,
+                               op->min_in, nin);
             else
-                kiln_set_error(KILN_ERR_INVALID, "%s '%s': takes %d to %d inputs, got %d",
-                               op->name, name, op->min_in, op->max_in, nin);
+                kiln_set_error(KILN_ERR_INVALID, "%s '%s': takes %d to %d inputs, got %d", op->name,
+                               name, op->min_in, op->max_in, nin);
             return -1;
         }
     }
     if (g->n == g->cap) {
         int ncap = g->cap ? g->cap * 2 : 64;
         gnode **nn = kiln_realloc(g->nodes, sizeof(gnode *) * (size_t)ncap);
-        if (!nn) return -1;
+        if (!nn)
+            return -1;
         g->nodes = nn;
         g->cap = ncap;
     }
@@ -173,13 +190,15 @@ int graph_add(struct kiln_graph *g, gnode_kind kind, const kiln_op_def *op, int 
     n->op = op;
     n->nin = nin;
     int *ins = arena_alloc(g->arena, sizeof(int) * (size_t)(nin ? nin : 1));
-    if (nin) memcpy(ins, in, sizeof(int) * (size_t)nin);
+    if (nin)
+        memcpy(ins, in, sizeof(int) * (size_t)nin);
     n->in = ins;
     gattr *as = arena_alloc(g->arena, sizeof(gattr) * (size_t)(nattr ? nattr : 1));
     for (int i = 0; i < nattr; i++) {
         as[i] = attrs[i];
         as[i].name = arena_strdup(g->arena, attrs[i].name);
-        if (attrs[i].s) as[i].s = arena_strdup(g->arena, attrs[i].s);
+        if (attrs[i].s)
+            as[i].s = arena_strdup(g->arena, attrs[i].s);
         if (attrs[i].n && attrs[i].ints) {
             int64_t *v = arena_alloc(g->arena, sizeof(int64_t) * (size_t)attrs[i].n);
             memcpy(v, attrs[i].ints, sizeof(int64_t) * (size_t)attrs[i].n);
@@ -191,7 +210,8 @@ int graph_add(struct kiln_graph *g, gnode_kind kind, const kiln_op_def *op, int 
             as[i].floats = v;
         }
     }
-    if (kind == GN_CALL && !check_attrs(g, op, nattr, as, name)) return -1;
+    if (kind == GN_CALL && !check_attrs(g, op, nattr, as, name))
+        return -1;
     n->nattr = nattr;
     n->attrs = as;
     n->name = arena_strdup(g->arena, name);
@@ -203,41 +223,50 @@ int graph_add(struct kiln_graph *g, gnode_kind kind, const kiln_op_def *op, int 
 
 const gattr *graph_attr(const gnode *n, const char *name) {
     for (int i = 0; i < n->nattr; i++)
-        if (strcmp(n->attrs[i].name, name) == 0) return &n->attrs[i];
+        if (strcmp(n->attrs[i].name, name) == 0)
+            return &n->attrs[i];
     return NULL;
 }
 
 /* The schema default of an attribute, parsed (NULL if none). */
 static const gattr *schema_default(const gnode *n, const char *name) {
-    if (n->kind != GN_CALL) return NULL;
+    if (n->kind != GN_CALL)
+        return NULL;
     const attr_schema *s = schema_find(n->op, name);
-    if (!s || !s->def) return NULL;
+    if (!s || !s->def)
+        return NULL;
     return graph_default_attr(n->op, s);
 }
 
 int64_t graph_attr_int(const gnode *n, const char *name, int64_t def) {
     const gattr *a = graph_attr(n, name);
-    if (!a) a = schema_default(n, name);
+    if (!a)
+        a = schema_default(n, name);
     return a && a->kind == GA_INT ? a->i : def;
 }
 
 double graph_attr_float(const gnode *n, const char *name, double def) {
     const gattr *a = graph_attr(n, name);
-    if (!a) a = schema_default(n, name);
+    if (!a)
+        a = schema_default(n, name);
     return a && a->kind == GA_FLOAT ? a->f : a && a->kind == GA_INT ? (double)a->i : def;
 }
 
 int graph_attr_ints(const gnode *n, const char *name, int64_t *out, int cap) {
     const gattr *a = graph_attr(n, name);
-    if (!a) a = schema_default(n, name);
-    if (!a || a->kind != GA_INTS) return -1;
-    for (int i = 0; i < a->n && i < cap; i++) out[i] = a->ints[i];
+    if (!a)
+        a = schema_default(n, name);
+    if (!a || a->kind != GA_INTS)
+        return -1;
+    for (int i = 0; i < a->n && i < cap; i++)
+        out[i] = a->ints[i];
     return a->n;
 }
 
 const char *graph_attr_str(const gnode *n, const char *name, const char *def) {
     const gattr *a = graph_attr(n, name);
-    if (!a) a = schema_default(n, name);
+    if (!a)
+        a = schema_default(n, name);
     return a && a->kind == GA_STR ? a->s : def;
 }
 
@@ -247,22 +276,27 @@ gtype gtype_tensor(struct kiln_graph *g, kiln_dtype dt, int ndim, const gdim *di
     gtype t = {1, 0, 1, arena_alloc(g->arena, sizeof(gtensor_type))};
     t.t->dtype = dt;
     t.t->ndim = ndim;
-    for (int i = 0; i < ndim; i++) t.t->dims[i] = dims[i];
+    for (int i = 0; i < ndim; i++)
+        t.t->dims[i] = dims[i];
     return t;
 }
 
 int gdim_equal(gdim a, gdim b) {
-    if (a.sym || b.sym) return a.sym && b.sym && strcmp(a.sym, b.sym) == 0;
+    if (a.sym || b.sym)
+        return a.sym && b.sym && strcmp(a.sym, b.sym) == 0;
     return a.v == b.v;
 }
 
 int gtype_equal(const gtype *a, const gtype *b) {
-    if (a->known != b->known || a->n != b->n || a->is_tuple != b->is_tuple) return 0;
+    if (a->known != b->known || a->n != b->n || a->is_tuple != b->is_tuple)
+        return 0;
     for (int i = 0; i < a->n; i++) {
         const gtensor_type *x = &a->t[i], *y = &b->t[i];
-        if (x->dtype != y->dtype || x->ndim != y->ndim) return 0;
+        if (x->dtype != y->dtype || x->ndim != y->ndim)
+            return 0;
         for (int d = 0; d < x->ndim; d++)
-            if (!gdim_equal(x->dims[d], y->dims[d])) return 0;
+            if (!gdim_equal(x->dims[d], y->dims[d]))
+                return 0;
     }
     return 1;
 }
@@ -275,7 +309,8 @@ static void print_dim_name(kstr *out, const char *s) {
         ident = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || *c == '_' ||
                 (*c >= '0' && *c <= '9') || *c == '.';
     /* "inf"/"nan" lex as numbers */
-    if (ident && (!strcmp(s, "inf") || !strcmp(s, "inff") || !strcmp(s, "nan") || !strcmp(s, "nanf")))
+    if (ident &&
+        (!strcmp(s, "inf") || !strcmp(s, "inff") || !strcmp(s, "nan") || !strcmp(s, "nanf")))
         ident = 0;
     if (ident) {
         kstr_puts(out, s);
@@ -284,7 +319,8 @@ static void print_dim_name(kstr *out, const char *s) {
     kstr_putc(out, '"');
     for (const char *c = s; *c; c++) {
         /* '*' '/' would end the comment the type is printed in */
-        if (*c == '"' || *c == '\\' || (*c == '/' && c > s && c[-1] == '*')) kstr_putc(out, '\\');
+        if (*c == '"' || *c == '\\' || (*c == '/' && c > s && c[-1] == '*'))
+            kstr_putc(out, '\\');
         if (*c == '\n') {
             kstr_puts(out, "\\n");
             continue;
@@ -297,13 +333,15 @@ static void print_dim_name(kstr *out, const char *s) {
 static void tensor_type_print(kstr *out, const gtensor_type *t) {
     kstr_puts(out, "Tensor[(");
     for (int d = 0; d < t->ndim; d++) {
-        if (d) kstr_puts(out, ", ");
+        if (d)
+            kstr_puts(out, ", ");
         if (t->dims[d].sym)
             print_dim_name(out, t->dims[d].sym);
         else
             kstr_printf(out, "%lld", (long long)t->dims[d].v);
     }
-    if (t->ndim == 1) kstr_putc(out, ',');
+    if (t->ndim == 1)
+        kstr_putc(out, ',');
     kstr_printf(out, "), %s]", kiln_dtype_name(t->dtype));
 }
 
@@ -318,10 +356,12 @@ void gtype_print(kstr *out, const gtype *t) {
     }
     kstr_putc(out, '(');
     for (int i = 0; i < t->n; i++) {
-        if (i) kstr_puts(out, ", ");
+        if (i)
+            kstr_puts(out, ", ");
         tensor_type_print(out, &t->t[i]);
     }
-    if (t->n == 1) kstr_putc(out, ',');
+    if (t->n == 1)
+        kstr_putc(out, ',');
     kstr_putc(out, ')');
 }
 
@@ -329,7 +369,8 @@ void gtype_print(kstr *out, const gtype *t) {
 
 int kiln_graph_var(kiln_graph *g, const char *name, kiln_dtype dt, int ndim, const int64_t *dims,
                    const char *const *sym_names) {
-    if (!g) return -1;
+    if (!g)
+        return -1;
     if (!name || !*name)
         return kiln_set_error(KILN_ERR_INVALID, "graph var: needs a name"), -1;
     if (ndim < 0 || ndim > KILN_MAX_NDIM || (ndim && !dims))
@@ -345,20 +386,24 @@ int kiln_graph_var(kiln_graph *g, const char *name, kiln_dtype dt, int ndim, con
         if (dims[i] < 0) {
             const char *s = sym_names ? sym_names[i] : NULL;
             if (!s || !*s)
-                return kiln_set_error(KILN_ERR_INVALID, "graph var '%s': dim %d is symbolic "
-                                      "but has no name", name, i),
+                return kiln_set_error(KILN_ERR_INVALID,
+                                      "graph var '%s': dim %d is symbolic "
+                                      "but has no name",
+                                      name, i),
                        -1;
             dd[i].sym = arena_strdup(g->arena, s);
             dd[i].v = -1;
         }
     }
     int id = graph_add(g, GN_VAR, NULL, 0, NULL, 0, NULL, name);
-    if (id >= 0) g->nodes[id]->type = gtype_tensor(g, dt, ndim, dd);
+    if (id >= 0)
+        g->nodes[id]->type = gtype_tensor(g, dt, ndim, dd);
     return id;
 }
 
 int graph_const_take(struct kiln_graph *g, const char *name, kiln_ndarray *value) {
-    if (!value) return -1;
+    if (!value)
+        return -1;
     int id = graph_add(g, GN_CONST, NULL, 0, NULL, 0, NULL, name);
     if (id < 0) {
         kiln_ndarray_free(value);
@@ -366,21 +411,25 @@ int graph_const_take(struct kiln_graph *g, const char *name, kiln_ndarray *value
     }
     int nd = kiln_ndarray_ndim(value);
     gdim dd[KILN_MAX_NDIM];
-    for (int i = 0; i < nd; i++) dd[i] = (gdim){kiln_ndarray_dim(value, i), NULL};
+    for (int i = 0; i < nd; i++)
+        dd[i] = (gdim){kiln_ndarray_dim(value, i), NULL};
     g->nodes[id]->value = value;
     g->nodes[id]->type = gtype_tensor(g, kiln_ndarray_dtype(value), nd, dd);
     return id;
 }
 
 int kiln_graph_const(kiln_graph *g, const char *name, const kiln_ndarray *value) {
-    if (!g) return -1;
-    if (!value) return kiln_set_error(KILN_ERR_INVALID, "graph const '%s': no value", name ? name : ""), -1;
+    if (!g)
+        return -1;
+    if (!value)
+        return kiln_set_error(KILN_ERR_INVALID, "graph const '%s': no value", name ? name : ""), -1;
     return graph_const_take(g, name, ndarray_clone(value));
 }
 
 int kiln_graph_call(kiln_graph *g, const char *op, int nin, const int *in, const char *attrs,
                     const char *name) {
-    if (!g) return -1;
+    if (!g)
+        return -1;
     const kiln_op_def *def = op ? op_registry_find(g->ops, op) : NULL;
     if (!def)
         return kiln_set_error(KILN_ERR_UNSUPPORTED, "unknown op '%s'", op ? op : "(null)"), -1;
@@ -404,20 +453,25 @@ int kiln_graph_tuple_get(kiln_graph *g, int tuple, int index, const char *name) 
     if (index < 0)
         return kiln_set_error(KILN_ERR_INVALID, "tuple_get: negative index %d", index), -1;
     int id = graph_add(g, GN_TUPLE_GET, NULL, 1, &tuple, 0, NULL, name);
-    if (id >= 0) g->nodes[id]->index = index;
+    if (id >= 0)
+        g->nodes[id]->index = index;
     return id;
 }
 
 kiln_status kiln_graph_set_outputs(kiln_graph *g, int n, const int *nodes,
                                    const char *const *names) {
-    if (!g) return KILN_ERR_INVALID;
-    if (n < 1 || !nodes) return kiln_set_error(KILN_ERR_INVALID, "graph needs at least one output");
+    if (!g)
+        return KILN_ERR_INVALID;
+    if (n < 1 || !nodes)
+        return kiln_set_error(KILN_ERR_INVALID, "graph needs at least one output");
     int *outs = arena_alloc(g->arena, sizeof(int) * (size_t)n);
     const char **nm = arena_alloc(g->arena, sizeof(char *) * (size_t)n);
     for (int i = 0; i < n; i++) {
         if (nodes[i] < 0 || nodes[i] >= g->n)
-            return kiln_set_error(KILN_ERR_INVALID, "graph output %d refers to node %d, which "
-                                  "does not exist", i, nodes[i]);
+            return kiln_set_error(KILN_ERR_INVALID,
+                                  "graph output %d refers to node %d, which "
+                                  "does not exist",
+                                  i, nodes[i]);
         outs[i] = nodes[i];
         char buf[32];
         snprintf(buf, sizeof buf, "output%d", i);
@@ -430,12 +484,14 @@ kiln_status kiln_graph_set_outputs(kiln_graph *g, int n, const int *nodes,
 }
 
 char *kiln_graph_op_counts(const kiln_graph *g) {
-    if (!g) return NULL;
+    if (!g)
+        return NULL;
     kstr s;
     kstr_init(&s);
     kstr_puts(&s, "inputs:\n");
     for (int id = 0; id < g->n; id++) {
-        if (g->nodes[id]->kind != GN_VAR) continue;
+        if (g->nodes[id]->kind != GN_VAR)
+            continue;
         kstr_printf(&s, "  %s: ", g->nodes[id]->name);
         gtype_print(&s, &g->nodes[id]->type);
         kstr_putc(&s, '\n');
@@ -449,11 +505,15 @@ char *kiln_graph_op_counts(const kiln_graph *g) {
     kstr_puts(&s, "op counts:\n");
     for (int id = 0; id < g->n; id++) {
         const gnode *n = g->nodes[id];
-        if (n->kind != GN_CALL) continue;
+        if (n->kind != GN_CALL)
+            continue;
         int seen = 0, count = 0;
-        for (int j = 0; j < id && !seen; j++) seen = g->nodes[j]->kind == GN_CALL && g->nodes[j]->op == n->op;
-        if (seen) continue;
-        for (int j = id; j < g->n; j++) count += g->nodes[j]->kind == GN_CALL && g->nodes[j]->op == n->op;
+        for (int j = 0; j < id && !seen; j++)
+            seen = g->nodes[j]->kind == GN_CALL && g->nodes[j]->op == n->op;
+        if (seen)
+            continue;
+        for (int j = id; j < g->n; j++)
+            count += g->nodes[j]->kind == GN_CALL && g->nodes[j]->op == n->op;
         kstr_printf(&s, "  %-24s %d\n", n->op->name, count);
     }
     return kstr_take(&s);
@@ -468,7 +528,8 @@ static gtype copy_type(struct kiln_graph *g, const gtype *t) {
         memcpy(tt, t->t, sizeof(gtensor_type) * (size_t)t->n);
         for (int i = 0; i < t->n; i++)
             for (int d = 0; d < tt[i].ndim; d++)
-                if (tt[i].dims[d].sym) tt[i].dims[d].sym = arena_strdup(g->arena, tt[i].dims[d].sym);
+                if (tt[i].dims[d].sym)
+                    tt[i].dims[d].sym = arena_strdup(g->arena, tt[i].dims[d].sym);
         r.t = tt;
     }
     return r;
@@ -482,9 +543,11 @@ int graph_copy_node(struct kiln_graph *g, const gnode *n, const int *map) {
     }
     /* constants are immutable: the copy shares the storage (BERT-base's
        440 MB were copied once per pass) */
-    if (n->kind == GN_CONST) return graph_const_take(g, n->name, ndarray_share(n->value));
+    if (n->kind == GN_CONST)
+        return graph_const_take(g, n->name, ndarray_share(n->value));
     int id = graph_add(g, n->kind, n->op, n->nin, in, n->nattr, n->attrs, n->name);
-    if (id < 0) return -1;
+    if (id < 0)
+        return -1;
     g->nodes[id]->index = n->index;
     g->nodes[id]->type = copy_type(g, &n->type);
     return id;
@@ -492,7 +555,9 @@ int graph_copy_node(struct kiln_graph *g, const gnode *n, const int *map) {
 
 kiln_status graph_copy_outputs(struct kiln_graph *dst, const struct kiln_graph *g, const int *map) {
     int outs[4096];
-    if (g->nout > 4096) return kiln_set_error(KILN_ERR_UNSUPPORTED, "more than 4096 outputs");
-    for (int k = 0; k < g->nout; k++) outs[k] = map[g->outs[k]];
+    if (g->nout > 4096)
+        return kiln_set_error(KILN_ERR_UNSUPPORTED, "more than 4096 outputs");
+    for (int k = 0; k < g->nout; k++)
+        outs[k] = map[g->outs[k]];
     return kiln_graph_set_outputs(dst, g->nout, outs, g->out_names);
 }

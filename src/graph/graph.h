@@ -195,13 +195,13 @@ typedef struct gnode {
     gnode_kind kind;
     const kiln_op_def *op; /* GN_CALL */
     int nin;
-    const int *in;         /* input node ids, all < id */
+    const int *in; /* input node ids, all < id */
     int nattr;
-    const gattr *attrs;    /* GN_CALL, sorted as given */
-    const char *name;      /* source name ("" if none) */
+    const gattr *attrs; /* GN_CALL, sorted as given */
+    const char *name;   /* source name ("" if none) */
     gtype type;
-    kiln_ndarray *value;   /* GN_CONST, owned by the graph */
-    int index;             /* GN_TUPLE_GET */
+    kiln_ndarray *value; /* GN_CONST, owned by the graph */
+    int index;           /* GN_TUPLE_GET */
 } gnode;
 
 struct kiln_graph {

@@ -11,8 +11,16 @@ KILN_HIDDEN struct kiln_graph *graph_new(const kiln_op_registry *ops);
 /* ---- the text syntax (text.c) ---------------------------------------------
  * A lexer shared by the attribute parser and the graph parser. */
 typedef enum {
-    TK_EOF, TK_IDENT, TK_INT, TK_FLOAT, TK_STRING, TK_LOCAL /* %name */, TK_GLOBAL /* @name */,
-    TK_PUNCT, TK_COMMENT /* the text inside / * ... * / */, TK_ERROR
+    TK_EOF,
+    TK_IDENT,
+    TK_INT,
+    TK_FLOAT,
+    TK_STRING,
+    TK_LOCAL /* %name */,
+    TK_GLOBAL /* @name */,
+    TK_PUNCT,
+    TK_COMMENT /* the text inside / * ... * / */,
+    TK_ERROR
 } tok_kind;
 
 typedef struct {
@@ -27,7 +35,7 @@ typedef struct {
 typedef struct {
     const char *src, *p;
     int line, col;
-    token tok; /* the current token */
+    token tok;        /* the current token */
     const char *what; /* for messages: "graph text" */
 } lexer;
 
@@ -62,7 +70,7 @@ KILN_HIDDEN int graph_copy_node(struct kiln_graph *g, const gnode *n, const int 
 KILN_HIDDEN int graph_const_take(struct kiln_graph *g, const char *name, kiln_ndarray *value);
 /* Copy g's outputs into dst through map. */
 KILN_HIDDEN kiln_status graph_copy_outputs(struct kiln_graph *dst, const struct kiln_graph *g,
-                                          const int *map);
+                                           const int *map);
 
 /* ---- types (infer.c) -------------------------------------------------------
  * Infer the type of node id from its inputs' types (kiln_graph_infer_types,

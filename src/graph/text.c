@@ -46,9 +46,11 @@ static int ident_char(char c, int first) {
 
 void lex_next(lexer *lx) {
     for (;;) {
-        while (*lx->p == ' ' || *lx->p == '\t' || *lx->p == '\n' || *lx->p == '\r') advance(lx, 1);
+        while (*lx->p == ' ' || *lx->p == '\t' || *lx->p == '\n' || *lx->p == '\r')
+            advance(lx, 1);
         if (lx->p[0] == '/' && lx->p[1] == '/') { /* line comment */
-            while (*lx->p && *lx->p != '\n') advance(lx, 1);
+            while (*lx->p && *lx->p != '\n')
+                advance(lx, 1);
             continue;
         }
         break;
@@ -78,7 +80,8 @@ void lex_next(lexer *lx) {
     }
     if (*p == '%' || *p == '@') {
         int n = 1;
-        while (ident_char(p[n], 0) || (p[n] >= '0' && p[n] <= '9')) n++;
+        while (ident_char(p[n], 0) || (p[n] >= '0' && p[n] <= '9'))
+            n++;
         if (n == 1) {
             t->kind = TK_ERROR;
             lex_error(lx, "'%c' must be followed by a name", *p);
@@ -92,11 +95,13 @@ void lex_next(lexer *lx) {
     }
     if (ident_char(*p, 1)) {
         int n = 1;
-        while (ident_char(p[n], 0)) n++;
+        while (ident_char(p[n], 0))
+            n++;
         t->kind = TK_IDENT;
         t->len = n;
         /* inf and nan, as printed ("inff", "nanf") */
-        if ((n == 4 || n == 3) && (!strncmp(p, "inff", (size_t)n) || !strncmp(p, "nanf", (size_t)n))) {
+        if ((n == 4 || n == 3) &&
+            (!strncmp(p, "inff", (size_t)n) || !strncmp(p, "nanf", (size_t)n))) {
             t->kind = TK_FLOAT;
             t->f = p[0] == 'i' ? INFINITY : NAN;
         }
@@ -122,7 +127,8 @@ void lex_next(lexer *lx) {
         } else {
             t->kind = TK_FLOAT;
             t->f = strtod(p, &end);
-            if (*end == 'f') end++;
+            if (*end == 'f')
+                end++;
         }
         t->len = (int)(end - p);
         advance(lx, t->len);
@@ -130,7 +136,8 @@ void lex_next(lexer *lx) {
     }
     if (*p == '"') {
         int n = 1;
-        while (p[n] && p[n] != '"' && p[n] != '\n') n += (p[n] == '\\' && p[n + 1]) ? 2 : 1;
+        while (p[n] && p[n] != '"' && p[n] != '\n')
+            n += (p[n] == '\\' && p[n + 1]) ? 2 : 1;
         if (p[n] != '"') {
             t->kind = TK_ERROR;
             lex_error(lx, "unterminated string");
@@ -147,7 +154,9 @@ void lex_next(lexer *lx) {
     advance(lx, 1);
 }
 
-int lex_is(const lexer *lx, char c) { return lx->tok.kind == TK_PUNCT && *lx->tok.start == c; }
+int lex_is(const lexer *lx, char c) {
+    return lx->tok.kind == TK_PUNCT && *lx->tok.start == c;
+}
 
 char *lex_text(const lexer *lx, arena *a) {
     char *s = arena_alloc(a, (size_t)lx->tok.len + 1);
@@ -197,8 +206,10 @@ static int parse_value(struct kiln_graph *g, lexer *lx, gattr *a) {
                 cap *= 2;
                 double *nv = realloc(vals, sizeof(double) * (size_t)cap);
                 int64_t *ni = realloc(ivals, sizeof(int64_t) * (size_t)cap);
-                if (nv) vals = nv;
-                if (ni) ivals = ni;
+                if (nv)
+                    vals = nv;
+                if (ni)
+                    ivals = ni;
                 if (!nv || !ni || cap > (1 << 20)) {
                     free(vals);
                     free(ivals);
@@ -210,7 +221,8 @@ static int parse_value(struct kiln_graph *g, lexer *lx, gattr *a) {
             ivals[n] = t->i;
             n++;
             lex_next(lx);
-            if (lex_is(lx, ',')) lex_next(lx);
+            if (lex_is(lx, ','))
+                lex_next(lx);
             else if (!lex_is(lx, ']')) {
                 free(vals);
                 free(ivals);
@@ -266,8 +278,10 @@ int graph_parse_attr_list(struct kiln_graph *g, lexer *lx, gattr **out) {
         tmp.tok = ident;
         a->name = lex_text(&tmp, g->arena);
         lex_next(lx);
-        if (!parse_value(g, lx, a)) return -1;
-        if (!lex_is(lx, ',')) break;
+        if (!parse_value(g, lx, a))
+            return -1;
+        if (!lex_is(lx, ','))
+            break;
         lex_next(lx);
     }
     *out = as;
@@ -278,7 +292,8 @@ int graph_parse_attrs(struct kiln_graph *g, const char *text, gattr **out) {
     lexer lx;
     lex_init(&lx, text, "attributes");
     int n = graph_parse_attr_list(g, &lx, out);
-    if (n < 0) return -1;
+    if (n < 0)
+        return -1;
     if (lx.tok.kind != TK_EOF) {
         lex_error(&lx, "expected 'name=value'");
         return -1;
@@ -301,9 +316,11 @@ const gattr *graph_default_attr(const kiln_op_def *op, const attr_schema *s) {
     const gattr *r = NULL;
     pthread_mutex_lock(&g_defaults.mu);
     for (int i = 0; i < g_defaults.n && !r; i++)
-        if (g_defaults.keys[i] == s) r = &g_defaults.vals[i];
+        if (g_defaults.keys[i] == s)
+            r = &g_defaults.vals[i];
     if (!r) {
-        if (!g_defaults.g && (g_defaults_arena.arena = arena_new())) g_defaults.g = &g_defaults_arena;
+        if (!g_defaults.g && (g_defaults_arena.arena = arena_new()))
+            g_defaults.g = &g_defaults_arena;
         char text[512];
         snprintf(text, sizeof text, "%s=%s", s->name, s->def);
         gattr *a;
@@ -336,7 +353,8 @@ const gattr *graph_default_attr(const kiln_op_def *op, const attr_schema *s) {
 static void print_float(kstr *out, double v) {
     char buf[64];
     snprintf(buf, sizeof buf, "%.9g", v);
-    if (v == v && strtod(buf, NULL) != v) snprintf(buf, sizeof buf, "%.17g", v);
+    if (v == v && strtod(buf, NULL) != v)
+        snprintf(buf, sizeof buf, "%.17g", v);
     kstr_printf(out, "%sf", buf);
 }
 
@@ -348,7 +366,8 @@ void graph_print_attr(kstr *out, const gattr *a) {
     case GA_STR: {
         kstr_putc(out, '"');
         for (const char *c = a->s; *c; c++) {
-            if (*c == '"' || *c == '\\') kstr_putc(out, '\\');
+            if (*c == '"' || *c == '\\')
+                kstr_putc(out, '\\');
             if (*c == '\n') {
                 kstr_puts(out, "\\n");
                 continue;
@@ -362,7 +381,8 @@ void graph_print_attr(kstr *out, const gattr *a) {
     case GA_FLOATS:
         kstr_putc(out, '[');
         for (int i = 0; i < a->n; i++) {
-            if (i) kstr_puts(out, ", ");
+            if (i)
+                kstr_puts(out, ", ");
             if (a->kind == GA_INTS)
                 kstr_printf(out, "%lld", (long long)a->ints[i]);
             else

@@ -21,12 +21,15 @@ struct kiln_op_call {
 };
 
 static const gtensor_type *in_type(const kiln_op_call *c, int i) {
-    if (!c || i < 0 || i >= c->n->nin) return NULL;
+    if (!c || i < 0 || i >= c->n->nin)
+        return NULL;
     const gtype *t = c->in ? c->in[i] : &c->g->nodes[c->n->in[i]]->type;
     return t->known && !t->is_tuple ? &t->t[0] : NULL;
 }
 
-int kiln_op_call_num_inputs(const kiln_op_call *c) { return c ? c->n->nin : 0; }
+int kiln_op_call_num_inputs(const kiln_op_call *c) {
+    return c ? c->n->nin : 0;
+}
 
 kiln_dtype kiln_op_call_input_dtype(const kiln_op_call *c, int i) {
     const gtensor_type *t = in_type(c, i);
@@ -56,12 +59,14 @@ const char *kiln_op_call_attr_str(const kiln_op_call *c, const char *name, const
 }
 
 kiln_status kiln_op_call_set_output(kiln_op_call *c, kiln_dtype dt, int ndim, const int64_t *dims) {
-    if (!c || !c->out) return kiln_set_error(KILN_ERR_INVALID, "set_output outside a relation");
+    if (!c || !c->out)
+        return kiln_set_error(KILN_ERR_INVALID, "set_output outside a relation");
     if (ndim < 0 || ndim > KILN_MAX_NDIM || (unsigned)dt >= KILN_HANDLE || (ndim && !dims))
         return kiln_op_call_error(c, "set_output: bad rank or dtype");
     gdim dd[KILN_MAX_NDIM];
     for (int d = 0; d < ndim; d++) {
-        if (dims[d] < 0) return kiln_op_call_error(c, "set_output: negative dim");
+        if (dims[d] < 0)
+            return kiln_op_call_error(c, "set_output: negative dim");
         dd[d] = (gdim){dims[d], NULL};
     }
     *c->out = gtype_tensor((struct kiln_graph *)c->g, dt, ndim, dd);
@@ -70,7 +75,8 @@ kiln_status kiln_op_call_set_output(kiln_op_call *c, kiln_dtype dt, int ndim, co
 }
 
 kiln_status kiln_op_call_error(kiln_op_call *c, const char *message) {
-    if (c) c->result = REL_ERROR;
+    if (c)
+        c->result = REL_ERROR;
     return kiln_set_error(KILN_ERR_INVALID, "%s", message ? message : "invalid call");
 }
 
@@ -79,7 +85,8 @@ int kiln_op_call_output_ndim(const kiln_op_call *c) {
 }
 
 int64_t kiln_op_call_output_dim(const kiln_op_call *c, int d) {
-    if (!c || !c->n->type.known || d < 0 || d >= c->n->type.t[0].ndim) return -1;
+    if (!c || !c->n->type.known || d < 0 || d >= c->n->type.t[0].ndim)
+        return -1;
     return c->n->type.t[0].dims[d].sym ? -1 : c->n->type.t[0].dims[d].v;
 }
 
@@ -88,12 +95,14 @@ int64_t kiln_op_call_output_dim(const kiln_op_call *c, int d) {
 static rel_result plugin_rel(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
                              gtype *out) {
     for (int i = 0; i < call->nin; i++)
-        if (!in[i]->known) return REL_INCOMPLETE;
+        if (!in[i]->known)
+            return REL_INCOMPLETE;
     const kiln_op_spec *spec = call->op->plugin;
     kiln_op_call c = {g, call, in, out, REL_ERROR};
     kiln_status st = spec->relation(&c);
     if (st != KILN_OK || c.result != REL_OK) {
-        if (!*kiln_last_error()) kiln_set_error(KILN_ERR_INVALID, "the relation set no output type");
+        if (!*kiln_last_error())
+            kiln_set_error(KILN_ERR_INVALID, "the relation set no output type");
         return REL_ERROR;
     }
     return REL_OK;
@@ -106,7 +115,8 @@ static kiln_status plugin_compute(kiln_ctx *ctx, const gnode *call, kiln_tensor 
     kiln_clear_error();
     out[0] = spec->compute(ctx, &c, in);
     if (!out[0]) {
-        if (!*kiln_last_error()) kiln_set_error(KILN_ERR_INVALID, "the compute returned NULL");
+        if (!*kiln_last_error())
+            kiln_set_error(KILN_ERR_INVALID, "the compute returned NULL");
         return KILN_ERR_INVALID;
     }
     const gtensor_type *t = &call->type.t[0];
@@ -117,7 +127,7 @@ static kiln_status plugin_compute(kiln_ctx *ctx, const gnode *call, kiln_tensor 
     }
     if (!ok)
         return kiln_set_error(KILN_ERR_INVALID, "the compute's output does not have the type "
-                              "its relation gave");
+                                                "its relation gave");
     return KILN_OK;
 }
 
@@ -139,31 +149,45 @@ static void free_schema(attr_schema *schema);
 /* Parse "name:kind[=default], ..." into a schema (NULL-terminated). */
 static attr_schema *parse_schema(const char *text) {
     int cap = 1;
-    for (const char *p = text; p && *p; p++) cap += *p == ',';
+    for (const char *p = text; p && *p; p++)
+        cap += *p == ',';
     attr_schema *s = calloc((size_t)cap + 1, sizeof *s);
     char *copy = text ? strdup(text) : NULL;
-    if (!s || (text && !copy)) goto fail;
+    if (!s || (text && !copy))
+        goto fail;
     int n = 0;
     for (char *tok = copy ? strtok(copy, ",") : NULL; tok; tok = strtok(NULL, ",")) {
-        while (*tok == ' ') tok++;
+        while (*tok == ' ')
+            tok++;
         char *colon = strchr(tok, ':');
-        if (!colon) goto fail;
+        if (!colon)
+            goto fail;
         *colon = 0;
         char *kind = colon + 1, *eq = strchr(kind, '=');
-        if (eq) *eq = 0;
+        if (eq)
+            *eq = 0;
         char *end = kind + strlen(kind);
-        while (end > kind && end[-1] == ' ') *--end = 0;
+        while (end > kind && end[-1] == ' ')
+            *--end = 0;
         gattr_kind k;
-        if (!strcmp(kind, "int")) k = GA_INT;
-        else if (!strcmp(kind, "float")) k = GA_FLOAT;
-        else if (!strcmp(kind, "ints")) k = GA_INTS;
-        else if (!strcmp(kind, "floats")) k = GA_FLOATS;
-        else if (!strcmp(kind, "str")) k = GA_STR;
-        else goto fail;
+        if (!strcmp(kind, "int"))
+            k = GA_INT;
+        else if (!strcmp(kind, "float"))
+            k = GA_FLOAT;
+        else if (!strcmp(kind, "ints"))
+            k = GA_INTS;
+        else if (!strcmp(kind, "floats"))
+            k = GA_FLOATS;
+        else if (!strcmp(kind, "str"))
+            k = GA_STR;
+        else
+            goto fail;
         char *nm = tok;
         end = nm + strlen(nm);
-        while (end > nm && end[-1] == ' ') *--end = 0;
-        if (!*nm) goto fail;
+        while (end > nm && end[-1] == ' ')
+            *--end = 0;
+        if (!*nm)
+            goto fail;
         s[n].name = strdup(nm);
         s[n].kind = k;
         s[n].required = eq == NULL;
@@ -175,8 +199,10 @@ static attr_schema *parse_schema(const char *text) {
 fail:
     free(copy);
     free_schema(s);
-    kiln_set_error(KILN_ERR_INVALID, "op attributes '%s': expected 'name:kind[=default], ...' "
-                   "with kind int, float, ints, floats or str", text ? text : "");
+    kiln_set_error(KILN_ERR_INVALID,
+                   "op attributes '%s': expected 'name:kind[=default], ...' "
+                   "with kind int, float, ints, floats or str",
+                   text ? text : "");
     return NULL;
 }
 
@@ -202,13 +228,15 @@ static void free_row(kiln_op_def *def, kiln_op_spec *copy, attr_schema *schema) 
 kiln_status kiln_op_register(const kiln_op_spec *spec) {
     if (!spec || !spec->name || !*spec->name || !spec->relation || !spec->compute)
         return kiln_set_error(KILN_ERR_INVALID, "op registration: a spec needs a name, a relation "
-                              "and a compute");
+                                                "and a compute");
     if (spec->min_inputs < 0 || spec->max_inputs < spec->min_inputs || spec->max_inputs > 4096)
         return kiln_set_error(KILN_ERR_INVALID, "op '%s': bad input counts %d..%d", spec->name,
                               spec->min_inputs, spec->max_inputs);
     if (spec->layout != KILN_OP_LAYOUT_PLAIN && spec->layout != KILN_OP_LAYOUT_ANY)
-        return kiln_set_error(KILN_ERR_INVALID, "op '%s': layout %d is not KILN_OP_LAYOUT_PLAIN "
-                              "or KILN_OP_LAYOUT_ANY", spec->name, (int)spec->layout);
+        return kiln_set_error(KILN_ERR_INVALID,
+                              "op '%s': layout %d is not KILN_OP_LAYOUT_PLAIN "
+                              "or KILN_OP_LAYOUT_ANY",
+                              spec->name, (int)spec->layout);
     switch (spec->pattern) {
     case KILN_OP_ELEMWISE:
     case KILN_OP_BROADCAST:
@@ -217,8 +245,8 @@ kiln_status kiln_op_register(const kiln_op_spec *spec) {
     case KILN_OP_OUT_ELEMWISE_FUSABLE:
     case KILN_OP_OPAQUE: break;
     default:
-        return kiln_set_error(KILN_ERR_INVALID, "op '%s': %d is not a kiln_op_pattern",
-                              spec->name, (int)spec->pattern);
+        return kiln_set_error(KILN_ERR_INVALID, "op '%s': %d is not a kiln_op_pattern", spec->name,
+                              (int)spec->pattern);
     }
     kiln_op_registry *r = ops_default_registry();
     if (op_registry_find(r, spec->name))
@@ -257,24 +285,29 @@ kiln_status kiln_op_register(const kiln_op_spec *spec) {
                      (a->kind == s->kind || (s->kind == GA_FLOAT && a->kind == GA_INT));
             kiln_graph_free(tmp);
             if (!ok) {
-                kiln_set_error(KILN_ERR_INVALID, "op '%s': default '%s' of attribute '%s' does "
-                               "not parse as its kind", spec->name, s->def, s->name);
+                kiln_set_error(KILN_ERR_INVALID,
+                               "op '%s': default '%s' of attribute '%s' does "
+                               "not parse as its kind",
+                               spec->name, s->def, s->name);
                 free_row(def, copy, schema);
                 return KILN_ERR_INVALID;
             }
         }
     /* rows live for the process: the registry is process-wide */
     kiln_status st = op_registry_add(r, def);
-    if (st != KILN_OK) free_row(def, copy, schema);
+    if (st != KILN_OK)
+        free_row(def, copy, schema);
     return st;
 }
 
 kiln_status kiln_plugin_load(const char *path) {
-    if (!path) return kiln_set_error(KILN_ERR_INVALID, "plugin: no path");
+    if (!path)
+        return kiln_set_error(KILN_ERR_INVALID, "plugin: no path");
     char full[4096];
     snprintf(full, sizeof full, "%s%s", strchr(path, '/') ? "" : "./", path);
     void *h = dlopen(full, RTLD_NOW | RTLD_LOCAL);
-    if (!h) return kiln_set_error(KILN_ERR_IO, "plugin %s: %s", path, dlerror());
+    if (!h)
+        return kiln_set_error(KILN_ERR_IO, "plugin %s: %s", path, dlerror());
     int (*init)(void) = (int (*)(void))dlsym(h, "kiln_plugin_init");
     if (!init) {
         dlclose(h);

@@ -12,14 +12,18 @@
 
 /* The most demanding pattern in the group: what it can still absorb. */
 static int can_absorb(op_pattern master, op_pattern next) {
-    if (next > OP_BROADCAST && next != OP_INJECTIVE) return 0; /* reduce, fusable, opaque */
-    if (master == OP_OUT_ELEMWISE_FUSABLE) return next <= OP_BROADCAST;
-    if (master <= OP_INJECTIVE) return next <= OP_INJECTIVE;
+    if (next > OP_BROADCAST && next != OP_INJECTIVE)
+        return 0; /* reduce, fusable, opaque */
+    if (master == OP_OUT_ELEMWISE_FUSABLE)
+        return next <= OP_BROADCAST;
+    if (master <= OP_INJECTIVE)
+        return next <= OP_INJECTIVE;
     return 0;
 }
 
 static int find(int *rep, int g) {
-    while (rep[g] != g) g = rep[g] = rep[rep[g]];
+    while (rep[g] != g)
+        g = rep[g] = rep[rep[g]];
     return g;
 }
 
@@ -38,21 +42,27 @@ static int merge_diamonds(const struct kiln_graph *g, int *group, int ngroups, o
         rep[k] = k;
         maxpat[k] = OP_ELEMWISE;
     }
-    for (int k = 0; k < g->nout; k++) escape[g->outs[k]] = 1;
+    for (int k = 0; k < g->nout; k++)
+        escape[g->outs[k]] = 1;
     for (int id = 0; id < g->n; id++) {
         const gnode *nd = g->nodes[id];
-        if (group[id] < 0) continue;
-        if (nd->op->pattern > maxpat[group[id]]) maxpat[group[id]] = nd->op->pattern;
+        if (group[id] < 0)
+            continue;
+        if (nd->op->pattern > maxpat[group[id]])
+            maxpat[group[id]] = nd->op->pattern;
         tuple[group[id]] |= nd->type.is_tuple;
     }
     /* consumers of each node, as lists (CSR) */
     int *cstart = calloc((size_t)n + 1, sizeof(int)), nedges = 0;
     KILN_ASSERT(cstart);
     for (int id = 0; id < g->n; id++)
-        for (int i = 0; i < g->nodes[id]->nin; i++) cstart[g->nodes[id]->in[i] + 1]++;
-    for (int id = 0; id < g->n; id++) cstart[id + 1] += cstart[id];
+        for (int i = 0; i < g->nodes[id]->nin; i++)
+            cstart[g->nodes[id]->in[i] + 1]++;
+    for (int id = 0; id < g->n; id++)
+        cstart[id + 1] += cstart[id];
     nedges = cstart[g->n];
-    int *cons = malloc(sizeof(int) * (size_t)(nedges ? nedges : 1)), *fill = calloc((size_t)n, sizeof(int));
+    int *cons = malloc(sizeof(int) * (size_t)(nedges ? nedges : 1)),
+        *fill = calloc((size_t)n, sizeof(int));
     KILN_ASSERT(cons && fill);
     for (int id = 0; id < g->n; id++)
         for (int i = 0; i < g->nodes[id]->nin; i++) {
@@ -62,38 +72,51 @@ static int merge_diamonds(const struct kiln_graph *g, int *group, int ngroups, o
     for (int changed = 1; changed;) {
         changed = 0;
         for (int a = 0; a < ngroups; a++) {
-            if (find(rep, a) != a || tuple[a]) continue;
-            if (master[a] != OP_OUT_ELEMWISE_FUSABLE && master[a] > OP_INJECTIVE) continue;
+            if (find(rep, a) != a || tuple[a])
+                continue;
+            if (master[a] != OP_OUT_ELEMWISE_FUSABLE && master[a] > OP_INJECTIVE)
+                continue;
             int b = -1, ok = 1;
             for (int id = 0; id < g->n && ok; id++) {
-                if (group[id] < 0 || find(rep, group[id]) != a) continue;
-                if (escape[id]) ok = 0;
+                if (group[id] < 0 || find(rep, group[id]) != a)
+                    continue;
+                if (escape[id])
+                    ok = 0;
                 for (int e = cstart[id]; e < cstart[id + 1] && ok; e++) {
                     int c = cons[e];
                     int gc = group[c] < 0 ? -1 : find(rep, group[c]);
-                    if (gc == a) continue;
-                    if (gc < 0 || (b >= 0 && gc != b)) ok = 0;
+                    if (gc == a)
+                        continue;
+                    if (gc < 0 || (b >= 0 && gc != b))
+                        ok = 0;
                     b = gc;
                 }
             }
-            if (!ok || b < 0 || tuple[b]) continue;
+            if (!ok || b < 0 || tuple[b])
+                continue;
             int fits = master[a] == OP_OUT_ELEMWISE_FUSABLE ? maxpat[b] <= OP_BROADCAST
                                                             : maxpat[b] <= OP_INJECTIVE;
-            if (!fits) continue;
+            if (!fits)
+                continue;
             rep[a] = b;
-            if (master[a] == OP_OUT_ELEMWISE_FUSABLE) master[b] = OP_OUT_ELEMWISE_FUSABLE;
-            if (maxpat[a] > maxpat[b]) maxpat[b] = maxpat[a];
+            if (master[a] == OP_OUT_ELEMWISE_FUSABLE)
+                master[b] = OP_OUT_ELEMWISE_FUSABLE;
+            if (maxpat[a] > maxpat[b])
+                maxpat[b] = maxpat[a];
             changed = 1;
         }
     }
     /* renumber the surviving groups in node order */
     int *num = malloc(sizeof(int) * (size_t)ng), count = 0;
     KILN_ASSERT(num);
-    for (int k = 0; k < ngroups; k++) num[k] = -1;
+    for (int k = 0; k < ngroups; k++)
+        num[k] = -1;
     for (int id = 0; id < g->n; id++) {
-        if (group[id] < 0) continue;
+        if (group[id] < 0)
+            continue;
         int r = find(rep, group[id]);
-        if (num[r] < 0) num[r] = count++;
+        if (num[r] < 0)
+            num[r] = count++;
         group[id] = num[r];
     }
     free(num);
@@ -115,25 +138,31 @@ int pass_fuse_ops(const struct kiln_graph *g, int *group) {
         for (int i = 0; i < g->nodes[id]->nin; i++) {
             /* count consumer nodes, not edges: add(x, x) is one consumer */
             int dup = 0;
-            for (int j = 0; j < i; j++) dup |= g->nodes[id]->in[j] == g->nodes[id]->in[i];
-            if (!dup) consumers[g->nodes[id]->in[i]]++;
+            for (int j = 0; j < i; j++)
+                dup |= g->nodes[id]->in[j] == g->nodes[id]->in[i];
+            if (!dup)
+                consumers[g->nodes[id]->in[i]]++;
         }
-    for (int k = 0; k < g->nout; k++) consumers[g->outs[k]]++; /* outputs escape */
+    for (int k = 0; k < g->nout; k++)
+        consumers[g->outs[k]]++; /* outputs escape */
     int ngroups = 0;
     for (int id = 0; id < g->n; id++) {
         const gnode *n = g->nodes[id];
         group[id] = -1;
-        if (n->kind != GN_CALL) continue;
+        if (n->kind != GN_CALL)
+            continue;
         int multi_out = n->type.is_tuple;
         if (!multi_out && n->op->pattern != OP_OPAQUE) {
             for (int i = 0; i < n->nin && group[id] < 0; i++) {
                 const gnode *p = g->nodes[n->in[i]];
-                if (p->kind != GN_CALL || p->type.is_tuple || consumers[p->id] != 1) continue;
+                if (p->kind != GN_CALL || p->type.is_tuple || consumers[p->id] != 1)
+                    continue;
                 int pg = group[p->id];
                 if (pg >= 0 && can_absorb(master[pg], n->op->pattern)) {
                     /* p must be its group's output (the newest member) */
                     int newest = 1;
-                    for (int q = p->id + 1; q < id && newest; q++) newest = group[q] != pg;
+                    for (int q = p->id + 1; q < id && newest; q++)
+                        newest = group[q] != pg;
                     if (newest) {
                         group[id] = pg;
                         if (master[pg] != OP_OUT_ELEMWISE_FUSABLE && n->op->pattern > master[pg])

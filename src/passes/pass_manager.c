@@ -22,14 +22,18 @@ typedef int (*rebuild_fn)(struct kiln_graph *r, const struct kiln_graph *g, cons
 static struct kiln_graph *rebuild(const struct kiln_graph *g, rebuild_fn fn, void *user) {
     struct kiln_graph *r = graph_new(g->ops);
     int *map = malloc(sizeof(int) * (size_t)(g->n ? g->n : 1));
-    if (!r || !map) goto fail;
+    if (!r || !map)
+        goto fail;
     for (int id = 0; id < g->n; id++) {
         int v = fn(r, g, g->nodes[id], map, user);
-        if (v == REBUILD_COPY) v = graph_copy_node(r, g->nodes[id], map);
-        if (v == -1) goto fail;
+        if (v == REBUILD_COPY)
+            v = graph_copy_node(r, g->nodes[id], map);
+        if (v == -1)
+            goto fail;
         map[id] = v == REBUILD_DROP ? -1 : v;
     }
-    if (graph_copy_outputs(r, g, map) != KILN_OK) goto fail;
+    if (graph_copy_outputs(r, g, map) != KILN_OK)
+        goto fail;
     free(map);
     return r;
 fail:
@@ -48,13 +52,18 @@ static int keep_live(struct kiln_graph *r, const struct kiln_graph *g, const gno
 static struct kiln_graph *pass_dce(struct kiln_graph *g, const pass_env *env) {
     (void)env;
     int *live = calloc((size_t)(g->n ? g->n : 1), sizeof(int));
-    if (!live) return NULL;
-    for (int k = 0; k < g->nout; k++) live[g->outs[k]] = 1;
+    if (!live)
+        return NULL;
+    for (int k = 0; k < g->nout; k++)
+        live[g->outs[k]] = 1;
     for (int id = g->n - 1; id >= 0; id--) {
         const gnode *n = g->nodes[id];
-        if (n->kind == GN_VAR) live[id] = 1; /* inputs stay: the signature is fixed */
-        if (!live[id]) continue;
-        for (int i = 0; i < n->nin; i++) live[n->in[i]] = 1;
+        if (n->kind == GN_VAR)
+            live[id] = 1; /* inputs stay: the signature is fixed */
+        if (!live[id])
+            continue;
+        for (int i = 0; i < n->nin; i++)
+            live[n->in[i]] = 1;
     }
     struct kiln_graph *r = rebuild(g, keep_live, live);
     free(live);
@@ -64,16 +73,33 @@ static struct kiln_graph *pass_dce(struct kiln_graph *g, const pass_env *env) {
 /* ---- EliminateCommonSubexpr ---------------------------------------------------- */
 
 static int same_attrs(const gnode *a, const gnode *b) {
-    if (a->nattr != b->nattr) return 0;
+    if (a->nattr != b->nattr)
+        return 0;
     for (int i = 0; i < a->nattr; i++) {
         const gattr *x = &a->attrs[i], *y = graph_attr(b, x->name);
-        if (!y || x->kind != y->kind || x->n != y->n) return 0;
+        if (!y || x->kind != y->kind || x->n != y->n)
+            return 0;
         switch (x->kind) {
-        case GA_INT: if (x->i != y->i) return 0; break;
-        case GA_FLOAT: if (memcmp(&x->f, &y->f, sizeof x->f)) return 0; break;
-        case GA_STR: if (strcmp(x->s, y->s)) return 0; break;
-        case GA_INTS: if (x->n && memcmp(x->ints, y->ints, sizeof(int64_t) * (size_t)x->n)) return 0; break;
-        case GA_FLOATS: if (x->n && memcmp(x->floats, y->floats, sizeof(double) * (size_t)x->n)) return 0; break;
+        case GA_INT:
+            if (x->i != y->i)
+                return 0;
+            break;
+        case GA_FLOAT:
+            if (memcmp(&x->f, &y->f, sizeof x->f))
+                return 0;
+            break;
+        case GA_STR:
+            if (strcmp(x->s, y->s))
+                return 0;
+            break;
+        case GA_INTS:
+            if (x->n && memcmp(x->ints, y->ints, sizeof(int64_t) * (size_t)x->n))
+                return 0;
+            break;
+        case GA_FLOATS:
+            if (x->n && memcmp(x->floats, y->floats, sizeof(double) * (size_t)x->n))
+                return 0;
+            break;
         }
     }
     return 1;
@@ -82,14 +108,17 @@ static int same_attrs(const gnode *a, const gnode *b) {
 /* Calls (and tuple-gets) with the same op, inputs and attributes are one. */
 static int merge_same(struct kiln_graph *r, const struct kiln_graph *g, const gnode *n,
                       const int *map, void *user) {
-    if (n->kind != GN_CALL && n->kind != GN_TUPLE_GET) return REBUILD_COPY;
+    if (n->kind != GN_CALL && n->kind != GN_TUPLE_GET)
+        return REBUILD_COPY;
     for (int j = 0; j < r->n; j++) {
         const gnode *m = r->nodes[j];
         if (m->kind != n->kind || m->op != n->op || m->nin != n->nin || m->index != n->index)
             continue;
         int same = 1;
-        for (int i = 0; i < n->nin && same; i++) same = m->in[i] == map[n->in[i]];
-        if (same && same_attrs(n, m)) return j;
+        for (int i = 0; i < n->nin && same; i++)
+            same = m->in[i] == map[n->in[i]];
+        if (same && same_attrs(n, m))
+            return j;
     }
     return REBUILD_COPY;
 }
@@ -117,18 +146,21 @@ static int fold_batch_norm(struct kiln_graph *r, const struct kiln_graph *g, con
     for (int i = 0; i < 4; i++) {
         const gnode *pn = g->nodes[n->in[1 + i]];
         p[i] = pn->kind == GN_CONST ? pn->value : NULL;
-        if (!p[i] || (kiln_ndarray_dtype(p[i]) != KILN_FLOAT32 &&
-                      kiln_ndarray_dtype(p[i]) != KILN_FLOAT64))
+        if (!p[i] ||
+            (kiln_ndarray_dtype(p[i]) != KILN_FLOAT32 && kiln_ndarray_dtype(p[i]) != KILN_FLOAT64))
             return REBUILD_COPY;
     }
     const gtensor_type *xt = &n->type.t[0];
     int64_t axis = graph_attr_int(n, "axis", 1);
-    if (axis < 0) axis += xt->ndim;
-    if (xt->dims[axis].sym) return REBUILD_COPY;
+    if (axis < 0)
+        axis += xt->ndim;
+    if (xt->dims[axis].sym)
+        return REBUILD_COPY;
     int64_t c = xt->dims[axis].v, shape[KILN_MAX_NDIM];
     int nd = xt->ndim - (int)axis;
     shape[0] = c;
-    for (int d = 1; d < nd; d++) shape[d] = 1;
+    for (int d = 1; d < nd; d++)
+        shape[d] = 1;
     kiln_ndarray *scale = kiln_ndarray_empty(xt->dtype, nd, shape);
     kiln_ndarray *shift = kiln_ndarray_empty(xt->dtype, nd, shape);
     double eps = graph_attr_float(n, "epsilon", 1e-5);
@@ -150,7 +182,8 @@ static int fold_batch_norm(struct kiln_graph *r, const struct kiln_graph *g, con
     int sh = shift ? kiln_graph_const(r, nm, shift) : -1;
     kiln_ndarray_free(scale);
     kiln_ndarray_free(shift);
-    if (sc < 0 || sh < 0) return -1;
+    if (sc < 0 || sh < 0)
+        return -1;
     int m[2] = {map[n->in[0]], sc};
     int mul = kiln_graph_call(r, "multiply", 2, m, NULL, n->name);
     int a[2] = {mul, sh};
@@ -177,9 +210,9 @@ static struct kiln_graph *pass_simplify_inference(struct kiln_graph *g, const pa
  * are left to DeadCodeElimination. */
 
 typedef struct {
-    int *x;       /* old id -> old id of the normalized input, or -1 */
+    int *x; /* old id -> old id of the normalized input, or -1 */
     double *eps;
-    int *gamma;   /* old id of gamma / beta constants, or -1 */
+    int *gamma; /* old id of gamma / beta constants, or -1 */
     int *beta;
 } ln_match;
 
@@ -193,7 +226,8 @@ static int is_call(const gnode *n, const char *op) {
 
 /* A constant holding one value; writes it to *v. */
 static int scalar_const(const gnode *n, double *v) {
-    if (!n || n->kind != GN_CONST || kiln_ndarray_numel(n->value) != 1) return 0;
+    if (!n || n->kind != GN_CONST || kiln_ndarray_numel(n->value) != 1)
+        return 0;
     *v = at(n->value, 0);
     return !isnan(*v);
 }
@@ -210,19 +244,24 @@ static int last_axis_mean(const gnode *n) {
 
 /* x if n is (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps), else -1. */
 static int match_ln_core(const struct kiln_graph *g, const gnode *n, double *eps) {
-    if (!is_call(n, "divide")) return -1;
+    if (!is_call(n, "divide"))
+        return -1;
     const gnode *d = ln_in(g, n, 0), *sq = ln_in(g, n, 1), *m = ln_in(g, d, 1);
-    if (!is_call(d, "subtract") || !last_axis_mean(m) || m->in[0] != d->in[0]) return -1;
-    if (!is_call(sq, "sqrt")) return -1;
+    if (!is_call(d, "subtract") || !last_axis_mean(m) || m->in[0] != d->in[0])
+        return -1;
+    if (!is_call(sq, "sqrt"))
+        return -1;
     const gnode *e = ln_in(g, sq, 0);
-    if (!is_call(e, "add")) return -1;
+    if (!is_call(e, "add"))
+        return -1;
     const gnode *v = ln_in(g, e, 0), *c = ln_in(g, e, 1);
     if (!last_axis_mean(v)) {
         const gnode *t = v;
         v = c;
         c = t;
     }
-    if (!last_axis_mean(v) || !scalar_const(c, eps) || *eps < 0) return -1;
+    if (!last_axis_mean(v) || !scalar_const(c, eps) || *eps < 0)
+        return -1;
     const gnode *p = ln_in(g, v, 0);
     double two;
     int squared = (is_call(p, "power") && p->in[0] == d->id && scalar_const(ln_in(g, p, 1), &two) &&
@@ -237,7 +276,8 @@ static int match_ln_core(const struct kiln_graph *g, const gnode *n, double *eps
 /* The constant operand of a binary op whose other operand is `other`, if it
  * is 1-D over the last axis (k elements). */
 static const gnode *affine_const(const struct kiln_graph *g, const gnode *n, int other, int64_t k) {
-    if (n->nin != 2) return NULL;
+    if (n->nin != 2)
+        return NULL;
     const gnode *c = g->nodes[n->in[n->in[0] == other ? 1 : 0]];
     if ((n->in[0] != other && n->in[1] != other) || c->kind != GN_CONST ||
         kiln_ndarray_ndim(c->value) != 1 || kiln_ndarray_dim(c->value, 0) != k ||
@@ -250,7 +290,8 @@ static int fuse_layer_norm(struct kiln_graph *r, const struct kiln_graph *g, con
                            const int *map, void *user) {
     ln_match *L = user;
     L->x[n->id] = -1;
-    if (n->kind != GN_CALL) return REBUILD_COPY;
+    if (n->kind != GN_CALL)
+        return REBUILD_COPY;
     double eps;
     int x = match_ln_core(g, n, &eps);
     int gamma = -1, beta = -1;
@@ -258,11 +299,13 @@ static int fuse_layer_norm(struct kiln_graph *r, const struct kiln_graph *g, con
         /* gamma after a matched core, or beta after a core (with gamma) */
         for (int i = 0; i < n->nin && x < 0; i++) {
             int src = n->in[i];
-            if (L->x[src] < 0) continue;
+            if (L->x[src] < 0)
+                continue;
             const gnode *xn = g->nodes[L->x[src]];
             int64_t k = xn->type.t[0].dims[xn->type.t[0].ndim - 1].v;
             const gnode *c = affine_const(g, n, src, k);
-            if (!c || xn->type.t[0].dims[xn->type.t[0].ndim - 1].sym) continue;
+            if (!c || xn->type.t[0].dims[xn->type.t[0].ndim - 1].sym)
+                continue;
             if (is_call(n, "multiply") && L->gamma[src] < 0 && L->beta[src] < 0) {
                 x = L->x[src], eps = L->eps[src], gamma = c->id;
             } else if (is_call(n, "add") && L->beta[src] < 0) {
@@ -270,14 +313,17 @@ static int fuse_layer_norm(struct kiln_graph *r, const struct kiln_graph *g, con
             }
         }
     }
-    if (x < 0) return REBUILD_COPY;
-    if (beta >= 0 && gamma < 0) return REBUILD_COPY; /* nn.layer_norm takes beta after gamma */
+    if (x < 0)
+        return REBUILD_COPY;
+    if (beta >= 0 && gamma < 0)
+        return REBUILD_COPY; /* nn.layer_norm takes beta after gamma */
     int in[3] = {map[x], gamma >= 0 ? map[gamma] : -1, beta >= 0 ? map[beta] : -1};
     int nin = beta >= 0 ? 3 : gamma >= 0 ? 2 : 1;
     char attrs[96];
     snprintf(attrs, sizeof attrs, "axis=-1, epsilon=%.9g", eps);
     int id = kiln_graph_call(r, "nn.layer_norm", nin, in, attrs, n->name);
-    if (id < 0 || graph_infer_node(r, id) != KILN_OK) return -1;
+    if (id < 0 || graph_infer_node(r, id) != KILN_OK)
+        return -1;
     L->x[n->id] = x;
     L->eps[n->id] = eps;
     L->gamma[n->id] = gamma;
@@ -292,7 +338,8 @@ static struct kiln_graph *pass_simplify_expr(struct kiln_graph *g, const pass_en
                   malloc(sizeof(int) * n)};
     struct kiln_graph *r = NULL;
     if (L.x && L.eps && L.gamma && L.beta) {
-        for (int i = 0; i < g->n; i++) L.x[i] = L.gamma[i] = L.beta[i] = -1;
+        for (int i = 0; i < g->n; i++)
+            L.x[i] = L.gamma[i] = L.beta[i] = -1;
         r = rebuild(g, fuse_layer_norm, &L);
     }
     free(L.x);
@@ -314,19 +361,18 @@ typedef struct {
  * FuseOps is not here: it partitions the graph at lowering (driver) and
  * only reads the flags below. */
 static const pass_row k_passes[] = {
-    {"SimplifyInference", 0, pass_simplify_inference},
-    {"EliminateCommonSubexpr", 3, pass_cse},
-    {"FoldConstant", 2, pass_fold_constant},
-    {"SimplifyExpr", 3, pass_simplify_expr},
-    {"AlterOpLayout", 3, pass_alter_op_layout},
-    {"DeadCodeElimination", 1, pass_dce},
+    {"SimplifyInference", 0, pass_simplify_inference}, {"EliminateCommonSubexpr", 3, pass_cse},
+    {"FoldConstant", 2, pass_fold_constant},           {"SimplifyExpr", 3, pass_simplify_expr},
+    {"AlterOpLayout", 3, pass_alter_op_layout},        {"DeadCodeElimination", 1, pass_dce},
 };
 #define NPASSES (int)(sizeof k_passes / sizeof k_passes[0])
 
 int pass_known(const char *name) {
-    if (!strcmp(name, "FuseOps") || !strcmp(name, "InferType")) return 1;
+    if (!strcmp(name, "FuseOps") || !strcmp(name, "InferType"))
+        return 1;
     for (int i = 0; i < NPASSES; i++)
-        if (!strcmp(k_passes[i].name, name)) return 1;
+        if (!strcmp(k_passes[i].name, name))
+            return 1;
     return 0;
 }
 
@@ -340,7 +386,8 @@ static int disabled(const char *list, const char *name) {
     for (const char *p = list; p && *p;) {
         const char *e = strchr(p, ',');
         size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len == n && !strncmp(p, name, n)) return 1;
+        if (len == n && !strncmp(p, name, n))
+            return 1;
         p = e ? e + 1 : NULL;
     }
     return 0;
@@ -348,11 +395,13 @@ static int disabled(const char *list, const char *name) {
 
 static kiln_status dump(const char *dir, int step, const char *when, const char *pass,
                         const struct kiln_graph *g) {
-    if (!dir) return KILN_OK;
+    if (!dir)
+        return KILN_OK;
     char path[4096];
     snprintf(path, sizeof path, "%s/%02d_%s_%s.txt", dir, step, when, pass);
     char *text = graph_print(g);
-    if (!text) return KILN_ERR_NOMEM;
+    if (!text)
+        return KILN_ERR_NOMEM;
     kiln_status st = kiln_write_file(path, text, strlen(text));
     free(text);
     return st;
@@ -360,24 +409,30 @@ static kiln_status dump(const char *dir, int step, const char *when, const char 
 
 struct kiln_graph *pass_run_pipeline(struct kiln_graph *g, int opt_level, const char *disabled_list,
                                      const char *dump_dir, const pass_env *env) {
-    if (kiln_graph_infer_types(g) != KILN_OK) return NULL;
+    if (kiln_graph_infer_types(g) != KILN_OK)
+        return NULL;
     struct kiln_graph *cur = g;
     int step = 0;
-    if (dump(dump_dir, step++, "input", "graph", cur) != KILN_OK) return NULL;
+    if (dump(dump_dir, step++, "input", "graph", cur) != KILN_OK)
+        return NULL;
     for (int i = 0; i < NPASSES; i++) {
         const pass_row *p = &k_passes[i];
-        if (opt_level < p->opt_level || disabled(disabled_list, p->name)) continue;
+        if (opt_level < p->opt_level || disabled(disabled_list, p->name))
+            continue;
         struct kiln_graph *next = p->run(cur, env);
         if (!next) {
             kiln_error_prefix("pass %s", p->name);
-            if (cur != g) kiln_graph_free(cur);
+            if (cur != g)
+                kiln_graph_free(cur);
             return NULL;
         }
-        if (cur != g) kiln_graph_free(cur);
+        if (cur != g)
+            kiln_graph_free(cur);
         cur = next;
         if (kiln_graph_infer_types(cur) != KILN_OK ||
             dump(dump_dir, step++, "after", p->name, cur) != KILN_OK) {
-            if (cur != g) kiln_graph_free(cur);
+            if (cur != g)
+                kiln_graph_free(cur);
             return NULL;
         }
     }

@@ -50,7 +50,7 @@ static const kiln_module_api g_api = {KILN_MODULE_ABI_VERSION, kiln_parallel_for
 typedef struct {
     const char *path;
     int line;
-    char *next;  /* start of the next line, or NULL at the end */
+    char *next; /* start of the next line, or NULL at the end */
     char *tok[MAX_TOKENS];
     int ntok;
     kiln_kernel_fn (*lookup)(void *user, const char *name); /* a function's kernel */
@@ -65,22 +65,26 @@ static kiln_status meta_err(const meta_reader *r, const char *what, const char *
 /* Split the next line into tokens separated by single spaces. Returns 0 at
  * the end of the text, -1 on a malformed line (error set), else 1. */
 static int meta_line(meta_reader *r) {
-    if (!r->next || !*r->next) return 0; /* a final newline ends the text */
+    if (!r->next || !*r->next)
+        return 0; /* a final newline ends the text */
     char *s = r->next, *nl = strchr(s, '\n');
     r->next = nl ? nl + 1 : NULL;
-    if (nl) *nl = 0;
+    if (nl)
+        *nl = 0;
     r->line++;
     r->ntok = 0;
     for (;;) {
         char *sp = strchr(s, ' ');
-        if (sp) *sp = 0;
+        if (sp)
+            *sp = 0;
         if (!*s || r->ntok == MAX_TOKENS) {
             meta_err(r, *s ? "too many fields" : "empty field (fields are separated by one space)",
                      NULL);
             return -1;
         }
         r->tok[r->ntok++] = s;
-        if (!sp) break;
+        if (!sp)
+            break;
         s = sp + 1;
     }
     return 1;
@@ -89,36 +93,45 @@ static int meta_line(meta_reader *r) {
 /* A decimal integer in [lo, hi], digits only. */
 static int parse_count(const char *s, int64_t lo, int64_t hi, int64_t *out) {
     int64_t v = 0;
-    if (!*s) return 0;
+    if (!*s)
+        return 0;
     for (; *s; s++) {
-        if (*s < '0' || *s > '9') return 0;
-        if (!kiln_mul_ok(v, 10, &v) || !kiln_add_ok(v, *s - '0', &v)) return 0;
+        if (*s < '0' || *s > '9')
+            return 0;
+        if (!kiln_mul_ok(v, 10, &v) || !kiln_add_ok(v, *s - '0', &v))
+            return 0;
     }
-    if (v < lo || v > hi) return 0;
+    if (v < lo || v > hi)
+        return 0;
     *out = v;
     return 1;
 }
 
 static kiln_status meta_expect(meta_reader *r, const char *kw, int ntok) {
     int st = meta_line(r);
-    if (st < 0) return KILN_ERR_IO;
-    if (st == 0) return meta_err(r, "unexpected end of metadata", NULL);
+    if (st < 0)
+        return KILN_ERR_IO;
+    if (st == 0)
+        return meta_err(r, "unexpected end of metadata", NULL);
     if (strcmp(r->tok[0], kw) != 0) {
         char want[64];
         snprintf(want, sizeof want, "expected '%s'", kw);
         return meta_err(r, want, r->tok[0]);
     }
-    if (ntok >= 0 && r->ntok != ntok) return meta_err(r, "wrong number of fields", NULL);
+    if (ntok >= 0 && r->ntok != ntok)
+        return meta_err(r, "wrong number of fields", NULL);
     return KILN_OK;
 }
 
 static kiln_status parse_arg(meta_reader *r, kiln_module *m, kiln_function *f, fn_arg *a) {
-    if (meta_expect(r, "arg", -1)) return KILN_ERR_IO;
+    if (meta_expect(r, "arg", -1))
+        return KILN_ERR_IO;
     int64_t nd;
     if (r->ntok < 4 || !parse_count(r->tok[3], 0, KILN_MAX_NDIM, &nd))
         return meta_err(r, "expected 'arg NAME DTYPE NDIM DIMS...' with NDIM <= 16",
                         r->ntok >= 4 ? r->tok[3] : NULL);
-    if (r->ntok != 4 + nd) return meta_err(r, "the number of dims does not match NDIM", NULL);
+    if (r->ntok != 4 + nd)
+        return meta_err(r, "the number of dims does not match NDIM", NULL);
     a->name = arena_strdup(m->ar, r->tok[1]);
     if (kiln_dtype_parse(r->tok[2], &a->dtype) || a->dtype == KILN_HANDLE)
         return meta_err(r, "unknown dtype", r->tok[2]);
@@ -131,7 +144,8 @@ static kiln_status parse_arg(meta_reader *r, kiln_module *m, kiln_function *f, f
                 return meta_err(r, "symbolic dim names no declared var", t);
             a->dims[i] = -1 - v;
         } else {
-            if (!parse_count(t, 0, INT64_MAX, &v)) return meta_err(r, "bad dim", t);
+            if (!parse_count(t, 0, INT64_MAX, &v))
+                return meta_err(r, "bad dim", t);
             a->dims[i] = v;
         }
     }
@@ -152,17 +166,21 @@ static kiln_status parse_func(meta_reader *r, kiln_module *m, kiln_function *f) 
     f->vars = arena_alloc(m->ar, (size_t)nvars * sizeof(char *));
     f->args = arena_alloc(m->ar, (size_t)nargs * sizeof(fn_arg));
     for (int i = 0; i < f->nvars; i++) {
-        if (meta_expect(r, "var", 2)) return KILN_ERR_IO;
+        if (meta_expect(r, "var", 2))
+            return KILN_ERR_IO;
         f->vars[i] = arena_strdup(m->ar, r->tok[1]);
     }
     for (int i = 0; i < f->nargs; i++)
-        if (parse_arg(r, m, f, &f->args[i])) return KILN_ERR_IO;
+        if (parse_arg(r, m, f, &f->args[i]))
+            return KILN_ERR_IO;
     /* Every var must be bound by some argument's shape. */
     for (int k = 0; k < f->nvars; k++) {
         int used = 0;
         for (int i = 0; i < f->nargs && !used; i++)
-            for (int d = 0; d < f->args[i].ndim; d++) used |= f->args[i].dims[d] == -1 - k;
-        if (!used) return meta_err(r, "var is not the size of any argument dim", f->vars[k]);
+            for (int d = 0; d < f->args[i].ndim; d++)
+                used |= f->args[i].dims[d] == -1 - k;
+        if (!used)
+            return meta_err(r, "var is not the size of any argument dim", f->vars[k]);
     }
     f->fn = r->lookup(r->user, f->name);
     if (!f->fn)
@@ -175,7 +193,8 @@ static kiln_status parse_meta(kiln_module *m, const char *text,
                               kiln_kernel_fn (*lookup)(void *user, const char *name), void *user) {
     meta_reader r = {m->path, 0, arena_strdup(m->ar, text), {0}, 0, lookup, user};
     int st = meta_line(&r);
-    if (st < 0) return KILN_ERR_IO;
+    if (st < 0)
+        return KILN_ERR_IO;
     if (st == 0 || r.ntok != 2 || strcmp(r.tok[0], "kiln-module") != 0) {
         r.line = 1;
         return meta_err(&r, "expected 'kiln-module 1'", NULL);
@@ -185,20 +204,25 @@ static kiln_status parse_meta(kiln_module *m, const char *text,
     int cap = 0;
     for (;;) {
         st = meta_line(&r);
-        if (st < 0) return KILN_ERR_IO;
-        if (st == 0) return meta_err(&r, "missing 'end'", NULL);
-        if (strcmp(r.tok[0], "end") == 0 && r.ntok == 1) break;
+        if (st < 0)
+            return KILN_ERR_IO;
+        if (st == 0)
+            return meta_err(&r, "missing 'end'", NULL);
+        if (strcmp(r.tok[0], "end") == 0 && r.ntok == 1)
+            break;
         if (strcmp(r.tok[0], "func") != 0)
             return meta_err(&r, "expected 'func' or 'end'", r.tok[0]);
         if (m->nfuncs == cap) {
             cap = cap ? cap * 2 : 8;
             kiln_function *nf = kiln_realloc(m->funcs, (size_t)cap * sizeof *nf);
-            if (!nf) return KILN_ERR_NOMEM;
+            if (!nf)
+                return KILN_ERR_NOMEM;
             m->funcs = nf;
         }
         kiln_function *f = &m->funcs[m->nfuncs];
         memset(f, 0, sizeof *f);
-        if (parse_func(&r, m, f)) return KILN_ERR_IO;
+        if (parse_func(&r, m, f))
+            return KILN_ERR_IO;
         m->nfuncs++;
     }
     if (r.next && strspn(r.next, "\n") != strlen(r.next)) {
@@ -215,10 +239,12 @@ static void remove_dir(const char *dir) {
     if (d) {
         struct dirent *e;
         while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
             size_t n = strlen(dir) + strlen(e->d_name) + 2;
             char *p = malloc(n);
-            if (!p) continue;
+            if (!p)
+                continue;
             snprintf(p, n, "%s/%s", dir, e->d_name);
             unlink(p);
             free(p);
@@ -229,9 +255,12 @@ static void remove_dir(const char *dir) {
 }
 
 void kiln_module_free(kiln_module *m) {
-    if (!m) return;
-    if (m->handle) dlclose(m->handle);
-    if (m->tmpdir) remove_dir(m->tmpdir);
+    if (!m)
+        return;
+    if (m->handle)
+        dlclose(m->handle);
+    if (m->tmpdir)
+        remove_dir(m->tmpdir);
     free(m->tmpdir);
     free(m->path);
     free(m->funcs);
@@ -249,7 +278,8 @@ kiln_module *kiln_module_load_owned(const char *so_path, const char *tmpdir) {
         return NULL;
     }
     kiln_module *m = kiln_calloc(1, sizeof *m);
-    if (!m) return NULL;
+    if (!m)
+        return NULL;
     /* dlopen searches the library path for names without a '/'. */
     size_t n = strlen(so_path) + 3;
     m->path = kiln_malloc(n);
@@ -282,7 +312,8 @@ kiln_module *kiln_module_load_owned(const char *so_path, const char *tmpdir) {
                             so_path, KILN_MODULE_ABI_VERSION);
     else
         st = parse_meta(m, meta, dl_lookup, m->handle);
-    if (!st && tmpdir && !(m->tmpdir = kiln_strdup(tmpdir))) st = KILN_ERR_NOMEM;
+    if (!st && tmpdir && !(m->tmpdir = kiln_strdup(tmpdir)))
+        st = KILN_ERR_NOMEM;
     if (st) {
         kiln_module_free(m);
         return NULL;
@@ -290,7 +321,9 @@ kiln_module *kiln_module_load_owned(const char *so_path, const char *tmpdir) {
     return m;
 }
 
-kiln_module *kiln_module_load(const char *path) { return kiln_module_load_owned(path, NULL); }
+kiln_module *kiln_module_load(const char *path) {
+    return kiln_module_load_owned(path, NULL);
+}
 
 kiln_module *kiln_module_from_meta(const char *what, const char *meta,
                                    kiln_kernel_fn (*lookup)(void *user, const char *name),
@@ -300,7 +333,8 @@ kiln_module *kiln_module_from_meta(const char *what, const char *meta,
         return NULL;
     }
     kiln_module *m = kiln_calloc(1, sizeof *m);
-    if (!m) return NULL;
+    if (!m)
+        return NULL;
     m->path = kiln_strdup(what);
     m->ar = arena_new();
     if (!m->path || !m->ar || parse_meta(m, meta, lookup, user)) {
@@ -311,7 +345,8 @@ kiln_module *kiln_module_from_meta(const char *what, const char *meta,
 }
 
 kiln_status kiln_module_save(const kiln_module *m, const char *path) {
-    if (!m || !path) return kiln_set_error(KILN_ERR_INVALID, "module_save: NULL argument");
+    if (!m || !path)
+        return kiln_set_error(KILN_ERR_INVALID, "module_save: NULL argument");
     if (!m->handle)
         return kiln_set_error(KILN_ERR_INVALID, "%s: the module has no shared object to save",
                               m->path);
@@ -320,7 +355,8 @@ kiln_status kiln_module_save(const kiln_module *m, const char *path) {
         a.st_ino == b.st_ino)
         return KILN_OK; /* already there */
     FILE *in = fopen(m->path, "rb");
-    if (!in) return kiln_set_error(KILN_ERR_IO, "%s: cannot open: %s", m->path, strerror(errno));
+    if (!in)
+        return kiln_set_error(KILN_ERR_IO, "%s: cannot open: %s", m->path, strerror(errno));
     FILE *out = fopen(path, "wb");
     if (!out) {
         fclose(in);
@@ -329,7 +365,8 @@ kiln_status kiln_module_save(const kiln_module *m, const char *path) {
     char buf[65536];
     size_t k;
     int bad = 0;
-    while (!bad && (k = fread(buf, 1, sizeof buf, in)) > 0) bad = fwrite(buf, 1, k, out) != k;
+    while (!bad && (k = fread(buf, 1, sizeof buf, in)) > 0)
+        bad = fwrite(buf, 1, k, out) != k;
     bad |= ferror(in);
     fclose(in);
     bad |= fclose(out) != 0;
@@ -340,7 +377,9 @@ kiln_status kiln_module_save(const kiln_module *m, const char *path) {
     return KILN_OK;
 }
 
-int kiln_module_function_count(const kiln_module *m) { return m ? m->nfuncs : 0; }
+int kiln_module_function_count(const kiln_module *m) {
+    return m ? m->nfuncs : 0;
+}
 
 kiln_function *kiln_module_get_function(kiln_module *m, const char *name) {
     if (!m || !name) {
@@ -348,10 +387,12 @@ kiln_function *kiln_module_get_function(kiln_module *m, const char *name) {
         return NULL;
     }
     for (int i = 0; i < m->nfuncs; i++)
-        if (strcmp(m->funcs[i].name, name) == 0) return &m->funcs[i];
+        if (strcmp(m->funcs[i].name, name) == 0)
+            return &m->funcs[i];
     kstr s;
     kstr_init(&s);
-    for (int i = 0; i < m->nfuncs; i++) kstr_printf(&s, "%s%s", i ? ", " : "", m->funcs[i].name);
+    for (int i = 0; i < m->nfuncs; i++)
+        kstr_printf(&s, "%s%s", i ? ", " : "", m->funcs[i].name);
     kiln_set_error(KILN_ERR_INVALID, "%s: no function '%s' (it has: %s)", m->path, name,
                    s.buf ? s.buf : "none");
     kstr_free(&s);
@@ -362,9 +403,13 @@ kiln_function *kiln_module_function_at(kiln_module *m, int i) {
     return m && i >= 0 && i < m->nfuncs ? &m->funcs[i] : NULL;
 }
 
-const char *kiln_function_name(const kiln_function *f) { return f->name; }
+const char *kiln_function_name(const kiln_function *f) {
+    return f->name;
+}
 
-int kiln_function_num_args(const kiln_function *f) { return f->nargs; }
+int kiln_function_num_args(const kiln_function *f) {
+    return f->nargs;
+}
 
 /* ---- calling ------------------------------------------------------------------ */
 
@@ -373,7 +418,8 @@ int kiln_function_num_args(const kiln_function *f) { return f->nargs; }
 /* Check args against f's signature; fill ptrs and vars (bound_by: scratch). */
 static kiln_status check_args(const kiln_function *f, kiln_ndarray *const *args, void **ptrs,
                               int64_t *vars, int *bound_by) {
-    for (int k = 0; k < f->nvars; k++) bound_by[k] = -1;
+    for (int k = 0; k < f->nvars; k++)
+        bound_by[k] = -1;
     for (int i = 0; i < f->nargs; i++) {
         const fn_arg *p = &f->args[i];
         const kiln_ndarray *a = args[i];
@@ -394,8 +440,7 @@ static kiln_status check_args(const kiln_function *f, kiln_ndarray *const *args,
                 if (got != want)
                     return kiln_set_error(KILN_ERR_INVALID,
                                           "%s: argument %d '%s' dim %d is %lld, expected %lld",
-                                          f->name, i, p->name, d, (long long)got,
-                                          (long long)want);
+                                          f->name, i, p->name, d, (long long)got, (long long)want);
                 continue;
             }
             int k = (int)(-1 - want);
@@ -407,21 +452,21 @@ static kiln_status check_args(const kiln_function *f, kiln_ndarray *const *args,
                                       "%s: argument %d '%s' dim %d is %lld, but %s = %lld from "
                                       "argument %d '%s'",
                                       f->name, i, p->name, d, (long long)got, f->vars[k],
-                                      (long long)vars[k], bound_by[k],
-                                      f->args[bound_by[k]].name);
+                                      (long long)vars[k], bound_by[k], f->args[bound_by[k]].name);
             }
         }
         if (!kiln_ndarray_is_contiguous(a))
             return kiln_set_error(KILN_ERR_INVALID,
-                                  "%s: argument %d '%s' is not contiguous; copy it first",
-                                  f->name, i, p->name);
+                                  "%s: argument %d '%s' is not contiguous; copy it first", f->name,
+                                  i, p->name);
         ptrs[i] = kiln_ndarray_data(a);
     }
     return KILN_OK;
 }
 
 kiln_status kiln_function_call(const kiln_function *f, int nargs, kiln_ndarray *const *args) {
-    if (!f) return kiln_set_error(KILN_ERR_INVALID, "function_call: NULL function");
+    if (!f)
+        return kiln_set_error(KILN_ERR_INVALID, "function_call: NULL function");
     if (nargs != f->nargs)
         return kiln_set_error(KILN_ERR_INVALID, "%s: expected %d arguments, got %d", f->name,
                               f->nargs, nargs);
@@ -439,23 +484,31 @@ kiln_status kiln_function_call(const kiln_function *f, int nargs, kiln_ndarray *
     kiln_status st = !vars || !bound ? KILN_ERR_NOMEM : check_args(f, args, ptrs, vars, bound);
     if (!st && f->fn(ptrs, vars) != 0)
         st = kiln_set_error(KILN_ERR_NOMEM, "%s: kernel could not allocate memory", f->name);
-    if (ptrs != ptr_small) free(ptrs);
-    if (vars != var_small) free(vars);
-    if (bound != bound_small) free(bound);
+    if (ptrs != ptr_small)
+        free(ptrs);
+    if (vars != var_small)
+        free(vars);
+    if (bound != bound_small)
+        free(bound);
     return st;
 }
 
 /* ---- for the graph executor ----------------------------------------------------- */
 
-int kiln_function_num_vars(const kiln_function *f) { return f->nvars; }
+int kiln_function_num_vars(const kiln_function *f) {
+    return f->nvars;
+}
 
 int kiln_function_arg_info(const kiln_function *f, int i, kiln_dtype *dtype, int *ndim,
                            const int64_t **dims) {
-    if (i < 0 || i >= f->nargs) return 0;
+    if (i < 0 || i >= f->nargs)
+        return 0;
     *dtype = f->args[i].dtype;
     *ndim = f->args[i].ndim;
     *dims = f->args[i].dims;
     return 1;
 }
 
-kiln_kernel_fn kiln_function_kernel(const kiln_function *f) { return f->fn; }
+kiln_kernel_fn kiln_function_kernel(const kiln_function *f) {
+    return f->fn;
+}

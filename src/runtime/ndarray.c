@@ -30,7 +30,8 @@ static kiln_status check_shape(int ndim, const int64_t *shape, int64_t *numel) {
     if (ndim < 0 || ndim > KILN_MAX_NDIM)
         return kiln_set_error(KILN_ERR_INVALID, "ndarray: rank %d is outside [0, %d]", ndim,
                               KILN_MAX_NDIM);
-    if (ndim > 0 && !shape) return kiln_set_error(KILN_ERR_INVALID, "ndarray: shape is NULL");
+    if (ndim > 0 && !shape)
+        return kiln_set_error(KILN_ERR_INVALID, "ndarray: shape is NULL");
     int64_t n = 1;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0)
@@ -49,7 +50,8 @@ static void compact_strides(int ndim, const int64_t *shape, int64_t *strides) {
         strides[i] = s;
         /* an empty array's other dims may multiply past int64: saturate (no
            element is ever addressed through these strides) */
-        if (!kiln_mul_ok(s, shape[i] > 0 ? shape[i] : 1, &s)) s = INT64_MAX;
+        if (!kiln_mul_ok(s, shape[i] > 0 ? shape[i] : 1, &s))
+            s = INT64_MAX;
     }
 }
 
@@ -66,17 +68,24 @@ static int layout_reach(int ndim, const int64_t *shape, const int64_t *strides, 
     }
     for (int i = 0; i < ndim; i++) {
         int64_t ext;
-        if (!kiln_mul_ok(shape[i] - 1, strides[i], &ext)) return 0;
-        if (!kiln_mul_ok(ext, (int64_t)esize, &ext)) return 0;
+        if (!kiln_mul_ok(shape[i] - 1, strides[i], &ext))
+            return 0;
+        if (!kiln_mul_ok(ext, (int64_t)esize, &ext))
+            return 0;
         if (ext < 0) {
-            if (!kiln_add_ok(mn, ext, &mn)) return 0;
+            if (!kiln_add_ok(mn, ext, &mn))
+                return 0;
         } else {
-            if (!kiln_add_ok(mx, ext, &mx)) return 0;
+            if (!kiln_add_ok(mx, ext, &mx))
+                return 0;
         }
     }
-    if (!kiln_add_ok(mn, byte_offset, &mn)) return 0;
-    if (!kiln_add_ok(mx, byte_offset, &mx)) return 0;
-    if (!kiln_add_ok(mx, (int64_t)esize, &mx)) return 0;
+    if (!kiln_add_ok(mn, byte_offset, &mn))
+        return 0;
+    if (!kiln_add_ok(mx, byte_offset, &mx))
+        return 0;
+    if (!kiln_add_ok(mx, (int64_t)esize, &mx))
+        return 0;
     *lo = mn;
     *hi = mx;
     return 1;
@@ -86,10 +95,12 @@ static int layout_reach(int ndim, const int64_t *shape, const int64_t *strides, 
 static kiln_ndarray *make_header(kiln_dtype dt, int ndim, const int64_t *shape,
                                  const int64_t *strides, int64_t byte_offset) {
     kiln_ndarray *a = kiln_calloc(1, sizeof *a);
-    if (!a) return NULL;
+    if (!a)
+        return NULL;
     a->dtype = dt;
     a->ndim = ndim;
-    if (ndim > 0) memcpy(a->shape, shape, (size_t)ndim * sizeof(int64_t));
+    if (ndim > 0)
+        memcpy(a->shape, shape, (size_t)ndim * sizeof(int64_t));
     if (strides && ndim > 0)
         memcpy(a->strides, strides, (size_t)ndim * sizeof(int64_t));
     else
@@ -100,14 +111,16 @@ static kiln_ndarray *make_header(kiln_dtype dt, int ndim, const int64_t *shape,
 
 kiln_ndarray *kiln_ndarray_empty(kiln_dtype dt, int ndim, const int64_t *shape) {
     int64_t numel, nbytes;
-    if (check_dtype(dt) || check_shape(ndim, shape, &numel)) return NULL;
+    if (check_dtype(dt) || check_shape(ndim, shape, &numel))
+        return NULL;
     if (!kiln_mul_ok(numel, (int64_t)kiln_dtype_size(dt), &nbytes) ||
         nbytes > INT64_MAX - KILN_ALIGNMENT) {
         kiln_set_error(KILN_ERR_INVALID, "ndarray: the size in bytes overflows");
         return NULL;
     }
     size_t alloc = ((size_t)nbytes + KILN_ALIGNMENT - 1) & ~(size_t)(KILN_ALIGNMENT - 1);
-    if (alloc == 0) alloc = KILN_ALIGNMENT;
+    if (alloc == 0)
+        alloc = KILN_ALIGNMENT;
     void *mem = NULL;
     if (posix_memalign(&mem, KILN_ALIGNMENT, alloc) != 0) {
         kiln_set_error(KILN_ERR_NOMEM, "ndarray: out of memory (%lld bytes)", (long long)nbytes);
@@ -129,13 +142,15 @@ kiln_ndarray *kiln_ndarray_empty(kiln_dtype dt, int ndim, const int64_t *shape) 
 kiln_ndarray *kiln_ndarray_wrap(void *data, kiln_dtype dt, int ndim, const int64_t *shape,
                                 const int64_t *strides, int64_t byte_offset) {
     int64_t numel, lo, hi;
-    if (check_dtype(dt) || check_shape(ndim, shape, &numel)) return NULL;
+    if (check_dtype(dt) || check_shape(ndim, shape, &numel))
+        return NULL;
     if (!data && numel > 0) {
         kiln_set_error(KILN_ERR_INVALID, "ndarray: wrap of a NULL pointer");
         return NULL;
     }
     kiln_ndarray *a = make_header(dt, ndim, shape, strides, byte_offset);
-    if (!a) return NULL;
+    if (!a)
+        return NULL;
     if (!layout_reach(ndim, a->shape, a->strides, kiln_dtype_size(dt), byte_offset, &lo, &hi)) {
         free(a);
         kiln_set_error(KILN_ERR_INVALID, "ndarray: the strides overflow");
@@ -154,7 +169,8 @@ kiln_ndarray *kiln_ndarray_view(const kiln_ndarray *base, int ndim, const int64_
         kiln_set_error(KILN_ERR_INVALID, "ndarray: view of a NULL array");
         return NULL;
     }
-    if (check_shape(ndim, shape, &numel)) return NULL;
+    if (check_shape(ndim, shape, &numel))
+        return NULL;
     size_t es = kiln_dtype_size(base->dtype);
     if (byte_offset % (int64_t)es != 0) {
         kiln_set_error(KILN_ERR_INVALID,
@@ -163,7 +179,8 @@ kiln_ndarray *kiln_ndarray_view(const kiln_ndarray *base, int ndim, const int64_
         return NULL;
     }
     kiln_ndarray *a = make_header(base->dtype, ndim, shape, strides, byte_offset);
-    if (!a) return NULL;
+    if (!a)
+        return NULL;
     if (!layout_reach(ndim, a->shape, a->strides, es, byte_offset, &lo, &hi)) {
         free(a);
         kiln_set_error(KILN_ERR_INVALID, "ndarray: the view's strides overflow");
@@ -183,7 +200,8 @@ kiln_ndarray *kiln_ndarray_view(const kiln_ndarray *base, int ndim, const int64_
 }
 
 kiln_ndarray *ndarray_clone(const kiln_ndarray *a) {
-    if (!a) return NULL;
+    if (!a)
+        return NULL;
     kiln_ndarray *c = kiln_ndarray_empty(a->dtype, a->ndim, a->shape);
     if (c && kiln_ndarray_copy(c, a) != KILN_OK) {
         kiln_ndarray_free(c);
@@ -193,10 +211,13 @@ kiln_ndarray *ndarray_clone(const kiln_ndarray *a) {
 }
 
 kiln_ndarray *ndarray_share(kiln_ndarray *a) {
-    if (!a) return NULL;
-    if (!a->owns) return ndarray_clone(a); /* storage someone else frees */
+    if (!a)
+        return NULL;
+    if (!a->owns)
+        return ndarray_clone(a); /* storage someone else frees */
     kiln_ndarray *b = kiln_calloc(1, sizeof *b);
-    if (!b) return NULL;
+    if (!b)
+        return NULL;
     if (!a->refs) {
         a->refs = malloc(sizeof *a->refs);
         if (!a->refs) {
@@ -212,11 +233,14 @@ kiln_ndarray *ndarray_share(kiln_ndarray *a) {
 }
 
 void *ndarray_take_data(kiln_ndarray *a) {
-    if (!a || !a->owns || a->byte_offset || ((uintptr_t)a->data % KILN_ALIGNMENT)) return NULL;
-    if (a->refs && atomic_load(a->refs) > 1) return NULL; /* others read it too */
+    if (!a || !a->owns || a->byte_offset || ((uintptr_t)a->data % KILN_ALIGNMENT))
+        return NULL;
+    if (a->refs && atomic_load(a->refs) > 1)
+        return NULL; /* others read it too */
     int64_t step = 1;
     for (int d = a->ndim - 1; d >= 0; d--) {
-        if (a->shape[d] != 1 && a->strides[d] != step) return NULL;
+        if (a->shape[d] != 1 && a->strides[d] != step)
+            return NULL;
         step *= a->shape[d];
     }
     a->owns = 0;
@@ -226,7 +250,8 @@ void *ndarray_take_data(kiln_ndarray *a) {
 }
 
 void kiln_ndarray_free(kiln_ndarray *a) {
-    if (!a) return;
+    if (!a)
+        return;
     if (a->owns && (!a->refs || atomic_fetch_sub(a->refs, 1) == 1)) {
         free(a->data);
         free(a->refs);
@@ -252,21 +277,25 @@ static void copy_row(unsigned char *d, int64_t ds, const unsigned char *s, int64
         memcpy(d, s, (size_t)n * es);
         return;
     }
-    for (int64_t i = 0; i < n; i++) copy_elem(d + i * ds, s + i * ss, es);
+    for (int64_t i = 0; i < n; i++)
+        copy_elem(d + i * ds, s + i * ss, es);
 }
 
 kiln_status kiln_ndarray_copy(kiln_ndarray *dst, const kiln_ndarray *src) {
-    if (!dst || !src) return kiln_set_error(KILN_ERR_INVALID, "ndarray_copy: NULL array");
+    if (!dst || !src)
+        return kiln_set_error(KILN_ERR_INVALID, "ndarray_copy: NULL array");
     if (dst->dtype != src->dtype)
         return kiln_set_error(KILN_ERR_INVALID, "ndarray_copy: dtype %s into %s",
                               kiln_dtype_name(src->dtype), kiln_dtype_name(dst->dtype));
     int same = dst->ndim == src->ndim;
-    for (int i = 0; same && i < dst->ndim; i++) same = dst->shape[i] == src->shape[i];
+    for (int i = 0; same && i < dst->ndim; i++)
+        same = dst->shape[i] == src->shape[i];
     if (!same)
         return kiln_set_error(KILN_ERR_INVALID, "ndarray_copy: shapes differ (rank %d and %d)",
                               src->ndim, dst->ndim);
     int64_t n = kiln_ndarray_numel(src);
-    if (n == 0) return KILN_OK;
+    if (n == 0)
+        return KILN_OK;
     size_t es = kiln_dtype_size(src->dtype);
     unsigned char *d = kiln_ndarray_data(dst);
     const unsigned char *s = kiln_ndarray_data(src);
@@ -289,7 +318,8 @@ kiln_status kiln_ndarray_copy(kiln_ndarray *dst, const kiln_ndarray *src) {
         for (int k = nd - 2; k >= 0; k--) {
             doff += dst->strides[k] * (int64_t)es;
             soff += src->strides[k] * (int64_t)es;
-            if (++idx[k] < src->shape[k]) break;
+            if (++idx[k] < src->shape[k])
+                break;
             doff -= dst->strides[k] * (int64_t)es * src->shape[k];
             soff -= src->strides[k] * (int64_t)es * src->shape[k];
             idx[k] = 0;
@@ -298,9 +328,13 @@ kiln_status kiln_ndarray_copy(kiln_ndarray *dst, const kiln_ndarray *src) {
     return KILN_OK;
 }
 
-kiln_dtype kiln_ndarray_dtype(const kiln_ndarray *a) { return a->dtype; }
+kiln_dtype kiln_ndarray_dtype(const kiln_ndarray *a) {
+    return a->dtype;
+}
 
-int kiln_ndarray_ndim(const kiln_ndarray *a) { return a->ndim; }
+int kiln_ndarray_ndim(const kiln_ndarray *a) {
+    return a->ndim;
+}
 
 int64_t kiln_ndarray_dim(const kiln_ndarray *a, int i) {
     return i >= 0 && i < a->ndim ? a->shape[i] : -1;
@@ -310,11 +344,14 @@ int64_t kiln_ndarray_stride(const kiln_ndarray *a, int i) {
     return i >= 0 && i < a->ndim ? a->strides[i] : 0;
 }
 
-int64_t kiln_ndarray_byte_offset(const kiln_ndarray *a) { return a->byte_offset; }
+int64_t kiln_ndarray_byte_offset(const kiln_ndarray *a) {
+    return a->byte_offset;
+}
 
 int64_t kiln_ndarray_numel(const kiln_ndarray *a) {
     int64_t n = 1;
-    for (int i = 0; i < a->ndim; i++) n *= a->shape[i];
+    for (int i = 0; i < a->ndim; i++)
+        n *= a->shape[i];
     return n;
 }
 
@@ -325,8 +362,10 @@ void *kiln_ndarray_data(const kiln_ndarray *a) {
 int kiln_ndarray_is_contiguous(const kiln_ndarray *a) {
     int64_t s = 1;
     for (int i = a->ndim - 1; i >= 0; i--) {
-        if (a->shape[i] == 0) return 1;
-        if (a->shape[i] != 1 && a->strides[i] != s) return 0;
+        if (a->shape[i] == 0)
+            return 1;
+        if (a->shape[i] != 1 && a->strides[i] != s)
+            return 0;
         s *= a->shape[i];
     }
     return 1;

@@ -43,7 +43,8 @@ static void skip_ws(hparser *p) {
 
 /* A quoted Python string without escapes, copied into out[cap]. */
 static kiln_status parse_str(hparser *p, char *out, size_t cap) {
-    if (p->s >= p->end || (*p->s != '\'' && *p->s != '"')) return herr(p, "expected a string");
+    if (p->s >= p->end || (*p->s != '\'' && *p->s != '"'))
+        return herr(p, "expected a string");
     char q = *p->s++;
     size_t n = 0;
     while (p->s < p->end && *p->s != q) {
@@ -51,7 +52,8 @@ static kiln_status parse_str(hparser *p, char *out, size_t cap) {
             return herr(p, "unsupported string");
         out[n++] = *p->s++;
     }
-    if (p->s >= p->end) return herr(p, "unterminated string");
+    if (p->s >= p->end)
+        return herr(p, "unterminated string");
     p->s++;
     out[n] = 0;
     return KILN_OK;
@@ -59,27 +61,32 @@ static kiln_status parse_str(hparser *p, char *out, size_t cap) {
 
 static int match_word(hparser *p, const char *w) {
     size_t n = strlen(w);
-    if ((size_t)(p->end - p->s) < n || memcmp(p->s, w, n) != 0) return 0;
+    if ((size_t)(p->end - p->s) < n || memcmp(p->s, w, n) != 0)
+        return 0;
     p->s += n;
     return 1;
 }
 
 /* A tuple of non-negative decimal integers: (), (3,), (2, 3) or (2, 3,). */
 static kiln_status parse_shape(hparser *p, int *ndim, int64_t *shape) {
-    if (p->s >= p->end || *p->s != '(') return herr(p, "expected '(' for the shape");
+    if (p->s >= p->end || *p->s != '(')
+        return herr(p, "expected '(' for the shape");
     p->s++;
     int n = 0, comma = 0;
     for (;;) {
         skip_ws(p);
-        if (p->s < p->end && *p->s == ')') break;
-        if (p->s >= p->end || *p->s < '0' || *p->s > '9') return herr(p, "expected a dimension");
+        if (p->s < p->end && *p->s == ')')
+            break;
+        if (p->s >= p->end || *p->s < '0' || *p->s > '9')
+            return herr(p, "expected a dimension");
         int64_t v = 0;
         while (p->s < p->end && *p->s >= '0' && *p->s <= '9') {
             if (!kiln_mul_ok(v, 10, &v) || !kiln_add_ok(v, *p->s - '0', &v))
                 return herr(p, "dimension too large");
             p->s++;
         }
-        if (p->s < p->end && *p->s == 'L') p->s++; /* Python 2 long */
+        if (p->s < p->end && *p->s == 'L')
+            p->s++; /* Python 2 long */
         if (n >= KILN_MAX_NDIM)
             return kiln_set_error(KILN_ERR_IO, "%s: .npy array has more than %d dimensions",
                                   p->name, KILN_MAX_NDIM);
@@ -90,11 +97,13 @@ static kiln_status parse_shape(hparser *p, int *ndim, int64_t *shape) {
             p->s++;
             continue;
         }
-        if (p->s < p->end && *p->s == ')') break;
+        if (p->s < p->end && *p->s == ')')
+            break;
         return herr(p, "expected ',' or ')' in the shape");
     }
     /* "(3)" is an int, not a tuple, in Python; numpy never writes it. */
-    if (n == 1 && !comma) return herr(p, "one-element shape without a trailing ','");
+    if (n == 1 && !comma)
+        return herr(p, "one-element shape without a trailing ','");
     p->s++;
     *ndim = n;
     return KILN_OK;
@@ -103,13 +112,15 @@ static kiln_status parse_shape(hparser *p, int *ndim, int64_t *shape) {
 static kiln_status descr_to_dtype(const char *name, const char *d, kiln_dtype *dt) {
     char order = 0;
     const char *code = d;
-    if (*d == '<' || *d == '>' || *d == '|' || *d == '=') order = *code++;
+    if (*d == '<' || *d == '>' || *d == '|' || *d == '=')
+        order = *code++;
     if (strcmp(code, "O") == 0 || strcmp(code, "O8") == 0)
         return kiln_set_error(KILN_ERR_UNSUPPORTED,
                               "%s: .npy holds Python objects (dtype '%s'), which kiln cannot read",
                               name, d);
     for (size_t i = 0; i < sizeof k_descr / sizeof k_descr[0]; i++) {
-        if (strcmp(code, k_descr[i].code) != 0) continue;
+        if (strcmp(code, k_descr[i].code) != 0)
+            continue;
         if (order == '>' && kiln_dtype_size(k_descr[i].dt) > 1)
             return kiln_set_error(KILN_ERR_UNSUPPORTED,
                                   "%s: big-endian dtype '%s' is not supported; "
@@ -127,21 +138,26 @@ static kiln_status parse_header(hparser *p, kiln_dtype *dt, int *fortran, int *n
     int have_descr = 0, have_fortran = 0, have_shape = 0;
     char key[64], descr[64];
     skip_ws(p);
-    if (p->s >= p->end || *p->s != '{') return herr(p, "expected '{'");
+    if (p->s >= p->end || *p->s != '{')
+        return herr(p, "expected '{'");
     p->s++;
     for (;;) {
         skip_ws(p);
-        if (p->s < p->end && *p->s == '}') break;
-        if (parse_str(p, key, sizeof key)) return KILN_ERR_IO;
+        if (p->s < p->end && *p->s == '}')
+            break;
+        if (parse_str(p, key, sizeof key))
+            return KILN_ERR_IO;
         skip_ws(p);
-        if (p->s >= p->end || *p->s != ':') return herr(p, "expected ':'");
+        if (p->s >= p->end || *p->s != ':')
+            return herr(p, "expected ':'");
         p->s++;
         skip_ws(p);
         if (strcmp(key, "descr") == 0 && !have_descr) {
             if (p->s < p->end && *p->s == '[')
                 return kiln_set_error(KILN_ERR_UNSUPPORTED,
                                       "%s: structured .npy dtypes are not supported", p->name);
-            if (parse_str(p, descr, sizeof descr)) return KILN_ERR_IO;
+            if (parse_str(p, descr, sizeof descr))
+                return KILN_ERR_IO;
             have_descr = 1;
         } else if (strcmp(key, "fortran_order") == 0 && !have_fortran) {
             if (match_word(p, "True"))
@@ -152,7 +168,8 @@ static kiln_status parse_header(hparser *p, kiln_dtype *dt, int *fortran, int *n
                 return herr(p, "expected True or False");
             have_fortran = 1;
         } else if (strcmp(key, "shape") == 0 && !have_shape) {
-            if (parse_shape(p, ndim, shape)) return KILN_ERR_IO;
+            if (parse_shape(p, ndim, shape))
+                return KILN_ERR_IO;
             have_shape = 1;
         } else {
             return herr(p, "unknown or repeated key");
@@ -162,13 +179,16 @@ static kiln_status parse_header(hparser *p, kiln_dtype *dt, int *fortran, int *n
             p->s++;
             continue;
         }
-        if (p->s < p->end && *p->s == '}') break;
+        if (p->s < p->end && *p->s == '}')
+            break;
         return herr(p, "expected ',' or '}'");
     }
     p->s++;
     skip_ws(p);
-    while (p->s < p->end && *p->s == 0) p->s++; /* tolerate NUL padding */
-    if (p->s != p->end) return herr(p, "garbage after the dict");
+    while (p->s < p->end && *p->s == 0)
+        p->s++; /* tolerate NUL padding */
+    if (p->s != p->end)
+        return herr(p, "garbage after the dict");
     if (!have_descr || !have_fortran || !have_shape)
         return kiln_set_error(KILN_ERR_IO,
                               "%s: bad .npy header: missing 'descr', 'fortran_order' or 'shape'",
@@ -178,7 +198,8 @@ static kiln_status parse_header(hparser *p, kiln_dtype *dt, int *fortran, int *n
 
 static uint32_t rd_le(const unsigned char *b, int n) {
     uint32_t v = 0;
-    for (int i = n - 1; i >= 0; i--) v = v << 8 | b[i];
+    for (int i = n - 1; i >= 0; i--)
+        v = v << 8 | b[i];
     return v;
 }
 
@@ -214,7 +235,8 @@ kiln_ndarray *kiln_npy_parse(const void *buf, size_t len, const char *name) {
     int64_t shape[KILN_MAX_NDIM];
     hparser p = {(const char *)b + hstart, (const char *)b + hstart + hlen,
                  (const char *)b + hstart, name};
-    if (parse_header(&p, &dt, &fortran, &ndim, shape)) return NULL;
+    if (parse_header(&p, &dt, &fortran, &ndim, shape))
+        return NULL;
 
     int64_t numel = 1, nbytes;
     for (int i = 0; i < ndim; i++) {
@@ -238,7 +260,8 @@ kiln_ndarray *kiln_npy_parse(const void *buf, size_t len, const char *name) {
         return NULL;
     }
     if (!fortran || ndim < 2) {
-        if (nbytes) memcpy(kiln_ndarray_data(a), data, (size_t)nbytes);
+        if (nbytes)
+            memcpy(kiln_ndarray_data(a), data, (size_t)nbytes);
     } else {
         int64_t fstrides[KILN_MAX_NDIM], s = 1;
         for (int i = 0; i < ndim; i++) {
@@ -256,7 +279,8 @@ kiln_ndarray *kiln_npy_parse(const void *buf, size_t len, const char *name) {
     }
     if (dt == KILN_BOOL) { /* numpy bools are 0 or 1; keep C's _Bool well defined */
         unsigned char *d = kiln_ndarray_data(a);
-        for (int64_t i = 0; i < numel; i++) d[i] = d[i] != 0;
+        for (int64_t i = 0; i < numel; i++)
+            d[i] = d[i] != 0;
     }
     return a;
 }
@@ -264,7 +288,8 @@ kiln_ndarray *kiln_npy_parse(const void *buf, size_t len, const char *name) {
 kiln_ndarray *kiln_npy_load(const char *path) {
     size_t len = 0;
     char *buf = kiln_read_file(path, &len);
-    if (!buf) return NULL;
+    if (!buf)
+        return NULL;
     kiln_ndarray *a = kiln_npy_parse(buf, len, path);
     free(buf);
     return a;
@@ -287,7 +312,8 @@ static const char *dtype_descr(kiln_dtype dt) {
 }
 
 kiln_status kiln_npy_serialize(const kiln_ndarray *a, unsigned char **buf, size_t *len) {
-    if (!a) return kiln_set_error(KILN_ERR_INVALID, "npy: NULL array");
+    if (!a)
+        return kiln_set_error(KILN_ERR_INVALID, "npy: NULL array");
     kiln_dtype dt = kiln_ndarray_dtype(a);
     const char *descr = dtype_descr(dt);
     if (!descr)
@@ -296,8 +322,8 @@ kiln_status kiln_npy_serialize(const kiln_ndarray *a, unsigned char **buf, size_
     int ndim = kiln_ndarray_ndim(a);
     int64_t shape[KILN_MAX_NDIM];
     char dict[64 + KILN_MAX_NDIM * 24];
-    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
-                     descr);
+    int n =
+        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
     for (int i = 0; i < ndim; i++) {
         shape[i] = kiln_ndarray_dim(a, i);
         n += snprintf(dict + n, sizeof dict - (size_t)n, "%s%lld", i ? ", " : "",
@@ -313,11 +339,13 @@ kiln_status kiln_npy_serialize(const kiln_ndarray *a, unsigned char **buf, size_
     size_t nbytes = (size_t)kiln_ndarray_numel(a) * kiln_dtype_size(dt);
     size_t total = pre + hlen + nbytes;
     unsigned char *out = kiln_malloc(total);
-    if (!out) return KILN_ERR_NOMEM;
+    if (!out)
+        return KILN_ERR_NOMEM;
     memcpy(out, k_magic, 6);
     out[6] = pre == 10 ? 1 : 2;
     out[7] = 0;
-    for (size_t i = 0; i < pre - 8; i++) out[8 + i] = (unsigned char)(hlen >> (8 * i));
+    for (size_t i = 0; i < pre - 8; i++)
+        out[8 + i] = (unsigned char)(hlen >> (8 * i));
     memset(out + pre, ' ', hlen);
     memcpy(out + pre, dict, (size_t)n);
     out[pre + hlen - 1] = '\n';

@@ -10,7 +10,6 @@
 KILN_HIDDEN kiln_ndarray *kiln_npy_parse(const void *buf, size_t len, const char *name);
 /* Serialize `a` (any strides) as a .npy image (version 1.0, or 2.0 if the
  * header needs it) into a malloc'd *buf of *len bytes. */
-KILN_HIDDEN kiln_status kiln_npy_serialize(const kiln_ndarray *a, unsigned char **buf,
-                                           size_t *len);
+KILN_HIDDEN kiln_status kiln_npy_serialize(const kiln_ndarray *a, unsigned char **buf, size_t *len);
 
 #endif

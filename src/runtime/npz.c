@@ -4,11 +4,11 @@
  * CRC32; writing streams members to the file and then the directory. A
  * runtime built without zlib (a cross build for a board that lacks it)
  * reads and writes stored members only, and says so for deflated ones. */
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,8 +22,8 @@
 
 struct kiln_npz {
     int count, cap;
-    char **names;           /* without ".npy" */
-    kiln_ndarray **arrays;  /* owned */
+    char **names;          /* without ".npy" */
+    kiln_ndarray **arrays; /* owned */
 };
 
 #define SIG_LOCAL 0x04034b50u
@@ -39,10 +39,13 @@ struct kiln_npz {
 
 /* ---- the set ---------------------------------------------------------------- */
 
-kiln_npz *kiln_npz_new(void) { return kiln_calloc(1, sizeof(kiln_npz)); }
+kiln_npz *kiln_npz_new(void) {
+    return kiln_calloc(1, sizeof(kiln_npz));
+}
 
 void kiln_npz_free(kiln_npz *z) {
-    if (!z) return;
+    if (!z)
+        return;
     for (int i = 0; i < z->count; i++) {
         free(z->names[i]);
         kiln_ndarray_free(z->arrays[i]);
@@ -54,7 +57,8 @@ void kiln_npz_free(kiln_npz *z) {
 
 static int find_member(const kiln_npz *z, const char *name) {
     for (int i = 0; i < z->count; i++)
-        if (strcmp(z->names[i], name) == 0) return i;
+        if (strcmp(z->names[i], name) == 0)
+            return i;
     return -1;
 }
 
@@ -63,7 +67,8 @@ static kiln_status push_member(kiln_npz *z, const char *name, kiln_ndarray *a) {
     if (z->count == z->cap) {
         int cap = z->cap ? z->cap * 2 : 8;
         char **n = kiln_realloc(z->names, (size_t)cap * sizeof *n);
-        if (n) z->names = n;
+        if (n)
+            z->names = n;
         kiln_ndarray **r = n ? kiln_realloc(z->arrays, (size_t)cap * sizeof *r) : NULL;
         if (!r) {
             kiln_ndarray_free(a);
@@ -83,17 +88,21 @@ static kiln_status push_member(kiln_npz *z, const char *name, kiln_ndarray *a) {
 }
 
 kiln_status kiln_npz_add(kiln_npz *z, const char *name, const kiln_ndarray *a) {
-    if (!z || !name || !a) return kiln_set_error(KILN_ERR_INVALID, "npz_add: NULL argument");
+    if (!z || !name || !a)
+        return kiln_set_error(KILN_ERR_INVALID, "npz_add: NULL argument");
     if (!name[0] || strlen(name) > 60000)
         return kiln_set_error(KILN_ERR_INVALID, "npz_add: bad member name '%s'", name);
     if (find_member(z, name) >= 0)
         return kiln_set_error(KILN_ERR_INVALID, "npz_add: duplicate member name '%s'", name);
     kiln_ndarray *c = ndarray_clone(a);
-    if (!c) return KILN_ERR_NOMEM; /* a copy into a fresh array of a's shape fails only so */
+    if (!c)
+        return KILN_ERR_NOMEM; /* a copy into a fresh array of a's shape fails only so */
     return push_member(z, name, c);
 }
 
-int kiln_npz_count(const kiln_npz *z) { return z ? z->count : 0; }
+int kiln_npz_count(const kiln_npz *z) {
+    return z ? z->count : 0;
+}
 
 const char *kiln_npz_name(const kiln_npz *z, int i) {
     return z && i >= 0 && i < z->count ? z->names[i] : NULL;
@@ -117,7 +126,8 @@ const kiln_ndarray *kiln_npz_get(const kiln_npz *z, const char *name) {
 
 static uint64_t rd(const unsigned char *p, int n) {
     uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
+    for (int i = n - 1; i >= 0; i--)
+        v = v << 8 | p[i];
     return v;
 }
 
@@ -130,7 +140,8 @@ typedef struct {
 
 /* Where the End Of Central Directory record starts, or -1. */
 static int64_t find_eocd(const zipfile *f) {
-    if (f->len < 22) return -1;
+    if (f->len < 22)
+        return -1;
     size_t lowest = f->len - 22 > 65535 ? f->len - 22 - 65535 : 0;
     for (size_t i = f->len - 22 + 1; i-- > lowest;) {
         if (rd(f->buf + i, 4) == SIG_EOCD && i + 22 + rd(f->buf + i + 20, 2) <= f->len)
@@ -147,13 +158,15 @@ static kiln_status zip64_extra(const zipfile *f, const char *member, const unsig
     while (p + 4 <= n) {
         unsigned id = (unsigned)rd(extra + p, 2);
         size_t sz = (size_t)rd(extra + p + 2, 2);
-        if (sz > n - p - 4) break; /* a short trailing field: ignore, as zipfile does */
+        if (sz > n - p - 4)
+            break; /* a short trailing field: ignore, as zipfile does */
         if (id == 0x0001) {
             const unsigned char *d = extra + p + 4;
             size_t q = 0;
             uint64_t *fields[3] = {usize, csize, off};
             for (int k = 0; k < 3; k++) {
-                if (!fields[k] || *fields[k] != U32_MAX) continue;
+                if (!fields[k] || *fields[k] != U32_MAX)
+                    continue;
                 if (q + 8 > sz)
                     return kiln_set_error(KILN_ERR_IO, "%s: %s: ZIP64 extra field is too short",
                                           f->path, member);
@@ -173,7 +186,8 @@ static pthread_once_t g_crc_once = PTHREAD_ONCE_INIT;
 static void crc_table_init(void) {
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
-        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
         g_crc_table[i] = c;
     }
 }
@@ -186,7 +200,8 @@ static uint32_t npz_crc32(const unsigned char *p, size_t n) {
 #else
     pthread_once(&g_crc_once, crc_table_init);
     uint32_t c = 0xffffffffu;
-    for (size_t i = 0; i < n; i++) c = g_crc_table[(c ^ p[i]) & 0xff] ^ (c >> 8);
+    for (size_t i = 0; i < n; i++)
+        c = g_crc_table[(c ^ p[i]) & 0xff] ^ (c >> 8);
     return c ^ 0xffffffffu;
 #endif
 }
@@ -221,8 +236,10 @@ static kiln_status inflate_member(const zipfile *f, const char *member, const un
             out_left -= zs.avail_out;
         }
         int r = inflate(&zs, Z_NO_FLUSH);
-        if (r == Z_STREAM_END) break;
-        if (r == Z_OK && (zs.avail_in || in_left) && (zs.avail_out || out_left)) continue;
+        if (r == Z_STREAM_END)
+            break;
+        if (r == Z_OK && (zs.avail_in || in_left) && (zs.avail_out || out_left))
+            continue;
         if (r == Z_OK || r == Z_BUF_ERROR) {
             if (zs.avail_out == 0 && out_left == 0)
                 st = kiln_set_error(KILN_ERR_IO, "%s: %s: inflates to more than %llu bytes",
@@ -266,7 +283,8 @@ static kiln_status read_entry(const zipfile *f, size_t *pos, size_t cd_end, kiln
     snprintf(member, sizeof member, "%.*s", (int)(nlen < 256 ? nlen : 256), (const char *)c + 46);
     if (nlen == 0 || memchr(c + 46, 0, nlen))
         return kiln_set_error(KILN_ERR_IO, "%s: ZIP member with a bad name", f->path);
-    if (zip64_extra(f, member, c + 46 + nlen, elen, &usize, &csize, &off)) return KILN_ERR_IO;
+    if (zip64_extra(f, member, c + 46 + nlen, elen, &usize, &csize, &off))
+        return KILN_ERR_IO;
     if (flags & 1)
         return kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: %s: encrypted members are not supported",
                               f->path, member);
@@ -278,8 +296,8 @@ static kiln_status read_entry(const zipfile *f, size_t *pos, size_t cd_end, kiln
 
     /* The local header: its name and extra lengths place the data. */
     if (off > f->len || f->len - off < 30 || rd(f->buf + off, 4) != SIG_LOCAL)
-        return kiln_set_error(KILN_ERR_IO, "%s: %s: bad local header offset %llu", f->path,
-                              member, (unsigned long long)off);
+        return kiln_set_error(KILN_ERR_IO, "%s: %s: bad local header offset %llu", f->path, member,
+                              (unsigned long long)off);
     const unsigned char *l = f->buf + off;
     size_t lnlen = (size_t)rd(l + 26, 2), lelen = (size_t)rd(l + 28, 2);
     if (f->len - off - 30 < lnlen + lelen || lnlen != nlen || memcmp(l + 30, c + 46, nlen) != 0)
@@ -304,7 +322,8 @@ static kiln_status read_entry(const zipfile *f, size_t *pos, size_t cd_end, kiln
                                   f->path, member, (unsigned long long)usize,
                                   (unsigned long long)csize);
         plain = kiln_malloc((size_t)usize + 1);
-        if (!plain) return KILN_ERR_NOMEM;
+        if (!plain)
+            return KILN_ERR_NOMEM;
         kiln_status ist = inflate_member(f, member, src, csize, plain, usize);
         if (ist) {
             free(plain);
@@ -327,10 +346,13 @@ static kiln_status read_entry(const zipfile *f, size_t *pos, size_t cd_end, kiln
         long pg = sysconf(_SC_PAGESIZE);
         uintptr_t lo = ((uintptr_t)(f->buf + data) + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
         uintptr_t hi = (uintptr_t)(f->buf + data + csize) & ~((uintptr_t)pg - 1);
-        if (pg > 0 && hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+        if (pg > 0 && hi > lo)
+            madvise((void *)lo, hi - lo, MADV_DONTNEED);
     }
-    if (!a) return KILN_ERR_IO;
-    if (nlen > 4 && memcmp(c + 46 + nlen - 4, ".npy", 4) == 0) nlen -= 4;
+    if (!a)
+        return KILN_ERR_IO;
+    if (nlen > 4 && memcmp(c + 46 + nlen - 4, ".npy", 4) == 0)
+        nlen -= 4;
     char *name = kiln_malloc(nlen + 1);
     if (!name) {
         kiln_ndarray_free(a);
@@ -377,7 +399,8 @@ static kiln_status read_zip(const zipfile *f, kiln_npz *z) {
                               f->path);
     size_t pos = (size_t)cd_off, cd_end = (size_t)(cd_off + cd_size);
     for (uint64_t i = 0; i < entries; i++)
-        if (read_entry(f, &pos, cd_end, z)) return KILN_ERR_IO;
+        if (read_entry(f, &pos, cd_end, z))
+            return KILN_ERR_IO;
     return KILN_OK;
 }
 
@@ -414,7 +437,8 @@ kiln_npz *kiln_npz_load(const char *path) {
         close(fd);
     }
     char *buf = kiln_read_file(path, &len);
-    if (!buf) return NULL;
+    if (!buf)
+        return NULL;
     kiln_npz *z = kiln_npz_parse(buf, len, path);
     free(buf);
     return z;
@@ -429,13 +453,15 @@ typedef struct {
 } zout;
 
 static void put(zout *o, const void *p, size_t n) {
-    if (!o->bad && n && fwrite(p, 1, n, o->fp) != n) o->bad = 1;
+    if (!o->bad && n && fwrite(p, 1, n, o->fp) != n)
+        o->bad = 1;
     o->pos += n;
 }
 
 static void put_le(zout *o, uint64_t v, int n) {
     unsigned char b[8];
-    for (int i = 0; i < n; i++) b[i] = (unsigned char)(v >> (8 * i));
+    for (int i = 0; i < n; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
     put(o, b, (size_t)n);
 }
 
@@ -443,13 +469,14 @@ static void put_le(zout *o, uint64_t v, int n) {
 static kiln_status deflate_buf(const unsigned char *src, size_t n, unsigned char **out,
                                size_t *outlen) {
 #ifndef KILN_HAVE_ZLIB
-    return kiln_set_error(KILN_ERR_UNSUPPORTED, "npz: compressed saving needs zlib, and this "
+    return kiln_set_error(KILN_ERR_UNSUPPORTED,
+                          "npz: compressed saving needs zlib, and this "
                           "kiln runtime was built without it: save uncompressed");
 #else
     z_stream zs;
     memset(&zs, 0, sizeof zs);
-    if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -MAX_WBITS, 8,
-                     Z_DEFAULT_STRATEGY) != Z_OK)
+    if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) !=
+        Z_OK)
         return kiln_set_error(KILN_ERR_NOMEM, "npz: cannot start deflate");
     size_t cap = (size_t)deflateBound(&zs, (uLong)n) + 64;
     unsigned char *b = kiln_malloc(cap);
@@ -494,10 +521,10 @@ static void put_local(zout *o, const char *name, const zentry *e) {
     int z64 = e->usize >= U32_MAX || e->csize >= U32_MAX;
     put_le(o, SIG_LOCAL, 4);
     put_le(o, z64 ? 45 : 20, 2);
-    put_le(o, 0, 2);                  /* flags */
+    put_le(o, 0, 2); /* flags */
     put_le(o, (uint64_t)e->method, 2);
-    put_le(o, 0, 2);                  /* time 00:00 */
-    put_le(o, 0x21, 2);               /* date 1980-01-01 */
+    put_le(o, 0, 2);    /* time 00:00 */
+    put_le(o, 0x21, 2); /* date 1980-01-01 */
     put_le(o, e->crc, 4);
     put_le(o, z64 ? U32_MAX : e->csize, 4);
     put_le(o, z64 ? U32_MAX : e->usize, 4);
@@ -518,7 +545,7 @@ static void put_central(zout *o, const char *name, const zentry *e) {
     int bu = e->usize >= U32_MAX, bc = e->csize >= U32_MAX, bo = e->off >= U32_MAX;
     int elen = 8 * (bu + bc + bo);
     put_le(o, SIG_CENTRAL, 4);
-    put_le(o, 3 << 8 | 45, 2);        /* made by: Unix, ZIP 4.5 */
+    put_le(o, 3 << 8 | 45, 2); /* made by: Unix, ZIP 4.5 */
     put_le(o, elen ? 45 : 20, 2);
     put_le(o, 0, 2);
     put_le(o, (uint64_t)e->method, 2);
@@ -529,9 +556,9 @@ static void put_central(zout *o, const char *name, const zentry *e) {
     put_le(o, bu ? U32_MAX : e->usize, 4);
     put_le(o, nlen, 2);
     put_le(o, elen ? (uint64_t)elen + 4 : 0, 2);
-    put_le(o, 0, 2);                  /* comment */
-    put_le(o, 0, 2);                  /* disk */
-    put_le(o, 0, 2);                  /* internal attributes */
+    put_le(o, 0, 2); /* comment */
+    put_le(o, 0, 2); /* disk */
+    put_le(o, 0, 2); /* internal attributes */
     put_le(o, (uint64_t)0100644 << 16, 4);
     put_le(o, bo ? U32_MAX : e->off, 4);
     put(o, name, nlen - 4);
@@ -539,9 +566,12 @@ static void put_central(zout *o, const char *name, const zentry *e) {
     if (elen) {
         put_le(o, 1, 2);
         put_le(o, (uint64_t)elen, 2);
-        if (bu) put_le(o, e->usize, 8);
-        if (bc) put_le(o, e->csize, 8);
-        if (bo) put_le(o, e->off, 8);
+        if (bu)
+            put_le(o, e->usize, 8);
+        if (bc)
+            put_le(o, e->csize, 8);
+        if (bo)
+            put_le(o, e->off, 8);
     }
 }
 
@@ -599,25 +629,33 @@ static kiln_status put_member(zout *o, const kiln_npz *z, int i, int compress, z
 }
 
 kiln_status kiln_npz_save(const kiln_npz *z, const char *path, int compress) {
-    if (!z || !path) return kiln_set_error(KILN_ERR_INVALID, "npz_save: NULL argument");
+    if (!z || !path)
+        return kiln_set_error(KILN_ERR_INVALID, "npz_save: NULL argument");
     zentry *ents = kiln_calloc((size_t)z->count + 1, sizeof *ents);
-    if (!ents) return KILN_ERR_NOMEM;
+    if (!ents)
+        return KILN_ERR_NOMEM;
     zout o = {fopen(path, "wb"), 0, 0};
     if (!o.fp) {
         free(ents);
         return kiln_set_error(KILN_ERR_IO, "%s: cannot create", path);
     }
     kiln_status st = KILN_OK;
-    for (int i = 0; i < z->count && !st; i++) st = put_member(&o, z, i, compress, &ents[i]);
+    for (int i = 0; i < z->count && !st; i++)
+        st = put_member(&o, z, i, compress, &ents[i]);
     if (!st) {
         uint64_t cd_off = o.pos;
-        for (int i = 0; i < z->count; i++) put_central(&o, z->names[i], &ents[i]);
+        for (int i = 0; i < z->count; i++)
+            put_central(&o, z->names[i], &ents[i]);
         put_end(&o, (uint64_t)z->count, cd_off, o.pos - cd_off);
     }
     free(ents);
-    if (fclose(o.fp) != 0) o.bad = 1;
-    if (!st && o.bad) st = kiln_set_error(KILN_ERR_IO, "%s: write error", path);
-    else if (st) kiln_error_prefix("%s", path);
-    if (st) remove(path);
+    if (fclose(o.fp) != 0)
+        o.bad = 1;
+    if (!st && o.bad)
+        st = kiln_set_error(KILN_ERR_IO, "%s: write error", path);
+    else if (st)
+        kiln_error_prefix("%s", path);
+    if (st)
+        remove(path);
     return st;
 }

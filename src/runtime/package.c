@@ -41,7 +41,8 @@ static const char *const k_members[M_COUNT] = {"mod.so", "mod.json", "mod.params
 
 static unsigned header_sum(const unsigned char *h) {
     unsigned sum = 0;
-    for (int i = 0; i < BLOCK; i++) sum += i >= H_CHKSUM && i < H_CHKSUM + 8 ? ' ' : h[i];
+    for (int i = 0; i < BLOCK; i++)
+        sum += i >= H_CHKSUM && i < H_CHKSUM + 8 ? ' ' : h[i];
     return sum;
 }
 
@@ -49,13 +50,16 @@ static unsigned header_sum(const unsigned char *h) {
 static int parse_octal(const unsigned char *f, int n, int64_t *out) {
     int i = 0, digits = 0;
     int64_t v = 0;
-    while (i < n && f[i] == ' ') i++;
+    while (i < n && f[i] == ' ')
+        i++;
     for (; i < n && f[i] >= '0' && f[i] <= '7'; i++, digits++) {
-        if (v > (INT64_MAX >> 3)) return 0;
+        if (v > (INT64_MAX >> 3))
+            return 0;
         v = v * 8 + (f[i] - '0');
     }
     for (; i < n; i++)
-        if (f[i] != 0 && f[i] != ' ') return 0;
+        if (f[i] != 0 && f[i] != ' ')
+            return 0;
     *out = v;
     return digits > 0;
 }
@@ -63,7 +67,8 @@ static int parse_octal(const unsigned char *f, int n, int64_t *out) {
 /* n - 1 octal digits (v must fit) and a NUL. */
 static void put_octal(unsigned char *f, int n, int64_t v) {
     f[n - 1] = 0;
-    for (int i = n - 2; i >= 0; i--, v >>= 3) f[i] = (unsigned char)('0' + (v & 7));
+    for (int i = n - 2; i >= 0; i--, v >>= 3)
+        f[i] = (unsigned char)('0' + (v & 7));
 }
 
 /* The member name (prefix "/" name), without a leading "./". Returns -1 if
@@ -74,13 +79,17 @@ static int member_name(const unsigned char *h, char *out, size_t cap) {
     name[100] = 0;
     memcpy(prefix, h + H_PREFIX, 155);
     prefix[155] = 0;
-    if (memcmp(h + H_MAGIC, "ustar\0", 6) != 0) prefix[0] = 0; /* GNU: no prefix field */
+    if (memcmp(h + H_MAGIC, "ustar\0", 6) != 0)
+        prefix[0] = 0; /* GNU: no prefix field */
     snprintf(out, cap, "%s%s%s", prefix, prefix[0] ? "/" : "", name);
-    while (out[0] == '.' && out[1] == '/') memmove(out, out + 2, strlen(out + 2) + 1);
-    if (out[0] == '/') return -1;
+    while (out[0] == '.' && out[1] == '/')
+        memmove(out, out + 2, strlen(out + 2) + 1);
+    if (out[0] == '/')
+        return -1;
     for (const char *c = out; *c;) {
         size_t n = strcspn(c, "/");
-        if (n == 2 && c[0] == '.' && c[1] == '.') return -1;
+        if (n == 2 && c[0] == '.' && c[1] == '.')
+            return -1;
         c += n + (c[n] == '/');
     }
     return out[0] != 0;
@@ -90,7 +99,7 @@ typedef struct {
     const char *path;
     FILE *f;
     int64_t file_size;
-    char *dir;            /* the temporary folder */
+    char *dir; /* the temporary folder */
     int found[M_COUNT];
     char *json;
     size_t json_len;
@@ -120,7 +129,8 @@ static kiln_status copy_member(tar_reader *t, int64_t n, FILE *out, char *mem, c
 static char *dir_file(const char *dir, const char *name) {
     size_t n = strlen(dir) + strlen(name) + 2;
     char *p = kiln_malloc(n);
-    if (p) snprintf(p, n, "%s/%s", dir, name);
+    if (p)
+        snprintf(p, n, "%s/%s", dir, name);
     return p;
 }
 
@@ -128,24 +138,29 @@ static kiln_status extract(tar_reader *t, int m, int64_t size) {
     const char *name = k_members[m];
     if (m == M_JSON) {
         if (size > MAX_JSON_BYTES)
-            return kiln_set_error(KILN_ERR_IO, "%s: mod.json is %lld bytes, more than the limit "
-                                  "of %lld", t->path, (long long)size, (long long)MAX_JSON_BYTES);
-        if (!(t->json = kiln_malloc((size_t)size + 1))) return KILN_ERR_NOMEM;
+            return kiln_set_error(KILN_ERR_IO,
+                                  "%s: mod.json is %lld bytes, more than the limit "
+                                  "of %lld",
+                                  t->path, (long long)size, (long long)MAX_JSON_BYTES);
+        if (!(t->json = kiln_malloc((size_t)size + 1)))
+            return KILN_ERR_NOMEM;
         t->json[size] = 0;
         t->json_len = (size_t)size;
         return copy_member(t, size, NULL, t->json, name);
     }
     if (!t->dir) { /* kiln_package_parse: the size is at most the image's */
-        if (!(t->mem[m] = kiln_malloc(size ? (size_t)size : 1))) return KILN_ERR_NOMEM;
+        if (!(t->mem[m] = kiln_malloc(size ? (size_t)size : 1)))
+            return KILN_ERR_NOMEM;
         t->mem_len[m] = (size_t)size;
         return copy_member(t, size, NULL, (char *)t->mem[m], name);
     }
     char *p = dir_file(t->dir, name);
-    if (!p) return KILN_ERR_NOMEM;
+    if (!p)
+        return KILN_ERR_NOMEM;
     FILE *out = fopen(p, "wb");
-    kiln_status st = out ? copy_member(t, size, out, NULL, name)
-                         : kiln_set_error(KILN_ERR_IO, "%s: cannot create %s: %s", t->path, p,
-                                          strerror(errno));
+    kiln_status st =
+        out ? copy_member(t, size, out, NULL, name)
+            : kiln_set_error(KILN_ERR_IO, "%s: cannot create %s: %s", t->path, p, strerror(errno));
     if (out && fclose(out) != 0 && !st)
         st = kiln_set_error(KILN_ERR_IO, "%s: cannot extract %s", t->path, name);
     free(p);
@@ -157,7 +172,8 @@ static kiln_status extract(tar_reader *t, int m, int64_t size) {
 static int read_member(tar_reader *t, int64_t off, int64_t *next) {
     unsigned char h[BLOCK];
     int64_t left = t->file_size - off;
-    if (left == 0) return 0; /* tolerate a missing end-of-archive marker */
+    if (left == 0)
+        return 0; /* tolerate a missing end-of-archive marker */
     if (left < BLOCK || fseeko(t->f, off, SEEK_SET) != 0 || fread(h, 1, BLOCK, t->f) != BLOCK) {
         if (off == 0)
             kiln_set_error(KILN_ERR_IO, "%s: not a tar file (shorter than one header)", t->path);
@@ -167,11 +183,14 @@ static int read_member(tar_reader *t, int64_t off, int64_t *next) {
         return -1;
     }
     static const unsigned char zero[BLOCK];
-    if (memcmp(h, zero, BLOCK) == 0) return 0;
+    if (memcmp(h, zero, BLOCK) == 0)
+        return 0;
     int64_t sum, size;
     if (!parse_octal(h + H_CHKSUM, 8, &sum) || (unsigned)sum != header_sum(h)) {
-        kiln_set_error(KILN_ERR_IO, "%s: bad header checksum at byte %lld (not a tar file, or "
-                       "corrupt)", t->path, (long long)off);
+        kiln_set_error(KILN_ERR_IO,
+                       "%s: bad header checksum at byte %lld (not a tar file, or "
+                       "corrupt)",
+                       t->path, (long long)off);
         return -1;
     }
     if (memcmp(h + H_MAGIC, "ustar", 5) != 0) {
@@ -182,31 +201,40 @@ static int read_member(tar_reader *t, int64_t off, int64_t *next) {
     char name[260], type = (char)h[H_TYPE];
     int named = member_name(h, name, sizeof name);
     if (named < 0 || (named == 0 && type != '5')) {
-        kiln_set_error(KILN_ERR_IO, "%s: unsafe member name '%.100s' (empty, absolute or with "
+        kiln_set_error(KILN_ERR_IO,
+                       "%s: unsafe member name '%.100s' (empty, absolute or with "
                        "'..')",
                        t->path, (const char *)h);
         return -1;
     }
     if (type != '0' && type != 0 && type != '5') {
-        kiln_set_error(KILN_ERR_IO, "%s: member '%s' has tar type '%c': only regular files are "
-                       "allowed in a package", t->path, name, type >= 32 && type < 127 ? type : '?');
+        kiln_set_error(KILN_ERR_IO,
+                       "%s: member '%s' has tar type '%c': only regular files are "
+                       "allowed in a package",
+                       t->path, name, type >= 32 && type < 127 ? type : '?');
         return -1;
     }
     if (!parse_octal(h + H_SIZE, 12, &size) || size > left - BLOCK) {
-        kiln_set_error(KILN_ERR_IO, "%s: member '%s' has a bad size or reaches past the end of "
-                       "the file", t->path, name);
+        kiln_set_error(KILN_ERR_IO,
+                       "%s: member '%s' has a bad size or reaches past the end of "
+                       "the file",
+                       t->path, name);
         return -1;
     }
     *next = off + BLOCK + (size + BLOCK - 1) / BLOCK * BLOCK;
-    if (*next > t->file_size) *next = t->file_size;
-    if (type == '5') return 1; /* a folder: nothing to extract */
+    if (*next > t->file_size)
+        *next = t->file_size;
+    if (type == '5')
+        return 1; /* a folder: nothing to extract */
     for (int m = 0; m < M_COUNT; m++) {
-        if (strcmp(name, k_members[m]) != 0) continue;
+        if (strcmp(name, k_members[m]) != 0)
+            continue;
         if (t->found[m]++) {
             kiln_set_error(KILN_ERR_IO, "%s: member '%s' appears twice", t->path, name);
             return -1;
         }
-        if (extract(t, m, size)) return -1;
+        if (extract(t, m, size))
+            return -1;
     }
     return 1; /* other members are ignored */
 }
@@ -215,20 +243,25 @@ static int read_member(tar_reader *t, int64_t off, int64_t *next) {
 static kiln_status read_members(tar_reader *t) {
     for (int64_t off = 0, next = 0;; off = next) {
         int r = read_member(t, off, &next);
-        if (r < 0) return KILN_ERR_IO;
-        if (r == 0) break;
+        if (r < 0)
+            return KILN_ERR_IO;
+        if (r == 0)
+            break;
     }
     for (int m = 0; m < M_COUNT; m++)
         if (!t->found[m])
-            return kiln_set_error(KILN_ERR_IO, "%s: no member '%s' (a package holds mod.so, "
-                                  "mod.json and mod.params)", t->path, k_members[m]);
+            return kiln_set_error(KILN_ERR_IO,
+                                  "%s: no member '%s' (a package holds mod.so, "
+                                  "mod.json and mod.params)",
+                                  t->path, k_members[m]);
     return KILN_OK;
 }
 
 static void remove_tmpdir(const char *dir) {
     for (int m = 0; m < M_COUNT; m++) {
         char *p = dir_file(dir, k_members[m]);
-        if (p) unlink(p);
+        if (p)
+            unlink(p);
         free(p);
     }
     rmdir(dir);
@@ -236,7 +269,8 @@ static void remove_tmpdir(const char *dir) {
 
 static char *make_tmpdir(void) {
     const char *base = getenv("TMPDIR");
-    if (!base || !*base) base = "/tmp";
+    if (!base || !*base)
+        base = "/tmp";
     char *d = dir_file(base, "kiln-pkg-XXXXXX");
     if (d && !mkdtemp(d)) {
         kiln_set_error(KILN_ERR_IO, "cannot create a temporary folder in %s: %s", base,
@@ -266,10 +300,20 @@ static char *make_tmpdir(void) {
 static int cpu_lacks(const char *name) {
 #if defined(__x86_64__)
     __builtin_cpu_init();
-#define FEATURE(s) if (!strcmp(name, s)) return !__builtin_cpu_supports(s);
-    FEATURE("sse4.2") FEATURE("avx") FEATURE("avx2") FEATURE("fma") FEATURE("avx512f")
-    FEATURE("avx512cd") FEATURE("avx512bw") FEATURE("avx512dq") FEATURE("avx512vl")
-    FEATURE("avx512vnni") FEATURE("avx512bf16")
+#define FEATURE(s)                                                                                 \
+    if (!strcmp(name, s))                                                                          \
+    return !__builtin_cpu_supports(s)
+    FEATURE("sse4.2");
+    FEATURE("avx");
+    FEATURE("avx2");
+    FEATURE("fma");
+    FEATURE("avx512f");
+    FEATURE("avx512cd");
+    FEATURE("avx512bw");
+    FEATURE("avx512dq");
+    FEATURE("avx512vl");
+    FEATURE("avx512vnni");
+    FEATURE("avx512bf16");
 #undef FEATURE
 #endif
     (void)name;
@@ -280,8 +324,10 @@ static kiln_status check_target(const tar_reader *t, const char *so) {
     unsigned char h[20];
     FILE *f = fopen(so, "rb");
     size_t n = f ? fread(h, 1, sizeof h, f) : 0;
-    if (f) fclose(f);
-    if (n != sizeof h || memcmp(h, "\177ELF", 4) != 0) return KILN_OK; /* dlopen says why */
+    if (f)
+        fclose(f);
+    if (n != sizeof h || memcmp(h, "\177ELF", 4) != 0)
+        return KILN_OK; /* dlopen says why */
     unsigned machine = h[5] == 2 ? (unsigned)h[18] << 8 | h[19] : (unsigned)h[19] << 8 | h[18];
     arena *a = arena_new();
     const json *root = a ? json_parse(a, t->json, t->json_len, "mod.json") : NULL;
@@ -317,15 +363,18 @@ kiln_status kiln_package_read(const char *path, char **text, size_t *text_len, k
     *text = NULL;
     *mod = NULL;
     *params = NULL;
-    if (!path) return kiln_set_error(KILN_ERR_INVALID, "executor_load: NULL path");
+    if (!path)
+        return kiln_set_error(KILN_ERR_INVALID, "executor_load: NULL path");
     tar_reader t = {path, fopen(path, "rb"), 0, NULL, {0}, NULL, 0};
-    if (!t.f) return kiln_set_error(KILN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!t.f)
+        return kiln_set_error(KILN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     kiln_status st = KILN_OK;
     if (fseeko(t.f, 0, SEEK_END) != 0 || (t.file_size = ftello(t.f)) < 0)
         st = kiln_set_error(KILN_ERR_IO, "%s: cannot seek", path);
     else if (!(t.dir = make_tmpdir()))
         st = KILN_ERR_IO;
-    if (!st) st = read_members(&t);
+    if (!st)
+        st = read_members(&t);
     fclose(t.f);
     char *pp = !st ? dir_file(t.dir, "mod.params") : NULL;
     if (pp) {
@@ -352,7 +401,8 @@ kiln_status kiln_package_read(const char *path, char **text, size_t *text_len, k
         }
         free(so);
     }
-    if (st && t.dir) remove_tmpdir(t.dir);
+    if (st && t.dir)
+        remove_tmpdir(t.dir);
     free(t.dir);
     if (st) {
         kiln_npz_free(*params);
@@ -372,14 +422,17 @@ kiln_status kiln_package_parse(const void *buf, size_t len, const char *name, ch
     *text_len = *so_len = 0;
     *so = NULL;
     *params = NULL;
-    if (!buf && len) return kiln_set_error(KILN_ERR_INVALID, "package_parse: NULL image");
-    if (!name) name = "<memory>";
+    if (!buf && len)
+        return kiln_set_error(KILN_ERR_INVALID, "package_parse: NULL image");
+    if (!name)
+        name = "<memory>";
     tar_reader t = {name, NULL, (int64_t)len, NULL, {0}, NULL, 0, {0}, {0}};
     if (len && !(t.f = fmemopen((void *)buf, len, "rb")))
         return kiln_set_error(KILN_ERR_NOMEM, "%s: cannot read the image: %s", name,
                               strerror(errno));
     kiln_status st = read_members(&t);
-    if (t.f) fclose(t.f);
+    if (t.f)
+        fclose(t.f);
     if (!st && !(*params = kiln_npz_parse(t.mem[M_PARAMS], t.mem_len[M_PARAMS], "mod.params"))) {
         kiln_error_prefix("%s", name);
         st = KILN_ERR_IO;
@@ -402,8 +455,10 @@ kiln_status kiln_package_parse(const void *buf, size_t len, const char *name, ch
 static kiln_status write_header(FILE *out, const char *name, int64_t size, const char *path) {
     unsigned char h[BLOCK] = {0};
     if (size > MAX_MEMBER_BYTES)
-        return kiln_set_error(KILN_ERR_INVALID, "%s: member %s is too large for ustar (%lld "
-                              "bytes)", path, name, (long long)size);
+        return kiln_set_error(KILN_ERR_INVALID,
+                              "%s: member %s is too large for ustar (%lld "
+                              "bytes)",
+                              path, name, (long long)size);
     memcpy(h + H_NAME, name, strlen(name));
     put_octal(h + H_MODE, 8, 0644);
     put_octal(h + H_UID, 8, 0);
@@ -411,26 +466,29 @@ static kiln_status write_header(FILE *out, const char *name, int64_t size, const
     put_octal(h + H_SIZE, 12, size);
     put_octal(h + H_MTIME, 12, 0);
     h[H_TYPE] = '0';
-    memcpy(h + H_MAGIC, "ustar\0" "00", 8);
+    memcpy(h + H_MAGIC,
+           "ustar\0"
+           "00",
+           8);
     put_octal(h + H_CHKSUM, 7, header_sum(h)); /* six digits, NUL, then a space */
     h[H_CHKSUM + 7] = ' ';
     return fwrite(h, 1, BLOCK, out) == BLOCK ? KILN_OK
-                                              : kiln_set_error(KILN_ERR_IO, "%s: write error",
-                                                               path);
+                                             : kiln_set_error(KILN_ERR_IO, "%s: write error", path);
 }
 
 static kiln_status write_padding(FILE *out, int64_t size, const char *path) {
     static const unsigned char zero[BLOCK];
     size_t pad = (size_t)((BLOCK - size % BLOCK) % BLOCK);
     return fwrite(zero, 1, pad, out) == pad ? KILN_OK
-                                             : kiln_set_error(KILN_ERR_IO, "%s: write error", path);
+                                            : kiln_set_error(KILN_ERR_IO, "%s: write error", path);
 }
 
 /* Append the file at src as member `name`. */
 static kiln_status write_file_member(FILE *out, const char *name, const char *src,
                                      const char *path) {
     FILE *in = fopen(src, "rb");
-    if (!in) return kiln_set_error(KILN_ERR_IO, "%s: cannot open: %s", src, strerror(errno));
+    if (!in)
+        return kiln_set_error(KILN_ERR_IO, "%s: cannot open: %s", src, strerror(errno));
     struct stat sb;
     kiln_status st = fstat(fileno(in), &sb) != 0 || !S_ISREG(sb.st_mode)
                          ? kiln_set_error(KILN_ERR_IO, "%s: not a regular file", src)
@@ -452,7 +510,8 @@ static kiln_status write_file_member(FILE *out, const char *name, const char *sr
 static char *temp_beside(const char *path, const char *suffix) {
     size_t n = strlen(path) + strlen(suffix) + 8;
     char *p = kiln_malloc(n);
-    if (!p) return NULL;
+    if (!p)
+        return NULL;
     snprintf(p, n, "%s%sXXXXXX", path, suffix);
     int fd = mkstemp(p);
     if (fd < 0) {
@@ -470,7 +529,8 @@ kiln_status kiln_package_write(const char *path, const char *text, size_t json_l
     if (!path || !text || !so_path)
         return kiln_set_error(KILN_ERR_INVALID, "package_write: NULL argument");
     arena *ar = arena_new();
-    if (!ar) return KILN_ERR_NOMEM;
+    if (!ar)
+        return KILN_ERR_NOMEM;
     json *doc = json_parse(ar, text, json_len, "mod.json");
     arena_free(ar);
     if (!doc) {
@@ -478,32 +538,40 @@ kiln_status kiln_package_write(const char *path, const char *text, size_t json_l
         return KILN_ERR_INVALID;
     }
     kiln_npz *empty = params ? NULL : kiln_npz_new();
-    if (!params && !empty) return KILN_ERR_NOMEM;
+    if (!params && !empty)
+        return KILN_ERR_NOMEM;
     char *ptmp = temp_beside(path, ".params.");
     char *ttmp = ptmp ? temp_beside(path, ".tmp.") : NULL;
     kiln_status st = !ttmp ? KILN_ERR_IO : kiln_npz_save(params ? params : empty, ptmp, 0);
     FILE *out = !st ? fopen(ttmp, "wb") : NULL;
-    if (!st && !out) st = kiln_set_error(KILN_ERR_IO, "%s: cannot create: %s", ttmp,
-                                         strerror(errno));
-    if (!st) st = write_file_member(out, "mod.so", so_path, path);
-    if (!st) st = write_header(out, "mod.json", (int64_t)json_len, path);
+    if (!st && !out)
+        st = kiln_set_error(KILN_ERR_IO, "%s: cannot create: %s", ttmp, strerror(errno));
+    if (!st)
+        st = write_file_member(out, "mod.so", so_path, path);
+    if (!st)
+        st = write_header(out, "mod.json", (int64_t)json_len, path);
     if (!st && fwrite(text, 1, json_len, out) != json_len)
         st = kiln_set_error(KILN_ERR_IO, "%s: write error", path);
-    if (!st) st = write_padding(out, (int64_t)json_len, path);
-    if (!st) st = write_file_member(out, "mod.params", ptmp, path);
+    if (!st)
+        st = write_padding(out, (int64_t)json_len, path);
+    if (!st)
+        st = write_file_member(out, "mod.params", ptmp, path);
     if (!st) { /* the end-of-archive marker: two zero blocks */
         static const unsigned char zero[2 * BLOCK];
         if (fwrite(zero, 1, sizeof zero, out) != sizeof zero)
             st = kiln_set_error(KILN_ERR_IO, "%s: write error", path);
     }
-    if (out && fclose(out) != 0 && !st) st = kiln_set_error(KILN_ERR_IO, "%s: write error", path);
+    if (out && fclose(out) != 0 && !st)
+        st = kiln_set_error(KILN_ERR_IO, "%s: write error", path);
     if (!st && rename(ttmp, path) != 0)
         st = kiln_set_error(KILN_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
     if (ttmp) {
-        if (st) unlink(ttmp);
+        if (st)
+            unlink(ttmp);
         free(ttmp);
     }
-    if (ptmp) unlink(ptmp);
+    if (ptmp)
+        unlink(ptmp);
     free(ptmp);
     kiln_npz_free(empty);
     return st;

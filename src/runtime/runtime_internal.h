@@ -37,8 +37,8 @@ KILN_HIDDEN void kiln_workspace_free(void *p);
 KILN_HIDDEN int kiln_function_num_vars(const kiln_function *f);
 /* Signature of argument i: dtype, rank, dims (>= 0 fixed, -1 - k the
  * symbolic size vars[k]; owned by the module). 0 if i is out of range. */
-KILN_HIDDEN int kiln_function_arg_info(const kiln_function *f, int i, kiln_dtype *dtype,
-                                       int *ndim, const int64_t **dims);
+KILN_HIDDEN int kiln_function_arg_info(const kiln_function *f, int i, kiln_dtype *dtype, int *ndim,
+                                       const int64_t **dims);
 /* The kernel entry point, to call without per-call checks. */
 KILN_HIDDEN kiln_kernel_fn kiln_function_kernel(const kiln_function *f);
 
@@ -58,9 +58,8 @@ KILN_HIDDEN kiln_status kiln_package_parse(const void *buf, size_t len, const ch
  * (the text a module exports as kiln_module_meta, checked as strictly) and
  * their kernels come from lookup(user, name) (NULL: not exported). `what`
  * names it in errors. For tests and the package fuzzer; NULL with an error. */
-KILN_HIDDEN kiln_module *kiln_module_from_meta(const char *what, const char *meta,
-                                               kiln_kernel_fn (*lookup)(void *user,
-                                                                        const char *name),
-                                               void *user);
+KILN_HIDDEN kiln_module *
+kiln_module_from_meta(const char *what, const char *meta,
+                      kiln_kernel_fn (*lookup)(void *user, const char *name), void *user);
 
 #endif

@@ -5,10 +5,10 @@
  * parallel region runs at a time; nested or concurrent calls run serially. */
 #define _GNU_SOURCE
 #include <pthread.h>
-#include <time.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime_internal.h"
@@ -74,7 +74,8 @@ static int64_t now_ns(void) {
 
 static void record_result(int r) {
     int zero = 0;
-    if (r) atomic_compare_exchange_strong(&g_result, &zero, r);
+    if (r)
+        atomic_compare_exchange_strong(&g_result, &zero, r);
 }
 
 static void *worker_main(void *arg) {
@@ -87,7 +88,8 @@ static void *worker_main(void *arg) {
         for (int i = 0; g == seen && !atomic_load(&g_stop); i++) {
             cpu_pause();
             g = atomic_load(&w->gen);
-            if ((i & 255) == 255 && now_ns() - spin_start > WORKER_SPIN_NS) break;
+            if ((i & 255) == 255 && now_ns() - spin_start > WORKER_SPIN_NS)
+                break;
         }
         if (g == seen && !atomic_load(&g_stop)) {
             pthread_mutex_lock(&w->mu);
@@ -97,7 +99,8 @@ static void *worker_main(void *arg) {
             atomic_store(&w->sleeping, 0);
             pthread_mutex_unlock(&w->mu);
         }
-        if (g == seen) break; /* stopped with no job pending */
+        if (g == seen)
+            break; /* stopped with no job pending */
         seen = g;
         int64_t b, e;
         chunk_range(g_n, g_chunks, w->id, &b, &e);
@@ -113,7 +116,8 @@ static void *worker_main(void *arg) {
 
 /* Stop and join every worker. Called with g_dispatch held. */
 static void pool_stop(void) {
-    if (!g_workers) return;
+    if (!g_workers)
+        return;
     atomic_store(&g_stop, 1);
     for (int i = 0; i < g_nworkers; i++) {
         pthread_mutex_lock(&g_workers[i].mu);
@@ -135,9 +139,11 @@ static void pool_stop(void) {
  * g_dispatch held and no pool running. */
 static void pool_start(int nthreads) {
     int n = nthreads - 1;
-    if (n <= 0) return;
+    if (n <= 0)
+        return;
     g_workers = aligned_alloc(64, (size_t)n * sizeof(worker));
-    if (!g_workers) return;
+    if (!g_workers)
+        return;
     int k = 0;
     for (; k < n; k++) {
         worker *w = &g_workers[k];
@@ -162,7 +168,8 @@ static void pool_start(int nthreads) {
 /* At exit or library unload: stop the workers unless a parallel region is
  * still running (exit called from inside a loop body must not hang). */
 __attribute__((destructor)) static void pool_shutdown(void) {
-    if (pthread_mutex_trylock(&g_dispatch) != 0) return;
+    if (pthread_mutex_trylock(&g_dispatch) != 0)
+        return;
     pool_stop();
     pthread_mutex_unlock(&g_dispatch);
 }
@@ -182,12 +189,14 @@ static int default_threads(void) {
     if (env && *env) {
         char *end;
         long v = strtol(env, &end, 10);
-        if (*end == 0 && v >= 1 && v <= MAX_THREADS) return (int)v;
+        if (*end == 0 && v >= 1 && v <= MAX_THREADS)
+            return (int)v;
     }
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0) {
         int c = CPU_COUNT(&set);
-        if (c >= 1) return c < MAX_THREADS ? c : MAX_THREADS;
+        if (c >= 1)
+            return c < MAX_THREADS ? c : MAX_THREADS;
     }
     long c = sysconf(_SC_NPROCESSORS_ONLN);
     return c >= 1 ? (c < MAX_THREADS ? (int)c : MAX_THREADS) : 1;
@@ -223,8 +232,10 @@ static int run_serial(int64_t n, kiln_parallel_fn fn, void *closure) {
 }
 
 int kiln_parallel_for(int64_t n, kiln_parallel_fn fn, void *closure) {
-    if (n <= 0) return 0;
-    if (t_in_parallel) return fn(0, n, closure);
+    if (n <= 0)
+        return 0;
+    if (t_in_parallel)
+        return fn(0, n, closure);
     int want = kiln_num_threads();
     if (want <= 1 || n == 1 || pthread_mutex_trylock(&g_dispatch) != 0)
         return run_serial(n, fn, closure);
@@ -233,7 +244,8 @@ int kiln_parallel_for(int64_t n, kiln_parallel_fn fn, void *closure) {
         pool_start(want);
     }
     int T = g_nworkers + 1;
-    if (n < T) T = (int)n;
+    if (n < T)
+        T = (int)n;
     if (T <= 1) {
         pthread_mutex_unlock(&g_dispatch);
         return run_serial(n, fn, closure);
@@ -261,12 +273,14 @@ int kiln_parallel_for(int64_t n, kiln_parallel_fn fn, void *closure) {
     int64_t spin_start = now_ns();
     for (int i = 0; atomic_load(&g_remaining) > 0; i++) {
         cpu_pause();
-        if ((i & 255) == 255 && now_ns() - spin_start > CALLER_SPIN_NS) break;
+        if ((i & 255) == 255 && now_ns() - spin_start > CALLER_SPIN_NS)
+            break;
     }
     if (atomic_load(&g_remaining) > 0) {
         pthread_mutex_lock(&g_done_mu);
         atomic_store(&g_caller_sleeping, 1);
-        while (atomic_load(&g_remaining) > 0) pthread_cond_wait(&g_done_cv, &g_done_mu);
+        while (atomic_load(&g_remaining) > 0)
+            pthread_cond_wait(&g_done_cv, &g_done_mu);
         atomic_store(&g_caller_sleeping, 0);
         pthread_mutex_unlock(&g_done_mu);
     }

@@ -23,17 +23,21 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static void *g_free[POOL_KEEP]; /* block starts (headers) */
 static int g_nfree;
 
-static size_t block_size(void *block) { return *(size_t *)block; }
+static size_t block_size(void *block) {
+    return *(size_t *)block;
+}
 
 void *kiln_workspace_alloc(size_t bytes) {
-    if (bytes > SIZE_MAX - 2 * HEADER) return NULL;
+    if (bytes > SIZE_MAX - 2 * HEADER)
+        return NULL;
     size_t need = (bytes + HEADER + 63) & ~(size_t)63;
     void *block = NULL;
     pthread_mutex_lock(&g_mu);
     int best = -1;
     for (int i = 0; i < g_nfree; i++) {
         size_t s = block_size(g_free[i]);
-        if (s >= need && (best < 0 || s < block_size(g_free[best]))) best = i;
+        if (s >= need && (best < 0 || s < block_size(g_free[best])))
+            best = i;
     }
     if (best >= 0) {
         block = g_free[best];
@@ -42,14 +46,16 @@ void *kiln_workspace_alloc(size_t bytes) {
     pthread_mutex_unlock(&g_mu);
     if (!block) {
         block = aligned_alloc(64, need);
-        if (!block) return NULL;
+        if (!block)
+            return NULL;
         *(size_t *)block = need;
     }
     return (char *)block + HEADER;
 }
 
 void kiln_workspace_free(void *p) {
-    if (!p) return;
+    if (!p)
+        return;
     void *block = (char *)p - HEADER;
     pthread_mutex_lock(&g_mu);
     if (g_nfree < POOL_KEEP) {

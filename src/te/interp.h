@@ -43,9 +43,8 @@ typedef struct {
  * tensor expression, a stage over the cap) and writes nothing. opts may be
  * NULL. */
 KILN_HIDDEN kiln_status te_eval(int nout, kiln_tensor *const *outputs, int nin,
-                                kiln_tensor *const *placeholders,
-                                const kiln_ndarray *const *values, const te_eval_options *opts,
-                                kiln_ndarray **results);
+                                kiln_tensor *const *placeholders, const kiln_ndarray *const *values,
+                                const te_eval_options *opts, kiln_ndarray **results);
 
 /* float16 and bfloat16 bits to float and back (round to nearest even; NaN
  * stays NaN). */

@@ -14,18 +14,18 @@
 
 typedef struct {
     kiln_stage *st;
-    tir_node body;       /* inline-expanded */
-    tir_node *ext;       /* per iter: loop extent */
-    tir_node *off;       /* per iter: value in terms of leaf vars (offset from rmin) */
-    tir_node *rmin;      /* per root iter: absolute min of the region */
-    tir_node *rext;      /* per root iter: extent of the region */
-    tir_node buf;        /* HANDLE var of its storage */
-    tir_node *smin;      /* per data dim: storage origin */
-    tir_node *sext;      /* per data dim: storage extent (for strides) */
+    tir_node body;  /* inline-expanded */
+    tir_node *ext;  /* per iter: loop extent */
+    tir_node *off;  /* per iter: value in terms of leaf vars (offset from rmin) */
+    tir_node *rmin; /* per root iter: absolute min of the region */
+    tir_node *rext; /* per root iter: extent of the region */
+    tir_node buf;   /* HANDLE var of its storage */
+    tir_node *smin; /* per data dim: storage origin */
+    tir_node *sext; /* per data dim: storage extent (for strides) */
     int is_param;
-    int ready;           /* bounds computed */
-    int attach_leaf;     /* compute_at: the consumer's leaf iter it sits in */
-    int emitted;         /* its nest was generated */
+    int ready;       /* bounds computed */
+    int attach_leaf; /* compute_at: the consumer's leaf iter it sits in */
+    int emitted;     /* its nest was generated */
 } lstage;
 
 typedef struct {
@@ -41,7 +41,8 @@ typedef struct {
 
 static lstage *ls_of(lower_ctx *L, const kiln_tensor *t) {
     for (int i = 0; i < L->n; i++)
-        if (L->ls[i].st && L->ls[i].st->tensor == t) return &L->ls[i];
+        if (L->ls[i].st && L->ls[i].st->tensor == t)
+            return &L->ls[i];
     return NULL;
 }
 
@@ -49,7 +50,9 @@ static tir_node *nodes(lower_ctx *L, int n) {
     return arena_alloc(tir_arena(L->ctx), sizeof(tir_node) * (size_t)(n ? n : 1));
 }
 
-static tir_node simp(lower_ctx *L, tir_node e) { return tir_simplify(L->an, e); }
+static tir_node simp(lower_ctx *L, tir_node e) {
+    return tir_simplify(L->an, e);
+}
 
 static tir_node ceildiv(lower_ctx *L, tir_node a, int64_t f) {
     return simp(L, tir_bin(TIR_FLOORDIV, tir_add(a, tir_i64(L->ctx, f - 1)), tir_i64(L->ctx, f)));
@@ -59,9 +62,11 @@ static tir_node ceildiv(lower_ctx *L, tir_node a, int64_t f) {
 
 static tir_node inline_fn(tir_node n, void *user) {
     lower_ctx *L = user;
-    if (n->op != TIR_TENSOR_READ) return n;
+    if (n->op != TIR_TENSOR_READ)
+        return n;
     lstage *p = ls_of(L, n->ptr);
-    if (!p || p->st->attach != TE_ATTACH_INLINE) return n;
+    if (!p || p->st->attach != TE_ATTACH_INLINE)
+        return n;
     kiln_tensor *t = p->st->tensor;
     /* p->body is already expanded: stages are in producer-first order */
     return tir_substitute(p->body, t->ndim, t->axis, n->src);
@@ -73,7 +78,8 @@ static tir_node inline_fn(tir_node n, void *user) {
  * terms of the leaf loop vars. Binds constant leaf ranges in the analyzer. */
 static void derive_iters(lower_ctx *L, lstage *ls) {
     kiln_stage *st = ls->st;
-    for (int i = 0; i < st->nroot; i++) ls->ext[i] = ls->rext[i];
+    for (int i = 0; i < st->nroot; i++)
+        ls->ext[i] = ls->rext[i];
     for (int r = 0; r < st->nrels; r++) {
         te_rel *rel = &st->rels[r];
         if (rel->kind == TE_REL_SPLIT) {
@@ -89,7 +95,8 @@ static void derive_iters(lower_ctx *L, lstage *ls) {
             ls->ext[rel->fused] = simp(L, tir_mul(ls->ext[rel->outer], ls->ext[rel->inner]));
         }
     }
-    for (int i = 0; i < st->niters; i++) ls->off[i] = NULL;
+    for (int i = 0; i < st->niters; i++)
+        ls->off[i] = NULL;
     for (int i = 0; i < st->nleaves; i++) {
         int it = st->leaves[i];
         ls->off[it] = st->iters[it].var;
@@ -109,40 +116,43 @@ static void derive_iters(lower_ctx *L, lstage *ls) {
         }
     }
     for (int i = 0; i < st->niters; i++)
-        if (ls->off[i]) ls->off[i] = simp(L, ls->off[i]);
+        if (ls->off[i])
+            ls->off[i] = simp(L, ls->off[i]);
 }
 
 /* Intervals of c's iters with leaves up to attach position `pos` fixed and
  * the rest relaxed over their loops. */
 static void relax_iters(lower_ctx *L, lstage *c, int pos, te_ival *iv) {
     kiln_stage *st = c->st;
-    for (int i = 0; i < st->niters; i++) iv[i] = (te_ival){NULL, NULL};
+    for (int i = 0; i < st->niters; i++)
+        iv[i] = (te_ival){NULL, NULL};
     for (int i = 0; i < st->nleaves; i++) {
         int it = st->leaves[i];
         tir_node v = st->iters[it].var;
         if (i <= pos)
             iv[it] = (te_ival){v, v};
         else
-            iv[it] = (te_ival){tir_i64(L->ctx, 0), simp(L, tir_sub(c->ext[it], tir_i64(L->ctx, 1)))};
+            iv[it] =
+                (te_ival){tir_i64(L->ctx, 0), simp(L, tir_sub(c->ext[it], tir_i64(L->ctx, 1)))};
     }
     for (int r = st->nrels - 1; r >= 0; r--) {
         te_rel *rel = &st->rels[r];
         if (rel->kind == TE_REL_SPLIT) {
             tir_node step = rel->by_nparts ? c->ext[rel->inner] : tir_i64(L->ctx, rel->factor);
             te_ival o = iv[rel->outer], in = iv[rel->inner];
-            iv[rel->parent] = (te_ival){tir_add(tir_mul(o.lo, step), in.lo),
-                                        tir_add(tir_mul(o.hi, step), in.hi)};
+            iv[rel->parent] =
+                (te_ival){tir_add(tir_mul(o.lo, step), in.lo), tir_add(tir_mul(o.hi, step), in.hi)};
         } else {
             te_ival f = iv[rel->fused];
             tir_node ie = c->ext[rel->inner];
             if (f.lo == f.hi) {
-                iv[rel->outer] = (te_ival){tir_bin(TIR_FLOORDIV, f.lo, ie),
-                                           tir_bin(TIR_FLOORDIV, f.lo, ie)};
-                iv[rel->inner] = (te_ival){tir_bin(TIR_FLOORMOD, f.lo, ie),
-                                           tir_bin(TIR_FLOORMOD, f.lo, ie)};
+                iv[rel->outer] =
+                    (te_ival){tir_bin(TIR_FLOORDIV, f.lo, ie), tir_bin(TIR_FLOORDIV, f.lo, ie)};
+                iv[rel->inner] =
+                    (te_ival){tir_bin(TIR_FLOORMOD, f.lo, ie), tir_bin(TIR_FLOORMOD, f.lo, ie)};
             } else {
-                iv[rel->outer] = (te_ival){tir_bin(TIR_FLOORDIV, f.lo, ie),
-                                           tir_bin(TIR_FLOORDIV, f.hi, ie)};
+                iv[rel->outer] =
+                    (te_ival){tir_bin(TIR_FLOORDIV, f.lo, ie), tir_bin(TIR_FLOORDIV, f.hi, ie)};
                 iv[rel->inner] = (te_ival){tir_i64(L->ctx, 0), tir_sub(ie, tir_i64(L->ctx, 1))};
             }
         }
@@ -173,7 +183,8 @@ static void collect_region(tir_node e, region_acc *acc) {
                 *r = (te_ival){tir_bin(TIR_MIN, r->lo, v.lo), tir_bin(TIR_MAX, r->hi, v.hi)};
         }
     }
-    for (uint32_t i = 0; i < e->nsrc && !acc->failed; i++) collect_region(e->src[i], acc);
+    for (uint32_t i = 0; i < e->nsrc && !acc->failed; i++)
+        collect_region(e->src[i], acc);
 }
 
 /* The leaf of c where an attached stage goes. compute_at names an axis; if
@@ -183,8 +194,10 @@ static void collect_region(tir_node e, region_acc *acc) {
 static int resolve_attach(const kiln_stage *c, int it) {
     int pos = -1, best = -1;
     for (int i = 0; i < c->nleaves; i++)
-        if (c->leaves[i] == it) pos = i;
-    if (pos >= 0) return it;
+        if (c->leaves[i] == it)
+            pos = i;
+    if (pos >= 0)
+        return it;
     for (int r = 0; r < c->nrels; r++) {
         const te_rel *rel = &c->rels[r];
         int child[2] = {-1, -1};
@@ -195,7 +208,8 @@ static int resolve_attach(const kiln_stage *c, int it) {
             child[0] = rel->fused;
         }
         for (int k = 0; k < 2; k++) {
-            if (child[k] < 0) continue;
+            if (child[k] < 0)
+                continue;
             int leaf = resolve_attach(c, child[k]);
             for (int i = 0; i < c->nleaves; i++)
                 if (c->leaves[i] == leaf && i > best) {
@@ -221,7 +235,8 @@ static void infer_bounds(lower_ctx *L, lstage *ls) {
         KILN_ASSERT(c && c->ready);
         int pos = 0;
         for (int i = 0; i < c->st->nleaves; i++)
-            if (c->st->leaves[i] == ls->attach_leaf) pos = i;
+            if (c->st->leaves[i] == ls->attach_leaf)
+                pos = i;
         te_ival iv[TE_MAX_ITERS];
         relax_iters(L, c, pos, iv);
         /* intervals of c's root vars, absolute */
@@ -248,7 +263,8 @@ static void infer_bounds(lower_ctx *L, lstage *ls) {
             }
             tir_node xv[TE_MAX_ITERS], cv[TE_MAX_ITERS];
             te_ival xiv[TE_MAX_ITERS];
-            for (int i = 0; i < c->st->niters; i++) cv[i] = c->st->iters[i].var;
+            for (int i = 0; i < c->st->niters; i++)
+                cv[i] = c->st->iters[i].var;
             for (int i = 0; i < x->st->nroot && !acc.failed; i++) {
                 te_ival lo, hi;
                 tir_node last = tir_sub(tir_add(x->rmin[i], x->rext[i]), tir_i64(L->ctx, 1));
@@ -259,14 +275,16 @@ static void infer_bounds(lower_ctx *L, lstage *ls) {
                 else
                     xiv[i] = (te_ival){simp(L, lo.lo), simp(L, hi.hi)};
             }
-            if (acc.failed) break;
+            if (acc.failed)
+                break;
             region_acc ax = {t, x->st->nroot, xv, xiv, region, 0};
             collect_region(x->st->body, &ax);
             acc.failed |= ax.failed;
         }
         if (!acc.failed) {
             for (int d = 0; d < nd; d++) {
-                if (!region[d].lo) continue;
+                if (!region[d].lo)
+                    continue;
                 ls->rmin[d] = simp(L, region[d].lo);
                 ls->rext[d] =
                     simp(L, tir_add(tir_sub(region[d].hi, region[d].lo), tir_i64(L->ctx, 1)));
@@ -301,12 +319,16 @@ static tir_node guards(lower_ctx *L, lstage *ls, int data_only) {
     tir_node g = NULL;
     for (int r = 0; r < st->nrels; r++) {
         te_rel *rel = &st->rels[r];
-        if (rel->kind != TE_REL_SPLIT) continue;
-        if (data_only && st->iters[rel->parent].is_reduce) continue;
+        if (rel->kind != TE_REL_SPLIT)
+            continue;
+        if (data_only && st->iters[rel->parent].is_reduce)
+            continue;
         tir_node pext = ls->ext[rel->parent];
-        if (st->iters[rel->parent].is_reduce) pext = bind_data_axes(L, ls, pext);
+        if (st->iters[rel->parent].is_reduce)
+            pext = bind_data_axes(L, ls, pext);
         tir_node c = simp(L, tir_bin(TIR_LT, ls->off[rel->parent], pext));
-        if (tir_prove(L->an, c)) continue;
+        if (tir_prove(L->an, c))
+            continue;
         g = g ? tir_bin(TIR_AND, g, c) : c;
     }
     if (st->attach == TE_ATTACH_AT) {
@@ -314,8 +336,10 @@ static tir_node guards(lower_ctx *L, lstage *ls, int data_only) {
             tir_node v = root_value(L, ls, d);
             tir_node lo = simp(L, tir_bin(TIR_GE, v, tir_i64(L->ctx, 0)));
             tir_node hi = simp(L, tir_bin(TIR_LT, v, st->tensor->shape[d]));
-            if (!tir_prove(L->an, lo)) g = g ? tir_bin(TIR_AND, g, lo) : lo;
-            if (!tir_prove(L->an, hi)) g = g ? tir_bin(TIR_AND, g, hi) : hi;
+            if (!tir_prove(L->an, lo))
+                g = g ? tir_bin(TIR_AND, g, lo) : lo;
+            if (!tir_prove(L->an, hi))
+                g = g ? tir_bin(TIR_AND, g, hi) : hi;
         }
     }
     return g;
@@ -325,27 +349,31 @@ static tir_node provide(lower_ctx *L, lstage *ls, tir_node value) {
     kiln_stage *st = ls->st;
     tir_node src[17];
     src[0] = value;
-    for (int d = 0; d < st->ndata; d++) src[1 + d] = root_value(L, ls, d);
+    for (int d = 0; d < st->ndata; d++)
+        src[1 + d] = root_value(L, ls, d);
     return tir_make(L->ctx, TIR_PROVIDE, KILN_HANDLE, 1, 0, 0, 0, st->tensor->name, st->tensor,
                     st->ndata + 1, src);
 }
 
-static tir_node guarded(tir_node g, tir_node s) { return g ? tir_if(g, s, NULL) : s; }
+static tir_node guarded(tir_node g, tir_node s) {
+    return g ? tir_if(g, s, NULL) : s;
+}
 
 /* Stages attached at iter `it` of ls, each with its buffer, around `body`. */
 static tir_node with_attached(lower_ctx *L, lstage *ls, int it, tir_node body) {
     for (int i = L->n - 1; i >= 0; i--) {
         lstage *p = &L->ls[i];
-        if (p->st->attach != TE_ATTACH_AT || p->st->attach_stage != ls->st ||
-            p->attach_leaf != it)
+        if (p->st->attach != TE_ATTACH_AT || p->st->attach_stage != ls->st || p->attach_leaf != it)
             continue;
         tir_node nest = gen_stage(L, p);
-        if (!nest) return NULL;
+        if (!nest)
+            return NULL;
         p->emitted = 1;
         body = tir_seq2(nest, body);
         if (!p->is_param) {
             tir_node count = tir_i64(L->ctx, 1);
-            for (int d = 0; d < p->st->ndata; d++) count = tir_mul(count, p->sext[d]);
+            for (int d = 0; d < p->st->ndata; d++)
+                count = tir_mul(count, p->sext[d]);
             body = tir_allocate(p->buf, simp(L, count), p->st->scope, body);
         }
     }
@@ -357,7 +385,8 @@ static tir_node with_attached(lower_ctx *L, lstage *ls, int it, tir_node body) {
  * loops is the root value. */
 static tir_node bind_data_axes(lower_ctx *L, lstage *ls, tir_node e) {
     kiln_stage *st = ls->st;
-    if (!e || st->nroot == st->ndata) return e;
+    if (!e || st->nroot == st->ndata)
+        return e;
     tir_node vars[TE_MAX_ITERS], vals[TE_MAX_ITERS];
     for (int d = 0; d < st->ndata; d++) {
         vars[d] = st->iters[d].var;
@@ -380,12 +409,18 @@ static tir_node reduce_identity(lower_ctx *L, tir_node red) {
     case TIR_RSUM: v = 0; break;
     case TIR_RPROD: v = 1; break;
     case TIR_RMAX:
-        v = fl ? -__builtin_inf() : dt == KILN_INT8 ? -128 : dt == KILN_UINT8 ? 0
-            : dt == KILN_INT32 ? -2147483648.0 : (double)INT64_MIN;
+        v = fl                 ? -__builtin_inf()
+            : dt == KILN_INT8  ? -128
+            : dt == KILN_UINT8 ? 0
+            : dt == KILN_INT32 ? -2147483648.0
+                               : (double)INT64_MIN;
         break;
     case TIR_RMIN:
-        v = fl ? __builtin_inf() : dt == KILN_INT8 ? 127 : dt == KILN_UINT8 ? 255
-            : dt == KILN_INT32 ? 2147483647.0 : 9.2233720368547758e18;
+        v = fl                 ? __builtin_inf()
+            : dt == KILN_INT8  ? 127
+            : dt == KILN_UINT8 ? 255
+            : dt == KILN_INT32 ? 2147483647.0
+                               : 9.2233720368547758e18;
         break;
     default: KILN_ASSERT(0);
     }
@@ -422,22 +457,26 @@ static tir_node gen_stage(lower_ctx *L, lstage *ls) {
     int k = n; /* first reduce leaf */
     if (body->op == TIR_REDUCE) {
         for (int i = 0; i < n && k == n; i++)
-            if (st->iters[st->leaves[i]].is_reduce) k = i;
+            if (st->iters[st->leaves[i]].is_reduce)
+                k = i;
         tir_node self[16];
-        for (int d = 0; d < st->ndata; d++) self[d] = root_value(L, ls, d);
+        for (int d = 0; d < st->ndata; d++)
+            self[d] = root_value(L, ls, d);
         tir_node acc = te_read(st->tensor, st->ndata, self);
         tir_node upd = guarded(guards(L, ls, 0),
                                provide(L, ls, combine(body, acc, bind_roots(L, ls, body->src[0]))));
         for (int i = n - 1; i >= k; i--) {
             int it = st->leaves[i];
             upd = with_attached(L, ls, it, upd);
-            if (!upd) return NULL;
+            if (!upd)
+                return NULL;
             upd = loop(L, ls, it, upd);
         }
         tir_node init = guarded(guards(L, ls, 1), provide(L, ls, reduce_identity(L, body)));
         for (int i = n - 1; i >= k; i--) {
             int it = st->leaves[i];
-            if (!st->iters[it].is_reduce) init = loop(L, ls, it, init);
+            if (!st->iters[it].is_reduce)
+                init = loop(L, ls, it, init);
         }
         stmt = tir_seq2(init, upd);
     } else {
@@ -446,7 +485,8 @@ static tir_node gen_stage(lower_ctx *L, lstage *ls) {
     for (int i = k - 1; i >= 0; i--) {
         int it = st->leaves[i];
         stmt = with_attached(L, ls, it, stmt);
-        if (!stmt) return NULL;
+        if (!stmt)
+            return NULL;
         stmt = loop(L, ls, it, stmt);
     }
     return stmt;
@@ -468,9 +508,11 @@ static tir_node flat_index(lower_ctx *L, lstage *ls, const kiln_tensor *t, int n
 static tir_node buffer_of(lower_ctx *L, const kiln_tensor *t, lstage **lso) {
     lstage *ls = ls_of(L, t);
     *lso = ls;
-    if (ls) return ls->buf;
+    if (ls)
+        return ls->buf;
     for (int i = 0; i < L->nargs; i++)
-        if (L->args[i] == t) return L->arg_bufs[i];
+        if (L->args[i] == t)
+            return L->arg_bufs[i];
     return NULL;
 }
 
@@ -486,7 +528,8 @@ static tir_node flatten_fn(tir_node n, void *user) {
         tir_node buf = buffer_of(L, n->ptr, &ls);
         KILN_ASSERT(buf);
         tir_node v = n->src[0];
-        if (v->dtype != ((kiln_tensor *)n->ptr)->dtype) v = tir_cast(((kiln_tensor *)n->ptr)->dtype, v);
+        if (v->dtype != ((kiln_tensor *)n->ptr)->dtype)
+            v = tir_cast(((kiln_tensor *)n->ptr)->dtype, v);
         return tir_store(buf, flat_index(L, ls, n->ptr, (int)n->nsrc - 1, n->src + 1), v);
     }
     return n;
@@ -497,11 +540,14 @@ static tir_node flatten_fn(tir_node n, void *user) {
 static int collect_size_vars(tir_node e, tir_node *out, int n, int cap) {
     if (e->op == TIR_VAR && e->dtype != KILN_HANDLE && !e->aux) {
         for (int i = 0; i < n; i++)
-            if (out[i] == e) return n;
-        if (n < cap) out[n++] = e;
+            if (out[i] == e)
+                return n;
+        if (n < cap)
+            out[n++] = e;
         return n;
     }
-    for (uint32_t i = 0; i < e->nsrc; i++) n = collect_size_vars(e->src[i], out, n, cap);
+    for (uint32_t i = 0; i < e->nsrc; i++)
+        n = collect_size_vars(e->src[i], out, n, cap);
     return n;
 }
 
@@ -510,7 +556,8 @@ static int check_placeholders(lower_ctx *L, tir_node e, const char *stage) {
         kiln_tensor *t = e->ptr;
         if (t->kind == TE_PLACEHOLDER) {
             int found = 0;
-            for (int i = 0; i < L->nargs; i++) found |= L->args[i] == t;
+            for (int i = 0; i < L->nargs; i++)
+                found |= L->args[i] == t;
             if (!found) {
                 kiln_set_error(KILN_ERR_INVALID,
                                "placeholder '%s' (read by '%s') is not among the arguments",
@@ -520,17 +567,19 @@ static int check_placeholders(lower_ctx *L, tir_node e, const char *stage) {
         }
     }
     for (uint32_t i = 0; i < e->nsrc; i++)
-        if (!check_placeholders(L, e->src[i], stage)) return 0;
+        if (!check_placeholders(L, e->src[i], stage))
+            return 0;
     return 1;
 }
 
-static tir_func *lower_impl(kiln_schedule *s, int nargs, kiln_tensor *const *args,
-                            const char *name, int vector_bytes) {
+static tir_func *lower_impl(kiln_schedule *s, int nargs, kiln_tensor *const *args, const char *name,
+                            int vector_bytes) {
     kiln_ctx *ctx = s->ctx;
     arena *A = tir_arena(ctx);
     lower_ctx Lc = {ctx, s, NULL, s->nstages, NULL, nargs, args, NULL};
     lower_ctx *L = &Lc;
-    if (!name || !*name) name = "kernel";
+    if (!name || !*name)
+        name = "kernel";
     if (nargs < 1 || !args)
         return kiln_set_error(KILN_ERR_INVALID, "lower '%s': needs at least one argument", name),
                NULL;
@@ -553,7 +602,8 @@ static tir_func *lower_impl(kiln_schedule *s, int nargs, kiln_tensor *const *arg
     }
     for (int i = 0; i < s->noutputs; i++) {
         int found = 0;
-        for (int j = 0; j < nargs; j++) found |= args[j] == s->outputs[i];
+        for (int j = 0; j < nargs; j++)
+            found |= args[j] == s->outputs[i];
         if (!found)
             return kiln_set_error(KILN_ERR_INVALID,
                                   "lower '%s': output '%s' is not among the arguments", name,
@@ -564,7 +614,8 @@ static tir_func *lower_impl(kiln_schedule *s, int nargs, kiln_tensor *const *arg
     L->an = tir_analyzer_new(ctx);
     L->ls = arena_alloc(A, sizeof(lstage) * (size_t)(s->nstages ? s->nstages : 1));
     L->arg_bufs = nodes(L, nargs);
-    for (int i = 0; i < nargs; i++) L->arg_bufs[i] = tir_handle(ctx, args[i]->name, args[i]->dtype);
+    for (int i = 0; i < nargs; i++)
+        L->arg_bufs[i] = tir_handle(ctx, args[i]->name, args[i]->dtype);
 
     tir_func *f = NULL;
     /* 1. inline */
@@ -572,7 +623,8 @@ static tir_func *lower_impl(kiln_schedule *s, int nargs, kiln_tensor *const *arg
         lstage *ls = &L->ls[i];
         ls->st = s->stages[i];
         ls->body = tir_rewrite(ls->st->body, inline_fn, L);
-        if (!check_placeholders(L, ls->body, ls->st->tensor->name)) goto done;
+        if (!check_placeholders(L, ls->body, ls->st->tensor->name))
+            goto done;
         int nit = ls->st->niters;
         ls->ext = nodes(L, nit);
         ls->off = nodes(L, nit);
@@ -586,7 +638,8 @@ static tir_func *lower_impl(kiln_schedule *s, int nargs, kiln_tensor *const *arg
                 ls->buf = L->arg_bufs[a];
                 ls->is_param = 1;
             }
-        if (!ls->buf) ls->buf = tir_handle(ctx, ls->st->tensor->name, ls->st->tensor->dtype);
+        if (!ls->buf)
+            ls->buf = tir_handle(ctx, ls->st->tensor->name, ls->st->tensor->dtype);
         if (ls->st->attach == TE_ATTACH_AT)
             ls->attach_leaf = resolve_attach(ls->st->attach_stage, ls->st->attach_iter);
     }
@@ -595,17 +648,22 @@ static tir_func *lower_impl(kiln_schedule *s, int nargs, kiln_tensor *const *arg
        inside the target at the same spot or deeper */
     for (int i = 0; i < s->nstages; i++) {
         kiln_stage *p = s->stages[i];
-        if (p->attach != TE_ATTACH_AT) continue;
+        if (p->attach != TE_ATTACH_AT)
+            continue;
         for (int j = 0; j < s->nstages; j++) {
             kiln_stage *x = s->stages[j];
-            if (x == p || x == p->attach_stage || x->attach == TE_ATTACH_INLINE) continue;
+            if (x == p || x == p->attach_stage || x->attach == TE_ATTACH_INLINE)
+                continue;
             if (x->attach == TE_ATTACH_AT && x->attach_stage == p->attach_stage) {
                 int pp = -1, px = -1;
                 for (int k = 0; k < x->attach_stage->nleaves; k++) {
-                    if (x->attach_stage->leaves[k] == L->ls[i].attach_leaf) pp = k;
-                    if (x->attach_stage->leaves[k] == L->ls[j].attach_leaf) px = k;
+                    if (x->attach_stage->leaves[k] == L->ls[i].attach_leaf)
+                        pp = k;
+                    if (x->attach_stage->leaves[k] == L->ls[j].attach_leaf)
+                        px = k;
                 }
-                if (pp >= 0 && px >= pp) continue;
+                if (pp >= 0 && px >= pp)
+                    continue;
             }
             if (te_reads(L->ls[j].body, p->tensor)) {
                 kiln_set_error(KILN_ERR_INVALID,
@@ -618,7 +676,8 @@ static tir_func *lower_impl(kiln_schedule *s, int nargs, kiln_tensor *const *arg
     /* 2. bounds, consumers first */
     for (int i = s->nstages - 1; i >= 0; i--) {
         lstage *ls = &L->ls[i];
-        if (ls->st->attach == TE_ATTACH_INLINE) continue;
+        if (ls->st->attach == TE_ATTACH_INLINE)
+            continue;
         infer_bounds(L, ls);
         for (int d = 0; d < ls->st->ndata; d++) {
             if (ls->is_param || ls->st->attach != TE_ATTACH_AT) {
@@ -639,9 +698,11 @@ static tir_func *lower_impl(kiln_schedule *s, int nargs, kiln_tensor *const *arg
     int np = 0;
     for (int i = 0; i < s->nstages; i++) {
         lstage *ls = &L->ls[i];
-        if (ls->st->attach != TE_ATTACH_ROOT) continue;
+        if (ls->st->attach != TE_ATTACH_ROOT)
+            continue;
         tir_node nest = gen_stage(L, ls);
-        if (!nest) goto done;
+        if (!nest)
+            goto done;
         parts[np++] = nest;
     }
     tir_node body = tir_seq(ctx, np, parts);
@@ -649,9 +710,11 @@ static tir_func *lower_impl(kiln_schedule *s, int nargs, kiln_tensor *const *arg
         KILN_ASSERT(L->ls[i].st->attach != TE_ATTACH_AT || L->ls[i].emitted);
     for (int i = s->nstages - 1; i >= 0; i--) {
         lstage *ls = &L->ls[i];
-        if (ls->st->attach != TE_ATTACH_ROOT || ls->is_param) continue;
+        if (ls->st->attach != TE_ATTACH_ROOT || ls->is_param)
+            continue;
         tir_node count = tir_i64(ctx, 1);
-        for (int d = 0; d < ls->st->ndata; d++) count = tir_mul(count, ls->sext[d]);
+        for (int d = 0; d < ls->st->ndata; d++)
+            count = tir_mul(count, ls->sext[d]);
         body = tir_allocate(ls->buf, simp(L, count), ls->st->scope, body);
     }
     /* 4. flatten, 5. loop passes */
@@ -697,7 +760,8 @@ static tir_func *lower_impl(kiln_schedule *s, int nargs, kiln_tensor *const *arg
     int nu = collect_size_vars(body, used, 0, 64);
     for (int i = 0; i < nu; i++) {
         int found = 0;
-        for (int j = 0; j < nv; j++) found |= used[i] == vars[j];
+        for (int j = 0; j < nv; j++)
+            found |= used[i] == vars[j];
         if (!found) {
             kiln_set_error(KILN_ERR_INVALID,
                            "lower '%s': size variable '%s' is not a dim of any argument", name,
@@ -728,7 +792,8 @@ tir_func *te_lower(kiln_schedule *s, int nargs, kiln_tensor *const *args, const 
 char *kiln_lower_to_string(kiln_schedule *s, int nargs, kiln_tensor *const *args,
                            const char *name) {
     tir_func *f = te_lower(s, nargs, args, name, 0);
-    if (!f) return NULL;
+    if (!f)
+        return NULL;
     kstr out;
     kstr_init(&out);
     tir_print_func(&out, f);

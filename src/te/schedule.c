@@ -12,17 +12,22 @@ static int collect_reads(tir_node e, kiln_tensor **out, int n, int cap) {
     if (e->op == TIR_TENSOR_READ) {
         kiln_tensor *t = e->ptr;
         int seen = 0;
-        for (int i = 0; i < n && !seen; i++) seen = out[i] == t;
-        if (!seen && n < cap) out[n++] = t;
+        for (int i = 0; i < n && !seen; i++)
+            seen = out[i] == t;
+        if (!seen && n < cap)
+            out[n++] = t;
     }
-    for (uint32_t i = 0; i < e->nsrc; i++) n = collect_reads(e->src[i], out, n, cap);
+    for (uint32_t i = 0; i < e->nsrc; i++)
+        n = collect_reads(e->src[i], out, n, cap);
     return n;
 }
 
 int te_reads(tir_node body, const kiln_tensor *t) {
-    if (body->op == TIR_TENSOR_READ && body->ptr == t) return 1;
+    if (body->op == TIR_TENSOR_READ && body->ptr == t)
+        return 1;
     for (uint32_t i = 0; i < body->nsrc; i++)
-        if (te_reads(body->src[i], t)) return 1;
+        if (te_reads(body->src[i], t))
+            return 1;
     return 0;
 }
 
@@ -32,13 +37,15 @@ static kiln_stage *stage_new(kiln_schedule *s, kiln_tensor *t, tir_node body) {
     st->tensor = t;
     st->body = body;
     st->scope = tir_intern(s->ctx, "global");
-    for (int i = 0; i < t->ndim; i++) st->iters[st->niters++] = (te_iter){t->axis[i], 0, 0, 0};
+    for (int i = 0; i < t->ndim; i++)
+        st->iters[st->niters++] = (te_iter){t->axis[i], 0, 0, 0};
     st->ndata = t->ndim;
     if (body->op == TIR_REDUCE)
         for (uint32_t i = 1; i < body->nsrc; i++)
             st->iters[st->niters++] = (te_iter){body->src[i], 1, 0, 0};
     st->nroot = st->niters;
-    for (int i = 0; i < st->niters; i++) st->leaves[i] = i;
+    for (int i = 0; i < st->niters; i++)
+        st->leaves[i] = i;
     st->nleaves = st->niters;
     return st;
 }
@@ -47,29 +54,35 @@ static void stages_insert(kiln_schedule *s, int pos, kiln_stage *st) {
     if (s->nstages == s->cap) {
         int ncap = s->cap ? s->cap * 2 : 16;
         kiln_stage **ns = arena_alloc(tir_arena(s->ctx), sizeof(kiln_stage *) * (size_t)ncap);
-        if (s->nstages) memcpy(ns, s->stages, sizeof(kiln_stage *) * (size_t)s->nstages);
+        if (s->nstages)
+            memcpy(ns, s->stages, sizeof(kiln_stage *) * (size_t)s->nstages);
         s->stages = ns;
         s->cap = ncap;
     }
-    memmove(s->stages + pos + 1, s->stages + pos, sizeof(kiln_stage *) * (size_t)(s->nstages - pos));
+    memmove(s->stages + pos + 1, s->stages + pos,
+            sizeof(kiln_stage *) * (size_t)(s->nstages - pos));
     s->stages[pos] = st;
     s->nstages++;
 }
 
 /* Post-order DFS: producers before consumers. 0 on a cycle or too deep. */
 static int visit(kiln_schedule *s, kiln_tensor *t, int depth) {
-    if (t->kind == TE_PLACEHOLDER || te_stage_of(s, t)) return 1;
-    if (depth > 4096) return kiln_set_error(KILN_ERR_INVALID, "tensor graph too deep"), 0;
+    if (t->kind == TE_PLACEHOLDER || te_stage_of(s, t))
+        return 1;
+    if (depth > 4096)
+        return kiln_set_error(KILN_ERR_INVALID, "tensor graph too deep"), 0;
     kiln_tensor *reads[256];
     int n = collect_reads(t->body, reads, 0, 256);
     for (int i = 0; i < n; i++)
-        if (!visit(s, reads[i], depth + 1)) return 0;
+        if (!visit(s, reads[i], depth + 1))
+            return 0;
     stages_insert(s, s->nstages, stage_new(s, t, t->body));
     return 1;
 }
 
 kiln_schedule *kiln_schedule_create(kiln_ctx *ctx, int n, kiln_tensor *const *outputs) {
-    if (!ctx) return NULL;
+    if (!ctx)
+        return NULL;
     if (n < 1 || !outputs) {
         kiln_set_error(KILN_ERR_INVALID, "create_schedule: needs at least one output tensor");
         return NULL;
@@ -91,20 +104,24 @@ kiln_schedule *kiln_schedule_create(kiln_ctx *ctx, int n, kiln_tensor *const *ou
             return NULL;
         }
         s->outputs[i] = outputs[i];
-        if (!visit(s, outputs[i], 0)) return NULL;
+        if (!visit(s, outputs[i], 0))
+            return NULL;
     }
-    for (int i = 0; i < n; i++) te_stage_of(s, outputs[i])->is_output = 1;
+    for (int i = 0; i < n; i++)
+        te_stage_of(s, outputs[i])->is_output = 1;
     return s;
 }
 
 kiln_stage *te_stage_of(kiln_schedule *s, const kiln_tensor *t) {
     for (int i = 0; i < s->nstages; i++)
-        if (s->stages[i]->tensor == t) return s->stages[i];
+        if (s->stages[i]->tensor == t)
+            return s->stages[i];
     return NULL;
 }
 
 kiln_stage *kiln_schedule_stage(kiln_schedule *s, const kiln_tensor *t) {
-    if (!s || !t) return NULL;
+    if (!s || !t)
+        return NULL;
     kiln_stage *st = te_stage_of(s, t);
     if (!st)
         kiln_set_error(KILN_ERR_INVALID, "tensor '%s' %s", t->name,
@@ -115,19 +132,24 @@ kiln_stage *kiln_schedule_stage(kiln_schedule *s, const kiln_tensor *t) {
 
 int te_iter_index(const kiln_stage *st, tir_node v) {
     for (int i = 0; i < st->niters; i++)
-        if (st->iters[i].var == v) return i;
+        if (st->iters[i].var == v)
+            return i;
     return -1;
 }
 
 int kiln_stage_leaf_axes(const kiln_stage *st, kiln_expr *out, int cap) {
-    if (!st) return 0;
-    for (int i = 0; i < st->nleaves && i < cap; i++) out[i] = st->iters[st->leaves[i]].var;
+    if (!st)
+        return 0;
+    for (int i = 0; i < st->nleaves && i < cap; i++)
+        out[i] = st->iters[st->leaves[i]].var;
     return st->nleaves;
 }
 
 /* ---- helpers for the primitives ---------------------------------------- */
 
-static const char *axis_name(tir_node v) { return v && v->op == TIR_VAR ? v->name : "?"; }
+static const char *axis_name(tir_node v) {
+    return v && v->op == TIR_VAR ? v->name : "?";
+}
 
 /* Position of `axis` among st's leaves, or -1 with an error. */
 static int leaf_pos(kiln_stage *st, const char *prim, tir_node axis) {
@@ -142,7 +164,8 @@ static int leaf_pos(kiln_stage *st, const char *prim, tir_node axis) {
         return -1;
     }
     for (int i = 0; i < st->nleaves; i++)
-        if (st->leaves[i] == it) return i;
+        if (st->leaves[i] == it)
+            return i;
     kiln_set_error(KILN_ERR_INVALID,
                    "%s: axis '%s' of stage '%s' is no longer a leaf (it was already split or "
                    "fused)",
@@ -164,18 +187,20 @@ static int new_iter(kiln_stage *st, const char *name, int is_reduce) {
         return -1;
     }
     kiln_ctx *ctx = st->sch->ctx;
-    tir_node v = tir_make(ctx, TIR_VAR, KILN_INT64, 1, TE_AXIS_LOOP, ++ctx->next_id, 0, name, NULL,
-                          0, NULL);
+    tir_node v =
+        tir_make(ctx, TIR_VAR, KILN_INT64, 1, TE_AXIS_LOOP, ++ctx->next_id, 0, name, NULL, 0, NULL);
     st->iters[st->niters] = (te_iter){v, is_reduce, TIR_FOR_SERIAL, NULL};
     return st->niters++;
 }
 
-static kiln_status do_split(kiln_stage *st, kiln_expr axis, int64_t f, int nparts,
-                            kiln_expr *outer, kiln_expr *inner) {
+static kiln_status do_split(kiln_stage *st, kiln_expr axis, int64_t f, int nparts, kiln_expr *outer,
+                            kiln_expr *inner) {
     const char *prim = nparts ? "split(nparts)" : "split";
-    if (!stage_ok(st, prim)) return KILN_ERR_INVALID;
+    if (!stage_ok(st, prim))
+        return KILN_ERR_INVALID;
     int pos = leaf_pos(st, prim, axis);
-    if (pos < 0) return KILN_ERR_INVALID;
+    if (pos < 0)
+        return KILN_ERR_INVALID;
     if (f < 1)
         return kiln_set_error(KILN_ERR_INVALID, "%s: %s %lld of axis '%s' must be >= 1", prim,
                               nparts ? "nparts" : "factor", (long long)f, axis_name(axis));
@@ -185,7 +210,8 @@ static kiln_status do_split(kiln_stage *st, kiln_expr axis, int64_t f, int npart
     snprintf(ni, sizeof ni, "%s.inner", axis_name(axis));
     int o = new_iter(st, no, st->iters[p].is_reduce);
     int in = o < 0 ? -1 : new_iter(st, ni, st->iters[p].is_reduce);
-    if (in < 0) return KILN_ERR_INVALID;
+    if (in < 0)
+        return KILN_ERR_INVALID;
     st->rels[st->nrels++] = (te_rel){TE_REL_SPLIT, p, o, in, -1, f, nparts};
     memmove(st->leaves + pos + 2, st->leaves + pos + 1,
             sizeof(int) * (size_t)(st->nleaves - pos - 1));
@@ -193,8 +219,10 @@ static kiln_status do_split(kiln_stage *st, kiln_expr axis, int64_t f, int npart
     st->leaves[pos + 1] = in;
     st->nleaves++;
     st->touched = 1;
-    if (outer) *outer = st->iters[o].var;
-    if (inner) *inner = st->iters[in].var;
+    if (outer)
+        *outer = st->iters[o].var;
+    if (inner)
+        *inner = st->iters[in].var;
     return KILN_OK;
 }
 
@@ -212,25 +240,37 @@ kiln_status kiln_tile(kiln_stage *st, kiln_expr x, kiln_expr y, int64_t fx, int6
                       kiln_expr *xo, kiln_expr *yo, kiln_expr *xi, kiln_expr *yi) {
     kiln_expr a, b, c, d;
     kiln_status r;
-    if (!stage_ok(st, "tile")) return KILN_ERR_INVALID;
-    if (x == y) return kiln_set_error(KILN_ERR_INVALID, "tile: the two axes are the same");
-    if ((r = kiln_split(st, x, fx, &a, &b)) != KILN_OK) return r;
-    if ((r = kiln_split(st, y, fy, &c, &d)) != KILN_OK) return r;
+    if (!stage_ok(st, "tile"))
+        return KILN_ERR_INVALID;
+    if (x == y)
+        return kiln_set_error(KILN_ERR_INVALID, "tile: the two axes are the same");
+    if ((r = kiln_split(st, x, fx, &a, &b)) != KILN_OK)
+        return r;
+    if ((r = kiln_split(st, y, fy, &c, &d)) != KILN_OK)
+        return r;
     kiln_expr order[4] = {a, c, b, d};
-    if ((r = kiln_reorder(st, 4, order)) != KILN_OK) return r;
-    if (xo) *xo = a;
-    if (yo) *yo = c;
-    if (xi) *xi = b;
-    if (yi) *yi = d;
+    if ((r = kiln_reorder(st, 4, order)) != KILN_OK)
+        return r;
+    if (xo)
+        *xo = a;
+    if (yo)
+        *yo = c;
+    if (xi)
+        *xi = b;
+    if (yi)
+        *yi = d;
     return KILN_OK;
 }
 
 kiln_status kiln_fuse(kiln_stage *st, kiln_expr outer, kiln_expr inner, kiln_expr *fused) {
-    if (!stage_ok(st, "fuse")) return KILN_ERR_INVALID;
+    if (!stage_ok(st, "fuse"))
+        return KILN_ERR_INVALID;
     int po = leaf_pos(st, "fuse", outer);
-    if (po < 0) return KILN_ERR_INVALID;
+    if (po < 0)
+        return KILN_ERR_INVALID;
     int pi = leaf_pos(st, "fuse", inner);
-    if (pi < 0) return KILN_ERR_INVALID;
+    if (pi < 0)
+        return KILN_ERR_INVALID;
     if (pi != po + 1)
         return kiln_set_error(KILN_ERR_INVALID,
                               "fuse: axes '%s' and '%s' of stage '%s' are not adjacent in loop "
@@ -245,25 +285,29 @@ kiln_status kiln_fuse(kiln_stage *st, kiln_expr outer, kiln_expr inner, kiln_exp
     char nm[256];
     snprintf(nm, sizeof nm, "%s.%s.fused", axis_name(outer), axis_name(inner));
     int f = new_iter(st, nm, st->iters[o].is_reduce);
-    if (f < 0) return KILN_ERR_INVALID;
+    if (f < 0)
+        return KILN_ERR_INVALID;
     st->rels[st->nrels++] = (te_rel){TE_REL_FUSE, -1, o, in, f, 0, 0};
     st->leaves[po] = f;
     memmove(st->leaves + pi, st->leaves + pi + 1, sizeof(int) * (size_t)(st->nleaves - pi - 1));
     st->nleaves--;
     st->touched = 1;
-    if (fused) *fused = st->iters[f].var;
+    if (fused)
+        *fused = st->iters[f].var;
     return KILN_OK;
 }
 
 kiln_status kiln_reorder(kiln_stage *st, int n, const kiln_expr *axes) {
-    if (!stage_ok(st, "reorder")) return KILN_ERR_INVALID;
+    if (!stage_ok(st, "reorder"))
+        return KILN_ERR_INVALID;
     if (n < 1 || n > st->nleaves || !axes)
         return kiln_set_error(KILN_ERR_INVALID, "reorder: stage '%s' has %d leaf axes, got %d",
                               st->tensor->name, st->nleaves, n);
     int pos[TE_MAX_ITERS], its[TE_MAX_ITERS];
     for (int i = 0; i < n; i++) {
         pos[i] = leaf_pos(st, "reorder", axes[i]);
-        if (pos[i] < 0) return KILN_ERR_INVALID;
+        if (pos[i] < 0)
+            return KILN_ERR_INVALID;
         its[i] = st->leaves[pos[i]];
         for (int j = 0; j < i; j++)
             if (pos[j] == pos[i])
@@ -279,19 +323,22 @@ kiln_status kiln_reorder(kiln_stage *st, int n, const kiln_expr *axes) {
             slots[j] = slots[j - 1];
             slots[j - 1] = t;
         }
-    for (int i = 0; i < n; i++) st->leaves[slots[i]] = its[i];
+    for (int i = 0; i < n; i++)
+        st->leaves[slots[i]] = its[i];
     st->touched = 1;
     return KILN_OK;
 }
 
 static kiln_status annotate(kiln_stage *st, const char *prim, kiln_expr axis, tir_for_kind kind,
                             const char *tag) {
-    if (!stage_ok(st, prim)) return KILN_ERR_INVALID;
+    if (!stage_ok(st, prim))
+        return KILN_ERR_INVALID;
     int pos = leaf_pos(st, prim, axis);
-    if (pos < 0) return KILN_ERR_INVALID;
+    if (pos < 0)
+        return KILN_ERR_INVALID;
     te_iter *it = &st->iters[st->leaves[pos]];
-    if (it->is_reduce && (kind == TIR_FOR_PARALLEL || kind == TIR_FOR_VECTORIZED ||
-                          kind == TIR_FOR_THREAD))
+    if (it->is_reduce &&
+        (kind == TIR_FOR_PARALLEL || kind == TIR_FOR_VECTORIZED || kind == TIR_FOR_THREAD))
         return kiln_set_error(KILN_ERR_INVALID,
                               "%s: axis '%s' of stage '%s' is a reduce axis; its iterations "
                               "update one element and cannot run in parallel",
@@ -320,10 +367,11 @@ kiln_status kiln_parallel(kiln_stage *st, kiln_expr axis) {
 }
 
 kiln_status kiln_bind(kiln_stage *st, kiln_expr axis, const char *tag) {
-    static const char *tags[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x",
+    static const char *tags[] = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z", "threadIdx.x",
                                  "threadIdx.y", "threadIdx.z", "vthread"};
     int ok = 0;
-    for (size_t i = 0; tag && i < sizeof tags / sizeof *tags; i++) ok |= strcmp(tag, tags[i]) == 0;
+    for (size_t i = 0; tag && i < sizeof tags / sizeof *tags; i++)
+        ok |= strcmp(tag, tags[i]) == 0;
     if (!ok)
         return kiln_set_error(KILN_ERR_INVALID,
                               "bind: '%s' is not a thread axis (blockIdx.x/y/z, threadIdx.x/y/z, "
@@ -337,8 +385,10 @@ kiln_status kiln_bind(kiln_stage *st, kiln_expr axis, const char *tag) {
 /* 1 if body reads t, directly or through stages that are inlined. */
 static int reads_through_inline(const kiln_schedule *s, tir_node body, const kiln_tensor *t,
                                 int depth) {
-    if (te_reads(body, t)) return 1;
-    if (depth > s->nstages) return 0;
+    if (te_reads(body, t))
+        return 1;
+    if (depth > s->nstages)
+        return 0;
     for (int i = 0; i < s->nstages; i++) {
         const kiln_stage *x = s->stages[i];
         if (x->attach == TE_ATTACH_INLINE && te_reads(body, x->tensor) &&
@@ -349,15 +399,19 @@ static int reads_through_inline(const kiln_schedule *s, tir_node body, const kil
 }
 
 kiln_status kiln_compute_at(kiln_stage *st, kiln_stage *parent, kiln_expr axis) {
-    if (!stage_ok(st, "compute_at") || !stage_ok(parent, "compute_at")) return KILN_ERR_INVALID;
+    if (!stage_ok(st, "compute_at") || !stage_ok(parent, "compute_at"))
+        return KILN_ERR_INVALID;
     const char *name = st->tensor->name;
     if (st == parent)
-        return kiln_set_error(KILN_ERR_INVALID, "compute_at: stage '%s' cannot be computed at "
-                              "itself", name);
+        return kiln_set_error(KILN_ERR_INVALID,
+                              "compute_at: stage '%s' cannot be computed at "
+                              "itself",
+                              name);
     if (st->sch != parent->sch)
         return kiln_set_error(KILN_ERR_INVALID, "compute_at: stages from different schedules");
     int pos = leaf_pos(parent, "compute_at", axis);
-    if (pos < 0) return KILN_ERR_INVALID;
+    if (pos < 0)
+        return KILN_ERR_INVALID;
     if (parent->attach == TE_ATTACH_INLINE)
         return kiln_set_error(KILN_ERR_INVALID, "compute_at: target stage '%s' is inlined",
                               parent->tensor->name);
@@ -377,11 +431,13 @@ kiln_status kiln_compute_at(kiln_stage *st, kiln_stage *parent, kiln_expr axis) 
        already, at this axis or deeper): bound inference unions their reads */
     for (int i = 0; i < s->nstages; i++) {
         kiln_stage *c = s->stages[i];
-        if (c == parent || c == st || c->attach == TE_ATTACH_INLINE || !te_reads(c->body, st->tensor))
+        if (c == parent || c == st || c->attach == TE_ATTACH_INLINE ||
+            !te_reads(c->body, st->tensor))
             continue;
         int inside = c->attach == TE_ATTACH_AT && c->attach_stage == parent;
         for (int k = 0; inside && k < parent->nleaves; k++)
-            if (parent->leaves[k] == c->attach_iter) inside = k >= pos;
+            if (parent->leaves[k] == c->attach_iter)
+                inside = k >= pos;
         if (!inside)
             return kiln_set_error(KILN_ERR_INVALID,
                                   "compute_at: '%s' is also read by '%s', which is not computed "
@@ -400,7 +456,8 @@ kiln_status kiln_compute_at(kiln_stage *st, kiln_stage *parent, kiln_expr axis) 
 }
 
 kiln_status kiln_compute_inline(kiln_stage *st) {
-    if (!stage_ok(st, "compute_inline")) return KILN_ERR_INVALID;
+    if (!stage_ok(st, "compute_inline"))
+        return KILN_ERR_INVALID;
     if (st->body->op == TIR_REDUCE)
         return kiln_set_error(KILN_ERR_INVALID,
                               "compute_inline: stage '%s' is a reduction and cannot be inlined",
@@ -421,7 +478,8 @@ kiln_status kiln_compute_inline(kiln_stage *st) {
 }
 
 kiln_status kiln_compute_root(kiln_stage *st) {
-    if (!stage_ok(st, "compute_root")) return KILN_ERR_INVALID;
+    if (!stage_ok(st, "compute_root"))
+        return KILN_ERR_INVALID;
     st->attach = TE_ATTACH_ROOT;
     st->attach_stage = NULL;
     return KILN_OK;
@@ -441,15 +499,18 @@ static tir_node retarget_fn(tir_node n, void *user) {
 }
 
 static int scope_ok(const char *prim, const char *scope) {
-    if (scope && (strcmp(scope, "global") == 0 || strcmp(scope, "local") == 0)) return 1;
+    if (scope && (strcmp(scope, "global") == 0 || strcmp(scope, "local") == 0))
+        return 1;
     kiln_set_error(KILN_ERR_INVALID, "%s: scope '%s' is not \"global\" or \"local\"", prim,
                    scope ? scope : "(null)");
     return 0;
 }
 
 kiln_status kiln_set_scope(kiln_stage *st, const char *scope) {
-    if (!stage_ok(st, "set_scope")) return KILN_ERR_INVALID;
-    if (!scope_ok("set_scope", scope)) return KILN_ERR_INVALID;
+    if (!stage_ok(st, "set_scope"))
+        return KILN_ERR_INVALID;
+    if (!scope_ok("set_scope", scope))
+        return KILN_ERR_INVALID;
     if (st->is_output && strcmp(scope, "global"))
         return kiln_set_error(KILN_ERR_INVALID, "set_scope: '%s' is an output; it stays global",
                               st->tensor->name);
@@ -477,20 +538,24 @@ static kiln_tensor *copy_tensor(kiln_ctx *ctx, kiln_tensor *src, const char *suf
 
 kiln_tensor *kiln_cache_read(kiln_schedule *s, kiln_tensor *t, const char *scope, int nreaders,
                              kiln_tensor *const *readers) {
-    if (!s || !t) return NULL;
-    if (!scope_ok("cache_read", scope)) return NULL;
+    if (!s || !t)
+        return NULL;
+    if (!scope_ok("cache_read", scope))
+        return NULL;
     if (nreaders < 1 || !readers) {
-        kiln_set_error(KILN_ERR_INVALID, "cache_read of '%s': needs at least one reader",
-                       t->name);
+        kiln_set_error(KILN_ERR_INVALID, "cache_read of '%s': needs at least one reader", t->name);
         return NULL;
     }
     kiln_stage *rs[64];
-    if (nreaders > 64) nreaders = 64;
+    if (nreaders > 64)
+        nreaders = 64;
     for (int i = 0; i < nreaders; i++) {
         rs[i] = readers[i] ? te_stage_of(s, readers[i]) : NULL;
         if (!rs[i]) {
-            kiln_set_error(KILN_ERR_INVALID, "cache_read of '%s': reader %d is not a stage of "
-                           "this schedule", t->name, i);
+            kiln_set_error(KILN_ERR_INVALID,
+                           "cache_read of '%s': reader %d is not a stage of "
+                           "this schedule",
+                           t->name, i);
             return NULL;
         }
         if (!te_reads(rs[i]->body, t)) {
@@ -501,13 +566,15 @@ kiln_tensor *kiln_cache_read(kiln_schedule *s, kiln_tensor *t, const char *scope
     }
     kiln_tensor *c = copy_tensor(s->ctx, t, scope);
     retarget r = {t, c};
-    for (int i = 0; i < nreaders; i++) rs[i]->body = tir_rewrite(rs[i]->body, retarget_fn, &r);
+    for (int i = 0; i < nreaders; i++)
+        rs[i]->body = tir_rewrite(rs[i]->body, retarget_fn, &r);
     /* insert the cache right after t's stage (or first for a placeholder),
        which keeps producers before consumers */
     int pos = 0;
     kiln_stage *ts = te_stage_of(s, t);
     for (int i = 0; ts && i < s->nstages; i++)
-        if (s->stages[i] == ts) pos = i + 1;
+        if (s->stages[i] == ts)
+            pos = i + 1;
     kiln_stage *cs = stage_new(s, c, c->body);
     cs->scope = tir_intern(s->ctx, scope);
     stages_insert(s, pos, cs);
@@ -515,10 +582,13 @@ kiln_tensor *kiln_cache_read(kiln_schedule *s, kiln_tensor *t, const char *scope
 }
 
 kiln_tensor *kiln_cache_write(kiln_schedule *s, kiln_tensor *t, const char *scope) {
-    if (!s || !t) return NULL;
-    if (!scope_ok("cache_write", scope)) return NULL;
+    if (!s || !t)
+        return NULL;
+    if (!scope_ok("cache_write", scope))
+        return NULL;
     kiln_stage *st = kiln_schedule_stage(s, t);
-    if (!st) return NULL;
+    if (!st)
+        return NULL;
     if (st->touched || st->nleaves != st->nroot || st->attach != TE_ATTACH_ROOT) {
         kiln_set_error(KILN_ERR_INVALID,
                        "cache_write: stage '%s' was already scheduled; apply cache_write "
@@ -537,8 +607,8 @@ kiln_tensor *kiln_cache_write(kiln_schedule *s, kiln_tensor *t, const char *scop
     snprintf(nm, sizeof nm, "%s.%s", t->name, scope);
     kiln_tensor *c = te_tensor_new(s->ctx, TE_COMPUTE, nm, t->dtype, t->ndim, t->shape);
     for (int i = 0; i < t->ndim; i++)
-        c->axis[i] = te_make_axis(s->ctx, t->axis[i]->name, TE_AXIS_DATA, tir_i64(s->ctx, 0),
-                                  t->shape[i]);
+        c->axis[i] =
+            te_make_axis(s->ctx, t->axis[i]->name, TE_AXIS_DATA, tir_i64(s->ctx, 0), t->shape[i]);
     c->body = tir_substitute(st->body, t->ndim, st->tensor->axis, c->axis);
     kiln_stage *cs = stage_new(s, c, c->body);
     cs->scope = tir_intern(s->ctx, scope);
@@ -547,7 +617,8 @@ kiln_tensor *kiln_cache_write(kiln_schedule *s, kiln_tensor *t, const char *scop
     st->niters = st->nroot = st->nleaves = st->ndata;
     int pos = 0;
     for (int i = 0; i < s->nstages; i++)
-        if (s->stages[i] == st) pos = i;
+        if (s->stages[i] == st)
+            pos = i;
     stages_insert(s, pos, cs);
     return c;
 }

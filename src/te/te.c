@@ -24,19 +24,24 @@ tir_node te_make_axis(kiln_ctx *ctx, const char *name, int kind, tir_node min, t
 /* ---- leaves -------------------------------------------------------------------- */
 
 kiln_expr kiln_var(kiln_ctx *ctx, const char *name) {
-    if (!ctx) return NULL;
+    if (!ctx)
+        return NULL;
     return tir_var(ctx, name && *name ? name : "v", KILN_INT64);
 }
 
-kiln_expr kiln_int(kiln_ctx *ctx, int64_t v) { return ctx ? tir_i64(ctx, v) : NULL; }
+kiln_expr kiln_int(kiln_ctx *ctx, int64_t v) {
+    return ctx ? tir_i64(ctx, v) : NULL;
+}
 
 kiln_expr kiln_const(kiln_ctx *ctx, kiln_dtype dt, double v) {
-    if (!ctx) return NULL;
+    if (!ctx)
+        return NULL;
     if ((unsigned)dt >= KILN_HANDLE) {
         kiln_set_error(KILN_ERR_INVALID, "const: invalid dtype %d", (int)dt);
         return NULL;
     }
-    if (dt == KILN_BOOL) return tir_int(ctx, dt, v != 0);
+    if (dt == KILN_BOOL)
+        return tir_int(ctx, dt, v != 0);
     return tir_const(ctx, dt, 1, v);
 }
 
@@ -45,7 +50,8 @@ kiln_expr kiln_float(kiln_ctx *ctx, double v) {
 }
 
 static int check_index(const char *what, tir_node e) {
-    if (!e) return 0;
+    if (!e)
+        return 0;
     if (!tir_is_int_dtype((kiln_dtype)e->dtype) || e->dtype == KILN_BOOL) {
         char buf[128];
         kiln_expr_print(e, buf, sizeof buf);
@@ -92,12 +98,14 @@ static const char *op_symbol(tir_op op) {
 
 /* A constant operand takes the other operand's dtype. */
 static tir_node convert_const(tir_node c, kiln_dtype dt) {
-    if (c->op == TIR_INT) return tir_const(c->ctx, dt, 1, (double)c->ival);
+    if (c->op == TIR_INT)
+        return tir_const(c->ctx, dt, 1, (double)c->ival);
     return tir_const(c->ctx, dt, 1, c->fval);
 }
 
 static tir_node binary(tir_op op, tir_node a, tir_node b) {
-    if (!a || !b) return NULL;
+    if (!a || !b)
+        return NULL;
     if (a->ctx != b->ctx) {
         kiln_set_error(KILN_ERR_INVALID, "%s: operands come from different contexts",
                        tir_op_name(op));
@@ -140,31 +148,67 @@ static tir_node binary(tir_op op, tir_node a, tir_node b) {
     return tir_bin(op, a, b);
 }
 
-kiln_expr kiln_add(kiln_expr a, kiln_expr b) { return binary(TIR_ADD, a, b); }
-kiln_expr kiln_sub(kiln_expr a, kiln_expr b) { return binary(TIR_SUB, a, b); }
-kiln_expr kiln_mul(kiln_expr a, kiln_expr b) { return binary(TIR_MUL, a, b); }
-kiln_expr kiln_div(kiln_expr a, kiln_expr b) { return binary(TIR_DIV, a, b); }
-kiln_expr kiln_mod(kiln_expr a, kiln_expr b) { return binary(TIR_MOD, a, b); }
-kiln_expr kiln_floordiv(kiln_expr a, kiln_expr b) { return binary(TIR_FLOORDIV, a, b); }
-kiln_expr kiln_floormod(kiln_expr a, kiln_expr b) { return binary(TIR_FLOORMOD, a, b); }
-kiln_expr kiln_min(kiln_expr a, kiln_expr b) { return binary(TIR_MIN, a, b); }
-kiln_expr kiln_max(kiln_expr a, kiln_expr b) { return binary(TIR_MAX, a, b); }
-kiln_expr kiln_eq(kiln_expr a, kiln_expr b) { return binary(TIR_EQ, a, b); }
-kiln_expr kiln_ne(kiln_expr a, kiln_expr b) { return binary(TIR_NE, a, b); }
-kiln_expr kiln_lt(kiln_expr a, kiln_expr b) { return binary(TIR_LT, a, b); }
-kiln_expr kiln_le(kiln_expr a, kiln_expr b) { return binary(TIR_LE, a, b); }
-kiln_expr kiln_gt(kiln_expr a, kiln_expr b) { return binary(TIR_GT, a, b); }
-kiln_expr kiln_ge(kiln_expr a, kiln_expr b) { return binary(TIR_GE, a, b); }
-kiln_expr kiln_and(kiln_expr a, kiln_expr b) { return binary(TIR_AND, a, b); }
-kiln_expr kiln_or(kiln_expr a, kiln_expr b) { return binary(TIR_OR, a, b); }
+kiln_expr kiln_add(kiln_expr a, kiln_expr b) {
+    return binary(TIR_ADD, a, b);
+}
+kiln_expr kiln_sub(kiln_expr a, kiln_expr b) {
+    return binary(TIR_SUB, a, b);
+}
+kiln_expr kiln_mul(kiln_expr a, kiln_expr b) {
+    return binary(TIR_MUL, a, b);
+}
+kiln_expr kiln_div(kiln_expr a, kiln_expr b) {
+    return binary(TIR_DIV, a, b);
+}
+kiln_expr kiln_mod(kiln_expr a, kiln_expr b) {
+    return binary(TIR_MOD, a, b);
+}
+kiln_expr kiln_floordiv(kiln_expr a, kiln_expr b) {
+    return binary(TIR_FLOORDIV, a, b);
+}
+kiln_expr kiln_floormod(kiln_expr a, kiln_expr b) {
+    return binary(TIR_FLOORMOD, a, b);
+}
+kiln_expr kiln_min(kiln_expr a, kiln_expr b) {
+    return binary(TIR_MIN, a, b);
+}
+kiln_expr kiln_max(kiln_expr a, kiln_expr b) {
+    return binary(TIR_MAX, a, b);
+}
+kiln_expr kiln_eq(kiln_expr a, kiln_expr b) {
+    return binary(TIR_EQ, a, b);
+}
+kiln_expr kiln_ne(kiln_expr a, kiln_expr b) {
+    return binary(TIR_NE, a, b);
+}
+kiln_expr kiln_lt(kiln_expr a, kiln_expr b) {
+    return binary(TIR_LT, a, b);
+}
+kiln_expr kiln_le(kiln_expr a, kiln_expr b) {
+    return binary(TIR_LE, a, b);
+}
+kiln_expr kiln_gt(kiln_expr a, kiln_expr b) {
+    return binary(TIR_GT, a, b);
+}
+kiln_expr kiln_ge(kiln_expr a, kiln_expr b) {
+    return binary(TIR_GE, a, b);
+}
+kiln_expr kiln_and(kiln_expr a, kiln_expr b) {
+    return binary(TIR_AND, a, b);
+}
+kiln_expr kiln_or(kiln_expr a, kiln_expr b) {
+    return binary(TIR_OR, a, b);
+}
 
 kiln_expr kiln_neg(kiln_expr a) {
-    if (!a) return NULL;
+    if (!a)
+        return NULL;
     return binary(TIR_SUB, tir_const(a->ctx, (kiln_dtype)a->dtype, 1, 0), a);
 }
 
 kiln_expr kiln_not(kiln_expr a) {
-    if (!a) return NULL;
+    if (!a)
+        return NULL;
     if (a->dtype != KILN_BOOL) {
         kiln_set_error(KILN_ERR_INVALID, "! needs a bool operand, not %s",
                        kiln_dtype_name((kiln_dtype)a->dtype));
@@ -174,7 +218,8 @@ kiln_expr kiln_not(kiln_expr a) {
 }
 
 kiln_expr kiln_select(kiln_expr cond, kiln_expr a, kiln_expr b) {
-    if (!cond || !a || !b) return NULL;
+    if (!cond || !a || !b)
+        return NULL;
     if (cond->dtype != KILN_BOOL) {
         kiln_set_error(KILN_ERR_INVALID, "select: condition must be bool, not %s",
                        kiln_dtype_name((kiln_dtype)cond->dtype));
@@ -182,12 +227,14 @@ kiln_expr kiln_select(kiln_expr cond, kiln_expr a, kiln_expr b) {
     }
     /* reuse binary()'s dtype reconciliation on the two values */
     tir_node chk = binary(TIR_ADD, a, b);
-    if (!chk) return NULL;
+    if (!chk)
+        return NULL;
     return tir_select(cond, chk->src[0], chk->src[1]);
 }
 
 kiln_expr kiln_cast(kiln_dtype dt, kiln_expr a) {
-    if (!a) return NULL;
+    if (!a)
+        return NULL;
     if ((unsigned)dt >= KILN_HANDLE) {
         kiln_set_error(KILN_ERR_INVALID, "cast: invalid dtype %d", (int)dt);
         return NULL;
@@ -198,10 +245,12 @@ kiln_expr kiln_cast(kiln_dtype dt, kiln_expr a) {
 /* ---- intrinsics ---------------------------------------------------------------- */
 
 static tir_node intrin(tir_intrin f, int n, tir_node a, tir_node b) {
-    if (!a || (n == 2 && !b)) return NULL;
+    if (!a || (n == 2 && !b))
+        return NULL;
     if (n == 2 && a->dtype != b->dtype) {
         tir_node chk = binary(TIR_ADD, a, b);
-        if (!chk) return NULL;
+        if (!chk)
+            return NULL;
         a = chk->src[0];
         b = chk->src[1];
     }
@@ -214,45 +263,71 @@ static tir_node intrin(tir_intrin f, int n, tir_node a, tir_node b) {
     return tir_call(a->ctx, f, (kiln_dtype)a->dtype, 1, n, args);
 }
 
-kiln_expr kiln_exp(kiln_expr a) { return intrin(TIR_EXP, 1, a, NULL); }
-kiln_expr kiln_log(kiln_expr a) { return intrin(TIR_LOG, 1, a, NULL); }
-kiln_expr kiln_sqrt(kiln_expr a) { return intrin(TIR_SQRT, 1, a, NULL); }
-kiln_expr kiln_rsqrt(kiln_expr a) { return intrin(TIR_RSQRT, 1, a, NULL); }
-kiln_expr kiln_tanh(kiln_expr a) { return intrin(TIR_TANH, 1, a, NULL); }
-kiln_expr kiln_sigmoid(kiln_expr a) { return intrin(TIR_SIGMOID, 1, a, NULL); }
-kiln_expr kiln_erf(kiln_expr a) { return intrin(TIR_ERF, 1, a, NULL); }
-kiln_expr kiln_pow(kiln_expr a, kiln_expr b) { return intrin(TIR_POW, 2, a, b); }
-kiln_expr kiln_floor(kiln_expr a) { return intrin(TIR_FLOOR, 1, a, NULL); }
-kiln_expr kiln_ceil(kiln_expr a) { return intrin(TIR_CEIL, 1, a, NULL); }
-kiln_expr kiln_abs(kiln_expr a) { return intrin(TIR_ABS, 1, a, NULL); }
-kiln_expr kiln_round(kiln_expr a) { return intrin(TIR_ROUND, 1, a, NULL); }
+kiln_expr kiln_exp(kiln_expr a) {
+    return intrin(TIR_EXP, 1, a, NULL);
+}
+kiln_expr kiln_log(kiln_expr a) {
+    return intrin(TIR_LOG, 1, a, NULL);
+}
+kiln_expr kiln_sqrt(kiln_expr a) {
+    return intrin(TIR_SQRT, 1, a, NULL);
+}
+kiln_expr kiln_rsqrt(kiln_expr a) {
+    return intrin(TIR_RSQRT, 1, a, NULL);
+}
+kiln_expr kiln_tanh(kiln_expr a) {
+    return intrin(TIR_TANH, 1, a, NULL);
+}
+kiln_expr kiln_sigmoid(kiln_expr a) {
+    return intrin(TIR_SIGMOID, 1, a, NULL);
+}
+kiln_expr kiln_erf(kiln_expr a) {
+    return intrin(TIR_ERF, 1, a, NULL);
+}
+kiln_expr kiln_pow(kiln_expr a, kiln_expr b) {
+    return intrin(TIR_POW, 2, a, b);
+}
+kiln_expr kiln_floor(kiln_expr a) {
+    return intrin(TIR_FLOOR, 1, a, NULL);
+}
+kiln_expr kiln_ceil(kiln_expr a) {
+    return intrin(TIR_CEIL, 1, a, NULL);
+}
+kiln_expr kiln_abs(kiln_expr a) {
+    return intrin(TIR_ABS, 1, a, NULL);
+}
+kiln_expr kiln_round(kiln_expr a) {
+    return intrin(TIR_ROUND, 1, a, NULL);
+}
 
 /* ---- reductions -------------------------------------------------------------------- */
 
 static tir_node reduce(tir_combiner c, tir_node a, int naxes, const kiln_expr *axes) {
     static const char *names[] = {"sum", "max", "min", "prod"};
-    if (!a) return NULL;
+    if (!a)
+        return NULL;
     if (naxes < 1 || naxes > 32 || !axes) {
-        kiln_set_error(KILN_ERR_INVALID, "%s: needs 1 to 32 reduce axes, got %d", names[c],
-                       naxes);
+        kiln_set_error(KILN_ERR_INVALID, "%s: needs 1 to 32 reduce axes, got %d", names[c], naxes);
         return NULL;
     }
     tir_node src[33];
     src[0] = a;
     for (int i = 0; i < naxes; i++) {
         tir_node v = axes[i];
-        if (!v) return NULL;
+        if (!v)
+            return NULL;
         if (v->op != TIR_VAR || v->aux != TE_AXIS_REDUCE) {
             char buf[96];
             kiln_expr_print(v, buf, sizeof buf);
-            kiln_set_error(KILN_ERR_INVALID, "%s: axis '%s' is not a reduce axis "
-                           "(make it with kiln_reduce_axis)", names[c], buf);
+            kiln_set_error(KILN_ERR_INVALID,
+                           "%s: axis '%s' is not a reduce axis "
+                           "(make it with kiln_reduce_axis)",
+                           names[c], buf);
             return NULL;
         }
         for (int j = 0; j < i; j++)
             if (src[1 + j] == v) {
-                kiln_set_error(KILN_ERR_INVALID, "%s: axis '%s' is given twice", names[c],
-                               v->name);
+                kiln_set_error(KILN_ERR_INVALID, "%s: axis '%s' is given twice", names[c], v->name);
                 return NULL;
             }
         src[1 + i] = v;
@@ -266,7 +341,9 @@ static tir_node reduce(tir_combiner c, tir_node a, int naxes, const kiln_expr *a
                     naxes + 1, src);
 }
 
-kiln_expr kiln_sum(kiln_expr a, int n, const kiln_expr *axes) { return reduce(TIR_RSUM, a, n, axes); }
+kiln_expr kiln_sum(kiln_expr a, int n, const kiln_expr *axes) {
+    return reduce(TIR_RSUM, a, n, axes);
+}
 kiln_expr kiln_max_reduce(kiln_expr a, int n, const kiln_expr *axes) {
     return reduce(TIR_RMAX, a, n, axes);
 }
@@ -290,7 +367,8 @@ kiln_tensor *te_tensor_new(kiln_ctx *ctx, te_kind kind, const char *name, kiln_d
     t->ndim = ndim;
     t->shape = arena_alloc(a, sizeof(tir_node) * (size_t)(ndim ? ndim : 1));
     t->axis = arena_alloc(a, sizeof(tir_node) * (size_t)(ndim ? ndim : 1));
-    for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
+    for (int i = 0; i < ndim; i++)
+        t->shape[i] = shape[i];
     return t;
 }
 
@@ -318,10 +396,12 @@ static int check_shape(const char *what, const char *name, int ndim, const kiln_
 
 kiln_tensor *kiln_placeholder(kiln_ctx *ctx, int ndim, const kiln_expr *shape, kiln_dtype dt,
                               const char *name) {
-    if (!ctx) return NULL;
+    if (!ctx)
+        return NULL;
     name = name && *name ? name : "placeholder";
     tir_node sh[16];
-    if (!check_shape("placeholder", name, ndim, shape, sh)) return NULL;
+    if (!check_shape("placeholder", name, ndim, shape, sh))
+        return NULL;
     if ((unsigned)dt >= KILN_HANDLE) {
         kiln_set_error(KILN_ERR_INVALID, "placeholder '%s': invalid dtype %d", name, (int)dt);
         return NULL;
@@ -331,18 +411,22 @@ kiln_tensor *kiln_placeholder(kiln_ctx *ctx, int ndim, const kiln_expr *shape, k
 
 /* Find a REDUCE anywhere but at the root of the body. */
 static int nested_reduce(tir_node e, int at_root) {
-    if (e->op == TIR_REDUCE && !at_root) return 1;
+    if (e->op == TIR_REDUCE && !at_root)
+        return 1;
     for (uint32_t i = 0; i < e->nsrc; i++)
-        if (nested_reduce(e->src[i], 0)) return 1;
+        if (nested_reduce(e->src[i], 0))
+            return 1;
     return 0;
 }
 
 kiln_tensor *kiln_compute(kiln_ctx *ctx, int ndim, const kiln_expr *shape, kiln_compute_fn fn,
                           void *user, const char *name) {
-    if (!ctx) return NULL;
+    if (!ctx)
+        return NULL;
     name = name && *name ? name : "compute";
     tir_node sh[16];
-    if (!check_shape("compute", name, ndim, shape, sh)) return NULL;
+    if (!check_shape("compute", name, ndim, shape, sh))
+        return NULL;
     if (!fn) {
         kiln_set_error(KILN_ERR_INVALID, "compute '%s': no body function", name);
         return NULL;
@@ -366,8 +450,7 @@ kiln_tensor *kiln_compute(kiln_ctx *ctx, int ndim, const kiln_expr *shape, kiln_
         return NULL;
     }
     if (tir_is_stmt(body) || body->lanes != 1 || body->dtype == KILN_HANDLE) {
-        kiln_set_error(KILN_ERR_INVALID, "compute '%s': the body is not a scalar expression",
-                       name);
+        kiln_set_error(KILN_ERR_INVALID, "compute '%s': the body is not a scalar expression", name);
         return NULL;
     }
     if (nested_reduce(body, 1)) {
@@ -376,7 +459,8 @@ kiln_tensor *kiln_compute(kiln_ctx *ctx, int ndim, const kiln_expr *shape, kiln_
         return NULL;
     }
     kiln_tensor *t = te_tensor_new(ctx, TE_COMPUTE, name, (kiln_dtype)body->dtype, ndim, sh);
-    for (int i = 0; i < ndim; i++) t->axis[i] = axis[i];
+    for (int i = 0; i < ndim; i++)
+        t->axis[i] = axis[i];
     t->body = body;
     return t;
 }
@@ -386,15 +470,17 @@ tir_node te_read(kiln_tensor *t, int n, const tir_node *idx) {
 }
 
 kiln_expr kiln_tensor_at(kiln_tensor *t, int n, const kiln_expr *idx) {
-    if (!t) return NULL;
+    if (!t)
+        return NULL;
     if (n != t->ndim) {
-        kiln_set_error(KILN_ERR_INVALID, "tensor '%s' has %d dims but was indexed with %d",
-                       t->name, t->ndim, n);
+        kiln_set_error(KILN_ERR_INVALID, "tensor '%s' has %d dims but was indexed with %d", t->name,
+                       t->ndim, n);
         return NULL;
     }
     tir_node ix[16];
     for (int i = 0; i < n; i++) {
-        if (!idx[i]) return NULL;
+        if (!idx[i])
+            return NULL;
         if (!check_index("index", idx[i])) {
             kiln_error_prefix("tensor '%s' index %d", t->name, i);
             return NULL;
@@ -404,12 +490,18 @@ kiln_expr kiln_tensor_at(kiln_tensor *t, int n, const kiln_expr *idx) {
     return te_read(t, n, ix);
 }
 
-int kiln_tensor_ndim(const kiln_tensor *t) { return t ? t->ndim : -1; }
+int kiln_tensor_ndim(const kiln_tensor *t) {
+    return t ? t->ndim : -1;
+}
 kiln_expr kiln_tensor_dim(const kiln_tensor *t, int i) {
     return (t && i >= 0 && i < t->ndim) ? t->shape[i] : NULL;
 }
-kiln_dtype kiln_tensor_dtype(const kiln_tensor *t) { return t ? t->dtype : KILN_FLOAT32; }
-const char *kiln_tensor_name(const kiln_tensor *t) { return t ? t->name : NULL; }
+kiln_dtype kiln_tensor_dtype(const kiln_tensor *t) {
+    return t ? t->dtype : KILN_FLOAT32;
+}
+const char *kiln_tensor_name(const kiln_tensor *t) {
+    return t ? t->name : NULL;
+}
 
 kiln_expr kiln_tensor_axis(const kiln_tensor *t, int i) {
     return (t && t->kind == TE_COMPUTE && i >= 0 && i < t->ndim) ? t->axis[i] : NULL;
@@ -427,17 +519,21 @@ static void collect_inputs(tir_node e, kiln_tensor **out, int cap, int *n) {
     if (e->op == TIR_TENSOR_READ) {
         kiln_tensor *t = (kiln_tensor *)e->ptr;
         int seen = 0;
-        for (int i = 0; i < *n && i < cap; i++) seen |= out[i] == t;
+        for (int i = 0; i < *n && i < cap; i++)
+            seen |= out[i] == t;
         if (!seen) {
-            if (*n < cap) out[*n] = t;
+            if (*n < cap)
+                out[*n] = t;
             ++*n;
         }
     }
-    for (uint32_t i = 0; i < e->nsrc; i++) collect_inputs(e->src[i], out, cap, n);
+    for (uint32_t i = 0; i < e->nsrc; i++)
+        collect_inputs(e->src[i], out, cap, n);
 }
 
 int kiln_tensor_inputs(const kiln_tensor *t, kiln_tensor **out, int cap) {
     int n = 0;
-    if (t && t->kind == TE_COMPUTE && t->body) collect_inputs(t->body, out, cap, &n);
+    if (t && t->kind == TE_COMPUTE && t->body)
+        collect_inputs(t->body, out, cap, &n);
     return n;
 }

@@ -34,8 +34,8 @@ KILN_HIDDEN const te_dom *te_axis_dom(tir_node var);
 KILN_HIDDEN tir_node te_make_axis(kiln_ctx *ctx, const char *name, int kind, tir_node min,
                                   tir_node extent);
 /* A compute tensor with a given body over fresh axes built by the caller. */
-KILN_HIDDEN kiln_tensor *te_tensor_new(kiln_ctx *ctx, te_kind kind, const char *name,
-                                       kiln_dtype dt, int ndim, const tir_node *shape);
+KILN_HIDDEN kiln_tensor *te_tensor_new(kiln_ctx *ctx, te_kind kind, const char *name, kiln_dtype dt,
+                                       int ndim, const tir_node *shape);
 /* Read of t at idx, without checks. */
 KILN_HIDDEN tir_node te_read(kiln_tensor *t, int n, const tir_node *idx);
 

@@ -13,14 +13,16 @@
 
 static tir_node unroll_fn(tir_node n, void *user) {
     kiln_ctx *ctx = user;
-    if (n->op != TIR_FOR || n->aux != TIR_FOR_UNROLLED) return n;
+    if (n->op != TIR_FOR || n->aux != TIR_FOR_UNROLLED)
+        return n;
     int64_t mn, ext;
     if (!tir_const_int(n->src[1], &mn) || !tir_const_int(n->src[2], &ext) ||
         ext > UNROLL_MAX_EXTENT) {
         /* non-constant: keep it an unrolled loop for the renderer's pragma */
         return n;
     }
-    if (ext <= 0) return tir_nop(ctx);
+    if (ext <= 0)
+        return tir_nop(ctx);
     tir_node *copies = malloc(sizeof(tir_node) * (size_t)ext);
     KILN_ASSERT(copies);
     tir_node var = n->src[0];
@@ -33,7 +35,9 @@ static tir_node unroll_fn(tir_node n, void *user) {
     return r;
 }
 
-tir_node tir_unroll(kiln_ctx *ctx, tir_node s) { return tir_rewrite(s, unroll_fn, ctx); }
+tir_node tir_unroll(kiln_ctx *ctx, tir_node s) {
+    return tir_rewrite(s, unroll_fn, ctx);
+}
 
 /* ---- vectorize ------------------------------------------------------------------ */
 
@@ -51,9 +55,12 @@ static tir_node widen(vec_ctx *v, tir_node e) {
 
 /* Vector form of expression e (scalar if it does not use the loop var). */
 static tir_node vec_expr(vec_ctx *v, tir_node e) {
-    if (v->failed) return e;
-    if (e == v->var) return v->ramp;
-    if (!tir_uses_var(e, v->var)) return e;
+    if (v->failed)
+        return e;
+    if (e == v->var)
+        return v->ramp;
+    if (!tir_uses_var(e, v->var))
+        return e;
     if (e->lanes != 1) {
         v->failed = 1;
         return e;
@@ -68,27 +75,41 @@ static tir_node vec_expr(vec_ctx *v, tir_node e) {
         src[i] = vec_expr(v, e->src[i]);
         any_vec |= src[i]->lanes > 1;
     }
-    if (v->failed) return e;
+    if (v->failed)
+        return e;
     switch (e->op) {
     case TIR_LOAD:
-        if (src[1]->lanes == 1) return e;
+        if (src[1]->lanes == 1)
+            return e;
         return tir_load(v->ctx, src[0], src[1]);
-    case TIR_ADD: case TIR_SUB: case TIR_MUL: case TIR_DIV: case TIR_MOD:
-    case TIR_FLOORDIV: case TIR_FLOORMOD: case TIR_MIN: case TIR_MAX:
-    case TIR_EQ: case TIR_NE: case TIR_LT: case TIR_LE: case TIR_GT: case TIR_GE:
-    case TIR_AND: case TIR_OR:
-        return tir_bin((tir_op)e->op, widen(v, src[0]), widen(v, src[1]));
-    case TIR_NOT:
-        return tir_not(src[0]);
-    case TIR_SELECT:
-        return tir_select(widen(v, src[0]), widen(v, src[1]), widen(v, src[2]));
+    case TIR_ADD:
+    case TIR_SUB:
+    case TIR_MUL:
+    case TIR_DIV:
+    case TIR_MOD:
+    case TIR_FLOORDIV:
+    case TIR_FLOORMOD:
+    case TIR_MIN:
+    case TIR_MAX:
+    case TIR_EQ:
+    case TIR_NE:
+    case TIR_LT:
+    case TIR_LE:
+    case TIR_GT:
+    case TIR_GE:
+    case TIR_AND:
+    case TIR_OR: return tir_bin((tir_op)e->op, widen(v, src[0]), widen(v, src[1]));
+    case TIR_NOT: return tir_not(src[0]);
+    case TIR_SELECT: return tir_select(widen(v, src[0]), widen(v, src[1]), widen(v, src[2]));
     case TIR_CAST:
         return tir_make(v->ctx, TIR_CAST, (kiln_dtype)e->dtype, v->lanes, 0, 0, 0, NULL, NULL, 1,
                         src);
     case TIR_CALL: {
         tir_node w[8];
-        for (uint32_t i = 0; i < e->nsrc; i++) w[i] = widen(v, src[i]);
-        return tir_call(v->ctx, (tir_intrin)e->aux, (kiln_dtype)e->dtype, v->lanes, (int)e->nsrc, w);
+        for (uint32_t i = 0; i < e->nsrc; i++)
+            w[i] = widen(v, src[i]);
+        return tir_call(v->ctx, (tir_intrin)e->aux, (kiln_dtype)e->dtype, v->lanes, (int)e->nsrc,
+                        w);
     }
     default:
         (void)any_vec;
@@ -99,12 +120,14 @@ static tir_node vec_expr(vec_ctx *v, tir_node e) {
 
 /* Vector form of a statement; sets failed when it cannot be vectorized. */
 static tir_node vec_stmt(vec_ctx *v, tir_node s) {
-    if (v->failed) return s;
+    if (v->failed)
+        return s;
     switch (s->op) {
     case TIR_SEQ: {
         tir_node *out = malloc(sizeof(tir_node) * (s->nsrc ? s->nsrc : 1));
         KILN_ASSERT(out);
-        for (uint32_t i = 0; i < s->nsrc; i++) out[i] = vec_stmt(v, s->src[i]);
+        for (uint32_t i = 0; i < s->nsrc; i++)
+            out[i] = vec_stmt(v, s->src[i]);
         tir_node r = tir_seq(v->ctx, (int)s->nsrc, out);
         free(out);
         return r;
@@ -118,7 +141,8 @@ static tir_node vec_stmt(vec_ctx *v, tir_node s) {
         }
         tir_node idx = vec_expr(v, s->src[1]);
         tir_node val = vec_expr(v, s->src[2]);
-        if (v->failed) return s;
+        if (v->failed)
+            return s;
         return tir_store(s->src[0], idx, widen(v, val));
     }
     case TIR_IF:
@@ -127,10 +151,9 @@ static tir_node vec_stmt(vec_ctx *v, tir_node s) {
             v->failed = 1;
             return s;
         }
-        return tir_if(s->src[0], vec_stmt(v, s->src[1]), s->nsrc > 2 ? vec_stmt(v, s->src[2]) : NULL);
-    default:
-        v->failed = 1;
-        return s;
+        return tir_if(s->src[0], vec_stmt(v, s->src[1]),
+                      s->nsrc > 2 ? vec_stmt(v, s->src[2]) : NULL);
+    default: v->failed = 1; return s;
     }
 }
 
@@ -141,7 +164,8 @@ static int lanes_ok(int64_t n) {
 /* 1 if e is affine in v: v enters only through +, - and products with
  * factors free of v. */
 static int affine_in(tir_node e, tir_node v) {
-    if (!tir_uses_var(e, v) || e == v) return 1;
+    if (!tir_uses_var(e, v) || e == v)
+        return 1;
     switch (e->op) {
     case TIR_ADD:
     case TIR_SUB: return affine_in(e->src[0], v) && affine_in(e->src[1], v);
@@ -169,11 +193,13 @@ static int interval_cond(tir_node c, tir_node v) {
 
 static tir_node vectorize_fn(tir_node n, void *user) {
     kiln_ctx *ctx = user;
-    if (n->op != TIR_FOR || n->aux != TIR_FOR_VECTORIZED) return n;
+    if (n->op != TIR_FOR || n->aux != TIR_FOR_VECTORIZED)
+        return n;
     int64_t ext;
     tir_node var = n->src[0], body = n->src[3];
     tir_node serial = tir_for(var, n->src[1], n->src[2], TIR_FOR_SERIAL, NULL, body);
-    if (!tir_const_int(n->src[2], &ext) || !lanes_ok(ext)) return serial;
+    if (!tir_const_int(n->src[2], &ext) || !lanes_ok(ext))
+        return serial;
     vec_ctx v = {ctx, var, NULL, (int)ext, 0};
     v.ramp = tir_ramp(n->src[1], tir_int(ctx, (kiln_dtype)var->dtype, 1), (int)ext);
     /* A guard over the lanes (a split that does not divide): run the
@@ -181,7 +207,8 @@ static tir_node vectorize_fn(tir_node n, void *user) {
     if (body->op == TIR_IF && body->nsrc == 2 && tir_uses_var(body->src[0], var) &&
         interval_cond(body->src[0], var)) {
         tir_node r = vec_stmt(&v, body->src[1]);
-        if (v.failed) return serial;
+        if (v.failed)
+            return serial;
         tir_node last = tir_add(n->src[1], tir_int(ctx, (kiln_dtype)var->dtype, ext - 1));
         tir_node all = tir_bin(TIR_AND, tir_substitute(body->src[0], 1, &var, &n->src[1]),
                                tir_substitute(body->src[0], 1, &var, &last));
@@ -191,7 +218,9 @@ static tir_node vectorize_fn(tir_node n, void *user) {
     return v.failed ? serial : r;
 }
 
-tir_node tir_vectorize(kiln_ctx *ctx, tir_node s) { return tir_rewrite(s, vectorize_fn, ctx); }
+tir_node tir_vectorize(kiln_ctx *ctx, tir_node s) {
+    return tir_rewrite(s, vectorize_fn, ctx);
+}
 
 /* ---- lane legalization --------------------------------------------------------
  * A vector wider than the target's registers is split into register-wide
@@ -206,10 +235,12 @@ typedef struct {
 
 /* Lanes [c*w, c*w + w) of e. */
 static tir_node piece(kiln_ctx *ctx, tir_node e, int c, int w) {
-    if (e->lanes == 1) return e;
+    if (e->lanes == 1)
+        return e;
     switch (e->op) {
     case TIR_RAMP: {
-        tir_node off = tir_mul(e->src[1], tir_int(ctx, (kiln_dtype)e->src[1]->dtype, (int64_t)c * w));
+        tir_node off =
+            tir_mul(e->src[1], tir_int(ctx, (kiln_dtype)e->src[1]->dtype, (int64_t)c * w));
         return tir_ramp(tir_add(e->src[0], off), e->src[1], w);
     }
     case TIR_BROADCAST: return tir_broadcast(e->src[0], w);
@@ -217,7 +248,8 @@ static tir_node piece(kiln_ctx *ctx, tir_node e, int c, int w) {
     default: {
         tir_node src[8];
         KILN_ASSERT(e->nsrc <= 8);
-        for (uint32_t i = 0; i < e->nsrc; i++) src[i] = piece(ctx, e->src[i], c, w);
+        for (uint32_t i = 0; i < e->nsrc; i++)
+            src[i] = piece(ctx, e->src[i], c, w);
         return tir_make(ctx, (tir_op)e->op, (kiln_dtype)e->dtype, w, e->aux, e->ival, e->fval,
                         e->name, e->ptr, (int)e->nsrc, src);
     }
@@ -226,24 +258,29 @@ static tir_node piece(kiln_ctx *ctx, tir_node e, int c, int w) {
 
 static tir_node legalize_fn(tir_node n, void *user) {
     legal_ctx *lc = user;
-    if (n->op != TIR_STORE || n->src[2]->lanes == 1) return n;
+    if (n->op != TIR_STORE || n->src[2]->lanes == 1)
+        return n;
     int lanes = n->src[2]->lanes;
     int esz = (int)kiln_dtype_size((kiln_dtype)n->src[2]->dtype);
     int w = lanes;
-    while (w > 1 && w * esz > lc->max_bytes) w /= 2;
-    if (w == lanes || lanes % w) return n;
+    while (w > 1 && w * esz > lc->max_bytes)
+        w /= 2;
+    if (w == lanes || lanes % w)
+        return n;
     int np = lanes / w;
     tir_node *parts = malloc(sizeof(tir_node) * (size_t)np);
     KILN_ASSERT(parts);
     for (int c = 0; c < np; c++)
-        parts[c] = tir_store(n->src[0], piece(lc->ctx, n->src[1], c, w), piece(lc->ctx, n->src[2], c, w));
+        parts[c] =
+            tir_store(n->src[0], piece(lc->ctx, n->src[1], c, w), piece(lc->ctx, n->src[2], c, w));
     tir_node r = tir_seq(lc->ctx, np, parts);
     free(parts);
     return r;
 }
 
 tir_node tir_legalize_lanes(kiln_ctx *ctx, tir_node s, int max_bytes) {
-    if (max_bytes <= 0) return s;
+    if (max_bytes <= 0)
+        return s;
     legal_ctx lc = {ctx, max_bytes};
     return tir_rewrite(s, legalize_fn, &lc);
 }
@@ -263,9 +300,11 @@ static void bind_loops(tir_analyzer *an, tir_node s) {
             tir_analyzer_bind(an, s->src[0], mn, mn + ext - 1);
         bind_loops(an, s->src[3]);
     } else if (s->op == TIR_SEQ) {
-        for (uint32_t i = 0; i < s->nsrc; i++) bind_loops(an, s->src[i]);
+        for (uint32_t i = 0; i < s->nsrc; i++)
+            bind_loops(an, s->src[i]);
     } else if (s->op == TIR_IF) {
-        for (uint32_t i = 1; i < s->nsrc; i++) bind_loops(an, s->src[i]);
+        for (uint32_t i = 1; i < s->nsrc; i++)
+            bind_loops(an, s->src[i]);
     } else if (s->op == TIR_ALLOCATE) {
         bind_loops(an, s->src[2]);
     }
@@ -276,15 +315,18 @@ static tir_node divmod_fn(tir_node n, void *user) {
         (n->dtype != KILN_INT64 && n->dtype != KILN_INT32))
         return n;
     int64_t d, lo, hi;
-    if (!tir_const_int(n->src[1], &d) || d <= 0) return n;
+    if (!tir_const_int(n->src[1], &d) || d <= 0)
+        return n;
     tir_const_bound((tir_analyzer *)user, n->src[0], &lo, &hi);
-    if (lo < 0) return n;
+    if (lo < 0)
+        return n;
     return tir_bin(n->op == TIR_FLOORDIV ? TIR_DIV : TIR_MOD, n->src[0], n->src[1]);
 }
 
 tir_node tir_truncate_divmod(kiln_ctx *ctx, tir_node s) {
     tir_analyzer *an = tir_analyzer_new(ctx);
-    if (!an) return s;
+    if (!an)
+        return s;
     bind_loops(an, s);
     tir_node r = tir_rewrite(s, divmod_fn, an);
     tir_analyzer_free(an);

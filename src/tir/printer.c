@@ -15,15 +15,24 @@ static const struct {
     const char *fn;    /* "floordiv" for a call-like binary op */
     int prec;
 } OPS[TIR_OP_COUNT] = {
-    [TIR_ADD] = {" + ", NULL, 4},       [TIR_SUB] = {" - ", NULL, 4},
-    [TIR_MUL] = {"*", NULL, 5},         [TIR_DIV] = {" / ", NULL, 5},
-    [TIR_MOD] = {" % ", NULL, 5},       [TIR_FLOORDIV] = {NULL, "floordiv", 7},
-    [TIR_FLOORMOD] = {NULL, "floormod", 7}, [TIR_MIN] = {NULL, "min", 7},
-    [TIR_MAX] = {NULL, "max", 7},       [TIR_EQ] = {" == ", NULL, 3},
-    [TIR_NE] = {" != ", NULL, 3},       [TIR_LT] = {" < ", NULL, 3},
-    [TIR_LE] = {" <= ", NULL, 3},       [TIR_GT] = {" > ", NULL, 3},
-    [TIR_GE] = {" >= ", NULL, 3},       [TIR_AND] = {" && ", NULL, 2},
-    [TIR_OR] = {" || ", NULL, 1},       [TIR_NOT] = {NULL, NULL, 6},
+    [TIR_ADD] = {" + ", NULL, 4},
+    [TIR_SUB] = {" - ", NULL, 4},
+    [TIR_MUL] = {"*", NULL, 5},
+    [TIR_DIV] = {" / ", NULL, 5},
+    [TIR_MOD] = {" % ", NULL, 5},
+    [TIR_FLOORDIV] = {NULL, "floordiv", 7},
+    [TIR_FLOORMOD] = {NULL, "floormod", 7},
+    [TIR_MIN] = {NULL, "min", 7},
+    [TIR_MAX] = {NULL, "max", 7},
+    [TIR_EQ] = {" == ", NULL, 3},
+    [TIR_NE] = {" != ", NULL, 3},
+    [TIR_LT] = {" < ", NULL, 3},
+    [TIR_LE] = {" <= ", NULL, 3},
+    [TIR_GT] = {" > ", NULL, 3},
+    [TIR_GE] = {" >= ", NULL, 3},
+    [TIR_AND] = {" && ", NULL, 2},
+    [TIR_OR] = {" || ", NULL, 1},
+    [TIR_NOT] = {NULL, NULL, 6},
 };
 
 static const char *const COMBINERS[TIR_COMBINER_COUNT] = {"sum", "max", "min", "prod"};
@@ -44,14 +53,17 @@ static void print_name(kstr *out, tir_node v) {
 static void print_operand(kstr *out, tir_node x, int p, int same) {
     int q = prec(x);
     int paren = q < p || (same && q == p);
-    if (paren) kstr_putc(out, '(');
+    if (paren)
+        kstr_putc(out, '(');
     tir_print_expr(out, x);
-    if (paren) kstr_putc(out, ')');
+    if (paren)
+        kstr_putc(out, ')');
 }
 
 static void print_list(kstr *out, int n, const tir_node *xs) {
     for (int i = 0; i < n; i++) {
-        if (i) kstr_puts(out, ", ");
+        if (i)
+            kstr_puts(out, ", ");
         tir_print_expr(out, xs[i]);
     }
 }
@@ -67,7 +79,8 @@ static void print_float(kstr *out, kiln_dtype dt, double v) {
     /* the shortest text that reads back as v */
     for (int digits = 9; digits <= 17; digits++) {
         snprintf(buf, sizeof buf, "%.*g", digits, v);
-        if (isnan(v) || strtod(buf, NULL) == v) break;
+        if (isnan(v) || strtod(buf, NULL) == v)
+            break;
     }
     kstr_printf(out, "%s(%s)", kiln_dtype_name(dt), buf);
 }
@@ -112,7 +125,8 @@ void tir_print_expr(kstr *out, tir_node e) {
         tir_print_expr(out, s[0]);
         kstr_puts(out, ", axis=[");
         for (uint32_t i = 1; i + 2 < e->nsrc; i += 3) {
-            if (i > 1) kstr_puts(out, ", ");
+            if (i > 1)
+                kstr_puts(out, ", ");
             print_name(out, s[i]);
         }
         kstr_puts(out, "])");
@@ -160,7 +174,8 @@ void tir_print_stmt(kstr *out, tir_node st, int indent) {
     static const char *const kinds[] = {"for", "parallel", "vectorized", "unrolled"};
     const tir_node *s = st->src;
     if (st->op == TIR_SEQ) {
-        for (uint32_t i = 0; i < st->nsrc; i++) tir_print_stmt(out, s[i], indent);
+        for (uint32_t i = 0; i < st->nsrc; i++)
+            tir_print_stmt(out, s[i], indent);
         return;
     }
     kstr_indent(out, indent);
@@ -225,7 +240,8 @@ void tir_print_func(kstr *out, const tir_func *f) {
         kstr_putc(out, ']');
     }
     kstr_puts(out, ") {\n");
-    if (f->body) tir_print_stmt(out, f->body, 1);
+    if (f->body)
+        tir_print_stmt(out, f->body, 1);
     kstr_puts(out, "}\n");
 }
 
@@ -239,7 +255,8 @@ int kiln_expr_print(kiln_expr e, char *buf, size_t cap) {
     size_t len = s.oom ? 0 : s.len;
     if (buf && cap) {
         size_t m = len < cap - 1 ? len : cap - 1;
-        if (m) memcpy(buf, s.buf, m);
+        if (m)
+            memcpy(buf, s.buf, m);
         buf[m] = '\0';
     }
     kstr_free(&s);

@@ -33,20 +33,24 @@ struct tir_analyzer {
 
 tir_analyzer *tir_analyzer_new(kiln_ctx *ctx) {
     tir_analyzer *an = kiln_calloc(1, sizeof *an);
-    if (an) an->ctx = ctx;
+    if (an)
+        an->ctx = ctx;
     return an;
 }
 
 void tir_analyzer_free(tir_analyzer *an) {
-    if (!an) return;
+    if (!an)
+        return;
     free(an->v);
     free(an);
 }
 
 static var_range *an_find(const tir_analyzer *an, tir_node v) {
-    if (!an) return NULL;
+    if (!an)
+        return NULL;
     for (int i = an->n - 1; i >= 0; i--)
-        if (an->v[i].var == v) return &an->v[i];
+        if (an->v[i].var == v)
+            return &an->v[i];
     return NULL;
 }
 
@@ -69,7 +73,8 @@ void tir_analyzer_bind(tir_analyzer *an, tir_node v, int64_t lo, int64_t hi) {
 
 void tir_analyzer_unbind(tir_analyzer *an, tir_node v) {
     var_range *r = an_find(an, v);
-    if (r) *r = an->v[--an->n];
+    if (r)
+        *r = an->v[--an->n];
 }
 
 /* ---- intervals --------------------------------------------------------------
@@ -84,17 +89,23 @@ static const itv ITV_ALL = {NEG_INF, POS_INF};
 
 static itv itv_make(int64_t lo, int64_t hi) {
     itv r = {lo, hi};
-    if (r.lo == POS_INF) r.lo = NEG_INF; /* a lower bound that overflowed upward */
-    if (r.hi == NEG_INF) r.hi = POS_INF;
+    if (r.lo == POS_INF)
+        r.lo = NEG_INF; /* a lower bound that overflowed upward */
+    if (r.hi == NEG_INF)
+        r.hi = POS_INF;
     return r;
 }
 
-static int itv_finite(itv a) { return a.lo != NEG_INF && a.hi != POS_INF; }
+static int itv_finite(itv a) {
+    return a.lo != NEG_INF && a.hi != POS_INF;
+}
 
 static itv itv_add(itv a, itv b) {
     int64_t lo = NEG_INF, hi = POS_INF;
-    if (a.lo != NEG_INF && b.lo != NEG_INF && !kiln_add_ok(a.lo, b.lo, &lo)) lo = NEG_INF;
-    if (a.hi != POS_INF && b.hi != POS_INF && !kiln_add_ok(a.hi, b.hi, &hi)) hi = POS_INF;
+    if (a.lo != NEG_INF && b.lo != NEG_INF && !kiln_add_ok(a.lo, b.lo, &lo))
+        lo = NEG_INF;
+    if (a.hi != POS_INF && b.hi != POS_INF && !kiln_add_ok(a.hi, b.hi, &hi))
+        hi = POS_INF;
     return itv_make(lo, hi);
 }
 
@@ -102,11 +113,14 @@ static itv itv_neg(itv a) {
     return itv_make(a.hi == POS_INF ? NEG_INF : -a.hi, a.lo == NEG_INF ? POS_INF : -a.lo);
 }
 
-static itv itv_sub(itv a, itv b) { return itv_add(a, itv_neg(b)); }
+static itv itv_sub(itv a, itv b) {
+    return itv_add(a, itv_neg(b));
+}
 
 static int64_t ext_mul(int64_t x, int64_t y) {
     int64_t r;
-    if (x == 0 || y == 0) return 0;
+    if (x == 0 || y == 0)
+        return 0;
     int neg = (x < 0) != (y < 0);
     if (x == NEG_INF || x == POS_INF || y == NEG_INF || y == POS_INF || !kiln_mul_ok(x, y, &r))
         return neg ? NEG_INF : POS_INF;
@@ -118,21 +132,26 @@ static itv itv_mul(itv a, itv b) {
                     ext_mul(a.hi, b.hi)};
     int64_t lo = c[0], hi = c[0];
     for (int i = 1; i < 4; i++) {
-        if (c[i] < lo) lo = c[i];
-        if (c[i] > hi) hi = c[i];
+        if (c[i] < lo)
+            lo = c[i];
+        if (c[i] > hi)
+            hi = c[i];
     }
     return itv_make(lo, hi);
 }
 
 /* floordiv(x, d) for d > 0 with unbounded ends */
 static int64_t ext_floordiv(int64_t x, int64_t d) {
-    if (x == NEG_INF || x == POS_INF) return x;
-    if (d == POS_INF) return x >= 0 ? 0 : -1;
+    if (x == NEG_INF || x == POS_INF)
+        return x;
+    if (d == POS_INF)
+        return x >= 0 ? 0 : -1;
     return kiln_floordiv_i64(x, d);
 }
 
 static itv itv_floordiv(itv a, itv d) {
-    if (d.lo <= 0 && d.hi >= 0) return ITV_ALL;
+    if (d.lo <= 0 && d.hi >= 0)
+        return ITV_ALL;
     if (d.hi < 0) { /* floor(a/d) == floor(-a/-d) */
         a = itv_neg(a);
         d = itv_neg(d);
@@ -141,20 +160,24 @@ static itv itv_floordiv(itv a, itv d) {
                     ext_floordiv(a.hi, d.hi)};
     int64_t lo = c[0], hi = c[0];
     for (int i = 1; i < 4; i++) {
-        if (c[i] < lo) lo = c[i];
-        if (c[i] > hi) hi = c[i];
+        if (c[i] < lo)
+            lo = c[i];
+        if (c[i] > hi)
+            hi = c[i];
     }
     return itv_make(lo, hi);
 }
 
 static itv itv_floormod(itv a, itv d) {
-    if (d.lo <= 0 && d.hi >= 0) return ITV_ALL;
+    if (d.lo <= 0 && d.hi >= 0)
+        return ITV_ALL;
     if (d.lo == d.hi && d.lo > 0 && itv_finite(a) &&
         kiln_floordiv_i64(a.lo, d.lo) == kiln_floordiv_i64(a.hi, d.lo))
         return itv_make(kiln_floormod_i64(a.lo, d.lo), kiln_floormod_i64(a.hi, d.lo));
     if (d.lo > 0) {
         int64_t hi = d.hi == POS_INF ? POS_INF : d.hi - 1;
-        if (a.lo >= 0 && a.hi < hi) hi = a.hi;
+        if (a.lo >= 0 && a.hi < hi)
+            hi = a.hi;
         return itv_make(0, hi);
     }
     return itv_make(d.lo == NEG_INF ? NEG_INF : d.lo + 1, 0);
@@ -162,16 +185,21 @@ static itv itv_floormod(itv a, itv d) {
 
 /* C truncating division and remainder by a constant */
 static itv itv_tdiv(itv a, int64_t c) {
-    if (c == 0 || c == NEG_INF) return ITV_ALL;
-    if (c > 0) return itv_make(a.lo == NEG_INF ? NEG_INF : a.lo / c, a.hi == POS_INF ? POS_INF : a.hi / c);
+    if (c == 0 || c == NEG_INF)
+        return ITV_ALL;
+    if (c > 0)
+        return itv_make(a.lo == NEG_INF ? NEG_INF : a.lo / c, a.hi == POS_INF ? POS_INF : a.hi / c);
     return itv_make(a.hi == POS_INF ? NEG_INF : a.hi / c, a.lo == NEG_INF ? POS_INF : a.lo / c);
 }
 
 static itv itv_tmod(itv a, int64_t c) {
-    if (c == 0 || c == NEG_INF) return ITV_ALL;
+    if (c == 0 || c == NEG_INF)
+        return ITV_ALL;
     int64_t m = (c < 0 ? -c : c) - 1;
-    if (a.lo >= 0) return itv_make(0, a.hi < m ? a.hi : m);
-    if (a.hi <= 0) return itv_make(a.lo > -m ? a.lo : -m, 0);
+    if (a.lo >= 0)
+        return itv_make(0, a.hi < m ? a.hi : m);
+    if (a.hi <= 0)
+        return itv_make(a.lo > -m ? a.lo : -m, 0);
     return itv_make(-m, m);
 }
 
@@ -210,20 +238,29 @@ static int64_t wrap_dt(int64_t v, kiln_dtype dt) {
 
 /* wrapped to the signed range of dt's width (a uint8 coefficient 255 is -1) */
 static int64_t wrap_signed(int64_t v, kiln_dtype dt) {
-    if (dt == KILN_INT8 || dt == KILN_UINT8) return (int8_t)v;
-    if (dt == KILN_INT32) return (int32_t)v;
+    if (dt == KILN_INT8 || dt == KILN_UINT8)
+        return (int8_t)v;
+    if (dt == KILN_INT32)
+        return (int32_t)v;
     return v;
 }
 
-static int is_int(tir_node n) { return tir_is_int_dtype((kiln_dtype)n->dtype); }
+static int is_int(tir_node n) {
+    return tir_is_int_dtype((kiln_dtype)n->dtype);
+}
 /* integer types whose arithmetic is assumed exact (no overflow) */
-static int is_exact(tir_node n) { return n->dtype == KILN_INT32 || n->dtype == KILN_INT64; }
+static int is_exact(tir_node n) {
+    return n->dtype == KILN_INT32 || n->dtype == KILN_INT64;
+}
 /* integer types where the ring rules (linear form, ramps) apply */
-static int is_ring(tir_node n) { return is_int(n) && n->dtype != KILN_BOOL; }
+static int is_ring(tir_node n) {
+    return is_int(n) && n->dtype != KILN_BOOL;
+}
 
 /* 1 and *v if n is an integer constant, scalar or broadcast */
 static int cint(tir_node n, int64_t *v) {
-    if (n->op == TIR_BROADCAST) n = n->src[0];
+    if (n->op == TIR_BROADCAST)
+        n = n->src[0];
     return tir_const_int(n, v);
 }
 
@@ -234,8 +271,10 @@ static int is_cint(tir_node n, int64_t v) {
 
 /* 1 and *v if n is a float constant, scalar or broadcast */
 static int cfloat(tir_node n, double *v) {
-    if (n->op == TIR_BROADCAST) n = n->src[0];
-    if (n->op != TIR_FLOAT || n->lanes != 1) return 0;
+    if (n->op == TIR_BROADCAST)
+        n = n->src[0];
+    if (n->op != TIR_FLOAT || n->lanes != 1)
+        return 0;
     *v = n->fval;
     return 1;
 }
@@ -244,9 +283,13 @@ static tir_node mk_int(kiln_ctx *ctx, kiln_dtype dt, int lanes, int64_t v) {
     return tir_broadcast(tir_int(ctx, dt, wrap_dt(v, dt)), lanes);
 }
 
-static tir_node mk_bool(kiln_ctx *ctx, int lanes, int b) { return mk_int(ctx, KILN_BOOL, lanes, b); }
+static tir_node mk_bool(kiln_ctx *ctx, int lanes, int b) {
+    return mk_int(ctx, KILN_BOOL, lanes, b);
+}
 
-static int is_cmp(tir_op op) { return op >= TIR_EQ && op <= TIR_GE; }
+static int is_cmp(tir_op op) {
+    return op >= TIR_EQ && op <= TIR_GE;
+}
 
 /* ---- bounds -------------------------------------------------------------------- */
 
@@ -257,7 +300,8 @@ static int decide_cmp(const tir_analyzer *an, tir_op op, tir_node a, tir_node b)
 
 static itv bound_raw(const tir_analyzer *an, tir_node e) {
     kiln_dtype dt = (kiln_dtype)e->dtype;
-    if (!tir_is_int_dtype(dt)) return ITV_ALL;
+    if (!tir_is_int_dtype(dt))
+        return ITV_ALL;
     const tir_node *s = e->src;
     int64_t c;
     switch ((tir_op)e->op) {
@@ -276,26 +320,37 @@ static itv bound_raw(const tir_analyzer *an, tir_node e) {
     case TIR_MIN:
     case TIR_MAX: {
         itv a = bound(an, s[0]), b = bound(an, s[1]);
-        if (e->op == TIR_MIN) return itv_make(a.lo < b.lo ? a.lo : b.lo, a.hi < b.hi ? a.hi : b.hi);
+        if (e->op == TIR_MIN)
+            return itv_make(a.lo < b.lo ? a.lo : b.lo, a.hi < b.hi ? a.hi : b.hi);
         return itv_make(a.lo > b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi);
     }
     case TIR_SELECT: {
         itv cb = bound(an, s[0]);
-        if (cb.lo > 0 || cb.hi < 0) return bound(an, s[1]);
-        if (cb.lo == 0 && cb.hi == 0) return bound(an, s[2]);
+        if (cb.lo > 0 || cb.hi < 0)
+            return bound(an, s[1]);
+        if (cb.lo == 0 && cb.hi == 0)
+            return bound(an, s[2]);
         return itv_union(bound(an, s[1]), bound(an, s[2]));
     }
     case TIR_CAST: {
-        if (!is_int(s[0])) return dtype_range(dt);
+        if (!is_int(s[0]))
+            return dtype_range(dt);
         itv a = bound(an, s[0]);
         if (dt == KILN_BOOL) {
-            if (a.lo > 0 || a.hi < 0) return itv_make(1, 1);
-            if (a.lo == 0 && a.hi == 0) return itv_make(0, 0);
+            if (a.lo > 0 || a.hi < 0)
+                return itv_make(1, 1);
+            if (a.lo == 0 && a.hi == 0)
+                return itv_make(0, 0);
             return itv_make(0, 1);
         }
         return a;
     }
-    case TIR_EQ: case TIR_NE: case TIR_LT: case TIR_LE: case TIR_GT: case TIR_GE: {
+    case TIR_EQ:
+    case TIR_NE:
+    case TIR_LT:
+    case TIR_LE:
+    case TIR_GT:
+    case TIR_GE: {
         int d = decide_cmp(an, (tir_op)e->op, s[0], s[1]);
         return d < 0 ? itv_make(0, 1) : itv_make(d, d);
     }
@@ -303,7 +358,8 @@ static itv bound_raw(const tir_analyzer *an, tir_node e) {
     case TIR_OR: {
         itv a = bound(an, s[0]), b = bound(an, s[1]);
         int ta = a.lo > 0, tb = b.lo > 0, fa = a.hi == 0, fb = b.hi == 0;
-        if (e->op == TIR_AND) return (ta && tb) ? itv_make(1, 1) : (fa || fb) ? itv_make(0, 0) : itv_make(0, 1);
+        if (e->op == TIR_AND)
+            return (ta && tb) ? itv_make(1, 1) : (fa || fb) ? itv_make(0, 0) : itv_make(0, 1);
         return (ta || tb) ? itv_make(1, 1) : (fa && fb) ? itv_make(0, 0) : itv_make(0, 1);
     }
     case TIR_NOT: {
@@ -354,13 +410,16 @@ static void lf_init(lform *f, kiln_dtype dt) {
 }
 
 static void lf_free(lform *f) {
-    if (f->v != f->small) free(f->v);
+    if (f->v != f->small)
+        free(f->v);
 }
 
 static void lf_term(lform *f, tir_node t, int64_t c) {
     for (int i = 0; i < f->n; i++) {
-        if (f->v[i].t != t) continue;
-        if (!kiln_add_ok(f->v[i].c, c, &f->v[i].c)) f->ok = 0;
+        if (f->v[i].t != t)
+            continue;
+        if (!kiln_add_ok(f->v[i].c, c, &f->v[i].c))
+            f->ok = 0;
         return;
     }
     if (f->n == f->cap) {
@@ -378,24 +437,28 @@ static void lf_term(lform *f, tir_node t, int64_t c) {
 /* add c*n to f, flattening +, - and multiplication by constants */
 static void lf_walk(lform *f, tir_node n, int64_t c) {
     int64_t k, cc;
-    if (!f->ok) return;
+    if (!f->ok)
+        return;
     if (n->lanes == 1 && n->dtype == f->dt) {
         switch ((tir_op)n->op) {
         case TIR_INT:
-            if (!kiln_mul_ok(c, n->ival, &k) || !kiln_add_ok(f->k, k, &f->k)) f->ok = 0;
+            if (!kiln_mul_ok(c, n->ival, &k) || !kiln_add_ok(f->k, k, &f->k))
+                f->ok = 0;
             return;
         case TIR_ADD:
             lf_walk(f, n->src[0], c);
             lf_walk(f, n->src[1], c);
             return;
         case TIR_SUB:
-            if (c == INT64_MIN) break;
+            if (c == INT64_MIN)
+                break;
             lf_walk(f, n->src[0], c);
             lf_walk(f, n->src[1], -c);
             return;
         case TIR_MUL: {
             int right = tir_const_int(n->src[1], &k);
-            if (!right && !tir_const_int(n->src[0], &k)) break;
+            if (!right && !tir_const_int(n->src[0], &k))
+                break;
             if (!kiln_mul_ok(c, k, &cc)) {
                 f->ok = 0;
                 return;
@@ -410,7 +473,8 @@ static void lf_walk(lform *f, tir_node n, int64_t c) {
 }
 
 static void lf_wrap(lform *f) {
-    for (int i = 0; i < f->n; i++) f->v[i].c = wrap_signed(f->v[i].c, f->dt);
+    for (int i = 0; i < f->n; i++)
+        f->v[i].c = wrap_signed(f->v[i].c, f->dt);
     f->k = wrap_signed(f->k, f->dt);
 }
 
@@ -439,12 +503,14 @@ static void lf_merge_divmod(lform *f) {
 
 /* wrap to the dtype, merge div/mod pairs, drop zero terms */
 static void lf_finish(lform *f) {
-    if (!f->ok) return;
+    if (!f->ok)
+        return;
     lf_wrap(f);
     lf_merge_divmod(f);
     int m = 0;
     for (int i = 0; i < f->n; i++)
-        if (f->v[i].c) f->v[m++] = f->v[i];
+        if (f->v[i].c)
+            f->v[m++] = f->v[i];
     f->n = m;
 }
 
@@ -464,22 +530,27 @@ static tir_node lf_term_node(kiln_ctx *ctx, kiln_dtype dt, tir_node t, int64_t c
 static tir_node lf_rebuild(kiln_ctx *ctx, const lform *f) {
     kiln_dtype dt = f->dt;
     /* the most negative coefficient of the width has no negation: it leads as is */
-    int64_t cmin = dt == KILN_INT64 ? INT64_MIN : wrap_signed(dt == KILN_INT32 ? INT32_MIN : -128, dt);
+    int64_t cmin =
+        dt == KILN_INT64 ? INT64_MIN : wrap_signed(dt == KILN_INT32 ? INT32_MIN : -128, dt);
     int p = -1;
     for (int i = 0; i < f->n && p < 0; i++)
-        if (f->v[i].c > 0 || f->v[i].c == cmin) p = i;
-    tir_node acc = p >= 0 ? lf_term_node(ctx, dt, f->v[p].t, f->v[p].c)
-                          : tir_int(ctx, dt, wrap_dt(f->k, dt));
+        if (f->v[i].c > 0 || f->v[i].c == cmin)
+            p = i;
+    tir_node acc =
+        p >= 0 ? lf_term_node(ctx, dt, f->v[p].t, f->v[p].c) : tir_int(ctx, dt, wrap_dt(f->k, dt));
     for (int i = 0; i < f->n; i++) {
         int64_t c = f->v[i].c;
-        if (i == p || !c) continue;
+        if (i == p || !c)
+            continue;
         if (c > 0 || c == cmin)
             acc = tir_add(acc, lf_term_node(ctx, dt, f->v[i].t, c));
         else
             acc = tir_sub(acc, lf_term_node(ctx, dt, f->v[i].t, -c));
     }
-    if (p >= 0 && f->k > 0) acc = tir_add(acc, tir_int(ctx, dt, wrap_dt(f->k, dt)));
-    if (p >= 0 && f->k < 0) acc = tir_sub(acc, tir_int(ctx, dt, wrap_dt(-f->k, dt)));
+    if (p >= 0 && f->k > 0)
+        acc = tir_add(acc, tir_int(ctx, dt, wrap_dt(f->k, dt)));
+    if (p >= 0 && f->k < 0)
+        acc = tir_sub(acc, tir_int(ctx, dt, wrap_dt(-f->k, dt)));
     return acc;
 }
 
@@ -502,19 +573,22 @@ static itv diff_bound(const tir_analyzer *an, tir_node a, tir_node b) {
         lf_finish(&f);
         itv r = f.ok ? lf_bound(an, &f) : ITV_ALL;
         lf_free(&f);
-        if (f.ok) return r;
+        if (f.ok)
+            return r;
     }
     return itv_sub(bound(an, a), bound(an, b));
 }
 
 /* bounds of e, through its linear form for exact types */
 static itv ebound(const tir_analyzer *an, tir_node e) {
-    if (!is_exact(e) || e->lanes != 1) return bound(an, e);
+    if (!is_exact(e) || e->lanes != 1)
+        return bound(an, e);
     return diff_bound(an, e, tir_int(e->ctx, (kiln_dtype)e->dtype, 0));
 }
 
 static int decide_cmp(const tir_analyzer *an, tir_op op, tir_node a, tir_node b) {
-    if (!is_int(a) || !is_int(b)) return -1;
+    if (!is_int(a) || !is_int(b))
+        return -1;
     itv d = diff_bound(an, a, b);
     switch (op) {
     case TIR_LT: return d.hi < 0 ? 1 : d.lo >= 0 ? 0 : -1;
@@ -552,9 +626,10 @@ static tir_node fold_int(tir_node n, int64_t a, int64_t b) {
     case TIR_MOD:
     case TIR_FLOORDIV:
     case TIR_FLOORMOD:
-        if (b == 0 || (a == INT64_MIN && b == -1)) return NULL; /* left for the runtime */
-        r = n->op == TIR_DIV ? a / b
-            : n->op == TIR_MOD ? a % b
+        if (b == 0 || (a == INT64_MIN && b == -1))
+            return NULL; /* left for the runtime */
+        r = n->op == TIR_DIV        ? a / b
+            : n->op == TIR_MOD      ? a % b
             : n->op == TIR_FLOORDIV ? kiln_floordiv_i64(a, b)
                                     : kiln_floormod_i64(a, b);
         break;
@@ -575,7 +650,8 @@ static tir_node fold_int(tir_node n, int64_t a, int64_t b) {
 
 /* a float result in dtype dt, or 0 if it is not folded (float16, bfloat16) */
 static int round_float(kiln_dtype dt, double *v) {
-    if (dt == KILN_FLOAT32) *v = (double)(float)*v;
+    if (dt == KILN_FLOAT32)
+        *v = (double)(float)*v;
     return dt == KILN_FLOAT32 || dt == KILN_FLOAT64;
 }
 
@@ -590,7 +666,8 @@ static tir_node fold_float(tir_node n, double a, double b) {
     case TIR_DIV: r = a / b; break;
     case TIR_MIN:
     case TIR_MAX: /* NaN and signed zeros depend on how min is rendered: leave them */
-        if (isnan(a) || isnan(b) || (a == b && signbit(a) != signbit(b))) return NULL;
+        if (isnan(a) || isnan(b) || (a == b && signbit(a) != signbit(b)))
+            return NULL;
         r = (n->op == TIR_MIN) == (a < b) ? a : b;
         break;
     case TIR_EQ: return mk_bool(ctx, 1, a == b);
@@ -609,12 +686,14 @@ static tir_node fold_cast(tir_node n) {
     kiln_dtype to = (kiln_dtype)n->dtype;
     tir_node x = n->src[0];
     if (x->op == TIR_INT) {
-        if (tir_is_int_dtype(to)) return tir_int(ctx, to, wrap_dt(x->ival, to));
+        if (tir_is_int_dtype(to))
+            return tir_int(ctx, to, wrap_dt(x->ival, to));
         double v = (double)x->ival;
         return tir_is_float_dtype(to) && round_float(to, &v) ? tir_floatc(ctx, to, v) : NULL;
     }
     double v = x->fval;
-    if (to == KILN_BOOL) return mk_bool(ctx, 1, v != 0);
+    if (to == KILN_BOOL)
+        return mk_bool(ctx, 1, v != 0);
     if (tir_is_int_dtype(to)) { /* only in range: out of range is undefined in C */
         itv d = dtype_range(to);
         double t = trunc(v);
@@ -628,16 +707,21 @@ static tir_node fold_cast(tir_node n) {
 /* c1 op c2 -> c ; !c ; select(c, a, b) ; cast(c): every op on scalar constants */
 static tir_node r_fold(const simp *s, tir_node n) {
     const tir_node *a = n->src;
-    if (n->op == TIR_NOT) return a[0]->op == TIR_INT ? mk_bool(n->ctx, 1, !a[0]->ival) : NULL;
-    if (n->op == TIR_CAST) return tir_is_const(a[0]) && n->lanes == 1 ? fold_cast(n) : NULL;
+    if (n->op == TIR_NOT)
+        return a[0]->op == TIR_INT ? mk_bool(n->ctx, 1, !a[0]->ival) : NULL;
+    if (n->op == TIR_CAST)
+        return tir_is_const(a[0]) && n->lanes == 1 ? fold_cast(n) : NULL;
     if (n->op == TIR_SELECT) {
         int64_t c;
-        if (!cint(a[0], &c)) return NULL;
+        if (!cint(a[0], &c))
+            return NULL;
         tir_node r = c ? a[1] : a[2];
         return r->lanes == n->lanes ? r : NULL;
     }
-    if (!tir_is_const(a[0]) || !tir_is_const(a[1]) || a[0]->op != a[1]->op) return NULL;
-    if (a[0]->op == TIR_INT) return fold_int(n, a[0]->ival, a[1]->ival);
+    if (!tir_is_const(a[0]) || !tir_is_const(a[1]) || a[0]->op != a[1]->op)
+        return NULL;
+    if (a[0]->op == TIR_INT)
+        return fold_int(n, a[0]->ival, a[1]->ival);
     return fold_float(n, a[0]->fval, a[1]->fval);
 }
 
@@ -661,31 +745,40 @@ static int is_one(tir_node n) {
 /* x + 0 -> x, 0 + x -> x (floats: only -0.0) */
 static tir_node r_add_zero(const simp *s, tir_node n) {
     int f = tir_is_float_dtype((kiln_dtype)n->dtype);
-    if (f ? is_fzero(n->src[1], 1) : is_cint(n->src[1], 0)) return n->src[0];
-    if (f ? is_fzero(n->src[0], 1) : is_cint(n->src[0], 0)) return n->src[1];
+    if (f ? is_fzero(n->src[1], 1) : is_cint(n->src[1], 0))
+        return n->src[0];
+    if (f ? is_fzero(n->src[0], 1) : is_cint(n->src[0], 0))
+        return n->src[1];
     return NULL;
 }
 
 /* x - 0 -> x (floats: +0.0) ; x - x -> 0 (ints) */
 static tir_node r_sub_zero(const simp *s, tir_node n) {
     int f = tir_is_float_dtype((kiln_dtype)n->dtype);
-    if (f ? is_fzero(n->src[1], 0) : is_cint(n->src[1], 0)) return n->src[0];
-    if (!f && n->src[0] == n->src[1]) return zero_of(n);
+    if (f ? is_fzero(n->src[1], 0) : is_cint(n->src[1], 0))
+        return n->src[0];
+    if (!f && n->src[0] == n->src[1])
+        return zero_of(n);
     return NULL;
 }
 
 /* x*1 -> x, 1*x -> x ; x*0 -> 0, 0*x -> 0 (ints only: NaN*0 is NaN) */
 static tir_node r_mul_identity(const simp *s, tir_node n) {
-    if (is_one(n->src[1])) return n->src[0];
-    if (is_one(n->src[0])) return n->src[1];
-    if (is_int(n) && (is_cint(n->src[0], 0) || is_cint(n->src[1], 0))) return zero_of(n);
+    if (is_one(n->src[1]))
+        return n->src[0];
+    if (is_one(n->src[0]))
+        return n->src[1];
+    if (is_int(n) && (is_cint(n->src[0], 0) || is_cint(n->src[1], 0)))
+        return zero_of(n);
     return NULL;
 }
 
 /* x/1 -> x ; floordiv(x, 1) -> x ; x%1 -> 0 ; floormod(x, 1) -> 0 */
 static tir_node r_div_one(const simp *s, tir_node n) {
-    if (!is_one(n->src[1])) return NULL;
-    if (n->op == TIR_DIV || n->op == TIR_FLOORDIV) return n->src[0];
+    if (!is_one(n->src[1]))
+        return NULL;
+    if (n->op == TIR_DIV || n->op == TIR_FLOORDIV)
+        return n->src[0];
     return is_int(n) ? zero_of(n) : NULL;
 }
 
@@ -696,19 +789,24 @@ static tir_node r_minmax_same(const simp *s, tir_node n) {
 
 /* x == x, x <= x, x >= x -> true ; x != x, x < x, x > x -> false (ints; floats may be NaN) */
 static tir_node r_cmp_same(const simp *s, tir_node n) {
-    if (n->src[0] != n->src[1] || !is_int(n->src[0])) return NULL;
+    if (n->src[0] != n->src[1] || !is_int(n->src[0]))
+        return NULL;
     return mk_bool(n->ctx, n->lanes, n->op == TIR_EQ || n->op == TIR_LE || n->op == TIR_GE);
 }
 
-/* x && true -> x, x && false -> false, x || true -> true, x || false -> x, x && x -> x, x || x -> x */
+/* x && true -> x, x && false -> false, x || true -> true, x || false -> x, x && x -> x, x || x -> x
+ */
 static tir_node r_logic_const(const simp *s, tir_node n) {
     int64_t c;
     int and_ = n->op == TIR_AND;
-    if (n->src[0] == n->src[1]) return n->src[0];
+    if (n->src[0] == n->src[1])
+        return n->src[0];
     for (int i = 0; i < 2; i++) {
         tir_node x = n->src[1 - i];
-        if (!cint(n->src[i], &c) || x->lanes != n->lanes) continue;
-        if (and_) return c ? x : mk_bool(n->ctx, n->lanes, 0);
+        if (!cint(n->src[i], &c) || x->lanes != n->lanes)
+            continue;
+        if (and_)
+            return c ? x : mk_bool(n->ctx, n->lanes, 0);
         return c ? mk_bool(n->ctx, n->lanes, 1) : x;
     }
     return NULL;
@@ -719,8 +817,10 @@ static tir_node r_not(const simp *s, tir_node n) {
     tir_node x = n->src[0];
     static const tir_op inv[] = {[TIR_EQ] = TIR_NE, [TIR_NE] = TIR_EQ, [TIR_LT] = TIR_GE,
                                  [TIR_LE] = TIR_GT, [TIR_GT] = TIR_LE, [TIR_GE] = TIR_LT};
-    if (x->op == TIR_NOT) return x->src[0];
-    if (is_cmp((tir_op)x->op) && is_int(x->src[0])) return tir_bin(inv[x->op], x->src[0], x->src[1]);
+    if (x->op == TIR_NOT)
+        return x->src[0];
+    if (is_cmp((tir_op)x->op) && is_int(x->src[0]))
+        return tir_bin(inv[x->op], x->src[0], x->src[1]);
     return NULL;
 }
 
@@ -740,7 +840,8 @@ static tir_node r_cast_same(const simp *s, tir_node n) {
 static tir_node r_broadcast(const simp *s, tir_node n) {
     tir_node sc[3];
     for (uint32_t i = 0; i < n->nsrc; i++) {
-        if (n->src[i]->op != TIR_BROADCAST || n->src[i]->lanes != n->lanes) return NULL;
+        if (n->src[i]->op != TIR_BROADCAST || n->src[i]->lanes != n->lanes)
+            return NULL;
         sc[i] = n->src[i]->src[0];
     }
     return tir_broadcast(tir_make(n->ctx, (tir_op)n->op, (kiln_dtype)n->dtype, 1, n->aux, 0, 0,
@@ -759,14 +860,17 @@ static tir_node r_ramp_addsub(const simp *s, tir_node n) {
     tir_node a = n->src[0], b = n->src[1];
     tir_op op = (tir_op)n->op;
     int lanes = n->lanes;
-    if (!is_ring(n) || (a->op != TIR_RAMP && b->op != TIR_RAMP)) return NULL;
+    if (!is_ring(n) || (a->op != TIR_RAMP && b->op != TIR_RAMP))
+        return NULL;
     if (a->op == TIR_RAMP && b->op == TIR_RAMP)
-        return tir_ramp(tir_bin(op, a->src[0], b->src[0]), tir_bin(op, a->src[1], b->src[1]), lanes);
+        return tir_ramp(tir_bin(op, a->src[0], b->src[0]), tir_bin(op, a->src[1], b->src[1]),
+                        lanes);
     if (a->op == TIR_RAMP && b->op == TIR_BROADCAST)
         return tir_ramp(tir_bin(op, a->src[0], b->src[0]), a->src[1], lanes);
     if (b->op == TIR_RAMP && a->op == TIR_BROADCAST) {
         tir_node st = b->src[1];
-        if (op == TIR_SUB) st = tir_sub(tir_int(n->ctx, (kiln_dtype)st->dtype, 0), st);
+        if (op == TIR_SUB)
+            st = tir_sub(tir_int(n->ctx, (kiln_dtype)st->dtype, 0), st);
         return tir_ramp(tir_bin(op, a->src[0], b->src[0]), st, lanes);
     }
     return NULL;
@@ -775,7 +879,8 @@ static tir_node r_ramp_addsub(const simp *s, tir_node n) {
 /* ramp(b, s) * x_n -> ramp(b*x, s*x) ; x_n * ramp(b, s) -> ramp(x*b, x*s)  (ints) */
 static tir_node r_ramp_mul(const simp *s, tir_node n) {
     tir_node a = n->src[0], b = n->src[1];
-    if (!is_ring(n)) return NULL;
+    if (!is_ring(n))
+        return NULL;
     if (a->op == TIR_RAMP && b->op == TIR_BROADCAST)
         return tir_ramp(tir_mul(a->src[0], b->src[0]), tir_mul(a->src[1], b->src[0]), n->lanes);
     if (b->op == TIR_RAMP && a->op == TIR_BROADCAST)
@@ -813,13 +918,15 @@ static tir_node r_ramp_divmod(const simp *s, tir_node n) {
     tir_node b = a->src[0], cs = cn->src[0];
     int div = n->op == TIR_FLOORDIV;
     if (st % c == 0)
-        return div ? tir_ramp(tir_bin(TIR_FLOORDIV, b, cs), tir_int(n->ctx, (kiln_dtype)n->dtype, st / c), n->lanes)
+        return div ? tir_ramp(tir_bin(TIR_FLOORDIV, b, cs),
+                              tir_int(n->ctx, (kiln_dtype)n->dtype, st / c), n->lanes)
                    : tir_broadcast(tir_bin(TIR_FLOORMOD, b, cs), n->lanes);
     lform f, q, r;
     itv rb = ITV_ALL;
     if (lf_of(&f, b)) {
         lf_split(&f, c, &q, &r);
-        if (r.ok) rb = lf_bound(s->an, &r);
+        if (r.ok)
+            rb = lf_bound(s->an, &r);
         lf_free(&q);
         lf_free(&r);
     }
@@ -836,7 +943,8 @@ static tir_node r_ramp_divmod(const simp *s, tir_node n) {
 /* k + sum(c_i * t_i): (io*64 + ii) - io*64 -> ii ; (x + 1) + 2 -> x + 3 ; x*2 + x -> x*3 ;
  * (x + 1)*2 -> x*2 + 2 ; floordiv(x, 4)*4 + floormod(x, 4) -> x  (ring ints, scalar) */
 static tir_node r_linear(const simp *s, tir_node n) {
-    if (!is_ring(n) || n->lanes != 1) return NULL;
+    if (!is_ring(n) || n->lanes != 1)
+        return NULL;
     lform f;
     tir_node r = lf_of(&f, n) ? lf_rebuild(n->ctx, &f) : NULL;
     lf_free(&f);
@@ -850,7 +958,8 @@ static tir_node r_linear(const simp *s, tir_node n) {
  * (exact ints, c > 0) */
 static tir_node r_divmod_split(const simp *s, tir_node n) {
     int64_t c;
-    if (!is_exact(n) || n->lanes != 1 || !tir_const_int(n->src[1], &c) || c <= 0) return NULL;
+    if (!is_exact(n) || n->lanes != 1 || !tir_const_int(n->src[1], &c) || c <= 0)
+        return NULL;
     lform f, q, r;
     tir_node res = NULL;
     if (!lf_of(&f, n->src[0])) {
@@ -875,24 +984,33 @@ static tir_node r_divmod_split(const simp *s, tir_node n) {
  * (e.g. 0 <= b < c: floordiv(b, c) -> 0, floormod(b, c) -> b)  (ints, c constant) */
 static tir_node r_divmod_bound(const simp *s, tir_node n) {
     int64_t c, qc;
-    if (!is_int(n) || !cint(n->src[1], &c) || c == 0) return NULL;
+    if (!is_int(n) || !cint(n->src[1], &c) || c == 0)
+        return NULL;
     itv b = ebound(s->an, n->src[0]);
-    if (!itv_finite(b)) return NULL;
+    if (!itv_finite(b))
+        return NULL;
     int64_t q = kiln_floordiv_i64(b.lo, c);
-    if (q != kiln_floordiv_i64(b.hi, c)) return NULL;
-    if (n->op == TIR_FLOORDIV) return mk_int(n->ctx, (kiln_dtype)n->dtype, n->lanes, q);
-    if (c < 0 || !kiln_mul_ok(q, c, &qc)) return NULL;
-    if (qc == 0) return n->src[0];
+    if (q != kiln_floordiv_i64(b.hi, c))
+        return NULL;
+    if (n->op == TIR_FLOORDIV)
+        return mk_int(n->ctx, (kiln_dtype)n->dtype, n->lanes, q);
+    if (c < 0 || !kiln_mul_ok(q, c, &qc))
+        return NULL;
+    if (qc == 0)
+        return n->src[0];
     return tir_sub(n->src[0], mk_int(n->ctx, (kiln_dtype)n->dtype, n->lanes, qc));
 }
 
 /* C division of a provably non-negative b by c > 0: b / c -> q, b % c -> b when 0 <= b < c */
 static tir_node r_tdivmod_bound(const simp *s, tir_node n) {
     int64_t c;
-    if (!is_int(n) || !cint(n->src[1], &c) || c <= 0) return NULL;
+    if (!is_int(n) || !cint(n->src[1], &c) || c <= 0)
+        return NULL;
     itv b = ebound(s->an, n->src[0]);
-    if (!itv_finite(b) || b.lo < 0 || b.lo / c != b.hi / c) return NULL;
-    if (n->op == TIR_DIV) return mk_int(n->ctx, (kiln_dtype)n->dtype, n->lanes, b.lo / c);
+    if (!itv_finite(b) || b.lo < 0 || b.lo / c != b.hi / c)
+        return NULL;
+    if (n->op == TIR_DIV)
+        return mk_int(n->ctx, (kiln_dtype)n->dtype, n->lanes, b.lo / c);
     return b.hi < c ? n->src[0] : NULL;
 }
 
@@ -904,8 +1022,10 @@ static tir_node r_divmod_nested(const simp *s, tir_node n) {
     if (!is_int(n) || n->lanes != 1 || in->op != n->op || !tir_const_int(in->src[1], &a) ||
         !tir_const_int(n->src[1], &b) || a <= 0 || b <= 0)
         return NULL;
-    if (n->op == TIR_FLOORMOD) return a % b == 0 ? tir_bin(TIR_FLOORMOD, in->src[0], n->src[1]) : NULL;
-    if (!kiln_mul_ok(a, b, &ab) || wrap_dt(ab, (kiln_dtype)n->dtype) != ab) return NULL;
+    if (n->op == TIR_FLOORMOD)
+        return a % b == 0 ? tir_bin(TIR_FLOORMOD, in->src[0], n->src[1]) : NULL;
+    if (!kiln_mul_ok(a, b, &ab) || wrap_dt(ab, (kiln_dtype)n->dtype) != ab)
+        return NULL;
     return tir_bin(TIR_FLOORDIV, in->src[0], tir_int(n->ctx, (kiln_dtype)n->dtype, ab));
 }
 
@@ -914,11 +1034,14 @@ static tir_node r_divmod_nested(const simp *s, tir_node n) {
 /* min(a, b) -> a when a <= b provably, -> b when b <= a ; max mirrored ;
  * so min(x + c1, x + c2) -> x + min(c1, c2)  (ints) */
 static tir_node r_minmax_bound(const simp *s, tir_node n) {
-    if (!is_int(n)) return NULL;
+    if (!is_int(n))
+        return NULL;
     itv d = diff_bound(s->an, n->src[0], n->src[1]);
     int min = n->op == TIR_MIN;
-    if (d.hi <= 0) return min ? n->src[0] : n->src[1];
-    if (d.lo >= 0) return min ? n->src[1] : n->src[0];
+    if (d.hi <= 0)
+        return min ? n->src[0] : n->src[1];
+    if (d.lo >= 0)
+        return min ? n->src[1] : n->src[0];
     return NULL;
 }
 
@@ -926,8 +1049,10 @@ static tir_node r_minmax_bound(const simp *s, tir_node n) {
 static tir_node r_minmax_const(const simp *s, tir_node n) {
     tir_node a = n->src[0], b = n->src[1];
     int64_t c1, c2;
-    if (!is_int(n) || n->lanes != 1) return NULL;
-    if (tir_const_int(a, NULL) && !tir_const_int(b, NULL)) return tir_bin((tir_op)n->op, b, a);
+    if (!is_int(n) || n->lanes != 1)
+        return NULL;
+    if (tir_const_int(a, NULL) && !tir_const_int(b, NULL))
+        return tir_bin((tir_op)n->op, b, a);
     if (a->op == n->op && tir_const_int(a->src[1], &c1) && tir_const_int(b, &c2)) {
         int64_t c = (n->op == TIR_MIN) == (c1 < c2) ? c1 : c2;
         return tir_bin((tir_op)n->op, a->src[0], tir_int(n->ctx, (kiln_dtype)n->dtype, c));
@@ -935,7 +1060,8 @@ static tir_node r_minmax_const(const simp *s, tir_node n) {
     return NULL;
 }
 
-/* a < b -> true when a - b < 0 provably, -> false when a - b >= 0 ; ==, !=, <=, >, >= alike (ints) */
+/* a < b -> true when a - b < 0 provably, -> false when a - b >= 0 ; ==, !=, <=, >, >= alike (ints)
+ */
 static tir_node r_cmp_bound(const simp *s, tir_node n) {
     int d = decide_cmp(s->an, (tir_op)n->op, n->src[0], n->src[1]);
     return d < 0 ? NULL : mk_bool(n->ctx, n->lanes, d);
@@ -945,8 +1071,8 @@ static tir_node r_cmp_bound(const simp *s, tir_node n) {
 
 #define OP(o) (1ull << (o))
 #define OPS_CMP (OP(TIR_EQ) | OP(TIR_NE) | OP(TIR_LT) | OP(TIR_LE) | OP(TIR_GT) | OP(TIR_GE))
-#define OPS_ARITH                                                                         \
-    (OP(TIR_ADD) | OP(TIR_SUB) | OP(TIR_MUL) | OP(TIR_DIV) | OP(TIR_MOD) | OP(TIR_FLOORDIV) | \
+#define OPS_ARITH                                                                                  \
+    (OP(TIR_ADD) | OP(TIR_SUB) | OP(TIR_MUL) | OP(TIR_DIV) | OP(TIR_MOD) | OP(TIR_FLOORDIV) |      \
      OP(TIR_FLOORMOD) | OP(TIR_MIN) | OP(TIR_MAX))
 #define OPS_BIN (OPS_ARITH | OPS_CMP | OP(TIR_AND) | OP(TIR_OR))
 #define OPS_DIVMOD (OP(TIR_FLOORDIV) | OP(TIR_FLOORMOD))
@@ -987,11 +1113,14 @@ static tir_node apply_rules(tir_node n, void *user) {
     for (int round = 0; round < 64 && n->op < TIR_FOR; round++) {
         tir_node r = NULL;
         for (size_t i = 0; i < sizeof RULES / sizeof RULES[0] && !r; i++) {
-            if (!(RULES[i].ops & OP(n->op))) continue;
+            if (!(RULES[i].ops & OP(n->op)))
+                continue;
             r = RULES[i].fn(s, n);
-            if (r == n) r = NULL;
+            if (r == n)
+                r = NULL;
         }
-        if (!r) break;
+        if (!r)
+            break;
         n = r;
     }
     return n;
@@ -1001,7 +1130,8 @@ tir_node tir_simplify(tir_analyzer *an, tir_node e) {
     simp s = {an};
     for (int it = 0; it < 32; it++) {
         tir_node r = tir_rewrite(e, apply_rules, &s);
-        if (r == e) break;
+        if (r == e)
+            break;
         e = r;
     }
     return e;
@@ -1010,13 +1140,16 @@ tir_node tir_simplify(tir_analyzer *an, tir_node e) {
 int tir_prove(tir_analyzer *an, tir_node cond) {
     int64_t v;
     tir_node r = tir_simplify(an, cond);
-    if (cint(r, &v)) return v != 0;
+    if (cint(r, &v))
+        return v != 0;
     return bound(an, r).lo > 0;
 }
 
 /* ---- statements ------------------------------------------------------------------- */
 
-static int is_nop(tir_node s) { return s->op == TIR_SEQ && s->nsrc == 0; }
+static int is_nop(tir_node s) {
+    return s->op == TIR_SEQ && s->nsrc == 0;
+}
 
 static tir_node simp_stmt(tir_analyzer *an, tir_node st);
 
@@ -1026,7 +1159,8 @@ static tir_node simp_for(tir_analyzer *an, tir_node st) {
     tir_node mn = tir_simplify(an, st->src[1]), ext = tir_simplify(an, st->src[2]);
     itv ie = bound(an, ext), im = bound(an, mn);
     int64_t e, hi;
-    if (ie.hi <= 0) return tir_nop(ctx); /* runs no iteration */
+    if (ie.hi <= 0)
+        return tir_nop(ctx); /* runs no iteration */
     if (tir_const_int(ext, &e) && e == 1 && st->aux != TIR_FOR_THREAD)
         return simp_stmt(an, tir_substitute(st->src[3], 1, &v, &mn));
     /* v in [min.lo, min.hi + extent.hi - 1]; an outer binding of v is saved */
@@ -1041,7 +1175,8 @@ static tir_node simp_for(tir_analyzer *an, tir_node st) {
         tir_analyzer_bind(an, v, saved.lo, saved.hi);
     else
         tir_analyzer_unbind(an, v);
-    if (is_nop(body)) return body;
+    if (is_nop(body))
+        return body;
     tir_node src[4] = {v, mn, ext, body};
     return tir_with_src(st, 4, src);
 }
@@ -1054,14 +1189,17 @@ static tir_node simp_stmt(tir_analyzer *an, tir_node st) {
     case TIR_IF: {
         tir_node cond = tir_simplify(an, st->src[0]);
         if (cint(cond, &c)) {
-            if (c) return simp_stmt(an, st->src[1]);
+            if (c)
+                return simp_stmt(an, st->src[1]);
             return st->nsrc > 2 ? simp_stmt(an, st->src[2]) : tir_nop(ctx);
         }
         tir_node th = simp_stmt(an, st->src[1]);
         tir_node el = st->nsrc > 2 ? simp_stmt(an, st->src[2]) : NULL;
-        if (el && is_nop(el)) el = NULL;
+        if (el && is_nop(el))
+            el = NULL;
         if (is_nop(th)) {
-            if (!el) return th;
+            if (!el)
+                return th;
             /* if (c) {} else {B} -> if (!c) {B} */
             return tir_if(tir_simplify(an, tir_not(cond)), el, NULL);
         }
@@ -1074,10 +1212,12 @@ static tir_node simp_stmt(tir_analyzer *an, tir_node st) {
         int k = 0;
         for (uint32_t i = 0; i < st->nsrc; i++) {
             tir_node r = simp_stmt(an, st->src[i]);
-            if (!is_nop(r)) v[k++] = r;
+            if (!is_nop(r))
+                v[k++] = r;
         }
         tir_node r = k ? tir_seq(ctx, k, v) : tir_nop(ctx);
-        if (v != small) free(v);
+        if (v != small)
+            free(v);
         return r;
     }
     case TIR_STORE: {
@@ -1088,14 +1228,17 @@ static tir_node simp_stmt(tir_analyzer *an, tir_node st) {
         tir_node small[16] = {0};
         tir_node *v = st->nsrc <= 16 ? small : malloc(st->nsrc * sizeof(tir_node));
         KILN_ASSERT(v);
-        for (uint32_t i = 0; i < st->nsrc; i++) v[i] = tir_simplify(an, st->src[i]);
+        for (uint32_t i = 0; i < st->nsrc; i++)
+            v[i] = tir_simplify(an, st->src[i]);
         tir_node r = tir_with_src(st, (int)st->nsrc, v);
-        if (v != small) free(v);
+        if (v != small)
+            free(v);
         return r;
     }
     case TIR_ALLOCATE: {
         tir_node body = simp_stmt(an, st->src[2]);
-        if (is_nop(body)) return body;
+        if (is_nop(body))
+            return body;
         tir_node src[3] = {st->src[0], tir_simplify(an, st->src[1]), body};
         return tir_with_src(st, 3, src);
     }
@@ -1104,7 +1247,8 @@ static tir_node simp_stmt(tir_analyzer *an, tir_node st) {
 }
 
 tir_node tir_simplify_stmt(tir_analyzer *an, tir_node s) {
-    if (an) return simp_stmt(an, s);
+    if (an)
+        return simp_stmt(an, s);
     tir_analyzer *tmp = tir_analyzer_new(s->ctx);
     KILN_ASSERT(tmp);
     tir_node r = simp_stmt(tmp, s);

@@ -17,13 +17,15 @@ static uint32_t hash_mix(uint32_t h, uint64_t v) {
 
 static uint32_t hash_str(const char *s) {
     uint32_t h = 2166136261u;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
     return h;
 }
 
 kiln_ctx *kiln_ctx_new(void) {
     kiln_ctx *ctx = kiln_calloc(1, sizeof *ctx);
-    if (!ctx) return NULL;
+    if (!ctx)
+        return NULL;
     ctx->arena = arena_new();
     ctx->cap = 1024;
     ctx->table = kiln_calloc(ctx->cap, sizeof(tir_node));
@@ -37,7 +39,8 @@ kiln_ctx *kiln_ctx_new(void) {
 }
 
 void kiln_ctx_free(kiln_ctx *ctx) {
-    if (!ctx) return;
+    if (!ctx)
+        return;
     arena_free(ctx->arena);
     free(ctx->table);
     free(ctx->strs);
@@ -45,18 +48,23 @@ void kiln_ctx_free(kiln_ctx *ctx) {
     free(ctx);
 }
 
-arena *tir_arena(kiln_ctx *ctx) { return ctx->arena; }
+arena *tir_arena(kiln_ctx *ctx) {
+    return ctx->arena;
+}
 
 const char *tir_intern(kiln_ctx *ctx, const char *s) {
-    if (!s) return NULL;
+    if (!s)
+        return NULL;
     if (ctx->scount * 2 >= ctx->scap) {
         size_t ncap = ctx->scap * 2;
         const char **nt = calloc(ncap, sizeof(char *));
         KILN_ASSERT(nt);
         for (size_t i = 0; i < ctx->scap; i++) {
-            if (!ctx->strs[i]) continue;
+            if (!ctx->strs[i])
+                continue;
             size_t j = hash_str(ctx->strs[i]) & (ncap - 1);
-            while (nt[j]) j = (j + 1) & (ncap - 1);
+            while (nt[j])
+                j = (j + 1) & (ncap - 1);
             nt[j] = ctx->strs[i];
         }
         free(ctx->strs);
@@ -65,7 +73,8 @@ const char *tir_intern(kiln_ctx *ctx, const char *s) {
     }
     size_t j = hash_str(s) & (ctx->scap - 1);
     while (ctx->strs[j]) {
-        if (strcmp(ctx->strs[j], s) == 0) return ctx->strs[j];
+        if (strcmp(ctx->strs[j], s) == 0)
+            return ctx->strs[j];
         j = (j + 1) & (ctx->scap - 1);
     }
     ctx->strs[j] = arena_strdup(ctx->arena, s);
@@ -84,7 +93,8 @@ static uint32_t node_hash(const struct kiln_node *n) {
     h = hash_mix(h, fb);
     h = hash_mix(h, (uint64_t)(uintptr_t)n->name);
     h = hash_mix(h, (uint64_t)(uintptr_t)n->ptr);
-    for (uint32_t i = 0; i < n->nsrc; i++) h = hash_mix(h, (uint64_t)(uintptr_t)n->src[i]);
+    for (uint32_t i = 0; i < n->nsrc; i++)
+        h = hash_mix(h, (uint64_t)(uintptr_t)n->src[i]);
     return h ? h : 1;
 }
 
@@ -93,9 +103,11 @@ static int node_equal(const struct kiln_node *a, const struct kiln_node *b) {
         a->aux != b->aux || a->ival != b->ival || a->name != b->name || a->ptr != b->ptr ||
         a->nsrc != b->nsrc)
         return 0;
-    if (memcmp(&a->fval, &b->fval, sizeof a->fval) != 0) return 0;
+    if (memcmp(&a->fval, &b->fval, sizeof a->fval) != 0)
+        return 0;
     for (uint32_t i = 0; i < a->nsrc; i++)
-        if (a->src[i] != b->src[i]) return 0;
+        if (a->src[i] != b->src[i])
+            return 0;
     return 1;
 }
 
@@ -105,9 +117,11 @@ static void table_grow(kiln_ctx *ctx) {
     KILN_ASSERT(nt);
     for (size_t i = 0; i < ctx->cap; i++) {
         tir_node n = ctx->table[i];
-        if (!n) continue;
+        if (!n)
+            continue;
         size_t j = n->hash & (ncap - 1);
-        while (nt[j]) j = (j + 1) & (ncap - 1);
+        while (nt[j])
+            j = (j + 1) & (ncap - 1);
         nt[j] = n;
     }
     free(ctx->table);
@@ -115,11 +129,11 @@ static void table_grow(kiln_ctx *ctx) {
     ctx->cap = ncap;
 }
 
-tir_node tir_make(kiln_ctx *ctx, tir_op op, kiln_dtype dt, int lanes, uint32_t aux,
-                  int64_t ival, double fval, const char *name, void *ptr, int nsrc,
-                  const tir_node *src) {
+tir_node tir_make(kiln_ctx *ctx, tir_op op, kiln_dtype dt, int lanes, uint32_t aux, int64_t ival,
+                  double fval, const char *name, void *ptr, int nsrc, const tir_node *src) {
     KILN_ASSERT(ctx && nsrc >= 0 && lanes >= 1 && lanes < 65536);
-    for (int i = 0; i < nsrc; i++) KILN_ASSERT(src[i] != NULL);
+    for (int i = 0; i < nsrc; i++)
+        KILN_ASSERT(src[i] != NULL);
     size_t sz = sizeof(struct kiln_node) + (size_t)nsrc * sizeof(tir_node);
     struct kiln_node *key = ctx->scratch_cap >= sz ? ctx->scratch : NULL;
     if (!key) {
@@ -140,13 +154,16 @@ tir_node tir_make(kiln_ctx *ctx, tir_op op, kiln_dtype dt, int lanes, uint32_t a
     key->fval = fval;
     key->name = name ? tir_intern(ctx, name) : NULL;
     key->ptr = ptr;
-    if (nsrc) memcpy((void *)key->src, src, (size_t)nsrc * sizeof(tir_node));
+    if (nsrc)
+        memcpy((void *)key->src, src, (size_t)nsrc * sizeof(tir_node));
     key->hash = node_hash(key);
 
-    if (ctx->count * 2 >= ctx->cap) table_grow(ctx);
+    if (ctx->count * 2 >= ctx->cap)
+        table_grow(ctx);
     size_t j = key->hash & (ctx->cap - 1);
     while (ctx->table[j]) {
-        if (node_equal(ctx->table[j], key)) return ctx->table[j];
+        if (node_equal(ctx->table[j], key))
+            return ctx->table[j];
         j = (j + 1) & (ctx->cap - 1);
     }
     struct kiln_node *n = arena_alloc(ctx->arena, sz);
@@ -159,11 +176,13 @@ tir_node tir_make(kiln_ctx *ctx, tir_op op, kiln_dtype dt, int lanes, uint32_t a
 tir_node tir_with_src(tir_node n, int nsrc, const tir_node *src) {
     if ((uint32_t)nsrc == n->nsrc) {
         int same = 1;
-        for (int i = 0; i < nsrc && same; i++) same = src[i] == n->src[i];
-        if (same) return n;
+        for (int i = 0; i < nsrc && same; i++)
+            same = src[i] == n->src[i];
+        if (same)
+            return n;
     }
-    return tir_make(n->ctx, (tir_op)n->op, (kiln_dtype)n->dtype, n->lanes, n->aux, n->ival,
-                    n->fval, n->name, n->ptr, nsrc, src);
+    return tir_make(n->ctx, (tir_op)n->op, (kiln_dtype)n->dtype, n->lanes, n->aux, n->ival, n->fval,
+                    n->name, n->ptr, nsrc, src);
 }
 
 /* ---- constructors ----------------------------------------------------------- */
@@ -172,10 +191,13 @@ tir_node tir_int(kiln_ctx *ctx, kiln_dtype dt, int64_t v) {
     return tir_make(ctx, TIR_INT, dt, 1, 0, v, 0, NULL, NULL, 0, NULL);
 }
 
-tir_node tir_i64(kiln_ctx *ctx, int64_t v) { return tir_int(ctx, KILN_INT64, v); }
+tir_node tir_i64(kiln_ctx *ctx, int64_t v) {
+    return tir_int(ctx, KILN_INT64, v);
+}
 
 tir_node tir_floatc(kiln_ctx *ctx, kiln_dtype dt, double v) {
-    if (v == 0) v = 0; /* -0.0 and 0.0 are one constant only if equal bits: keep sign */
+    if (v == 0)
+        v = 0; /* -0.0 and 0.0 are one constant only if equal bits: keep sign */
     return tir_make(ctx, TIR_FLOAT, dt, 1, 0, 0, v, NULL, NULL, 0, NULL);
 }
 
@@ -189,11 +211,13 @@ tir_node tir_var(kiln_ctx *ctx, const char *name, kiln_dtype dt) {
 }
 
 tir_node tir_handle(kiln_ctx *ctx, const char *name, kiln_dtype elem) {
-    return tir_make(ctx, TIR_VAR, KILN_HANDLE, 1, (uint32_t)elem, ++ctx->next_id, 0, name, NULL,
-                    0, NULL);
+    return tir_make(ctx, TIR_VAR, KILN_HANDLE, 1, (uint32_t)elem, ++ctx->next_id, 0, name, NULL, 0,
+                    NULL);
 }
 
-static int is_bool_result(tir_op op) { return op >= TIR_EQ && op <= TIR_OR; }
+static int is_bool_result(tir_op op) {
+    return op >= TIR_EQ && op <= TIR_OR;
+}
 
 tir_node tir_bin(tir_op op, tir_node a, tir_node b) {
     KILN_ASSERT(a->ctx == b->ctx);
@@ -203,9 +227,15 @@ tir_node tir_bin(tir_op op, tir_node a, tir_node b) {
     return tir_make(a->ctx, op, dt, lanes, 0, 0, 0, NULL, NULL, 2, s);
 }
 
-tir_node tir_add(tir_node a, tir_node b) { return tir_bin(TIR_ADD, a, b); }
-tir_node tir_sub(tir_node a, tir_node b) { return tir_bin(TIR_SUB, a, b); }
-tir_node tir_mul(tir_node a, tir_node b) { return tir_bin(TIR_MUL, a, b); }
+tir_node tir_add(tir_node a, tir_node b) {
+    return tir_bin(TIR_ADD, a, b);
+}
+tir_node tir_sub(tir_node a, tir_node b) {
+    return tir_bin(TIR_SUB, a, b);
+}
+tir_node tir_mul(tir_node a, tir_node b) {
+    return tir_bin(TIR_MUL, a, b);
+}
 
 tir_node tir_not(tir_node a) {
     return tir_make(a->ctx, TIR_NOT, KILN_BOOL, a->lanes, 0, 0, 0, NULL, NULL, 1, &a);
@@ -214,12 +244,14 @@ tir_node tir_not(tir_node a) {
 tir_node tir_select(tir_node c, tir_node a, tir_node b) {
     tir_node s[3] = {c, a, b};
     int lanes = a->lanes > b->lanes ? a->lanes : b->lanes;
-    if (c->lanes > lanes) lanes = c->lanes;
+    if (c->lanes > lanes)
+        lanes = c->lanes;
     return tir_make(a->ctx, TIR_SELECT, (kiln_dtype)a->dtype, lanes, 0, 0, 0, NULL, NULL, 3, s);
 }
 
 tir_node tir_cast(kiln_dtype dt, tir_node a) {
-    if (a->dtype == dt) return a;
+    if (a->dtype == dt)
+        return a;
     return tir_make(a->ctx, TIR_CAST, dt, a->lanes, 0, 0, 0, NULL, NULL, 1, &a);
 }
 
@@ -236,15 +268,14 @@ tir_node tir_load(kiln_ctx *ctx, tir_node buf, tir_node index) {
 
 tir_node tir_ramp(tir_node base, tir_node stride, int lanes) {
     tir_node s[2] = {base, stride};
-    return tir_make(base->ctx, TIR_RAMP, (kiln_dtype)base->dtype, lanes, 0, 0, 0, NULL, NULL, 2,
-                    s);
+    return tir_make(base->ctx, TIR_RAMP, (kiln_dtype)base->dtype, lanes, 0, 0, 0, NULL, NULL, 2, s);
 }
 
 tir_node tir_broadcast(tir_node v, int lanes) {
-    if (lanes == 1) return v;
+    if (lanes == 1)
+        return v;
     KILN_ASSERT(v->lanes == 1);
-    return tir_make(v->ctx, TIR_BROADCAST, (kiln_dtype)v->dtype, lanes, 0, 0, 0, NULL, NULL, 1,
-                    &v);
+    return tir_make(v->ctx, TIR_BROADCAST, (kiln_dtype)v->dtype, lanes, 0, 0, 0, NULL, NULL, 1, &v);
 }
 
 tir_node tir_for(tir_node var, tir_node min, tir_node extent, tir_for_kind kind,
@@ -271,11 +302,14 @@ tir_node tir_if(tir_node cond, tir_node then_s, tir_node else_s) {
 
 tir_node tir_seq(kiln_ctx *ctx, int n, const tir_node *stmts) {
     int total = 0;
-    for (int i = 0; i < n; i++) total += stmts[i]->op == TIR_SEQ ? (int)stmts[i]->nsrc : 1;
+    for (int i = 0; i < n; i++)
+        total += stmts[i]->op == TIR_SEQ ? (int)stmts[i]->nsrc : 1;
     if (total == 1) {
         for (int i = 0; i < n; i++) {
-            if (stmts[i]->op != TIR_SEQ) return stmts[i];
-            if (stmts[i]->nsrc == 1) return stmts[i]->src[0];
+            if (stmts[i]->op != TIR_SEQ)
+                return stmts[i];
+            if (stmts[i]->nsrc == 1)
+                return stmts[i]->src[0];
         }
     }
     tir_node small[16] = {0};
@@ -284,12 +318,14 @@ tir_node tir_seq(kiln_ctx *ctx, int n, const tir_node *stmts) {
     int k = 0;
     for (int i = 0; i < n; i++) {
         if (stmts[i]->op == TIR_SEQ)
-            for (uint32_t j = 0; j < stmts[i]->nsrc; j++) flat[k++] = stmts[i]->src[j];
+            for (uint32_t j = 0; j < stmts[i]->nsrc; j++)
+                flat[k++] = stmts[i]->src[j];
         else
             flat[k++] = stmts[i];
     }
     tir_node r = tir_make(ctx, TIR_SEQ, KILN_HANDLE, 1, 0, 0, 0, NULL, NULL, total, flat);
-    if (flat != small) free(flat);
+    if (flat != small)
+        free(flat);
     return r;
 }
 
@@ -304,7 +340,9 @@ tir_node tir_nop(kiln_ctx *ctx) {
 
 /* ---- inspecting -------------------------------------------------------------- */
 
-int tir_is_stmt(tir_node n) { return n->op >= TIR_FOR; }
+int tir_is_stmt(tir_node n) {
+    return n->op >= TIR_FOR;
+}
 
 int tir_is_int_dtype(kiln_dtype dt) {
     return dt == KILN_INT8 || dt == KILN_UINT8 || dt == KILN_INT32 || dt == KILN_INT64 ||
@@ -316,26 +354,30 @@ int tir_is_float_dtype(kiln_dtype dt) {
 }
 
 int tir_const_int(tir_node n, int64_t *v) {
-    if (n->op != TIR_INT || n->lanes != 1) return 0;
-    if (v) *v = n->ival;
+    if (n->op != TIR_INT || n->lanes != 1)
+        return 0;
+    if (v)
+        *v = n->ival;
     return 1;
 }
 
-int tir_is_const(tir_node n) { return (n->op == TIR_INT || n->op == TIR_FLOAT) && n->lanes == 1; }
+int tir_is_const(tir_node n) {
+    return (n->op == TIR_INT || n->op == TIR_FLOAT) && n->lanes == 1;
+}
 
 const char *tir_op_name(tir_op op) {
     static const char *names[TIR_OP_COUNT] = {
-        "int", "float", "var", "add", "sub", "mul", "div", "mod", "floordiv", "floormod",
-        "min", "max", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "select",
-        "cast", "call", "tensor_read", "reduce", "load", "ramp", "broadcast", "for",
-        "store", "provide", "allocate", "if", "seq"};
+        "int",       "float",    "var",      "add",         "sub",      "mul",  "div",
+        "mod",       "floordiv", "floormod", "min",         "max",      "eq",   "ne",
+        "lt",        "le",       "gt",       "ge",          "and",      "or",   "not",
+        "select",    "cast",     "call",     "tensor_read", "reduce",   "load", "ramp",
+        "broadcast", "for",      "store",    "provide",     "allocate", "if",   "seq"};
     return (unsigned)op < TIR_OP_COUNT ? names[op] : "?";
 }
 
 const char *tir_intrin_name(tir_intrin f) {
-    static const char *names[TIR_INTRIN_COUNT] = {"exp",  "log",   "sqrt", "rsqrt",
-                                                  "tanh", "sigmoid", "erf", "pow",
-                                                  "floor", "ceil", "abs", "round"};
+    static const char *names[TIR_INTRIN_COUNT] = {"exp", "log", "sqrt",  "rsqrt", "tanh", "sigmoid",
+                                                  "erf", "pow", "floor", "ceil",  "abs",  "round"};
     return (unsigned)f < TIR_INTRIN_COUNT ? names[f] : "?";
 }
 
@@ -347,10 +389,12 @@ typedef struct {
 } memo;
 
 static tir_node memo_get(memo *m, tir_node k) {
-    if (!m->cap) return NULL;
+    if (!m->cap)
+        return NULL;
     size_t j = k->hash & (m->cap - 1);
     while (m->keys[j]) {
-        if (m->keys[j] == k) return m->vals[j];
+        if (m->keys[j] == k)
+            return m->vals[j];
         j = (j + 1) & (m->cap - 1);
     }
     return NULL;
@@ -365,13 +409,16 @@ static void memo_put(memo *m, tir_node k, tir_node v) {
         KILN_ASSERT(m->keys && m->vals);
         m->count = 0;
         for (size_t i = 0; i < old.cap; i++)
-            if (old.keys[i]) memo_put(m, old.keys[i], old.vals[i]);
+            if (old.keys[i])
+                memo_put(m, old.keys[i], old.vals[i]);
         free(old.keys);
         free(old.vals);
     }
     size_t j = k->hash & (m->cap - 1);
-    while (m->keys[j] && m->keys[j] != k) j = (j + 1) & (m->cap - 1);
-    if (!m->keys[j]) m->count++;
+    while (m->keys[j] && m->keys[j] != k)
+        j = (j + 1) & (m->cap - 1);
+    if (!m->keys[j])
+        m->count++;
     m->keys[j] = k;
     m->vals[j] = v;
 }
@@ -384,13 +431,16 @@ typedef struct {
 
 static tir_node rewrite_rec(rewriter *rw, tir_node n) {
     tir_node hit = memo_get(&rw->m, n);
-    if (hit) return hit;
+    if (hit)
+        return hit;
     tir_node small[8] = {0};
     tir_node *src = n->nsrc <= 8 ? small : malloc(n->nsrc * sizeof(tir_node));
     KILN_ASSERT(src);
-    for (uint32_t i = 0; i < n->nsrc; i++) src[i] = rewrite_rec(rw, n->src[i]);
+    for (uint32_t i = 0; i < n->nsrc; i++)
+        src[i] = rewrite_rec(rw, n->src[i]);
     tir_node r = tir_with_src(n, (int)n->nsrc, src);
-    if (src != small) free(src);
+    if (src != small)
+        free(src);
     r = rw->fn(r, rw->user);
     memo_put(&rw->m, n, r);
     return r;
@@ -411,23 +461,29 @@ typedef struct {
 
 static tir_node subst_fn(tir_node n, void *user) {
     subst *s = user;
-    if (n->op != TIR_VAR) return n;
+    if (n->op != TIR_VAR)
+        return n;
     for (int i = 0; i < s->n; i++)
-        if (s->vars[i] == n) return s->values[i];
+        if (s->vars[i] == n)
+            return s->values[i];
     return n;
 }
 
 tir_node tir_substitute(tir_node root, int n, const tir_node *vars, const tir_node *values) {
-    if (n == 0) return root;
+    if (n == 0)
+        return root;
     subst s = {n, vars, values};
     return tir_rewrite(root, subst_fn, &s);
 }
 
 static int uses_rec(tir_node n, tir_node v, memo *seen) {
-    if (n == v) return 1;
-    if (memo_get(seen, n)) return 0;
+    if (n == v)
+        return 1;
+    if (memo_get(seen, n))
+        return 0;
     for (uint32_t i = 0; i < n->nsrc; i++)
-        if (uses_rec(n->src[i], v, seen)) return 1;
+        if (uses_rec(n->src[i], v, seen))
+            return 1;
     memo_put(seen, n, n);
     return 0;
 }

@@ -42,10 +42,10 @@ typedef enum {
     TIR_GE,
     TIR_AND,
     TIR_OR,
-    TIR_NOT,    /* src[0] */
-    TIR_SELECT, /* src[0] ? src[1] : src[2] */
-    TIR_CAST,   /* src[0] converted to the node's dtype */
-    TIR_CALL,   /* aux = tir_intrin; src = arguments */
+    TIR_NOT,         /* src[0] */
+    TIR_SELECT,      /* src[0] ? src[1] : src[2] */
+    TIR_CAST,        /* src[0] converted to the node's dtype */
+    TIR_CALL,        /* aux = tir_intrin; src = arguments */
     TIR_TENSOR_READ, /* ptr = kiln_tensor*, name = its name; src = indices */
     TIR_REDUCE,      /* aux = tir_combiner; src[0] = source; src[1..] = the
                         reduce axis VARs (each var's ptr is its te_dom) */
@@ -67,8 +67,19 @@ typedef enum {
 } tir_op;
 
 typedef enum {
-    TIR_EXP, TIR_LOG, TIR_SQRT, TIR_RSQRT, TIR_TANH, TIR_SIGMOID, TIR_ERF,
-    TIR_POW, TIR_FLOOR, TIR_CEIL, TIR_ABS, TIR_ROUND, TIR_INTRIN_COUNT
+    TIR_EXP,
+    TIR_LOG,
+    TIR_SQRT,
+    TIR_RSQRT,
+    TIR_TANH,
+    TIR_SIGMOID,
+    TIR_ERF,
+    TIR_POW,
+    TIR_FLOOR,
+    TIR_CEIL,
+    TIR_ABS,
+    TIR_ROUND,
+    TIR_INTRIN_COUNT
 } tir_intrin;
 
 typedef enum { TIR_RSUM, TIR_RMAX, TIR_RMIN, TIR_RPROD, TIR_COMBINER_COUNT } tir_combiner;
@@ -119,8 +130,8 @@ KILN_HIDDEN const char *tir_intern(kiln_ctx *ctx, const char *s);
 /* ---- constructing ------------------------------------------------------ */
 /* The one constructor: returns the unique node with these fields. */
 KILN_HIDDEN tir_node tir_make(kiln_ctx *ctx, tir_op op, kiln_dtype dt, int lanes, uint32_t aux,
-                              int64_t ival, double fval, const char *name, void *ptr,
-                              int nsrc, const tir_node *src);
+                              int64_t ival, double fval, const char *name, void *ptr, int nsrc,
+                              const tir_node *src);
 /* Copy of n with new sources (same count or not); n itself if unchanged. */
 KILN_HIDDEN tir_node tir_with_src(tir_node n, int nsrc, const tir_node *src);
 
@@ -204,8 +215,8 @@ KILN_HIDDEN void tir_print_stmt(kstr *out, tir_node s, int indent);
 
 /* ---- a lowered function ------------------------------------------------ */
 typedef struct {
-    const char *name;      /* tensor name */
-    tir_node buf;          /* HANDLE var for its data */
+    const char *name; /* tensor name */
+    tir_node buf;     /* HANDLE var for its data */
     kiln_dtype dtype;
     int ndim;
     const tir_node *shape; /* TIR_INT or int64 TIR_VAR each */
@@ -215,9 +226,9 @@ typedef struct {
     const char *name;
     int nparams;
     tir_param *params;
-    int nvars;             /* symbolic sizes, in the order they are passed */
+    int nvars; /* symbolic sizes, in the order they are passed */
     const tir_node *vars;
-    tir_node body;         /* flat loop IR */
+    tir_node body; /* flat loop IR */
 } tir_func;
 
 /* "primfn name(A: float32[n], ...) {\n body }" */

@@ -86,7 +86,8 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
     }
     if (b->len + (size_t)n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 256;
-        while (cap < b->len + (size_t)n + 1) cap *= 2;
+        while (cap < b->len + (size_t)n + 1)
+            cap *= 2;
         char *nb = realloc(b->buf, cap);
         if (!nb) {
             fprintf(stderr, "kiln_conformance: out of memory\n");
@@ -104,7 +105,8 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
  * (with is never longer than what). */
 static void strip_all(char *s, const char *what, const char *with) {
     size_t wl = strlen(what), rl = strlen(with);
-    if (!wl || rl > wl) return;
+    if (!wl || rl > wl)
+        return;
     char *p;
     while ((p = strstr(s, what)) != NULL) {
         memcpy(p, with, rl);
@@ -126,24 +128,29 @@ static void make_reason(char *out, size_t cap, const char *prefix, const char *m
         strip_all(m, model_path, "model.onnx");
         free(mp);
     }
-    if (pkg_path && *pkg_path) strip_all(m, pkg_path, "<package>");
+    if (pkg_path && *pkg_path)
+        strip_all(m, pkg_path, "<package>");
     size_t o = 0;
     int space = 0;
     o += (size_t)snprintf(out, cap, "%s", prefix);
-    if (o >= cap) o = cap - 1;
+    if (o >= cap)
+        o = cap - 1;
     for (const char *p = m; *p && o + 1 < cap; p++) {
         if (isspace((unsigned char)*p)) {
             space = 1;
             continue;
         }
-        if (space && o > 0 && out[o - 1] != ' ') out[o++] = ' ';
-        if (o + 1 >= cap) break;
+        if (space && o > 0 && out[o - 1] != ' ')
+            out[o++] = ' ';
+        if (o + 1 >= cap)
+            break;
         space = 0;
         out[o++] = *p;
     }
     out[o] = '\0';
     /* mark a trimmed message */
-    if (o + 1 >= cap && cap > 4) memcpy(out + cap - 4, "...", 4);
+    if (o + 1 >= cap && cap > 4)
+        memcpy(out + cap - 4, "...", 4);
     free(m);
 }
 
@@ -164,14 +171,16 @@ static char **list_tests(const char *dir, int *count) {
     char **names = xmalloc(sizeof(char *) * (size_t)cap);
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, "test_", 5) != 0) continue;
+        if (strncmp(e->d_name, "test_", 5) != 0)
+            continue;
         size_t pl = strlen(dir) + strlen(e->d_name) + 16;
         char *p = xmalloc(pl);
         snprintf(p, pl, "%s/%s/model.onnx", dir, e->d_name);
         struct stat st;
         int ok = stat(p, &st) == 0 && S_ISREG(st.st_mode);
         free(p);
-        if (!ok) continue;
+        if (!ok)
+            continue;
         if (n == cap) {
             cap *= 2;
             char **nn = realloc(names, sizeof(char *) * (size_t)cap);
@@ -190,7 +199,8 @@ static char **list_tests(const char *dir, int *count) {
 }
 
 static void free_names(char **names, int n) {
-    for (int i = 0; i < n; i++) free(names[i]);
+    for (int i = 0; i < n; i++)
+        free(names[i]);
     free(names);
 }
 
@@ -228,8 +238,7 @@ static float bf16_to_float(uint16_t h) {
 }
 
 static int is_float(kiln_dtype dt) {
-    return dt == KILN_FLOAT32 || dt == KILN_FLOAT64 || dt == KILN_FLOAT16 ||
-           dt == KILN_BFLOAT16;
+    return dt == KILN_FLOAT32 || dt == KILN_FLOAT64 || dt == KILN_FLOAT16 || dt == KILN_BFLOAT16;
 }
 
 /* Element i of a contiguous array as a double (floats) or int64 (others). */
@@ -259,7 +268,8 @@ static void shape_str(char *out, size_t cap, const kiln_ndarray *a) {
     for (int d = 0; d < kiln_ndarray_ndim(a) && o < cap; d++)
         o += (size_t)snprintf(out + o, cap - o, "%s%lld", d ? "," : "",
                               (long long)kiln_ndarray_dim(a, d));
-    if (o < cap) snprintf(out + o, cap - o, "]");
+    if (o < cap)
+        snprintf(out + o, cap - o, "]");
 }
 
 /* 1 if `got` matches `exp`; else 0 with a reason. */
@@ -267,8 +277,8 @@ static int compare(const kiln_ndarray *got, const kiln_ndarray *exp, int k, char
                    size_t cap) {
     kiln_dtype gd = kiln_ndarray_dtype(got), ed = kiln_ndarray_dtype(exp);
     if (gd != ed) {
-        snprintf(reason, cap, "wrong dtype: output %d is %s, expected %s", k,
-                 kiln_dtype_name(gd), kiln_dtype_name(ed));
+        snprintf(reason, cap, "wrong dtype: output %d is %s, expected %s", k, kiln_dtype_name(gd),
+                 kiln_dtype_name(ed));
         return 0;
     }
     int same = kiln_ndarray_ndim(got) == kiln_ndarray_ndim(exp);
@@ -292,10 +302,13 @@ static int compare(const kiln_ndarray *got, const kiln_ndarray *exp, int k, char
     for (int64_t i = 0; i < n; i++) {
         if (is_float(ed)) {
             double gv = get_f(g, gd, i), ev = get_f(e, ed, i);
-            if (gv == ev || (isnan(gv) && isnan(ev))) continue;
+            if (gv == ev || (isnan(gv) && isnan(ev)))
+                continue;
             double err = fabs(gv - ev);
-            if (err <= ATOL + RTOL * fabs(ev)) continue;
-            if (isnan(err)) err = INFINITY; /* NaN vs number, or inf vs -inf */
+            if (err <= ATOL + RTOL * fabs(ev))
+                continue;
+            if (isnan(err))
+                err = INFINITY; /* NaN vs number, or inf vs -inf */
             nbad++;
             if (err > worst_err) {
                 worst_err = err;
@@ -303,7 +316,8 @@ static int compare(const kiln_ndarray *got, const kiln_ndarray *exp, int k, char
             }
         } else {
             int64_t gv = get_i(g, gd, i), ev = get_i(e, ed, i);
-            if (gv == ev) continue;
+            if (gv == ev)
+                continue;
             double err = fabs((double)gv - (double)ev);
             nbad++;
             if (err > worst_err) {
@@ -338,7 +352,8 @@ static int count_pb(const char *dir, const char *prefix) {
     for (;;) {
         char p[4200];
         snprintf(p, sizeof p, "%.4095s/%.64s%d.pb", dir, prefix, n);
-        if (access(p, R_OK) != 0) return n;
+        if (access(p, R_OK) != 0)
+            return n;
         n++;
     }
 }
@@ -371,7 +386,8 @@ static int run_test(const char *data_dir, const char *name, const char *pkg, cha
         int init = 0;
         for (size_t j = 0; j < gp->n_initializer && !init; j++)
             init = strcmp(gp->initializer[j]->name, gp->input[i]->name) == 0;
-        if (init) continue;
+        if (init)
+            continue;
         if (nin == MAX_INPUTS) {
             snprintf(reason, cap, "more than %d inputs", MAX_INPUTS);
             goto done;
@@ -384,15 +400,17 @@ static int run_test(const char *data_dir, const char *name, const char *pkg, cha
         for (size_t i = 0; i < cnt; i++) {
             const Onnx__ValueInfoProto *vi = io ? gp->output[i] : gp->input[i];
             int vc = vi->type ? (int)vi->type->value_case : 0;
-            const char *kind = vc == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE ? "a sequence"
-                               : vc == ONNX__TYPE_PROTO__VALUE_MAP_TYPE    ? "a map"
+            const char *kind = vc == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE   ? "a sequence"
+                               : vc == ONNX__TYPE_PROTO__VALUE_MAP_TYPE      ? "a map"
                                : vc == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE ? "an optional"
                                : vc == ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE
                                    ? "a sparse tensor"
                                    : NULL;
             if (kind) {
-                snprintf(reason, cap, "graph %s '%.60s' is %s, not a tensor (kiln runs tensors "
-                         "only)", io ? "output" : "input", vi->name, kind);
+                snprintf(reason, cap,
+                         "graph %s '%.60s' is %s, not a tensor (kiln runs tensors "
+                         "only)",
+                         io ? "output" : "input", vi->name, kind);
                 goto done;
             }
         }
@@ -461,12 +479,13 @@ static int run_test(const char *data_dir, const char *name, const char *pkg, cha
         goto done;
     }
     if (kiln_executor_num_outputs(ex) != nout_files) {
-        snprintf(reason, cap, "wrong output count: %d, expected %d",
-                 kiln_executor_num_outputs(ex), nout_files);
+        snprintf(reason, cap, "wrong output count: %d, expected %d", kiln_executor_num_outputs(ex),
+                 nout_files);
         goto done;
     }
     for (int i = 0; i < nout_files; i++)
-        if (!compare(kiln_executor_output(ex, i), outs[i], i, reason, cap)) goto done;
+        if (!compare(kiln_executor_output(ex, i), outs[i], i, reason, cap))
+            goto done;
     pass = 1;
 done:
     kiln_executor_free(ex);
@@ -512,9 +531,9 @@ static double now_s(void) {
 
 static int start_child(slot *s, const char *data_dir, result *r, int test, const char *tmp) {
     int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) return 0;
-    snprintf(s->pkg, sizeof s->pkg, "%s/kiln_conf_%ld_%s.tar", tmp, (long)getpid(),
-             r[test].name);
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return 0;
+    snprintf(s->pkg, sizeof s->pkg, "%s/kiln_conf_%ld_%s.tar", tmp, (long)getpid(), r[test].name);
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
@@ -532,16 +551,19 @@ static int start_child(slot *s, const char *data_dir, result *r, int test, const
         int pass = run_test(data_dir, r[test].name, s->pkg, reason, sizeof reason);
         char msg[REASON_MAX + 4];
         int n = snprintf(msg, sizeof msg, "%c%s", pass ? 'P' : 'F', pass ? "" : reason);
-        if (n > (int)sizeof msg - 1) n = (int)sizeof msg - 1;
+        if (n > (int)sizeof msg - 1)
+            n = (int)sizeof msg - 1;
         ssize_t off = 0;
         while (off < n) {
             ssize_t w = write(fds[1], msg + off, (size_t)(n - off));
-            if (w <= 0) break;
+            if (w <= 0)
+                break;
             off += w;
         }
         close(fds[1]);
         /* exit() runs LeakSanitizer in an ASan build; _exit() skips it */
-        if (g_leak_check) exit(0);
+        if (g_leak_check)
+            exit(0);
         _exit(0);
     }
     setpgid(pid, pid); /* also here, against the race with the child's own call */
@@ -561,7 +583,8 @@ static void finish_child(slot *s, result *r) {
     while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR) {
     }
     /* the compiler it started may still be around if it was killed */
-    if (s->killed || WIFSIGNALED(status)) kill(-s->pid, SIGKILL);
+    if (s->killed || WIFSIGNALED(status))
+        kill(-s->pid, SIGKILL);
     close(s->fd);
     unlink(s->pkg);
     result *res = &r[s->test];
@@ -585,7 +608,8 @@ static void finish_child(slot *s, result *r) {
     } else {
         res->pass = s->buf[0] == 'P';
         snprintf(res->reason, sizeof res->reason, "%s", res->pass ? "" : s->buf + 1);
-        if (!res->pass && !res->reason[0]) snprintf(res->reason, sizeof res->reason, "failed");
+        if (!res->pass && !res->reason[0])
+            snprintf(res->reason, sizeof res->reason, "failed");
     }
     s->pid = 0;
 }
@@ -600,10 +624,10 @@ static void print_result(FILE *f, const result *r) {
 
 /* Run the tests with at most `jobs` children at once, printing the results
  * in order as they become known. */
-static void run_all(const char *data_dir, result *r, int n, int jobs, double timeout,
-                    FILE *out) {
+static void run_all(const char *data_dir, result *r, int n, int jobs, double timeout, FILE *out) {
     const char *tmp = getenv("TMPDIR");
-    if (!tmp || !*tmp) tmp = "/tmp";
+    if (!tmp || !*tmp)
+        tmp = "/tmp";
     slot *slots = calloc((size_t)jobs, sizeof(slot));
     struct pollfd *pfds = calloc((size_t)jobs, sizeof(struct pollfd));
     int *pidx = calloc((size_t)jobs, sizeof(int));
@@ -614,12 +638,12 @@ static void run_all(const char *data_dir, result *r, int n, int jobs, double tim
     int next = 0, running = 0, printed = 0;
     while (next < n || running > 0) {
         for (int j = 0; j < jobs && next < n; j++) {
-            if (slots[j].pid) continue;
+            if (slots[j].pid)
+                continue;
             if (!start_child(&slots[j], data_dir, r, next, tmp)) {
                 r[next].done = 1;
                 r[next].pass = 0;
-                snprintf(r[next].reason, sizeof r[next].reason, "cannot fork: %s",
-                         strerror(errno));
+                snprintf(r[next].reason, sizeof r[next].reason, "cannot fork: %s", strerror(errno));
             } else {
                 running++;
             }
@@ -640,7 +664,8 @@ static void run_all(const char *data_dir, result *r, int n, int jobs, double tim
                 exit(2);
             }
             for (int k = 0; k < np && pr > 0; k++) {
-                if (!pfds[k].revents) continue;
+                if (!pfds[k].revents)
+                    continue;
                 slot *s = &slots[pidx[k]];
                 char tmpb[256];
                 ssize_t rd = read(s->fd, tmpb, sizeof tmpb);
@@ -662,9 +687,11 @@ static void run_all(const char *data_dir, result *r, int n, int jobs, double tim
                 kill(-slots[j].pid, SIGKILL);
                 kill(slots[j].pid, SIGKILL);
             }
-        while (printed < n && r[printed].done) print_result(out, &r[printed++]);
+        while (printed < n && r[printed].done)
+            print_result(out, &r[printed++]);
     }
-    while (printed < n && r[printed].done) print_result(out, &r[printed++]);
+    while (printed < n && r[printed].done)
+        print_result(out, &r[printed++]);
     free(slots);
     free(pfds);
     free(pidx);
@@ -688,10 +715,13 @@ static expect *read_expected(const char *path, int *count) {
     char line[4096];
     while (fgets(line, sizeof line, f)) {
         char *p = line;
-        while (isspace((unsigned char)*p)) p++;
-        if (!*p || *p == '#') continue;
+        while (isspace((unsigned char)*p))
+            p++;
+        if (!*p || *p == '#')
+            continue;
         char *q = p;
-        while (*q && !isspace((unsigned char)*q)) q++;
+        while (*q && !isspace((unsigned char)*q))
+            q++;
         *q = '\0';
         if (n == cap) {
             cap *= 2;
@@ -716,7 +746,8 @@ static int find_name(char **names, int n, const char *name) {
     while (lo <= hi) {
         int mid = (lo + hi) / 2;
         int c = strcmp(names[mid], name);
-        if (!c) return mid;
+        if (!c)
+            return mid;
         if (c < 0)
             lo = mid + 1;
         else
@@ -731,13 +762,18 @@ static int cmp_cstr(const void *a, const void *b) {
 
 /* Skip "node %N (op): " (a graph node in a compile error); the op into op. */
 static const char *skip_graph_node(const char *p, char *op, size_t cap) {
-    if (strncmp(p, "node %", 6) != 0) return p;
+    if (strncmp(p, "node %", 6) != 0)
+        return p;
     const char *q = p + 6;
-    while (isdigit((unsigned char)*q)) q++;
-    if (strncmp(q, " (", 2) != 0) return p;
+    while (isdigit((unsigned char)*q))
+        q++;
+    if (strncmp(q, " (", 2) != 0)
+        return p;
     const char *e = strstr(q, "): ");
-    if (!e) return p;
-    if (op) snprintf(op, cap, "%.*s", (int)(e - q - 2), q + 2);
+    if (!e)
+        return p;
+    if (op)
+        snprintf(op, cap, "%.*s", (int)(e - q - 2), q + 2);
     return e + 3;
 }
 
@@ -751,24 +787,32 @@ static void category(const char *reason, char *out, size_t cap) {
         char seen[16][64];
         int ns = 0;
         for (;;) {
-            while (*p == ' ') p++;
-            if (!*p || *p == '.') break;
+            while (*p == ' ')
+                p++;
+            if (!*p || *p == '.')
+                break;
             const char *s0 = p;
-            while (*p && *p != ' ') p++;
+            while (*p && *p != ' ')
+                p++;
             char op[64];
             snprintf(op, sizeof op, "%.*s", (int)(p - s0), s0);
             int dup = 0;
-            for (int i = 0; i < ns && !dup; i++) dup = strcmp(seen[i], op) == 0;
-            if (!dup && ns < 16) snprintf(seen[ns++], sizeof seen[0], "%s", op);
+            for (int i = 0; i < ns && !dup; i++)
+                dup = strcmp(seen[i], op) == 0;
+            if (!dup && ns < 16)
+                snprintf(seen[ns++], sizeof seen[0], "%s", op);
             const char *nx = strstr(p, " at node '");
-            if (!nx) break;
+            if (!nx)
+                break;
             nx = strchr(nx + 10, '\'');
-            if (!nx) break;
+            if (!nx)
+                break;
             p = nx + 1;
         }
         qsort(seen, (size_t)ns, sizeof seen[0], cmp_cstr);
         sbuf b = {0};
-        for (int i = 0; i < ns; i++) sb_printf(&b, "%s%s", i ? ", " : "", seen[i]);
+        for (int i = 0; i < ns; i++)
+            sb_printf(&b, "%s%s", i ? ", " : "", seen[i]);
         snprintf(out, cap, "unsupported op%s: %s", ns > 1 ? "s" : "", b.buf ? b.buf : "?");
         free(b.buf);
         return;
@@ -806,11 +850,13 @@ static void category(const char *reason, char *out, size_t cap) {
     p = skip_graph_node(p, op[0] ? NULL : op, sizeof op);
     while (!strncmp(p, "compute '", 9)) {
         const char *e = strstr(p + 9, "': ");
-        if (!e) break;
+        if (!e)
+            break;
         p = e + 3;
     }
     size_t o = (size_t)snprintf(out, cap, "%s%s%s", prefix, op, op[0] ? ": " : "");
-    if (o >= cap) o = cap - 1;
+    if (o >= cap)
+        o = cap - 1;
     int depth = 0;
     for (; *p && o + 3 < cap && o < 120; p++) {
         if (*p == '(') {
@@ -818,10 +864,12 @@ static void category(const char *reason, char *out, size_t cap) {
             continue;
         }
         if (*p == ')') {
-            if (depth) depth--;
+            if (depth)
+                depth--;
             continue;
         }
-        if (depth) continue;
+        if (depth)
+            continue;
         if (*p == '\'') {
             const char *e = strchr(p + 1, '\'');
             if (e) {
@@ -834,19 +882,22 @@ static void category(const char *reason, char *out, size_t cap) {
         if (isdigit((unsigned char)*p)) {
             /* digits after letters stay ("int16"); other numbers fold to N */
             const char *w = p;
-            while (w > reason && isdigit((unsigned char)w[-1])) w--;
+            while (w > reason && isdigit((unsigned char)w[-1]))
+                w--;
             if (w > reason && isalpha((unsigned char)w[-1])) {
                 out[o++] = *p;
                 continue;
             }
-            if (o == 0 || out[o - 1] != 'N') out[o++] = 'N';
+            if (o == 0 || out[o - 1] != 'N')
+                out[o++] = 'N';
             continue;
         }
-        if (*p == ' ' && o > 0 && out[o - 1] == ' ') continue;
+        if (*p == ' ' && o > 0 && out[o - 1] == ' ')
+            continue;
         out[o++] = *p;
     }
-    while (o > 0 && (out[o - 1] == ' ' || out[o - 1] == ',' || out[o - 1] == ';' ||
-                     out[o - 1] == ':'))
+    while (o > 0 &&
+           (out[o - 1] == ' ' || out[o - 1] == ',' || out[o - 1] == ';' || out[o - 1] == ':'))
         o--;
     out[o] = '\0';
 }
@@ -875,33 +926,38 @@ static void list_failures(FILE *f, const result *r, int n, int npass, int total_
     qsort(fe, (size_t)nf, sizeof(fail_entry), cmp_fail);
     for (int i = 0; i < nf; i++) {
         int c = 0;
-        for (int j = 0; j < nf; j++) c += strcmp(fe[i].cat, fe[j].cat) == 0;
+        for (int j = 0; j < nf; j++)
+            c += strcmp(fe[i].cat, fe[j].cat) == 0;
         count[i] = c;
     }
-    fprintf(f, "# ONNX backend node tests (Debian libonnx-testdata) that kiln fails, with\n"
-               "# the reason for each, grouped by reason. The onnx_conformance test\n"
-               "# (build/tests/kiln_conformance --expected THIS_FILE) fails if a test not\n"
-               "# listed here fails, or if this file names a test that does not exist; it\n"
-               "# lists tests that now pass under UNEXPECTED PASSES (remove them).\n"
-               "# Regenerate with:\n"
-               "#   build/tests/kiln_conformance --list-failures > "
-               "tests/conformance/expected_failures.txt\n"
-               "# Pass rate when generated: %d of %d (%.1f%%); %d failures.\n",
+    fprintf(f,
+            "# ONNX backend node tests (Debian libonnx-testdata) that kiln fails, with\n"
+            "# the reason for each, grouped by reason. The onnx_conformance test\n"
+            "# (build/tests/kiln_conformance --expected THIS_FILE) fails if a test not\n"
+            "# listed here fails, or if this file names a test that does not exist; it\n"
+            "# lists tests that now pass under UNEXPECTED PASSES (remove them).\n"
+            "# Regenerate with:\n"
+            "#   build/tests/kiln_conformance --list-failures > "
+            "tests/conformance/expected_failures.txt\n"
+            "# Pass rate when generated: %d of %d (%.1f%%); %d failures.\n",
             npass, total_run, total_run ? 100.0 * npass / total_run : 0.0, nf);
     /* categories in order of size (then name) */
     int *printed = calloc((size_t)(nf ? nf : 1), sizeof(int));
-    if (!printed) exit(2);
+    if (!printed)
+        exit(2);
     for (;;) {
         int best = -1;
         for (int i = 0; i < nf; i++)
             if (!printed[i] && (best < 0 || count[i] > count[best] ||
                                 (count[i] == count[best] && strcmp(fe[i].cat, fe[best].cat) < 0)))
                 best = i;
-        if (best < 0) break;
+        if (best < 0)
+            break;
         fprintf(f, "\n# %s (%d)\n", fe[best].cat, count[best]);
         /* entries of this category, in test-name order (results are sorted) */
         for (int i = 0; i < n; i++) {
-            if (r[i].pass) continue;
+            if (r[i].pass)
+                continue;
             for (int j = 0; j < nf; j++)
                 if (fe[j].idx == i && !printed[j] && strcmp(fe[j].cat, fe[best].cat) == 0) {
                     fprintf(f, "%s  %s\n", r[i].name, r[i].reason);
@@ -917,10 +973,9 @@ static void list_failures(FILE *f, const result *r, int n, int npass, int total_
 /* ---- main ---------------------------------------------------------------- */
 
 static void usage(void) {
-    fprintf(stderr,
-            "usage: kiln_conformance [--data DIR] [--filter SUBSTR] [--sample N]\n"
-            "                        [--expected FILE] [--list-failures] [--jobs N]\n"
-            "                        [--timeout SECONDS] [--leak-check]\n");
+    fprintf(stderr, "usage: kiln_conformance [--data DIR] [--filter SUBSTR] [--sample N]\n"
+                    "                        [--expected FILE] [--list-failures] [--jobs N]\n"
+                    "                        [--timeout SECONDS] [--leak-check]\n");
 }
 
 int main(int argc, char **argv) {
@@ -958,20 +1013,28 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (jobs < 1) jobs = 1;
-    if (jobs > 256) jobs = 256;
-    if (sample < 1) sample = 1;
-    if (!(timeout > 0)) timeout = 60;
-    if (filter && !*filter) filter = NULL;
+    if (jobs < 1)
+        jobs = 1;
+    if (jobs > 256)
+        jobs = 256;
+    if (sample < 1)
+        sample = 1;
+    if (!(timeout > 0))
+        timeout = 60;
+    if (filter && !*filter)
+        filter = NULL;
 
     int nall = 0;
     char **all = list_tests(data, &nall);
-    if (!all) return 2;
+    if (!all)
+        return 2;
     result *r = xmalloc(sizeof(result) * (size_t)(nall ? nall : 1));
     int n = 0, k = 0;
     for (int i = 0; i < nall; i++) {
-        if (filter && !strstr(all[i], filter)) continue;
-        if (k++ % sample) continue;
+        if (filter && !strstr(all[i], filter))
+            continue;
+        if (k++ % sample)
+            continue;
         memset(&r[n], 0, sizeof r[n]);
         r[n++].name = all[i];
     }
@@ -991,7 +1054,8 @@ int main(int argc, char **argv) {
     run_all(data, r, n, (int)jobs, timeout, out);
     double secs = now_s() - t0;
     int npass = 0;
-    for (int i = 0; i < n; i++) npass += r[i].pass;
+    for (int i = 0; i < n; i++)
+        npass += r[i].pass;
     fprintf(out, "conformance: %d passed, %d failed of %d (%.1f%% pass rate) in %.0f s\n", npass,
             n - npass, n, n ? 100.0 * npass / n : 0.0, secs);
 
@@ -1008,27 +1072,36 @@ int main(int argc, char **argv) {
         int nreg = 0, nunexp = 0;
         for (int i = 0; i < n; i++) {
             int listed = 0;
-            for (int j = 0; j < nex && !listed; j++) listed = strcmp(ex[j].name, r[i].name) == 0;
+            for (int j = 0; j < nex && !listed; j++)
+                listed = strcmp(ex[j].name, r[i].name) == 0;
             if (!r[i].pass && !listed) {
-                if (!nreg++) fprintf(out, "REGRESSIONS:\n");
+                if (!nreg++)
+                    fprintf(out, "REGRESSIONS:\n");
                 fprintf(out, "  %s: %s\n", r[i].name, r[i].reason);
             }
         }
         for (int i = 0; i < n; i++) {
             int listed = 0;
-            for (int j = 0; j < nex && !listed; j++) listed = strcmp(ex[j].name, r[i].name) == 0;
+            for (int j = 0; j < nex && !listed; j++)
+                listed = strcmp(ex[j].name, r[i].name) == 0;
             if (r[i].pass && listed) {
-                if (!nunexp++) fprintf(out, "UNEXPECTED PASSES:\n");
+                if (!nunexp++)
+                    fprintf(out, "UNEXPECTED PASSES:\n");
                 fprintf(out, "  %s\n", r[i].name);
             }
         }
-        fprintf(out, "expected failures: %d regressions, %d unexpected passes, %d unknown "
-                     "names\n", nreg, nunexp, missing);
-        if (nreg || missing) status = 1;
-        for (int i = 0; i < nex; i++) free(ex[i].name);
+        fprintf(out,
+                "expected failures: %d regressions, %d unexpected passes, %d unknown "
+                "names\n",
+                nreg, nunexp, missing);
+        if (nreg || missing)
+            status = 1;
+        for (int i = 0; i < nex; i++)
+            free(ex[i].name);
         free(ex);
     }
-    if (list) list_failures(stdout, r, n, npass, n);
+    if (list)
+        list_failures(stdout, r, n, npass, n);
     free(r);
     free_names(all, nall);
     return status;

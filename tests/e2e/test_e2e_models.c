@@ -68,14 +68,16 @@ static double elem(const kiln_ndarray *a, int64_t i, int *ok) {
 static void shape_str(const kiln_ndarray *a, char *buf, size_t n) {
     size_t k = (size_t)snprintf(buf, n, "[");
     for (int d = 0; d < kiln_ndarray_ndim(a) && k < n; d++)
-        k += (size_t)snprintf(buf + k, n - k, "%s%lld", d ? "," : "", (long long)kiln_ndarray_dim(a, d));
-    if (k < n) snprintf(buf + k, n - k, "] %s", kiln_dtype_name(kiln_ndarray_dtype(a)));
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", d ? "," : "",
+                              (long long)kiln_ndarray_dim(a, d));
+    if (k < n)
+        snprintf(buf + k, n - k, "] %s", kiln_dtype_name(kiln_ndarray_dtype(a)));
 }
 
 /* Compare one output; fills *max_err and *scale; returns 1 if within
  * tolerance, else 0 with a reason in why. */
-static int compare(const kiln_ndarray *got, const kiln_ndarray *exp, double *max_err,
-                   double *scale, char *why, size_t why_n) {
+static int compare(const kiln_ndarray *got, const kiln_ndarray *exp, double *max_err, double *scale,
+                   char *why, size_t why_n) {
     char gs[160], es[160];
     shape_str(got, gs, sizeof gs);
     shape_str(exp, es, sizeof es);
@@ -93,17 +95,20 @@ static int compare(const kiln_ndarray *got, const kiln_ndarray *exp, double *max
     int64_t n = kiln_ndarray_numel(exp), worst = -1, bad = 0;
     int ok = 1;
     double s = 0, worst_excess = -INFINITY;
-    for (int64_t i = 0; i < n; i++) s = fmax(s, fabs(elem(exp, i, &ok)));
+    for (int64_t i = 0; i < n; i++)
+        s = fmax(s, fabs(elem(exp, i, &ok)));
     *scale = s;
     *max_err = 0;
     for (int64_t i = 0; i < n; i++) {
         double g = elem(got, i, &ok), e = elem(exp, i, &ok);
         double err = fabs(g - e), tol = RTOL * fabs(e) + ATOL_OF_SCALE * s;
-        if (isnan(err)) err = INFINITY;
+        if (isnan(err))
+            err = INFINITY;
         *max_err = fmax(*max_err, err);
         if (!(err <= tol)) {
             bad++;
-            if (err - tol > worst_excess) worst_excess = err - tol, worst = i;
+            if (err - tol > worst_excess)
+                worst_excess = err - tol, worst = i;
         }
     }
     if (!ok) {
@@ -111,7 +116,8 @@ static int compare(const kiln_ndarray *got, const kiln_ndarray *exp, double *max
         return 0;
     }
     if (bad) {
-        snprintf(why, why_n, "%lld of %lld elements out of tolerance; worst at %lld: got %.9g, expected %.9g",
+        snprintf(why, why_n,
+                 "%lld of %lld elements out of tolerance; worst at %lld: got %.9g, expected %.9g",
                  (long long)bad, (long long)n, (long long)worst, elem(got, worst, &ok),
                  elem(exp, worst, &ok));
         return 0;
@@ -201,11 +207,12 @@ static int run_model(const char *dir, const char *name) {
             break;
         }
         int ok = got && compare(got, exp, &err, &scale, w, sizeof w);
-        printf("    %s %s: max |err| %.3g, scale %.4g (%.2g of scale)%s%s\n", name, on, err,
-               scale, scale > 0 ? err / scale : err, ok ? "" : " -- ", ok ? "" : (got ? w : "no output"));
+        printf("    %s %s: max |err| %.3g, scale %.4g (%.2g of scale)%s%s\n", name, on, err, scale,
+               scale > 0 ? err / scale : err, ok ? "" : " -- ", ok ? "" : (got ? w : "no output"));
         worst_abs = fmax(worst_abs, err);
         worst_rel = fmax(worst_rel, scale > 0 ? err / scale : err);
-        if (!ok && pass) snprintf(why, sizeof why, "output '%s': %s", on, got ? w : "missing");
+        if (!ok && pass)
+            snprintf(why, sizeof why, "output '%s': %s", on, got ? w : "missing");
         pass &= ok;
     }
 
@@ -232,15 +239,18 @@ static int cmp_str(const void *a, const void *b) {
 /* NAMEs of DIR/NAME.onnx with a DIR/NAME_io.npz, sorted. */
 static int list_models(const char *dir, char **names, int cap) {
     DIR *d = opendir(dir);
-    if (!d) return -1;
+    if (!d)
+        return -1;
     int n = 0;
     struct dirent *e;
     while ((e = readdir(d)) && n < cap) {
         size_t len = strlen(e->d_name);
-        if (len <= 5 || strcmp(e->d_name + len - 5, ".onnx") != 0) continue;
+        if (len <= 5 || strcmp(e->d_name + len - 5, ".onnx") != 0)
+            continue;
         char io[4096];
         snprintf(io, sizeof io, "%s/%.*s_io.npz", dir, (int)(len - 5), e->d_name);
-        if (access(io, R_OK) != 0) continue;
+        if (access(io, R_OK) != 0)
+            continue;
         names[n] = malloc(len - 4);
         memcpy(names[n], e->d_name, len - 5);
         names[n][len - 5] = '\0';
@@ -261,7 +271,8 @@ int main(int argc, char **argv) {
     int n;
     if (argc > 2) {
         n = 0;
-        for (int i = 2; i < argc && n < MAX_MODELS; i++) names[n++] = strdup(argv[i]);
+        for (int i = 2; i < argc && n < MAX_MODELS; i++)
+            names[n++] = strdup(argv[i]);
     } else if ((n = list_models(dir, names, MAX_MODELS)) < 0) {
         fprintf(stderr, "%s: cannot read %s\n", argv[0], dir);
         return 2;
@@ -270,14 +281,15 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s: no NAME.onnx with a NAME_io.npz in %s\n", argv[0], dir);
         return 2;
     }
-    printf("e2e: %d models in %s; tolerance |got - exp| <= %g |exp| + %g max|exp|; %d threads\n",
-           n, dir, RTOL, ATOL_OF_SCALE, kiln_num_threads());
+    printf("e2e: %d models in %s; tolerance |got - exp| <= %g |exp| + %g max|exp|; %d threads\n", n,
+           dir, RTOL, ATOL_OF_SCALE, kiln_num_threads());
     fflush(stdout);
     int passed = 0, no_fork = getenv("KILN_E2E_NO_FORK") && atoi(getenv("KILN_E2E_NO_FORK"));
     for (int i = 0; i < n; i++) {
         fflush(stdout);
         pid_t pid = no_fork ? -1 : fork();
-        if (pid == 0) exit(run_model(dir, names[i])); /* exit, not _exit: LeakSanitizer runs */
+        if (pid == 0)
+            exit(run_model(dir, names[i])); /* exit, not _exit: LeakSanitizer runs */
         int status = 0;
         if (pid < 0) {
             status = run_model(dir, names[i]) ? 1 << 8 : 0; /* no fork: run here */

@@ -19,7 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* Abort unless print(parse(print(g))) == print(g). */
 static void check_round_trip(const kiln_graph *g, const char *stage) {
     char *t1 = kiln_graph_print(g);
-    if (!t1) return; /* out of memory */
+    if (!t1)
+        return; /* out of memory */
     kiln_graph *g2 = kiln_graph_parse(t1, NULL);
     if (!g2) {
         fprintf(stderr, "fuzz_graph_text: %s: printed text does not parse back: %s\n%s\n", stage,
@@ -38,16 +39,20 @@ static void check_round_trip(const kiln_graph *g, const char *stage) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (size > FUZZ_MAX_INPUT) return 0;
+    if (size > FUZZ_MAX_INPUT)
+        return 0;
     char *text = malloc(size + 1);
-    if (!text) return 0;
+    if (!text)
+        return 0;
     memcpy(text, data, size);
     text[size] = 0;
     kiln_graph *g = kiln_graph_parse(text, NULL);
     free(text);
-    if (!g) return 0;
+    if (!g)
+        return 0;
     check_round_trip(g, "as parsed");
-    if (kiln_graph_infer_types(g) == KILN_OK) check_round_trip(g, "typed");
+    if (kiln_graph_infer_types(g) == KILN_OK)
+        check_round_trip(g, "typed");
     kiln_graph_free(g);
     return 0;
 }

@@ -24,7 +24,8 @@ static size_t nbytes(const kiln_ndarray *a) {
 static void check_round_trip(const kiln_ndarray *a) {
     unsigned char *buf = NULL;
     size_t len = 0;
-    if (kiln_npy_serialize(a, &buf, &len) != KILN_OK) return; /* no numpy dtype, or no memory */
+    if (kiln_npy_serialize(a, &buf, &len) != KILN_OK)
+        return; /* no numpy dtype, or no memory */
     kiln_ndarray *b = kiln_npy_parse(buf, len, "round trip");
     free(buf);
     int same = b && kiln_ndarray_dtype(a) == kiln_ndarray_dtype(b) &&
@@ -41,9 +42,11 @@ static void check_round_trip(const kiln_ndarray *a) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (size > FUZZ_MAX_INPUT) return 0;
+    if (size > FUZZ_MAX_INPUT)
+        return 0;
     kiln_ndarray *a = kiln_npy_parse(data, size, "fuzz.npy");
-    if (a) check_round_trip(a);
+    if (a)
+        check_round_trip(a);
     kiln_ndarray_free(a);
 
     kiln_npz *z = kiln_npz_parse(data, size, "fuzz.npz");

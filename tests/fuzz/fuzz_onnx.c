@@ -24,31 +24,38 @@ static void convert(const onnx_model *m, const Onnx__TensorProto *t) {
         const unsigned char *p = kiln_ndarray_data(a);
         size_t n = (size_t)kiln_ndarray_numel(a) * kiln_dtype_size(kiln_ndarray_dtype(a));
         volatile unsigned char sum = 0;
-        for (size_t i = 0; i < n; i++) sum = (unsigned char)(sum + p[i]);
+        for (size_t i = 0; i < n; i++)
+            sum = (unsigned char)(sum + p[i]);
         (void)sum;
     }
     kiln_ndarray_free(a);
 }
 
 static void walk_graph(const onnx_model *m, const Onnx__GraphProto *g, int depth) {
-    if (!g || depth > ONNX_MAX_NESTING) return;
-    for (size_t i = 0; i < g->n_initializer; i++) convert(m, g->initializer[i]);
+    if (!g || depth > ONNX_MAX_NESTING)
+        return;
+    for (size_t i = 0; i < g->n_initializer; i++)
+        convert(m, g->initializer[i]);
     for (size_t i = 0; i < g->n_node; i++) {
         const Onnx__NodeProto *n = g->node[i];
         for (size_t j = 0; j < n->n_attribute; j++) {
             const Onnx__AttributeProto *at = n->attribute[j];
             convert(m, at->t);
-            for (size_t k = 0; k < at->n_tensors; k++) convert(m, at->tensors[k]);
+            for (size_t k = 0; k < at->n_tensors; k++)
+                convert(m, at->tensors[k]);
             walk_graph(m, at->g, depth + 1);
-            for (size_t k = 0; k < at->n_graphs; k++) walk_graph(m, at->graphs[k], depth + 1);
+            for (size_t k = 0; k < at->n_graphs; k++)
+                walk_graph(m, at->graphs[k], depth + 1);
         }
     }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (size > FUZZ_MAX_INPUT) return 0;
+    if (size > FUZZ_MAX_INPUT)
+        return 0;
     onnx_model *m = onnx_model_parse(data, size, "fuzz.onnx", NULL);
-    if (!m) return 0;
+    if (!m)
+        return 0;
     walk_graph(m, onnx_model_proto(m)->graph, 0);
     /* the importer on the same model, folding only small constants */
     kiln_graph_free(onnx_import_model(m, "fuzz.onnx", NULL, 1 << 16));

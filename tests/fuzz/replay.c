@@ -26,7 +26,8 @@ static void on_alarm(int sig) {
     (void)sig;
     static const char msg[] = "replay: an input ran past the time limit: ";
     (void)!write(2, msg, sizeof msg - 1);
-    if (current) (void)!write(2, current, strlen(current));
+    if (current)
+        (void)!write(2, current, strlen(current));
     (void)!write(2, "\n", 1);
     _exit(1);
 }
@@ -44,7 +45,8 @@ static void run_file(const char *path) {
         len += n;
         if (len == cap) {
             unsigned char *b = realloc(buf, cap *= 2);
-            if (!b) free(buf);
+            if (!b)
+                free(buf);
             buf = b;
         }
     }
@@ -99,19 +101,23 @@ static void run_path(const char *path) {
     size_t count = 0, cap = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.') continue; /* ".", "..", hidden files */
+        if (e->d_name[0] == '.')
+            continue; /* ".", "..", hidden files */
         if (count == cap) {
             cap = cap ? cap * 2 : 64;
             char **nn = realloc(names, cap * sizeof *nn);
-            if (!nn) break;
+            if (!nn)
+                break;
             names = nn;
         }
         size_t len = strlen(path) + strlen(e->d_name) + 2;
-        if (!(names[count] = malloc(len))) break;
+        if (!(names[count] = malloc(len)))
+            break;
         snprintf(names[count++], len, "%s/%s", path, e->d_name);
     }
     closedir(d);
-    if (count) qsort(names, count, sizeof *names, cmp_str);
+    if (count)
+        qsort(names, count, sizeof *names, cmp_str);
     for (size_t i = 0; i < count; i++) {
         run_path(names[i]);
         free(names[i]);
@@ -125,7 +131,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     signal(SIGALRM, on_alarm);
-    for (int i = 1; i < argc; i++) run_path(argv[i]);
+    for (int i = 1; i < argc; i++)
+        run_path(argv[i]);
     printf("%d passed, %d failed\n", passed, failed);
     return failed || passed == 0 ? 1 : 0;
 }

@@ -19,7 +19,8 @@ int main(int argc, char **argv) {
     kiln_function *f = kiln_module_get_function(m, "axpy");
     int64_t n = 1000;
     kiln_ndarray *a[3];
-    for (int i = 0; i < 3; i++) a[i] = kiln_ndarray_empty(KILN_FLOAT32, 1, &n);
+    for (int i = 0; i < 3; i++)
+        a[i] = kiln_ndarray_empty(KILN_FLOAT32, 1, &n);
     float *pa = kiln_ndarray_data(a[0]), *pb = kiln_ndarray_data(a[1]);
     for (int i = 0; i < n; i++) {
         pa[i] = (float)i;
@@ -31,8 +32,10 @@ int main(int argc, char **argv) {
     }
     const float *pc = kiln_ndarray_data(a[2]);
     int bad = 0;
-    for (int i = 0; i < n; i++) bad += pc[i] != 2.0f * (float)i + 1.0f;
-    for (int i = 0; i < 3; i++) kiln_ndarray_free(a[i]);
+    for (int i = 0; i < n; i++)
+        bad += pc[i] != 2.0f * (float)i + 1.0f;
+    for (int i = 0; i < 3; i++)
+        kiln_ndarray_free(a[i]);
     kiln_module_free(m);
     printf("%d passed, %d failed\n", bad ? 0 : 1, bad ? 1 : 0);
     return bad != 0;

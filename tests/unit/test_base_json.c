@@ -125,7 +125,8 @@ static void test_errors(void) {
         kiln_clear_error();
         const json *v = parse(a, cases[i].text);
         CHECK(v == NULL);
-        if (v) fprintf(stderr, "  accepted: %s\n", cases[i].text);
+        if (v)
+            fprintf(stderr, "  accepted: %s\n", cases[i].text);
         CHECK_CONTAINS(kiln_last_error(), cases[i].msg);
         CHECK_CONTAINS(kiln_last_error(), "t.json:");
     }
@@ -140,11 +141,14 @@ static void test_depth(void) {
     arena *a = arena_new();
     for (int depth = 63; depth <= 66; depth++) {
         int n = 0;
-        for (int i = 0; i < depth; i++) buf[n++] = '[';
-        for (int i = 0; i < depth; i++) buf[n++] = ']';
+        for (int i = 0; i < depth; i++)
+            buf[n++] = '[';
+        for (int i = 0; i < depth; i++)
+            buf[n++] = ']';
         const json *v = json_parse(a, buf, (size_t)n, "deep");
         CHECK_EQ_INT(v != NULL, depth <= JSON_MAX_DEPTH);
-        if (!v) CHECK_CONTAINS(kiln_last_error(), "deeper than 64");
+        if (!v)
+            CHECK_CONTAINS(kiln_last_error(), "deeper than 64");
     }
     /* very deep input fails fast without recursing further */
     static char deep[100000];
@@ -174,7 +178,8 @@ static void test_truncated_and_mutated(void) {
     for (size_t k = 0; k < n; k++) {
         const json *v = parse_exact(a, k_doc, k);
         CHECK(v == NULL);
-        if (v) fprintf(stderr, "  prefix of %zu bytes parsed\n", k);
+        if (v)
+            fprintf(stderr, "  prefix of %zu bytes parsed\n", k);
         CHECK(kiln_last_error()[0] != 0);
     }
     arena_free(a);

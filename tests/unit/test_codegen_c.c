@@ -956,14 +956,17 @@ static void test_parts(void) {
                     loop(i, I(&b, 0), n, tir_store(C, i, tir_mul(ld(&b, A, i), F(&b, k + 1)))));
     char *parts[4] = {0};
     CHECK_EQ_INT(codegen_render_c_parts(3, f, 4, parts), 3); /* at most one per function */
-    for (int k = 0; k < 3; k++) free(parts[k]);
+    for (int k = 0; k < 3; k++)
+        free(parts[k]);
     CHECK_EQ_INT(codegen_render_c_parts(3, f, 2, parts), 2);
     CHECK_CONTAINS(parts[0], "int kiln_module_init(");
     CHECK_CONTAINS(parts[0], "const char kiln_module_meta[]");
     CHECK_CONTAINS(parts[0], "\"func times3 2 1\\n\"");
     CHECK(strstr(parts[1], "kiln_module_init(") == NULL);
     CHECK(strstr(parts[1], "kiln_module_meta") == NULL);
-    CHECK_CONTAINS(parts[1], "extern __attribute__((visibility(\"hidden\"))) const kiln_module_api *kiln__api;");
+    CHECK_CONTAINS(
+        parts[1],
+        "extern __attribute__((visibility(\"hidden\"))) const kiln_module_api *kiln__api;");
     int in0 = 0, in1 = 0;
     for (int k = 0; k < 3; k++) {
         char sig[64];
@@ -981,11 +984,14 @@ static void test_parts(void) {
     free(so);
     free(dir);
     kiln_ndarray *a[2] = {arr1(KILN_FLOAT32, 19), arr1(KILN_FLOAT32, 19)};
-    for (int k = 0; k < 19; k++) fdat(a[0])[k] = (float)k - 3.0f;
+    for (int k = 0; k < 19; k++)
+        fdat(a[0])[k] = (float)k - 3.0f;
     for (int k = 0; m && k < 3; k++) {
-        if (call(m, names[k], 2, a)) continue;
+        if (call(m, names[k], 2, a))
+            continue;
         int bad = 0;
-        for (int j = 0; j < 19; j++) bad += fdat(a[1])[j] != ((float)j - 3.0f) * (float)(k + 1);
+        for (int j = 0; j < 19; j++)
+            bad += fdat(a[1])[j] != ((float)j - 3.0f) * (float)(k + 1);
         CHECK_EQ_INT(bad, 0);
     }
     free_all(2, a);
@@ -1000,7 +1006,8 @@ static void test_parts(void) {
     remove_kept(kiln_last_error());
     kiln_clear_error();
     parts[1] = broken;
-    for (int k = 0; k < 2; k++) free(parts[k]);
+    for (int k = 0; k < 2; k++)
+        free(parts[k]);
     kiln_ctx_free(b.ctx);
 }
 

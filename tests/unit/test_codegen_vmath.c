@@ -28,8 +28,8 @@ static double ref_sigmoid(double x) {
 }
 
 static const vfunc g_funcs[] = {
-    {"exp", kiln_exp, exp},          {"log", kiln_log, log},
-    {"tanh", kiln_tanh, tanh},       {"sigmoid", kiln_sigmoid, ref_sigmoid},
+    {"exp", kiln_exp, exp},    {"log", kiln_log, log},
+    {"tanh", kiln_tanh, tanh}, {"sigmoid", kiln_sigmoid, ref_sigmoid},
     {"erf", kiln_erf, erf},
 };
 
@@ -38,13 +38,14 @@ static const vfunc g_funcs[] = {
  * spread log-uniformly over the whole float range with both signs. */
 static void fill_inputs(float *x) {
     static const float special[] = {
-        0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 1e-30f, -1e-30f, 1e-45f, -1e-45f,
-        FLT_MIN, -FLT_MIN, FLT_MAX, -FLT_MAX, 1.0f, -1.0f, 88.7f, 88.72f, 88.7228f,
-        88.72283f, 88.72284f, 88.8f, 89.0f, 89.5f, 100.0f, -87.33f, -87.34f, -87.5f,
-        -88.0f, -100.0f, -103.0f, -103.27f, -103.28f, -103.9f, -104.0f, -104.5f, -105.0f,
-        0.625f, -0.625f, 0.84375f, -0.84375f, 1.25f, -1.25f, 2.857143f, -2.857143f, 3.92f,
-        4.0f, 6.0f, -6.0f, 9.0f, 9.1f, 10.0f, 44.0f, 45.0f, 0.5f, 2.0f, 1e-8f, 3e-4f,
-        0.693147f, 0.34657f, -0.34657f,
+        0.0f,      -0.0f,   INFINITY,  -INFINITY, NAN,        -NAN,     1e-30f,  -1e-30f,
+        1e-45f,    -1e-45f, FLT_MIN,   -FLT_MIN,  FLT_MAX,    -FLT_MAX, 1.0f,    -1.0f,
+        88.7f,     88.72f,  88.7228f,  88.72283f, 88.72284f,  88.8f,    89.0f,   89.5f,
+        100.0f,    -87.33f, -87.34f,   -87.5f,    -88.0f,     -100.0f,  -103.0f, -103.27f,
+        -103.28f,  -103.9f, -104.0f,   -104.5f,   -105.0f,    0.625f,   -0.625f, 0.84375f,
+        -0.84375f, 1.25f,   -1.25f,    2.857143f, -2.857143f, 3.92f,    4.0f,    6.0f,
+        -6.0f,     9.0f,    9.1f,      10.0f,     44.0f,      45.0f,    0.5f,    2.0f,
+        1e-8f,     3e-4f,   0.693147f, 0.34657f,  -0.34657f,
     };
     int ns = (int)(sizeof special / sizeof special[0]), i = 0;
     for (; i < ns; i++)
@@ -159,8 +160,8 @@ static void test_vmath(void) {
                     at = i;
                 }
                 if (!(e <= TOL) && nbad++ < 5)
-                    fprintf(stderr, "%s f32x%d: x=%.9g got %.9g want %.17g (err %.3g)\n",
-                            f->name, lanes[li], (double)x[i], (double)y[i], want, e);
+                    fprintf(stderr, "%s f32x%d: x=%.9g got %.9g want %.17g (err %.3g)\n", f->name,
+                            lanes[li], (double)x[i], (double)y[i], want, e);
             }
             CHECK_EQ_INT(nbad, 0);
             printf("%-8s f32x%-2d max relative error %.3g (at x=%.9g), max absolute %.3g\n",

@@ -33,8 +33,10 @@ static void reference(const float *x, const float *w, const float *b, const floa
                         for (int a = 0; a < 3; a++)
                             for (int e = 0; e < 3; e++) {
                                 int y = i + a - 1, z = j + e - 1;
-                                if (y < 0 || y >= H || z < 0 || z >= W) continue;
-                                acc += x[((n * CI + c) * H + y) * W + z] * w[((o * CI + c) * 3 + a) * 3 + e];
+                                if (y < 0 || y >= H || z < 0 || z >= W)
+                                    continue;
+                                acc += x[((n * CI + c) * H + y) * W + z] *
+                                       w[((o * CI + c) * 3 + a) * 3 + e];
                             }
                     acc += b[o];
                     conv[n][o][i][j] = acc > 0 ? acc : 0;
@@ -45,19 +47,23 @@ static void reference(const float *x, const float *w, const float *b, const floa
                 for (int j = 0; j < WP; j++) {
                     float m = -INFINITY;
                     for (int a = 0; a < 2; a++)
-                        for (int e = 0; e < 2; e++) m = fmaxf(m, conv[n][o][2 * i + a][2 * j + e]);
+                        for (int e = 0; e < 2; e++)
+                            m = fmaxf(m, conv[n][o][2 * i + a][2 * j + e]);
                     pool[n][(o * HP + i) * WP + j] = m;
                 }
     for (int n = 0; n < B; n++) {
         float logits[U], mx = -INFINITY, sum = 0;
         for (int u = 0; u < U; u++) {
             float acc = 0;
-            for (int k = 0; k < F; k++) acc += pool[n][k] * dw[u * F + k];
+            for (int k = 0; k < F; k++)
+                acc += pool[n][k] * dw[u * F + k];
             logits[u] = acc + db[u];
             mx = fmaxf(mx, logits[u]);
         }
-        for (int u = 0; u < U; u++) sum += expf(logits[u] - mx);
-        for (int u = 0; u < U; u++) out[n * U + u] = expf(logits[u] - mx) / sum;
+        for (int u = 0; u < U; u++)
+            sum += expf(logits[u] - mx);
+        for (int u = 0; u < U; u++)
+            out[n * U + u] = expf(logits[u] - mx) / sum;
     }
 }
 
@@ -89,7 +95,8 @@ static void test_compile_cnn(void) {
     const char *pkg = test_tmp_path("cnn.tar");
     kiln_status st = kiln_graph_compile(g, pkg, NULL);
     CHECK_EQ_INT(st, KILN_OK);
-    if (st != KILN_OK) fprintf(stderr, "compile: %s\n", kiln_last_error());
+    if (st != KILN_OK)
+        fprintf(stderr, "compile: %s\n", kiln_last_error());
     kiln_executor *ex = st == KILN_OK ? kiln_executor_load(pkg) : NULL;
     CHECK(ex != NULL);
     if (!ex) {
@@ -110,7 +117,8 @@ static void test_compile_cnn(void) {
         CHECK_EQ_INT(kiln_ndarray_dim(out, 0), B);
         CHECK_EQ_INT(kiln_ndarray_dim(out, 1), U);
         const float *o = kiln_ndarray_data(out);
-        for (int i = 0; i < B * U; i++) CHECK_NEAR(o[i], ref[i], 1e-5);
+        for (int i = 0; i < B * U; i++)
+            CHECK_NEAR(o[i], ref[i], 1e-5);
         kiln_executor_free(ex);
     }
     kiln_graph_free(g);
@@ -150,17 +158,29 @@ static kiln_graph *small_graph(kiln_ndarray **w) {
 }
 
 static int cpu_has_all(const kiln_target *t) {
-    static const char *const names[] = {"sse4.2",   "avx",      "avx2",       "fma",
-                                        "avx512f",  "avx512cd", "avx512bw",   "avx512dq",
+    static const char *const names[] = {"sse4.2",   "avx",        "avx2",      "fma",
+                                        "avx512f",  "avx512cd",   "avx512bw",  "avx512dq",
                                         "avx512vl", "avx512vnni", "avx512bf16"};
     __builtin_cpu_init();
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         int has = 0;
-#define HAS(s) if (!strcmp(names[i], s)) has = __builtin_cpu_supports(s);
-        HAS("sse4.2") HAS("avx") HAS("avx2") HAS("fma") HAS("avx512f") HAS("avx512cd")
-        HAS("avx512bw") HAS("avx512dq") HAS("avx512vl") HAS("avx512vnni") HAS("avx512bf16")
+#define HAS(s)                                                                                     \
+    if (!strcmp(names[i], s))                                                                      \
+    has = __builtin_cpu_supports(s)
+        HAS("sse4.2");
+        HAS("avx");
+        HAS("avx2");
+        HAS("fma");
+        HAS("avx512f");
+        HAS("avx512cd");
+        HAS("avx512bw");
+        HAS("avx512dq");
+        HAS("avx512vl");
+        HAS("avx512vnni");
+        HAS("avx512bf16");
 #undef HAS
-        if (kiln_target_has(t, names[i]) && !has) return 0;
+        if (kiln_target_has(t, names[i]) && !has)
+            return 0;
     }
     return 1;
 }
@@ -188,9 +208,10 @@ static void test_compile_targets(void) {
         kiln_module *m = NULL;
         kiln_npz *params = NULL;
         CHECK_EQ_INT(kiln_package_read(pkg, &text, &len, &m, &params), KILN_OK);
-        CHECK_CONTAINS(text, "\"target\": {\"str\": \"llvm -mtriple=x86_64-linux-gnu -mcpu=haswell\", "
-                             "\"arch\": \"x86_64\", \"vector_bits\": 256, \"features\": "
-                             "[\"sse4.2\", \"avx\", \"f16c\", \"fma\", \"avx2\"]}");
+        CHECK_CONTAINS(text,
+                       "\"target\": {\"str\": \"llvm -mtriple=x86_64-linux-gnu -mcpu=haswell\", "
+                       "\"arch\": \"x86_64\", \"vector_bits\": 256, \"features\": "
+                       "[\"sse4.2\", \"avx\", \"f16c\", \"fma\", \"avx2\"]}");
         free(text);
         kiln_module_free(m);
         kiln_npz_free(params);
@@ -226,7 +247,8 @@ static void test_compile_targets(void) {
         CHECK(ex != NULL);
     } else {
         CHECK(ex == NULL);
-        CHECK_CONTAINS(kiln_last_error(), "which this CPU lacks: compile the model for this machine");
+        CHECK_CONTAINS(kiln_last_error(),
+                       "which this CPU lacks: compile the model for this machine");
     }
     kiln_executor_free(ex);
     kiln_target_free(spr);
@@ -267,7 +289,8 @@ static void test_build_targets(void) {
         unsigned char h[20] = {0};
         FILE *f = fopen(path, "rb");
         CHECK(f && fread(h, 1, sizeof h, f) == sizeof h);
-        if (f) fclose(f);
+        if (f)
+            fclose(f);
         CHECK_EQ_INT(h[18] | h[19] << 8, 183); /* EM_AARCH64 */
         unlink(path);
     }

@@ -104,7 +104,8 @@ static void test_bad_input(void) {
     size_t len;
     FILE *f = fopen(onnx, "rb");
     CHECK(f != NULL);
-    if (!f) return;
+    if (!f)
+        return;
     static unsigned char buf[1 << 17];
     len = fread(buf, 1, sizeof buf, f);
     fclose(f);
@@ -136,7 +137,8 @@ static void test_malformed_models(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char path[1024];
-        snprintf(path, sizeof path, "%s/malformed/%s.onnx", getenv("KILN_TEST_DATA"), cases[i].file);
+        snprintf(path, sizeof path, "%s/malformed/%s.onnx", getenv("KILN_TEST_DATA"),
+                 cases[i].file);
         kiln_graph *g = kiln_onnx_import(path, NULL);
         if (g && !strcmp(cases[i].file, "huge_dims")) {
             /* the dims type-check, but no package can hold them */
@@ -146,7 +148,8 @@ static void test_malformed_models(void) {
         }
         CHECK(g == NULL);
         kiln_graph_free(g);
-        if (!strstr(kiln_last_error(), cases[i].expect1) || !strstr(kiln_last_error(), cases[i].expect2))
+        if (!strstr(kiln_last_error(), cases[i].expect1) ||
+            !strstr(kiln_last_error(), cases[i].expect2))
             fprintf(stderr, "%s: %s\n", cases[i].file, kiln_last_error());
         CHECK_CONTAINS(kiln_last_error(), cases[i].expect1);
         CHECK_CONTAINS(kiln_last_error(), cases[i].expect2);
@@ -173,15 +176,18 @@ static void test_local_functions(void) {
     kiln_graph_free(g);
     kiln_executor *ex = kiln_executor_load(pkg);
     CHECK(ex != NULL);
-    if (!ex) return;
+    if (!ex)
+        return;
     int64_t sh[2] = {2, 3};
     kiln_ndarray *x = kiln_ndarray_empty(KILN_FLOAT32, 2, sh);
     float *px = kiln_ndarray_data(x);
-    for (int i = 0; i < 6; i++) px[i] = (float)(i - 3);
+    for (int i = 0; i < 6; i++)
+        px[i] = (float)(i - 3);
     CHECK_EQ_INT(kiln_executor_set_input(ex, "x", x), KILN_OK);
     CHECK_EQ_INT(kiln_executor_run(ex), KILN_OK);
     const float *y = kiln_ndarray_data(kiln_executor_output(ex, 0));
-    for (int i = 0; i < 6; i++) CHECK(y[i] == (px[i] > 0 ? px[i] * 0.5f : 0.0f));
+    for (int i = 0; i < 6; i++)
+        CHECK(y[i] == (px[i] > 0 ? px[i] * 0.5f : 0.0f));
     kiln_ndarray_free(x);
     kiln_executor_free(ex);
 }
@@ -241,9 +247,11 @@ static void test_vit_shape_subgraphs(void) {
     int live_calls = 0;
     for (int id = 0; id < g->n; id++) {
         const gnode *n = g->nodes[id];
-        if (n->kind != GN_CALL) continue;
+        if (n->kind != GN_CALL)
+            continue;
         int all_const = 1;
-        for (int i = 0; i < n->nin; i++) all_const &= g->nodes[n->in[i]]->kind == GN_CONST;
+        for (int i = 0; i < n->nin; i++)
+            all_const &= g->nodes[n->in[i]]->kind == GN_CONST;
         if (all_const && n->op->pattern <= OP_COMM_REDUCE)
             fprintf(stderr, "not folded: %s (%s)\n", n->name, n->op->name);
         CHECK(!all_const || n->op->pattern > OP_COMM_REDUCE);
@@ -251,7 +259,7 @@ static void test_vit_shape_subgraphs(void) {
     }
     char *counts = kiln_graph_op_counts(g);
     CHECK_CONTAINS(counts, "take                     1"); /* x[:, 0]; not the shapes' */
-    CHECK(strstr(counts, "where") == NULL); /* the Expand's shape */
+    CHECK(strstr(counts, "where") == NULL);               /* the Expand's shape */
     CHECK(strstr(counts, "equal") == NULL);
     CHECK_CONTAINS(counts, "strided_slice            6"); /* q, k, v of the packed projection */
     free(counts);

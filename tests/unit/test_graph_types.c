@@ -9,7 +9,8 @@
 /* 1 if the schema has an attribute called name. */
 static int has_attr(const kiln_op_def *d, const char *name) {
     for (const attr_schema *s = d->attrs; s->name; s++)
-        if (!strcmp(s->name, name)) return 1;
+        if (!strcmp(s->name, name))
+            return 1;
     return 0;
 }
 
@@ -20,31 +21,37 @@ static void test_table_complete(void) {
     for (int i = 0; i < n; i++) {
         const kiln_op_def *d = ops_builtin(i);
         CHECK(d->name && *d->name && d->rel && d->attrs && d->summary && d->compute);
-        if (!d->compute) fprintf(stderr, "op %s has no compute\n", d->name);
+        if (!d->compute)
+            fprintf(stderr, "op %s has no compute\n", d->name);
         CHECK(d->min_in >= 0 && d->max_in >= d->min_in);
         CHECK(d->plugin == NULL);
-        for (int j = 0; j < i; j++) CHECK(strcmp(d->name, ops_builtin(j)->name) != 0);
+        for (int j = 0; j < i; j++)
+            CHECK(strcmp(d->name, ops_builtin(j)->name) != 0);
         /* every default parses and has the schema's kind */
         for (const attr_schema *s = d->attrs; s->name; s++) {
-            if (!s->def) continue;
+            if (!s->def)
+                continue;
             const gattr *a = graph_default_attr(d, s);
             CHECK(a != NULL);
-            if (a) CHECK(a->kind == s->kind);
+            if (a)
+                CHECK(a->kind == s->kind);
         }
         /* an elementwise scalar goes with the compute that uses it, and only
            on elementwise and broadcasting ops */
         CHECK((d->elem != NULL) == (d->compute == ops_compute_elemwise));
-        if (d->elem) CHECK(d->pattern <= OP_BROADCAST && d->max_in <= LAYOUT_MAX_IN);
+        if (d->elem)
+            CHECK(d->pattern <= OP_BROADCAST && d->max_in <= LAYOUT_MAX_IN);
         /* the layout: a known kind; following a blocked layout needs an op
            that reads every input at its own index: no axis, no shape */
         CHECK(d->layout == LAYOUT_PLAIN || d->layout == LAYOUT_FOLLOWS);
         if (d->layout == LAYOUT_FOLLOWS) {
             CHECK(d->pattern <= OP_BROADCAST);
             CHECK(!has_attr(d, "axis") && !has_attr(d, "shape"));
-            if (has_attr(d, "axis")) fprintf(stderr, "op %s follows layouts but has an axis\n",
-                                             d->name);
+            if (has_attr(d, "axis"))
+                fprintf(stderr, "op %s follows layouts but has an axis\n", d->name);
         }
-        if (d->alter) CHECK(d->max_in <= LAYOUT_MAX_IN);
+        if (d->alter)
+            CHECK(d->max_in <= LAYOUT_MAX_IN);
         CHECK(d->pattern <= OP_OUT_ELEMWISE_FUSABLE || d->pattern == OP_OPAQUE);
         /* no two rows are the same definition under two names: what an op
            does is in its row (relation, compute, scalar, variant, schedule,
@@ -55,7 +62,8 @@ static void test_table_complete(void) {
                        d->variant == e->variant && d->schedule == e->schedule &&
                        d->alter == e->alter;
             CHECK(!same);
-            if (same) fprintf(stderr, "ops %s and %s have the same row\n", e->name, d->name);
+            if (same)
+                fprintf(stderr, "ops %s and %s have the same row\n", e->name, d->name);
         }
     }
     CHECK(op_registry_find(ops_default_registry(), "nn.conv2d") != NULL);
@@ -74,7 +82,8 @@ static kiln_ndarray *zeros(int nd, const int64_t *shape) {
     return kiln_ndarray_empty(KILN_FLOAT32, nd, shape);
 }
 
-/* A small CNN with a symbolic batch: conv -> bias -> relu -> pool -> flatten -> dense -> softmax. */
+/* A small CNN with a symbolic batch: conv -> bias -> relu -> pool -> flatten -> dense -> softmax.
+ */
 static void test_cnn_types(void) {
     kiln_graph *g = kiln_graph_new();
     int64_t dims[4] = {-1, 1, 8, 8};

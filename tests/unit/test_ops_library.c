@@ -27,7 +27,8 @@ static kiln_ndarray *rand_array(kiln_dtype dt, int nd, const int64_t *shape, uin
 /* Compile g with outputs outs[nout], load it and run it on the inputs. */
 static kiln_executor *compile_run(kiln_graph *g, int nout, const int *outs, const char *pkg,
                                   int nin, const char *const *names, kiln_ndarray *const *vals) {
-    for (int i = 0; i < nout; i++) CHECK(outs[i] >= 0);
+    for (int i = 0; i < nout; i++)
+        CHECK(outs[i] >= 0);
     if (kiln_graph_set_outputs(g, nout, outs, NULL) != KILN_OK) {
         fprintf(stderr, "outputs: %s\n", kiln_last_error());
         return NULL;
@@ -44,8 +45,10 @@ static kiln_executor *compile_run(kiln_graph *g, int nout, const int *outs, cons
     }
     kiln_executor *ex = kiln_executor_load(path);
     CHECK(ex != NULL);
-    if (!ex) return NULL;
-    for (int i = 0; i < nin; i++) CHECK_EQ_INT(kiln_executor_set_input(ex, names[i], vals[i]), KILN_OK);
+    if (!ex)
+        return NULL;
+    for (int i = 0; i < nin; i++)
+        CHECK_EQ_INT(kiln_executor_set_input(ex, names[i], vals[i]), KILN_OK);
     CHECK_EQ_INT(kiln_executor_run(ex), KILN_OK);
     return ex;
 }
@@ -55,19 +58,22 @@ static void check_output(kiln_executor *ex, int k, int nd, const int64_t *dims, 
                          double tol, const char *what) {
     const kiln_ndarray *o = kiln_executor_output(ex, k);
     CHECK(o != NULL);
-    if (!o) return;
+    if (!o)
+        return;
     CHECK_EQ_INT(kiln_ndarray_ndim(o), nd);
     int ok = kiln_ndarray_ndim(o) == nd;
     for (int d = 0; d < nd && ok; d++) {
         CHECK_EQ_INT(kiln_ndarray_dim(o, d), dims[d]);
         ok = kiln_ndarray_dim(o, d) == dims[d];
     }
-    if (!ok) return;
+    if (!ok)
+        return;
     int64_t n = kiln_ndarray_numel(o), bad = 0;
     for (int64_t i = 0; i < n; i++) {
         double g = tu_get(o, i), e = ref[i];
         if (isnan(e) ? !isnan(g) : fabs(g - e) > tol * (1 + fabs(e))) {
-            if (bad++ < 3) fprintf(stderr, "  %s[%lld]: got %.9g, expected %.9g\n", what, (long long)i, g, e);
+            if (bad++ < 3)
+                fprintf(stderr, "  %s[%lld]: got %.9g, expected %.9g\n", what, (long long)i, g, e);
         }
     }
     CHECK_EQ_INT(bad, 0);
@@ -83,13 +89,15 @@ static void unflatten(int64_t f, int nd, const int64_t *dims, int64_t *ix) {
 
 static int64_t flatten(int nd, const int64_t *dims, const int64_t *ix) {
     int64_t f = 0;
-    for (int d = 0; d < nd; d++) f = f * dims[d] + ix[d];
+    for (int d = 0; d < nd; d++)
+        f = f * dims[d] + ix[d];
     return f;
 }
 
 static int64_t numel(int nd, const int64_t *dims) {
     int64_t n = 1;
-    for (int d = 0; d < nd; d++) n *= dims[d];
+    for (int d = 0; d < nd; d++)
+        n *= dims[d];
     return n;
 }
 
@@ -103,22 +111,27 @@ static void ref_reduce(const kiln_ndarray *x, const int *mask, int keep, int kin
     for (int d = 0; d < nd; d++) {
         xd[d] = kiln_ndarray_dim(x, d);
         rd[d] = mask[d] ? 1 : xd[d];
-        if (mask[d]) cnt *= xd[d];
+        if (mask[d])
+            cnt *= xd[d];
     }
     int64_t n = numel(nd, rd);
-    for (int64_t i = 0; i < n; i++) out[i] = kind == 2 ? -INFINITY : kind == 3 ? INFINITY : kind == 4;
+    for (int64_t i = 0; i < n; i++)
+        out[i] = kind == 2 ? -INFINITY : kind == 3 ? INFINITY : kind == 4;
     for (int64_t f = 0; f < numel(nd, xd); f++) {
         unflatten(f, nd, xd, ix);
         for (int d = 0; d < nd; d++)
-            if (mask[d]) ix[d] = 0;
+            if (mask[d])
+                ix[d] = 0;
         double v = tu_get(x, f), *o = &out[flatten(nd, rd, ix)];
         *o = kind <= 1 ? *o + v : kind == 2 ? fmax(*o, v) : kind == 3 ? fmin(*o, v) : *o * v;
     }
     if (kind == 1)
-        for (int64_t i = 0; i < n; i++) out[i] /= (double)cnt;
+        for (int64_t i = 0; i < n; i++)
+            out[i] /= (double)cnt;
     *ond = 0;
     for (int d = 0; d < nd; d++)
-        if (!mask[d] || keep) od[(*ond)++] = rd[d];
+        if (!mask[d] || keep)
+            od[(*ond)++] = rd[d];
 }
 
 static void test_reductions(void) {
@@ -132,7 +145,8 @@ static void test_reductions(void) {
     static const int masks[3][3] = {{0, 1, 0}, {1, 0, 1}, {1, 1, 1}};
     int outs[15];
     for (int k = 0; k < 5; k++)
-        for (int a = 0; a < 3; a++) outs[k * 3 + a] = kiln_graph_call(g, ops[k], 1, &in, attrs[a], ops[k]);
+        for (int a = 0; a < 3; a++)
+            outs[k * 3 + a] = kiln_graph_call(g, ops[k], 1, &in, attrs[a], ops[k]);
     const char *names[1] = {"x"};
     kiln_executor *ex = compile_run(g, 15, outs, "reduce.tar", 1, names, &x);
     for (int k = 0; k < 5 && ex; k++)
@@ -153,12 +167,14 @@ static void test_argmax(void) {
     int64_t xs[3] = {2, 6, 3};
     kiln_ndarray *x = kiln_ndarray_empty(KILN_INT32, 3, xs);
     int32_t *xv = kiln_ndarray_data(x);
-    for (int i = 0; i < 36; i++) xv[i] = (i * 7) % 5 - 2;
+    for (int i = 0; i < 36; i++)
+        xv[i] = (i * 7) % 5 - 2;
     kiln_graph *g = kiln_graph_new();
     int in = kiln_graph_var(g, "x", KILN_INT32, 3, xs, NULL);
     int outs[4] = {
         kiln_graph_call(g, "argmax", 1, &in, "axis=1", "amax"),
-        kiln_graph_call(g, "argmax", 1, &in, "axis=-2, keepdims=0, select_last_index=1", "amax_last"),
+        kiln_graph_call(g, "argmax", 1, &in, "axis=-2, keepdims=0, select_last_index=1",
+                        "amax_last"),
         kiln_graph_call(g, "argmin", 1, &in, "axis=2, keepdims=0", "amin"),
         kiln_graph_call(g, "argmin", 1, &in, "axis=0, select_last_index=1", "amin_last")};
     const char *names[1] = {"x"};
@@ -171,7 +187,8 @@ static void test_argmax(void) {
         int ond = 0;
         for (int d = 0; d < 3; d++) {
             rd[d] = d == axis[k] ? 1 : xs[d];
-            if (d != axis[k] || keep[k]) od[ond++] = rd[d];
+            if (d != axis[k] || keep[k])
+                od[ond++] = rd[d];
         }
         for (int64_t f = 0; f < numel(3, rd); f++) {
             unflatten(f, 3, rd, ix);
@@ -181,7 +198,8 @@ static void test_argmax(void) {
                 int v = xv[flatten(3, xs, ix)];
                 ix[axis[k]] = best;
                 int b = xv[flatten(3, xs, ix)];
-                if (is_max[k] ? (v > b || (last[k] && v == b)) : (v < b || (last[k] && v == b))) best = j;
+                if (is_max[k] ? (v > b || (last[k] && v == b)) : (v < b || (last[k] && v == b)))
+                    best = j;
             }
             ref[f] = best;
         }
@@ -199,28 +217,35 @@ static void test_layer_norm(void) {
     uint64_t seed = 5;
     int64_t xs[3] = {2, 3, 4}, gs[2] = {3, 4}, bs[1] = {4};
     kiln_ndarray *x = rand_array(KILN_FLOAT32, 3, xs, &seed);
-    kiln_ndarray *gm = rand_array(KILN_FLOAT32, 2, gs, &seed), *bt = rand_array(KILN_FLOAT32, 1, bs, &seed);
+    kiln_ndarray *gm = rand_array(KILN_FLOAT32, 2, gs, &seed),
+                 *bt = rand_array(KILN_FLOAT32, 1, bs, &seed);
     kiln_graph *g = kiln_graph_new();
-    int in[3] = {kiln_graph_var(g, "x", KILN_FLOAT32, 3, xs, NULL), kiln_graph_const(g, "gamma", gm),
-                 kiln_graph_const(g, "beta", bt)};
+    int in[3] = {kiln_graph_var(g, "x", KILN_FLOAT32, 3, xs, NULL),
+                 kiln_graph_const(g, "gamma", gm), kiln_graph_const(g, "beta", bt)};
     int outs[2] = {kiln_graph_call(g, "nn.layer_norm", 3, in, "axis=1, epsilon=0.001", "ln"),
                    kiln_graph_call(g, "nn.layer_norm", 1, in, NULL, "ln_plain")};
     const char *names[1] = {"x"};
     kiln_executor *ex = compile_run(g, 2, outs, "layer_norm.tar", 1, names, &x);
-    const float *xv = kiln_ndarray_data(x), *gv = kiln_ndarray_data(gm), *bv = kiln_ndarray_data(bt);
+    const float *xv = kiln_ndarray_data(x), *gv = kiln_ndarray_data(gm),
+                *bv = kiln_ndarray_data(bt);
     double ref[24], ref2[24];
     for (int b = 0; b < 2; b++) {
         double m = 0, v = 0;
-        for (int i = 0; i < 12; i++) m += xv[b * 12 + i] / 12.0;
-        for (int i = 0; i < 12; i++) v += (xv[b * 12 + i] - m) * (xv[b * 12 + i] - m) / 12.0;
+        for (int i = 0; i < 12; i++)
+            m += xv[b * 12 + i] / 12.0;
+        for (int i = 0; i < 12; i++)
+            v += (xv[b * 12 + i] - m) * (xv[b * 12 + i] - m) / 12.0;
         for (int i = 0; i < 12; i++)
             ref[b * 12 + i] = (xv[b * 12 + i] - m) / sqrt(v + 0.001) * gv[i] + bv[i % 4];
     }
     for (int r = 0; r < 6; r++) {
         double m = 0, v = 0;
-        for (int i = 0; i < 4; i++) m += xv[r * 4 + i] / 4.0;
-        for (int i = 0; i < 4; i++) v += (xv[r * 4 + i] - m) * (xv[r * 4 + i] - m) / 4.0;
-        for (int i = 0; i < 4; i++) ref2[r * 4 + i] = (xv[r * 4 + i] - m) / sqrt(v + 1e-5);
+        for (int i = 0; i < 4; i++)
+            m += xv[r * 4 + i] / 4.0;
+        for (int i = 0; i < 4; i++)
+            v += (xv[r * 4 + i] - m) * (xv[r * 4 + i] - m) / 4.0;
+        for (int i = 0; i < 4; i++)
+            ref2[r * 4 + i] = (xv[r * 4 + i] - m) / sqrt(v + 1e-5);
     }
     if (ex) {
         check_output(ex, 0, 3, xs, ref, 1e-4, "layer_norm");
@@ -236,10 +261,12 @@ static void test_layer_norm(void) {
 static void test_batch_matmul(void) {
     uint64_t seed = 9;
     int64_t as[4] = {2, 1, 3, 4}, bs[3] = {3, 4, 5}, bts[3] = {3, 5, 4};
-    kiln_ndarray *a = rand_array(KILN_FLOAT32, 4, as, &seed), *b = rand_array(KILN_FLOAT32, 3, bs, &seed);
+    kiln_ndarray *a = rand_array(KILN_FLOAT32, 4, as, &seed),
+                 *b = rand_array(KILN_FLOAT32, 3, bs, &seed);
     kiln_ndarray *bt = rand_array(KILN_FLOAT32, 3, bts, &seed);
     kiln_graph *g = kiln_graph_new();
-    int ia = kiln_graph_var(g, "a", KILN_FLOAT32, 4, as, NULL), ib = kiln_graph_var(g, "b", KILN_FLOAT32, 3, bs, NULL);
+    int ia = kiln_graph_var(g, "a", KILN_FLOAT32, 4, as, NULL),
+        ib = kiln_graph_var(g, "b", KILN_FLOAT32, 3, bs, NULL);
     int ibt = kiln_graph_var(g, "bt", KILN_FLOAT32, 3, bts, NULL);
     int p[2] = {ia, ib}, q[2] = {ia, ibt};
     int mm = kiln_graph_call(g, "nn.batch_matmul", 2, p, NULL, "mm");
@@ -284,9 +311,11 @@ static void test_strided_slice(void) {
     int in = kiln_graph_var(g, "x", KILN_FLOAT32, 3, xs, NULL);
     int outs[2] = {
         /* x[:, 4:0:-2, -1::-3]  (axes 2 and 1 given out of order) */
-        kiln_graph_call(g, "strided_slice", 1, &in, "begin=[-1, 4], end=[-100, 0], strides=[-3, -2], axes=[2, 1]", "s1"),
+        kiln_graph_call(g, "strided_slice", 1, &in,
+                        "begin=[-1, 4], end=[-100, 0], strides=[-3, -2], axes=[2, 1]", "s1"),
         /* x[1:100, ::, 2:-1] with ends out of range */
-        kiln_graph_call(g, "strided_slice", 1, &in, "begin=[1, 0, 2], end=[100, 9223372036854775807, -1]", "s2")};
+        kiln_graph_call(g, "strided_slice", 1, &in,
+                        "begin=[1, 0, 2], end=[100, 9223372036854775807, -1]", "s2")};
     const char *names[1] = {"x"};
     kiln_executor *ex = compile_run(g, 2, outs, "slice.tar", 1, names, &x);
     const float *xv = kiln_ndarray_data(x);
@@ -294,11 +323,13 @@ static void test_strided_slice(void) {
     int k = 0;
     for (int i = 0; i < 4; i++)
         for (int j = 4; j > 0; j -= 2)
-            for (int l = 5; l >= 0; l -= 3) r1[k++] = xv[(i * 5 + j) * 6 + l];
+            for (int l = 5; l >= 0; l -= 3)
+                r1[k++] = xv[(i * 5 + j) * 6 + l];
     k = 0;
     for (int i = 1; i < 4; i++)
         for (int j = 0; j < 5; j++)
-            for (int l = 2; l < 5; l++) r2[k++] = xv[(i * 5 + j) * 6 + l];
+            for (int l = 2; l < 5; l++)
+                r2[k++] = xv[(i * 5 + j) * 6 + l];
     int64_t d1[3] = {4, 2, 2}, d2[3] = {3, 5, 3};
     if (ex) {
         check_output(ex, 0, 3, d1, r1, 0, "slice neg");
@@ -321,19 +352,23 @@ static void test_take_broadcast_pad(void) {
     int in = kiln_graph_var(g, "x", KILN_FLOAT32, 2, xs, NULL);
     int ii = kiln_graph_var(g, "idx", KILN_INT64, 2, is, NULL);
     int t[2] = {in, ii};
-    int outs[5] = {kiln_graph_call(g, "take", 2, t, "axis=1", "take"),
-                   kiln_graph_call(g, "broadcast_to", 1, &in, "shape=[2, 3, 4]", "bcast"),
-                   kiln_graph_call(g, "nn.pad", 1, &in, "pad_width=[1, 2, 0, 3], pad_value=7.5", "pad_c"),
-                   kiln_graph_call(g, "nn.pad", 1, &in, "pad_width=[2, 1, 3, 0], pad_mode=\"edge\"", "pad_e"),
-                   kiln_graph_call(g, "nn.pad", 1, &in, "pad_width=[2, 2, 3, 5], pad_mode=\"reflect\"", "pad_r")};
+    int outs[5] = {
+        kiln_graph_call(g, "take", 2, t, "axis=1", "take"),
+        kiln_graph_call(g, "broadcast_to", 1, &in, "shape=[2, 3, 4]", "bcast"),
+        kiln_graph_call(g, "nn.pad", 1, &in, "pad_width=[1, 2, 0, 3], pad_value=7.5", "pad_c"),
+        kiln_graph_call(g, "nn.pad", 1, &in, "pad_width=[2, 1, 3, 0], pad_mode=\"edge\"", "pad_e"),
+        kiln_graph_call(g, "nn.pad", 1, &in, "pad_width=[2, 2, 3, 5], pad_mode=\"reflect\"",
+                        "pad_r")};
     const char *names[2] = {"x", "idx"};
     kiln_ndarray *vals[2] = {x, idx};
     kiln_executor *ex = compile_run(g, 5, outs, "take_pad.tar", 2, names, vals);
     const float *xv = kiln_ndarray_data(x);
     double r_take[18], r_b[24], r_c[6 * 7], r_e[6 * 7], r_r[7 * 12];
     for (int i = 0; i < 3; i++)
-        for (int k = 0; k < 6; k++) r_take[i * 6 + k] = xv[i * 4 + (ivals[k] + 4) % 4];
-    for (int i = 0; i < 24; i++) r_b[i] = xv[i % 12];
+        for (int k = 0; k < 6; k++)
+            r_take[i * 6 + k] = xv[i * 4 + (ivals[k] + 4) % 4];
+    for (int i = 0; i < 24; i++)
+        r_b[i] = xv[i % 12];
     for (int i = 0; i < 6; i++)
         for (int j = 0; j < 7; j++) {
             int si = i - 1, sj = j;
@@ -344,8 +379,10 @@ static void test_take_broadcast_pad(void) {
     for (int i = 0; i < 7; i++)
         for (int j = 0; j < 12; j++) {
             int si = i - 2, sj = j - 3;
-            while (si < 0 || si > 2) si = si < 0 ? -si : 4 - si;
-            while (sj < 0 || sj > 3) sj = sj < 0 ? -sj : 6 - sj;
+            while (si < 0 || si > 2)
+                si = si < 0 ? -si : 4 - si;
+            while (sj < 0 || sj > 3)
+                sj = sj < 0 ? -sj : 6 - sj;
             r_r[i * 12 + j] = xv[si * 4 + sj];
         }
     int64_t dt[3] = {3, 2, 3}, db[3] = {2, 3, 4}, dc[2] = {6, 7}, dr[2] = {7, 12};
@@ -367,13 +404,19 @@ static void test_take_broadcast_pad(void) {
 static void test_elementwise(void) {
     uint64_t seed = 4;
     int64_t xs[2] = {3, 5}, ys[1] = {5};
-    kiln_ndarray *x = rand_array(KILN_FLOAT32, 2, xs, &seed), *y = rand_array(KILN_FLOAT32, 1, ys, &seed);
-    kiln_ndarray *ia = kiln_ndarray_empty(KILN_INT64, 2, xs), *ib = kiln_ndarray_empty(KILN_INT64, 1, ys);
-    for (int i = 0; i < 15; i++) ((int64_t *)kiln_ndarray_data(ia))[i] = i % 7 - 3;
-    for (int i = 0; i < 5; i++) ((int64_t *)kiln_ndarray_data(ib))[i] = i % 4;
+    kiln_ndarray *x = rand_array(KILN_FLOAT32, 2, xs, &seed),
+                 *y = rand_array(KILN_FLOAT32, 1, ys, &seed);
+    kiln_ndarray *ia = kiln_ndarray_empty(KILN_INT64, 2, xs),
+                 *ib = kiln_ndarray_empty(KILN_INT64, 1, ys);
+    for (int i = 0; i < 15; i++)
+        ((int64_t *)kiln_ndarray_data(ia))[i] = i % 7 - 3;
+    for (int i = 0; i < 5; i++)
+        ((int64_t *)kiln_ndarray_data(ib))[i] = i % 4;
     kiln_graph *g = kiln_graph_new();
-    int in = kiln_graph_var(g, "x", KILN_FLOAT32, 2, xs, NULL), iy = kiln_graph_var(g, "y", KILN_FLOAT32, 1, ys, NULL);
-    int na = kiln_graph_var(g, "ia", KILN_INT64, 2, xs, NULL), nb = kiln_graph_var(g, "ib", KILN_INT64, 1, ys, NULL);
+    int in = kiln_graph_var(g, "x", KILN_FLOAT32, 2, xs, NULL),
+        iy = kiln_graph_var(g, "y", KILN_FLOAT32, 1, ys, NULL);
+    int na = kiln_graph_var(g, "ia", KILN_INT64, 2, xs, NULL),
+        nb = kiln_graph_var(g, "ib", KILN_INT64, 1, ys, NULL);
     int xy[2] = {in, iy}, ab[2] = {na, nb};
     int outs[11] = {kiln_graph_call(g, "nn.elu", 1, &in, "alpha=0.5", "elu"),
                     kiln_graph_call(g, "nn.selu", 1, &in, NULL, "selu"),
@@ -407,11 +450,15 @@ static void test_elementwise(void) {
     }
     for (int j = 0; j < 5; j++) {
         double m = -INFINITY, s = 0;
-        for (int i = 0; i < 3; i++) m = fmax(m, xv[i * 5 + j]);
-        for (int i = 0; i < 3; i++) s += exp(xv[i * 5 + j] - m);
-        for (int i = 0; i < 3; i++) ref[10][i * 5 + j] = xv[i * 5 + j] - m - log(s);
+        for (int i = 0; i < 3; i++)
+            m = fmax(m, xv[i * 5 + j]);
+        for (int i = 0; i < 3; i++)
+            s += exp(xv[i * 5 + j] - m);
+        for (int i = 0; i < 3; i++)
+            ref[10][i * 5 + j] = xv[i * 5 + j] - m - log(s);
     }
-    for (int k = 0; k < 11 && ex; k++) check_output(ex, k, 2, xs, ref[k], 1e-5, "elementwise");
+    for (int k = 0; k < 11 && ex; k++)
+        check_output(ex, k, 2, xs, ref[k], 1e-5, "elementwise");
     kiln_executor_free(ex);
     kiln_graph_free(g);
     kiln_ndarray_free(x);
@@ -433,9 +480,11 @@ static void test_global_max_pool(void) {
     double ref[6];
     for (int c = 0; c < 6; c++) {
         ref[c] = -INFINITY;
-        for (int i = 0; i < 20; i++) ref[c] = fmax(ref[c], xv[c * 20 + i]);
+        for (int i = 0; i < 20; i++)
+            ref[c] = fmax(ref[c], xv[c * 20 + i]);
     }
-    if (ex) check_output(ex, 0, 4, od, ref, 0, "global_max_pool2d");
+    if (ex)
+        check_output(ex, 0, 4, od, ref, 0, "global_max_pool2d");
     kiln_executor_free(ex);
     kiln_graph_free(g);
     kiln_ndarray_free(x);
@@ -443,7 +492,8 @@ static void test_global_max_pool(void) {
 
 /* ---- relation errors ------------------------------------------------------------------------- */
 
-static void expect_error(const char *op, int nin, const int *in, const char *attrs, const char *msg) {
+static void expect_error(const char *op, int nin, const int *in, const char *attrs,
+                         const char *msg) {
     kiln_graph *g = kiln_graph_new();
     int64_t a[3] = {2, 3, 4}, b[3] = {2, 5, 6};
     int ids[2] = {kiln_graph_var(g, "a", KILN_FLOAT32, 3, a, NULL),
@@ -460,18 +510,21 @@ static void expect_error(const char *op, int nin, const int *in, const char *att
 
 static void test_relation_errors(void) {
     static const int ab[2] = {0, 1}, a_int[2] = {0, 0};
-    expect_error("nn.batch_matmul", 2, ab, NULL, "the reduced dims differ: 4 in input 0, 5 in input 1");
+    expect_error("nn.batch_matmul", 2, ab, NULL,
+                 "the reduced dims differ: 4 in input 0, 5 in input 1");
     expect_error("strided_slice", 1, ab, "begin=[0], end=[1], strides=[0]", "step must not be 0");
     expect_error("take", 2, ab, NULL, "indices must be integers, not float32");
     expect_error("sum", 1, ab, "axis=[3]", "axis 3 is out of range for a 3-D input");
     expect_error("broadcast_to", 1, ab, "shape=[2, 5, 4]", "cannot broadcast to 5");
     expect_error("nn.pad", 1, ab, "pad_width=[1, 1]", "pad_width must have 2 values per dim (6)");
-    expect_error("nn.pad", 1, ab, "pad_width=[0, 0, 0, 0, 1, 1], pad_mode=\"wrap\"", "pad_mode 'wrap'");
+    expect_error("nn.pad", 1, ab, "pad_width=[0, 0, 0, 0, 1, 1], pad_mode=\"wrap\"",
+                 "pad_mode 'wrap'");
     expect_error("nn.layer_norm", 2, a_int, "axis=5", "axis 5 is out of range");
     expect_error("argmax", 1, ab, "axis=-4", "axis -4 is out of range");
 }
 
-/* ---- ONNX node tests through the importer ------------------------------------------------------- */
+/* ---- ONNX node tests through the importer -------------------------------------------------------
+ */
 
 static void run_node_test(const char *dir, const char *name) {
     char path[1024];
@@ -484,10 +537,12 @@ static void run_node_test(const char *dir, const char *name) {
         char p[1100];
         snprintf(p, sizeof p, "%s/%s/test_data_set_0/input_%d.pb", dir, name, nin);
         FILE *f = fopen(p, "rb");
-        if (!f) break;
+        if (!f)
+            break;
         fclose(f);
         ins[nin] = onnx_load_tensor_file(p, &in_names[nin]);
-        if (!ins[nin]) break;
+        if (!ins[nin])
+            break;
         size_t len = strlen(shapes);
         snprintf(shapes + len, sizeof shapes - len, "%s%s:[", len ? "," : "", in_names[nin]);
         for (int d = 0; d < kiln_ndarray_ndim(ins[nin]); d++) {
@@ -500,28 +555,35 @@ static void run_node_test(const char *dir, const char *name) {
     }
     kiln_graph *g = kiln_onnx_import(path, shapes);
     CHECK(g != NULL);
-    if (!g) fprintf(stderr, "%s: %s\n", name, kiln_last_error());
+    if (!g)
+        fprintf(stderr, "%s: %s\n", name, kiln_last_error());
     kiln_build_options *o = kiln_build_options_new();
     kiln_build_options_set(o, "cflags", "-O1 -march=native");
     const char *pkg = test_tmp_path("node.tar");
     kiln_status st = g ? kiln_graph_compile(g, pkg, o) : KILN_ERR_INVALID;
     kiln_build_options_free(o);
-    if (g) CHECK_EQ_INT(st, KILN_OK);
-    if (g && st != KILN_OK) fprintf(stderr, "%s: %s\n", name, kiln_last_error());
+    if (g)
+        CHECK_EQ_INT(st, KILN_OK);
+    if (g && st != KILN_OK)
+        fprintf(stderr, "%s: %s\n", name, kiln_last_error());
     kiln_executor *ex = st == KILN_OK ? kiln_executor_load(pkg) : NULL;
     for (int i = 0; ex && i < nin; i++)
         CHECK_EQ_INT(kiln_executor_set_input(ex, in_names[i], ins[i]), KILN_OK);
-    if (ex) CHECK_EQ_INT(kiln_executor_run(ex), KILN_OK);
+    if (ex)
+        CHECK_EQ_INT(kiln_executor_run(ex), KILN_OK);
     for (int k = 0; ex && k < kiln_executor_num_outputs(ex); k++) {
         char p[1100];
         snprintf(p, sizeof p, "%s/%s/test_data_set_0/output_%d.pb", dir, name, k);
         kiln_ndarray *e = onnx_load_tensor_file(p, NULL);
         CHECK(e != NULL);
-        if (!e) continue;
+        if (!e)
+            continue;
         int64_t dims[MAXD];
-        for (int d = 0; d < kiln_ndarray_ndim(e); d++) dims[d] = kiln_ndarray_dim(e, d);
+        for (int d = 0; d < kiln_ndarray_ndim(e); d++)
+            dims[d] = kiln_ndarray_dim(e, d);
         double *ref = malloc(sizeof(double) * (size_t)(kiln_ndarray_numel(e) + 1));
-        for (int64_t i = 0; i < kiln_ndarray_numel(e); i++) ref[i] = tu_get(e, i);
+        for (int64_t i = 0; i < kiln_ndarray_numel(e); i++)
+            ref[i] = tu_get(e, i);
         CHECK_EQ_INT(kiln_ndarray_dtype(kiln_executor_output(ex, k)), kiln_ndarray_dtype(e));
         check_output(ex, k, kiln_ndarray_ndim(e), dims, ref, 1e-4, name);
         free(ref);
@@ -537,7 +599,8 @@ static void run_node_test(const char *dir, const char *name) {
 
 static void test_onnx_node_models(void) {
     const char *dir = getenv("KILN_ONNX_TESTDATA");
-    if (!dir) dir = "/usr/share/libonnx-testdata/data/node";
+    if (!dir)
+        dir = "/usr/share/libonnx-testdata/data/node";
     char probe[1024];
     snprintf(probe, sizeof probe, "%s/test_matmul_4d/model.onnx", dir);
     FILE *f = fopen(probe, "rb");
@@ -546,17 +609,29 @@ static void test_onnx_node_models(void) {
         return;
     }
     fclose(f);
-    static const char *tests[] = {
-        "test_matmul_2d", "test_matmul_4d", "test_layer_normalization_3d_axis1_epsilon",
-        "test_gather_negative_indices", "test_reduce_mean_do_not_keepdims_random",
-        "test_reduce_max_default_axes_keepdim_example", "test_reduce_log_sum_exp_keepdims_random",
-        "test_argmax_negative_axis_keepdims_random_select_last_index", "test_prelu_broadcast",
-        "test_conv_with_strides_padding", "test_maxpool_1d_default", "test_averagepool_2d_ceil",
-        "test_reduce_sum_square_do_not_keepdims_random", "test_logsoftmax_axis_1", "test_clip_default_int8_inbounds",
-        "test_pow_types_int64_float32", "test_mean_example", "test_reciprocal", "test_dropout_default_mask"};
+    static const char *tests[] = {"test_matmul_2d",
+                                  "test_matmul_4d",
+                                  "test_layer_normalization_3d_axis1_epsilon",
+                                  "test_gather_negative_indices",
+                                  "test_reduce_mean_do_not_keepdims_random",
+                                  "test_reduce_max_default_axes_keepdim_example",
+                                  "test_reduce_log_sum_exp_keepdims_random",
+                                  "test_argmax_negative_axis_keepdims_random_select_last_index",
+                                  "test_prelu_broadcast",
+                                  "test_conv_with_strides_padding",
+                                  "test_maxpool_1d_default",
+                                  "test_averagepool_2d_ceil",
+                                  "test_reduce_sum_square_do_not_keepdims_random",
+                                  "test_logsoftmax_axis_1",
+                                  "test_clip_default_int8_inbounds",
+                                  "test_pow_types_int64_float32",
+                                  "test_mean_example",
+                                  "test_reciprocal",
+                                  "test_dropout_default_mask"};
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         snprintf(probe, sizeof probe, "%s/%s/model.onnx", dir, tests[i]);
-        if (!(f = fopen(probe, "rb"))) continue;
+        if (!(f = fopen(probe, "rb")))
+            continue;
         fclose(f);
         run_node_test(dir, tests[i]);
     }
@@ -575,7 +650,8 @@ static double ref_hard_swish(double x) {
 static kiln_ndarray *run_layout(kiln_graph *g, const char *disabled, kiln_ndarray *x) {
     kiln_build_options *o = kiln_build_options_new();
     kiln_build_options_set(o, "cflags", "-O1 -march=native");
-    if (disabled) kiln_build_options_set(o, "disabled-pass", disabled);
+    if (disabled)
+        kiln_build_options_set(o, "disabled-pass", disabled);
     const char *path = test_tmp_path("hard_swish_conv.tar");
     kiln_status st = kiln_graph_compile(g, path, o);
     kiln_build_options_free(o);
@@ -618,7 +694,8 @@ static void test_hard_swish(void) {
             const char *names[1] = {in_name};
             kiln_executor *ex = compile_run(g, 1, &out, "hard_swish_onnx.tar", 1, names, &x);
             int64_t n = kiln_ndarray_numel(x), dims[MAXD];
-            for (int d = 0; d < kiln_ndarray_ndim(x); d++) dims[d] = kiln_ndarray_dim(x, d);
+            for (int d = 0; d < kiln_ndarray_ndim(x); d++)
+                dims[d] = kiln_ndarray_dim(x, d);
             double *ref = malloc(sizeof(double) * (size_t)n);
             double *onnx = malloc(sizeof(double) * (size_t)n);
             for (int64_t i = 0; i < n; i++) {
@@ -684,7 +761,8 @@ static void test_hard_swish(void) {
     CHECK_EQ_INT(kiln_graph_set_outputs(g, 1, &y, NULL), KILN_OK);
     kiln_ndarray *blocked = run_layout(g, NULL, x), *plain = run_layout(g, "AlterOpLayout", x);
     CHECK(blocked && plain);
-    if (blocked && plain) CHECK(tu_max_rel_err(blocked, plain) < 1e-4);
+    if (blocked && plain)
+        CHECK(tu_max_rel_err(blocked, plain) < 1e-4);
     kiln_ndarray_free(blocked);
     kiln_ndarray_free(plain);
     kiln_ndarray_free(x);

@@ -23,7 +23,8 @@ static kiln_ndarray *filled(int nd, const int64_t *shape, uint64_t *seed) {
 static kiln_ndarray *run(kiln_graph *g, int nin, kiln_ndarray *const *xs, const char *k1,
                          const char *v1, char *funcs, size_t cap) {
     kiln_build_options *o = kiln_build_options_new();
-    if (k1) kiln_build_options_set(o, k1, v1);
+    if (k1)
+        kiln_build_options_set(o, k1, v1);
     kiln_ndarray *r = gu_compile_run(g, o, nin, (const kiln_ndarray *const *)xs, NULL, funcs, cap);
     kiln_build_options_free(o);
     return r;
@@ -38,7 +39,8 @@ static kiln_ndarray *interpret(kiln_graph *g, int nin, kiln_ndarray *const *xs) 
         fprintf(stderr, "interpreter: %s\n", kiln_last_error());
         return NULL;
     }
-    for (int k = 1; k < g->nout && k < 8; k++) kiln_ndarray_free(outs[k]);
+    for (int k = 1; k < g->nout && k < 8; k++)
+        kiln_ndarray_free(outs[k]);
     return outs[0];
 }
 
@@ -55,7 +57,8 @@ static void check_all(const char *what, kiln_graph *g, int nin, kiln_ndarray *co
         double e1 = tu_max_rel_err(def, naive), e2 = tu_max_rel_err(def, plain),
                e3 = tu_max_rel_err(v256, naive), e4 = 0;
         const kiln_ndarray *all[4] = {def, naive, plain, v256};
-        for (int k = 0; k < 4; k++) e4 = fmax(e4, tu_max_rel_err(all[k], ref));
+        for (int k = 0; k < 4; k++)
+            e4 = fmax(e4, tu_max_rel_err(all[k], ref));
         if (e1 > 1e-4 || e2 > 1e-4 || e3 > 1e-4 || e4 > 1e-4)
             fprintf(stderr,
                     "%s: default/naive %.2g, default/plain %.2g, 256-bit/naive %.2g, "
@@ -94,7 +97,8 @@ static void test_dense(void) {
         int64_t xs3[3] = {d->b, d->m, d->k}, *xs = d->b ? xs3 : xs3 + 1;
         int xnd = d->b ? 3 : 2;
         int64_t ws[2] = {d->n, d->k}, bs[1] = {d->n}, one[1] = {1};
-        kiln_ndarray *x = filled(xnd, xs, &seed), *w = filled(2, ws, &seed), *bv = filled(1, bs, &seed);
+        kiln_ndarray *x = filled(xnd, xs, &seed), *w = filled(2, ws, &seed),
+                     *bv = filled(1, bs, &seed);
         kiln_ndarray *half = kiln_ndarray_empty(KILN_FLOAT32, 1, one);
         ((float *)kiln_ndarray_data(half))[0] = 0.5f;
         kiln_graph *g = kiln_graph_new();
@@ -164,7 +168,8 @@ static void test_softmax_lanes(void) {
     int64_t xs[3] = {3, 5, 64};
     kiln_ndarray *x = filled(3, xs, &seed);
     float *p = kiln_ndarray_data(x);
-    for (int i = 0; i < 3 * 5 * 64; i++) p[i] *= 30.0f; /* exp would overflow without the max */
+    for (int i = 0; i < 3 * 5 * 64; i++)
+        p[i] *= 30.0f; /* exp would overflow without the max */
     kiln_graph *g = kiln_graph_new();
     int xi = kiln_graph_var(g, "x", KILN_FLOAT32, 3, xs, NULL);
     int y = kiln_graph_call(g, "nn.softmax", 1, &xi, "axis=-1", "softmax");
@@ -178,8 +183,10 @@ static void test_softmax_lanes(void) {
         double worst = 0;
         for (int row = 0; row < 15; row++) {
             double mx = -1e300, sum = 0;
-            for (int k = 0; k < 64; k++) mx = fmax(mx, p[row * 64 + k]);
-            for (int k = 0; k < 64; k++) sum += exp(p[row * 64 + k] - mx);
+            for (int k = 0; k < 64; k++)
+                mx = fmax(mx, p[row * 64 + k]);
+            for (int k = 0; k < 64; k++)
+                sum += exp(p[row * 64 + k] - mx);
             for (int k = 0; k < 64; k++) {
                 double ref = exp(p[row * 64 + k] - mx) / sum;
                 worst = fmax(worst, fabs(o[row * 64 + k] - ref) / (ref + 1e-30) * (ref > 1e-30));
@@ -200,10 +207,11 @@ static void test_layer_norm_lanes(void) {
     int64_t xs[3] = {2, 7, 96}, gs[1] = {96};
     kiln_ndarray *x = filled(3, xs, &seed), *ga = filled(1, gs, &seed), *be = filled(1, gs, &seed);
     float *p = kiln_ndarray_data(x);
-    for (int i = 0; i < 2 * 7 * 96; i++) p[i] = p[i] * 3.0f + 50.0f; /* a large mean */
+    for (int i = 0; i < 2 * 7 * 96; i++)
+        p[i] = p[i] * 3.0f + 50.0f; /* a large mean */
     kiln_graph *g = kiln_graph_new();
-    int in[3] = {kiln_graph_var(g, "x", KILN_FLOAT32, 3, xs, NULL), kiln_graph_const(g, "gamma", ga),
-                 kiln_graph_const(g, "beta", be)};
+    int in[3] = {kiln_graph_var(g, "x", KILN_FLOAT32, 3, xs, NULL),
+                 kiln_graph_const(g, "gamma", ga), kiln_graph_const(g, "beta", be)};
     int y = kiln_graph_call(g, "nn.layer_norm", 3, in, "axis=-1, epsilon=1e-05", "ln");
     kiln_graph_set_outputs(g, 1, &y, NULL);
     check_all("layer norm over 96", g, 1, &x);
@@ -216,9 +224,11 @@ static void test_layer_norm_lanes(void) {
         double worst = 0;
         for (int row = 0; row < 14; row++) {
             double mean = 0, var = 0;
-            for (int k = 0; k < 96; k++) mean += p[row * 96 + k];
+            for (int k = 0; k < 96; k++)
+                mean += p[row * 96 + k];
             mean /= 96;
-            for (int k = 0; k < 96; k++) var += (p[row * 96 + k] - mean) * (p[row * 96 + k] - mean);
+            for (int k = 0; k < 96; k++)
+                var += (p[row * 96 + k] - mean) * (p[row * 96 + k] - mean);
             var /= 96;
             for (int k = 0; k < 96; k++) {
                 double ref = (p[row * 96 + k] - mean) / sqrt(var + 1e-5) * gm[k] + bt[k];

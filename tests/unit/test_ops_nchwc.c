@@ -62,11 +62,13 @@ static kiln_graph *make_graph(const conv_case *c, kiln_ndarray **keep, int *nkee
         int a[2] = {y, y2};
         y = kiln_graph_call(g, "add", 2, a, NULL, "residual");
     }
-    if (c->epilogue && c->epilogue != 4) y = kiln_graph_call(g, "nn.relu", 1, &y, NULL, "relu");
+    if (c->epilogue && c->epilogue != 4)
+        y = kiln_graph_call(g, "nn.relu", 1, &y, NULL, "relu");
     if (c->epilogue == 3 || c->epilogue == 4)
         y = kiln_graph_call(g, "nn.max_pool2d", 1, &y,
                             "pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1]", "pool");
-    if (c->epilogue == 4) y = kiln_graph_call(g, "nn.relu", 1, &y, NULL, "pool_relu");
+    if (c->epilogue == 4)
+        y = kiln_graph_call(g, "nn.relu", 1, &y, NULL, "pool_relu");
     kiln_graph_set_outputs(g, 1, &y, NULL);
     return g;
 }
@@ -76,12 +78,14 @@ static kiln_graph *make_graph(const conv_case *c, kiln_ndarray **keep, int *nkee
 static kiln_ndarray *run_opts(kiln_graph *g, const kiln_ndarray *x, const char *const *kv,
                               const char *kernel, int *nconv) {
     kiln_build_options *o = kiln_build_options_new();
-    for (int i = 0; kv[i]; i += 2) CHECK_EQ_INT(kiln_build_options_set(o, kv[i], kv[i + 1]), KILN_OK);
+    for (int i = 0; kv[i]; i += 2)
+        CHECK_EQ_INT(kiln_build_options_set(o, kv[i], kv[i + 1]), KILN_OK);
     char funcs[8192];
     kiln_ndarray *r = gu_compile_run(g, o, 1, &x, NULL, funcs, sizeof funcs);
     kiln_build_options_free(o);
     *nconv = 0;
-    for (const char *p = funcs; (p = strstr(p, kernel)); p++) ++*nconv;
+    for (const char *p = funcs; (p = strstr(p, kernel)); p++)
+        ++*nconv;
     return r;
 }
 
@@ -89,8 +93,10 @@ static kiln_ndarray *run_opts(kiln_graph *g, const kiln_ndarray *x, const char *
 static kiln_ndarray *run(kiln_graph *g, const kiln_ndarray *x, const char *k1, const char *v1,
                          const char *k2, const char *v2, int *nconv) {
     const char *kv[7] = {"winograd", "off", k1, v1, k2, v2, NULL};
-    if (!k1) kv[2] = NULL;
-    else if (!k2) kv[4] = NULL;
+    if (!k1)
+        kv[2] = NULL;
+    else if (!k2)
+        kv[4] = NULL;
     return run_opts(g, x, kv, "conv2d_NCHWc", nconv);
 }
 
@@ -111,7 +117,8 @@ static void check_agree(const char *what, const kiln_ndarray *def, const kiln_nd
                         const kiln_ndarray *plain, const kiln_ndarray *v256,
                         const kiln_ndarray *ref, double tol_naive, double tol_plain) {
     CHECK(def && naive && plain && v256 && ref);
-    if (!def || !naive || !plain || !v256 || !ref) return;
+    if (!def || !naive || !plain || !v256 || !ref)
+        return;
     double e1 = tu_max_rel_err(def, naive), e2 = tu_max_rel_err(def, plain),
            e3 = tu_max_rel_err(v256, plain), e4 = tu_max_rel_err(plain, ref),
            e5 = fmax(tu_max_rel_err(def, ref), tu_max_rel_err(naive, ref)),
@@ -132,21 +139,63 @@ static void check_agree(const char *what, const kiln_ndarray *def, const kiln_nd
 }
 
 static const conv_case g_cases[] = {
-    {"3x3 s1 p1, 16->32, then max pool with its own epilogue", 1, 16, 12, 12, 32, 3, 1, 1, 1,
-     {1, 1, 1, 1}, 4},
+    {"3x3 s1 p1, 16->32, then max pool with its own epilogue",
+     1,
+     16,
+     12,
+     12,
+     32,
+     3,
+     1,
+     1,
+     1,
+     {1, 1, 1, 1},
+     4},
     {"3x3 s1 p1, 32->64 (one 16-block)", 1, 32, 9, 9, 64, 3, 1, 1, 1, {1, 1, 1, 1}, 1},
     {"1x1, 64->32, 14x14 (reg_n 14)", 1, 64, 14, 14, 32, 1, 1, 1, 1, {0, 0, 0, 0}, 0},
-    {"3x3 s2, 24->40 (padded 16-blocks; 8 at 256 bits)", 1, 24, 11, 13, 40, 3, 2, 1, 1, {1, 1, 1, 1}, 2},
+    {"3x3 s2, 24->40 (padded 16-blocks; 8 at 256 bits)",
+     1,
+     24,
+     11,
+     13,
+     40,
+     3,
+     2,
+     1,
+     1,
+     {1, 1, 1, 1},
+     2},
     {"7x7 s2 p3, 3->16 (stem: input block 3)", 1, 3, 20, 20, 16, 7, 2, 1, 1, {3, 3, 3, 3}, 3},
     {"3x3 dilation 2, asymmetric padding, 6->10", 2, 6, 10, 9, 10, 3, 1, 2, 1, {2, 1, 0, 2}, 1},
     {"depthwise 3x3 s1, 32 channels", 1, 32, 10, 10, 32, 3, 1, 1, 32, {1, 1, 1, 1}, 1},
     {"grouped 3x3, 32 groups of 4 (ResNeXt)", 1, 128, 8, 8, 128, 3, 1, 1, 32, {1, 1, 1, 1}, 1},
-    {"grouped 3x3 s2, 2 groups, 12 in -> 24 out each", 1, 24, 9, 9, 48, 3, 2, 1, 2, {1, 1, 1, 1}, 2},
+    {"grouped 3x3 s2, 2 groups, 12 in -> 24 out each",
+     1,
+     24,
+     9,
+     9,
+     48,
+     3,
+     2,
+     1,
+     2,
+     {1, 1, 1, 1},
+     2},
     {"grouped 1x1, 4 groups of 16", 1, 64, 7, 7, 64, 1, 1, 1, 4, {0, 0, 0, 0}, 0},
     {"depthwise 3x3 s2, 24 channels", 1, 24, 9, 9, 24, 3, 2, 1, 24, {1, 1, 1, 1}, 1},
     {"depthwise 5x5 s1, 40 channels, residual", 1, 40, 8, 8, 40, 5, 1, 1, 40, {2, 2, 2, 2}, 2},
-    {"1x1, 116->232 (padded last blocks, ShuffleNetV2)", 1, 116, 7, 7, 232, 1, 1, 1, 1,
-     {0, 0, 0, 0}, 2},
+    {"1x1, 116->232 (padded last blocks, ShuffleNetV2)",
+     1,
+     116,
+     7,
+     7,
+     232,
+     1,
+     1,
+     1,
+     1,
+     {0, 0, 0, 0},
+     2},
     {"depthwise 3x3 s2, 116 channels (padded)", 1, 116, 9, 9, 116, 3, 2, 1, 116, {1, 1, 1, 1}, 1},
     {"3x3 s1, 116->116, max pool (padded)", 1, 116, 8, 8, 116, 3, 1, 1, 1, {1, 1, 1, 1}, 3},
 };
@@ -177,7 +226,8 @@ static void test_nchwc_convolutions(void) {
         kiln_ndarray_free(v256);
         kiln_ndarray_free(ref);
         kiln_ndarray_free(x);
-        for (int k = 0; k < nkeep; k++) kiln_ndarray_free(keep[k]);
+        for (int k = 0; k < nkeep; k++)
+            kiln_ndarray_free(keep[k]);
         kiln_graph_free(g);
     }
 }
@@ -193,8 +243,18 @@ static void test_nchwc_convolutions(void) {
  * end-to-end ResNet-50 stays within 6e-5 of ONNX Runtime at scale 2.7). */
 static const conv_case w_cases[] = {
     {"3x3 p1, 32->64, 12x12", 1, 32, 12, 12, 64, 3, 1, 1, 1, {1, 1, 1, 1}, 1},
-    {"3x3 p1, 16->48, 13x11 (partial tiles, 3 output blocks)", 1, 16, 13, 11, 48, 3, 1, 1, 1,
-     {1, 1, 1, 1}, 2},
+    {"3x3 p1, 16->48, 13x11 (partial tiles, 3 output blocks)",
+     1,
+     16,
+     13,
+     11,
+     48,
+     3,
+     1,
+     1,
+     1,
+     {1, 1, 1, 1},
+     2},
     {"3x3 p0, batch 2, 16->32, 10x9", 2, 16, 10, 9, 32, 3, 1, 1, 1, {0, 0, 0, 0}, 0},
     {"3x3 asymmetric padding, 24->16", 1, 24, 9, 10, 16, 3, 1, 1, 1, {2, 0, 1, 1}, 1},
     {"3x3 p1, 116->116 (padded blocks)", 1, 116, 9, 8, 116, 3, 1, 1, 1, {1, 1, 1, 1}, 2},
@@ -219,9 +279,11 @@ static void test_winograd(void) {
             /* without contracting a * b + c into one rounding, the two
                schedules round alike: F(4x4)'s transforms magnify a
                contraction's difference to 1e-4 */
-            const char *def_kv[] = {"winograd", tiles[t], "cflags", "-O2 -march=native -ffp-contract=off", NULL};
-            const char *naive_kv[] = {"winograd", tiles[t], "schedule", "naive",
-                                      "cflags", "-O2 -march=native -ffp-contract=off", NULL};
+            const char *def_kv[] = {"winograd", tiles[t], "cflags",
+                                    "-O2 -march=native -ffp-contract=off", NULL};
+            const char *naive_kv[] = {"winograd", tiles[t], "schedule",
+                                      "naive",    "cflags", "-O2 -march=native -ffp-contract=off",
+                                      NULL};
             const char *v256_kv[] = {"winograd", tiles[t], "vector-bits", "256", NULL};
             int k1 = 0, k2 = 0, k3 = 0;
             kiln_ndarray *def = run_opts(g, x, def_kv, "winograd", &k1);
@@ -240,7 +302,8 @@ static void test_winograd(void) {
         kiln_ndarray_free(plain);
         kiln_ndarray_free(ref);
         kiln_ndarray_free(x);
-        for (int j = 0; j < nkeep; j++) kiln_ndarray_free(keep[j]);
+        for (int j = 0; j < nkeep; j++)
+            kiln_ndarray_free(keep[j]);
         kiln_graph_free(g);
     }
 }
@@ -258,13 +321,16 @@ static const char *after_alter_layout(kiln_graph *g, const char *bits, int build
     kiln_build_options *o = kiln_build_options_new();
     kiln_build_options_set(o, "dump-ir", dir);
     kiln_build_options_set(o, "vector-bits", bits);
-    if (!build) kiln_build_options_set(o, "cc", "false");
+    if (!build)
+        kiln_build_options_set(o, "cc", "false");
     kiln_status s = kiln_graph_compile(g, test_tmp_path("alter_dump.tar"), o);
-    if (st) *st = s;
+    if (st)
+        *st = s;
     kiln_build_options_free(o);
     snprintf(path, sizeof path, "%s/05_after_AlterOpLayout.txt", dir);
     FILE *f = fopen(path, "r");
-    if (!f) return NULL;
+    if (!f)
+        return NULL;
     size_t len = fread(text, 1, sizeof text - 1, f);
     text[len] = 0;
     fclose(f);
@@ -281,21 +347,27 @@ static void test_winograd_choice(void) {
         int stride, groups;
         const char *want;
     } cases[] = {
-        {64, 56, 1, 1, "tile_size=4"},       {128, 28, 1, 1, "tile_size=4"},
-        {256, 14, 1, 1, "tile_size=2"},      {512, 7, 1, 1, "nn.contrib_conv2d_NCHWc("},
-        {64, 56, 2, 1, "nn.contrib_conv2d_NCHWc("}, {64, 56, 1, 2, "nn.contrib_conv2d_NCHWc("},
+        {64, 56, 1, 1, "tile_size=4"},
+        {128, 28, 1, 1, "tile_size=4"},
+        {256, 14, 1, 1, "tile_size=2"},
+        {512, 7, 1, 1, "nn.contrib_conv2d_NCHWc("},
+        {64, 56, 2, 1, "nn.contrib_conv2d_NCHWc("},
+        {64, 56, 1, 2, "nn.contrib_conv2d_NCHWc("},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        conv_case c = {"", 1, cases[i].c, cases[i].hw, cases[i].hw, cases[i].c, 3, cases[i].stride,
-                       1, cases[i].groups, {1, 1, 1, 1}, 0};
+        conv_case c = {"",           1, cases[i].c,      cases[i].hw, cases[i].hw,
+                       cases[i].c,   3, cases[i].stride, 1,           cases[i].groups,
+                       {1, 1, 1, 1}, 0};
         kiln_ndarray *keep[8];
         int nkeep = 0;
         kiln_graph *g = make_graph(&c, keep, &nkeep);
         /* the layout pass is what is read; the kernels need not be built */
         const char *text = after_alter_layout(g, "512", 0, NULL);
         CHECK(text != NULL);
-        if (text) CHECK_CONTAINS(text, cases[i].want);
-        for (int k = 0; k < nkeep; k++) kiln_ndarray_free(keep[k]);
+        if (text)
+            CHECK_CONTAINS(text, cases[i].want);
+        for (int k = 0; k < nkeep; k++)
+            kiln_ndarray_free(keep[k]);
         kiln_graph_free(g);
     }
 }
@@ -331,7 +403,8 @@ static void test_nchwc_blocks(void) {
             CHECK(strstr(text, "NCHW1c") == NULL);
             CHECK(strstr(text, "NCHW4c") == NULL);
         }
-        for (int j = 0; j < nkeep; j++) kiln_ndarray_free(keep[j]);
+        for (int j = 0; j < nkeep; j++)
+            kiln_ndarray_free(keep[j]);
         kiln_graph_free(g);
     }
 }
@@ -392,7 +465,8 @@ static void test_nchwc_errors(void) {
     const char *msg[2] = {"is not NK, KN or NC[x]n", "must be [units/4, in, 4]"};
     for (int k = 0; k < 2; k++) {
         g = kiln_graph_new();
-        int in2[2] = {kiln_graph_var(g, "x", KILN_FLOAT32, 2, xs2, NULL), kiln_graph_const(g, "w", w3)};
+        int in2[2] = {kiln_graph_var(g, "x", KILN_FLOAT32, 2, xs2, NULL),
+                      kiln_graph_const(g, "w", w3)};
         int d = kiln_graph_call(g, "nn.dense", 2, in2, bad[k], "bad_dense");
         kiln_graph_set_outputs(g, 1, &d, NULL);
         CHECK_EQ_INT(kiln_graph_infer_types(g), KILN_ERR_INVALID);
@@ -408,8 +482,10 @@ static void test_nchwc_errors(void) {
         int64_t e;
         const char *msg;
     } wb[] = {
-        {"tile_size=3, data_layout=\"NCHW4c\", out_layout=\"NCHW4c\"", 16, "tile_size must be 2 or 4"},
-        {"tile_size=4, data_layout=\"NCHW4c\", out_layout=\"NCHW4c\"", 16, "does not match tile size 4"},
+        {"tile_size=3, data_layout=\"NCHW4c\", out_layout=\"NCHW4c\"", 16,
+         "tile_size must be 2 or 4"},
+        {"tile_size=4, data_layout=\"NCHW4c\", out_layout=\"NCHW4c\"", 16,
+         "does not match tile size 4"},
         {"tile_size=2, strides=[2, 2], data_layout=\"NCHW4c\", out_layout=\"NCHW4c\"", 16,
          "strides and dilation 1"},
     };
@@ -417,8 +493,10 @@ static void test_nchwc_errors(void) {
         int64_t wxs[5] = {1, 2, 6, 6, 4}, wws[5] = {wb[k].e, 1, 2, 4, 8};
         kiln_ndarray *ww = kiln_ndarray_empty(KILN_FLOAT32, 5, wws);
         g = kiln_graph_new();
-        int in2[2] = {kiln_graph_var(g, "x", KILN_FLOAT32, 5, wxs, NULL), kiln_graph_const(g, "w", ww)};
-        int d = kiln_graph_call(g, "nn.contrib_conv2d_winograd_NCHWc", 2, in2, wb[k].attrs, "bad_wino");
+        int in2[2] = {kiln_graph_var(g, "x", KILN_FLOAT32, 5, wxs, NULL),
+                      kiln_graph_const(g, "w", ww)};
+        int d =
+            kiln_graph_call(g, "nn.contrib_conv2d_winograd_NCHWc", 2, in2, wb[k].attrs, "bad_wino");
         kiln_graph_set_outputs(g, 1, &d, NULL);
         CHECK_EQ_INT(kiln_graph_infer_types(g), KILN_ERR_INVALID);
         CHECK_CONTAINS(kiln_last_error(), "bad_wino");

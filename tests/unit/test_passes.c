@@ -14,7 +14,8 @@ static kiln_ndarray *filled(int nd, const int64_t *shape, uint64_t *seed, double
     tu_fill(a, seed);
     float *p = kiln_ndarray_data(a);
     for (int64_t i = 0; i < kiln_ndarray_numel(a); i++)
-        if (p[i] < lo) p[i] = (float)(lo + fabs(p[i]));
+        if (p[i] < lo)
+            p[i] = (float)(lo + fabs(p[i]));
     return a;
 }
 
@@ -25,13 +26,20 @@ static kiln_graph *make_graph(kiln_ndarray **arrays) {
     int64_t xs[4] = {1, 2, 5, 5}, ws[4] = {3, 2, 3, 3}, cs[1] = {3}, bs[3] = {3, 1, 1};
     arrays[0] = filled(4, xs, &seed, -2);
     arrays[1] = filled(4, ws, &seed, -2);
-    for (int i = 2; i < 6; i++) arrays[i] = filled(1, cs, &seed, i == 5 ? 0.1 : -2);
+    for (int i = 2; i < 6; i++)
+        arrays[i] = filled(1, cs, &seed, i == 5 ? 0.1 : -2);
     arrays[6] = filled(3, bs, &seed, -2);
     kiln_graph *g = kiln_graph_new();
     int x = kiln_graph_var(g, "x", KILN_FLOAT32, 4, xs, NULL);
     int w = kiln_graph_const(g, "w", arrays[1]);
     int p[4];
-    for (int i = 0; i < 4; i++) p[i] = kiln_graph_const(g, i == 0 ? "gamma" : i == 1 ? "beta" : i == 2 ? "mean" : "var", arrays[2 + i]);
+    for (int i = 0; i < 4; i++)
+        p[i] = kiln_graph_const(g,
+                                i == 0   ? "gamma"
+                                : i == 1 ? "beta"
+                                : i == 2 ? "mean"
+                                         : "var",
+                                arrays[2 + i]);
     int c2 = kiln_graph_const(g, "c", arrays[6]);
     int two[2] = {c2, c2};
     int cc = kiln_graph_call(g, "add", 2, two, NULL, "const_add"); /* folds */
@@ -64,7 +72,8 @@ static int count_files(const char *dir) {
     FILE *p = popen(cmd, "r");
     int n = 0;
     if (p) {
-        if (fscanf(p, "%d", &n) != 1) n = 0;
+        if (fscanf(p, "%d", &n) != 1)
+            n = 0;
         pclose(p);
     }
     return n;
@@ -109,7 +118,8 @@ static void test_pipeline(void) {
         CHECK_CONTAINS(text, "multiply(");
         CHECK_CONTAINS(text, "span=\"bn\""); /* the source name survives */
     }
-    if (r0 && r3) CHECK(tu_max_rel_err(r3, r0) < 1e-5);
+    if (r0 && r3)
+        CHECK(tu_max_rel_err(r3, r0) < 1e-5);
     /* a reference in plain C: relu(bn(conv)) * 2 + c + c */
     if (r3) {
         const float *x = kiln_ndarray_data(a[0]), *w = kiln_ndarray_data(a[1]);
@@ -125,8 +135,10 @@ static void test_pipeline(void) {
                         for (int kh = 0; kh < 3; kh++)
                             for (int kw = 0; kw < 3; kw++) {
                                 int y = i + kh - 1, z = j + kw - 1;
-                                if (y < 0 || y > 4 || z < 0 || z > 4) continue;
-                                acc += x[(ci * 5 + y) * 5 + z] * w[((o * 2 + ci) * 3 + kh) * 3 + kw];
+                                if (y < 0 || y > 4 || z < 0 || z > 4)
+                                    continue;
+                                acc +=
+                                    x[(ci * 5 + y) * 5 + z] * w[((o * 2 + ci) * 3 + kh) * 3 + kw];
                             }
                     double bn = (acc - mn[o]) / sqrt(vr[o] + 0.001) * gm[o] + bt[o];
                     double ref = 2 * (bn > 0 ? bn : 0) + 2 * c[o];
@@ -136,11 +148,13 @@ static void test_pipeline(void) {
     }
     /* disabling FuseOps gives one kernel per remaining op */
     kiln_build_options *od = kiln_build_options_new();
-    CHECK_EQ_INT(kiln_build_options_set(od, "disabled-pass", "FuseOps,DeadCodeElimination"), KILN_OK);
+    CHECK_EQ_INT(kiln_build_options_set(od, "disabled-pass", "FuseOps,DeadCodeElimination"),
+                 KILN_OK);
     int kd = 0;
     kiln_ndarray *rd = compile_run(g, od, a[0], &kd);
     CHECK_EQ_INT(kd, 9); /* 2 layout transforms, conv, multiply, add, relu, exp (kept), sum, out */
-    if (rd && r0) CHECK(tu_max_rel_err(rd, r0) < 1e-5);
+    if (rd && r0)
+        CHECK(tu_max_rel_err(rd, r0) < 1e-5);
     CHECK_EQ_INT(kiln_build_options_set(od, "disabled-pass", "NoSuchPass"), KILN_ERR_INVALID);
     CHECK_CONTAINS(kiln_last_error(), "unknown pass 'NoSuchPass'");
     CHECK_EQ_INT(kiln_build_options_set(od, "opt-level", "4"), KILN_ERR_INVALID);
@@ -152,7 +166,8 @@ static void test_pipeline(void) {
     kiln_build_options_free(o0);
     kiln_build_options_free(o3);
     kiln_build_options_free(od);
-    for (int i = 0; i < 7; i++) kiln_ndarray_free(a[i]);
+    for (int i = 0; i < 7; i++)
+        kiln_ndarray_free(a[i]);
     kiln_graph_free(g);
 }
 
@@ -202,7 +217,8 @@ static void test_fuse_diamonds(void) {
         CHECK(r3 && r0);
         CHECK_EQ_INT(k3, variant ? 2 : 1);
         CHECK(k0 >= 7);
-        if (r3 && r0) CHECK(tu_max_rel_err(r3, r0) < 1e-5);
+        if (r3 && r0)
+            CHECK(tu_max_rel_err(r3, r0) < 1e-5);
         kiln_ndarray_free(r3);
         kiln_ndarray_free(r0);
         kiln_build_options_free(o3);
@@ -241,17 +257,21 @@ static void test_fold_scale(void) {
         kiln_build_options *o0 = kiln_build_options_new();
         kiln_build_options_set(o0, "opt-level", "0");
         char funcs[4096];
-        kiln_ndarray *r3 = gu_compile_run(g, NULL, 1, (const kiln_ndarray *const *)&x, NULL, funcs,
-                                          sizeof funcs);
+        kiln_ndarray *r3 =
+            gu_compile_run(g, NULL, 1, (const kiln_ndarray *const *)&x, NULL, funcs, sizeof funcs);
         kiln_ndarray *r0 = gu_compile_run(g, o0, 1, (const kiln_ndarray *const *)&x, NULL, NULL, 0);
         CHECK(r3 && r0);
         /* 144-term sums summed in another order (blocked layout, other vector
            widths): float rounding reaches ~1e-5 of the values here */
         if (r3 && r0 && tu_max_rel_err(r3, r0) >= 1e-4)
-            fprintf(stderr, "fold-scale variant %d: rel err %.3g\n", variant, tu_max_rel_err(r3, r0));
-        if (r3 && r0) CHECK(tu_max_rel_err(r3, r0) < 1e-4);
-        if (variant == 0) CHECK(strstr(funcs, "multiply") == NULL);
-        else CHECK(strstr(funcs, "multiply") != NULL);
+            fprintf(stderr, "fold-scale variant %d: rel err %.3g\n", variant,
+                    tu_max_rel_err(r3, r0));
+        if (r3 && r0)
+            CHECK(tu_max_rel_err(r3, r0) < 1e-4);
+        if (variant == 0)
+            CHECK(strstr(funcs, "multiply") == NULL);
+        else
+            CHECK(strstr(funcs, "multiply") != NULL);
         kiln_ndarray_free(r3);
         kiln_ndarray_free(r0);
         kiln_build_options_free(o0);
@@ -271,7 +291,8 @@ static void test_layer_norm_pattern(void) {
     int64_t xs[3] = {2, 5, 32}, ks[1] = {32}, one[1] = {1};
     kiln_ndarray *x = filled(3, xs, &seed, -2), *ga = filled(1, ks, &seed, -2);
     kiln_ndarray *be = filled(1, ks, &seed, -2);
-    kiln_ndarray *two = kiln_ndarray_empty(KILN_FLOAT32, 1, one), *eps = kiln_ndarray_empty(KILN_FLOAT32, 1, one);
+    kiln_ndarray *two = kiln_ndarray_empty(KILN_FLOAT32, 1, one),
+                 *eps = kiln_ndarray_empty(KILN_FLOAT32, 1, one);
     ((float *)kiln_ndarray_data(two))[0] = 2.0f;
     ((float *)kiln_ndarray_data(eps))[0] = 1e-5f;
     for (int variant = 0; variant < 2; variant++) {
@@ -299,11 +320,12 @@ static void test_layer_norm_pattern(void) {
         kiln_build_options_set(o0, "opt-level", "0");
         char funcs[4096];
         int k3 = 0;
-        kiln_ndarray *r3 = gu_compile_run(g, NULL, 1, (const kiln_ndarray *const *)&x, &k3, funcs,
-                                          sizeof funcs);
+        kiln_ndarray *r3 =
+            gu_compile_run(g, NULL, 1, (const kiln_ndarray *const *)&x, &k3, funcs, sizeof funcs);
         kiln_ndarray *r0 = gu_compile_run(g, o0, 1, (const kiln_ndarray *const *)&x, NULL, NULL, 0);
         CHECK(r3 && r0);
-        if (r3 && r0) CHECK(tu_max_rel_err(r3, r0) < 1e-5);
+        if (r3 && r0)
+            CHECK(tu_max_rel_err(r3, r0) < 1e-5);
         if (variant == 0) {
             CHECK_EQ_INT(k3, 1);
             CHECK(strstr(funcs, "layer_norm") != NULL);
@@ -328,7 +350,8 @@ static const char *read_dump(const char *dir, const char *name) {
     char path[1200];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen(path, "r");
-    if (!f) return NULL;
+    if (!f)
+        return NULL;
     size_t len = fread(text, 1, sizeof text - 1, f);
     text[len] = 0;
     fclose(f);
@@ -350,7 +373,8 @@ static void test_fold_constant(void) {
     uint64_t seed = 77;
     kiln_ndarray *w = filled(2, mat, &seed, -2), *m = filled(2, mat, &seed, -2);
     kiln_ndarray *p[4];
-    for (int i = 0; i < 4; i++) p[i] = filled(1, &three, &seed, i == 3 ? 0.1 : -2);
+    for (int i = 0; i < 4; i++)
+        p[i] = filled(1, &three, &seed, i == 3 ? 0.1 : -2);
     kiln_ndarray *xin = filled(3, chan, &seed, -2);
     kiln_graph *g = kiln_graph_new();
     int x = kiln_graph_var(g, "x", KILN_INT64, 1, &three, NULL);
@@ -362,7 +386,8 @@ static void test_fold_constant(void) {
     int d = kiln_graph_call(g, "nn.dense", 2, wm, NULL, "const_dense"); /* [2, 2] */
     int sm = kiln_graph_call(g, "nn.softmax", 1, &d, NULL, "const_softmax");
     int bn_in[5] = {kiln_graph_const(g, "bx", xin), 0, 0, 0, 0};
-    for (int i = 0; i < 4; i++) bn_in[1 + i] = kiln_graph_const(g, "bn_param", p[i]);
+    for (int i = 0; i < 4; i++)
+        bn_in[1 + i] = kiln_graph_const(g, "bn_param", p[i]);
     int bn = kiln_graph_call(g, "nn.batch_norm", 5, bn_in, NULL, "const_bn");
     int outs[3] = {y, sm, bn};
     CHECK_EQ_INT(kiln_graph_set_outputs(g, 3, outs, NULL), KILN_OK);
@@ -405,7 +430,8 @@ static void test_fold_constant(void) {
     kiln_ndarray_free(w);
     kiln_ndarray_free(m);
     kiln_ndarray_free(xin);
-    for (int i = 0; i < 4; i++) kiln_ndarray_free(p[i]);
+    for (int i = 0; i < 4; i++)
+        kiln_ndarray_free(p[i]);
 }
 
 TEST_MAIN(TEST(test_pipeline), TEST(test_fuse_diamonds), TEST(test_fold_scale),

@@ -18,7 +18,8 @@
 static void test_cumsum_plugin(void) {
     const char *so = getenv("KILN_PLUGIN_CUMSUM");
     CHECK(so != NULL);
-    if (!so) return;
+    if (!so)
+        return;
     CHECK_EQ_INT(kiln_plugin_load(so), KILN_OK);
     /* loading twice registers the name twice: an error */
     CHECK(kiln_plugin_load(so) != KILN_OK);
@@ -52,7 +53,8 @@ static void test_cumsum_plugin(void) {
     if (ex) {
         kiln_ndarray *in = kiln_ndarray_empty(KILN_FLOAT32, 2, dims);
         float *p = kiln_ndarray_data(in);
-        for (int i = 0; i < 15; i++) p[i] = (float)(i + 1);
+        for (int i = 0; i < 15; i++)
+            p[i] = (float)(i + 1);
         CHECK_EQ_INT(kiln_executor_set_input(ex, "x", in), KILN_OK);
         CHECK_EQ_INT(kiln_executor_run(ex), KILN_OK);
         const float *a = kiln_ndarray_data(kiln_executor_output(ex, 0));
@@ -61,8 +63,10 @@ static void test_cumsum_plugin(void) {
         for (int r = 0; r < 3; r++)
             for (int c = 0; c < 5; c++) {
                 float inc = 0, exc = 0;
-                for (int k = 0; k <= c; k++) inc += p[r * 5 + k];
-                for (int k = 0; k < r; k++) exc += p[k * 5 + c];
+                for (int k = 0; k <= c; k++)
+                    inc += p[r * 5 + k];
+                for (int k = 0; k < r; k++)
+                    exc += p[k * 5 + c];
                 wrong += a[r * 5 + c] != inc || b[r * 5 + c] != exc;
             }
         CHECK_EQ_INT(wrong, 0);
@@ -104,15 +108,18 @@ static void check_cumsum(int nd, const int64_t *dims, int axis, int exclusive) {
     kiln_ndarray *in = kiln_ndarray_empty(KILN_FLOAT32, nd, dims);
     float *p = kiln_ndarray_data(in);
     int64_t n = kiln_ndarray_numel(in), stride = 1;
-    for (int d = axis + 1; d < nd; d++) stride *= dims[d];
-    for (int64_t i = 0; i < n; i++) p[i] = (float)((i * 7) % 11) - 5.0f;
+    for (int d = axis + 1; d < nd; d++)
+        stride *= dims[d];
+    for (int64_t i = 0; i < n; i++)
+        p[i] = (float)((i * 7) % 11) - 5.0f;
     if (ex && kiln_executor_set_input(ex, "x", in) == KILN_OK && kiln_executor_run(ex) == KILN_OK) {
         const float *o = kiln_ndarray_data(kiln_executor_output(ex, 0));
         int wrong = 0;
         for (int64_t i = 0; i < n; i++) {
             int64_t pos = i / stride % dims[axis]; /* the index along the axis */
             float sum = 0;
-            for (int64_t k = 0; k < pos + !exclusive; k++) sum += p[i - (pos - k) * stride];
+            for (int64_t k = 0; k < pos + !exclusive; k++)
+                sum += p[i - (pos - k) * stride];
             wrong += o[i] != sum;
         }
         CHECK_EQ_INT(wrong, 0);
@@ -143,8 +150,10 @@ static int g_schedule_calls, g_schedule_on_anchor;
 static kiln_status twice_relation(kiln_op_call *c) {
     int64_t dims[8];
     int nd = kiln_op_call_input_ndim(c, 0);
-    if (nd < 0 || nd > 8) return kiln_op_call_error(c, "twice: bad rank");
-    for (int d = 0; d < nd; d++) dims[d] = kiln_op_call_input_dim(c, 0, d);
+    if (nd < 0 || nd > 8)
+        return kiln_op_call_error(c, "twice: bad rank");
+    for (int d = 0; d < nd; d++)
+        dims[d] = kiln_op_call_input_dim(c, 0, d);
     return kiln_op_call_set_output(c, kiln_op_call_input_dtype(c, 0), nd, dims);
 }
 
@@ -155,7 +164,8 @@ static kiln_expr twice_body(kiln_ctx *ctx, const kiln_expr *idx, void *user) {
 
 static kiln_tensor *twice_compute(kiln_ctx *ctx, const kiln_op_call *c, kiln_tensor *const *in) {
     kiln_expr shape[8];
-    for (int d = 0; d < kiln_tensor_ndim(in[0]); d++) shape[d] = kiln_tensor_dim(in[0], d);
+    for (int d = 0; d < kiln_tensor_ndim(in[0]); d++)
+        shape[d] = kiln_tensor_dim(in[0], d);
     return kiln_compute(ctx, kiln_tensor_ndim(in[0]), shape, twice_body, in[0], "twice");
 }
 
@@ -170,8 +180,10 @@ static kiln_status twice_schedule(kiln_schedule *s, const kiln_op_call *c, kiln_
     int64_t lanes = kiln_target_vector_bits(target) / 32;
     kiln_expr o, i;
     kiln_status r = kiln_split(st, kiln_tensor_axis(out, nd - 1), lanes, &o, &i);
-    if (r == KILN_OK) r = kiln_vectorize(st, i);
-    if (r == KILN_OK && nd > 1) r = kiln_parallel(st, kiln_tensor_axis(out, 0));
+    if (r == KILN_OK)
+        r = kiln_vectorize(st, i);
+    if (r == KILN_OK && nd > 1)
+        r = kiln_parallel(st, kiln_tensor_axis(out, 0));
     return r;
 }
 
@@ -190,21 +202,25 @@ static int run_twice(const char *op, const char *schedule) {
     int y = kiln_graph_call(g, op, 1, &x, NULL, "t");
     kiln_graph_set_outputs(g, 1, &y, NULL);
     kiln_build_options *o = kiln_build_options_new();
-    if (schedule) kiln_build_options_set(o, "schedule", schedule);
+    if (schedule)
+        kiln_build_options_set(o, "schedule", schedule);
     char pkg[1024];
     snprintf(pkg, sizeof pkg, "%s/twice.tar", getenv("KILN_TEST_TMP"));
     kiln_status st = kiln_graph_compile(g, pkg, o);
     kiln_build_options_free(o);
     kiln_graph_free(g);
-    if (st != KILN_OK) return 0;
+    if (st != KILN_OK)
+        return 0;
     kiln_executor *ex = kiln_executor_load(pkg);
     kiln_ndarray *in = kiln_ndarray_empty(KILN_FLOAT32, 2, dims);
     float *p = kiln_ndarray_data(in);
-    for (int i = 0; i < 256; i++) p[i] = (float)i - 100.0f;
-    int ok = ex && kiln_executor_set_input(ex, "x", in) == KILN_OK &&
-             kiln_executor_run(ex) == KILN_OK;
+    for (int i = 0; i < 256; i++)
+        p[i] = (float)i - 100.0f;
+    int ok =
+        ex && kiln_executor_set_input(ex, "x", in) == KILN_OK && kiln_executor_run(ex) == KILN_OK;
     const float *r = ok ? kiln_ndarray_data(kiln_executor_output(ex, 0)) : NULL;
-    for (int i = 0; ok && i < 256; i++) ok = r[i] == 2 * p[i];
+    for (int i = 0; ok && i < 256; i++)
+        ok = r[i] == 2 * p[i];
     kiln_ndarray_free(in);
     kiln_executor_free(ex);
     return ok;
@@ -217,16 +233,19 @@ static const char *after_alter_layout(const char *dir) {
     DIR *d = opendir(dir);
     struct dirent *e;
     while (d && (e = readdir(d))) {
-        if (!strstr(e->d_name, "after_AlterOpLayout")) continue;
+        if (!strstr(e->d_name, "after_AlterOpLayout"))
+            continue;
         char path[2048];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         FILE *f = fopen(path, "r");
-        if (!f) break;
+        if (!f)
+            break;
         size_t len = fread(text, 1, sizeof text - 1, f);
         text[len] = 0;
         fclose(f);
     }
-    if (d) closedir(d);
+    if (d)
+        closedir(d);
     return text;
 }
 
@@ -275,7 +294,8 @@ static void test_user_op_citizen(void) {
     int x = kiln_graph_var(g, "x", KILN_FLOAT32, 4, xd, NULL);
     kiln_ndarray *w = kiln_ndarray_empty(KILN_FLOAT32, 4, wd);
     float *wp = kiln_ndarray_data(w);
-    for (int i = 0; i < 16 * 16 * 9; i++) wp[i] = (float)(i % 5) * 0.25f - 0.5f;
+    for (int i = 0; i < 16 * 16 * 9; i++)
+        wp[i] = (float)(i % 5) * 0.25f - 0.5f;
     int in[2] = {x, kiln_graph_const(g, "w", w)};
     int a = kiln_graph_call(g, "nn.conv2d", 2, in, "padding=[1, 1, 1, 1]", "a");
     int b = kiln_graph_call(g, "test.twice", 1, &a, NULL, "b");
@@ -292,14 +312,16 @@ static void test_user_op_citizen(void) {
     kiln_build_options_free(o);
     const char *text = after_alter_layout(dir);
     CHECK_CONTAINS(text, "nn.contrib_conv2d_"); /* NCHWc or Winograd */
-    CHECK_CONTAINS(text, "\"b.NCHW\""); /* b converted back, after running blocked */
+    CHECK_CONTAINS(text, "\"b.NCHW\"");         /* b converted back, after running blocked */
     CHECK(strstr(text, "\"a.NCHW\"") == NULL);
     /* and the result is the convolution, doubled twice */
     kiln_executor *ex = kiln_executor_load(pkg);
     kiln_ndarray *xv = kiln_ndarray_empty(KILN_FLOAT32, 4, xd);
     float *xp = kiln_ndarray_data(xv);
-    for (int i = 0; i < 16 * 64; i++) xp[i] = (float)(i % 7) - 3.0f;
-    CHECK(ex && kiln_executor_set_input(ex, "x", xv) == KILN_OK && kiln_executor_run(ex) == KILN_OK);
+    for (int i = 0; i < 16 * 64; i++)
+        xp[i] = (float)(i % 7) - 3.0f;
+    CHECK(ex && kiln_executor_set_input(ex, "x", xv) == KILN_OK &&
+          kiln_executor_run(ex) == KILN_OK);
     if (ex) {
         const float *r = kiln_ndarray_data(kiln_executor_output(ex, 0));
         int wrong = 0;
@@ -311,7 +333,8 @@ static void test_user_op_citizen(void) {
                         for (int kh = 0; kh < 3; kh++)
                             for (int kw = 0; kw < 3; kw++) {
                                 int ih = h + kh - 1, iw = v + kw - 1;
-                                if (ih < 0 || ih >= 8 || iw < 0 || iw >= 8) continue;
+                                if (ih < 0 || ih >= 8 || iw < 0 || iw >= 8)
+                                    continue;
                                 sum += (double)xp[(ic * 8 + ih) * 8 + iw] *
                                        wp[((oc * 16 + ic) * 3 + kh) * 3 + kw];
                             }
@@ -325,14 +348,22 @@ static void test_user_op_citizen(void) {
     kiln_graph_free(g);
 }
 
-static kiln_status rel_none(kiln_op_call *c) { return KILN_OK; }
+static kiln_status rel_none(kiln_op_call *c) {
+    return KILN_OK;
+}
 static kiln_tensor *compute_none(kiln_ctx *ctx, const kiln_op_call *c, kiln_tensor *const *in) {
     return NULL;
 }
 
 static void test_register_errors(void) {
-    kiln_op_spec s = {"user.noop", 1, 1, "alpha:float=0.5, mode:str=\"a\"", rel_none, compute_none,
-                      KILN_OP_ELEMWISE, "does nothing"};
+    kiln_op_spec s = {"user.noop",
+                      1,
+                      1,
+                      "alpha:float=0.5, mode:str=\"a\"",
+                      rel_none,
+                      compute_none,
+                      KILN_OP_ELEMWISE,
+                      "does nothing"};
     CHECK_EQ_INT(kiln_op_register(&s), KILN_OK);
     CHECK(kiln_op_register(&s) != KILN_OK);
     kiln_op_spec bad = s;

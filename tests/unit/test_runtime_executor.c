@@ -50,7 +50,8 @@ static kiln_expr add_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
 static const char *te_module(void) {
     static int built;
     static char path[1024];
-    if (built) return path;
+    if (built)
+        return path;
     snprintf(path, sizeof path, "%s", test_tmp_path("exec_vadd.so"));
     kiln_ctx *ctx = kiln_ctx_new();
     kiln_expr shape[2] = {kiln_int(ctx, 2), kiln_int(ctx, 8)};
@@ -61,7 +62,8 @@ static const char *te_module(void) {
     kiln_tensor *args[3] = {p.a, p.b, C};
     kiln_status st = kiln_build_save(s, 3, args, "vadd", NULL, path);
     CHECK_EQ_INT(st, KILN_OK);
-    if (st) fprintf(stderr, "%s\n", kiln_last_error());
+    if (st)
+        fprintf(stderr, "%s\n", kiln_last_error());
     kiln_ctx_free(ctx);
     built = st == KILN_OK;
     return path;
@@ -71,7 +73,8 @@ static kiln_ndarray *arr28(float base) {
     int64_t shape[2] = {2, 8};
     kiln_ndarray *a = kiln_ndarray_empty(KILN_FLOAT32, 2, shape);
     float *d = kiln_ndarray_data(a);
-    for (int i = 0; i < 16; i++) d[i] = base + (float)i * (i % 2 ? -0.5f : 0.25f);
+    for (int i = 0; i < 16; i++)
+        d[i] = base + (float)i * (i % 2 ? -0.5f : 0.25f);
     return a;
 }
 
@@ -124,8 +127,10 @@ static void test_graph_a(void) {
     kiln_executor *e = kiln_executor_create(k_graph_a, strlen(k_graph_a), m, z);
     kiln_npz_free(z); /* params are copied */
     CHECK(e != NULL);
-    if (!e) fprintf(stderr, "%s\n", kiln_last_error());
-    if (e) check_graph_a(e);
+    if (!e)
+        fprintf(stderr, "%s\n", kiln_last_error());
+    if (e)
+        check_graph_a(e);
     kiln_executor_free(e);
     kiln_module_free(m);
 }
@@ -139,8 +144,10 @@ static void test_package_roundtrip(void) {
     kiln_npz_free(z);
     kiln_executor *e = kiln_executor_load(tar);
     CHECK(e != NULL);
-    if (!e) fprintf(stderr, "%s\n", kiln_last_error());
-    if (e) check_graph_a(e);
+    if (!e)
+        fprintf(stderr, "%s\n", kiln_last_error());
+    if (e)
+        check_graph_a(e);
     kiln_executor_free(e);
     kiln_npz *in = kiln_npz_new();
     kiln_ndarray *x = arr28(-2.0f);
@@ -157,7 +164,8 @@ static void test_package_roundtrip(void) {
     CHECK_CONTAINS(kiln_last_error(), "/nonexistent/x.so");
     e = kiln_executor_load(tar); /* the failures left the package alone */
     CHECK(e != NULL);
-    if (!e) fprintf(stderr, "%s\n", kiln_last_error());
+    if (!e)
+        fprintf(stderr, "%s\n", kiln_last_error());
     kiln_executor_free(e);
 }
 
@@ -210,13 +218,15 @@ static const char *k_graph_b =
 
 static const char *hand_module(void) {
     static char so[1024];
-    if (so[0]) return so;
+    if (so[0])
+        return so;
     char c_path[1024], cmd[4096];
     snprintf(c_path, sizeof c_path, "%s", test_tmp_path("exec_hand.c"));
     snprintf(so, sizeof so, "%s", test_tmp_path("exec_hand.so"));
     FILE *f = fopen(c_path, "w");
     CHECK(f != NULL);
-    if (!f) return so;
+    if (!f)
+        return so;
     fputs(k_hand_source, f);
     fclose(f);
     snprintf(cmd, sizeof cmd, "cc -O2 -shared -fPIC -o '%s' '%s'", so, c_path);
@@ -239,11 +249,13 @@ static void test_graph_b(void) {
     int64_t n = 16;
     kiln_ndarray *x = kiln_ndarray_empty(KILN_FLOAT32, 1, &n);
     float *px = kiln_ndarray_data(x);
-    for (int i = 0; i < 16; i++) px[i] = (float)(i - 6);
+    for (int i = 0; i < 16; i++)
+        px[i] = (float)(i - 6);
     CHECK_EQ_INT(kiln_executor_set_input(e, "x", x), KILN_OK);
     CHECK_EQ_INT(kiln_executor_run(e), KILN_OK);
     const float *s = kiln_ndarray_data(kiln_executor_output(e, 0));
-    for (int i = 0; i < 16; i++) CHECK_NEAR(s[i], px[i] + (px[i] > 0 ? px[i] : 0), 0);
+    for (int i = 0; i < 16; i++)
+        CHECK_NEAR(s[i], px[i] + (px[i] > 0 ? px[i] : 0), 0);
     CHECK_NEAR(*(const float *)kiln_ndarray_data(kiln_executor_output(e, 1)), -6, 0);
     CHECK_NEAR(*(const float *)kiln_ndarray_data(kiln_executor_output(e, 2)), 18, 0);
     /* a strided input is copied element by element */
@@ -288,7 +300,8 @@ static void test_graph_b(void) {
 static char *replace(const char *text, const char *from, const char *to) {
     const char *at = strstr(text, from);
     CHECK(at != NULL);
-    if (!at) return NULL;
+    if (!at)
+        return NULL;
     size_t n = strlen(text) - strlen(from) + strlen(to) + 1;
     char *out = malloc(n);
     snprintf(out, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
@@ -321,8 +334,9 @@ static void test_bad_plans(void) {
         {"\"float32\", \"float32\"]]", "\"int32\", \"float32\"]]",
          "node 3 'y2': function 'vadd' argument 2 (output 0) is float32[2, 8], but the entry is "
          "int32[2, 8]"},
-        {"[2, 8]]]", "[2, 4]]]", "argument 2 (output 0) is float32[2, 8], but the entry is "
-                                 "float32[2, 4]"},
+        {"[2, 8]]]", "[2, 4]]]",
+         "argument 2 (output 0) is float32[2, 8], but the entry is "
+         "float32[2, 4]"},
         {"[2, 8]]]", "[2, -8]]]", "entry 4: dim 1 is not a non-negative integer"},
         {"[2, 8]]]", "[2, 4000000000, 4000000000]]]", "entry 4: the shape is too large"},
         {"[2, 8]]]", "[2, 8, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]]]", "at most 16 dims"},
@@ -333,7 +347,8 @@ static void test_bad_plans(void) {
          "\"func_name\": \"nope\", \"num_inputs\": \"2\", \"num_outputs\": \"1\", "
          "\"flatten_data\": \"0\"}, \"inputs\": [[2",
          "node 3 'y2': "},
-        {"\"func_name\": \"vadd\"", "\"func\": \"vadd\"", "node 2 'y1': attrs has no \"func_name\""},
+        {"\"func_name\": \"vadd\"", "\"func\": \"vadd\"",
+         "node 2 'y1': attrs has no \"func_name\""},
         {"\"num_inputs\": \"2\"", "\"num_inputs\": \"3\"", "attrs.num_inputs must be the number"},
         {"\"num_inputs\": \"2\"", "\"num_inputs\": \"2x\"", "attrs.num_inputs"},
         {"\"op\": \"tvm_op\"", "\"op\": \"conv\"", "node 2 'y1': \"op\" must be"},
@@ -355,12 +370,14 @@ static void test_bad_plans(void) {
     kiln_npz *z = params_a();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *j = replace(k_graph_a, cases[i].from, cases[i].to);
-        if (!j) continue;
+        if (!j)
+            continue;
         kiln_npz *p = strstr(cases[i].msg, "two inputs") ? NULL : z;
         kiln_executor *e = kiln_executor_create(j, strlen(j), m, p);
         CHECK(e == NULL);
         CHECK_CONTAINS(kiln_last_error(), cases[i].msg);
-        if (e) fprintf(stderr, "  case %zu was accepted\n", i);
+        if (e)
+            fprintf(stderr, "  case %zu was accepted\n", i);
         kiln_executor_free(e);
         free(j);
     }
@@ -369,7 +386,8 @@ static void test_bad_plans(void) {
     char *j = replace(j1, "\"num_outputs\": \"1\", \"flatten_data\": \"0\"}, \"inputs\": [[3",
                       "\"num_outputs\": \"1999999996\", \"flatten_data\": \"0\"}, \"inputs\": [[3");
     CHECK(kiln_executor_create(j, strlen(j), m, z) == NULL);
-    CHECK_CONTAINS(kiln_last_error(), "attrs.shape has 5 entries, but node_row_ptr says 2000000000");
+    CHECK_CONTAINS(kiln_last_error(),
+                   "attrs.shape has 5 entries, but node_row_ptr says 2000000000");
     free(j1);
     free(j);
     /* the function must exist: the message lists what the module has */
@@ -415,10 +433,12 @@ static void test_bad_plans(void) {
             memcpy(mut, k_graph_a, n + 1);
             mut[i] = subs[k];
             e = kiln_executor_create(mut, n, hm, z);
-            if (e) CHECK_EQ_INT(kiln_executor_run(e), KILN_OK);
+            if (e)
+                CHECK_EQ_INT(kiln_executor_run(e), KILN_OK);
             kiln_executor_free(e);
             e = kiln_executor_create(mut, n, m, z);
-            if (e) CHECK_EQ_INT(kiln_executor_run(e), KILN_OK);
+            if (e)
+                CHECK_EQ_INT(kiln_executor_run(e), KILN_OK);
             kiln_executor_free(e);
         }
     free(mut);
@@ -440,10 +460,14 @@ static void tar_add(FILE *f, const char *name, const char *data, size_t len, cha
     snprintf((char *)h + 124, 12, "%011zo", len);
     snprintf((char *)h + 136, 12, "%011o", 0);
     h[156] = (unsigned char)type;
-    memcpy(h + 257, "ustar\0" "00", 8);
+    memcpy(h + 257,
+           "ustar\0"
+           "00",
+           8);
     memset(h + 148, ' ', 8);
     unsigned sum = 0;
-    for (int i = 0; i < 512; i++) sum += h[i];
+    for (int i = 0; i < 512; i++)
+        sum += h[i];
     snprintf((char *)h + 148, 8, "%06o", sum);
     fwrite(h, 1, 512, f);
     fwrite(data, 1, len, f);
@@ -453,7 +477,8 @@ static void tar_add(FILE *f, const char *name, const char *data, size_t len, cha
 
 static char *slurp(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
+    if (!f)
+        return NULL;
     fseek(f, 0, SEEK_END);
     *len = (size_t)ftell(f);
     fseek(f, 0, SEEK_SET);
@@ -475,10 +500,12 @@ static const char *write_tar(const char *name, const char *so_name, int with_par
     kiln_npz_free(z);
     char *params = slurp(test_tmp_path("exec_p.npz"), &p_len);
     FILE *f = fopen(path, "wb");
-    if (extra_name) tar_add(f, extra_name, "evil", 4, extra_type);
+    if (extra_name)
+        tar_add(f, extra_name, "evil", 4, extra_type);
     tar_add(f, so_name, so, so_len, '0');
     tar_add(f, "mod.json", k_graph_a, strlen(k_graph_a), '0');
-    if (with_params) tar_add(f, "./mod.params", params, p_len, '0');
+    if (with_params)
+        tar_add(f, "./mod.params", params, p_len, '0');
     static const char zero[1024];
     fwrite(zero, 1, sizeof zero, f);
     fclose(f);
@@ -497,8 +524,10 @@ static void expect_load_error(const char *path, const char *msg) {
 static int count_files(const char *dir) {
     DIR *d = opendir(dir);
     int n = 0;
-    if (!d) return -1;
-    for (struct dirent *de; (de = readdir(d)) != NULL;) n += de->d_name[0] != '.';
+    if (!d)
+        return -1;
+    for (struct dirent *de; (de = readdir(d)) != NULL;)
+        n += de->d_name[0] != '.';
     closedir(d);
     return n;
 }
@@ -513,7 +542,8 @@ static void test_bad_packages(void) {
     const char *ok = write_tar("exec_gnu.tar", "./mod.so", 1, "./", '5');
     kiln_executor *e = kiln_executor_load(ok);
     CHECK(e != NULL);
-    if (!e) fprintf(stderr, "%s\n", kiln_last_error());
+    if (!e)
+        fprintf(stderr, "%s\n", kiln_last_error());
     CHECK_EQ_INT(count_files(tmp), e ? 1 : 0);
     kiln_executor_free(e);
     CHECK_EQ_INT(count_files(tmp), 0);
@@ -544,7 +574,8 @@ static void test_bad_packages(void) {
     size_t len = 0;
     char *bytes = slurp(good, &len);
     CHECK(bytes != NULL && len > 4096);
-    if (!bytes) return;
+    if (!bytes)
+        return;
     for (size_t k = 0; k < len; k += k < 2048 || k + 2048 > len ? 61 : 4093) {
         f = fopen(cut, "wb");
         fwrite(bytes, 1, k, f);
@@ -553,9 +584,11 @@ static void test_bad_packages(void) {
         /* only the end marker (two zero blocks) may be cut, a whole block at a time */
         if (k < len - 1024 || (k % 512 && k < len - 512)) {
             CHECK(e == NULL);
-            if (e) fprintf(stderr, "  cut at %zu of %zu loaded\n", k, len);
+            if (e)
+                fprintf(stderr, "  cut at %zu of %zu loaded\n", k, len);
         }
-        if (!e) CHECK(kiln_last_error()[0] != 0);
+        if (!e)
+            CHECK(kiln_last_error()[0] != 0);
         kiln_executor_free(e);
     }
     for (size_t k = 512; k + 1024 < len; k += 512) { /* every header boundary */
@@ -578,7 +611,8 @@ static void test_bad_packages(void) {
     memcpy(copy + 124, "77777777777", 11); /* mod.so's size: far past the end */
     unsigned sum = 0;
     memset(copy + 148, ' ', 8);
-    for (int i = 0; i < 512; i++) sum += (unsigned char)copy[i];
+    for (int i = 0; i < 512; i++)
+        sum += (unsigned char)copy[i];
     snprintf(copy + 148, 8, "%06o", sum);
     f = fopen(cut, "wb");
     fwrite(copy, 1, len, f);

@@ -11,46 +11,45 @@
 /* The module, with @META@ replaced by the metadata string literal. It
  * includes the runtime's own module_abi.h, as a module of another compiler
  * would. */
-static const char *k_source =
-    "#include \"module_abi.h\"\n"
-    "static const kiln_module_api *g_api;\n"
-    "static int g_chunks;\n"
-    "int kiln_module_init(const kiln_module_api *api) {\n"
-    "    if (api->version != INIT_VERSION) return 1;\n"
-    "    g_api = api;\n"
-    "    return 0;\n"
-    "}\n"
-    "const char kiln_module_meta[] = @META@;\n"
-    "typedef struct { const float *a, *b; float *c; } add_args;\n"
-    "static int add_chunk(int64_t b, int64_t e, void *p) {\n"
-    "    add_args *x = p;\n"
-    "    __atomic_fetch_add(&g_chunks, 1, __ATOMIC_SEQ_CST);\n"
-    "    for (int64_t i = b; i < e; i++) x->c[i] = x->a[i] + x->b[i];\n"
-    "    return 0;\n"
-    "}\n"
-    "int32_t myadd(void *const *args, const int64_t *vars) {\n"
-    "    add_args x = {args[0], args[1], args[2]};\n"
-    "    g_chunks = 0;\n"
-    "    return g_api->parallel_for(vars[0], add_chunk, &x);\n"
-    "}\n"
-    "int32_t twice(void *const *args, const int64_t *vars) {\n"
-    "    const int32_t *x = args[0];\n"
-    "    int32_t *y = args[1];\n"
-    "    for (int64_t i = 0; i < 3 * vars[0]; i++) y[i] = 2 * x[i];\n"
-    "    return 0;\n"
-    "}\n"
-    "int32_t oom(void *const *args, const int64_t *vars) { return 1; }\n"
-    "int32_t last_chunks(void *const *args, const int64_t *vars) {\n"
-    "    *(int64_t *)args[0] = g_chunks;\n"
-    "    return 0;\n"
-    "}\n";
+static const char *k_source = "#include \"module_abi.h\"\n"
+                              "static const kiln_module_api *g_api;\n"
+                              "static int g_chunks;\n"
+                              "int kiln_module_init(const kiln_module_api *api) {\n"
+                              "    if (api->version != INIT_VERSION) return 1;\n"
+                              "    g_api = api;\n"
+                              "    return 0;\n"
+                              "}\n"
+                              "const char kiln_module_meta[] = @META@;\n"
+                              "typedef struct { const float *a, *b; float *c; } add_args;\n"
+                              "static int add_chunk(int64_t b, int64_t e, void *p) {\n"
+                              "    add_args *x = p;\n"
+                              "    __atomic_fetch_add(&g_chunks, 1, __ATOMIC_SEQ_CST);\n"
+                              "    for (int64_t i = b; i < e; i++) x->c[i] = x->a[i] + x->b[i];\n"
+                              "    return 0;\n"
+                              "}\n"
+                              "int32_t myadd(void *const *args, const int64_t *vars) {\n"
+                              "    add_args x = {args[0], args[1], args[2]};\n"
+                              "    g_chunks = 0;\n"
+                              "    return g_api->parallel_for(vars[0], add_chunk, &x);\n"
+                              "}\n"
+                              "int32_t twice(void *const *args, const int64_t *vars) {\n"
+                              "    const int32_t *x = args[0];\n"
+                              "    int32_t *y = args[1];\n"
+                              "    for (int64_t i = 0; i < 3 * vars[0]; i++) y[i] = 2 * x[i];\n"
+                              "    return 0;\n"
+                              "}\n"
+                              "int32_t oom(void *const *args, const int64_t *vars) { return 1; }\n"
+                              "int32_t last_chunks(void *const *args, const int64_t *vars) {\n"
+                              "    *(int64_t *)args[0] = g_chunks;\n"
+                              "    return 0;\n"
+                              "}\n";
 
-#define GOOD_META                                                                   \
-    "kiln-module 1\\n"                                                              \
-    "func myadd 3 1\\nvar n\\narg A float32 1 $0\\narg B float32 1 $0\\narg C float32 1 $0\\n" \
-    "func twice 2 1\\nvar m\\narg X int32 2 3 $0\\narg Y int32 2 3 $0\\n"          \
-    "func oom 1 0\\narg Z float64 0\\n"                                             \
-    "func last_chunks 1 0\\narg R int64 0\\n"                                       \
+#define GOOD_META                                                                                  \
+    "kiln-module 1\\n"                                                                             \
+    "func myadd 3 1\\nvar n\\narg A float32 1 $0\\narg B float32 1 $0\\narg C float32 1 $0\\n"     \
+    "func twice 2 1\\nvar m\\narg X int32 2 3 $0\\narg Y int32 2 3 $0\\n"                          \
+    "func oom 1 0\\narg Z float64 0\\n"                                                            \
+    "func last_chunks 1 0\\narg R int64 0\\n"                                                      \
     "end\\n"
 
 /* Compile the module with metadata `meta` (a C string literal's contents) to
@@ -64,7 +63,8 @@ static const char *build_module(const char *name, const char *meta, int init_ver
     snprintf(out, 1024, "%s.so", test_tmp_path(name));
     FILE *f = fopen(c_path, "w");
     CHECK(f != NULL);
-    if (!f) return NULL;
+    if (!f)
+        return NULL;
     const char *at = strstr(k_source, "@META@");
     fprintf(f, "#define INIT_VERSION %d\n%.*s\"%s\"%s", init_version, (int)(at - k_source),
             k_source, meta, at + 6);
@@ -77,11 +77,14 @@ static const char *build_module(const char *name, const char *meta, int init_ver
     return rc == 0 ? out : NULL;
 }
 
-static kiln_ndarray *vec(kiln_dtype dt, int64_t n) { return kiln_ndarray_empty(dt, 1, &n); }
+static kiln_ndarray *vec(kiln_dtype dt, int64_t n) {
+    return kiln_ndarray_empty(dt, 1, &n);
+}
 
 static void test_load_and_call(void) {
     const char *so = build_module("rt_mod_good", GOOD_META, 2);
-    if (!so) return;
+    if (!so)
+        return;
     kiln_module *m = kiln_module_load(so);
     CHECK(m != NULL);
     if (!m) {
@@ -110,7 +113,8 @@ static void test_load_and_call(void) {
     kiln_ndarray *args[3] = {A, B, C};
     CHECK_EQ_INT(kiln_function_call(f, 3, args), KILN_OK);
     int ok = 1;
-    for (int i = 0; i < n; i++) ok &= c[i] == 1.5f * (float)i;
+    for (int i = 0; i < n; i++)
+        ok &= c[i] == 1.5f * (float)i;
     CHECK(ok);
     /* The kernel's parallel loop went through the pool: one chunk per thread. */
     kiln_ndarray *R = kiln_ndarray_empty(KILN_INT64, 0, NULL);
@@ -122,7 +126,8 @@ static void test_load_and_call(void) {
     int64_t s35[2] = {3, 5};
     kiln_ndarray *X = kiln_ndarray_empty(KILN_INT32, 2, s35);
     kiln_ndarray *Y = kiln_ndarray_empty(KILN_INT32, 2, s35);
-    for (int i = 0; i < 15; i++) ((int32_t *)kiln_ndarray_data(X))[i] = i;
+    for (int i = 0; i < 15; i++)
+        ((int32_t *)kiln_ndarray_data(X))[i] = i;
     kiln_ndarray *xy[2] = {X, Y};
     kiln_function *tw = kiln_module_get_function(m, "twice");
     CHECK_EQ_INT(kiln_function_call(tw, 2, xy), KILN_OK);
@@ -170,7 +175,8 @@ static void test_call_validation(void) {
     const char *so = build_module("rt_mod_good2", GOOD_META, 2);
     kiln_module *m = so ? kiln_module_load(so) : NULL;
     CHECK(m != NULL);
-    if (!m) return;
+    if (!m)
+        return;
     kiln_function *f = kiln_module_get_function(m, "myadd");
     kiln_ndarray *A = vec(KILN_FLOAT32, 128), *B = vec(KILN_FLOAT32, 128);
     kiln_ndarray *C = vec(KILN_FLOAT32, 128), *Bi = vec(KILN_INT32, 128);
@@ -195,8 +201,7 @@ static void test_call_validation(void) {
     kiln_ndarray *with_null[3] = {A, NULL, C};
     expect_call_error(f, 3, with_null, "myadd: argument 1 'B' is NULL");
     kiln_ndarray *non_contig[3] = {A64, strided, C64};
-    expect_call_error(f, 3, non_contig,
-                      "myadd: argument 1 'B' is not contiguous; copy it first");
+    expect_call_error(f, 3, non_contig, "myadd: argument 1 'B' is not contiguous; copy it first");
     /* After a copy it works. */
     kiln_ndarray *B64 = vec(KILN_FLOAT32, 64);
     CHECK_EQ_INT(kiln_ndarray_copy(B64, strided), KILN_OK);
@@ -220,15 +225,18 @@ static void test_call_validation(void) {
     CHECK_EQ_INT(kiln_function_call(NULL, 0, NULL), KILN_ERR_INVALID);
 
     kiln_ndarray *all[] = {A, B, C, Bi, C100, B2, strided, big, A64, C64, B64, X45, X35, Y36, E0};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) kiln_ndarray_free(all[i]);
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        kiln_ndarray_free(all[i]);
     kiln_module_free(m);
 }
 
 static void test_owned_tmpdir(void) {
     const char *so = build_module("rt_mod_good3", GOOD_META, 2);
-    if (!so) return;
+    if (!so)
+        return;
     kiln_module *m = kiln_module_load(so);
-    if (!m) return;
+    if (!m)
+        return;
     const char *dir = test_tmp_path("rt_owned_dir");
     char inner[1100], extra[1100];
     mkdir(dir, 0755);
@@ -237,7 +245,8 @@ static void test_owned_tmpdir(void) {
     CHECK_EQ_INT(kiln_module_save(m, inner), KILN_OK);
     kiln_module_free(m);
     FILE *f = fopen(extra, "w");
-    if (f) fclose(f);
+    if (f)
+        fclose(f);
     kiln_module *o = kiln_module_load_owned(inner, dir);
     CHECK(o != NULL);
     struct stat st;
@@ -311,7 +320,8 @@ static void test_bad_modules(void) {
         char name[64];
         snprintf(name, sizeof name, "rt_mod_bad%zu", i);
         so = build_module(name, cases[i].meta, 2);
-        if (!so) continue;
+        if (!so)
+            continue;
         kiln_clear_error();
         kiln_module *m = kiln_module_load(so);
         CHECK(m == NULL);
@@ -332,7 +342,8 @@ static int32_t k_double_calls;
 static int32_t k_double(void *const *args, const int64_t *vars) {
     const float *x = args[0];
     float *y = args[1];
-    for (int64_t i = 0; i < vars[0]; i++) y[i] = 2 * x[i];
+    for (int64_t i = 0; i < vars[0]; i++)
+        y[i] = 2 * x[i];
     k_double_calls++;
     return 0;
 }
@@ -353,13 +364,16 @@ static void test_module_from_meta(void) {
     kiln_function *f = m ? kiln_module_get_function(m, "dbl") : NULL;
     CHECK(f != NULL);
     kiln_ndarray *a[2] = {vec(KILN_FLOAT32, 5), vec(KILN_FLOAT32, 5)};
-    for (int i = 0; i < 5; i++) ((float *)kiln_ndarray_data(a[0]))[i] = (float)i;
+    for (int i = 0; i < 5; i++)
+        ((float *)kiln_ndarray_data(a[0]))[i] = (float)i;
     k_double_calls = 0;
-    if (f) CHECK_EQ_INT(kiln_function_call(f, 2, a), KILN_OK);
+    if (f)
+        CHECK_EQ_INT(kiln_function_call(f, 2, a), KILN_OK);
     CHECK_EQ_INT(k_double_calls, 1);
     CHECK(((float *)kiln_ndarray_data(a[1]))[4] == 8.0f);
     kiln_ndarray *bad[2] = {a[0], vec(KILN_FLOAT32, 4)};
-    if (f) CHECK(kiln_function_call(f, 2, bad) != KILN_OK); /* n = 5 from X, 4 from Y */
+    if (f)
+        CHECK(kiln_function_call(f, 2, bad) != KILN_OK); /* n = 5 from X, 4 from Y */
     CHECK_EQ_INT(kiln_module_save(m, test_tmp_path("rt_from_meta.so")), KILN_ERR_INVALID);
     CHECK_CONTAINS(kiln_last_error(), "in-process: the module has no shared object to save");
     kiln_ndarray_free(bad[1]);
@@ -382,7 +396,8 @@ static void test_package_parse(void) {
     const char *so = test_tmp_path("rt_pkg_meta.txt");
     FILE *f = fopen(so, "wb");
     CHECK(f != NULL);
-    if (!f) return;
+    if (!f)
+        return;
     fputs(DBL_META, f);
     fclose(f);
     kiln_npz *z = kiln_npz_new();
@@ -409,8 +424,8 @@ static void test_package_parse(void) {
     kiln_npz_free(params);
     /* cut inside mod.params' data (its last 512-byte block before the two
        that end the archive); then only the first member */
-    CHECK(kiln_package_parse(img, len - 1024 - 412, "img", &text, &text_len, &sob, &so_len, &params) ==
-          KILN_ERR_IO);
+    CHECK(kiln_package_parse(img, len - 1024 - 412, "img", &text, &text_len, &sob, &so_len,
+                             &params) == KILN_ERR_IO);
     CHECK(text == NULL && sob == NULL && params == NULL);
     size_t first = 512 + (strlen(DBL_META) + 511) / 512 * 512;
     CHECK(kiln_package_parse(img, first, "img", &text, &text_len, &sob, &so_len, &params) ==

@@ -25,7 +25,8 @@ static void test_empty(void) {
     CHECK_EQ_INT((uintptr_t)kiln_ndarray_data(a) % KILN_ALIGNMENT, 0);
     const float *d = kiln_ndarray_data(a);
     int zero = 1;
-    for (int i = 0; i < 30; i++) zero &= d[i] == 0.0f;
+    for (int i = 0; i < 30; i++)
+        zero &= d[i] == 0.0f;
     CHECK(zero);
     kiln_ndarray_free(a);
     kiln_ndarray_free(NULL);
@@ -47,7 +48,8 @@ static void test_empty(void) {
 
 static void test_empty_errors(void) {
     int64_t shape[KILN_MAX_NDIM + 1];
-    for (int i = 0; i <= KILN_MAX_NDIM; i++) shape[i] = 1;
+    for (int i = 0; i <= KILN_MAX_NDIM; i++)
+        shape[i] = 1;
     kiln_clear_error();
     CHECK(kiln_ndarray_empty(KILN_FLOAT32, KILN_MAX_NDIM + 1, shape) == NULL);
     CHECK_CONTAINS(kiln_last_error(), "rank 17");
@@ -75,7 +77,8 @@ static void test_empty_errors(void) {
 
 static void test_wrap_and_view(void) {
     float buf[24];
-    for (int i = 0; i < 24; i++) buf[i] = (float)i;
+    for (int i = 0; i < 24; i++)
+        buf[i] = (float)i;
     int64_t shape[2] = {4, 6};
     kiln_ndarray *w = kiln_ndarray_wrap(buf, KILN_FLOAT32, 2, shape, NULL, 0);
     CHECK(w != NULL);
@@ -159,10 +162,12 @@ static void fill_iota(kiln_ndarray *a) {
     int32_t *d = kiln_ndarray_data(a);
     for (int64_t i = 0; i < n; i++) {
         int64_t off = 0;
-        for (int k = 0; k < nd; k++) off += idx[k] * kiln_ndarray_stride(a, k);
+        for (int k = 0; k < nd; k++)
+            off += idx[k] * kiln_ndarray_stride(a, k);
         d[off] = (int32_t)i;
         for (int k = nd - 1; k >= 0; k--) {
-            if (++idx[k] < kiln_ndarray_dim(a, k)) break;
+            if (++idx[k] < kiln_ndarray_dim(a, k))
+                break;
             idx[k] = 0;
         }
     }
@@ -175,10 +180,13 @@ static int is_iota(const kiln_ndarray *a) {
     const int32_t *d = kiln_ndarray_data(a);
     for (int64_t i = 0; i < n; i++) {
         int64_t off = 0;
-        for (int k = 0; k < nd; k++) off += idx[k] * kiln_ndarray_stride(a, k);
-        if (d[off] != (int32_t)i) return 0;
+        for (int k = 0; k < nd; k++)
+            off += idx[k] * kiln_ndarray_stride(a, k);
+        if (d[off] != (int32_t)i)
+            return 0;
         for (int k = nd - 1; k >= 0; k--) {
-            if (++idx[k] < kiln_ndarray_dim(a, k)) break;
+            if (++idx[k] < kiln_ndarray_dim(a, k))
+                break;
             idx[k] = 0;
         }
     }
@@ -190,10 +198,10 @@ static void test_copy_strided(void) {
     int32_t sbuf[4096], dbuf[4096];
     int64_t shape[4] = {3, 4, 2, 5};
     int64_t layouts[4][4] = {
-        {40, 10, 5, 1},    /* compact */
-        {1, 3, 12, 24},    /* Fortran */
-        {80, 20, 10, 2},   /* every other element */
-        {-40, 10, -5, 1},  /* some negative strides */
+        {40, 10, 5, 1},   /* compact */
+        {1, 3, 12, 24},   /* Fortran */
+        {80, 20, 10, 2},  /* every other element */
+        {-40, 10, -5, 1}, /* some negative strides */
     };
     int64_t offs[4] = {0, 0, 0, (2 * 40 + 5) * 4};
     for (int si = 0; si < 4; si++) {
@@ -270,7 +278,8 @@ static void test_share(void) {
     int64_t shape[2] = {3, 5};
     kiln_ndarray *a = kiln_ndarray_empty(KILN_FLOAT32, 2, shape);
     float *d = kiln_ndarray_data(a);
-    for (int i = 0; i < 15; i++) d[i] = (float)i;
+    for (int i = 0; i < 15; i++)
+        d[i] = (float)i;
     kiln_ndarray *b = ndarray_share(a), *c = ndarray_share(b);
     CHECK(b && c);
     CHECK(kiln_ndarray_data(b) == d && kiln_ndarray_data(c) == d);

@@ -22,7 +22,8 @@ static const char *data_path(const char *name) {
 static unsigned char *read_data(const char *name, size_t *len) {
     FILE *f = fopen(data_path(name), "rb");
     CHECK(f != NULL);
-    if (!f) return NULL;
+    if (!f)
+        return NULL;
     unsigned char *b = malloc(1 << 16);
     *len = fread(b, 1, 1 << 16, f);
     fclose(f);
@@ -32,15 +33,18 @@ static unsigned char *read_data(const char *name, size_t *len) {
 static void write_tmp(const char *path, const void *b, size_t n) {
     FILE *f = fopen(path, "wb");
     CHECK(f != NULL);
-    if (!f) return;
+    if (!f)
+        return;
     fwrite(b, 1, n, f);
     fclose(f);
 }
 
 static int shape_is(const kiln_ndarray *a, int ndim, const int64_t *shape) {
-    if (!a || kiln_ndarray_ndim(a) != ndim) return 0;
+    if (!a || kiln_ndarray_ndim(a) != ndim)
+        return 0;
     for (int i = 0; i < ndim; i++)
-        if (kiln_ndarray_dim(a, i) != shape[i]) return 0;
+        if (kiln_ndarray_dim(a, i) != shape[i])
+            return 0;
     return kiln_ndarray_is_contiguous(a);
 }
 
@@ -53,7 +57,8 @@ static void test_npy_fixtures(void) {
     CHECK(a && kiln_ndarray_dtype(a) == KILN_FLOAT32);
     if (a) {
         const float *d = kiln_ndarray_data(a);
-        for (int i = 0; i < 6; i++) CHECK(d[i] == 0.5f * (float)i);
+        for (int i = 0; i < 6; i++)
+            CHECK(d[i] == 0.5f * (float)i);
     }
     kiln_ndarray_free(a);
 
@@ -63,7 +68,8 @@ static void test_npy_fixtures(void) {
     CHECK(a && kiln_ndarray_dtype(a) == KILN_FLOAT64);
     if (a) {
         const double *d = kiln_ndarray_data(a);
-        for (int i = 0; i < 12; i++) CHECK(d[i] == (double)i);
+        for (int i = 0; i < 12; i++)
+            CHECK(d[i] == (double)i);
     }
     kiln_ndarray_free(a);
 
@@ -72,23 +78,27 @@ static void test_npy_fixtures(void) {
     CHECK(shape_is(a, 3, s234));
     if (a) {
         const int8_t *d = kiln_ndarray_data(a);
-        for (int i = 0; i < 24; i++) CHECK_EQ_INT(d[i], i);
+        for (int i = 0; i < 24; i++)
+            CHECK_EQ_INT(d[i], i);
     }
     kiln_ndarray_free(a);
 
     a = kiln_npy_load(data_path("rt_i64_scalar.npy"));
     CHECK(a && kiln_ndarray_ndim(a) == 0 && kiln_ndarray_dtype(a) == KILN_INT64);
-    if (a) CHECK_EQ_INT(*(int64_t *)kiln_ndarray_data(a), -42);
+    if (a)
+        CHECK_EQ_INT(*(int64_t *)kiln_ndarray_data(a), -42);
     kiln_ndarray_free(a);
 
     a = kiln_npy_load(data_path("rt_bool.npy"));
     CHECK(a && kiln_ndarray_dtype(a) == KILN_BOOL && kiln_ndarray_numel(a) == 4);
-    if (a) CHECK(memcmp(kiln_ndarray_data(a), "\1\0\1\1", 4) == 0);
+    if (a)
+        CHECK(memcmp(kiln_ndarray_data(a), "\1\0\1\1", 4) == 0);
     kiln_ndarray_free(a);
 
     a = kiln_npy_load(data_path("rt_u8.npy"));
     CHECK(a && kiln_ndarray_dtype(a) == KILN_UINT8 && kiln_ndarray_numel(a) == 3);
-    if (a) CHECK(memcmp(kiln_ndarray_data(a), "\0\1\377", 3) == 0);
+    if (a)
+        CHECK(memcmp(kiln_ndarray_data(a), "\0\1\377", 3) == 0);
     kiln_ndarray_free(a);
 
     a = kiln_npy_load(data_path("rt_f16.npy"));
@@ -112,7 +122,8 @@ static void test_npy_fixtures(void) {
         CHECK(a && kiln_ndarray_dtype(a) == KILN_INT32 && kiln_ndarray_numel(a) == 5);
         if (a) {
             const int32_t *d = kiln_ndarray_data(a);
-            for (int i = 0; i < 5; i++) CHECK_EQ_INT(d[i], i - 2);
+            for (int i = 0; i < 5; i++)
+                CHECK_EQ_INT(d[i], i - 2);
         }
         kiln_ndarray_free(a);
     }
@@ -136,13 +147,14 @@ static void test_npy_round_trip(void) {
         kiln_ndarray *a = kiln_ndarray_empty(dts[t], 3, shape);
         unsigned char *d = kiln_ndarray_data(a);
         size_t nb = 15 * kiln_dtype_size(dts[t]);
-        for (size_t i = 0; i < nb; i++) d[i] = dts[t] == KILN_BOOL ? (unsigned char)(i % 3 == 0)
-                                                                   : (unsigned char)(i * 37 + 1);
+        for (size_t i = 0; i < nb; i++)
+            d[i] = dts[t] == KILN_BOOL ? (unsigned char)(i % 3 == 0) : (unsigned char)(i * 37 + 1);
         CHECK_EQ_INT(kiln_npy_save(path, a), KILN_OK);
         kiln_ndarray *b = kiln_npy_load(path);
         CHECK(shape_is(b, 3, shape));
         CHECK(b && kiln_ndarray_dtype(b) == dts[t]);
-        if (b) CHECK(memcmp(kiln_ndarray_data(b), d, nb) == 0);
+        if (b)
+            CHECK(memcmp(kiln_ndarray_data(b), d, nb) == 0);
         kiln_ndarray_free(a);
         kiln_ndarray_free(b);
     }
@@ -150,7 +162,8 @@ static void test_npy_round_trip(void) {
     FILE *f = fopen(path, "rb");
     unsigned char hdr[10];
     CHECK(f && fread(hdr, 1, 10, f) == 10);
-    if (f) fclose(f);
+    if (f)
+        fclose(f);
     CHECK_EQ_INT((10 + hdr[8] + 256 * hdr[9]) % 64, 0);
 
     /* A transposed view is written in C order. */
@@ -201,7 +214,8 @@ static void test_npy_round_trip(void) {
 static void test_npy_truncated(void) {
     size_t len = 0;
     unsigned char *buf = read_data("rt_f32_2x3.npy", &len);
-    if (!buf) return;
+    if (!buf)
+        return;
     CHECK_EQ_INT(len, 128 + 24);
     for (size_t n = 0; n < len; n++) {
         unsigned char *cut = malloc(n ? n : 1); /* exact size: ASan sees any over-read */
@@ -290,7 +304,8 @@ static void test_npy_bad_headers(void) {
                 fprintf(stderr, "  case %zu: %s\n", i, cases[i].header);
         } else {
             CHECK(a != NULL);
-            if (!a) fprintf(stderr, "  case %zu: %s: %s\n", i, cases[i].header, kiln_last_error());
+            if (!a)
+                fprintf(stderr, "  case %zu: %s: %s\n", i, cases[i].header, kiln_last_error());
         }
         kiln_ndarray_free(a);
     }
@@ -330,22 +345,26 @@ static void check_ab(const kiln_npz *z) {
     CHECK(kiln_npz_get(z, "a.npy") == NULL);
     if (a) {
         const float *d = kiln_ndarray_data(a);
-        for (int i = 0; i < 6; i++) CHECK(d[i] == (float)i);
+        for (int i = 0; i < 6; i++)
+            CHECK(d[i] == (float)i);
     }
     if (b) {
         const int64_t *d = kiln_ndarray_data(b);
-        for (int i = 0; i < 4; i++) CHECK_EQ_INT(d[i], i + 1);
+        for (int i = 0; i < 4; i++)
+            CHECK_EQ_INT(d[i], i + 1);
     }
 }
 
 static void test_npz_fixtures(void) {
     kiln_npz *z = kiln_npz_load(data_path("rt_stored.npz"));
     CHECK(z != NULL);
-    if (z) check_ab(z);
+    if (z)
+        check_ab(z);
     kiln_npz_free(z);
     z = kiln_npz_load(data_path("rt_deflated.npz"));
     CHECK(z != NULL);
-    if (z) check_ab(z);
+    if (z)
+        check_ab(z);
     kiln_npz_free(z);
 
     z = kiln_npz_load(data_path("rt_zip64.npz")); /* ZIP64 end records and extra fields */
@@ -355,8 +374,10 @@ static void test_npz_fixtures(void) {
         const kiln_ndarray *x = kiln_npz_get(z, "x"), *y = kiln_npz_get(z, "y");
         CHECK(x && kiln_ndarray_dtype(x) == KILN_FLOAT64 && kiln_ndarray_numel(x) == 4);
         CHECK(y && kiln_ndarray_dtype(y) == KILN_INT32 && kiln_ndarray_numel(y) == 3);
-        if (x) CHECK(((double *)kiln_ndarray_data(x))[3] == 3.0);
-        if (y) CHECK_EQ_INT(((int32_t *)kiln_ndarray_data(y))[2], 9);
+        if (x)
+            CHECK(((double *)kiln_ndarray_data(x))[3] == 3.0);
+        if (y)
+            CHECK_EQ_INT(((int32_t *)kiln_ndarray_data(y))[2], 9);
     }
     kiln_npz_free(z);
 
@@ -372,7 +393,8 @@ static void test_npz_round_trip(void) {
     int64_t sh[2] = {3, 2}, st[2] = {1, 3}, s1[1] = {1000};
     kiln_ndarray *t = kiln_ndarray_wrap(m, KILN_FLOAT32, 2, sh, st, 0); /* transposed */
     kiln_ndarray *big = kiln_ndarray_empty(KILN_INT32, 1, s1);
-    for (int i = 0; i < 1000; i++) ((int32_t *)kiln_ndarray_data(big))[i] = i % 10;
+    for (int i = 0; i < 1000; i++)
+        ((int32_t *)kiln_ndarray_data(big))[i] = i % 10;
     int8_t sc = -3;
     kiln_ndarray *s = kiln_ndarray_wrap(&sc, KILN_INT8, 0, NULL, NULL, 0);
     kiln_npz *z = kiln_npz_new();
@@ -388,7 +410,8 @@ static void test_npz_round_trip(void) {
         CHECK_EQ_INT(kiln_npz_save(z, path, compress), KILN_OK);
         kiln_npz *r = kiln_npz_load(path);
         CHECK(r != NULL);
-        if (!r) continue;
+        if (!r)
+            continue;
         CHECK_EQ_INT(kiln_npz_count(r), 3);
         CHECK_EQ_STR(kiln_npz_name(r, 0), "trans");
         CHECK_EQ_STR(kiln_npz_name(r, 2), "scalar");
@@ -439,7 +462,8 @@ static void test_npz_round_trip(void) {
 static void mangle_archive(const char *name) {
     size_t len = 0;
     unsigned char *buf = read_data(name, &len);
-    if (!buf) return;
+    if (!buf)
+        return;
     const char *path = test_tmp_path("rt_mangled.npz");
     int failures = 0;
     for (size_t n = 0; n < len; n++) {
@@ -477,7 +501,8 @@ static size_t central_at(const unsigned char *b, size_t len) {
 static void test_npz_specific_errors(void) {
     size_t len = 0;
     unsigned char *orig = read_data("rt_deflated.npz", &len), *b = malloc(len);
-    if (!orig) return;
+    if (!orig)
+        return;
     size_t c = central_at(orig, len);
     CHECK(c > 0);
     const char *path = test_tmp_path("rt_bad.npz");
@@ -517,7 +542,8 @@ static void test_npz_specific_errors(void) {
     /* A stored member whose .npy is bad (CRC fixed up): the message names the
      * archive and the member. */
     orig = read_data("rt_stored.npz", &len);
-    if (!orig) return;
+    if (!orig)
+        return;
     c = central_at(orig, len);
     size_t data = 30 + orig[26] + 256u * orig[27] + orig[28] + 256u * orig[29];
     size_t usize = orig[c + 24] + 256u * orig[c + 25];
@@ -526,7 +552,8 @@ static void test_npz_specific_errors(void) {
     if (d) {
         memcpy(d, "'<c8'", 5);
         uint32_t crc = (uint32_t)crc32(0, orig + data, (unsigned)usize);
-        for (int i = 0; i < 4; i++) orig[c + 16 + i] = (unsigned char)(crc >> (8 * i));
+        for (int i = 0; i < 4; i++)
+            orig[c + 16 + i] = (unsigned char)(crc >> (8 * i));
         write_tmp(path, orig, len);
         kiln_clear_error();
         CHECK(kiln_npz_load(path) == NULL);

@@ -23,7 +23,8 @@ static int sum_chunk(int64_t b, int64_t e, void *c) {
     sum_job *j = c;
     int k = atomic_fetch_add(&j->calls, 1);
     int64_t s = 0;
-    for (int64_t i = b; i < e; i++) s += j->x[i];
+    for (int64_t i = b; i < e; i++)
+        s += j->x[i];
     if (k < 64) {
         j->partial[k] = s;
         j->begins[k] = b;
@@ -39,7 +40,8 @@ static int64_t run_sum(const int64_t *x, int64_t n, sum_job *j) {
     CHECK_EQ_INT(kiln_parallel_for(n, sum_chunk, j), 0);
     int64_t s = 0;
     int calls = atomic_load(&j->calls);
-    for (int k = 0; k < calls && k < 64; k++) s += j->partial[k];
+    for (int k = 0; k < calls && k < 64; k++)
+        s += j->partial[k];
     return s;
 }
 
@@ -47,7 +49,8 @@ static void test_sum(void) {
     enum { N = 100003 };
     static int64_t x[N];
     int64_t serial = 0;
-    for (int i = 0; i < N; i++) serial += x[i] = (i * 7919) % 1000 - 500;
+    for (int i = 0; i < N; i++)
+        serial += x[i] = (i * 7919) % 1000 - 500;
     sum_job j;
     int threads[] = {1, 2, 3, 4, 7};
     for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
@@ -67,7 +70,8 @@ static void test_sum(void) {
             mx = len > mx ? len : mx;
             total += len;
             int touches = 0;
-            for (int q = 0; q < calls; q++) touches += j.ends[q] == j.begins[k];
+            for (int q = 0; q < calls; q++)
+                touches += j.ends[q] == j.begins[k];
             CHECK(j.begins[k] == 0 || touches == 1);
         }
         CHECK_EQ_INT(total, N);
@@ -99,13 +103,15 @@ typedef struct {
 static int inner_chunk(int64_t b, int64_t e, void *c) {
     nest_job *j = c;
     atomic_fetch_add(&j->inner_calls, 1);
-    if (b == 0 && e == 10) atomic_fetch_add(&j->inner_full, 1);
+    if (b == 0 && e == 10)
+        atomic_fetch_add(&j->inner_full, 1);
     return 0;
 }
 
 static int outer_chunk(int64_t b, int64_t e, void *c) {
     for (int64_t i = b; i < e; i++)
-        if (kiln_parallel_for(10, inner_chunk, c) != 0) return 1;
+        if (kiln_parallel_for(10, inner_chunk, c) != 0)
+            return 1;
     return 0;
 }
 
@@ -131,7 +137,8 @@ static int fail_chunk(int64_t b, int64_t e, void *c) {
 
 static void test_errors(void) {
     CHECK_EQ_INT(kiln_set_num_threads(3), KILN_OK);
-    for (int64_t bad = 0; bad < 9; bad++) CHECK_EQ_INT(kiln_parallel_for(9, fail_chunk, &bad), 42);
+    for (int64_t bad = 0; bad < 9; bad++)
+        CHECK_EQ_INT(kiln_parallel_for(9, fail_chunk, &bad), 42);
     int64_t none = -1;
     CHECK_EQ_INT(kiln_parallel_for(9, fail_chunk, &none), 0);
     kiln_clear_error();
@@ -154,10 +161,13 @@ static void *user_thread(void *p) {
     for (int rep = 0; rep < 300; rep++) {
         memset(j, 0, sizeof *j);
         j->x = a->x;
-        if (kiln_parallel_for(a->n, sum_chunk, j) != 0) a->ok = 0;
+        if (kiln_parallel_for(a->n, sum_chunk, j) != 0)
+            a->ok = 0;
         int64_t s = 0;
-        for (int k = 0; k < atomic_load(&j->calls) && k < 64; k++) s += j->partial[k];
-        if (s != a->expect || atomic_load(&j->covered) != a->n) a->ok = 0;
+        for (int k = 0; k < atomic_load(&j->calls) && k < 64; k++)
+            s += j->partial[k];
+        if (s != a->expect || atomic_load(&j->covered) != a->n)
+            a->ok = 0;
     }
     free(j);
     return NULL;
@@ -167,7 +177,8 @@ static void test_concurrent_callers(void) {
     enum { N = 20000 };
     static int64_t x[N];
     int64_t s = 0;
-    for (int i = 0; i < N; i++) s += x[i] = i % 13;
+    for (int i = 0; i < N; i++)
+        s += x[i] = i % 13;
     CHECK_EQ_INT(kiln_set_num_threads(3), KILN_OK);
     thread_arg args[3];
     pthread_t th[3];
@@ -247,6 +258,5 @@ static void test_fork_child(void) {
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-TEST_MAIN(TEST(test_env), TEST(test_sum), TEST(test_small_n), TEST(test_nested),
-          TEST(test_errors), TEST(test_concurrent_callers), TEST(test_many_small_loops),
-          TEST(test_fork_child))
+TEST_MAIN(TEST(test_env), TEST(test_sum), TEST(test_small_n), TEST(test_nested), TEST(test_errors),
+          TEST(test_concurrent_callers), TEST(test_many_small_loops), TEST(test_fork_child))

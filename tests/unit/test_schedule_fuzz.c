@@ -166,10 +166,13 @@ static void make_softmax(workload *w) {
 static kiln_expr pick_leaf(kiln_stage *st, uint64_t *rng, int *pos) {
     kiln_expr leaves[128];
     int n = kiln_stage_leaf_axes(st, leaves, 128);
-    if (n == 0) return NULL;
+    if (n == 0)
+        return NULL;
     int p = (int)(tu_rand(rng) % (uint64_t)n);
-    if (tu_rand(rng) % 2) p = n - 1; /* favour the innermost axis */
-    if (pos) *pos = p;
+    if (tu_rand(rng) % 2)
+        p = n - 1; /* favour the innermost axis */
+    if (pos)
+        *pos = p;
     return leaves[p];
 }
 
@@ -199,9 +202,11 @@ static void make_winograd(workload *w) {
     w->graph = g;
     w->call = g->nodes[c];
     kiln_expr xd[5], wd[5];
-    for (int i = 0; i < 5; i++) xd[i] = kiln_int(ctx, xs[i]), wd[i] = kiln_int(ctx, ws[i]);
+    for (int i = 0; i < 5; i++)
+        xd[i] = kiln_int(ctx, xs[i]), wd[i] = kiln_int(ctx, ws[i]);
     kiln_tensor *args[2] = {kiln_placeholder(ctx, 5, xd, KILN_FLOAT32, "x"),
-                            kiln_placeholder(ctx, 5, wd, KILN_FLOAT32, "w")}, *out = NULL;
+                            kiln_placeholder(ctx, 5, wd, KILN_FLOAT32, "w")},
+                *out = NULL;
     CHECK_EQ_INT(w->call->op->compute(ctx, w->call, args, &out), KILN_OK);
     kiln_tensor *m[2], *v[2], *p[2];
     CHECK_EQ_INT(kiln_tensor_inputs(out, m, 2), 1);
@@ -224,7 +229,8 @@ static int random_primitive(kiln_schedule *s, workload *w, uint64_t *rng) {
     static const int64_t factors[] = {1, 2, 3, 4, 5, 8, 16};
     kiln_tensor *t = w->stages[tu_rand(rng) % (uint64_t)w->nstages];
     kiln_stage *st = kiln_schedule_stage(s, t);
-    if (!st) return 0;
+    if (!st)
+        return 0;
     int pos;
     kiln_expr ax = pick_leaf(st, rng, &pos), o, i;
     int64_t f = factors[tu_rand(rng) % 7];
@@ -235,7 +241,8 @@ static int random_primitive(kiln_schedule *s, workload *w, uint64_t *rng) {
     case 3: {
         kiln_expr leaves[128];
         int n = kiln_stage_leaf_axes(st, leaves, 128);
-        if (n < 2) return 0;
+        if (n < 2)
+            return 0;
         int p = (int)(tu_rand(rng) % (uint64_t)(n - 1));
         return kiln_fuse(st, leaves[p], leaves[p + 1], &o) == KILN_OK;
     }
@@ -256,7 +263,8 @@ static int random_primitive(kiln_schedule *s, workload *w, uint64_t *rng) {
     case 8: return kiln_compute_inline(st) == KILN_OK;
     default: {
         /* compute_at into a consumer (a later stage), or back to root */
-        if (tu_rand(rng) % 4 == 0) return kiln_compute_root(st) == KILN_OK;
+        if (tu_rand(rng) % 4 == 0)
+            return kiln_compute_root(st) == KILN_OK;
         kiln_tensor *c = w->stages[tu_rand(rng) % (uint64_t)w->nstages];
         kiln_stage *cs = kiln_schedule_stage(s, c);
         return cs && kiln_compute_at(st, cs, pick_leaf(cs, rng, NULL)) == KILN_OK;
@@ -287,7 +295,8 @@ static void fuzz(const char *name, void (*make)(workload *), int iters, uint64_t
     for (int it = 0; it < iters; it++) {
         kiln_schedule *s = kiln_schedule_create(w.ctx, 1, &w.out);
         int based = w.base && tu_rand(&rng) % 2;
-        if (based) CHECK_EQ_INT(w.base(s, &w), KILN_OK);
+        if (based)
+            CHECK_EQ_INT(w.base(s, &w), KILN_OK);
         /* cache_write/read first, sometimes */
         if (!based && tu_rand(&rng) % 3 == 0) {
             kiln_tensor *t = w.stages[tu_rand(&rng) % (uint64_t)w.nstages];
@@ -295,13 +304,15 @@ static void fuzz(const char *name, void (*make)(workload *), int iters, uint64_t
             if (cw) {
                 accepted++;
                 kiln_stage *cs = kiln_schedule_stage(s, cw), *ts = kiln_schedule_stage(s, t);
-                if (tu_rand(&rng) % 2 && kiln_compute_at(cs, ts, pick_leaf(ts, &rng, NULL)) == KILN_OK)
+                if (tu_rand(&rng) % 2 &&
+                    kiln_compute_at(cs, ts, pick_leaf(ts, &rng, NULL)) == KILN_OK)
                     accepted++;
             }
         }
         int steps = 2 + (int)(tu_rand(&rng) % 7);
         char log[4096] = "";
-        for (int k = 0; k < steps; k++) accepted += random_primitive(s, &w, &rng);
+        for (int k = 0; k < steps; k++)
+            accepted += random_primitive(s, &w, &rng);
         char *ir = kiln_lower_to_string(s, w.nargs, w.args, name);
         CHECK(ir != NULL);
         if (!ir) {
@@ -310,7 +321,8 @@ static void fuzz(const char *name, void (*make)(workload *), int iters, uint64_t
         }
         for (int a = 0; a < w.nargs; a++) {
             kiln_ndarray_copy(got[a], ref[a]);
-            if (a == w.nargs - 1) memset(kiln_ndarray_data(got[a]), 0xff, (size_t)kiln_ndarray_numel(got[a]) * 4);
+            if (a == w.nargs - 1)
+                memset(kiln_ndarray_data(got[a]), 0xff, (size_t)kiln_ndarray_numel(got[a]) * 4);
         }
         int fail = tu_build_run(s, w.nargs, w.args, name, got, opts);
         double err = fail ? 1e30 : tu_max_rel_err(got[w.nargs - 1], ref[w.nargs - 1]);
@@ -340,10 +352,18 @@ static int iters(void) {
     return n > 0 ? n : 12;
 }
 
-static void test_fuzz_matmul(void) { fuzz("matmul", make_matmul, iters(), 0x1234567ull); }
-static void test_fuzz_conv2d(void) { fuzz("conv2d", make_conv, iters(), 0xabcdefull); }
-static void test_fuzz_softmax(void) { fuzz("softmax", make_softmax, iters(), 0x5eed5ull); }
-static void test_fuzz_winograd(void) { fuzz("winograd", make_winograd, iters(), 0x3a3a3ull); }
+static void test_fuzz_matmul(void) {
+    fuzz("matmul", make_matmul, iters(), 0x1234567ull);
+}
+static void test_fuzz_conv2d(void) {
+    fuzz("conv2d", make_conv, iters(), 0xabcdefull);
+}
+static void test_fuzz_softmax(void) {
+    fuzz("softmax", make_softmax, iters(), 0x5eed5ull);
+}
+static void test_fuzz_winograd(void) {
+    fuzz("winograd", make_winograd, iters(), 0x3a3a3ull);
+}
 
 TEST_MAIN(TEST(test_fuzz_matmul), TEST(test_fuzz_conv2d), TEST(test_fuzz_softmax),
           TEST(test_fuzz_winograd))

@@ -121,9 +121,15 @@ static int run_unary(unary_fn f, const float *in, float *out, int n) {
     return r;
 }
 
-static double sigm(double x) { return 1 / (1 + exp(-x)); }
-static double rsq(double x) { return 1 / sqrt(x); }
-static double rne(double x) { return nearbyint(x); }
+static double sigm(double x) {
+    return 1 / (1 + exp(-x));
+}
+static double rsq(double x) {
+    return 1 / sqrt(x);
+}
+static double rne(double x) {
+    return nearbyint(x);
+}
 
 static void test_intrinsics(void) {
     float in[8] = {0.25f, 0.5f, 1.5f, 2.5f, 3.0f, 0.75f, 1.25f, 4.5f};
@@ -134,11 +140,11 @@ static void test_intrinsics(void) {
         double (*ref)(double);
         const float *x;
     } cases[] = {
-        {"exp", kiln_exp, exp, sin_},       {"log", kiln_log, log, in},
-        {"sqrt", kiln_sqrt, sqrt, in},      {"rsqrt", kiln_rsqrt, rsq, in},
-        {"tanh", kiln_tanh, tanh, sin_},    {"sigmoid", kiln_sigmoid, sigm, sin_},
-        {"erf", kiln_erf, erf, sin_},       {"floor", kiln_floor, floor, sin_},
-        {"ceil", kiln_ceil, ceil, sin_},    {"abs", kiln_abs, fabs, sin_},
+        {"exp", kiln_exp, exp, sin_},     {"log", kiln_log, log, in},
+        {"sqrt", kiln_sqrt, sqrt, in},    {"rsqrt", kiln_rsqrt, rsq, in},
+        {"tanh", kiln_tanh, tanh, sin_},  {"sigmoid", kiln_sigmoid, sigm, sin_},
+        {"erf", kiln_erf, erf, sin_},     {"floor", kiln_floor, floor, sin_},
+        {"ceil", kiln_ceil, ceil, sin_},  {"abs", kiln_abs, fabs, sin_},
         {"round", kiln_round, rne, sin_},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
@@ -147,8 +153,8 @@ static void test_intrinsics(void) {
         for (int i = 0; i < 8; i++) {
             double ref = cases[c].ref(cases[c].x[i]);
             if (fabs(out[i] - ref) > 1e-6 * (1 + fabs(ref)))
-                fprintf(stderr, "%s(%g) = %g, expected %g\n", cases[c].name, cases[c].x[i],
-                        out[i], ref);
+                fprintf(stderr, "%s(%g) = %g, expected %g\n", cases[c].name, cases[c].x[i], out[i],
+                        ref);
             CHECK_NEAR(out[i], ref, 1e-6 * (1 + fabs(ref)));
         }
     }
@@ -216,10 +222,12 @@ static void test_mixed_ops(void) {
         sum = sum + (float)(x / 7) * 10000.0f;
         sum = sum + (float)(x % 7) * 100000.0f;
         float ref = a <= -1.9f ? a : sum;
-        if (fabs(tu_get(arr[3], k) - ref) > 1e-5 * (1 + fabs(ref))) bad++;
+        if (fabs(tu_get(arr[3], k) - ref) > 1e-5 * (1 + fabs(ref)))
+            bad++;
     }
     CHECK_EQ_INT(bad, 0);
-    for (int k = 0; k < 4; k++) kiln_ndarray_free(arr[k]);
+    for (int k = 0; k < 4; k++)
+        kiln_ndarray_free(arr[k]);
     kiln_ctx_free(ctx);
 }
 
@@ -263,17 +271,20 @@ static void test_casts(void) {
         for (int i = 0; i < 6; i++) {
             double ref;
             switch (dts[d]) {
-            case KILN_INT8: case KILN_INT32: case KILN_INT64: ref = trunc(in[i]); break;
+            case KILN_INT8:
+            case KILN_INT32:
+            case KILN_INT64: ref = trunc(in[i]); break;
             case KILN_UINT8: ref = in[i] < 0 ? (double)(uint8_t)(int)in[i] : trunc(in[i]); break;
             case KILN_BOOL: ref = in[i] != 0; break;
             default: ref = in[i]; /* exactly representable in f16/bf16/f64 */
             }
             if (out[i] != ref)
-                fprintf(stderr, "cast via %s of %g gave %g, expected %g\n",
-                        kiln_dtype_name(dts[d]), in[i], out[i], ref);
+                fprintf(stderr, "cast via %s of %g gave %g, expected %g\n", kiln_dtype_name(dts[d]),
+                        in[i], out[i], ref);
             CHECK(out[i] == ref);
         }
-        for (int k = 0; k < 3; k++) kiln_ndarray_free(arr[k]);
+        for (int k = 0; k < 3; k++)
+            kiln_ndarray_free(arr[k]);
         kiln_ctx_free(ctx);
     }
 }
@@ -384,11 +395,13 @@ static void test_conv_reduction(void) {
                 for (int ci = 0; ci < 3; ci++)
                     for (int kh = 0; kh < 3; kh++)
                         for (int kw = 0; kw < 3; kw++)
-                            acc += d[(ci * 7 + h + kh) * 7 + x + kw] * w[((co * 3 + ci) * 3 + kh) * 3 + kw];
+                            acc += d[(ci * 7 + h + kh) * 7 + x + kw] *
+                                   w[((co * 3 + ci) * 3 + kh) * 3 + kw];
                 bad += fabsf(o[(co * 5 + h) * 5 + x] - acc) > 1e-5f;
             }
     CHECK_EQ_INT(bad, 0);
-    for (int k = 0; k < 3; k++) kiln_ndarray_free(arr[k]);
+    for (int k = 0; k < 3; k++)
+        kiln_ndarray_free(arr[k]);
     kiln_ctx_free(ctx);
 }
 

@@ -92,15 +92,16 @@ static void test_golden_vadd_split(void) {
     CHECK_EQ_INT(kiln_split(st, kiln_tensor_axis(v.C, 0), 64, &xo, &xi), KILN_OK);
     kiln_tensor *args[3] = {v.A, v.B, v.C};
     char *ir = kiln_lower_to_string(s, 3, args, "myadd");
-    CHECK_EQ_STR(ir, "primfn myadd(A: float32[n], B: float32[n], C: float32[n]) {\n"
-                     "  for (i.outer, 0, floordiv(n + 63, 64)) {\n"
-                     "    for (i.inner, 0, 64) {\n"
-                     "      if (i.outer*64 + i.inner < n) {\n"
-                     "        C[i.outer*64 + i.inner] = A[i.outer*64 + i.inner] + B[i.outer*64 + i.inner]\n"
-                     "      }\n"
-                     "    }\n"
-                     "  }\n"
-                     "}\n");
+    CHECK_EQ_STR(
+        ir, "primfn myadd(A: float32[n], B: float32[n], C: float32[n]) {\n"
+            "  for (i.outer, 0, floordiv(n + 63, 64)) {\n"
+            "    for (i.inner, 0, 64) {\n"
+            "      if (i.outer*64 + i.inner < n) {\n"
+            "        C[i.outer*64 + i.inner] = A[i.outer*64 + i.inner] + B[i.outer*64 + i.inner]\n"
+            "      }\n"
+            "    }\n"
+            "  }\n"
+            "}\n");
     free(ir);
     kiln_ctx_free(v.ctx);
 }
@@ -150,7 +151,8 @@ static void test_vadd_split_runs(void) {
         for (int64_t i = 0; i < sizes[t]; i++)
             bad += tu_get(a[2], i) != (double)((float)tu_get(a[0], i) + (float)tu_get(a[1], i));
         CHECK_EQ_INT(bad, 0);
-        for (int i = 0; i < 3; i++) kiln_ndarray_free(a[i]);
+        for (int i = 0; i < 3; i++)
+            kiln_ndarray_free(a[i]);
     }
     kiln_module_free(m);
     kiln_ctx_free(v.ctx);
@@ -459,7 +461,8 @@ static void test_call_errors(void) {
     kiln_tensor *args[3] = {v.A, v.B, v.C};
     kiln_module *m = kiln_build(s, 3, args, "myadd", NULL);
     CHECK(m != NULL);
-    if (!m) return;
+    if (!m)
+        return;
     kiln_function *f = kiln_module_get_function(m, "myadd");
     int64_t n10 = 10, n11 = 11;
     kiln_ndarray *a = kiln_ndarray_empty(KILN_FLOAT32, 1, &n10);
@@ -503,6 +506,5 @@ static void test_toolchain_failure(void) {
 TEST_MAIN(TEST(test_golden_vadd_default), TEST(test_golden_vadd_split), TEST(test_vadd_split_runs),
           TEST(test_split_tile_reorder), TEST(test_split_nparts_fuse_parallel),
           TEST(test_cache_write_compute_at), TEST(test_cache_read), TEST(test_inline_root),
-          TEST(test_compute_at_siblings),
-          TEST(test_bind), TEST(test_errors), TEST(test_call_errors),
-          TEST(test_toolchain_failure))
+          TEST(test_compute_at_siblings), TEST(test_bind), TEST(test_errors),
+          TEST(test_call_errors), TEST(test_toolchain_failure))

@@ -28,10 +28,18 @@ static const char *S(tir_node st, int indent) {
     return b;
 }
 
-static tir_node I(int64_t v) { return tir_i64(ctx, v); }
-static tir_node F(double v) { return tir_floatc(ctx, KILN_FLOAT32, v); }
-static tir_node V(const char *name) { return tir_var(ctx, name, KILN_INT64); }
-static tir_node B(tir_op op, tir_node a, tir_node b) { return tir_bin(op, a, b); }
+static tir_node I(int64_t v) {
+    return tir_i64(ctx, v);
+}
+static tir_node F(double v) {
+    return tir_floatc(ctx, KILN_FLOAT32, v);
+}
+static tir_node V(const char *name) {
+    return tir_var(ctx, name, KILN_INT64);
+}
+static tir_node B(tir_op op, tir_node a, tir_node b) {
+    return tir_bin(op, a, b);
+}
 
 static void test_constants(void) {
     CHECK_EQ_STR(P(I(42)), "42");
@@ -121,14 +129,13 @@ static void test_statements(void) {
     tir_node inner = tir_for(ii, I(0), I(64), TIR_FOR_VECTORIZED, NULL, guarded);
     tir_node outer = tir_for(io, I(0), B(TIR_FLOORDIV, B(TIR_ADD, n, I(63)), I(64)),
                              TIR_FOR_PARALLEL, NULL, inner);
-    CHECK_EQ_STR(S(outer, 0),
-                 "parallel (i.outer, 0, floordiv(n + 63, 64)) {\n"
-                 "  vectorized (i.inner, 0, 64) {\n"
-                 "    if (i.outer*64 + i.inner < n) {\n"
-                 "      C[i.outer*64 + i.inner] = A[i.outer*64 + i.inner]*2.0f\n"
-                 "    }\n"
-                 "  }\n"
-                 "}\n");
+    CHECK_EQ_STR(S(outer, 0), "parallel (i.outer, 0, floordiv(n + 63, 64)) {\n"
+                              "  vectorized (i.inner, 0, 64) {\n"
+                              "    if (i.outer*64 + i.inner < n) {\n"
+                              "      C[i.outer*64 + i.inner] = A[i.outer*64 + i.inner]*2.0f\n"
+                              "    }\n"
+                              "  }\n"
+                              "}\n");
     CHECK_EQ_STR(S(tir_for(ii, I(0), I(4), TIR_FOR_SERIAL, NULL, st), 1),
                  "  for (i.inner, 0, 4) {\n"
                  "    C[i.outer*64 + i.inner] = A[i.outer*64 + i.inner]*2.0f\n"
@@ -141,12 +148,11 @@ static void test_statements(void) {
                  "  C[i.outer*64 + i.inner] = A[i.outer*64 + i.inner]*2.0f\n"
                  "}\n");
     tir_node ite = tir_if(B(TIR_LT, ii, I(3)), tir_store(C, ii, F(1)), tir_store(C, ii, F(0.5)));
-    CHECK_EQ_STR(S(ite, 0),
-                 "if (i.inner < 3) {\n"
-                 "  C[i.inner] = 1.0f\n"
-                 "} else {\n"
-                 "  C[i.inner] = 0.5f\n"
-                 "}\n");
+    CHECK_EQ_STR(S(ite, 0), "if (i.inner < 3) {\n"
+                            "  C[i.inner] = 1.0f\n"
+                            "} else {\n"
+                            "  C[i.inner] = 0.5f\n"
+                            "}\n");
     tir_node buf = tir_handle(ctx, "T_local", KILN_FLOAT32);
     tir_node seq2 = tir_seq2(tir_store(buf, ii, F(0)), tir_store(C, ii, tir_load(ctx, buf, ii)));
     CHECK_EQ_STR(S(tir_allocate(buf, I(64), "local", seq2), 0),
@@ -172,12 +178,11 @@ static void test_func(void) {
     kstr s;
     kstr_init(&s);
     tir_print_func(&s, &f);
-    CHECK_EQ_STR(s.buf,
-                 "primfn copy(A: float32[n], B: float32[n, 3]) {\n"
-                 "  for (i, 0, n) {\n"
-                 "    B[i*3] = A[i]\n"
-                 "  }\n"
-                 "}\n");
+    CHECK_EQ_STR(s.buf, "primfn copy(A: float32[n], B: float32[n, 3]) {\n"
+                        "  for (i, 0, n) {\n"
+                        "    B[i*3] = A[i]\n"
+                        "  }\n"
+                        "}\n");
     kstr_free(&s);
 }
 
@@ -194,14 +199,18 @@ static void test_expr_print_api(void) {
     CHECK_EQ_STR(big, "(null)");
 }
 
-static void setup(void) { ctx = kiln_ctx_new(); }
-static void teardown(void) { kiln_ctx_free(ctx); }
+static void setup(void) {
+    ctx = kiln_ctx_new();
+}
+static void teardown(void) {
+    kiln_ctx_free(ctx);
+}
 
-#define WITH_CTX(fn)                                                                  \
-    static void fn##_ctx(void) {                                                      \
-        setup();                                                                      \
-        fn();                                                                         \
-        teardown();                                                                   \
+#define WITH_CTX(fn)                                                                               \
+    static void fn##_ctx(void) {                                                                   \
+        setup();                                                                                   \
+        fn();                                                                                      \
+        teardown();                                                                                \
     }
 WITH_CTX(test_constants)
 WITH_CTX(test_precedence)

@@ -31,18 +31,40 @@ static const char *S(tir_node st) {
 }
 
 /* simplified with the test's analyzer, printed */
-static const char *SP(tir_node e) { return P(tir_simplify(an, e)); }
+static const char *SP(tir_node e) {
+    return P(tir_simplify(an, e));
+}
 
-static tir_node I(int64_t v) { return tir_i64(ctx, v); }
-static tir_node IT(kiln_dtype dt, int64_t v) { return tir_int(ctx, dt, v); }
-static tir_node F(double v) { return tir_floatc(ctx, KILN_FLOAT32, v); }
-static tir_node V(const char *name) { return tir_var(ctx, name, KILN_INT64); }
-static tir_node B(tir_op op, tir_node a, tir_node b) { return tir_bin(op, a, b); }
-static tir_node ADD(tir_node a, tir_node b) { return tir_add(a, b); }
-static tir_node SUB(tir_node a, tir_node b) { return tir_sub(a, b); }
-static tir_node MUL(tir_node a, tir_node b) { return tir_mul(a, b); }
-static tir_node FDIV(tir_node a, int64_t c) { return B(TIR_FLOORDIV, a, tir_int(ctx, (kiln_dtype)a->dtype, c)); }
-static tir_node FMOD(tir_node a, int64_t c) { return B(TIR_FLOORMOD, a, tir_int(ctx, (kiln_dtype)a->dtype, c)); }
+static tir_node I(int64_t v) {
+    return tir_i64(ctx, v);
+}
+static tir_node IT(kiln_dtype dt, int64_t v) {
+    return tir_int(ctx, dt, v);
+}
+static tir_node F(double v) {
+    return tir_floatc(ctx, KILN_FLOAT32, v);
+}
+static tir_node V(const char *name) {
+    return tir_var(ctx, name, KILN_INT64);
+}
+static tir_node B(tir_op op, tir_node a, tir_node b) {
+    return tir_bin(op, a, b);
+}
+static tir_node ADD(tir_node a, tir_node b) {
+    return tir_add(a, b);
+}
+static tir_node SUB(tir_node a, tir_node b) {
+    return tir_sub(a, b);
+}
+static tir_node MUL(tir_node a, tir_node b) {
+    return tir_mul(a, b);
+}
+static tir_node FDIV(tir_node a, int64_t c) {
+    return B(TIR_FLOORDIV, a, tir_int(ctx, (kiln_dtype)a->dtype, c));
+}
+static tir_node FMOD(tir_node a, int64_t c) {
+    return B(TIR_FLOORMOD, a, tir_int(ctx, (kiln_dtype)a->dtype, c));
+}
 
 /* ---- constant folding ---------------------------------------------------------- */
 
@@ -117,8 +139,8 @@ static void test_fold_float(void) {
     CHECK_EQ_STR(SP(SUB(F(1), F(3))), "-2.0f");
     r = tir_simplify(an, B(TIR_DIV, F(1), F(3)));
     CHECK(r->fval == (double)(float)(1.0 / 3));
-    tir_node d = tir_simplify(an, B(TIR_DIV, tir_floatc(ctx, KILN_FLOAT64, 1),
-                                    tir_floatc(ctx, KILN_FLOAT64, 3)));
+    tir_node d = tir_simplify(
+        an, B(TIR_DIV, tir_floatc(ctx, KILN_FLOAT64, 1), tir_floatc(ctx, KILN_FLOAT64, 3)));
     CHECK(d->fval == 1.0 / 3);
     /* float16 is not folded (no exact rounding here) */
     tir_node h = ADD(tir_floatc(ctx, KILN_FLOAT16, 1), tir_floatc(ctx, KILN_FLOAT16, 2));
@@ -537,8 +559,8 @@ static void test_stmt_loops(void) {
     tir_node l3 = tir_for(j, I(0), ext, TIR_FOR_SERIAL, NULL, g);
     CHECK_EQ_STR(S(tir_simplify_stmt(an, l3)), "for (j, 0, min(n, 8)) {\n  A[j] = 2.0f\n}\n");
     /* a loop whose body vanishes vanishes */
-    tir_node dead = tir_for(j, I(0), I(8), TIR_FOR_SERIAL, NULL,
-                            tir_if(B(TIR_GT, j, I(100)), st, NULL));
+    tir_node dead =
+        tir_for(j, I(0), I(8), TIR_FOR_SERIAL, NULL, tir_if(B(TIR_GT, j, I(100)), st, NULL));
     CHECK(tir_simplify_stmt(an, dead) == tir_nop(ctx));
     /* NULL analyzer works too */
     CHECK_EQ_STR(S(tir_simplify_stmt(NULL, outer)), "for (i, 0, 8) {\n  A[i*4] = 1.0f\n}\n");
@@ -553,24 +575,22 @@ static void test_stmt_guards(void) {
     tir_node g1 = tir_if(B(TIR_LT, idx, I(1024)), st, NULL);
     tir_node l1 = tir_for(io, I(0), I(16), TIR_FOR_SERIAL, NULL,
                           tir_for(ii, I(0), I(64), TIR_FOR_SERIAL, NULL, g1));
-    CHECK_EQ_STR(S(tir_simplify_stmt(an, l1)),
-                 "for (i.outer, 0, 16) {\n"
-                 "  for (i.inner, 0, 64) {\n"
-                 "    C[i.outer*64 + i.inner] = 1.0f\n"
-                 "  }\n"
-                 "}\n");
+    CHECK_EQ_STR(S(tir_simplify_stmt(an, l1)), "for (i.outer, 0, 16) {\n"
+                                               "  for (i.inner, 0, 64) {\n"
+                                               "    C[i.outer*64 + i.inner] = 1.0f\n"
+                                               "  }\n"
+                                               "}\n");
     /* not provable with a symbolic n: kept */
     tir_node g2 = tir_if(B(TIR_LT, idx, n), st, NULL);
     tir_node l2 = tir_for(io, I(0), FDIV(ADD(n, I(63)), 64), TIR_FOR_SERIAL, NULL,
                           tir_for(ii, I(0), I(64), TIR_FOR_SERIAL, NULL, g2));
-    CHECK_EQ_STR(S(tir_simplify_stmt(an, l2)),
-                 "for (i.outer, 0, floordiv(n + 63, 64)) {\n"
-                 "  for (i.inner, 0, 64) {\n"
-                 "    if (i.outer*64 + i.inner < n) {\n"
-                 "      C[i.outer*64 + i.inner] = 1.0f\n"
-                 "    }\n"
-                 "  }\n"
-                 "}\n");
+    CHECK_EQ_STR(S(tir_simplify_stmt(an, l2)), "for (i.outer, 0, floordiv(n + 63, 64)) {\n"
+                                               "  for (i.inner, 0, 64) {\n"
+                                               "    if (i.outer*64 + i.inner < n) {\n"
+                                               "      C[i.outer*64 + i.inner] = 1.0f\n"
+                                               "    }\n"
+                                               "  }\n"
+                                               "}\n");
     /* provably false guard with an else: the else */
     tir_node e = tir_store(C, ii, F(0));
     tir_node g3 = tir_if(B(TIR_GE, ii, I(64)), st, e);
@@ -596,7 +616,8 @@ static void test_stmt_seq_allocate(void) {
     CHECK(tir_simplify_stmt(an, tir_seq(ctx, 2, all_dead)) == tir_nop(ctx));
     /* allocate: count simplified, empty body drops it */
     tir_node al = tir_allocate(T, MUL(I(8), I(8)), "local", tir_store(T, ADD(i, I(0)), F(0)));
-    CHECK_EQ_STR(S(tir_simplify_stmt(an, al)), "allocate T: float32[64], local {\n  T[i] = 0.0f\n}\n");
+    CHECK_EQ_STR(S(tir_simplify_stmt(an, al)),
+                 "allocate T: float32[64], local {\n  T[i] = 0.0f\n}\n");
     CHECK(tir_simplify_stmt(an, tir_allocate(T, I(64), "local", dead)) == tir_nop(ctx));
     /* provide: value and indices */
     tir_node ps[3] = {ADD(F(1), F(1)), ADD(i, I(0)), SUB(ADD(i, I(3)), i)};
@@ -644,18 +665,22 @@ static int64_t fdiv(int64_t a, int64_t b) {
 static int64_t eval_lane(world *w, tir_node e, const int64_t *val, int64_t lane) {
     const tir_node *s = e->src;
     int64_t a = 0, b = 0, r;
-    if (e->op == TIR_INT) return e->ival;
+    if (e->op == TIR_INT)
+        return e->ival;
     if (e->op == TIR_VAR) {
         for (int i = 0; i < NV; i++)
-            if (w->vars[i] == e) return val[i];
+            if (w->vars[i] == e)
+                return val[i];
         w->bad = 1;
         return 0;
     }
     if (e->op == TIR_SELECT)
         return eval_lane(w, s[0], val, lane) ? eval_lane(w, s[1], val, lane)
                                              : eval_lane(w, s[2], val, lane);
-    if (e->nsrc >= 1) a = eval_lane(w, s[0], val, lane);
-    if (e->nsrc >= 2) b = eval_lane(w, s[1], val, lane);
+    if (e->nsrc >= 1)
+        a = eval_lane(w, s[0], val, lane);
+    if (e->nsrc >= 2)
+        b = eval_lane(w, s[1], val, lane);
     switch ((tir_op)e->op) {
     case TIR_ADD: r = (int64_t)((uint64_t)a + (uint64_t)b); break;
     case TIR_SUB: r = (int64_t)((uint64_t)a - (uint64_t)b); break;
@@ -669,7 +694,8 @@ static int64_t eval_lane(world *w, tir_node e, const int64_t *val, int64_t lane)
             return 0;
         }
         r = e->op == TIR_DIV ? a / b : e->op == TIR_MOD ? a % b : fdiv(a, b);
-        if (e->op == TIR_FLOORMOD) r = a - r * b;
+        if (e->op == TIR_FLOORMOD)
+            r = a - r * b;
         break;
     case TIR_MIN: r = a < b ? a : b; break;
     case TIR_MAX: r = a > b ? a : b; break;
@@ -690,9 +716,13 @@ static int64_t eval_lane(world *w, tir_node e, const int64_t *val, int64_t lane)
     return wrap(r, (kiln_dtype)e->dtype);
 }
 
-static int64_t eval(world *w, tir_node e, const int64_t *val) { return eval_lane(w, e, val, 0); }
+static int64_t eval(world *w, tir_node e, const int64_t *val) {
+    return eval_lane(w, e, val, 0);
+}
 
-static tir_node K(world *w, int64_t v) { return tir_int(ctx, w->dt, wrap(v, w->dt)); }
+static tir_node K(world *w, int64_t v) {
+    return tir_int(ctx, w->dt, wrap(v, w->dt));
+}
 
 static tir_node gen(world *w, int depth);
 
@@ -709,7 +739,8 @@ static tir_node gen_cond(world *w, int depth) {
 static tir_node gen(world *w, int depth) {
     static const int64_t divs[] = {2, 3, 4, 5, 8, 16, -3, -4, 7, 1, -1};
     if (depth <= 0 || rnd(5) == 0) {
-        if (rnd(10) < 6) return w->vars[rnd(NV)];
+        if (rnd(10) < 6)
+            return w->vars[rnd(NV)];
         return K(w, (int64_t)rnd(17) - 6);
     }
     tir_node a = gen(w, depth - 1);
@@ -726,11 +757,13 @@ static tir_node gen(world *w, int depth) {
     case 8: return B(TIR_MAX, a, gen(w, depth - 1));
     case 9: return tir_select(gen_cond(w, depth - 1), a, gen(w, depth - 1));
     case 10: /* floordiv(a*c + b, c) and floormod alike, the split rule's shape */
-        if (c < 2) c = 4;
+        if (c < 2)
+            c = 4;
         return B(rnd(2) ? TIR_FLOORDIV : TIR_FLOORMOD,
                  ADD(MUL(a, K(w, c * (1 + rnd(2)))), gen(w, depth - 1)), K(w, c));
     case 11: /* floordiv(x, c)*c + floormod(x, c) */
-        if (c < 2) c = 8;
+        if (c < 2)
+            c = 8;
         return ADD(MUL(B(TIR_FLOORDIV, a, K(w, c)), K(w, c)), B(TIR_FLOORMOD, a, K(w, c)));
     default: return ADD(a, K(w, (int64_t)rnd(9) - 4));
     }
@@ -741,30 +774,35 @@ static tir_node gen(world *w, int depth) {
  * ranges, at the corners and a sample). Also checks the result is a fixed point. */
 static void property_run(world *w, int nexpr, int depth, int sample) {
     tir_analyzer *A = tir_analyzer_new(ctx);
-    for (int i = 0; i < NV; i++) tir_analyzer_bind(A, w->vars[i], w->lo[i], w->hi[i]);
+    for (int i = 0; i < NV; i++)
+        tir_analyzer_bind(A, w->vars[i], w->lo[i], w->hi[i]);
     int mismatches = 0, not_fixed = 0, bad = 0, changed = 0;
     for (int k = 0; k < nexpr && mismatches < 5; k++) {
         tir_node e = rnd(6) == 0 ? gen_cond(w, depth) : gen(w, depth);
         tir_node sb = tir_simplify(A, e), su = tir_simplify(NULL, e);
         changed += sb != e;
-        if (tir_simplify(A, sb) != sb || tir_simplify(NULL, su) != su) not_fixed++;
+        if (tir_simplify(A, sb) != sb || tir_simplify(NULL, su) != su)
+            not_fixed++;
         int64_t val[NV];
         int64_t npts = 1;
-        for (int i = 0; i < NV; i++) npts *= w->hi[i] - w->lo[i] + 1;
+        for (int i = 0; i < NV; i++)
+            npts *= w->hi[i] - w->lo[i] + 1;
         int64_t count = sample ? sample : npts;
         for (int64_t p = 0; p < count; p++) {
             int64_t q = p;
             for (int i = 0; i < NV; i++) {
                 int64_t span = w->hi[i] - w->lo[i] + 1;
                 if (sample) /* corners first, then random points */
-                    val[i] = p < 8 ? ((p >> i) & 1 ? w->hi[i] : w->lo[i]) : w->lo[i] + rnd((uint32_t)span);
+                    val[i] = p < 8 ? ((p >> i) & 1 ? w->hi[i] : w->lo[i])
+                                   : w->lo[i] + rnd((uint32_t)span);
                 else
                     val[i] = w->lo[i] + q % span;
                 q /= span;
             }
             w->bad = 0;
             int64_t want = eval(w, e, val);
-            if (w->bad) break; /* cannot happen: divisors are non-zero constants */
+            if (w->bad)
+                break; /* cannot happen: divisors are non-zero constants */
             int64_t got_b = eval(w, sb, val), got_u = eval(w, su, val);
             if (w->bad) {
                 bad++;
@@ -772,7 +810,9 @@ static void property_run(world *w, int nexpr, int depth, int sample) {
             }
             if (want != got_b || want != got_u) {
                 mismatches++;
-                fprintf(stderr, "mismatch at (%lld, %lld, %lld): %lld vs %lld / %lld\n  %s\n  -> %s\n  -> %s (unbound)\n",
+                fprintf(stderr,
+                        "mismatch at (%lld, %lld, %lld): %lld vs %lld / %lld\n  %s\n  -> %s\n  -> "
+                        "%s (unbound)\n",
                         (long long)val[0], (long long)val[1], (long long)val[2], (long long)want,
                         (long long)got_b, (long long)got_u, P(e), P(sb), P(su));
                 break;
@@ -794,24 +834,32 @@ static void test_property_int64(void) {
 static void test_property_int32(void) {
     world w = {{tir_var(ctx, "x", KILN_INT32), tir_var(ctx, "y", KILN_INT32),
                 tir_var(ctx, "z", KILN_INT32)},
-               {-5, 1, 0}, {5, 8, 31}, KILN_INT32, 0};
+               {-5, 1, 0},
+               {5, 8, 31},
+               KILN_INT32,
+               0};
     property_run(&w, 1000, 4, 0);
 }
 
 static void test_property_int8_wraparound(void) {
-    world w = {{tir_var(ctx, "x", KILN_INT8), tir_var(ctx, "y", KILN_INT8),
-                tir_var(ctx, "z", KILN_INT8)},
-               {-128, 0, -3}, {127, 20, 3}, KILN_INT8, 0};
+    world w = {
+        {tir_var(ctx, "x", KILN_INT8), tir_var(ctx, "y", KILN_INT8), tir_var(ctx, "z", KILN_INT8)},
+        {-128, 0, -3},
+        {127, 20, 3},
+        KILN_INT8,
+        0};
     property_run(&w, 1000, 4, 400);
 }
 
 static void test_property_uint8_wraparound(void) {
     world w = {{tir_var(ctx, "x", KILN_UINT8), tir_var(ctx, "y", KILN_UINT8),
                 tir_var(ctx, "z", KILN_UINT8)},
-               {0, 0, 250}, {255, 9, 255}, KILN_UINT8, 0};
+               {0, 0, 250},
+               {255, 9, 255},
+               KILN_UINT8,
+               0};
     property_run(&w, 1000, 4, 400);
 }
-
 
 /* floordiv/floormod of ramps by broadcast constants (and ramp arithmetic),
  * checked lane by lane */
@@ -821,7 +869,8 @@ static void test_property_ramps(void) {
     static const int64_t divs[] = {2, 4, 8, 16, 3};
     static const int lanes_opts[] = {2, 4, 8};
     tir_analyzer *A = tir_analyzer_new(ctx);
-    for (int i = 0; i < NV; i++) tir_analyzer_bind(A, w.vars[i], w.lo[i], w.hi[i]);
+    for (int i = 0; i < NV; i++)
+        tir_analyzer_bind(A, w.vars[i], w.lo[i], w.hi[i]);
     int mismatches = 0, changed = 0, bad = 0;
     for (int k = 0; k < 1500 && mismatches < 5; k++) {
         int L = lanes_opts[rnd(3)];
@@ -852,7 +901,9 @@ static void test_property_ramps(void) {
                 int64_t want = eval_lane(&w, e, val, l), got = eval_lane(&w, r, val, l);
                 bad += w.bad;
                 if (want != got && mismatches++ < 5)
-                    fprintf(stderr, "ramp mismatch lane %d at (%lld, %lld, %lld): %lld vs %lld\n  %s\n  -> %s\n",
+                    fprintf(stderr,
+                            "ramp mismatch lane %d at (%lld, %lld, %lld): %lld vs %lld\n  %s\n  -> "
+                            "%s\n",
                             l, (long long)val[0], (long long)val[1], (long long)val[2],
                             (long long)want, (long long)got, P(e), P(r));
             }
@@ -866,13 +917,13 @@ static void test_property_ramps(void) {
 
 /* ---- harness -------------------------------------------------------------------- */
 
-#define WITH_CTX(fn)                                                                  \
-    static void fn##_ctx(void) {                                                      \
-        ctx = kiln_ctx_new();                                                         \
-        an = tir_analyzer_new(ctx);                                                   \
-        fn();                                                                         \
-        tir_analyzer_free(an);                                                        \
-        kiln_ctx_free(ctx);                                                           \
+#define WITH_CTX(fn)                                                                               \
+    static void fn##_ctx(void) {                                                                   \
+        ctx = kiln_ctx_new();                                                                      \
+        an = tir_analyzer_new(ctx);                                                                \
+        fn();                                                                                      \
+        tir_analyzer_free(an);                                                                     \
+        kiln_ctx_free(ctx);                                                                        \
     }
 WITH_CTX(test_fold_int64)
 WITH_CTX(test_fold_division_by_zero_left)

@@ -18,7 +18,8 @@ int main(int argc, char **argv) {
     }
     int64_t len = 37;
     kiln_ndarray *arr[3];
-    for (int k = 0; k < 3; k++) arr[k] = kiln_ndarray_empty(KILN_FLOAT32, 1, &len);
+    for (int k = 0; k < 3; k++)
+        arr[k] = kiln_ndarray_empty(KILN_FLOAT32, 1, &len);
     float *pa = kiln_ndarray_data(arr[0]), *pb = kiln_ndarray_data(arr[1]);
     for (int64_t i = 0; i < len; i++) {
         pa[i] = 2.0f * (float)i;
@@ -34,7 +35,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "runtime_only: C[%lld] = %g\n", (long long)i, pc[i]);
             return 1;
         }
-    for (int k = 0; k < 3; k++) kiln_ndarray_free(arr[k]);
+    for (int k = 0; k < 3; k++)
+        kiln_ndarray_free(arr[k]);
     kiln_module_free(m);
     printf("runtime_only: loaded and called the saved module\n");
     return 0;

@@ -28,7 +28,8 @@ int main(int argc, char **argv) {
     inputs in = {kiln_placeholder(ctx, 1, &n, KILN_FLOAT32, "A"),
                  kiln_placeholder(ctx, 1, &n, KILN_FLOAT32, "B")};
     kiln_tensor *c = kiln_compute(ctx, 1, &n, add, &in, "C");
-    if (!c) return fail("compute");
+    if (!c)
+        return fail("compute");
     kiln_schedule *s = kiln_schedule_create(ctx, 1, &c);
     kiln_stage *st = kiln_schedule_stage(s, c);
     kiln_expr xo, xi;
@@ -36,16 +37,19 @@ int main(int argc, char **argv) {
         return fail("schedule");
     kiln_tensor *args[3] = {in.a, in.b, c};
     kiln_module *m = kiln_build(s, 3, args, "vadd", NULL);
-    if (!m) return fail("build");
+    if (!m)
+        return fail("build");
     int64_t len = 1000;
     kiln_ndarray *arr[3];
-    for (int k = 0; k < 3; k++) arr[k] = kiln_ndarray_empty(KILN_FLOAT32, 1, &len);
+    for (int k = 0; k < 3; k++)
+        arr[k] = kiln_ndarray_empty(KILN_FLOAT32, 1, &len);
     float *pa = kiln_ndarray_data(arr[0]), *pb = kiln_ndarray_data(arr[1]);
     for (int64_t i = 0; i < len; i++) {
         pa[i] = (float)i;
         pb[i] = 0.5f * (float)i;
     }
-    if (kiln_function_call(kiln_module_get_function(m, "vadd"), 3, arr)) return fail("call");
+    if (kiln_function_call(kiln_module_get_function(m, "vadd"), 3, arr))
+        return fail("call");
     const float *pc = kiln_ndarray_data(arr[2]);
     for (int64_t i = 0; i < len; i++)
         if (pc[i] != 1.5f * (float)i) {
@@ -53,8 +57,10 @@ int main(int argc, char **argv) {
                     1.5 * (double)i);
             return 1;
         }
-    if (argc > 1 && kiln_module_save(m, argv[1])) return fail("save");
-    for (int k = 0; k < 3; k++) kiln_ndarray_free(arr[k]);
+    if (argc > 1 && kiln_module_save(m, argv[1]))
+        return fail("save");
+    for (int k = 0; k < 3; k++)
+        kiln_ndarray_free(arr[k]);
     kiln_module_free(m);
     kiln_ctx_free(ctx);
     printf("vadd: built, called and checked %lld sums\n", (long long)len);
