@@ -4,6 +4,7 @@
 #ifndef KILN_CODEGEN_H
 #define KILN_CODEGEN_H
 
+#include "../target/target.h"
 #include "../tir/tir.h"
 
 /* Render `nfuncs` lowered functions into one C source (malloc'd). NULL with
@@ -33,10 +34,9 @@ typedef struct {
     const char *cflags; /* e.g. "-O3 -march=native", "-O3 -mcpu=cortex-a72" */
 } codegen_toolchain;
 
-/* A toolchain for this machine, for tests of this layer: cc = $KILN_CC or
- * "cc", cflags = $KILN_CFLAGS or "-O3 -march=native". The driver passes
- * its target's compiler and flags instead (kiln/target.h). */
-KILN_HIDDEN codegen_toolchain codegen_default_toolchain(void);
+/* The compiler and flags of target t (kiln/target.h): the target decides,
+ * this layer never guesses the host. */
+KILN_HIDDEN codegen_toolchain codegen_target_toolchain(const kiln_target *t);
 
 /* Write `source` to a fresh temporary folder as NAME.c and compile it with
  * `cc cflags -shared -fPIC -o NAME.so NAME.c -lm`. On success sets *so_path

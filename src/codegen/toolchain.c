@@ -21,11 +21,8 @@
  * must match the naive schedule and NaN semantics must hold. */
 static const char *const g_pre_flags[] = {"-std=gnu11", "-fno-math-errno"};
 
-codegen_toolchain codegen_default_toolchain(void) {
-    codegen_toolchain tc;
-    const char *cc = getenv("KILN_CC"), *fl = getenv("KILN_CFLAGS");
-    tc.cc = cc && *cc ? cc : "cc";
-    tc.cflags = fl ? fl : "-O3 -march=native";
+codegen_toolchain codegen_target_toolchain(const kiln_target *t) {
+    codegen_toolchain tc = {kiln_target_cc(t), kiln_target_cflags(t)};
     return tc;
 }
 

@@ -233,7 +233,7 @@ static kiln_status build_so(kiln_schedule *s, int nargs, kiln_tensor *const *arg
     if (!st && !src)
         st = KILN_ERR_INVALID;
     if (!st) {
-        codegen_toolchain tc = {t->cc, t->cflags};
+        codegen_toolchain tc = codegen_target_toolchain(t);
         st = codegen_compile(src, name && *name ? name : "kernel", &tc, so, dir);
         if (!st && (st = driver_check_arch(*so, t)) != KILN_OK) {
             driver_remove_dir(*dir);

@@ -706,7 +706,7 @@ kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
     if (opts && opts->dump_dir &&
         (st = dump_kernels(opts->dump_dir, target, P.ngroups, funcs, nparts, parts)) != KILN_OK)
         goto done;
-    codegen_toolchain tc = {target->cc, target->cflags};
+    codegen_toolchain tc = codegen_target_toolchain(target);
     if ((st = codegen_compile_parts(nparts, (const char *const *)parts, "mod", &tc, &so, &dir)) !=
         KILN_OK)
         goto done;

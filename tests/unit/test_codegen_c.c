@@ -82,9 +82,11 @@ static kiln_module *build(int n, const tir_func *f, char **src_out) {
         fprintf(stderr, "render: %s\n", kiln_last_error());
         return NULL;
     }
-    codegen_toolchain tc = codegen_default_toolchain();
+    kiln_target *host = kiln_target_host();
+    codegen_toolchain tc = codegen_target_toolchain(host);
     char *so = NULL, *dir = NULL;
     kiln_status st = codegen_compile(src, f[0].name, &tc, &so, &dir);
+    kiln_target_free(host);
     CHECK_EQ_INT(st, KILN_OK);
     if (st)
         fprintf(stderr, "compile: %s\n", kiln_last_error());
@@ -975,7 +977,8 @@ static void test_parts(void) {
         in1 += strstr(parts[1], sig) != NULL;
     }
     CHECK(in0 >= 1 && in1 >= 1 && in0 + in1 == 3);
-    codegen_toolchain tc = codegen_default_toolchain();
+    kiln_target *host = kiln_target_host();
+    codegen_toolchain tc = codegen_target_toolchain(host);
     char *so = NULL, *dir = NULL;
     kiln_status st = codegen_compile_parts(2, (const char *const *)parts, "split", &tc, &so, &dir);
     CHECK_EQ_INT(st, KILN_OK);
@@ -1008,6 +1011,7 @@ static void test_parts(void) {
     parts[1] = broken;
     for (int k = 0; k < 2; k++)
         free(parts[k]);
+    kiln_target_free(host);
     kiln_ctx_free(b.ctx);
 }
 
