@@ -3,7 +3,8 @@
  * layer's evaluator (graph_eval_call: the op's compute run by the
  * reference interpreter, in C, with no compiler) and replaced by
  * constants. What folds: calls of one tensor with concrete dims whose op
- * has a compute and is not opaque (nn.batch_norm excepted). A value is
+ * has a compute, whatever its fusion pattern (the interpreter runs any
+ * compute, so no op is singled out by name). A value is
  * kept only while a later folded call still reads it, or if the new graph
  * needs it. */
 #include <stdio.h>
@@ -14,8 +15,6 @@
 
 static int foldable(const struct kiln_graph *g, const gnode *n, const int *fold) {
     if (n->kind != GN_CALL || !n->op->compute || !n->type.known || n->type.is_tuple)
-        return 0;
-    if (n->op->pattern == OP_OPAQUE && strcmp(n->op->name, "nn.batch_norm"))
         return 0;
     for (int i = 0; i < n->nin; i++) {
         const gnode *p = g->nodes[n->in[i]];
