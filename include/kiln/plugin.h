@@ -89,8 +89,14 @@ typedef struct {
     kiln_op_layout layout;
 } kiln_op_spec;
 
-/* Register an op (the spec is copied). Errors: a name in use, a bad schema. */
+/* Register an op (the spec is copied). Errors: a name in use, a bad schema.
+ * kiln_op_register is a macro that passes the size of the kiln_op_spec this
+ * header declares, so a plugin built against an older header (a shorter
+ * struct, which calls the function of that name) is read only as far as
+ * its struct goes: fields it does not have count as zero. */
+KILN_API kiln_status kiln_op_register_sized(const kiln_op_spec *spec, size_t spec_size);
 KILN_API kiln_status kiln_op_register(const kiln_op_spec *spec);
+#define kiln_op_register(spec) kiln_op_register_sized((spec), sizeof(kiln_op_spec))
 /* dlopen a plugin and call its kiln_plugin_init. */
 KILN_API kiln_status kiln_plugin_load(const char *path);
 

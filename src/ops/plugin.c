@@ -4,6 +4,7 @@
  * functions; its pattern and layout behaviour are the spec's. Plugins are
  * shared objects exporting kiln_plugin_init. */
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +193,14 @@ static attr_schema *parse_schema(const char *text) {
         s[n].kind = k;
         s[n].required = eq == NULL;
         s[n].def = eq ? strdup(eq + 1) : NULL;
+        if (!s[n].name || (eq && !s[n].def)) {
+            free((void *)s[n].name);
+            s[n].name = NULL; /* free_schema stops at the first NULL name */
+            free(copy);
+            free_schema(s);
+            kiln_set_error(KILN_ERR_NOMEM, "op attributes: out of memory");
+            return NULL;
+        }
         n++;
     }
     free(copy);
@@ -225,8 +234,25 @@ static void free_row(kiln_op_def *def, kiln_op_spec *copy, attr_schema *schema) 
     free_schema(schema);
 }
 
+/* Plugins built before a spec had `schedule` and `layout` call the function
+ * kiln_op_register itself: their struct ends there. */
+#undef kiln_op_register
 kiln_status kiln_op_register(const kiln_op_spec *spec) {
-    if (!spec || !spec->name || !*spec->name || !spec->relation || !spec->compute)
+    return kiln_op_register_sized(spec, offsetof(kiln_op_spec, schedule));
+}
+
+kiln_status kiln_op_register_sized(const kiln_op_spec *user, size_t spec_size) {
+    if (!user || spec_size < offsetof(kiln_op_spec, schedule))
+        return kiln_set_error(KILN_ERR_INVALID,
+                              "op registration: a spec needs a name, a relation "
+                              "and a compute (NULL spec or size %zu too small)",
+                              spec_size);
+    /* the fields the caller's struct has; the rest stay zero */
+    kiln_op_spec local;
+    memset(&local, 0, sizeof local);
+    memcpy(&local, user, spec_size < sizeof local ? spec_size : sizeof local);
+    const kiln_op_spec *spec = &local;
+    if (!spec->name || !*spec->name || !spec->relation || !spec->compute)
         return kiln_set_error(KILN_ERR_INVALID, "op registration: a spec needs a name, a relation "
                                                 "and a compute");
     if (spec->min_inputs < 0 || spec->max_inputs < spec->min_inputs || spec->max_inputs > 4096)
@@ -263,6 +289,10 @@ kiln_status kiln_op_register(const kiln_op_spec *spec) {
     *copy = *spec;
     copy->name = strdup(spec->name);
     copy->summary = spec->summary ? strdup(spec->summary) : NULL;
+    if (!copy->name || (spec->summary && !copy->summary)) {
+        free_row(def, copy, schema);
+        return kiln_set_error(KILN_ERR_NOMEM, "op '%s': out of memory", spec->name);
+    }
     def->name = copy->name;
     def->min_in = spec->min_inputs;
     def->max_in = spec->max_inputs;

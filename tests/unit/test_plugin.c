@@ -390,5 +390,28 @@ static void test_register_errors(void) {
     CHECK_CONTAINS(kiln_last_error(), "/nonexistent/libnothing.so");
 }
 
+/* A plugin built against the header before `schedule` and `layout` calls
+ * the function kiln_op_register with a shorter struct: what lies past its
+ * end (here: garbage in the fields it did not have) is never read. */
+static void test_register_old_abi(void) {
+    kiln_op_spec s = {"user.old_abi",
+                      1,
+                      1,
+                      NULL,
+                      rel_none,
+                      compute_none,
+                      KILN_OP_ELEMWISE,
+                      "a plugin of the older header"};
+    memset((char *)&s + offsetof(kiln_op_spec, schedule), 0x5a,
+           sizeof s - offsetof(kiln_op_spec, schedule));
+    CHECK_EQ_INT((kiln_op_register)(&s), KILN_OK); /* the function, as an old binary calls it */
+    /* the same garbage through the sized entry point is rejected (bad layout) */
+    s.name = "user.new_abi";
+    CHECK(kiln_op_register(&s) != KILN_OK);
+    CHECK_CONTAINS(kiln_last_error(), "layout");
+    CHECK(kiln_op_register_sized(&s, 8) != KILN_OK);
+    CHECK(kiln_op_register_sized(NULL, sizeof s) != KILN_OK);
+}
+
 TEST_MAIN(TEST(test_cumsum_plugin), TEST(test_cumsum_schedule), TEST(test_user_op_citizen),
-          TEST(test_register_errors))
+          TEST(test_register_errors), TEST(test_register_old_abi))
