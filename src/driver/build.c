@@ -149,8 +149,19 @@ kiln_target *driver_target(const kiln_build_options *opts) {
     if (!t)
         return NULL;
     kiln_status st = KILN_OK;
+    /* KILN_VECTOR_BITS (128, 256, 512), from before targets existed, still
+       narrows the default target's vectors; the build option wins */
+    const char *vb = getenv("KILN_VECTOR_BITS");
     if (opts && opts->vector_bytes)
         st = kiln_target_set_vector_bits(t, opts->vector_bytes * 8);
+    else if (vb && *vb && !(opts && opts->target)) {
+        char *end;
+        long bits = strtol(vb, &end, 10);
+        st = *end ? kiln_set_error(KILN_ERR_INVALID, "$KILN_VECTOR_BITS: '%s' is not a number", vb)
+                  : kiln_target_set_vector_bits(t, (int)bits);
+        if (st)
+            kiln_error_prefix("$KILN_VECTOR_BITS");
+    }
     if (!st && opts && (opts->cc || opts->cflags))
         st = kiln_target_set_compiler(t, opts->cc, opts->cflags);
     if (st) {

@@ -369,7 +369,9 @@ static kiln_status parse_cpu(kiln_target *t, tokens *tk, int part) {
         return st;
     derive_vectors(t);
     /* the compiler: this machine's for its architecture, else TRIPLE-gcc;
-       KILN_CC / KILN_CFLAGS replace this machine's */
+       KILN_CC replaces this machine's compiler, and KILN_CFLAGS its flags for
+       -mcpu=native only: a named CPU's flags must match the features the
+       package records, or the runtime's check would pass code it cannot run */
     const char *cc = getenv("KILN_CC"), *fl = getenv("KILN_CFLAGS");
     char cross[96];
     snprintf(cross, sizeof cross, "%s-gcc", t->triple);
@@ -378,7 +380,8 @@ static kiln_status parse_cpu(kiln_target *t, tokens *tk, int part) {
     else if (!cc || !*cc)
         cc = "cc";
     t->cc = kiln_strdup(cc);
-    t->cflags = t->arch == host && fl && *fl ? kiln_strdup(fl) : make_cflags(t, cpu);
+    int native = t->arch == host && !strcmp(t->mcpu, "native");
+    t->cflags = native && fl && *fl ? kiln_strdup(fl) : make_cflags(t, cpu);
     t->text = make_text(t);
     return t->cc && t->cflags && t->text ? KILN_OK : KILN_ERR_NOMEM;
 }
