@@ -6,7 +6,9 @@
  * pooling; relation errors; ONNX node-test models through the importer;
  * and nn.hard_swish, the op added through the documented path alone (its
  * row in src/ops/elemwise.c, one row of the ONNX converter table). */
+#include <dirent.h>
 #include <math.h>
+#include <sys/stat.h>
 
 #include "check.h"
 #include "frontend/onnx_load.h"
@@ -770,7 +772,71 @@ static void test_hard_swish(void) {
     kiln_graph_free(g);
 }
 
+/* The documented path was all adding nn.hard_swish took: in src/, only its
+ * family file and the ONNX converter table name it (the rest reaches it
+ * through its row). Files are read from $KILN_SOURCE_DIR/src. */
+static int names_hard_swish(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = len >= 0 ? malloc((size_t)len + 1) : NULL;
+    size_t n = text ? fread(text, 1, (size_t)len, f) : 0;
+    fclose(f);
+    if (!text)
+        return 0;
+    text[n] = 0;
+    int found = strstr(text, "hard_swish") != NULL;
+    free(text);
+    return found;
+}
+
+static void scan_dir(const char *dir, const char *rel, char found[][512], int *nfound) {
+    DIR *d = opendir(dir);
+    CHECK(d != NULL);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[1024], sub[512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name);
+        struct stat st;
+        if (stat(path, &st) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode))
+            scan_dir(path, sub, found, nfound);
+        else if (names_hard_swish(path) && *nfound < 8)
+            snprintf(found[(*nfound)++], 512, "%s", sub);
+    }
+    closedir(d);
+}
+
+static void test_hard_swish_one_place(void) {
+    const char *root = getenv("KILN_SOURCE_DIR");
+    CHECK(root != NULL);
+    if (!root)
+        return;
+    char src[1024], found[8][512];
+    int n = 0;
+    snprintf(src, sizeof src, "%s/src", root);
+    scan_dir(src, "", found, &n);
+    int ops = 0, table = 0;
+    for (int i = 0; i < n; i++) {
+        ops += !strcmp(found[i], "ops/elemwise.c");
+        table += !strcmp(found[i], "frontend/onnx_table.c");
+        if (strcmp(found[i], "ops/elemwise.c") && strcmp(found[i], "frontend/onnx_table.c"))
+            fprintf(stderr, "hard_swish is also named in src/%s\n", found[i]);
+    }
+    CHECK_EQ_INT(ops, 1);
+    CHECK_EQ_INT(table, 1);
+    CHECK_EQ_INT(n, 2);
+}
+
 TEST_MAIN(TEST(test_reductions), TEST(test_argmax), TEST(test_layer_norm), TEST(test_batch_matmul),
           TEST(test_strided_slice), TEST(test_take_broadcast_pad), TEST(test_elementwise),
           TEST(test_global_max_pool), TEST(test_relation_errors), TEST(test_onnx_node_models),
-          TEST(test_hard_swish))
+          TEST(test_hard_swish), TEST(test_hard_swish_one_place))
