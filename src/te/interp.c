@@ -632,7 +632,11 @@ static int reduce_steps(ev *E, tir_node body, int r, void *acc) {
     int64_t lo, ext;
     if (!dom)
         return fail_expr(E, "a reduce axis without a domain:", body->src[1 + r]), 0;
+    /* The domain may depend on the outer reduce axes, whose values have
+       changed since the body last ran: a node it shares with the body
+       (hash-consing) must not come from the cache of that previous step. */
     E->used_scratch = 0;
+    E->gen_iter = ++E->gen;
     if (!eval_int(E, dom->min, &lo) || !eval_int(E, dom->extent, &ext))
         return 0;
     tir_combiner c = (tir_combiner)body->aux;

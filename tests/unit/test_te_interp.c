@@ -4,7 +4,8 @@
  * float, float16/bfloat16 rounding, integer wrapping), the one rule of
  * integer division (base/intdiv.h), casts, selects and && that skip the
  * lane they do not pick, NaN in min/max, reductions (sum, max, min, prod,
- * several axes, a domain that depends on a data axis, few and many
+ * several axes, a domain that depends on a data axis or on an outer reduce
+ * axis, few and many
  * elements, argmax from two stages), memoized stages, and errors. Then
  * every row of the built-in op table with a compute and a sample workload
  * (a listed one, or a default one for elementwise ops) is compiled under
@@ -571,6 +572,72 @@ static void test_reductions(void) {
     check_reduction(KILN_FLOAT64, 64, 9, 0);
 }
 
+/* Reduce axes whose extents depend on the outer reduce axes (a triangle):
+ * sum over k0 in [0, 4), k1 in [0, k0 + 1) (and k2 in [0, k1 + 1)) of a body
+ * that may share the extent expression (hash-consed: the same node), plus
+ * the data axis i. The extent must be read for the current outer step, not
+ * from a cache left by the previous one. */
+typedef struct {
+    kiln_expr k[3];
+    int naxes, kind;
+} tri_args;
+
+static kiln_expr tri_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    tri_args *a = u;
+    kiln_expr one = kiln_int(ctx, 1), f;
+    switch (a->kind) {
+    case 0: f = kiln_add(a->k[0], one); break; /* the extent of k1 itself */
+    case 1: f = a->k[1]; break;                /* the extent not in the body */
+    case 2: f = kiln_mul(kiln_add(a->k[0], one), kiln_add(a->k[1], one)); break;
+    default: f = kiln_add(a->k[1], one); break; /* three axes: the extent of k2 */
+    }
+    return kiln_sum(kiln_add(f, i[0]), a->naxes, a->k);
+}
+
+static void check_triangle(int kind, int64_t m) {
+    /* hand values at i = 0, and the number of points of the domain */
+    static const int64_t base[4] = {30, 10, 65, 50}, points[4] = {10, 10, 10, 20};
+    kiln_ctx *ctx = kiln_ctx_new();
+    tri_args a = {{NULL, NULL, NULL}, kind == 3 ? 3 : 2, kind};
+    kiln_expr one = kiln_int(ctx, 1), zero = kiln_int(ctx, 0);
+    a.k[0] = kiln_reduce_axis(ctx, zero, kiln_int(ctx, 4), "k0");
+    a.k[1] = kiln_reduce_axis(ctx, zero, kiln_add(a.k[0], one), "k1");
+    if (kind == 3)
+        a.k[2] = kiln_reduce_axis(ctx, zero, kiln_add(a.k[1], one), "k2");
+    kiln_expr s = kiln_int(ctx, m);
+    kiln_tensor *c = kiln_compute(ctx, 1, &s, tri_body, &a, "tri");
+    CHECK(c != NULL);
+    kiln_ndarray *r = c ? eval1(c, 0, NULL, NULL) : NULL;
+    CHECK(r != NULL);
+    for (int64_t i = 0; r && i < m; i++)
+        if (at_i64(r, i) != base[kind] + i * points[kind]) {
+            fprintf(stderr, "triangle %d [%lld]: out %lld = %lld, want %lld\n", kind, (long long)m,
+                    (long long)i, (long long)at_i64(r, i),
+                    (long long)(base[kind] + i * points[kind]));
+            CHECK_EQ_INT(at_i64(r, i), base[kind] + i * points[kind]);
+            break;
+        }
+    /* the compiled kernel agrees */
+    kiln_schedule *sch = c ? kiln_schedule_create(ctx, 1, &c) : NULL;
+    kiln_ndarray *got = kiln_ndarray_empty(KILN_INT64, 1, &m);
+    CHECK(sch && tu_build_run(sch, 1, &c, "tri", &got, NULL) == 0);
+    for (int64_t i = 0; sch && i < m; i++)
+        if (at_i64(got, i) != base[kind] + i * points[kind]) {
+            CHECK_EQ_INT(at_i64(got, i), base[kind] + i * points[kind]);
+            break;
+        }
+    kiln_ndarray_free(got);
+    kiln_ndarray_free(r);
+    kiln_ctx_free(ctx);
+}
+
+static void test_dependent_reduce_domains(void) {
+    for (int kind = 0; kind < 4; kind++) {
+        check_triangle(kind, 1);   /* the innermost reduce axis on the lanes */
+        check_triangle(kind, 300); /* the rows on the lanes */
+    }
+}
+
 typedef struct {
     kiln_tensor *x, *best;
     kiln_expr k1, k2;
@@ -1097,5 +1164,5 @@ static void test_op_table_against_compiled(void) {
 
 TEST_MAIN(TEST(test_division_rule), TEST(test_dtype_arithmetic), TEST(test_casts),
           TEST(test_intrinsics), TEST(test_select_skips_lanes), TEST(test_reductions),
-          TEST(test_argmax_two_stages), TEST(test_stages_and_sizes), TEST(test_errors),
-          TEST(test_op_table_against_compiled))
+          TEST(test_dependent_reduce_domains), TEST(test_argmax_two_stages),
+          TEST(test_stages_and_sizes), TEST(test_errors), TEST(test_op_table_against_compiled))
