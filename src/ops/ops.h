@@ -37,8 +37,12 @@
  *      rewrites the call for the target (op_alter_fn);
  *   5. its default schedule (op_schedule_fn), reading the target's
  *      vector_bytes, vector_regs and cache[] rather than guessing;
- * then one row in the family's table at the bottom of the file. Nothing
- * else in src/ names the op, except the frontend's converter table; the
+ * then one row in the family's table at the bottom of the file, and a row
+ * in the frontend's converter table if ONNX has the op. Nothing picks an
+ * op's behaviour by its name: the compiler reaches it through its row.
+ * (Graph rewrites still name the ops they build or match: the converters,
+ * the layout_transform AlterOpLayout inserts, SimplifyInference's
+ * batch-norm and layer-norm matchers, until the pattern language.) The
  * completeness test (tests/unit/test_graph_types.c) checks the row. */
 #ifndef KILN_OPS_H
 #define KILN_OPS_H
