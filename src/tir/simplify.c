@@ -11,257 +11,14 @@
  * and the identities that hold exactly under IEEE (never x*0 or x-x). */
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "tir.h"
+#include "simplify_internal.h"
 
-#define NEG_INF INT64_MIN /* lower bound unknown */
-#define POS_INF INT64_MAX /* upper bound unknown */
+/* ---- constants ----------------------------------------------------------------- */
 
-/* ---- the analyzer ---------------------------------------------------------- */
-
-typedef struct {
-    tir_node var;
-    int64_t lo, hi;
-} var_range;
-
-struct tir_analyzer {
-    kiln_ctx *ctx;
-    var_range *v;
-    int n, cap;
-};
-
-tir_analyzer *tir_analyzer_new(kiln_ctx *ctx) {
-    tir_analyzer *an = kiln_calloc(1, sizeof *an);
-    if (an)
-        an->ctx = ctx;
-    return an;
-}
-
-void tir_analyzer_free(tir_analyzer *an) {
-    if (!an)
-        return;
-    free(an->v);
-    free(an);
-}
-
-static var_range *an_find(const tir_analyzer *an, tir_node v) {
-    if (!an)
-        return NULL;
-    for (int i = an->n - 1; i >= 0; i--)
-        if (an->v[i].var == v)
-            return &an->v[i];
-    return NULL;
-}
-
-void tir_analyzer_bind(tir_analyzer *an, tir_node v, int64_t lo, int64_t hi) {
-    var_range *r = an_find(an, v);
-    if (!r) {
-        if (an->n == an->cap) {
-            int ncap = an->cap ? an->cap * 2 : 16;
-            var_range *nv = realloc(an->v, (size_t)ncap * sizeof *nv);
-            KILN_ASSERT(nv);
-            an->v = nv;
-            an->cap = ncap;
-        }
-        r = &an->v[an->n++];
-        r->var = v;
-    }
-    r->lo = lo;
-    r->hi = hi;
-}
-
-void tir_analyzer_unbind(tir_analyzer *an, tir_node v) {
-    var_range *r = an_find(an, v);
-    if (r)
-        *r = an->v[--an->n];
-}
-
-/* ---- intervals --------------------------------------------------------------
- * [lo, hi] inclusive; NEG_INF / POS_INF mean unbounded. Every operation is
- * sound: on overflow the affected end becomes unbounded. */
-
-typedef struct {
-    int64_t lo, hi;
-} itv;
-
-static const itv ITV_ALL = {NEG_INF, POS_INF};
-
-static itv itv_make(int64_t lo, int64_t hi) {
-    itv r = {lo, hi};
-    if (r.lo == POS_INF)
-        r.lo = NEG_INF; /* a lower bound that overflowed upward */
-    if (r.hi == NEG_INF)
-        r.hi = POS_INF;
-    return r;
-}
-
-static int itv_finite(itv a) {
-    return a.lo != NEG_INF && a.hi != POS_INF;
-}
-
-static itv itv_add(itv a, itv b) {
-    int64_t lo = NEG_INF, hi = POS_INF;
-    if (a.lo != NEG_INF && b.lo != NEG_INF && !kiln_add_ok(a.lo, b.lo, &lo))
-        lo = NEG_INF;
-    if (a.hi != POS_INF && b.hi != POS_INF && !kiln_add_ok(a.hi, b.hi, &hi))
-        hi = POS_INF;
-    return itv_make(lo, hi);
-}
-
-static itv itv_neg(itv a) {
-    return itv_make(a.hi == POS_INF ? NEG_INF : -a.hi, a.lo == NEG_INF ? POS_INF : -a.lo);
-}
-
-static itv itv_sub(itv a, itv b) {
-    return itv_add(a, itv_neg(b));
-}
-
-static int64_t ext_mul(int64_t x, int64_t y) {
-    int64_t r;
-    if (x == 0 || y == 0)
-        return 0;
-    int neg = (x < 0) != (y < 0);
-    if (x == NEG_INF || x == POS_INF || y == NEG_INF || y == POS_INF || !kiln_mul_ok(x, y, &r))
-        return neg ? NEG_INF : POS_INF;
-    return r;
-}
-
-static itv itv_mul(itv a, itv b) {
-    int64_t c[4] = {ext_mul(a.lo, b.lo), ext_mul(a.lo, b.hi), ext_mul(a.hi, b.lo),
-                    ext_mul(a.hi, b.hi)};
-    int64_t lo = c[0], hi = c[0];
-    for (int i = 1; i < 4; i++) {
-        if (c[i] < lo)
-            lo = c[i];
-        if (c[i] > hi)
-            hi = c[i];
-    }
-    return itv_make(lo, hi);
-}
-
-/* floordiv(x, d) for d > 0 with unbounded ends */
-static int64_t ext_floordiv(int64_t x, int64_t d) {
-    if (x == NEG_INF || x == POS_INF)
-        return x;
-    if (d == POS_INF)
-        return x >= 0 ? 0 : -1;
-    return kiln_floordiv_i64(x, d);
-}
-
-static itv itv_floordiv(itv a, itv d) {
-    if (d.lo <= 0 && d.hi >= 0)
-        return ITV_ALL;
-    if (d.hi < 0) { /* floor(a/d) == floor(-a/-d) */
-        a = itv_neg(a);
-        d = itv_neg(d);
-    }
-    int64_t c[4] = {ext_floordiv(a.lo, d.lo), ext_floordiv(a.lo, d.hi), ext_floordiv(a.hi, d.lo),
-                    ext_floordiv(a.hi, d.hi)};
-    int64_t lo = c[0], hi = c[0];
-    for (int i = 1; i < 4; i++) {
-        if (c[i] < lo)
-            lo = c[i];
-        if (c[i] > hi)
-            hi = c[i];
-    }
-    return itv_make(lo, hi);
-}
-
-static itv itv_floormod(itv a, itv d) {
-    if (d.lo <= 0 && d.hi >= 0)
-        return ITV_ALL;
-    if (d.lo == d.hi && d.lo > 0 && itv_finite(a) &&
-        kiln_floordiv_i64(a.lo, d.lo) == kiln_floordiv_i64(a.hi, d.lo))
-        return itv_make(kiln_floormod_i64(a.lo, d.lo), kiln_floormod_i64(a.hi, d.lo));
-    if (d.lo > 0) {
-        int64_t hi = d.hi == POS_INF ? POS_INF : d.hi - 1;
-        if (a.lo >= 0 && a.hi < hi)
-            hi = a.hi;
-        return itv_make(0, hi);
-    }
-    return itv_make(d.lo == NEG_INF ? NEG_INF : d.lo + 1, 0);
-}
-
-/* C truncating division and remainder by a constant */
-static itv itv_tdiv(itv a, int64_t c) {
-    if (c == 0 || c == NEG_INF)
-        return ITV_ALL;
-    if (c > 0)
-        return itv_make(a.lo == NEG_INF ? NEG_INF : a.lo / c, a.hi == POS_INF ? POS_INF : a.hi / c);
-    return itv_make(a.hi == POS_INF ? NEG_INF : a.hi / c, a.lo == NEG_INF ? POS_INF : a.lo / c);
-}
-
-static itv itv_tmod(itv a, int64_t c) {
-    if (c == 0 || c == NEG_INF)
-        return ITV_ALL;
-    int64_t m = (c < 0 ? -c : c) - 1;
-    if (a.lo >= 0)
-        return itv_make(0, a.hi < m ? a.hi : m);
-    if (a.hi <= 0)
-        return itv_make(a.lo > -m ? a.lo : -m, 0);
-    return itv_make(-m, m);
-}
-
-static itv itv_union(itv a, itv b) {
-    return itv_make(a.lo < b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi);
-}
-
-static itv dtype_range(kiln_dtype dt) {
-    switch (dt) {
-    case KILN_INT8: return itv_make(INT8_MIN, INT8_MAX);
-    case KILN_UINT8: return itv_make(0, UINT8_MAX);
-    case KILN_INT32: return itv_make(INT32_MIN, INT32_MAX);
-    case KILN_BOOL: return itv_make(0, 1);
-    default: return ITV_ALL;
-    }
-}
-
-/* A result outside its dtype may have wrapped: then only the dtype range is known. */
-static itv itv_clamp(itv r, kiln_dtype dt) {
-    itv d = dtype_range(dt);
-    return (r.lo < d.lo || r.hi > d.hi) ? d : r;
-}
-
-/* ---- dtypes and constants ---------------------------------------------------- */
-
-/* v converted to dt as C does (two's complement wrap; bool is v != 0) */
-static int64_t wrap_dt(int64_t v, kiln_dtype dt) {
-    switch (dt) {
-    case KILN_INT8: return (int8_t)v;
-    case KILN_UINT8: return (uint8_t)v;
-    case KILN_INT32: return (int32_t)v;
-    case KILN_BOOL: return v != 0;
-    default: return v;
-    }
-}
-
-/* wrapped to the signed range of dt's width (a uint8 coefficient 255 is -1) */
-static int64_t wrap_signed(int64_t v, kiln_dtype dt) {
-    if (dt == KILN_INT8 || dt == KILN_UINT8)
-        return (int8_t)v;
-    if (dt == KILN_INT32)
-        return (int32_t)v;
-    return v;
-}
-
-static int is_int(tir_node n) {
-    return tir_is_int_dtype((kiln_dtype)n->dtype);
-}
-/* integer types whose arithmetic is assumed exact (no overflow) */
-static int is_exact(tir_node n) {
-    return n->dtype == KILN_INT32 || n->dtype == KILN_INT64;
-}
 /* integer types where the ring rules (linear form, ramps) apply */
 static int is_ring(tir_node n) {
     return is_int(n) && n->dtype != KILN_BOOL;
-}
-
-/* 1 and *v if n is an integer constant, scalar or broadcast */
-static int cint(tir_node n, int64_t *v) {
-    if (n->op == TIR_BROADCAST)
-        n = n->src[0];
-    return tir_const_int(n, v);
 }
 
 static int is_cint(tir_node n, int64_t v) {
@@ -289,316 +46,6 @@ static tir_node mk_bool(kiln_ctx *ctx, int lanes, int b) {
 
 static int is_cmp(tir_op op) {
     return op >= TIR_EQ && op <= TIR_GE;
-}
-
-/* ---- bounds -------------------------------------------------------------------- */
-
-static itv bound(const tir_analyzer *an, tir_node e);
-
-/* -1 unknown, else whether `a op b` holds for every value */
-static int decide_cmp(const tir_analyzer *an, tir_op op, tir_node a, tir_node b);
-
-static itv bound_raw(const tir_analyzer *an, tir_node e) {
-    kiln_dtype dt = (kiln_dtype)e->dtype;
-    if (!tir_is_int_dtype(dt))
-        return ITV_ALL;
-    const tir_node *s = e->src;
-    int64_t c;
-    switch ((tir_op)e->op) {
-    case TIR_INT: return itv_make(e->ival, e->ival);
-    case TIR_VAR: {
-        var_range *r = an_find(an, e);
-        return r ? itv_make(r->lo, r->hi) : dtype_range(dt);
-    }
-    case TIR_ADD: return itv_add(bound(an, s[0]), bound(an, s[1]));
-    case TIR_SUB: return itv_sub(bound(an, s[0]), bound(an, s[1]));
-    case TIR_MUL: return itv_mul(bound(an, s[0]), bound(an, s[1]));
-    case TIR_FLOORDIV: return itv_floordiv(bound(an, s[0]), bound(an, s[1]));
-    case TIR_FLOORMOD: return itv_floormod(bound(an, s[0]), bound(an, s[1]));
-    case TIR_DIV: return cint(s[1], &c) ? itv_tdiv(bound(an, s[0]), c) : dtype_range(dt);
-    case TIR_MOD: return cint(s[1], &c) ? itv_tmod(bound(an, s[0]), c) : dtype_range(dt);
-    case TIR_MIN:
-    case TIR_MAX: {
-        itv a = bound(an, s[0]), b = bound(an, s[1]);
-        if (e->op == TIR_MIN)
-            return itv_make(a.lo < b.lo ? a.lo : b.lo, a.hi < b.hi ? a.hi : b.hi);
-        return itv_make(a.lo > b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi);
-    }
-    case TIR_SELECT: {
-        itv cb = bound(an, s[0]);
-        if (cb.lo > 0 || cb.hi < 0)
-            return bound(an, s[1]);
-        if (cb.lo == 0 && cb.hi == 0)
-            return bound(an, s[2]);
-        return itv_union(bound(an, s[1]), bound(an, s[2]));
-    }
-    case TIR_CAST: {
-        if (!is_int(s[0]))
-            return dtype_range(dt);
-        itv a = bound(an, s[0]);
-        if (dt == KILN_BOOL) {
-            if (a.lo > 0 || a.hi < 0)
-                return itv_make(1, 1);
-            if (a.lo == 0 && a.hi == 0)
-                return itv_make(0, 0);
-            return itv_make(0, 1);
-        }
-        return a;
-    }
-    case TIR_EQ:
-    case TIR_NE:
-    case TIR_LT:
-    case TIR_LE:
-    case TIR_GT:
-    case TIR_GE: {
-        int d = decide_cmp(an, (tir_op)e->op, s[0], s[1]);
-        return d < 0 ? itv_make(0, 1) : itv_make(d, d);
-    }
-    case TIR_AND:
-    case TIR_OR: {
-        itv a = bound(an, s[0]), b = bound(an, s[1]);
-        int ta = a.lo > 0, tb = b.lo > 0, fa = a.hi == 0, fb = b.hi == 0;
-        if (e->op == TIR_AND)
-            return (ta && tb) ? itv_make(1, 1) : (fa || fb) ? itv_make(0, 0) : itv_make(0, 1);
-        return (ta || tb) ? itv_make(1, 1) : (fa && fb) ? itv_make(0, 0) : itv_make(0, 1);
-    }
-    case TIR_NOT: {
-        itv a = bound(an, s[0]);
-        return a.lo > 0 ? itv_make(0, 0) : a.hi == 0 ? itv_make(1, 1) : itv_make(0, 1);
-    }
-    case TIR_RAMP: /* base + stride*[0, lanes-1] */
-        return itv_add(bound(an, s[0]), itv_mul(bound(an, s[1]), itv_make(0, e->lanes - 1)));
-    case TIR_BROADCAST: return bound(an, s[0]);
-    default: return dtype_range(dt);
-    }
-}
-
-static itv bound(const tir_analyzer *an, tir_node e) {
-    return itv_clamp(bound_raw(an, e), (kiln_dtype)e->dtype);
-}
-
-void tir_const_bound(tir_analyzer *an, tir_node e, int64_t *lo, int64_t *hi) {
-    itv r = bound(an, e);
-    *lo = r.lo;
-    *hi = r.hi;
-}
-
-/* ---- the linear form ----------------------------------------------------------
- * An integer expression as k + sum(c_i * t_i) over distinct terms t_i (compared
- * by pointer), in order of first appearance. */
-
-typedef struct {
-    tir_node t;
-    int64_t c;
-} lterm;
-
-typedef struct {
-    kiln_dtype dt;
-    int ok, n, cap;
-    int64_t k;
-    lterm *v;
-    lterm small[8];
-} lform;
-
-static void lf_init(lform *f, kiln_dtype dt) {
-    f->dt = dt;
-    f->ok = 1;
-    f->n = 0;
-    f->cap = 8;
-    f->k = 0;
-    f->v = f->small;
-}
-
-static void lf_free(lform *f) {
-    if (f->v != f->small)
-        free(f->v);
-}
-
-static void lf_term(lform *f, tir_node t, int64_t c) {
-    for (int i = 0; i < f->n; i++) {
-        if (f->v[i].t != t)
-            continue;
-        if (!kiln_add_ok(f->v[i].c, c, &f->v[i].c))
-            f->ok = 0;
-        return;
-    }
-    if (f->n == f->cap) {
-        int ncap = f->cap * 2;
-        lterm *nv = malloc((size_t)ncap * sizeof *nv);
-        KILN_ASSERT(nv);
-        memcpy(nv, f->v, (size_t)f->n * sizeof *nv);
-        lf_free(f);
-        f->v = nv;
-        f->cap = ncap;
-    }
-    f->v[f->n++] = (lterm){t, c};
-}
-
-/* add c*n to f, flattening +, - and multiplication by constants */
-static void lf_walk(lform *f, tir_node n, int64_t c) {
-    int64_t k, cc;
-    if (!f->ok)
-        return;
-    if (n->lanes == 1 && n->dtype == f->dt) {
-        switch ((tir_op)n->op) {
-        case TIR_INT:
-            if (!kiln_mul_ok(c, n->ival, &k) || !kiln_add_ok(f->k, k, &f->k))
-                f->ok = 0;
-            return;
-        case TIR_ADD:
-            lf_walk(f, n->src[0], c);
-            lf_walk(f, n->src[1], c);
-            return;
-        case TIR_SUB:
-            if (c == INT64_MIN)
-                break;
-            lf_walk(f, n->src[0], c);
-            lf_walk(f, n->src[1], -c);
-            return;
-        case TIR_MUL: {
-            int right = tir_const_int(n->src[1], &k);
-            if (!right && !tir_const_int(n->src[0], &k))
-                break;
-            if (!kiln_mul_ok(c, k, &cc)) {
-                f->ok = 0;
-                return;
-            }
-            lf_walk(f, n->src[right ? 0 : 1], cc);
-            return;
-        }
-        default: break;
-        }
-    }
-    lf_term(f, n, c);
-}
-
-static void lf_wrap(lform *f) {
-    for (int i = 0; i < f->n; i++)
-        f->v[i].c = wrap_signed(f->v[i].c, f->dt);
-    f->k = wrap_signed(f->k, f->dt);
-}
-
-/* floordiv(x, c)*c*k + floormod(x, c)*k -> x*k (also C's x/c and x%c) */
-static void lf_merge_divmod(lform *f) {
-    for (int i = 0; i < f->n && f->ok; i++) {
-        tir_node m = f->v[i].t;
-        int64_t c, want, k = f->v[i].c;
-        if (!k || (m->op != TIR_FLOORMOD && m->op != TIR_MOD) || !tir_const_int(m->src[1], &c) ||
-            c == 0 || !kiln_mul_ok(k, c, &want))
-            continue;
-        want = wrap_signed(want, f->dt);
-        tir_op dop = m->op == TIR_FLOORMOD ? TIR_FLOORDIV : TIR_DIV;
-        for (int j = 0; j < f->n; j++) {
-            tir_node d = f->v[j].t;
-            if (d->op == dop && d->src[0] == m->src[0] && d->src[1] == m->src[1] &&
-                f->v[j].c == want) {
-                f->v[i].c = f->v[j].c = 0;
-                lf_walk(f, m->src[0], k);
-                lf_wrap(f);
-                break;
-            }
-        }
-    }
-}
-
-/* wrap to the dtype, merge div/mod pairs, drop zero terms */
-static void lf_finish(lform *f) {
-    if (!f->ok)
-        return;
-    lf_wrap(f);
-    lf_merge_divmod(f);
-    int m = 0;
-    for (int i = 0; i < f->n; i++)
-        if (f->v[i].c)
-            f->v[m++] = f->v[i];
-    f->n = m;
-}
-
-static int lf_of(lform *f, tir_node e) {
-    lf_init(f, (kiln_dtype)e->dtype);
-    lf_walk(f, e, 1);
-    lf_finish(f);
-    return f->ok;
-}
-
-static tir_node lf_term_node(kiln_ctx *ctx, kiln_dtype dt, tir_node t, int64_t c) {
-    return c == 1 ? t : tir_mul(t, tir_int(ctx, dt, wrap_dt(c, dt)));
-}
-
-/* t1*c1 + t2*c2 + ... + k: the first positive term leads, -1 coefficients
- * become subtraction, the constant comes last (or first if no term is positive) */
-static tir_node lf_rebuild(kiln_ctx *ctx, const lform *f) {
-    kiln_dtype dt = f->dt;
-    /* the most negative coefficient of the width has no negation: it leads as is */
-    int64_t cmin =
-        dt == KILN_INT64 ? INT64_MIN : wrap_signed(dt == KILN_INT32 ? INT32_MIN : -128, dt);
-    int p = -1;
-    for (int i = 0; i < f->n && p < 0; i++)
-        if (f->v[i].c > 0 || f->v[i].c == cmin)
-            p = i;
-    tir_node acc =
-        p >= 0 ? lf_term_node(ctx, dt, f->v[p].t, f->v[p].c) : tir_int(ctx, dt, wrap_dt(f->k, dt));
-    for (int i = 0; i < f->n; i++) {
-        int64_t c = f->v[i].c;
-        if (i == p || !c)
-            continue;
-        if (c > 0 || c == cmin)
-            acc = tir_add(acc, lf_term_node(ctx, dt, f->v[i].t, c));
-        else
-            acc = tir_sub(acc, lf_term_node(ctx, dt, f->v[i].t, -c));
-    }
-    if (p >= 0 && f->k > 0)
-        acc = tir_add(acc, tir_int(ctx, dt, wrap_dt(f->k, dt)));
-    if (p >= 0 && f->k < 0)
-        acc = tir_sub(acc, tir_int(ctx, dt, wrap_dt(-f->k, dt)));
-    return acc;
-}
-
-/* bounds of k + sum(c_i * bound(t_i)) */
-static itv lf_bound(const tir_analyzer *an, const lform *f) {
-    itv r = itv_make(f->k, f->k);
-    for (int i = 0; i < f->n; i++)
-        r = itv_add(r, itv_mul(bound(an, f->v[i].t), itv_make(f->v[i].c, f->v[i].c)));
-    return r;
-}
-
-/* Bounds of a - b taken as exact integers. For exact types the linear form of
- * a - b cancels shared terms: (x + 3) - (x + 1) is 2 whatever x is. */
-static itv diff_bound(const tir_analyzer *an, tir_node a, tir_node b) {
-    if (is_exact(a) && a->lanes == 1 && b->lanes == 1) {
-        lform f;
-        lf_init(&f, (kiln_dtype)a->dtype);
-        lf_walk(&f, a, 1);
-        lf_walk(&f, b, -1);
-        lf_finish(&f);
-        itv r = f.ok ? lf_bound(an, &f) : ITV_ALL;
-        lf_free(&f);
-        if (f.ok)
-            return r;
-    }
-    return itv_sub(bound(an, a), bound(an, b));
-}
-
-/* bounds of e, through its linear form for exact types */
-static itv ebound(const tir_analyzer *an, tir_node e) {
-    if (!is_exact(e) || e->lanes != 1)
-        return bound(an, e);
-    return diff_bound(an, e, tir_int(e->ctx, (kiln_dtype)e->dtype, 0));
-}
-
-static int decide_cmp(const tir_analyzer *an, tir_op op, tir_node a, tir_node b) {
-    if (!is_int(a) || !is_int(b))
-        return -1;
-    itv d = diff_bound(an, a, b);
-    switch (op) {
-    case TIR_LT: return d.hi < 0 ? 1 : d.lo >= 0 ? 0 : -1;
-    case TIR_LE: return d.hi <= 0 ? 1 : d.lo > 0 ? 0 : -1;
-    case TIR_GT: return d.lo > 0 ? 1 : d.hi <= 0 ? 0 : -1;
-    case TIR_GE: return d.lo >= 0 ? 1 : d.hi < 0 ? 0 : -1;
-    case TIR_EQ: return (d.lo == 0 && d.hi == 0) ? 1 : (d.lo > 0 || d.hi < 0) ? 0 : -1;
-    case TIR_NE: return (d.lo == 0 && d.hi == 0) ? 0 : (d.lo > 0 || d.hi < 0) ? 1 : -1;
-    default: return -1;
-    }
 }
 
 /* ---- the rules ------------------------------------------------------------------
@@ -888,23 +335,6 @@ static tir_node r_ramp_mul(const simp *s, tir_node n) {
     return NULL;
 }
 
-/* b = c*q + r split into its terms with coefficients that are multiples of c
- * (q, with floordiv(k, c)) and the rest (r, with floormod(k, c)); c > 0.
- * Returns the number of terms moved to q. */
-static int lf_split(const lform *f, int64_t c, lform *q, lform *r) {
-    lf_init(q, f->dt);
-    lf_init(r, f->dt);
-    for (int i = 0; i < f->n; i++) {
-        if (f->v[i].c % c == 0)
-            lf_term(q, f->v[i].t, f->v[i].c / c);
-        else
-            lf_term(r, f->v[i].t, f->v[i].c);
-    }
-    q->k = kiln_floordiv_i64(f->k, c);
-    r->k = kiln_floormod_i64(f->k, c);
-    return q->n;
-}
-
 /* floordiv(ramp(b, s, n), c_n) -> ramp(floordiv(b, c), s/c, n) when c | s ;
  *   -> broadcast(floordiv(b, c)) when b = c*q + r with 0 <= r and r + s*(n-1) < c ;
  * floormod(ramp(b, s, n), c_n) -> broadcast(floormod(b, c)) when c | s ;
@@ -923,14 +353,14 @@ static tir_node r_ramp_divmod(const simp *s, tir_node n) {
                    : tir_broadcast(tir_bin(TIR_FLOORMOD, b, cs), n->lanes);
     lform f, q, r;
     itv rb = ITV_ALL;
-    if (lf_of(&f, b)) {
-        lf_split(&f, c, &q, &r);
+    if (tir_lf_of(&f, b)) {
+        tir_lf_split(&f, c, &q, &r);
         if (r.ok)
-            rb = lf_bound(s->an, &r);
-        lf_free(&q);
-        lf_free(&r);
+            rb = tir_lf_bound(s->an, &r);
+        tir_lf_free(&q);
+        tir_lf_free(&r);
     }
-    lf_free(&f);
+    tir_lf_free(&f);
     if (!itv_finite(rb) || rb.lo < 0 || !kiln_mul_ok(st, n->lanes - 1, &span) ||
         !kiln_add_ok(rb.hi, span, &span) || span >= c)
         return NULL;
@@ -946,8 +376,8 @@ static tir_node r_linear(const simp *s, tir_node n) {
     if (!is_ring(n) || n->lanes != 1)
         return NULL;
     lform f;
-    tir_node r = lf_of(&f, n) ? lf_rebuild(n->ctx, &f) : NULL;
-    lf_free(&f);
+    tir_node r = tir_lf_of(&f, n) ? tir_lf_rebuild(n->ctx, &f) : NULL;
+    tir_lf_free(&f);
     return r;
 }
 
@@ -962,21 +392,21 @@ static tir_node r_divmod_split(const simp *s, tir_node n) {
         return NULL;
     lform f, q, r;
     tir_node res = NULL;
-    if (!lf_of(&f, n->src[0])) {
-        lf_free(&f);
+    if (!tir_lf_of(&f, n->src[0])) {
+        tir_lf_free(&f);
         return NULL;
     }
-    int moved = lf_split(&f, c, &q, &r);
+    int moved = tir_lf_split(&f, c, &q, &r);
     if (q.ok && r.ok) {
         if (n->op == TIR_FLOORDIV && moved)
-            res = tir_add(lf_rebuild(n->ctx, &q),
-                          tir_bin(TIR_FLOORDIV, lf_rebuild(n->ctx, &r), n->src[1]));
+            res = tir_add(tir_lf_rebuild(n->ctx, &q),
+                          tir_bin(TIR_FLOORDIV, tir_lf_rebuild(n->ctx, &r), n->src[1]));
         else if (n->op == TIR_FLOORMOD && (moved || r.k != f.k))
-            res = tir_bin(TIR_FLOORMOD, lf_rebuild(n->ctx, &r), n->src[1]);
+            res = tir_bin(TIR_FLOORMOD, tir_lf_rebuild(n->ctx, &r), n->src[1]);
     }
-    lf_free(&f);
-    lf_free(&q);
-    lf_free(&r);
+    tir_lf_free(&f);
+    tir_lf_free(&q);
+    tir_lf_free(&r);
     return res;
 }
 
@@ -986,7 +416,7 @@ static tir_node r_divmod_bound(const simp *s, tir_node n) {
     int64_t c, qc;
     if (!is_int(n) || !cint(n->src[1], &c) || c == 0)
         return NULL;
-    itv b = ebound(s->an, n->src[0]);
+    itv b = tir_bound_exact(s->an, n->src[0]);
     if (!itv_finite(b))
         return NULL;
     int64_t q = kiln_floordiv_i64(b.lo, c);
@@ -1006,7 +436,7 @@ static tir_node r_tdivmod_bound(const simp *s, tir_node n) {
     int64_t c;
     if (!is_int(n) || !cint(n->src[1], &c) || c <= 0)
         return NULL;
-    itv b = ebound(s->an, n->src[0]);
+    itv b = tir_bound_exact(s->an, n->src[0]);
     if (!itv_finite(b) || b.lo < 0 || b.lo / c != b.hi / c)
         return NULL;
     if (n->op == TIR_DIV)
@@ -1036,7 +466,7 @@ static tir_node r_divmod_nested(const simp *s, tir_node n) {
 static tir_node r_minmax_bound(const simp *s, tir_node n) {
     if (!is_int(n))
         return NULL;
-    itv d = diff_bound(s->an, n->src[0], n->src[1]);
+    itv d = tir_bound_diff(s->an, n->src[0], n->src[1]);
     int min = n->op == TIR_MIN;
     if (d.hi <= 0)
         return min ? n->src[0] : n->src[1];
@@ -1063,7 +493,7 @@ static tir_node r_minmax_const(const simp *s, tir_node n) {
 /* a < b -> true when a - b < 0 provably, -> false when a - b >= 0 ; ==, !=, <=, >, >= alike (ints)
  */
 static tir_node r_cmp_bound(const simp *s, tir_node n) {
-    int d = decide_cmp(s->an, (tir_op)n->op, n->src[0], n->src[1]);
+    int d = tir_decide_cmp(s->an, (tir_op)n->op, n->src[0], n->src[1]);
     return d < 0 ? NULL : mk_bool(n->ctx, n->lanes, d);
 }
 
@@ -1142,7 +572,7 @@ int tir_prove(tir_analyzer *an, tir_node cond) {
     tir_node r = tir_simplify(an, cond);
     if (cint(r, &v))
         return v != 0;
-    return bound(an, r).lo > 0;
+    return tir_bound(an, r).lo > 0;
 }
 
 /* ---- statements ------------------------------------------------------------------- */
@@ -1157,14 +587,14 @@ static tir_node simp_for(tir_analyzer *an, tir_node st) {
     kiln_ctx *ctx = st->ctx;
     tir_node v = st->src[0];
     tir_node mn = tir_simplify(an, st->src[1]), ext = tir_simplify(an, st->src[2]);
-    itv ie = bound(an, ext), im = bound(an, mn);
+    itv ie = tir_bound(an, ext), im = tir_bound(an, mn);
     int64_t e, hi;
     if (ie.hi <= 0)
         return tir_nop(ctx); /* runs no iteration */
     if (tir_const_int(ext, &e) && e == 1 && st->aux != TIR_FOR_THREAD)
         return simp_stmt(an, tir_substitute(st->src[3], 1, &v, &mn));
     /* v in [min.lo, min.hi + extent.hi - 1]; an outer binding of v is saved */
-    var_range *old = an_find(an, v);
+    var_range *old = tir_analyzer_find(an, v);
     var_range saved = old ? *old : (var_range){0};
     if (itv_finite(im) && ie.hi != POS_INF && kiln_add_ok(im.hi, ie.hi - 1, &hi))
         tir_analyzer_bind(an, v, im.lo, hi);
