@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""check_layers.py: kiln's layers call only downward, and no files form a loop.
+"""check_layers.py: kiln's layers call only downward, no files form a loop, and
+no source file is too long.
 
 Usage: check_layers.py SRC_DIR OBJ_DIR...
 
@@ -9,7 +10,9 @@ whose .o files mirror src/ (CMakeFiles/kiln_obj.dir/src, ...). Checked:
   2. a symbol a layer's object uses is defined in the same or a lower layer
      (read with nm, so a call through no header at all is caught too);
   3. no files include or call each other in a loop, in any layer: the
-     graph of file-to-file includes and calls has no cycle.
+     graph of file-to-file includes and calls has no cycle;
+  4. no .c or .h file under SRC_DIR is over MAX_LINES (1,200) lines: a file
+     that grows past it is split by concept, one part calling the other.
 Exit 0 when all hold; otherwise each violation is printed and the exit is 1.
 """
 import os
@@ -21,6 +24,9 @@ import sys
 LAYERS = ["base", "runtime", "target", "tir", "te", "codegen", "graph", "ops", "passes",
           "frontend", "driver"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
+
+# The most lines a source file under SRC_DIR may have.
+MAX_LINES = 1200
 
 
 def layer_of(rel):
@@ -46,6 +52,21 @@ def include_edges(src):
                     if os.path.exists(os.path.join(src, target)):
                         edges.append((rel, target))
     return edges
+
+
+def long_files(src):
+    """(src-relative path, line count) of each .c/.h file over MAX_LINES lines."""
+    out = []
+    for root, _, files in os.walk(src):
+        for f in files:
+            if not f.endswith((".c", ".h")):
+                continue
+            path = os.path.join(root, f)
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                n = sum(1 for _ in fh)
+            if n > MAX_LINES:
+                out.append((os.path.relpath(path, src), n))
+    return sorted(out)
 
 
 def nm(path, *flags):
@@ -152,6 +173,8 @@ def main():
     for comp in cycles(edges):
         why = [f"{a} -> {b}" for a, b in sorted(edges) if a in comp and b in comp]
         bad.append("files in a loop: " + ", ".join(comp) + "\n    " + "\n    ".join(why))
+    for rel, n in long_files(src):
+        bad.append(f"file too long: {rel} ({n} lines, the limit is {MAX_LINES:,})")
     for b in bad:
         print("check_layers: " + b)
     print(f"check_layers: {len(objs)} objects, {len(calls)} cross-file calls, "
