@@ -166,6 +166,15 @@ static int window_of(imp *I, const Onnx__NodeProto *n, const gtensor_type *x, co
     }
     if (!sp_ints(n, "strides", w->nsp, 1, w->s) || !sp_ints(n, "dilations", w->nsp, 1, w->d))
         return imp_fail(I, n, "strides and dilations need %d values", w->nsp);
+    /* before any division by them (auto_pad SAME, the output size) */
+    for (int i = 0; i < 2; i++) {
+        if (w->k[i] < 1)
+            return imp_fail(I, n, "kernel size %lld is not at least 1", (long long)w->k[i]);
+        if (w->s[i] < 1)
+            return imp_fail(I, n, "stride %lld is not at least 1", (long long)w->s[i]);
+        if (w->d[i] < 1)
+            return imp_fail(I, n, "dilation %lld is not at least 1", (long long)w->d[i]);
+    }
     char buf[32];
     const char *ap = imp_attr_str(n, "auto_pad", "NOTSET", buf, sizeof buf);
     int64_t *p = w->pads, b[4];

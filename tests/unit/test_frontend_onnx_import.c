@@ -5,10 +5,12 @@
  * fold at import (by the reference interpreter): integer division on
  * int64 constants never traps (INT64_MIN / -1, x / 0), an overflowing
  * shape is an error naming the node, and a transformer's shape
- * sub-graphs (ViT at opset 14) become constants. */
+ * sub-graphs (ViT at opset 14) become constants. A Conv or Pool window
+ * with a stride, dilation or kernel size below 1 is an error, not a crash. */
 #include <math.h>
 
 #include "check.h"
+#include "frontend/onnx_load.h"
 #include "graph/graph_internal.h"
 #include "kiln/graph.h"
 #include "kiln/onnx.h"
@@ -267,6 +269,166 @@ static void test_vit_shape_subgraphs(void) {
     kiln_graph_free(g);
 }
 
+/* ---- models built here ---------------------------------------------------- */
+
+/* y = op(x[1, 1, 5, 5] (, w[1, 1, 3, 3])) at opset 13 with the attributes
+ * auto_pad (NULL: none) and one ints attribute per name (2 values each),
+ * written to a file of the test's tmp folder; returns its path. */
+static const char *window_model(const char *op, const char *auto_pad, int nints,
+                                const char *const *names, const int64_t (*vals)[2]) {
+    Onnx__OperatorSetIdProto opset = ONNX__OPERATOR_SET_ID_PROTO__INIT, *ops[1] = {&opset};
+    opset.domain = "";
+    opset.has_version = 1;
+    opset.version = 13;
+    int conv = !strcmp(op, "Conv");
+    Onnx__AttributeProto at[5], *ats[5];
+    size_t nat = 0;
+    for (int k = 0; k < nints && k < 4; k++, nat++) {
+        Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT;
+        at[nat] = a;
+        at[nat].name = (char *)names[k];
+        at[nat].has_type = 1;
+        at[nat].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+        at[nat].n_ints = 2;
+        at[nat].ints = (int64_t *)vals[k];
+        ats[nat] = &at[nat];
+    }
+    if (auto_pad) {
+        Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT;
+        at[nat] = a;
+        at[nat].name = "auto_pad";
+        at[nat].has_type = 1;
+        at[nat].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+        at[nat].has_s = 1;
+        at[nat].s.data = (uint8_t *)auto_pad;
+        at[nat].s.len = strlen(auto_pad);
+        ats[nat] = &at[nat];
+        nat++;
+    }
+    Onnx__NodeProto node = ONNX__NODE_PROTO__INIT, *nodes[1] = {&node};
+    char *in[2] = {"x", "w"}, *out[1] = {"y"};
+    node.name = "win";
+    node.op_type = (char *)op;
+    node.n_input = conv ? 2 : 1;
+    node.input = in;
+    node.n_output = 1;
+    node.output = out;
+    node.n_attribute = nat;
+    node.attribute = ats;
+    /* x: float [1, 1, 5, 5] */
+    Onnx__TensorShapeProto__Dimension dim[4], *dims[4];
+    static const int64_t xd[4] = {1, 1, 5, 5};
+    for (int d = 0; d < 4; d++) {
+        Onnx__TensorShapeProto__Dimension z = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
+        dim[d] = z;
+        dim[d].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+        dim[d].dim_value = xd[d];
+        dims[d] = &dim[d];
+    }
+    Onnx__TensorShapeProto shape = ONNX__TENSOR_SHAPE_PROTO__INIT;
+    shape.n_dim = 4;
+    shape.dim = dims;
+    Onnx__TypeProto__Tensor tt = ONNX__TYPE_PROTO__TENSOR__INIT;
+    tt.has_elem_type = 1;
+    tt.elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    tt.shape = &shape;
+    Onnx__TypeProto type = ONNX__TYPE_PROTO__INIT;
+    type.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    type.tensor_type = &tt;
+    Onnx__ValueInfoProto xv = ONNX__VALUE_INFO_PROTO__INIT, *inputs[1] = {&xv};
+    xv.name = "x";
+    xv.type = &type;
+    Onnx__ValueInfoProto yv = ONNX__VALUE_INFO_PROTO__INIT, *outs[1] = {&yv};
+    yv.name = "y";
+    /* w: float [1, 1, 3, 3] of ones */
+    float wdata[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    int64_t wd[4] = {1, 1, 3, 3};
+    Onnx__TensorProto w = ONNX__TENSOR_PROTO__INIT, *inits[1] = {&w};
+    w.name = "w";
+    w.has_data_type = 1;
+    w.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    w.n_dims = 4;
+    w.dims = wd;
+    w.n_float_data = 9;
+    w.float_data = wdata;
+    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
+    g.name = "g";
+    g.n_node = 1;
+    g.node = nodes;
+    g.n_initializer = conv ? 1 : 0;
+    g.initializer = inits;
+    g.n_input = 1;
+    g.input = inputs;
+    g.n_output = 1;
+    g.output = outs;
+    Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
+    mp.has_ir_version = 1;
+    mp.ir_version = 8;
+    mp.n_opset_import = 1;
+    mp.opset_import = ops;
+    mp.graph = &g;
+    size_t len = protobuf_c_message_get_packed_size(&mp.base);
+    uint8_t *buf = malloc(len + 1);
+    protobuf_c_message_pack(&mp.base, buf);
+    const char *path = test_tmp_path("window.onnx");
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (f) {
+        fwrite(buf, 1, len, f);
+        fclose(f);
+    }
+    free(buf);
+    return path;
+}
+
+/* A Conv or Pool window with a stride, dilation or kernel size below 1 is
+ * an error naming the node (a stride of 0 with auto_pad SAME_UPPER killed
+ * the importer with SIGFPE); a good one imports. */
+static void test_bad_windows(void) {
+    static const struct {
+        const char *op, *auto_pad, *name;
+        int64_t v[2];
+        const char *expect;
+    } cases[] = {
+        {"Conv", "SAME_UPPER", "strides", {0, 0}, "stride 0 is not at least 1"},
+        {"Conv", "SAME_LOWER", "strides", {1, 0}, "stride 0 is not at least 1"},
+        {"Conv", NULL, "strides", {0, 0}, "stride 0 is not at least 1"},
+        {"Conv", "SAME_UPPER", "dilations", {0, 0}, "dilation 0 is not at least 1"},
+        {"MaxPool", "SAME_UPPER", "strides", {0, 0}, "stride 0 is not at least 1"},
+        {"AveragePool", "SAME_UPPER", "strides", {-1, -1}, "stride -1 is not at least 1"},
+        {"MaxPool", "SAME_UPPER", "kernel_shape", {0, 0}, "kernel size 0 is not at least 1"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *names[2] = {cases[i].name, "kernel_shape"};
+        const int64_t vals[2][2] = {{cases[i].v[0], cases[i].v[1]}, {2, 2}};
+        int pool = strcmp(cases[i].op, "Conv") != 0;
+        int nints = pool && strcmp(cases[i].name, "kernel_shape") ? 2 : 1;
+        const char *path = window_model(cases[i].op, cases[i].auto_pad, nints, names, vals);
+        kiln_graph *g = kiln_onnx_import(path, NULL);
+        CHECK(g == NULL);
+        kiln_graph_free(g);
+        char node[64];
+        snprintf(node, sizeof node, "node 'win' (%s, opset 13)", cases[i].op);
+        if (!strstr(kiln_last_error(), node) || !strstr(kiln_last_error(), cases[i].expect))
+            fprintf(stderr, "case %zu: %s\n", i, kiln_last_error());
+        CHECK_CONTAINS(kiln_last_error(), node);
+        CHECK_CONTAINS(kiln_last_error(), cases[i].expect);
+    }
+    /* the same models with good windows import */
+    const char *names[2] = {"strides", "kernel_shape"};
+    const int64_t vals[2][2] = {{2, 2}, {2, 2}};
+    kiln_graph *g = kiln_onnx_import(window_model("Conv", "SAME_UPPER", 1, names, vals), NULL);
+    if (!g)
+        fprintf(stderr, "%s\n", kiln_last_error());
+    CHECK(g != NULL);
+    kiln_graph_free(g);
+    g = kiln_onnx_import(window_model("MaxPool", "SAME_UPPER", 2, names, vals), NULL);
+    if (!g)
+        fprintf(stderr, "%s\n", kiln_last_error());
+    CHECK(g != NULL);
+    kiln_graph_free(g);
+}
+
 TEST_MAIN(TEST(test_digits_end_to_end), TEST(test_unsupported_listed), TEST(test_bad_input),
           TEST(test_malformed_models), TEST(test_local_functions), TEST(test_fold_int64_division),
-          TEST(test_fold_shape_overflow), TEST(test_vit_shape_subgraphs))
+          TEST(test_fold_shape_overflow), TEST(test_vit_shape_subgraphs), TEST(test_bad_windows))
