@@ -157,9 +157,10 @@ static int fold_if_constant(imp *I, const Onnx__NodeProto *n, int id) {
     }
     if (!cvt_numel(I, n, t->ndim, dims, &count))
         return 0;
-    if (count > IMPORT_FOLD_MAX_ELEMENTS)
+    int64_t max = I->fold_max > 0 ? I->fold_max : IMPORT_FOLD_MAX_ELEMENTS;
+    if (count > max)
         return 1;
-    if (graph_fold_node(I->g, id, 4 * IMPORT_FOLD_MAX_ELEMENTS) != KILN_OK) {
+    if (graph_fold_node(I->g, id, max > INT64_MAX / 4 ? INT64_MAX : 4 * max) != KILN_OK) {
         char msg[2048];
         snprintf(msg, sizeof msg, "%s", kiln_last_error());
         return imp_fail(I, n, "folding its constant inputs: %s", msg), 0;

@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "check.h"
+#include "frontend/onnx_import.h"
 #include "frontend/onnx_load.h"
 #include "graph/graph_internal.h"
 #include "kiln/graph.h"
@@ -226,6 +227,30 @@ static void test_fold_int64_division(void) {
     kiln_graph_free(g);
 }
 
+/* The importer's fold cap is the one given to onnx_import_model: with a cap
+ * of 2 elements the 4-element q of fold_int64_div.onnx stays a call (its
+ * 2-element shape sub-graph still folds), by default it folds. */
+static void test_fold_cap_given(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/fold_int64_div.onnx", getenv("KILN_TEST_DATA"));
+    onnx_model *m = onnx_model_load(path);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    for (int cap = 0; cap < 2; cap++) {
+        kiln_graph *g = onnx_import_model(m, path, NULL, 2 * cap);
+        CHECK(g != NULL);
+        if (!g) {
+            fprintf(stderr, "%s\n", kiln_last_error());
+            continue;
+        }
+        const gnode *q = graph_node(g, g->outs[1]);
+        CHECK(q && q->kind == (cap ? GN_CALL : GN_CONST));
+        kiln_graph_free(g);
+    }
+    onnx_model_free(m);
+}
+
 static void test_fold_shape_overflow(void) {
     char path[1024];
     snprintf(path, sizeof path, "%s/fold_shape_overflow.onnx", getenv("KILN_TEST_DATA"));
@@ -431,4 +456,5 @@ static void test_bad_windows(void) {
 
 TEST_MAIN(TEST(test_digits_end_to_end), TEST(test_unsupported_listed), TEST(test_bad_input),
           TEST(test_malformed_models), TEST(test_local_functions), TEST(test_fold_int64_division),
-          TEST(test_fold_shape_overflow), TEST(test_vit_shape_subgraphs), TEST(test_bad_windows))
+          TEST(test_fold_cap_given), TEST(test_fold_shape_overflow), TEST(test_vit_shape_subgraphs),
+          TEST(test_bad_windows))
