@@ -4,7 +4,9 @@
  * reference interpreter, in C, with no compiler) and replaced by
  * constants. What folds: calls of one tensor with concrete dims whose op
  * has a compute, whatever its fusion pattern (the interpreter runs any
- * compute, so no op is singled out by name). A value is
+ * compute, so no op is singled out by name). A call the interpreter
+ * cannot evaluate (past its element cap, say) stays a call, and so do the
+ * calls that read it; only running out of memory fails the pass. A value is
  * kept only while a later folded call still reads it, or if the new graph
  * needs it. */
 #include <stdio.h>
@@ -28,8 +30,12 @@ static int foldable(const struct kiln_graph *g, const gnode *n, const int *fold)
 }
 
 /* Evaluate the nodes marked in fold, in order; values[id] keeps each
- * needed one. */
-static kiln_status evaluate(const struct kiln_graph *g, const int *fold, const int *needed,
+ * needed one. A node whose evaluation fails (the interpreter's element cap,
+ * an expression it does not run), or that reads such a node, is left
+ * unfolded: fold[id] is cleared, the folded values it reads become needed,
+ * the error is cleared and the others go on. Only running out of memory
+ * fails. */
+static kiln_status evaluate(const struct kiln_graph *g, int *fold, int *needed,
                             kiln_ndarray **values) {
     int *uses = kiln_calloc((size_t)g->n, sizeof(int)); /* folded readers still to come */
     const kiln_ndarray **in = NULL;
@@ -50,11 +56,25 @@ static kiln_status evaluate(const struct kiln_graph *g, const int *fold, const i
         if (!fold[id])
             continue;
         const gnode *n = g->nodes[id];
+        int ready = 1;
         for (int i = 0; i < n->nin; i++) {
             const gnode *p = g->nodes[n->in[i]];
             in[i] = p->kind == GN_CONST ? p->value : values[p->id];
+            ready &= p->kind == GN_CONST || fold[p->id];
         }
-        st = graph_eval_call(n, in, 0, &values[id]);
+        st = ready ? graph_eval_call(n, in, 0, &values[id]) : KILN_ERR_INVALID;
+        if (st != KILN_OK && st != KILN_ERR_NOMEM) {
+            /* left unfolded; its folded inputs stay (their uses are not
+               counted down, so they are not freed before the rebuild) */
+            kiln_ndarray_free(values[id]);
+            values[id] = NULL;
+            fold[id] = 0;
+            for (int i = 0; i < n->nin; i++)
+                needed[n->in[i]] |= fold[n->in[i]];
+            kiln_clear_error();
+            st = KILN_OK;
+            continue;
+        }
         for (int i = 0; i < n->nin && st == KILN_OK; i++) {
             int p = n->in[i];
             if (fold[p] && --uses[p] == 0 && !needed[p]) {

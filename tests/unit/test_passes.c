@@ -466,5 +466,57 @@ static void test_fold_constant(void) {
         kiln_ndarray_free(p[i]);
 }
 
+/* A constant call the interpreter will not evaluate (a broadcast_to of
+ * 2^28 elements, past its default cap of 2^27; the cap is checked before
+ * any allocation) stays a call, and so does the sum that reads it, while the
+ * folded add feeding it is kept as a constant and an unrelated constant
+ * call still folds: FoldConstant does not fail the compile. */
+static void test_fold_constant_too_big(void) {
+    int64_t one = 1, two = 2;
+    kiln_ndarray *c = kiln_ndarray_empty(KILN_FLOAT32, 1, &one);
+    ((float *)kiln_ndarray_data(c))[0] = 0.5f;
+    kiln_ndarray *d = kiln_ndarray_empty(KILN_FLOAT32, 1, &two);
+    ((float *)kiln_ndarray_data(d))[0] = 1;
+    ((float *)kiln_ndarray_data(d))[1] = 2;
+    kiln_graph *g = kiln_graph_new();
+    int x = kiln_graph_var(g, "x", KILN_FLOAT32, 1, &one, NULL);
+    int cc[2] = {kiln_graph_const(g, "c", c), 0};
+    cc[1] = cc[0];
+    int twice = kiln_graph_call(g, "add", 2, cc, NULL, "twice");
+    int big = kiln_graph_call(g, "broadcast_to", 1, &twice, "shape=[16384, 16384]", "big");
+    int total = kiln_graph_call(g, "sum", 1, &big, NULL, "total");
+    int dd = kiln_graph_const(g, "d", d);
+    int dv = kiln_graph_call(g, "exp", 1, &dd, NULL, "small");
+    int xt[2] = {x, total};
+    int y = kiln_graph_call(g, "add", 2, xt, NULL, "y");
+    int outs[2] = {y, dv};
+    CHECK_EQ_INT(kiln_graph_set_outputs(g, 2, outs, NULL), KILN_OK);
+    const char *dir = test_tmp_path("fold_big_ir");
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    kiln_build_options *o = kiln_build_options_new();
+    kiln_build_options_set(o, "dump-ir", dir);
+    kiln_build_options_set(o, "cc", "false"); /* the passes only */
+    CHECK(kiln_graph_compile(g, test_tmp_path("fold_big.tar"), o) != KILN_OK);
+    if (strstr(kiln_last_error(), "FoldConstant") || strstr(kiln_last_error(), "te_eval"))
+        fprintf(stderr, "%s\n", kiln_last_error());
+    CHECK(strstr(kiln_last_error(), "FoldConstant") == NULL);
+    CHECK(strstr(kiln_last_error(), "te_eval") == NULL);
+    kiln_build_options_free(o);
+    const char *text = read_dump(dir, "03_after_FoldConstant.txt");
+    CHECK(text != NULL);
+    if (text) {
+        /* twice folded, kept as a constant for the broadcast_to */
+        CHECK_CONTAINS(text, "broadcast_to(meta[relay.Constant]");
+        CHECK(strstr(text, "add(meta") == NULL);
+        CHECK_CONTAINS(text, "sum(");
+        CHECK(strstr(text, "exp(") == NULL);
+    }
+    kiln_graph_free(g);
+    kiln_ndarray_free(c);
+    kiln_ndarray_free(d);
+}
+
 TEST_MAIN(TEST(test_pipeline), TEST(test_fuse_diamonds), TEST(test_fold_scale),
-          TEST(test_layer_norm_pattern), TEST(test_fold_constant))
+          TEST(test_layer_norm_pattern), TEST(test_fold_constant), TEST(test_fold_constant_too_big))
