@@ -409,6 +409,11 @@ kiln_graph *onnx_import_model(const onnx_model *m, const char *path, const char 
         const Onnx__TensorProto *t = gp->initializer[i];
         char what[600];
         snprintf(what, sizeof what, "initializer '%s'", t->name);
+        if (imp_name_get(&I, t->name) >= 0) {
+            kiln_set_error(KILN_ERR_INVALID, "%s: initializer '%s' is listed twice",
+                           path ? path : "model", t->name);
+            goto done;
+        }
         kiln_ndarray *a = onnx_tensor_to_ndarray(m, t, what);
         if (!a)
             goto done;
@@ -418,7 +423,13 @@ kiln_graph *onnx_import_model(const onnx_model *m, const char *path, const char 
         imp_name_set(&I, t->name, id);
     }
     for (size_t i = 0; i < gp->n_input; i++) {
-        if (imp_name_get(&I, gp->input[i]->name) >= 0)
+        int prev = imp_name_get(&I, gp->input[i]->name);
+        if (prev >= 0 && graph_node(I.g, prev)->kind == GN_VAR) {
+            kiln_set_error(KILN_ERR_INVALID, "%s: graph input '%s' is listed twice",
+                           path ? path : "model", gp->input[i]->name);
+            goto done;
+        }
+        if (prev >= 0)
             continue; /* an initializer */
         if (!add_input(&I, gp->input[i], input_shapes))
             goto done;
@@ -456,6 +467,13 @@ kiln_graph *onnx_import_model(const onnx_model *m, const char *path, const char 
                     goto done;
                 }
                 continue; /* an optional output kiln does not produce */
+            }
+            if (imp_name_get(&I, n->output[k]) >= 0) {
+                imp_fail(&I, n,
+                         "output '%s' is already defined (by an earlier node, an initializer "
+                         "or a graph input): ONNX names each value once",
+                         n->output[k]);
+                goto done;
             }
             imp_name_set(&I, n->output[k], outs[k]);
         }

@@ -454,7 +454,29 @@ static void test_bad_windows(void) {
     kiln_graph_free(g);
 }
 
+/* ONNX names each value once: a second definition of a node output, a graph
+ * input or an initializer is refused, naming it (tests/data/make_dup_models.py). */
+static void test_duplicate_names(void) {
+    static const struct {
+        const char *file, *msg;
+    } cases[] = {
+        {"dup_output", "node 'second' (Relu, opset 13): output 'y' is already defined"},
+        {"dup_input", "graph input 'x' is listed twice"},
+        {"dup_initializer", "initializer 'w' is listed twice"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s.onnx", getenv("KILN_TEST_DATA"), cases[i].file);
+        kiln_graph *g = kiln_onnx_import(path, NULL);
+        CHECK(g == NULL);
+        kiln_graph_free(g);
+        CHECK_CONTAINS(kiln_last_error(), cases[i].msg);
+        CHECK_CONTAINS(kiln_last_error(), cases[i].file);
+        kiln_clear_error();
+    }
+}
+
 TEST_MAIN(TEST(test_digits_end_to_end), TEST(test_unsupported_listed), TEST(test_bad_input),
           TEST(test_malformed_models), TEST(test_local_functions), TEST(test_fold_int64_division),
           TEST(test_fold_cap_given), TEST(test_fold_shape_overflow), TEST(test_vit_shape_subgraphs),
-          TEST(test_bad_windows))
+          TEST(test_bad_windows), TEST(test_duplicate_names))
