@@ -281,6 +281,103 @@ static char *make_tmpdir(void) {
     return d;
 }
 
+/* ---- mod.so's ELF structure -------------------------------------------------
+ * dlopen maps mod.so's segments without comparing them with the file's size:
+ * a truncated mod.so then dies with SIGBUS inside the loader. So before
+ * dlopen the ELF64 header, the program headers and the section header table
+ * are read and checked against the file: a file shorter than its headers
+ * promise, or not a little-endian ELF64 shared object, is an error naming
+ * the package and the member. */
+
+#define ELF_EHDR 64u
+#define ELF_PHDR 56u
+#define ELF_SHDR 64u
+
+static uint64_t le(const unsigned char *p, int n) {
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* 1 if [off, off + len) lies within a file of `size` bytes. */
+static int within(uint64_t off, uint64_t len, uint64_t size) {
+    return off <= size && len <= size - off;
+}
+
+static kiln_status elf_error(const tar_reader *t, const char *what, uint64_t size) {
+    return kiln_set_error(KILN_ERR_INVALID,
+                          "%s: member mod.so (%llu bytes) is truncated or corrupt: %s; the "
+                          "package cannot be loaded",
+                          t->path, (unsigned long long)size, what);
+}
+
+static kiln_status check_elf(const tar_reader *t, const char *so) {
+    FILE *f = fopen(so, "rb");
+    if (!f)
+        return kiln_set_error(KILN_ERR_IO, "%s: mod.so: cannot open: %s", t->path, strerror(errno));
+    kiln_status st = KILN_OK;
+    unsigned char h[ELF_EHDR], p[ELF_PHDR];
+    off_t end = fseeko(f, 0, SEEK_END) == 0 ? ftello(f) : -1;
+    uint64_t size = end > 0 ? (uint64_t)end : 0;
+    if (end < 0 || fseeko(f, 0, SEEK_SET) != 0) {
+        st = kiln_set_error(KILN_ERR_IO, "%s: mod.so: cannot seek", t->path);
+        goto done;
+    }
+    if (size < ELF_EHDR || fread(h, 1, ELF_EHDR, f) != ELF_EHDR) {
+        st = elf_error(t, "shorter than an ELF header", size);
+        goto done;
+    }
+    if (memcmp(h, "\177ELF", 4) != 0) {
+        st = elf_error(t, "not an ELF file (bad magic)", size);
+        goto done;
+    }
+    if (h[4] != 2 || h[5] != 1 || h[6] != 1) {
+        st = elf_error(t, "not a little-endian ELF64 file, version 1", size);
+        goto done;
+    }
+    uint64_t type = le(h + 16, 2), phoff = le(h + 32, 8), shoff = le(h + 40, 8);
+    uint64_t phentsize = le(h + 54, 2), phnum = le(h + 56, 2);
+    uint64_t shentsize = le(h + 58, 2), shnum = le(h + 60, 2);
+    if (type != 3) {
+        st = elf_error(t, "not a shared object (e_type is not ET_DYN)", size);
+        goto done;
+    }
+    if (phnum == 0 || phnum == 0xffff || phentsize != ELF_PHDR ||
+        !within(phoff, phnum * ELF_PHDR, size)) {
+        st = elf_error(t, "its program header table lies outside the file", size);
+        goto done;
+    }
+    if (shoff != 0 &&
+        (shentsize != ELF_SHDR || !within(shoff, (shnum ? shnum : 1) * ELF_SHDR, size))) {
+        st = elf_error(t, "its section header table lies outside the file", size);
+        goto done;
+    }
+    for (uint64_t i = 0; i < phnum; i++) {
+        if (fseeko(f, (off_t)(phoff + i * ELF_PHDR), SEEK_SET) != 0 ||
+            fread(p, 1, ELF_PHDR, f) != ELF_PHDR) {
+            st = elf_error(t, "cannot read its program headers", size);
+            goto done;
+        }
+        uint64_t ptype = le(p, 4), off = le(p + 8, 8), filesz = le(p + 32, 8);
+        uint64_t memsz = le(p + 40, 8);
+        if (!within(off, filesz, size)) {
+            char what[160];
+            snprintf(what, sizeof what, "segment %llu reaches byte %llu, past the end of the file",
+                     (unsigned long long)i, (unsigned long long)(off + filesz));
+            st = elf_error(t, what, size);
+            goto done;
+        }
+        if (ptype == 1 && filesz > memsz) { /* PT_LOAD */
+            st = elf_error(t, "a loadable segment is larger in the file than in memory", size);
+            goto done;
+        }
+    }
+done:
+    fclose(f);
+    return st;
+}
+
 /* ---- the target --------------------------------------------------------------
  * mod.so must be code for this machine: its ELF machine is checked before
  * dlopen, and the x86 features mod.json's "target" lists must be this
@@ -387,6 +484,10 @@ kiln_status kiln_package_read(const char *path, char **text, size_t *text_len, k
         free(pp);
     }
     char *so = !st ? dir_file(t.dir, "mod.so") : NULL;
+    if (so && (st = check_elf(&t, so)) != KILN_OK) {
+        free(so);
+        so = NULL;
+    }
 #ifdef HOST_MACHINE
     if (so && (st = check_target(&t, so)) != KILN_OK) {
         free(so);

@@ -69,6 +69,12 @@ expect 1 "has 'bogus', which is not an input of the model; the model's inputs: x
     "$KILN" run "$MODEL" --inputs "$DIR/exec_inputs_bad.npz"
 expect 1 "not a tar file" "$KILN" run "$DIR/exec_inputs.npz"
 expect 1 "bad header checksum" "$KILN" run "$DIR/test_runtime_executor"
+# a truncated mod.so (test_runtime_executor cut it at 50% and 90%) is an error, not SIGBUS
+for pct in 50 90; do
+    expect 1 "exec_so$pct.tar: member mod.so (" "$KILN" run "$DIR/exec_so$pct.tar"
+    expect 1 "is truncated or corrupt" "$KILN" run "$DIR/exec_so$pct.tar"
+    expect 1 "exec_so$pct.tar: member mod.so (" "$KILN" inspect "$DIR/exec_so$pct.tar"
+done
 
 if [ "$fails" -ne 0 ]; then echo "$fails checks failed"; exit 1; fi
 echo "all cli checks passed"

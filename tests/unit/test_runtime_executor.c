@@ -514,6 +514,28 @@ static const char *write_tar(const char *name, const char *so_name, int with_par
     return path;
 }
 
+/* The package of write_tar with its mod.so cut to pct percent of its bytes. */
+static const char *write_cut_so_tar(const char *name, int pct) {
+    static char path[1024];
+    snprintf(path, sizeof path, "%s", test_tmp_path(name));
+    size_t so_len = 0, p_len = 0;
+    char *so = slurp(te_module(), &so_len);
+    kiln_npz *z = params_a();
+    kiln_npz_save(z, test_tmp_path("exec_p.npz"), 0);
+    kiln_npz_free(z);
+    char *params = slurp(test_tmp_path("exec_p.npz"), &p_len);
+    FILE *f = fopen(path, "wb");
+    tar_add(f, "mod.so", so, so_len * (size_t)pct / 100, '0');
+    tar_add(f, "mod.json", k_graph_a, strlen(k_graph_a), '0');
+    tar_add(f, "mod.params", params, p_len, '0');
+    static const char zero[1024];
+    fwrite(zero, 1, sizeof zero, f);
+    fclose(f);
+    free(so);
+    free(params);
+    return path;
+}
+
 static void expect_load_error(const char *path, const char *msg) {
     kiln_executor *e = kiln_executor_load(path);
     CHECK(e == NULL);
@@ -568,6 +590,21 @@ static void test_bad_packages(void) {
     tar_add(f, "mod.params", "not a zip", 9, '0');
     fclose(f);
     expect_load_error(bad_so, "exec_t8.tar: mod.params");
+    CHECK_EQ_INT(count_files(tmp), 0);
+    /* a truncated mod.so is refused before dlopen (which died with SIGBUS);
+     * exec_so50.tar and exec_so90.tar are also for the CLI test */
+    expect_load_error(write_cut_so_tar("exec_so50.tar", 50), "exec_so50.tar: member mod.so (");
+    CHECK_CONTAINS(kiln_last_error(), "is truncated or corrupt");
+    expect_load_error(write_cut_so_tar("exec_so90.tar", 90), "exec_so90.tar: member mod.so (");
+    CHECK_CONTAINS(kiln_last_error(), "is truncated or corrupt");
+    for (int pct = 1; pct < 100; pct += 7) {
+        char name[64];
+        snprintf(name, sizeof name, "exec_so_cut%d.tar", pct);
+        expect_load_error(write_cut_so_tar(name, pct), "member mod.so (");
+    }
+    kiln_executor *whole = kiln_executor_load(write_cut_so_tar("exec_so100.tar", 100));
+    CHECK(whole != NULL); /* the uncut mod.so passes the check */
+    kiln_executor_free(whole);
     CHECK_EQ_INT(count_files(tmp), 0);
     /* truncation at many lengths, header corruption, sizes past the end */
     const char *good = test_tmp_path("exec_model.tar"), *cut = test_tmp_path("exec_cut.tar");
