@@ -2,6 +2,7 @@
  * the target string goes to the library as it is) and the model half of
  * `kiln inspect` (the graph IR, inputs, outputs and op counts). */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,68 @@ static int bad_arg(const char *cmd, const char *fmt, const char *arg) {
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\n(see 'kiln %s --help')\n", cmd);
     return 2;
+}
+
+/* Check an --input-shapes value, "name:[d0,d1,...],other:[...]", before the
+ * importer reads it: each dimension must be a whole number from 0 to
+ * INT64_MAX (strtoll's ERANGE, a sign, trailing junk are refused, where a
+ * huge number silently became INT64_MAX), an input has at most
+ * KILN_MAX_NDIM of them and their product must fit in int64. Prints the
+ * error and returns 2, or 0 when the value is well formed. */
+static int check_shapes(const char *cmd, const char *spec) {
+    char msg[512];
+    const char *p = spec;
+    while (*p) {
+        const char *colon = strstr(p, ":[");
+        const char *close = colon ? strchr(colon, ']') : NULL;
+        if (!colon || !close || colon == p) {
+            snprintf(msg, sizeof msg, "--input-shapes: '%.200s' is not name:[d0,d1,...]", p);
+            return bad_arg(cmd, "%s", msg);
+        }
+        int nlen = (int)(colon - p) > 100 ? 100 : (int)(colon - p), nd = 0;
+        int64_t count = 1;
+        for (const char *q = colon + 2; q < close;) {
+            while (*q == ' ')
+                q++;
+            const char *e = q;
+            while (e < close && *e != ',')
+                e++;
+            const char *t = e;
+            while (t > q && t[-1] == ' ')
+                t--;
+            int len = (int)(t - q) > 100 ? 100 : (int)(t - q);
+            if (len == 0 && e == close && nd == 0)
+                break; /* "x:[]", a scalar */
+            char num[128], *end;
+            snprintf(num, sizeof num, "%.*s", len, q);
+            errno = 0;
+            long long v = *num >= '0' && *num <= '9' ? strtoll(num, &end, 10) : 0;
+            const char *why = NULL;
+            if (!(*num >= '0' && *num <= '9') && *num != '-' && *num != '+')
+                why = "is not a whole number";
+            else if (*num == '-')
+                why = "is negative";
+            else if (*num == '+' || *end)
+                why = "is not a whole number";
+            else if (errno == ERANGE)
+                why = "is out of range (more than 9223372036854775807)";
+            else if (++nd > KILN_MAX_NDIM)
+                why = "is past the most dimensions an input may have (16)";
+            else if (v && count > INT64_MAX / v)
+                why = "makes the input's element count overflow 64 bits";
+            if (why) {
+                snprintf(msg, sizeof msg, "--input-shapes: input '%.*s': dimension '%s' %s", nlen,
+                         p, len ? num : "", why);
+                return bad_arg(cmd, "%s", msg);
+            }
+            count *= v;
+            q = e < close ? e + 1 : e;
+        }
+        p = close + 1;
+        while (*p == ',' || *p == ' ')
+            p++;
+    }
+    return 0;
 }
 
 static int write_ir(const char *dir, const char *name, kiln_graph *g) {
@@ -138,6 +201,8 @@ int kiln_cmd_compile(int argc, char **argv) {
         rc = bad_arg("compile", "%s", "no model given");
         goto done;
     }
+    if (shapes && (rc = check_shapes("compile", shapes)) != 0)
+        goto done;
     rc = 1;
     if (dump) {
         if (mkdir(dump, 0755) != 0 && errno != EEXIST) {
@@ -165,6 +230,8 @@ done:
 }
 
 int kiln_inspect_model(const char *path, const char *shapes) {
+    if (shapes && check_shapes("inspect", shapes))
+        return 2;
     kiln_graph *g = kiln_onnx_import(path, shapes);
     if (!g) {
         fprintf(stderr, "kiln inspect: %s\n", kiln_last_error());

@@ -6,6 +6,7 @@
  * shape sub-graphs of exported transformers become constants. Every node
  * is typed as it is added, so errors name the ONNX node, its op type and
  * the opset. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,8 +104,11 @@ static int parse_shape_override(const char *spec, const char *name, int64_t *dim
         int64_t tmp[KILN_MAX_NDIM];
         while (*q && *q != ']') {
             char *end;
+            errno = 0;
             long long v = strtoll(q, &end, 10);
-            if (end == q || v < 0 || nd >= KILN_MAX_NDIM)
+            /* ERANGE: a dimension past INT64_MAX is an error, not INT64_MAX */
+            if (end == q || errno == ERANGE || v < 0 || nd >= KILN_MAX_NDIM ||
+                (*end && *end != ',' && *end != ']' && *end != ' '))
                 return 0;
             tmp[nd++] = v;
             q = end;

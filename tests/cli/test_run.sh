@@ -57,6 +57,12 @@ expect 2 "--repeat needs a whole number" "$KILN" run "$MODEL" --repeat -1
 expect 2 "--number needs a whole number from 1 to 1000000000, got 'abc'" \
     "$KILN" run "$MODEL" --number abc
 expect 2 "--print-top needs a whole number" "$KILN" run "$MODEL" --print-top 0
+expect 2 "--repeat needs a whole number from 1 to 1000000000, got '99999999999999999999999'" \
+    "$KILN" run "$MODEL" --repeat 99999999999999999999999
+expect 2 "--number needs a whole number from 1 to 1000000000, got '3x'" \
+    "$KILN" run "$MODEL" --number 3x
+expect 2 "--print-top needs a whole number from 1 to 1000000000, got '-9223372036854775809'" \
+    "$KILN" run "$MODEL" --print-top -9223372036854775809
 expect 2 "--fill-mode must be zeros, ones or random, got 'twos'" \
     "$KILN" run "$MODEL" --fill-mode twos
 expect 2 "model: cannot read '$DIR/nope.tar'" "$KILN" run "$DIR/nope.tar"

@@ -26,6 +26,19 @@ expect 0 "wrote" "$KILN" compile "$MODEL" --input-shapes "$SHAPES" --target "c -
     -o "$DIR/cli_c.tar"
 expect 0 "logits: float32[1, 10]" "$KILN" run "$DIR/cli_c.tar"
 
+# a bad number in --input-shapes is a bad argument naming the flag and the number
+BIG=99999999999999999999999
+for cmd in compile inspect; do
+    expect 2 "--input-shapes: input 'input': dimension '$BIG' is out of range" \
+        "$KILN" $cmd "$MODEL" --input-shapes "input:[$BIG,1,8,8]"
+    expect 2 "--input-shapes: input 'input': dimension '-1' is negative" \
+        "$KILN" $cmd "$MODEL" --input-shapes "input:[-1,1,8,8]"
+    expect 2 "--input-shapes: input 'input': dimension '8x' is not a whole number" \
+        "$KILN" $cmd "$MODEL" --input-shapes "input:[1,1,8x,8]"
+    expect 2 "dimension '4294967296' makes the input's element count overflow 64 bits" \
+        "$KILN" $cmd "$MODEL" --input-shapes "input:[4294967296,4294967296,1,8]"
+done
+
 # the largest register block (local buffer) of a model's kernels, in floats
 max_block() {
     grep -o "allocate [^{]*local {" "$1/kernels.tir.txt" | sed 's/.*\[\([0-9]*\)\].*/\1/' |

@@ -100,6 +100,10 @@ static void test_bad_input(void) {
     CHECK_CONTAINS(kiln_last_error(), "--input-shapes");
     CHECK(kiln_onnx_import(onnx, "input:[1,8,8]") == NULL);
     CHECK_CONTAINS(kiln_last_error(), "rank 4");
+    /* a dimension past INT64_MAX is refused, not read as INT64_MAX */
+    CHECK(kiln_onnx_import(onnx, "input:[99999999999999999999999,1,8,8]") == NULL);
+    CHECK_CONTAINS(kiln_last_error(),
+                   "--input-shapes: cannot parse 'input:[99999999999999999999999");
     /* a shape that does not fit the weights is a type error naming the node */
     CHECK(kiln_onnx_import(onnx, "input:[1,3,8,8]") == NULL);
     CHECK_CONTAINS(kiln_last_error(), "Conv");
