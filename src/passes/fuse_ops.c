@@ -10,6 +10,13 @@
 
 #include "passes.h"
 
+/* The most ops in one group, as TVM's max_fuse_depth. A fused kernel inlines
+ * its ops into one expression, so the cap bounds the expression depth that
+ * lowering, simplification and codegen see (and their time, which grows
+ * with the square of a group's length): a chain of 20,000 elementwise ops
+ * becomes 79 kernels, not one expression 20,000 deep. */
+#define MAX_FUSED_OPS 256
+
 /* The most demanding pattern in the group: what it can still absorb. */
 static int can_absorb(op_pattern master, op_pattern next) {
     if (next > OP_BROADCAST && next != OP_INJECTIVE)
@@ -36,8 +43,8 @@ static int merge_diamonds(const struct kiln_graph *g, int *group, int ngroups, o
     int n = g->n ? g->n : 1, ng = ngroups ? ngroups : 1;
     int *rep = malloc(sizeof(int) * (size_t)ng), *escape = calloc((size_t)n, sizeof(int));
     op_pattern *maxpat = malloc(sizeof(op_pattern) * (size_t)ng);
-    int *tuple = calloc((size_t)ng, sizeof(int));
-    KILN_ASSERT(rep && escape && maxpat && tuple);
+    int *tuple = calloc((size_t)ng, sizeof(int)), *size = calloc((size_t)ng, sizeof(int));
+    KILN_ASSERT(rep && escape && maxpat && tuple && size);
     for (int k = 0; k < ngroups; k++) {
         rep[k] = k;
         maxpat[k] = OP_ELEMWISE;
@@ -51,6 +58,7 @@ static int merge_diamonds(const struct kiln_graph *g, int *group, int ngroups, o
         if (nd->op->pattern > maxpat[group[id]])
             maxpat[group[id]] = nd->op->pattern;
         tuple[group[id]] |= nd->type.is_tuple;
+        size[group[id]]++;
     }
     /* consumers of each node, as lists (CSR) */
     int *cstart = calloc((size_t)n + 1, sizeof(int)), nedges = 0;
@@ -92,13 +100,14 @@ static int merge_diamonds(const struct kiln_graph *g, int *group, int ngroups, o
                     b = gc;
                 }
             }
-            if (!ok || b < 0 || tuple[b])
+            if (!ok || b < 0 || tuple[b] || size[a] + size[b] > MAX_FUSED_OPS)
                 continue;
             int fits = master[a] == OP_OUT_ELEMWISE_FUSABLE ? maxpat[b] <= OP_BROADCAST
                                                             : maxpat[b] <= OP_INJECTIVE;
             if (!fits)
                 continue;
             rep[a] = b;
+            size[b] += size[a];
             if (master[a] == OP_OUT_ELEMWISE_FUSABLE)
                 master[b] = OP_OUT_ELEMWISE_FUSABLE;
             if (maxpat[a] > maxpat[b])
@@ -127,13 +136,15 @@ static int merge_diamonds(const struct kiln_graph *g, int *group, int ngroups, o
     free(escape);
     free(maxpat);
     free(tuple);
+    free(size);
     return count;
 }
 
 int pass_fuse_ops(const struct kiln_graph *g, int *group) {
     int *consumers = calloc((size_t)(g->n ? g->n : 1), sizeof(int));
     op_pattern *master = calloc((size_t)(g->n ? g->n : 1), sizeof(op_pattern));
-    KILN_ASSERT(consumers && master);
+    int *size = calloc((size_t)(g->n ? g->n : 1), sizeof(int));
+    KILN_ASSERT(consumers && master && size);
     for (int id = 0; id < g->n; id++)
         for (int i = 0; i < g->nodes[id]->nin; i++) {
             /* count consumer nodes, not edges: add(x, x) is one consumer */
@@ -158,13 +169,14 @@ int pass_fuse_ops(const struct kiln_graph *g, int *group) {
                 if (p->kind != GN_CALL || p->type.is_tuple || consumers[p->id] != 1)
                     continue;
                 int pg = group[p->id];
-                if (pg >= 0 && can_absorb(master[pg], n->op->pattern)) {
+                if (pg >= 0 && size[pg] < MAX_FUSED_OPS && can_absorb(master[pg], n->op->pattern)) {
                     /* p must be its group's output (the newest member) */
                     int newest = 1;
                     for (int q = p->id + 1; q < id && newest; q++)
                         newest = group[q] != pg;
                     if (newest) {
                         group[id] = pg;
+                        size[pg]++;
                         if (master[pg] != OP_OUT_ELEMWISE_FUSABLE && n->op->pattern > master[pg])
                             master[pg] = n->op->pattern;
                     }
@@ -174,11 +186,13 @@ int pass_fuse_ops(const struct kiln_graph *g, int *group) {
         if (group[id] < 0) {
             group[id] = ngroups;
             master[ngroups] = n->op->pattern;
+            size[ngroups] = 1;
             ngroups++;
         }
     }
     ngroups = merge_diamonds(g, group, ngroups, master);
     free(consumers);
     free(master);
+    free(size);
     return ngroups;
 }

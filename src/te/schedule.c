@@ -2,33 +2,68 @@
  * an annotation on a stage; nothing is lowered here. Every primitive checks
  * its input and returns an error naming the stage and axis. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "te_internal.h"
 
 /* ---- building the stage list --------------------------------------------- */
 
-static int collect_reads(tir_node e, kiln_tensor **out, int n, int cap) {
-    if (e->op == TIR_TENSOR_READ) {
-        kiln_tensor *t = e->ptr;
-        int seen = 0;
-        for (int i = 0; i < n && !seen; i++)
-            seen = out[i] == t;
-        if (!seen && n < cap)
-            out[n++] = t;
+/* A growable list on the heap. The traversals below keep their stacks in
+ * these, not on the C stack: a chain of tens of thousands of tensors, or an
+ * expression as deep, must not overflow it. */
+typedef struct {
+    void **v;
+    size_t n, cap;
+} ptr_stack;
+
+static int ps_push(ptr_stack *p, void *x) {
+    if (p->n == p->cap) {
+        size_t ncap = p->cap ? p->cap * 2 : 64;
+        void **nv = kiln_realloc(p->v, sizeof(void *) * ncap);
+        if (!nv)
+            return 0;
+        p->v = nv;
+        p->cap = ncap;
     }
-    for (uint32_t i = 0; i < e->nsrc; i++)
-        n = collect_reads(e->src[i], out, n, cap);
-    return n;
+    p->v[p->n++] = x;
+    return 1;
+}
+
+/* Appends to out the tensors that e reads and out does not hold yet, in
+ * first-read order (pre-order, sources left to right). 0 on out-of-memory. */
+static int collect_reads(tir_node e, ptr_stack *out, size_t from) {
+    ptr_stack work = {0};
+    int ok = ps_push(&work, (void *)e);
+    while (ok && work.n) {
+        tir_node x = work.v[--work.n];
+        if (x->op == TIR_TENSOR_READ) {
+            kiln_tensor *t = x->ptr;
+            int seen = 0;
+            for (size_t i = from; i < out->n && !seen; i++)
+                seen = out->v[i] == t;
+            if (!seen)
+                ok = ps_push(out, t);
+        }
+        for (uint32_t i = x->nsrc; i-- > 0 && ok;)
+            ok = ps_push(&work, (void *)x->src[i]);
+    }
+    free(work.v);
+    return ok;
 }
 
 int te_reads(tir_node body, const kiln_tensor *t) {
-    if (body->op == TIR_TENSOR_READ && body->ptr == t)
-        return 1;
-    for (uint32_t i = 0; i < body->nsrc; i++)
-        if (te_reads(body->src[i], t))
-            return 1;
-    return 0;
+    ptr_stack work = {0};
+    int found = 0;
+    KILN_ASSERT(ps_push(&work, (void *)body));
+    while (work.n && !found) {
+        tir_node x = work.v[--work.n];
+        found = x->op == TIR_TENSOR_READ && x->ptr == t;
+        for (uint32_t i = 0; i < x->nsrc && !found; i++)
+            KILN_ASSERT(ps_push(&work, (void *)x->src[i]));
+    }
+    free(work.v);
+    return found;
 }
 
 static kiln_stage *stage_new(kiln_schedule *s, kiln_tensor *t, tir_node body) {
@@ -65,19 +100,73 @@ static void stages_insert(kiln_schedule *s, int pos, kiln_stage *st) {
     s->nstages++;
 }
 
-/* Post-order DFS: producers before consumers. 0 on a cycle or too deep. */
-static int visit(kiln_schedule *s, kiln_tensor *t, int depth) {
-    if (t->kind == TE_PLACEHOLDER || te_stage_of(s, t))
+/* Post-order DFS from root: producers before consumers, each compute
+ * tensor once. Iterative: each frame is a tensor and the segment of `reads`
+ * holding the tensors its body reads. 0 with an error on a cycle or
+ * out-of-memory. */
+typedef struct {
+    kiln_tensor *t;
+    size_t start, next; /* its reads are reads.v[start..], next to visit */
+} visit_frame;
+
+static int needs_stage(kiln_schedule *s, const kiln_tensor *t) {
+    return t->kind != TE_PLACEHOLDER && !te_stage_of(s, t);
+}
+
+static int visit(kiln_schedule *s, kiln_tensor *root) {
+    if (!needs_stage(s, root))
         return 1;
-    if (depth > 4096)
-        return kiln_set_error(KILN_ERR_INVALID, "tensor graph too deep"), 0;
-    kiln_tensor *reads[256];
-    int n = collect_reads(t->body, reads, 0, 256);
-    for (int i = 0; i < n; i++)
-        if (!visit(s, reads[i], depth + 1))
-            return 0;
-    stages_insert(s, s->nstages, stage_new(s, t, t->body));
-    return 1;
+    visit_frame *fr = NULL;
+    size_t nfr = 0, capfr = 0;
+    ptr_stack reads = {0};
+    int ok = 1;
+    kiln_tensor *t = root; /* the tensor to push next, or NULL */
+    while (ok && (t || nfr)) {
+        if (t) {
+            if (nfr == capfr) {
+                size_t ncap = capfr ? capfr * 2 : 64;
+                visit_frame *nf = kiln_realloc(fr, sizeof *fr * ncap);
+                if (!nf) {
+                    ok = 0;
+                    break;
+                }
+                fr = nf;
+                capfr = ncap;
+            }
+            t->visiting = s;
+            fr[nfr] = (visit_frame){t, reads.n, reads.n};
+            nfr++;
+            if (!collect_reads(t->body, &reads, reads.n)) {
+                ok = 0;
+                break;
+            }
+            t = NULL;
+        }
+        visit_frame *f = &fr[nfr - 1];
+        if (f->next < reads.n) {
+            kiln_tensor *r = reads.v[f->next++];
+            if (r->visiting == s) {
+                kiln_set_error(KILN_ERR_INVALID, "tensor graph has a cycle through '%s'", r->name);
+                ok = -1;
+                break;
+            }
+            if (needs_stage(s, r))
+                t = r;
+            continue;
+        }
+        /* every producer has its stage: this tensor's stage follows them */
+        f->t->visiting = NULL;
+        stages_insert(s, s->nstages, stage_new(s, f->t, f->t->body));
+        reads.n = f->start;
+        nfr--;
+    }
+    for (size_t i = 0; i < nfr; i++)
+        fr[i].t->visiting = NULL;
+    free(fr);
+    free(reads.v);
+    if (!ok)
+        kiln_set_error(KILN_ERR_NOMEM, "create_schedule: out of memory");
+    return ok > 0;
 }
 
 kiln_schedule *kiln_schedule_create(kiln_ctx *ctx, int n, kiln_tensor *const *outputs) {
@@ -104,7 +193,7 @@ kiln_schedule *kiln_schedule_create(kiln_ctx *ctx, int n, kiln_tensor *const *ou
             return NULL;
         }
         s->outputs[i] = outputs[i];
-        if (!visit(s, outputs[i], 0))
+        if (!visit(s, outputs[i]))
             return NULL;
     }
     for (int i = 0; i < n; i++)

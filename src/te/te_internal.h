@@ -24,8 +24,9 @@ struct kiln_tensor {
     kiln_dtype dtype;
     int ndim;
     tir_node *shape;
-    tir_node *axis; /* compute: one data-axis VAR per dim */
-    tir_node body;  /* compute: element in terms of axis (a REDUCE at the top, or none) */
+    tir_node *axis;       /* compute: one data-axis VAR per dim */
+    tir_node body;        /* compute: element in terms of axis (a REDUCE at the top, or none) */
+    const void *visiting; /* the schedule whose creation is visiting it, or NULL */
 };
 
 /* The domain of an axis var, or NULL for a plain var. */

@@ -518,5 +518,42 @@ static void test_fold_constant_too_big(void) {
     kiln_ndarray_free(d);
 }
 
+/* A chain of 20,000 elementwise calls (add, relu, ...) compiles, fused
+ * and not, with no stack overflow: the schedule's walk recursed with a ~2
+ * KiB frame per op and overflowed near 4,000 (issue 11). FuseOps caps a
+ * group at 256 ops, so the fused chain is ~80 kernels and compiles in time
+ * linear in its length. The C compiler is replaced by `false`, so the
+ * compile ends with its clear error instead of minutes in cc. */
+static void test_deep_chain(void) {
+    enum { N = 20000 };
+    int64_t xs[2] = {2, 3};
+    kiln_graph *g = kiln_graph_new();
+    int x = kiln_graph_var(g, "x", KILN_FLOAT32, 2, xs, NULL), cur = x;
+    for (int k = 0; k < N && cur >= 0; k++) {
+        int a[2] = {cur, x};
+        cur = k % 2 ? kiln_graph_call(g, "nn.relu", 1, &cur, NULL, NULL)
+                    : kiln_graph_call(g, "add", 2, a, NULL, NULL);
+    }
+    CHECK(cur >= 0);
+    CHECK_EQ_INT(kiln_graph_set_outputs(g, 1, &cur, NULL), KILN_OK);
+    const char *old = getenv("KILN_CC");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("KILN_CC", "false", 1);
+    for (int fuse = 0; fuse < 2; fuse++) {
+        kiln_build_options *o = kiln_build_options_new();
+        CHECK_EQ_INT(kiln_build_options_set(o, "fuse", fuse ? "1" : "0"), KILN_OK);
+        CHECK_EQ_INT(kiln_graph_compile(g, test_tmp_path("deep_chain.tar"), o), KILN_ERR_TOOLCHAIN);
+        CHECK_CONTAINS(kiln_last_error(), "with 'false");
+        kiln_build_options_free(o);
+    }
+    if (saved)
+        setenv("KILN_CC", saved, 1);
+    else
+        unsetenv("KILN_CC");
+    free(saved);
+    kiln_graph_free(g);
+}
+
 TEST_MAIN(TEST(test_pipeline), TEST(test_fuse_diamonds), TEST(test_fold_scale),
-          TEST(test_layer_norm_pattern), TEST(test_fold_constant), TEST(test_fold_constant_too_big))
+          TEST(test_layer_norm_pattern), TEST(test_fold_constant), TEST(test_fold_constant_too_big),
+          TEST(test_deep_chain))

@@ -503,8 +503,36 @@ static void test_toolchain_failure(void) {
     kiln_ctx_free(v.ctx);
 }
 
+/* A chain of 20,000 computes, each reading the one before: the schedule's
+ * walk from the output keeps its stack on the heap (it recursed with a
+ * ~2 KiB frame per tensor and overflowed the C stack near 4,000). */
+static kiln_expr chain_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    return kiln_add(kiln_tensor_at(u, 1, i), kiln_float(ctx, 1.0));
+}
+
+static void test_deep_chain(void) {
+    enum { N = 20000 };
+    kiln_ctx *ctx = kiln_ctx_new();
+    kiln_expr n = kiln_int(ctx, 4);
+    kiln_tensor *first = kiln_placeholder(ctx, 1, &n, KILN_FLOAT32, "A"), *t = first, *t1 = NULL;
+    for (int k = 0; k < N && t; k++) {
+        t = kiln_compute(ctx, 1, &n, chain_body, t, "T");
+        if (k == 0)
+            t1 = t;
+    }
+    CHECK(t != NULL);
+    kiln_schedule *s = t ? kiln_schedule_create(ctx, 1, &t) : NULL;
+    CHECK(s != NULL);
+    if (!s)
+        fprintf(stderr, "schedule: %s\n", kiln_last_error());
+    /* every tensor has its stage, the first producer's among them */
+    CHECK(s && kiln_schedule_stage(s, t1) != NULL);
+    CHECK(s && kiln_schedule_stage(s, t) != NULL);
+    kiln_ctx_free(ctx);
+}
+
 TEST_MAIN(TEST(test_golden_vadd_default), TEST(test_golden_vadd_split), TEST(test_vadd_split_runs),
           TEST(test_split_tile_reorder), TEST(test_split_nparts_fuse_parallel),
           TEST(test_cache_write_compute_at), TEST(test_cache_read), TEST(test_inline_root),
           TEST(test_compute_at_siblings), TEST(test_bind), TEST(test_errors),
-          TEST(test_call_errors), TEST(test_toolchain_failure))
+          TEST(test_call_errors), TEST(test_toolchain_failure), TEST(test_deep_chain))
