@@ -15,7 +15,14 @@
  *   int32_t <name>(void *const *args, const int64_t *vars);
  *       one per function: args[i] points at element 0 of argument i
  *       (compact row-major), vars[k] is the value of symbolic size k.
- *       Returns 0, or KILN_KERNEL_ENOMEM if a buffer could not be allocated.
+ *       Returns 0, or a bit set of KILN_KERNEL_* codes: ENOMEM (a buffer
+ *       could not be allocated; the outputs are unusable), EINDEX (an index
+ *       input, of Gather or Scatter say, was out of range; the kernel never
+ *       read or wrote outside its arrays, and the outputs are unusable) and
+ *       EDIVZERO (an integer division or remainder had a zero divisor; the
+ *       result is the defined value of base/intdiv.h, so the runtime reports
+ *       it only when a run asks for that). A kernel that sees several
+ *       conditions returns their union.
  *
  * kiln_module_meta, one record per line, fields separated by one space:
  *   kiln-module 1
@@ -32,8 +39,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KILN_MODULE_ABI_VERSION 2
+#define KILN_MODULE_ABI_VERSION 3
 #define KILN_KERNEL_ENOMEM 1
+#define KILN_KERNEL_EINDEX 2
+#define KILN_KERNEL_EDIVZERO 4
 
 typedef struct {
     int version;

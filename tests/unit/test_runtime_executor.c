@@ -174,7 +174,7 @@ static void test_package_roundtrip(void) {
 static const char *k_hand_source =
     "#include <stdint.h>\n"
     "typedef struct { int version; void *parallel_for; } kiln_module_api;\n"
-    "int kiln_module_init(const kiln_module_api *api) { return api->version != 2; }\n"
+    "int kiln_module_init(const kiln_module_api *api) { return api->version != 3; }\n"
     "const char kiln_module_meta[] = \"kiln-module 1\\n"
     "func relu 2 0\\narg X float32 1 16\\narg Y float32 1 16\\n"
     "func addn 3 1\\nvar n\\narg A float32 1 $0\\narg B float32 1 $0\\narg C float32 1 $0\\n"

@@ -6,6 +6,7 @@
 
 #include "check.h"
 #include "kiln/runtime.h"
+#include "runtime/module_abi.h"
 #include "runtime/runtime_internal.h"
 
 /* The module, with @META@ replaced by the metadata string literal. It
@@ -82,7 +83,7 @@ static kiln_ndarray *vec(kiln_dtype dt, int64_t n) {
 }
 
 static void test_load_and_call(void) {
-    const char *so = build_module("rt_mod_good", GOOD_META, 2);
+    const char *so = build_module("rt_mod_good", GOOD_META, KILN_MODULE_ABI_VERSION);
     if (!so)
         return;
     kiln_module *m = kiln_module_load(so);
@@ -172,7 +173,7 @@ static void expect_call_error(kiln_function *f, int nargs, kiln_ndarray **args, 
 }
 
 static void test_call_validation(void) {
-    const char *so = build_module("rt_mod_good2", GOOD_META, 2);
+    const char *so = build_module("rt_mod_good2", GOOD_META, KILN_MODULE_ABI_VERSION);
     kiln_module *m = so ? kiln_module_load(so) : NULL;
     CHECK(m != NULL);
     if (!m)
@@ -231,7 +232,7 @@ static void test_call_validation(void) {
 }
 
 static void test_owned_tmpdir(void) {
-    const char *so = build_module("rt_mod_good3", GOOD_META, 2);
+    const char *so = build_module("rt_mod_good3", GOOD_META, KILN_MODULE_ABI_VERSION);
     if (!so)
         return;
     kiln_module *m = kiln_module_load(so);
@@ -282,7 +283,7 @@ static void test_bad_modules(void) {
     /* A module that wants another ABI version. */
     const char *so = build_module("rt_mod_abi", GOOD_META, 7);
     CHECK(so && kiln_module_load(so) == NULL);
-    CHECK_CONTAINS(kiln_last_error(), "ABI version 2");
+    CHECK_CONTAINS(kiln_last_error(), "ABI version 3");
 
     static const struct {
         const char *meta, *error;
@@ -319,7 +320,7 @@ static void test_bad_modules(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char name[64];
         snprintf(name, sizeof name, "rt_mod_bad%zu", i);
-        so = build_module(name, cases[i].meta, 2);
+        so = build_module(name, cases[i].meta, KILN_MODULE_ABI_VERSION);
         if (!so)
             continue;
         kiln_clear_error();
@@ -330,7 +331,7 @@ static void test_bad_modules(void) {
         kiln_module_free(m);
     }
     /* The smallest valid module: no functions. */
-    so = build_module("rt_mod_empty", "kiln-module 1\\nend\\n", 2);
+    so = build_module("rt_mod_empty", "kiln-module 1\\nend\\n", KILN_MODULE_ABI_VERSION);
     kiln_module *m = so ? kiln_module_load(so) : NULL;
     CHECK(m != NULL && kiln_module_function_count(m) == 0);
     kiln_module_free(m);
