@@ -152,35 +152,45 @@ void ops_pad4(const gnode *call, int64_t p[4]) {
         p[0] = p[1] = p[2] = p[3] = 0;
 }
 
+/* Padding and window sizes come from the model: every sum and product here
+ * is checked, and one that overflows int64 is an error (or an empty window),
+ * never undefined behaviour. */
 int ops_pad_sum(const gnode *call, int64_t p[2]) {
     int64_t buf[4];
     int n = graph_attr_ints(call, "padding", buf, 4);
-    if (n < 0 || n == 0) {
-        p[0] = p[1] = 0;
-    } else if (n == 1) {
-        p[0] = p[1] = 2 * buf[0];
-    } else if (n == 2) {
-        p[0] = 2 * buf[0];
-        p[1] = 2 * buf[1];
-    } else if (n == 4) {
-        p[0] = buf[0] + buf[2];
-        p[1] = buf[1] + buf[3];
-    } else {
+    if (n != 1 && n != 2 && n != 4 && n > 0) {
         ops_fail("attribute padding must have 1, 2 or 4 values, has %d", n);
         return 0;
     }
     for (int i = 0; i < (n < 0 ? 0 : n); i++)
         if (buf[i] < 0)
             return ops_fail("padding must not be negative"), 0;
+    int ok = 1;
+    if (n <= 0) {
+        p[0] = p[1] = 0;
+    } else if (n == 1) {
+        ok = !__builtin_add_overflow(buf[0], buf[0], &p[0]);
+        p[1] = p[0];
+    } else if (n == 2) {
+        ok = !__builtin_add_overflow(buf[0], buf[0], &p[0]) &&
+             !__builtin_add_overflow(buf[1], buf[1], &p[1]);
+    } else {
+        ok = !__builtin_add_overflow(buf[0], buf[2], &p[0]) &&
+             !__builtin_add_overflow(buf[1], buf[3], &p[1]);
+    }
+    if (!ok)
+        return ops_fail("padding is too large (its sum overflows int64)"), 0;
     return 1;
 }
 
 int64_t ops_window_out(int64_t in, int64_t pad, int64_t k, int64_t stride, int64_t dil,
                        int ceil_mode) {
-    int64_t span = in + pad - dil * (k - 1) - 1;
-    if (span < 0)
+    int64_t reach, span;
+    if (k < 1 || stride < 1 || dil < 1 || __builtin_mul_overflow(dil, k - 1, &reach) ||
+        __builtin_add_overflow(in, pad, &span) || __builtin_sub_overflow(span, reach, &span) ||
+        __builtin_sub_overflow(span, 1, &span) || span < 0)
         return -1;
-    return (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+    return (ceil_mode && span % stride ? span / stride + 1 : span / stride) + 1;
 }
 
 int ops_layout_block(const char *layout) {

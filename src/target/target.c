@@ -244,6 +244,9 @@ static kiln_status resolve_arch(kiln_target *t, tokens *tk, const cpu_opts *o) {
                        "-mtriple '%s' is not a Linux triple (kiln packages are Linux shared "
                        "objects)",
                        o->triple);
+        if (strlen(o->triple) + (*rest ? 0 : strlen("-linux-gnu")) >= sizeof t->triple)
+            return bad(KILN_ERR_INVALID, tk, "-mtriple '%s' is longer than %d characters",
+                       o->triple, (int)sizeof t->triple - 1);
         t->arch = (tgt_arch)a;
         snprintf(t->triple, sizeof t->triple, "%s%s", o->triple, *rest ? "" : "-linux-gnu");
         return KILN_OK;

@@ -4,12 +4,21 @@
  * Constant's value, in nested graphs too) goes through onnx_tensor_to_ndarray.
  * External data is refused (dir NULL), so nothing is read from disk. Then
  * the importer converts the model (calls on constants fold through the
- * reference interpreter: division traps, overflowing shapes). */
+ * reference interpreter: division traps, overflowing shapes), and a graph
+ * that imports runs through the optimizing pass pipeline at -O3 for the
+ * host (type inference, FoldConstant, AlterOpLayout, ...): everything
+ * `kiln compile` does before it schedules and generates code. */
 #include <stddef.h>
 #include <stdint.h>
 
 #include "frontend/onnx_import.h"
 #include "frontend/onnx_load.h"
+#include "kiln/target.h"
+#include "passes/passes.h"
+
+/* Graphs past this many nodes are imported but not optimized, to keep the
+ * executions per second up (deep graphs have seeds of their own). */
+#define FUZZ_MAX_PASS_NODES 2048
 
 /* Inputs past this are skipped: it bounds time and memory per input (a
  * tensor's array is never larger than the bytes that encode it). */
@@ -58,7 +67,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     walk_graph(m, onnx_model_proto(m)->graph, 0);
     /* the importer on the same model, folding only small constants */
-    kiln_graph_free(onnx_import_model(m, "fuzz.onnx", NULL, 1 << 16));
+    kiln_graph *g = onnx_import_model(m, "fuzz.onnx", NULL, 1 << 16);
+    if (g && kiln_graph_num_nodes(g) <= FUZZ_MAX_PASS_NODES) {
+        static kiln_target *host;
+        if (!host)
+            host = kiln_target_host();
+        pass_env env = {host, -1};
+        kiln_graph *opt = host ? pass_run_pipeline(g, 3, NULL, NULL, &env) : NULL;
+        if (opt != g)
+            kiln_graph_free(opt);
+    }
+    kiln_graph_free(g);
     onnx_model_free(m);
     return 0;
 }

@@ -325,6 +325,11 @@ static void test_bad(void) {
     check_bad("llvm -mcpu=", KILN_ERR_INVALID, "'-mcpu=' needs a value", NULL);
     check_bad("llvm -mcpu", KILN_ERR_INVALID, "'-mcpu' needs a value", NULL);
     check_bad("llvm -mcpu=haswell -mcpu=skylake", KILN_ERR_INVALID, "-mcpu is given twice", NULL);
+    /* found by fuzz_flags: a long triple was cut to 63 characters, and the
+       target then printed a string that did not parse */
+    check_bad(
+        "llvm -mtriple=aarch64-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb-linux-gnu",
+        KILN_ERR_INVALID, "is longer than 63 characters", NULL);
     check_bad("llvm -mfoo=1", KILN_ERR_INVALID, "unknown option '-mfoo'", "-mtriple, -mcpu");
     check_bad("llvm haswell", KILN_ERR_INVALID, "unexpected word 'haswell'", NULL);
     check_bad("-mcpu=haswell", KILN_ERR_INVALID, "'-mcpu=haswell' comes before the target kind",
