@@ -259,14 +259,17 @@ kiln_ndarray *kiln_npy_parse(const void *buf, size_t len, const char *name) {
         kiln_error_prefix("%s", name);
         return NULL;
     }
-    if (!fortran || ndim < 2) {
-        if (nbytes)
-            memcpy(kiln_ndarray_data(a), data, (size_t)nbytes);
+    if (numel == 0) {
+        /* nothing to copy; and with a zero dim the other dims may be
+           anything, so Fortran strides are not computed from them */
+    } else if (!fortran || ndim < 2) {
+        memcpy(kiln_ndarray_data(a), data, (size_t)nbytes);
     } else {
+        /* numel > 0 elements fit in the file, so these products fit too */
         int64_t fstrides[KILN_MAX_NDIM], s = 1;
         for (int i = 0; i < ndim; i++) {
             fstrides[i] = s;
-            s *= shape[i] ? shape[i] : 1;
+            s *= shape[i];
         }
         kiln_ndarray *src = kiln_ndarray_wrap((void *)data, dt, ndim, shape, fstrides, 0);
         if (!src || kiln_ndarray_copy(a, src)) {
