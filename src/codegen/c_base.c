@@ -243,9 +243,15 @@ static char *scalar_helper_call(cg_render *r, const char *op, kiln_dtype dt, int
                      F, s, F, F, F, s, F, F);
             body = buf;
         } else if (!strcmp(op, "min"))
-            body = fl ? "    return (a < b || a != a) ? a : b;\n" : "    return a < b ? a : b;\n";
+            /* NaN propagates. `|`, not `||`: both sides are pure, and a
+               short-circuit is a branch per call, which makes gcc's value
+               numbering superlinear in the nesting (a fused chain of 256
+               maxima took 13 s to compile, 0.06 s without the branch). */
+            body =
+                fl ? "    return ((a < b) | (a != a)) ? a : b;\n" : "    return a < b ? a : b;\n";
         else if (!strcmp(op, "max"))
-            body = fl ? "    return (a > b || a != a) ? a : b;\n" : "    return a > b ? a : b;\n";
+            body =
+                fl ? "    return ((a > b) | (a != a)) ? a : b;\n" : "    return a > b ? a : b;\n";
         else
             body = "    return a < 0 ? (T)-a : a;\n"; /* abs */
         kstr t;
