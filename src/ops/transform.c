@@ -280,22 +280,41 @@ static rel_result rel_split(const struct kiln_graph *g, const gnode *call, const
     return REL_OK;
 }
 
-/* out[.., i, ..] = input k at i - offset[k] for the k whose range holds i;
- * indices are clamped so the reads not selected stay in bounds. */
+/* out[.., i, ..] = input k at i - offset[k] for the k whose range holds i.
+ * The inputs are chosen by a balanced tree of selects on i, so an element
+ * costs log2(n) comparisons and the expression is log2(n) deep, not n: a
+ * chain of fused 256-input concatenations made one expression tens of
+ * thousands of selects deep, which the C compiler took minutes over.
+ * Empty inputs are left out; the index of each read is clamped to its
+ * input, so the reads a vector select does not keep stay in bounds. */
+static kiln_expr concat_leaf(kiln_ctx *ctx, const lay *l, const kiln_expr *idx, int k) {
+    kiln_expr ix[KILN_MAX_NDIM];
+    memcpy(ix, idx, sizeof(kiln_expr) * (size_t)l->e.nd);
+    int64_t len = l->offset[k + 1] - l->offset[k];
+    kiln_expr local = kiln_sub(idx[l->axis], kiln_int(ctx, l->offset[k]));
+    ix[l->axis] = kiln_min(kiln_max(local, kiln_int(ctx, 0)), kiln_int(ctx, len - 1));
+    return kiln_tensor_at(l->e.in[k], l->e.nd, ix);
+}
+
+/* The select tree over ks[lo, hi) (indices of non-empty inputs). */
+static kiln_expr concat_tree(kiln_ctx *ctx, const lay *l, const kiln_expr *idx, const int *ks,
+                             int lo, int hi) {
+    if (hi - lo == 1)
+        return concat_leaf(ctx, l, idx, ks[lo]);
+    int mid = lo + (hi - lo) / 2;
+    kiln_expr below = kiln_lt(idx[l->axis], kiln_int(ctx, l->offset[ks[mid]]));
+    return kiln_select(below, concat_tree(ctx, l, idx, ks, lo, mid),
+                       concat_tree(ctx, l, idx, ks, mid, hi));
+}
+
 static kiln_expr concat_body(kiln_ctx *ctx, const kiln_expr *idx, void *u) {
     lay *l = u;
-    int n = l->e.call->nin;
-    kiln_expr r = NULL;
-    for (int k = n - 1; k >= 0; k--) {
-        kiln_expr ix[KILN_MAX_NDIM];
-        memcpy(ix, idx, sizeof(kiln_expr) * (size_t)l->e.nd);
-        int64_t len = l->offset[k + 1] - l->offset[k];
-        kiln_expr local = kiln_sub(idx[l->axis], kiln_int(ctx, l->offset[k]));
-        ix[l->axis] = kiln_min(kiln_max(local, kiln_int(ctx, 0)), kiln_int(ctx, len - 1));
-        kiln_expr v = kiln_tensor_at(l->e.in[k], l->e.nd, ix);
-        r = r ? kiln_select(kiln_lt(idx[l->axis], kiln_int(ctx, l->offset[k + 1])), v, r) : v;
-    }
-    return r;
+    int ks[4096], nk = 0;
+    for (int k = 0; k < l->e.call->nin; k++)
+        if (l->offset[k + 1] > l->offset[k])
+            ks[nk++] = k;
+    /* no element to compute when every input is empty; read input 0 */
+    return nk ? concat_tree(ctx, l, idx, ks, 0, nk) : concat_leaf(ctx, l, idx, 0);
 }
 
 static kiln_status compute_concatenate(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
