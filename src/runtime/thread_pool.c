@@ -72,6 +72,17 @@ static inline void cpu_pause(void) {
 #endif
 }
 
+/* Step i of a spin wait: a pause, and every 256th step a yield of the
+ * CPU, so that with more runnable threads than cores (concurrent callers)
+ * the thread being waited for gets to run. Without them the yield returns
+ * at once. */
+static inline void spin_pause(int i) {
+    if ((i & 255) == 255)
+        sched_yield();
+    else
+        cpu_pause();
+}
+
 /* Chunk i of T over [0, n): sizes differ by at most one. */
 static inline void chunk_range(int64_t n, int T, int i, int64_t *b, int64_t *e) {
     int64_t q = n / T, r = n % T;
@@ -106,7 +117,7 @@ static void *worker_main(void *arg) {
         unsigned long long g = atomic_load(&w->gen);
         int64_t spin_start = now_ns();
         for (int i = 0; g == seen && !atomic_load(&g_stop); i++) {
-            cpu_pause();
+            spin_pause(i);
             g = atomic_load(&w->gen);
             if ((i & 255) == 255 && now_ns() - spin_start > WORKER_SPIN_NS)
                 break;
@@ -339,7 +350,7 @@ int kiln_parallel_for(int64_t n, kiln_parallel_fn fn, void *closure) {
     t_in_parallel = 0;
     int64_t spin_start = now_ns();
     for (int i = 0; atomic_load(&j.remaining) > 0; i++) {
-        cpu_pause();
+        spin_pause(i);
         if ((i & 255) == 255 && now_ns() - spin_start > CALLER_SPIN_NS)
             break;
     }
@@ -351,12 +362,8 @@ int kiln_parallel_for(int64_t n, kiln_parallel_fn fn, void *closure) {
         pthread_mutex_unlock(&j.mu);
     }
     /* a worker that took no chunk may not have looked at the job yet */
-    for (int i = 0; atomic_load(&j.active) > 0; i++) {
-        if (i < 4096)
-            cpu_pause();
-        else
-            sched_yield();
-    }
+    for (int i = 0; atomic_load(&j.active) > 0; i++)
+        spin_pause(i);
     pthread_mutex_destroy(&j.mu);
     pthread_cond_destroy(&j.cv);
     return atomic_load(&j.result);
