@@ -11,7 +11,7 @@ KILN=${KILN:-build/kiln}
 R=${3:-4}
 for _ in $(seq "$R"); do
   for t in "$1" "$2"; do
-    m=$(KILN_NUM_THREADS=${KILN_NUM_THREADS:-2} "$KILN" run "$t" --print-time --repeat 30 | tail -1 |
+    m=$(KILN_NUM_THREADS=${KILN_NUM_THREADS:-2} "$KILN" run "$t" --fill random --print-time --repeat 30 | tail -1 |
         awk '{print $2}')
     echo "$t $m"
   done

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's second command: build kiln twice (optimized, and with
 # AddressSanitizer + UndefinedBehaviorSanitizer) and run every test in both,
-# then the optimized build's tests again for AVX2 and baseline x86-64 code.
+# then the runtime's tests under ThreadSanitizer (a third build), then the
+# optimized build's tests again for AVX2 and baseline x86-64 code.
 # First it checks that the sources follow .clang-format.
 # The cross test (tests/cli/test_cross.sh) builds the runtime for aarch64
 # and runs models under qemu; install-deps.sh installs its tools.
@@ -24,6 +25,23 @@ for variant in release asan; do
   ( cd "$dir" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
       UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j "$jobs" ) || status=1
 done
+# ThreadSanitizer: the runtime's tests (one loaded model run by 8 threads,
+# the thread pool under concurrent callers, executors, modules), built and
+# run alone to keep it fast. die_after_fork=0: the pool tests fork children
+# after threads exist, and the children only exit.
+echo "== kiln: ThreadSanitizer build (runtime tests) =="
+tsan_tests=(test_runtime_ndarray test_runtime_npy test_runtime_pool test_runtime_module
+            test_runtime_executor test_runtime_threads)
+if cmake -S . -B build-test-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_WERROR=ON \
+     -DKILN_SANITIZE=thread >/dev/null &&
+   cmake --build build-test-tsan -j "$jobs" --target "${tsan_tests[@]}"; then
+  echo "== kiln: ThreadSanitizer tests =="
+  ( cd build-test-tsan && TSAN_OPTIONS=die_after_fork=0:halt_on_error=1:second_deadlock_stack=1 \
+      ctest --output-on-failure -j "$jobs" -R "^($(IFS='|'; echo "${tsan_tests[*]}"))\$" ) ||
+    status=1
+else
+  status=1
+fi
 # The generated kernels target this machine by default ("llvm -mcpu=native").
 # Run the optimized build's tests again for other CPUs through the target
 # mechanism ($KILN_TARGET is the library's default target): AVX2 (haswell:

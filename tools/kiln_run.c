@@ -1,6 +1,7 @@
 /* kiln_run.c: `kiln run`, modelled on tvmc run. It loads model.tar with the
- * graph executor, sets inputs from an .npz and fills the rest (zeros, ones
- * or seeded random), runs once, then optionally times runs (tvmc's table),
+ * graph executor, sets inputs from an .npz (an input it lacks is an error,
+ * unless --fill asks to fill it with zeros, ones or seeded random values,
+ * and says so on stderr), runs once, then optionally times runs (tvmc's table),
  * profiles kernels (a sorted table and a Chrome trace), saves the outputs
  * to an .npz or prints them. Bad arguments exit 2, runtime failures 1. */
 #include <errno.h>
@@ -18,27 +19,32 @@
 
 #define MAX_COUNT 1000000000LL
 #define PRINT_VALUES 8
+#define FILL_SEED 0x2545F4914F6CDD1Dull
 
-typedef enum { FILL_RANDOM, FILL_ZEROS, FILL_ONES } fill_mode;
+typedef enum { FILL_NONE, FILL_RANDOM, FILL_ZEROS, FILL_ONES } fill_mode;
 
 typedef struct {
     const char *model, *inputs, *outputs, *trace;
     fill_mode fill;
-    int print_time, profile;
+    int print_time, profile, check_div_zero;
     long long repeat, number, top;
 } run_opts;
 
 static void usage(FILE *f) {
     fprintf(f, "usage: kiln run MODEL.tar [--inputs IN.npz] [--outputs OUT.npz]\n"
-               "                [--fill-mode zeros|ones|random] [--print-time] [--repeat N]\n"
-               "                [--number N] [--profile] [--profile-trace TRACE.json]\n"
-               "                [--print-top N]\n\n"
+               "                [--fill zeros|ones|random] [--check-div-zero] [--print-time]\n"
+               "                [--repeat N] [--number N] [--profile]\n"
+               "                [--profile-trace TRACE.json] [--print-top N]\n\n"
                "Run a package written by kiln (mod.so + mod.json + mod.params).\n\n"
-               "  --inputs FILE        .npz of inputs by name; inputs it lacks are filled\n"
+               "  --inputs FILE        .npz of inputs by name; an input of the model it\n"
+               "                       lacks is an error, unless --fill is given\n"
                "  --outputs FILE       save the outputs to an .npz keyed by output name\n"
-               "  --fill-mode MODE     how to fill missing inputs: zeros, ones, or random\n"
-               "                       (the default: floats in [0, 1), integers in [0, 100),\n"
-               "                       from a fixed seed)\n"
+               "  --fill MODE          fill the inputs not in --inputs (or all, without it)\n"
+               "                       with zeros, ones or random values (floats in [0, 1),\n"
+               "                       integers in [0, 100), from a fixed seed); each filled\n"
+               "                       input is named on stderr. --fill-mode is the same\n"
+               "  --check-div-zero     report an integer division or remainder by zero as an\n"
+               "                       error naming the node (by default it gives 0)\n"
                "  --print-time         time the model: REPEAT measurements of NUMBER runs\n"
                "                       each, after one warm-up run; prints mean, median, max,\n"
                "                       min and std in ms\n"
@@ -53,7 +59,9 @@ static void usage(FILE *f) {
                "                       kernels only\n"
                "  --help               print this message\n\n"
                "Without --outputs and --print-time, each output's name, shape and first\n"
-               "values are printed. Exit status: 0 ok, 1 the model failed, 2 bad arguments.\n");
+               "values are printed. KILN_NUM_THREADS sets the thread count (1 to 1024).\n"
+               "Exit status: 0 ok, 1 the model failed, 2 bad arguments (missing inputs\n"
+               "included).\n");
 }
 
 /* Print a bad-argument message and return 2. */
@@ -88,7 +96,7 @@ static int readable(const char *flag, const char *path) {
 }
 
 static int parse_args(int argc, char **argv, run_opts *o) {
-    *o = (run_opts){NULL, NULL, NULL, NULL, FILL_RANDOM, 0, 0, 1, 1, 0};
+    *o = (run_opts){NULL, NULL, NULL, NULL, FILL_NONE, 0, 0, 0, 1, 1, 0};
     for (int i = 1; i < argc; i++) {
         char *a = argv[i], *val = NULL, *eq = NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -105,10 +113,12 @@ static int parse_args(int argc, char **argv, run_opts *o) {
             o->print_time = 1;
         else if (strcmp(a, "--profile") == 0)
             o->profile = 1;
+        else if (strcmp(a, "--check-div-zero") == 0)
+            o->check_div_zero = 1;
         else {
-            static const char *const valued[] = {"--inputs",       "--outputs", "--fill-mode",
-                                                 "--repeat",       "--number",  "--print-top",
-                                                 "--profile-trace"};
+            static const char *const valued[] = {"--inputs", "--outputs",      "--fill-mode",
+                                                 "--repeat", "--number",       "--print-top",
+                                                 "--fill",   "--profile-trace"};
             enum { NVALUED = sizeof valued / sizeof valued[0] };
             int k = 0;
             size_t n = (eq = strchr(a, '=')) ? (size_t)(eq - a) : strlen(a);
@@ -127,6 +137,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
             case 0: o->inputs = val; break;
             case 1: o->outputs = val; break;
             case 2:
+            case 6:
                 if (strcmp(val, "zeros") == 0)
                     o->fill = FILL_ZEROS;
                 else if (strcmp(val, "ones") == 0)
@@ -134,7 +145,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
                 else if (strcmp(val, "random") == 0)
                     o->fill = FILL_RANDOM;
                 else
-                    rc = bad_arg("--fill-mode must be zeros, ones or random, got '%s'", val);
+                    rc = bad_arg("%s must be zeros, ones or random, got '%s'", valued[k], val);
                 break;
             case 3: rc = parse_count("--repeat", val, &o->repeat); break;
             case 4: rc = parse_count("--number", val, &o->number); break;
@@ -149,6 +160,10 @@ static int parse_args(int argc, char **argv, run_opts *o) {
     }
     if (!o->model)
         return bad_arg("no model given: kiln run MODEL.tar [options]");
+    const char *env = getenv("KILN_NUM_THREADS");
+    int nthreads;
+    if (env && *env && kiln_num_threads_parse(env, &nthreads))
+        return bad_arg("KILN_NUM_THREADS: %s", kiln_last_error());
     if (o->trace)
         o->profile = 1;
     if (readable("model", o->model))
@@ -262,6 +277,46 @@ static void list_inputs(const kiln_executor *e) {
     fprintf(stderr, "%s\n", kiln_executor_num_inputs(e) ? "" : " none");
 }
 
+/* "float32[1, 3, 224, 224]": input i's type. */
+static const char *input_type(const kiln_executor *e, int i, char *buf, size_t n) {
+    int k = snprintf(buf, n, "%s[", kiln_dtype_name(kiln_executor_input_dtype(e, i)));
+    for (int d = 0; d < kiln_executor_input_ndim(e, i) && k > 0 && (size_t)k < n; d++)
+        k += snprintf(buf + k, n - (size_t)k, "%s%lld", d ? ", " : "",
+                      (long long)kiln_executor_input_dim(e, i, d));
+    if (k > 0 && (size_t)k < n)
+        snprintf(buf + k, n - (size_t)k, "]");
+    return buf;
+}
+
+/* Without --fill every input must come from --inputs: list those that do
+ * not and return 2 (a bad argument), else 0. */
+static int check_all_given(const kiln_executor *e, const kiln_npz *z, const run_opts *o) {
+    int missing = 0;
+    for (int i = 0; i < kiln_executor_num_inputs(e); i++) {
+        const char *name = kiln_executor_input_name(e, i);
+        if (kiln_npz_get(z, name))
+            continue;
+        char type[256];
+        if (!missing++)
+            fprintf(stderr, "kiln run: %s%sno value for input", o->inputs ? o->inputs : "",
+                    o->inputs ? " has " : "");
+        fprintf(stderr, "%s '%s' (%s)", missing > 1 ? "," : "", name,
+                input_type(e, i, type, sizeof type));
+    }
+    if (!missing)
+        return 0;
+    const char *it = missing > 1 ? "them" : "it";
+    if (o->inputs)
+        fprintf(stderr, "\n(add %s to %s, or fill %s with --fill zeros|ones|random)\n", it,
+                o->inputs, it);
+    else
+        fprintf(stderr,
+                "\n(give %s with --inputs IN.npz, or fill %s with --fill "
+                "zeros|ones|random)\n",
+                it, it);
+    return 2;
+}
+
 static int set_inputs(kiln_executor *e, const run_opts *o) {
     kiln_npz *z = NULL;
     if (o->inputs && !(z = kiln_npz_load(o->inputs))) {
@@ -284,7 +339,9 @@ static int set_inputs(kiln_executor *e, const run_opts *o) {
             rc = 1;
         }
     }
-    uint64_t seed = 0x2545F4914F6CDD1Dull;
+    if (!rc && o->fill == FILL_NONE)
+        rc = check_all_given(e, z, o);
+    uint64_t seed = FILL_SEED;
     for (int i = 0; i < kiln_executor_num_inputs(e) && !rc; i++) {
         const char *name = kiln_executor_input_name(e, i);
         if (kiln_npz_get(z, name))
@@ -299,6 +356,14 @@ static int set_inputs(kiln_executor *e, const run_opts *o) {
         if (!a || kiln_executor_set_input(e, name, a)) {
             fprintf(stderr, "kiln run: input '%s': %s\n", name, kiln_last_error());
             rc = 1;
+        } else {
+            char type[256];
+            fprintf(stderr, "kiln run: filled input '%s' (%s) with %s\n", name,
+                    input_type(e, i, type, sizeof type),
+                    o->fill == FILL_ZEROS  ? "zeros"
+                    : o->fill == FILL_ONES ? "ones"
+                                           : "random values (floats in [0, 1), integers in "
+                                             "[0, 100), from a fixed seed)");
         }
         kiln_ndarray_free(a);
     }
@@ -539,6 +604,8 @@ int kiln_cmd_run(int argc, char **argv) {
         return 1;
     }
     rc = set_inputs(e, &o);
+    if (!rc && o.check_div_zero)
+        rc = kiln_executor_set_check_div_zero(e, 1) != KILN_OK;
     if (!rc && kiln_executor_run(e)) { /* the first run, also the warm-up */
         fprintf(stderr, "kiln run: %s\n", kiln_last_error());
         rc = 1;

@@ -38,8 +38,13 @@ typedef enum {
     KILN_ERR_IO = 2,        /* file cannot be read or written, or is malformed */
     KILN_ERR_TOOLCHAIN = 3, /* the C compiler failed */
     KILN_ERR_NOMEM = 4,     /* allocation failed */
-    KILN_ERR_UNSUPPORTED = 5
+    KILN_ERR_UNSUPPORTED = 5,
+    KILN_ERR_RANGE = 6 /* a value out of range at run time: an index past its axis */
 } kiln_status;
+
+/* A short description of `st` ("ok", "index out of range", ...), for
+ * messages; an unknown value gives "unknown status". */
+KILN_API const char *kiln_status_str(kiln_status st);
 
 /* The message of the last error raised on this thread ("" if none). */
 KILN_API const char *kiln_last_error(void);

@@ -1,7 +1,14 @@
 /* kiln/runtime.h: what a deployed program needs, and nothing from the
  * compiler: n-dimensional arrays, .npy/.npz files, the thread pool, and
  * loading and calling built modules. Everything here lives in
- * libkiln_runtime, which depends on no C toolchain. */
+ * libkiln_runtime, which depends on no C toolchain.
+ *
+ * Threads. Every call may be made from any thread. The error message
+ * (kiln_last_error) is per thread. Each object's section says what may be
+ * shared: in short, reading an object from many threads at once is safe,
+ * changing it while another thread uses it is not, except for the thread
+ * pool and kiln_model_run, which are made for concurrent callers. One
+ * loaded model (kiln_model) serves any number of threads at once. */
 #ifndef KILN_RUNTIME_H
 #define KILN_RUNTIME_H
 
@@ -17,7 +24,12 @@ extern "C" {
 /* ---- n-dimensional arrays ---------------------------------------------- */
 
 /* An array: dtype, shape, strides (in elements), byte offset and storage.
- * Storage of arrays made by kiln_ndarray_empty is 64-byte aligned. */
+ * Storage of arrays made by kiln_ndarray_empty is 64-byte aligned.
+ * Threads: an array may be read by many threads at once (the getters, and
+ * as the source of a copy); writing its elements, or freeing it, while
+ * another thread uses it is a data race. Distinct arrays, views of one
+ * storage included, may be used by different threads freely as long as no
+ * two threads write the same elements. */
 typedef struct kiln_ndarray kiln_ndarray;
 
 /* A new compact row-major array, zero-filled. NULL (with an error) on a bad
@@ -57,7 +69,10 @@ KILN_API kiln_ndarray *kiln_npy_load(const char *path);
 /* Write `a` as a version 1.0 .npy file. */
 KILN_API kiln_status kiln_npy_save(const char *path, const kiln_ndarray *a);
 
-/* A set of named arrays, as in numpy's np.savez. */
+/* A set of named arrays, as in numpy's np.savez.
+ * Threads: the getters may be called from many threads at once; kiln_npz_add
+ * and kiln_npz_free need the set to themselves. Loading and saving distinct
+ * sets (or one set, saved from several threads) is safe. */
 typedef struct kiln_npz kiln_npz;
 
 /* Read an .npz (stored or deflated members, ZIP64 extra fields). */
@@ -77,25 +92,45 @@ KILN_API const kiln_ndarray *kiln_npz_array(const kiln_npz *z, int i);
 KILN_API const kiln_ndarray *kiln_npz_get(const kiln_npz *z, const char *name);
 KILN_API void kiln_npz_free(kiln_npz *z);
 
-/* ---- thread pool --------------------------------------------------------- */
+/* ---- thread pool ---------------------------------------------------------
+ * One process-wide pool of kiln_num_threads() - 1 persistent workers.
+ * Threads: every function here may be called from any number of threads at
+ * once. A parallel loop claims the workers that are free when it starts
+ * (none is shared by two loops) and runs its chunks on them and on the
+ * calling thread; a loop that finds no free worker runs on its caller
+ * alone. So concurrent loops never wait for each other, and the threads
+ * busy at once stay about kiln_num_threads() plus the callers. */
 
 /* A chunk of a parallel loop: run iterations [begin, end). Returns 0, or
  * non-zero to report failure. */
 typedef int (*kiln_parallel_fn)(int64_t begin, int64_t end, void *closure);
 
-/* Run fn over [0, n) split into one contiguous chunk per thread on the
- * process-wide persistent pool. Nested calls run serially on the caller.
- * Returns 0, or the first non-zero value a chunk returned. */
+/* Run fn over [0, n) split into min(n, kiln_num_threads()) contiguous
+ * chunks (their sizes differ by at most one, whoever runs them) on the
+ * calling thread and the workers it claims. Nested calls run serially on
+ * the caller. Returns 0, or the bitwise OR of the non-zero values chunks
+ * returned (a kernel's KILN_KERNEL_* bits, module_abi.h, add up). */
 KILN_API int kiln_parallel_for(int64_t n, kiln_parallel_fn fn, void *closure);
-/* Threads the pool uses: KILN_NUM_THREADS if set (>= 1), else the cores
- * this process may run on. */
+/* Threads a parallel loop uses: the last kiln_set_num_threads, else
+ * KILN_NUM_THREADS if set, else the cores this process may run on. A
+ * KILN_NUM_THREADS that kiln_num_threads_parse refuses is ignored, with one
+ * warning on stderr. */
 KILN_API int kiln_num_threads(void);
-/* Change the thread count (>= 1) for later parallel loops. */
+/* Change the thread count (1 to 1024) for later parallel loops. The pool
+ * grows as needed and never shrinks: extra workers sleep. */
 KILN_API kiln_status kiln_set_num_threads(int n);
+/* Parse a thread count as KILN_NUM_THREADS gives it: decimal digits only,
+ * 1 to 1024. KILN_OK and *out, or KILN_ERR_INVALID with a message. */
+KILN_API kiln_status kiln_num_threads_parse(const char *s, int *out);
 
 /* ---- built modules ------------------------------------------------------- */
 
-/* A loaded shared object holding one or more built functions. */
+/* A loaded shared object holding one or more built functions.
+ * Threads: a module and its functions are immutable once loaded; any number
+ * of threads may look up and call functions at once (a function's kernel
+ * writes only its output arrays and scratch memory of its own, so calls
+ * must not share output arrays). kiln_module_free needs the module to
+ * itself, after every call into it has returned. */
 typedef struct kiln_module kiln_module;
 /* A function inside a module; owned by the module. */
 typedef struct kiln_function kiln_function;
@@ -117,7 +152,7 @@ KILN_API int kiln_function_num_args(const kiln_function *f);
 KILN_API kiln_status kiln_function_call(const kiln_function *f, int nargs,
                                         kiln_ndarray *const *args);
 
-/* ---- graph executor and packages ------------------------------------------
+/* ---- packages ----------------------------------------------------------------
  * A package (model.tar) is a POSIX ustar archive of three regular files, as
  * tvmc writes them:
  *   mod.so      the kernels: a module following module_abi.h
@@ -125,16 +160,24 @@ KILN_API kiln_status kiln_function_call(const kiln_function *f, int nargs,
  *               "arg_nodes", "heads", "node_row_ptr", and "attrs" with
  *               "shape", "dltype", "storage_id"), plus kiln's optional
  *               top-level "output_names" (one name per head; default
- *               "output_0", "output_1", ...)
+ *               "output_0", "output_1", ...) and "param_names" (the
+ *               parameters: the names of the "null" nodes mod.params must
+ *               hold, as kiln compile writes it)
  *   mod.params  the weights: an .npz (np.load reads it), one member per
  *               "null" node that is a parameter. This differs from TVM, whose
  *               mod.params is its own binary format (relay.save_param_dict);
  *               kiln chose numpy's format so any tool can read the weights.
- * A "null" node whose name is a key of mod.params is a parameter; every other
- * "null" node is an input. A "tvm_op" node calls attrs.func_name with its
- * input entries then its output entries. Storage is allocated once at load:
- * one 64-byte aligned buffer per storage_id, sized for the largest entry that
- * uses it; a run allocates nothing. */
+ * With "param_names", a "null" node is a parameter exactly when it is listed,
+ * and a package whose mod.params lacks one is refused, naming it; without
+ * (packages from other writers), a "null" node whose name is a key of
+ * mod.params is a parameter. Every other "null" node is an input. A
+ * "tvm_op" node calls attrs.func_name with its input entries then its output
+ * entries. Storage: each parameter gets one 64-byte aligned buffer at load,
+ * shared by every run; every other storage_id gets a 64-byte aligned buffer,
+ * sized for the largest entry that uses it, in a run state's arena. A run
+ * allocates nothing once its run state exists.
+ * Threads: kiln_package_write may be called from any thread (distinct
+ * paths). */
 
 /* Write a package to `path`: `json` (json_len bytes; must parse as JSON), the
  * shared object at `so_path`, and `params` (NULL for none). The file appears
@@ -142,17 +185,81 @@ KILN_API kiln_status kiln_function_call(const kiln_function *f, int nargs,
 KILN_API kiln_status kiln_package_write(const char *path, const char *json, size_t json_len,
                                         const char *so_path, const kiln_npz *params);
 
-/* A loaded graph: its module, its storage, inputs and outputs. */
-typedef struct kiln_executor kiln_executor;
+/* ---- loaded models ---------------------------------------------------------
+ * A model is a loaded package: its module, its plan and its weights. It is
+ * immutable once loaded and reference counted.
+ * Threads: any number of threads may call kiln_model_run on one model at
+ * once, and read its inputs and outputs; each concurrent run takes an
+ * activation arena of its own from the model's pool (allocating one when
+ * all are busy), so memory grows by one arena per concurrent run, never by
+ * a copy of the weights. kiln_model_retain and kiln_model_free may be
+ * called from any thread; the last free must come after every run. */
+typedef struct kiln_model kiln_model;
+
+/* Flags for kiln_model_run (and kiln_executor_set_check_div_zero): report
+ * an integer division or remainder by zero as an error naming the node,
+ * instead of giving it the defined value x / 0 = 0, x % 0 = 0. */
+#define KILN_RUN_CHECK_DIV_ZERO 1u
 
 /* Load a package written by kiln_package_write (or by tar from the three
- * files). NULL with an error naming the file, the member and the node. */
+ * files); one reference. NULL with an error naming the file, the member and
+ * the node. */
+KILN_API kiln_model *kiln_model_load(const char *package_tar_path);
+/* A model over a graph JSON and a loaded module; one reference. `mod` is
+ * borrowed and must outlive the model; `params` (may be NULL) is copied. */
+KILN_API kiln_model *kiln_model_create(const char *json, size_t len, kiln_module *mod,
+                                       const kiln_npz *params);
+/* Add a reference; returns m. */
+KILN_API kiln_model *kiln_model_retain(kiln_model *m);
+/* Drop a reference; the last frees the model (and its module, if it came
+ * from a package). NULL is a no-op. */
+KILN_API void kiln_model_free(kiln_model *m);
+/* Inputs in the order of "arg_nodes" (parameters excluded), and outputs,
+ * one per head; name, dtype, rank and dims as for an executor below (NULL,
+ * KILN_DTYPE_COUNT or -1 when out of range). */
+KILN_API int kiln_model_num_inputs(const kiln_model *m);
+KILN_API const char *kiln_model_input_name(const kiln_model *m, int i);
+KILN_API kiln_dtype kiln_model_input_dtype(const kiln_model *m, int i);
+KILN_API int kiln_model_input_ndim(const kiln_model *m, int i);
+KILN_API int64_t kiln_model_input_dim(const kiln_model *m, int i, int d);
+KILN_API int kiln_model_num_outputs(const kiln_model *m);
+KILN_API const char *kiln_model_output_name(const kiln_model *m, int i);
+KILN_API kiln_dtype kiln_model_output_dtype(const kiln_model *m, int i);
+KILN_API int kiln_model_output_ndim(const kiln_model *m, int i);
+KILN_API int64_t kiln_model_output_dim(const kiln_model *m, int i, int d);
+/* Run the model once, safely from any number of threads at once: copy
+ * inputs[i] (one per input, in order, every one given; any strides) in, run
+ * every kernel and copy each output into outputs[i] (NULL skips it). Each
+ * array must have its port's dtype and shape. `flags`: 0 or
+ * KILN_RUN_CHECK_DIV_ZERO. A kernel failure names the node and function:
+ * KILN_ERR_NOMEM, KILN_ERR_RANGE (an index input out of range) or, with
+ * KILN_RUN_CHECK_DIV_ZERO, KILN_ERR_INVALID (an integer division by zero);
+ * the outputs are then not written. */
+KILN_API kiln_status kiln_model_run(kiln_model *m, const kiln_ndarray *const *inputs,
+                                    kiln_ndarray *const *outputs, unsigned flags);
+
+/* ---- executors ---------------------------------------------------------------
+ * An executor is a model and one run state of its own: inputs that keep
+ * their values across runs, outputs that stay readable until the next run,
+ * per-kernel profiling.
+ * Threads: an executor belongs to one thread at a time; two threads must
+ * not use one executor at once (use one executor per thread, all made from
+ * one model with kiln_executor_create_from_model, or kiln_model_run). The
+ * getters of names, dtypes and shapes only read the model. */
+typedef struct kiln_executor kiln_executor;
+
+/* Load a package (kiln_model_load) into an executor of its own. */
 KILN_API kiln_executor *kiln_executor_load(const char *package_tar_path);
 /* An executor over a graph JSON and a loaded module. `mod` is borrowed and
  * must outlive the executor; `params` (may be NULL) is copied. */
 KILN_API kiln_executor *kiln_executor_create(const char *json, size_t len, kiln_module *mod,
                                              const kiln_npz *params);
-/* Free the executor (and the module, if it came from a package). */
+/* An executor over m, sharing its module and weights; it holds a reference
+ * to m, so m may be freed first. Its inputs start as 0. */
+KILN_API kiln_executor *kiln_executor_create_from_model(kiln_model *m);
+/* The executor's model (borrowed: retain it to keep it past the executor). */
+KILN_API kiln_model *kiln_executor_model(const kiln_executor *e);
+/* Free the executor and drop its reference to the model. */
 KILN_API void kiln_executor_free(kiln_executor *e);
 
 /* Inputs in the order of "arg_nodes" (parameters excluded). */
@@ -169,8 +276,11 @@ KILN_API int64_t kiln_executor_input_dim(const kiln_executor *e, int i, int d);
  * (any strides). Inputs keep their value across runs; unset inputs are 0. */
 KILN_API kiln_status kiln_executor_set_input(kiln_executor *e, const char *name,
                                              const kiln_ndarray *value);
-/* Run every kernel in order. */
+/* Run every kernel in order. Failures as for kiln_model_run. */
 KILN_API kiln_status kiln_executor_run(kiln_executor *e);
+/* With on != 0, later runs report an integer division by zero as an error
+ * (KILN_RUN_CHECK_DIV_ZERO); 0 (the default) gives it the defined value. */
+KILN_API kiln_status kiln_executor_set_check_div_zero(kiln_executor *e, int on);
 /* Outputs, one per head, in order. */
 KILN_API int kiln_executor_num_outputs(const kiln_executor *e);
 /* Name of output i ("output_names", or "output_<i>"), or NULL. */

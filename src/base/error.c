@@ -18,6 +18,19 @@ void kiln_clear_error(void) {
     g_err[0] = 0;
 }
 
+const char *kiln_status_str(kiln_status st) {
+    switch (st) {
+    case KILN_OK: return "ok";
+    case KILN_ERR_INVALID: return "invalid argument";
+    case KILN_ERR_IO: return "input/output error";
+    case KILN_ERR_TOOLCHAIN: return "the C compiler failed";
+    case KILN_ERR_NOMEM: return "out of memory";
+    case KILN_ERR_UNSUPPORTED: return "unsupported";
+    case KILN_ERR_RANGE: return "index out of range";
+    }
+    return "unknown status";
+}
+
 kiln_status kiln_set_error(kiln_status st, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

@@ -379,9 +379,10 @@ static char *make_json(plan *P, kiln_npz *params, const kiln_target *target, kil
     int *last_use = malloc(sizeof(int) * ((size_t)g->n * 2 + 64));
     size_t *sbytes = calloc((size_t)g->n * 2 + 64, sizeof(size_t));
     int *sfree = calloc((size_t)g->n * 2 + 64, sizeof(int));
-    kstr js, args;
+    kstr js, args, pnames;
     kstr_init(&js);
     kstr_init(&args);
+    kstr_init(&pnames);
     *st = KILN_ERR_NOMEM;
     if (!ent || !node_first || !jnode_of || !row_ptr || !last_use || !sbytes || !sfree)
         goto fail;
@@ -400,6 +401,8 @@ static char *make_json(plan *P, kiln_npz *params, const kiln_target *target, kil
             snprintf(pname, sizeof pname, "p%d", pcount++);
             if (kiln_npz_add(params, pname, n->value) != KILN_OK)
                 goto fail;
+            kstr_puts(&pnames, pcount > 1 ? ", " : "");
+            json_write_string(&pnames, pname);
         } else {
             snprintf(pname, sizeof pname, "%s", n->name);
         }
@@ -526,6 +529,13 @@ static char *make_json(plan *P, kiln_npz *params, const kiln_target *target, kil
         }
         kstr_printf(&js, "%s[%d, %d, 0]", k ? ", " : "", jnode_of[src], idx);
     }
+    /* the parameters: the runtime refuses a package whose mod.params lacks one */
+    if (pnames.oom) {
+        *st = KILN_ERR_NOMEM;
+        goto fail;
+    }
+    kstr_puts(&js, "],\n  \"param_names\": [");
+    kstr_puts(&js, pnames.buf ? pnames.buf : "");
     kstr_puts(&js, "],\n  \"output_names\": [");
     for (int k = 0; k < g->nout; k++) {
         if (k)
@@ -565,6 +575,7 @@ static char *make_json(plan *P, kiln_npz *params, const kiln_target *target, kil
     *st = KILN_OK;
 fail:
     kstr_free(&args);
+    kstr_free(&pnames);
     free(ent);
     free(node_first);
     free(jnode_of);

@@ -17,14 +17,14 @@ SHAPES="input:[1,1,8,8]"
 if grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo; then
     expect 0 "wrote" "$KILN" compile "$MODEL" --input-shapes "$SHAPES" \
         --target "llvm -mcpu=haswell" -o "$DIR/cli_haswell.tar"
-    expect 0 "logits: float32[1, 10]" "$KILN" run "$DIR/cli_haswell.tar"
+    expect 0 "logits: float32[1, 10]" "$KILN" run "$DIR/cli_haswell.tar" --fill random
     expect 0 "wrote" "$KILN" compile "$MODEL" --input-shapes "$SHAPES" \
         --target "llvm -mcpu=x86-64 -mattr=+avx2,+fma" -o "$DIR/cli_mattr.tar"
-    expect 0 "logits: float32[1, 10]" "$KILN" run "$DIR/cli_mattr.tar"
+    expect 0 "logits: float32[1, 10]" "$KILN" run "$DIR/cli_mattr.tar" --fill random
 fi
 expect 0 "wrote" "$KILN" compile "$MODEL" --input-shapes "$SHAPES" --target "c -mcpu=x86-64" \
     -o "$DIR/cli_c.tar"
-expect 0 "logits: float32[1, 10]" "$KILN" run "$DIR/cli_c.tar"
+expect 0 "logits: float32[1, 10]" "$KILN" run "$DIR/cli_c.tar" --fill random
 
 # a bad number in --input-shapes is a bad argument naming the flag and the number
 BIG=99999999999999999999999
@@ -116,7 +116,7 @@ expect 1 "\$KILN_TARGET: target \"llvm -mcpu=bogus\": unknown CPU 'bogus'" \
 # --winograd: a tile for every 3x3 stride-1 convolution, or a clear error
 expect 0 "wrote" "$KILN" compile "$MODEL" --input-shapes "$SHAPES" --winograd 2 \
     -o "$DIR/cli_wino.tar"
-expect 0 "logits: float32[1, 10]" "$KILN" run "$DIR/cli_wino.tar"
+expect 0 "logits: float32[1, 10]" "$KILN" run "$DIR/cli_wino.tar" --fill random
 expect 2 "winograd: '3' is not auto, off, 2 or 4" "$KILN" compile "$MODEL" --winograd 3 \
     -o "$DIR/cli_bad.tar"
 expect 2 "--winograd needs a value" "$KILN" compile "$MODEL" --winograd

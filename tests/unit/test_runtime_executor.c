@@ -157,6 +157,10 @@ static void test_package_roundtrip(void) {
     CHECK_EQ_INT(kiln_npz_save(in, test_tmp_path("exec_inputs_bad.npz"), 0), KILN_OK);
     kiln_ndarray_free(x);
     kiln_npz_free(in);
+    /* without params, b is an input too: for the CLI test of missing inputs */
+    CHECK_EQ_INT(kiln_package_write(test_tmp_path("exec_two_inputs.tar"), k_graph_a,
+                                    strlen(k_graph_a), te_module(), NULL),
+                 KILN_OK);
     /* the writer checks its JSON and its files */
     CHECK_EQ_INT(kiln_package_write(tar, "{", 1, te_module(), NULL), KILN_ERR_INVALID);
     CHECK_CONTAINS(kiln_last_error(), "mod.json:1:2");
@@ -171,16 +175,36 @@ static void test_package_roundtrip(void) {
 
 /* ---- graph B: a hand-written module ------------------------------------------- */
 
+/* Built against the runtime's own module_abi.h (its ABI version and kernel
+ * status bits). The status kernels copy X to Y and return: oom ENOMEM,
+ * einx EINDEX, edivz EDIVZERO, eboth EINDEX | EDIVZERO | ENOMEM, ebad 64
+ * (no KILN_KERNEL_* bit). */
 static const char *k_hand_source =
-    "#include <stdint.h>\n"
-    "typedef struct { int version; void *parallel_for; } kiln_module_api;\n"
-    "int kiln_module_init(const kiln_module_api *api) { return api->version != 3; }\n"
+    "#include \"module_abi.h\"\n"
+    "int kiln_module_init(const kiln_module_api *api) {\n"
+    "  return api->version != KILN_MODULE_ABI_VERSION;\n"
+    "}\n"
     "const char kiln_module_meta[] = \"kiln-module 1\\n"
     "func relu 2 0\\narg X float32 1 16\\narg Y float32 1 16\\n"
     "func addn 3 1\\nvar n\\narg A float32 1 $0\\narg B float32 1 $0\\narg C float32 1 $0\\n"
     "func minmax 3 0\\narg X float32 1 16\\narg MN float32 0\\narg MX float32 0\\n"
     "func oom 2 0\\narg X float32 1 16\\narg Y float32 1 16\\n"
+    "func einx 2 0\\narg X float32 1 16\\narg Y float32 1 16\\n"
+    "func edivz 2 0\\narg X float32 1 16\\narg Y float32 1 16\\n"
+    "func eboth 2 0\\narg X float32 1 16\\narg Y float32 1 16\\n"
+    "func ebad 2 0\\narg X float32 1 16\\narg Y float32 1 16\\n"
     "end\\n\";\n"
+    "static int32_t copy(void *const *a, int32_t status) {\n"
+    "  const float *x = a[0]; float *y = a[1];\n"
+    "  for (int i = 0; i < 16; i++) y[i] = x[i];\n"
+    "  return status;\n"
+    "}\n"
+    "int32_t einx(void *const *a, const int64_t *v) { return copy(a, KILN_KERNEL_EINDEX); }\n"
+    "int32_t edivz(void *const *a, const int64_t *v) { return copy(a, KILN_KERNEL_EDIVZERO); }\n"
+    "int32_t eboth(void *const *a, const int64_t *v) {\n"
+    "  return copy(a, KILN_KERNEL_EINDEX | KILN_KERNEL_EDIVZERO | KILN_KERNEL_ENOMEM);\n"
+    "}\n"
+    "int32_t ebad(void *const *a, const int64_t *v) { return copy(a, 64); }\n"
     "int32_t relu(void *const *a, const int64_t *v) {\n"
     "  const float *x = a[0]; float *y = a[1];\n"
     "  for (int i = 0; i < 16; i++) y[i] = x[i] > 0 ? x[i] : 0;\n"
@@ -197,7 +221,7 @@ static const char *k_hand_source =
     "  for (int i = 1; i < 16; i++) { if (x[i] < *mn) *mn = x[i]; if (x[i] > *mx) *mx = x[i]; }\n"
     "  return 0;\n"
     "}\n"
-    "int32_t oom(void *const *a, const int64_t *v) { return 1; }\n";
+    "int32_t oom(void *const *a, const int64_t *v) { return KILN_KERNEL_ENOMEM; }\n";
 
 /* x -> r = relu(x) -> s = addn(r, x) -> (mn, mx) = minmax(s); mn reuses r's buffer. */
 static const char *k_graph_b =
@@ -229,7 +253,9 @@ static const char *hand_module(void) {
         return so;
     fputs(k_hand_source, f);
     fclose(f);
-    snprintf(cmd, sizeof cmd, "cc -O2 -shared -fPIC -o '%s' '%s'", so, c_path);
+    const char *src = getenv("KILN_SOURCE_DIR");
+    snprintf(cmd, sizeof cmd, "cc -O2 -shared -fPIC -I'%s/src/runtime' -o '%s' '%s'",
+             src ? src : ".", so, c_path);
     CHECK_EQ_INT(system(cmd), 0);
     return so;
 }
@@ -447,6 +473,236 @@ static void test_bad_plans(void) {
     CHECK_CONTAINS(kiln_last_error(), "the top level must be an object");
     kiln_module_free(hm);
     kiln_npz_free(z);
+    kiln_module_free(m);
+}
+
+/* ---- kernel status ------------------------------------------------------------ */
+
+/* Graph B with kernel r calling `func` (an executor, or NULL with an error). */
+static kiln_executor *graph_b_with(kiln_module *m, const char *func) {
+    char to[64];
+    snprintf(to, sizeof to, "\"func_name\": \"%s\"", func);
+    char *j = replace(k_graph_b, "\"func_name\": \"relu\"", to);
+    kiln_executor *e = j ? kiln_executor_create(j, strlen(j), m, NULL) : NULL;
+    CHECK(e != NULL);
+    if (!e)
+        fprintf(stderr, "%s\n", kiln_last_error());
+    free(j);
+    return e;
+}
+
+static void test_kernel_status(void) {
+    kiln_module *m = kiln_module_load(hand_module());
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    /* an index out of range: KILN_ERR_RANGE naming the node and the function */
+    kiln_executor *e = graph_b_with(m, "einx");
+    CHECK_EQ_INT(kiln_executor_run(e), KILN_ERR_RANGE);
+    CHECK_CONTAINS(kiln_last_error(), "node 1 'r' (function 'einx'): index out of range");
+    CHECK_EQ_STR(kiln_status_str(KILN_ERR_RANGE), "index out of range");
+    CHECK_EQ_INT(kiln_executor_set_check_div_zero(e, 1), KILN_OK);
+    CHECK_EQ_INT(kiln_executor_run(e), KILN_ERR_RANGE);
+    kiln_executor_free(e);
+    /* division by zero: the defined value unless the run asks */
+    e = graph_b_with(m, "edivz");
+    CHECK_EQ_INT(kiln_executor_run(e), KILN_OK);
+    CHECK_EQ_INT(kiln_executor_set_check_div_zero(e, 1), KILN_OK);
+    CHECK_EQ_INT(kiln_executor_run(e), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "node 1 'r' (function 'edivz'): integer division by zero");
+    double t[3];
+    CHECK_EQ_INT(kiln_executor_run_profiled(e, t), KILN_ERR_INVALID);
+    CHECK_EQ_INT(kiln_executor_set_check_div_zero(e, 0), KILN_OK);
+    CHECK_EQ_INT(kiln_executor_run(e), KILN_OK);
+    CHECK_EQ_INT(kiln_executor_set_check_div_zero(NULL, 1), KILN_ERR_INVALID);
+    /* the same through kiln_model_run's flags */
+    kiln_model *model = kiln_executor_model(e);
+    int64_t n = 16;
+    kiln_ndarray *x = kiln_ndarray_empty(KILN_FLOAT32, 1, &n);
+    kiln_ndarray *y = kiln_ndarray_empty(KILN_FLOAT32, 1, &n);
+    const kiln_ndarray *ins[1] = {x};
+    kiln_ndarray *outs[3] = {y, NULL, NULL};
+    CHECK_EQ_INT(kiln_model_run(model, ins, outs, 0), KILN_OK);
+    CHECK_EQ_INT(kiln_model_run(model, ins, outs, KILN_RUN_CHECK_DIV_ZERO), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "function 'edivz'): integer division by zero");
+    CHECK_EQ_INT(kiln_model_run(model, ins, outs, 2), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "model_run: unknown flags 0x2");
+    kiln_executor_free(e);
+    /* several bits: out of memory first, then the index */
+    e = graph_b_with(m, "eboth");
+    CHECK_EQ_INT(kiln_executor_run(e), KILN_ERR_NOMEM);
+    CHECK_CONTAINS(kiln_last_error(), "function 'eboth'): the kernel could not allocate memory");
+    kiln_executor_free(e);
+    /* a bit the ABI does not define is an error too */
+    e = graph_b_with(m, "ebad");
+    CHECK_EQ_INT(kiln_executor_run(e), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "function 'ebad'): the kernel returned 64");
+    kiln_executor_free(e);
+    kiln_ndarray_free(x);
+    kiln_ndarray_free(y);
+    kiln_module_free(m);
+    /* packages for the CLI test of --check-div-zero and of index errors */
+    static const char *const funcs[2][2] = {{"edivz", "exec_divzero.tar"},
+                                            {"einx", "exec_index.tar"}};
+    for (int k = 0; k < 2; k++) {
+        char to[64];
+        snprintf(to, sizeof to, "\"func_name\": \"%s\"", funcs[k][0]);
+        char *j = replace(k_graph_b, "\"func_name\": \"relu\"", to);
+        CHECK_EQ_INT(
+            kiln_package_write(test_tmp_path(funcs[k][1]), j, strlen(j), hand_module(), NULL),
+            KILN_OK);
+        free(j);
+    }
+    CHECK_EQ_STR(kiln_status_str(KILN_OK), "ok");
+    CHECK_EQ_STR(kiln_status_str(KILN_ERR_NOMEM), "out of memory");
+    CHECK_EQ_STR(kiln_status_str((kiln_status)99), "unknown status");
+}
+
+/* ---- missing weights: "param_names" -------------------------------------------- */
+
+static void test_param_names(void) {
+    kiln_module *m = kiln_module_load(te_module());
+    kiln_npz *z = params_a();
+    static const char *const anchor = " \"output_names\"";
+    static const struct {
+        const char *names, *msg; /* msg NULL: accepted */
+        int with_params, ninputs;
+    } cases[] = {
+        {"[\"b\"]", NULL, 1, 1},
+        {"[\"b\"]",
+         "node 1 'b': the weight 'b' is missing from mod.params (\"param_names\" "
+         "lists it)",
+         0, 0},
+        {"[\"b\", \"x\"]", "node 0 'x': the weight 'x' is missing from mod.params", 1, 0},
+        {"[]", NULL, 1, 2}, /* b is an input although mod.params has it */
+        {"[\"b\", \"zz\"]", "param_names[1] 'zz' names no \"null\" node", 1, 0},
+        {"[\"b\", \"b\"]", "param_names lists 'b' twice", 1, 0},
+        {"[\"b\", 3]", "param_names[1] must be a non-empty string", 1, 0},
+        {"\"b\"", "\"param_names\" must be a list of strings", 1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char to[256];
+        snprintf(to, sizeof to, " \"param_names\": %s,\n%s", cases[i].names, anchor);
+        char *j = replace(k_graph_a, anchor, to);
+        kiln_executor *e =
+            j ? kiln_executor_create(j, strlen(j), m, cases[i].with_params ? z : NULL) : NULL;
+        if (cases[i].msg) {
+            CHECK(e == NULL);
+            CHECK_CONTAINS(kiln_last_error(), cases[i].msg);
+        } else {
+            CHECK(e != NULL);
+            CHECK_EQ_INT(kiln_executor_num_inputs(e), cases[i].ninputs);
+            if (e && cases[i].ninputs == 1)
+                check_graph_a(e);
+        }
+        kiln_executor_free(e);
+        /* a package whose mod.params lacks a listed weight is refused, naming it */
+        if (i == 1) {
+            const char *tar = test_tmp_path("exec_no_weight.tar");
+            CHECK_EQ_INT(kiln_package_write(tar, j, strlen(j), te_module(), NULL), KILN_OK);
+            CHECK(kiln_model_load(tar) == NULL);
+            CHECK_CONTAINS(kiln_last_error(), "exec_no_weight.tar: mod.json: node 1 'b': the "
+                                              "weight 'b' is missing from mod.params");
+        }
+        free(j);
+    }
+    kiln_npz_free(z);
+    kiln_module_free(m);
+}
+
+/* ---- models shared by executors and by kiln_model_run --------------------------- */
+
+static void test_model_api(void) {
+    kiln_module *m = kiln_module_load(te_module());
+    kiln_npz *z = params_a();
+    kiln_model *model = kiln_model_create(k_graph_a, strlen(k_graph_a), m, z);
+    kiln_npz_free(z);
+    CHECK(model != NULL);
+    if (!model) {
+        fprintf(stderr, "%s\n", kiln_last_error());
+        kiln_module_free(m);
+        return;
+    }
+    CHECK_EQ_INT(kiln_model_num_inputs(model), 1);
+    CHECK_EQ_STR(kiln_model_input_name(model, 0), "x");
+    CHECK_EQ_INT(kiln_model_input_dtype(model, 0), KILN_FLOAT32);
+    CHECK_EQ_INT(kiln_model_input_ndim(model, 0), 2);
+    CHECK_EQ_INT(kiln_model_input_dim(model, 0, 0), 2);
+    CHECK_EQ_INT(kiln_model_input_dim(model, 0, 2), -1);
+    CHECK(kiln_model_input_name(model, 1) == NULL);
+    CHECK_EQ_INT(kiln_model_input_dtype(model, -1), KILN_DTYPE_COUNT);
+    CHECK_EQ_INT(kiln_model_num_outputs(model), 2);
+    CHECK_EQ_STR(kiln_model_output_name(model, 1), "double");
+    CHECK_EQ_INT(kiln_model_output_dtype(model, 1), KILN_FLOAT32);
+    CHECK_EQ_INT(kiln_model_output_ndim(model, 1), 2);
+    CHECK_EQ_INT(kiln_model_output_dim(model, 1, 1), 8);
+    CHECK_EQ_INT(kiln_model_output_ndim(model, 2), -1);
+    /* two executors over one model: shared weights, inputs of their own */
+    kiln_executor *e1 = kiln_executor_create_from_model(model);
+    kiln_executor *e2 = kiln_executor_create_from_model(model);
+    CHECK(e1 && e2 && kiln_executor_model(e1) == model);
+    kiln_ndarray *x1 = arr28(-2.0f), *x2 = arr28(5.0f), *b = arr28(1.0f);
+    CHECK_EQ_INT(kiln_executor_set_input(e1, "x", x1), KILN_OK);
+    CHECK_EQ_INT(kiln_executor_set_input(e2, "x", x2), KILN_OK);
+    CHECK_EQ_INT(kiln_executor_run(e1), KILN_OK);
+    CHECK_EQ_INT(kiln_executor_run(e2), KILN_OK);
+    const float *s1 = kiln_ndarray_data(kiln_executor_output(e1, 0));
+    const float *s2 = kiln_ndarray_data(kiln_executor_output(e2, 0));
+    const float *p1 = kiln_ndarray_data(x1), *p2 = kiln_ndarray_data(x2);
+    const float *pb = kiln_ndarray_data(b);
+    for (int i = 0; i < 16; i++) {
+        CHECK_NEAR(s1[i], 3 * p1[i] + 2 * pb[i], 1e-5);
+        CHECK_NEAR(s2[i], 3 * p2[i] + 2 * pb[i], 1e-5);
+    }
+    /* kiln_model_run: outputs into the caller's arrays, any strides in */
+    int64_t shape[2] = {2, 8}, big_shape[2] = {2, 16}, strides[2] = {16, 2};
+    kiln_ndarray *sum = kiln_ndarray_empty(KILN_FLOAT32, 2, shape);
+    kiln_ndarray *dbl = kiln_ndarray_empty(KILN_FLOAT32, 2, shape);
+    kiln_ndarray *big = kiln_ndarray_empty(KILN_FLOAT32, 2, big_shape);
+    kiln_ndarray *strided = kiln_ndarray_view(big, 2, shape, strides, 0);
+    CHECK_EQ_INT(kiln_ndarray_copy(strided, x2), KILN_OK);
+    const kiln_ndarray *ins[1] = {strided};
+    kiln_ndarray *outs[2] = {sum, dbl};
+    CHECK_EQ_INT(kiln_model_run(model, ins, outs, 0), KILN_OK);
+    const float *ps = kiln_ndarray_data(sum), *pd = kiln_ndarray_data(dbl);
+    for (int i = 0; i < 16; i++) {
+        CHECK_NEAR(ps[i], s2[i], 0);
+        CHECK_NEAR(pd[i], 2 * (p2[i] + pb[i]), 1e-5);
+    }
+    kiln_ndarray *only[2] = {NULL, dbl}; /* an output may be skipped */
+    CHECK_EQ_INT(kiln_model_run(model, ins, only, 0), KILN_OK);
+    /* bad arguments name the port */
+    const kiln_ndarray *none[1] = {NULL};
+    CHECK_EQ_INT(kiln_model_run(model, none, outs, 0), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "model_run: no value for input 0 'x'");
+    CHECK_EQ_INT(kiln_model_run(model, NULL, outs, 0), KILN_ERR_INVALID);
+    CHECK_EQ_INT(kiln_model_run(NULL, ins, outs, 0), KILN_ERR_INVALID);
+    const kiln_ndarray *wrong_in[1] = {big};
+    CHECK_EQ_INT(kiln_model_run(model, wrong_in, outs, 0), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(),
+                   "model_run: input 'x': expected float32[2, 8], got float32[2, 16]");
+    kiln_ndarray *wrong_out[2] = {sum, big};
+    CHECK_EQ_INT(kiln_model_run(model, ins, wrong_out, 0), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "model_run: output 'double': expected float32[2, 8]");
+    /* the model lives while an executor holds it */
+    CHECK(kiln_model_retain(model) == model);
+    kiln_model_free(model);
+    kiln_model_free(model);
+    CHECK_EQ_INT(kiln_executor_run(e1), KILN_OK);
+    CHECK_NEAR(((const float *)kiln_ndarray_data(kiln_executor_output(e1, 0)))[3], s1[3], 0);
+    kiln_executor_free(e1);
+    CHECK_EQ_INT(kiln_executor_run(e2), KILN_OK);
+    kiln_executor_free(e2);
+    CHECK(kiln_executor_create_from_model(NULL) == NULL);
+    CHECK(kiln_model_create(NULL, 0, m, NULL) == NULL);
+    kiln_model_free(NULL);
+    kiln_ndarray_free(strided);
+    kiln_ndarray_free(big);
+    kiln_ndarray_free(sum);
+    kiln_ndarray_free(dbl);
+    kiln_ndarray_free(x1);
+    kiln_ndarray_free(x2);
+    kiln_ndarray_free(b);
     kiln_module_free(m);
 }
 
@@ -670,4 +926,5 @@ static void test_bad_packages(void) {
 }
 
 TEST_MAIN(TEST(test_graph_a), TEST(test_package_roundtrip), TEST(test_graph_b),
-          TEST(test_bad_plans), TEST(test_bad_packages))
+          TEST(test_bad_plans), TEST(test_kernel_status), TEST(test_param_names),
+          TEST(test_model_api), TEST(test_bad_packages))

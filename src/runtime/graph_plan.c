@@ -1,0 +1,555 @@
+/* graph_plan.c: reads TVM's graph-executor JSON (mod.json) into a loaded
+ * model and checks the whole plan: ids, shapes, dtypes, storage liveness,
+ * the parameters (against "param_names" when the compiler wrote it) and
+ * every kernel's signature against its entries. The weights get one
+ * aligned buffer per storage id, shared by every run; every other storage
+ * id gets an offset in a run's arena (graph_executor.c). */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/json.h"
+#include "graph_plan.h"
+
+#define MAX_STORAGE_BYTES ((int64_t)1 << 40)
+#define WHAT "mod.json"
+
+/* ---- errors ------------------------------------------------------------------- */
+
+/* Prefix the current error with "mod.json: node N 'name'". */
+static kiln_status node_prefix(const kiln_model *e, int nid) {
+    kiln_error_prefix(WHAT ": node %d '%s'", nid, e->nodes[nid].name ? e->nodes[nid].name : "?");
+    return KILN_ERR_INVALID;
+}
+
+static kiln_status plan_prefix(void) {
+    kiln_error_prefix(WHAT);
+    return KILN_ERR_INVALID;
+}
+
+/* Errors in the plan as a whole, and in one node: printf-style messages. */
+#define plan_err(...) (kiln_set_error(KILN_ERR_INVALID, __VA_ARGS__), plan_prefix())
+#define node_err(e, nid, ...) (kiln_set_error(KILN_ERR_INVALID, __VA_ARGS__), node_prefix(e, nid))
+
+const char *graph_type_str(char *buf, size_t n, kiln_dtype dt, int ndim, const int64_t *shape) {
+    int k = snprintf(buf, n, "%s[", kiln_dtype_name(dt));
+    for (int d = 0; d < ndim && k > 0 && (size_t)k < n; d++) {
+        if (shape[d] < 0)
+            k += snprintf(buf + k, n - (size_t)k, "%s?", d ? ", " : "");
+        else
+            k += snprintf(buf + k, n - (size_t)k, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    }
+    if (k > 0 && (size_t)k < n)
+        snprintf(buf + k, n - (size_t)k, "]");
+    return buf;
+}
+
+const char *graph_array_str(char *buf, size_t n, const kiln_ndarray *a) {
+    int64_t shape[KILN_MAX_NDIM];
+    for (int d = 0; d < kiln_ndarray_ndim(a); d++)
+        shape[d] = kiln_ndarray_dim(a, d);
+    return graph_type_str(buf, n, kiln_ndarray_dtype(a), kiln_ndarray_ndim(a), shape);
+}
+
+int graph_array_matches(const kiln_ndarray *a, const plan_entry *en) {
+    int ok = kiln_ndarray_dtype(a) == en->dtype && kiln_ndarray_ndim(a) == en->ndim;
+    for (int d = 0; ok && d < en->ndim; d++)
+        ok = kiln_ndarray_dim(a, d) == en->shape[d];
+    return ok;
+}
+
+/* ---- reading the plan --------------------------------------------------------- */
+
+/* An int in [lo, hi]. */
+static int int_in(const json *v, int64_t lo, int64_t hi, int *out) {
+    int64_t x;
+    if (!json_int(v, &x) || x < lo || x > hi)
+        return 0;
+    *out = (int)x;
+    return 1;
+}
+
+/* A count attribute: TVM writes "2" (a string); an integer is accepted too. */
+static int attr_count(const json *v, int *out) {
+    const char *s = json_str(v);
+    if (!s)
+        return int_in(v, 0, INT_MAX, out);
+    int64_t x = 0;
+    if (!*s)
+        return 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || !kiln_mul_ok(x, 10, &x) || !kiln_add_ok(x, *s - '0', &x) ||
+            x > INT_MAX)
+            return 0;
+    }
+    *out = (int)x;
+    return 1;
+}
+
+/* attrs[key] = [tag, list] with list of n items; returns the list. */
+static const json *graph_attr(const json *attrs, const char *key, const char *tag, int n) {
+    const json *a = json_get(attrs, key);
+    if (!a) {
+        plan_err("attrs has no \"%s\"", key);
+        return NULL;
+    }
+    const char *t = json_str(json_at(a, 0));
+    const json *list = json_at(a, 1);
+    if (json_len(a) != 2 || !t || strcmp(t, tag) != 0 || !json_is(list, JSON_ARRAY)) {
+        plan_err("attrs.%s must be [\"%s\", [...]]", key, tag);
+        return NULL;
+    }
+    if (json_len(list) != n) {
+        plan_err("attrs.%s has %d entries, but node_row_ptr says %d", key, json_len(list), n);
+        return NULL;
+    }
+    return list;
+}
+
+static kiln_status read_entries(kiln_model *e, const json *attrs) {
+    const json *shapes = graph_attr(attrs, "shape", "list_shape", e->nentries);
+    const json *dtypes = shapes ? graph_attr(attrs, "dltype", "list_str", e->nentries) : NULL;
+    const json *sids = dtypes ? graph_attr(attrs, "storage_id", "list_int", e->nentries) : NULL;
+    if (!sids)
+        return KILN_ERR_INVALID;
+    for (int i = 0; i < e->nentries; i++) {
+        plan_entry *en = &e->entries[i];
+        const json *sh = json_at(shapes, i);
+        const char *dt = json_str(json_at(dtypes, i));
+        if (!dt || kiln_dtype_parse(dt, &en->dtype) || en->dtype == KILN_HANDLE)
+            return plan_err("entry %d: unknown dltype '%s'", i, dt ? dt : "(not a string)");
+        if (!json_is(sh, JSON_ARRAY) || json_len(sh) > KILN_MAX_NDIM)
+            return plan_err("entry %d: shape must be a list of at most %d dims", i, KILN_MAX_NDIM);
+        en->ndim = json_len(sh);
+        en->bytes = (int64_t)kiln_dtype_size(en->dtype);
+        for (int d = 0; d < en->ndim; d++) {
+            if (!json_int(json_at(sh, d), &en->shape[d]) || en->shape[d] < 0)
+                return plan_err("entry %d: dim %d is not a non-negative integer", i, d);
+            if (!kiln_mul_ok(en->bytes, en->shape[d], &en->bytes) || en->bytes > MAX_STORAGE_BYTES)
+                return plan_err("entry %d: the shape is too large", i);
+        }
+        if (!int_in(json_at(sids, i), 0, e->nentries - 1, &en->storage))
+            return plan_err("entry %d: storage_id must be an integer in [0, %d)", i, e->nentries);
+        if (en->storage >= e->nstorage)
+            e->nstorage = en->storage + 1;
+    }
+    return KILN_OK;
+}
+
+/* An entry reference [nid, index, version] of a node before `before`. */
+static int entry_ref(const kiln_model *e, const json *r, int before, int *out) {
+    int nid, idx;
+    int64_t version;
+    if ((json_len(r) != 3 && json_len(r) != 2) || !json_is(r, JSON_ARRAY) ||
+        !int_in(json_at(r, 0), 0, before - 1, &nid) ||
+        !int_in(json_at(r, 1), 0, e->nodes[nid].noutputs - 1, &idx) ||
+        (json_len(r) == 3 && !json_int(json_at(r, 2), &version)))
+        return 0;
+    *out = e->nodes[nid].first + idx;
+    return 1;
+}
+
+static kiln_status read_node(kiln_model *e, int nid, const json *jn, const int *row) {
+    plan_node *n = &e->nodes[nid];
+    const char *op = json_str(json_get(jn, "op"));
+    n->name = json_str(json_get(jn, "name"));
+    if (!n->name)
+        return plan_err("node %d has no \"name\" string", nid);
+    if (!op || (strcmp(op, "null") != 0 && strcmp(op, "tvm_op") != 0))
+        return node_err(e, nid, "\"op\" must be \"null\" or \"tvm_op\"");
+    n->is_op = op[0] == 't';
+    n->first = row[nid];
+    n->noutputs = row[nid + 1] - row[nid];
+    const json *ins = json_get(jn, "inputs");
+    if (ins && !json_is(ins, JSON_ARRAY))
+        return node_err(e, nid, "\"inputs\" must be a list");
+    n->ninputs = ins ? json_len(ins) : 0;
+    if (!n->is_op) {
+        if (n->ninputs)
+            return node_err(e, nid, "a \"null\" node has no inputs");
+        if (n->noutputs != 1)
+            return node_err(e, nid, "node_row_ptr gives a \"null\" node %d outputs", n->noutputs);
+        return KILN_OK;
+    }
+    const json *attrs = json_get(jn, "attrs");
+    int nin, nout;
+    n->func = json_str(json_get(attrs, "func_name"));
+    if (!n->func || !n->func[0])
+        return node_err(e, nid, "attrs has no \"func_name\"");
+    if (!attr_count(json_get(attrs, "num_inputs"), &nin) || nin != n->ninputs)
+        return node_err(e, nid, "attrs.num_inputs must be the number of inputs (%d)", n->ninputs);
+    if (!attr_count(json_get(attrs, "num_outputs"), &nout) || nout != n->noutputs || nout < 1)
+        return node_err(e, nid,
+                        "attrs.num_outputs must be at least 1 and agree with "
+                        "node_row_ptr (%d)",
+                        n->noutputs);
+    n->inputs = arena_alloc(e->ar, (size_t)n->ninputs * sizeof(int));
+    for (int i = 0; i < n->ninputs; i++)
+        if (!entry_ref(e, json_at(ins, i), nid, &n->inputs[i]))
+            return node_err(e, nid,
+                            "input %d must be [nid, index, version] naming an output of "
+                            "an earlier node",
+                            i);
+    return KILN_OK;
+}
+
+static kiln_status read_nodes(kiln_model *e, const json *root) {
+    const json *nodes = json_get(root, "nodes"), *rp = json_get(root, "node_row_ptr");
+    if (!json_is(nodes, JSON_ARRAY) || json_len(nodes) < 1)
+        return plan_err("\"nodes\" must be a non-empty list");
+    e->nnodes = json_len(nodes);
+    if (!json_is(rp, JSON_ARRAY) || json_len(rp) != e->nnodes + 1)
+        return plan_err("\"node_row_ptr\" must be a list of %d integers (nodes + 1)",
+                        e->nnodes + 1);
+    int *row = arena_alloc(e->ar, (size_t)(e->nnodes + 1) * sizeof(int));
+    for (int i = 0; i <= e->nnodes; i++)
+        if (!int_in(json_at(rp, i), i ? row[i - 1] : 0, i ? INT_MAX : 0, &row[i]))
+            return plan_err("node_row_ptr[%d] must be an integer, 0 first and never decreasing", i);
+    e->nentries = row[e->nnodes];
+    e->nodes = arena_alloc(e->ar, (size_t)e->nnodes * sizeof(plan_node));
+    for (int i = 0; i < e->nnodes; i++) {
+        const json *jn = json_at(nodes, i);
+        if (!json_is(jn, JSON_OBJECT))
+            return plan_err("node %d is not an object", i);
+        if (read_node(e, i, jn, row))
+            return KILN_ERR_INVALID;
+    }
+    /* check the count against the lists before allocating for it */
+    if (!graph_attr(json_get(root, "attrs"), "shape", "list_shape", e->nentries))
+        return KILN_ERR_INVALID;
+    e->entries = arena_alloc(e->ar, (size_t)e->nentries * sizeof(plan_entry));
+    for (int i = 0; i < e->nnodes; i++)
+        for (int k = 0; k < e->nodes[i].noutputs; k++) {
+            plan_entry *en = &e->entries[e->nodes[i].first + k];
+            en->node = i;
+            en->last_use = e->nodes[i].is_op ? i : INT_MAX;
+        }
+    return read_entries(e, json_get(root, "attrs"));
+}
+
+/* ---- parameters ----------------------------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    int index; /* in param_names */
+} name_ref;
+
+static int cmp_name_ref(const void *a, const void *b) {
+    return strcmp(((const name_ref *)a)->name, ((const name_ref *)b)->name);
+}
+
+/* The compiler's "param_names", sorted for lookup (*n entries; *list NULL
+ * when the plan has none: then a "null" node is a parameter when mod.params
+ * has its name). Every name must be a distinct string naming a "null" node;
+ * that is checked in read_args, which marks the names it finds in *used. */
+static kiln_status read_param_names(kiln_model *e, const json *root, name_ref **list, int *n) {
+    const json *pn = json_get(root, "param_names");
+    *list = NULL;
+    *n = 0;
+    if (!pn)
+        return KILN_OK;
+    if (!json_is(pn, JSON_ARRAY))
+        return plan_err("\"param_names\" must be a list of strings");
+    *n = json_len(pn);
+    *list = arena_alloc(e->ar, (size_t)(*n ? *n : 1) * sizeof(name_ref));
+    for (int k = 0; k < *n; k++) {
+        const char *s = json_str(json_at(pn, k));
+        if (!s || !s[0])
+            return plan_err("param_names[%d] must be a non-empty string", k);
+        (*list)[k] = (name_ref){s, k};
+    }
+    qsort(*list, (size_t)*n, sizeof(name_ref), cmp_name_ref);
+    for (int k = 1; k < *n; k++)
+        if (strcmp((*list)[k - 1].name, (*list)[k].name) == 0)
+            return plan_err("param_names lists '%s' twice", (*list)[k].name);
+    return KILN_OK;
+}
+
+/* Inputs and params from arg_nodes. With "param_names", a "null" node is a
+ * parameter exactly when it is listed there, and mod.params must hold it;
+ * without, it is one when mod.params has its name. */
+static kiln_status read_args(kiln_model *e, const json *root, const kiln_npz *params) {
+    const json *args = json_get(root, "arg_nodes");
+    if (!json_is(args, JSON_ARRAY))
+        return plan_err("\"arg_nodes\" must be a list");
+    int nargs = json_len(args), nnull = 0, nnames;
+    for (int i = 0; i < e->nnodes; i++)
+        nnull += !e->nodes[i].is_op;
+    if (nargs != nnull)
+        return plan_err("\"arg_nodes\" lists %d nodes, but there are %d \"null\" nodes", nargs,
+                        nnull);
+    name_ref *names;
+    if (read_param_names(e, root, &names, &nnames))
+        return KILN_ERR_INVALID;
+    char *seen = arena_alloc(e->ar, (size_t)e->nnodes);
+    char *used = arena_alloc(e->ar, (size_t)(nnames ? nnames : 1));
+    e->inputs = arena_alloc(e->ar, (size_t)nargs * sizeof(plan_port));
+    for (int i = 0; i < nargs; i++) {
+        int nid;
+        if (!int_in(json_at(args, i), 0, e->nnodes - 1, &nid) || e->nodes[nid].is_op || seen[nid]++)
+            return plan_err("arg_nodes[%d] must name a \"null\" node, once", i);
+        plan_node *n = &e->nodes[nid];
+        plan_entry *en = &e->entries[n->first];
+        const kiln_ndarray *p = kiln_npz_get(params, n->name);
+        if (names) {
+            name_ref key = {n->name, 0};
+            const name_ref *at = bsearch(&key, names, (size_t)nnames, sizeof key, cmp_name_ref);
+            if (at && used[at - names]++)
+                return node_err(e, nid,
+                                "another \"null\" node has this name, which "
+                                "\"param_names\" lists");
+            if (at && !p)
+                return node_err(e, nid,
+                                "the weight '%s' is missing from mod.params (\"param_names\" "
+                                "lists it)",
+                                n->name);
+            if (!at)
+                p = NULL; /* an input, even if mod.params has a member of its name */
+        }
+        if (!p) {
+            for (int k = 0; k < e->ninputs; k++)
+                if (strcmp(e->inputs[k].name, n->name) == 0)
+                    return node_err(e, nid, "two inputs have this name");
+            e->inputs[e->ninputs++] = (plan_port){n->name, n->first};
+            continue;
+        }
+        char want[256], got[256];
+        if (!graph_array_matches(p, en))
+            return node_err(e, nid, "mod.params has %s, but the graph says %s",
+                            graph_array_str(got, sizeof got, p),
+                            graph_type_str(want, sizeof want, en->dtype, en->ndim, en->shape));
+        n->is_param = 1;
+    }
+    for (int k = 0; k < nnames; k++)
+        if (!used[k])
+            return plan_err("param_names[%d] '%s' names no \"null\" node", names[k].index,
+                            names[k].name);
+    return KILN_OK;
+}
+
+static kiln_status read_heads(kiln_model *e, const json *root) {
+    const json *heads = json_get(root, "heads"), *names = json_get(root, "output_names");
+    if (!json_is(heads, JSON_ARRAY) || json_len(heads) < 1)
+        return plan_err("\"heads\" must be a non-empty list");
+    e->noutputs = json_len(heads);
+    if (names && (!json_is(names, JSON_ARRAY) || json_len(names) != e->noutputs))
+        return plan_err("\"output_names\" must be a list of %d strings (one per head)",
+                        e->noutputs);
+    e->outputs = arena_alloc(e->ar, (size_t)e->noutputs * sizeof(plan_port));
+    for (int i = 0; i < e->noutputs; i++) {
+        plan_port *o = &e->outputs[i];
+        if (!entry_ref(e, json_at(heads, i), e->nnodes, &o->entry))
+            return plan_err("heads[%d] must be [nid, index, version] naming a node output", i);
+        e->entries[o->entry].last_use = INT_MAX;
+        if (names) {
+            o->name = json_str(json_at(names, i));
+            if (!o->name || !o->name[0])
+                return plan_err("output_names[%d] must be a non-empty string", i);
+            for (int k = 0; k < i; k++)
+                if (strcmp(e->outputs[k].name, o->name) == 0)
+                    return plan_err("output_names: '%s' appears twice", o->name);
+        } else {
+            char buf[32];
+            snprintf(buf, sizeof buf, "output_%d", i);
+            o->name = arena_strdup(e->ar, buf);
+        }
+    }
+    return KILN_OK;
+}
+
+/* Entries sharing a storage_id must never be live at once: an entry's
+ * buffer is free after its last reader. Null nodes and heads stay live. */
+static kiln_status check_storage(kiln_model *e) {
+    for (int i = 0; i < e->nnodes; i++)
+        for (int k = 0; k < e->nodes[i].ninputs; k++) {
+            plan_entry *en = &e->entries[e->nodes[i].inputs[k]];
+            if (en->last_use < i)
+                en->last_use = i;
+        }
+    int *busy = arena_alloc(e->ar, (size_t)e->nstorage * sizeof(int)); /* last_use + 2 */
+    int *holder = arena_alloc(e->ar, (size_t)e->nstorage * sizeof(int));
+    for (int i = 0; i < e->nentries; i++) { /* entry order is node order */
+        plan_entry *en = &e->entries[i];
+        int s = en->storage, def = e->nodes[en->node].is_op ? en->node : -1;
+        if (busy[s] && busy[s] - 2 >= def) {
+            plan_entry *h = &e->entries[holder[s]];
+            return node_err(e, en->node,
+                            "its output shares storage_id %d with an output of node "
+                            "%d '%s' that is still live%s",
+                            s, h->node, e->nodes[h->node].name,
+                            def < 0 || h->last_use == INT_MAX ? " (inputs, params and outputs "
+                                                                "need their own storage)"
+                                                              : "");
+        }
+        busy[s] = en->last_use == INT_MAX ? INT_MAX : en->last_use + 2;
+        holder[s] = i;
+    }
+    return KILN_OK;
+}
+
+/* ---- kernels and storage -------------------------------------------------------- */
+
+/* Bind node nid's function, bind its symbolic sizes and record the storage
+ * id of each argument. */
+static kiln_status bind_kernel(kiln_model *e, int nid, kiln_module *mod, int arg0) {
+    plan_node *n = &e->nodes[nid];
+    kiln_function *f = kiln_module_get_function(mod, n->func);
+    if (!f)
+        return node_prefix(e, nid);
+    int nargs = n->ninputs + n->noutputs, nvars = kiln_function_num_vars(f);
+    if (kiln_function_num_args(f) != nargs)
+        return node_err(e, nid,
+                        "function '%s' takes %d arguments, but the node has %d inputs "
+                        "and %d outputs",
+                        n->func, kiln_function_num_args(f), n->ninputs, n->noutputs);
+    n->fn = kiln_function_kernel(f);
+    n->arg0 = arg0;
+    n->vars = arena_alloc(e->ar, (size_t)nvars * sizeof(int64_t));
+    char *bound = arena_alloc(e->ar, (size_t)nvars);
+    for (int a = 0; a < nargs; a++) {
+        const plan_entry *en =
+            &e->entries[a < n->ninputs ? n->inputs[a] : n->first + a - n->ninputs];
+        kiln_dtype dt;
+        int ndim, ok;
+        const int64_t *dims;
+        KILN_ASSERT(kiln_function_arg_info(f, a, &dt, &ndim, &dims));
+        ok = dt == en->dtype && ndim == en->ndim;
+        for (int d = 0; d < ndim && ok; d++) {
+            if (dims[d] >= 0) {
+                ok = dims[d] == en->shape[d];
+                continue;
+            }
+            int k = (int)(-1 - dims[d]); /* a symbolic size: bound by its first use */
+            if (!bound[k]) {
+                bound[k] = 1;
+                n->vars[k] = en->shape[d];
+            }
+            ok = n->vars[k] == en->shape[d];
+        }
+        if (!ok) {
+            char want[256], got[256];
+            int64_t shape[KILN_MAX_NDIM];
+            for (int d = 0; d < ndim; d++)
+                shape[d] = dims[d] >= 0 ? dims[d] : -1;
+            return node_err(e, nid,
+                            "function '%s' argument %d (%s %d) is %s, but the entry is "
+                            "%s",
+                            n->func, a, a < n->ninputs ? "input" : "output",
+                            a < n->ninputs ? a : a - n->ninputs,
+                            graph_type_str(want, sizeof want, dt, ndim, shape),
+                            graph_type_str(got, sizeof got, en->dtype, en->ndim, en->shape));
+        }
+        e->arg_storage[arg0 + a] = en->storage;
+    }
+    return KILN_OK;
+}
+
+static kiln_status bind_kernels(kiln_model *e, kiln_module *mod) {
+    e->kernels = arena_alloc(e->ar, (size_t)e->nnodes * sizeof(int));
+    int64_t nargs = 0;
+    for (int i = 0; i < e->nnodes; i++)
+        if (e->nodes[i].is_op)
+            nargs += e->nodes[i].ninputs + e->nodes[i].noutputs; /* < nnodes * INT_MAX */
+    if (nargs > INT_MAX / 2)
+        return plan_err("the kernels take %lld arguments in all", (long long)nargs);
+    e->nargs = (int)nargs;
+    e->arg_storage = arena_alloc(e->ar, (size_t)(nargs ? nargs : 1) * sizeof(int));
+    for (int i = 0, arg0 = 0; i < e->nnodes; i++)
+        if (e->nodes[i].is_op) {
+            e->kernels[e->nkernels++] = i;
+            if (bind_kernel(e, i, mod, arg0))
+                return KILN_ERR_INVALID;
+            arg0 += e->nodes[i].ninputs + e->nodes[i].noutputs;
+        }
+    return KILN_OK;
+}
+
+/* One buffer per parameter's storage id, holding its weight (taken from
+ * `own` when it can be: the weights are then in memory once), and an offset
+ * in a run's arena for every other storage id, each sized for the largest
+ * entry that uses it and 64-byte aligned. */
+static kiln_status place_storage(kiln_model *e, const kiln_npz *params, kiln_npz *own) {
+    int64_t *size = arena_alloc(e->ar, (size_t)e->nstorage * sizeof(int64_t)), total = 0;
+    int *users = arena_alloc(e->ar, (size_t)e->nstorage * sizeof(int));
+    for (int i = 0; i < e->nentries; i++) {
+        plan_entry *en = &e->entries[i];
+        if (size[en->storage] < en->bytes)
+            size[en->storage] = en->bytes;
+        users[en->storage]++;
+    }
+    e->weights = kiln_calloc((size_t)e->nstorage, sizeof(void *));
+    e->offset = arena_alloc(e->ar, (size_t)e->nstorage * sizeof(int64_t));
+    if (!e->weights)
+        return KILN_ERR_NOMEM;
+    char *is_weight = arena_alloc(e->ar, (size_t)e->nstorage);
+    for (int i = 0; i < e->nnodes; i++)
+        if (e->nodes[i].is_param)
+            is_weight[e->entries[e->nodes[i].first].storage] = 1;
+    for (int s = 0; s < e->nstorage; s++) {
+        int64_t n = (size[s] + KILN_ALIGNMENT - 1) / KILN_ALIGNMENT * KILN_ALIGNMENT;
+        if (!kiln_add_ok(total, n, &total) || total > MAX_STORAGE_BYTES)
+            return plan_err("the storage needs more than %lld bytes", (long long)MAX_STORAGE_BYTES);
+        if (!is_weight[s]) {
+            e->offset[s] = e->arena_bytes;
+            e->arena_bytes += n;
+        }
+    }
+    for (int i = 0; i < e->nnodes; i++) {
+        const plan_node *n = &e->nodes[i];
+        if (!n->is_param)
+            continue;
+        const plan_entry *en = &e->entries[n->first];
+        void **dst = &e->weights[en->storage];
+        kiln_ndarray *a = own ? npz_get_mutable(own, n->name) : NULL;
+        if (*dst)
+            continue; /* two params on one storage id: refused by check_storage */
+        if (users[en->storage] == 1 && a &&
+            kiln_ndarray_numel(a) * (int64_t)kiln_dtype_size(kiln_ndarray_dtype(a)) == en->bytes &&
+            (*dst = ndarray_take_data(a)) != NULL)
+            continue;
+        size_t bytes = (size_t)(size[en->storage] ? size[en->storage] : 1);
+        bytes = (bytes + KILN_ALIGNMENT - 1) / KILN_ALIGNMENT * KILN_ALIGNMENT;
+        if (posix_memalign(dst, KILN_ALIGNMENT, bytes)) {
+            *dst = NULL;
+            return kiln_set_error(
+                KILN_ERR_NOMEM, WHAT ": cannot allocate %zu bytes for weight '%s'", bytes, n->name);
+        }
+        memset(*dst, 0, bytes);
+        kiln_ndarray *view = kiln_ndarray_wrap(*dst, en->dtype, en->ndim, en->shape, NULL, 0);
+        kiln_status st =
+            view ? kiln_ndarray_copy(view, kiln_npz_get(params, n->name)) : KILN_ERR_NOMEM;
+        kiln_ndarray_free(view);
+        if (st)
+            return st;
+    }
+    return KILN_OK;
+}
+
+kiln_status graph_plan_read(kiln_model *e, const char *text, size_t len, kiln_module *mod,
+                            const kiln_npz *params, kiln_npz *own) {
+    const json *root = json_parse(e->ar, text, len, WHAT);
+    if (!root)
+        return KILN_ERR_INVALID;
+    if (!json_is(root, JSON_OBJECT))
+        return plan_err("the top level must be an object");
+    kiln_status st = read_nodes(e, root);
+    if (!st)
+        st = read_args(e, root, params);
+    if (!st)
+        st = read_heads(e, root);
+    if (!st)
+        st = check_storage(e);
+    if (!st)
+        st = bind_kernels(e, mod);
+    if (!st)
+        st = place_storage(e, params, own);
+    return st;
+}
+
+void graph_plan_free_weights(kiln_model *e) {
+    for (int s = 0; e->weights && s < e->nstorage; s++)
+        free(e->weights[s]);
+    free(e->weights);
+    e->weights = NULL;
+}
