@@ -38,7 +38,8 @@ typedef enum {
     KILN_ERR_IO = 2,        /* file cannot be read or written, or is malformed */
     KILN_ERR_TOOLCHAIN = 3, /* the C compiler failed */
     KILN_ERR_NOMEM = 4,     /* allocation failed */
-    KILN_ERR_UNSUPPORTED = 5
+    KILN_ERR_UNSUPPORTED = 5,
+    KILN_ERR_RANGE = 6 /* an index from data (Gather, Scatter) is out of range */
 } kiln_status;
 
 /* The message of the last error raised on this thread ("" if none). */
