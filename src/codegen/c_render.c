@@ -108,14 +108,13 @@ static int div_guarded(int op, kiln_dtype dt, tir_node d) {
     return !(d->op == TIR_INT && d->ival != 0 && d->ival != -1);
 }
 
-/* Whether e reads a buffer (TIR_LOAD anywhere in it). */
-static int reads_data(tir_node e, int depth) {
-    if (e->op == TIR_LOAD)
+/* Whether e reads a buffer (TIR_LOAD anywhere in it); past `budget` nodes
+ * (a divisor is small, but a shared DAG unfolds) it assumes so. */
+static int reads_data(tir_node e, int *budget) {
+    if (e->op == TIR_LOAD || --*budget < 0)
         return 1;
-    if (depth > 64)
-        return 1; /* deep: assume it may */
     for (uint32_t i = 0; i < e->nsrc; i++)
-        if (reads_data(e->src[i], depth + 1))
+        if (reads_data(e->src[i], budget))
             return 1;
     return 0;
 }
@@ -129,7 +128,8 @@ static int div_reports(tir_node d) {
         d = d->src[0];
     if (d->op == TIR_INT)
         return d->ival == 0;
-    return reads_data(d, 0);
+    int budget = 256;
+    return reads_data(d, &budget);
 }
 
 static char *ex(cg_render *r, tir_node e) {
