@@ -39,7 +39,8 @@ typedef enum {
     KILN_ERR_TOOLCHAIN = 3, /* the C compiler failed */
     KILN_ERR_NOMEM = 4,     /* allocation failed */
     KILN_ERR_UNSUPPORTED = 5,
-    KILN_ERR_RANGE = 6 /* a value out of range at run time: an index past its axis */
+    KILN_ERR_RANGE = 6 /* a value out of range at run time: an index from data (Gather,
+                          Scatter) past its axis */
 } kiln_status;
 
 /* A short description of `st` ("ok", "index out of range", ...), for

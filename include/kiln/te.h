@@ -60,6 +60,15 @@ KILN_API kiln_expr kiln_not(kiln_expr a);
 /* cond ? a : b, evaluating both (TVM's select and if_then_else). */
 KILN_API kiln_expr kiln_select(kiln_expr cond, kiln_expr a, kiln_expr b);
 KILN_API kiln_expr kiln_cast(kiln_dtype dt, kiln_expr a); /* astype */
+/* An index that comes from data, checked against an extent n >= 1 (an
+ * integer expression; it must be positive when the code runs). The value is
+ * the index as int64, with a negative one counted from the end (index + n)
+ * if from_end; an index outside [-n, n-1] (from_end) or [0, n-1] gives 0,
+ * so what it indexes is still read in bounds, and is reported: the
+ * interpreter fails with KILN_ERR_RANGE, a compiled kernel returns
+ * KILN_KERNEL_EINDEX (kiln_function_call: KILN_ERR_RANGE) after writing
+ * every output. For Gather/Take, Scatter, OneHot and the like. */
+KILN_API kiln_expr kiln_checked_index(kiln_expr index, kiln_expr n, int from_end);
 
 /* ---- math intrinsics (float operands) ----------------------------------- */
 KILN_API kiln_expr kiln_exp(kiln_expr a);

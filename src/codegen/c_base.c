@@ -297,6 +297,44 @@ static char *intdiv_call(cg_render *r, int op, kiln_dtype dt, char **a) {
     return cg_sfmt("((%s)kiln_%s_i32(%s, %s))", cg_types[dt].c, f, a[0], a[1]);
 }
 
+char *cg_divisor(cg_render *r, kiln_dtype dt, int lanes, char *b) {
+    char vt[48], name[64];
+    cg_vtype(r, vt, dt, lanes);
+    snprintf(name, sizeof name, "kiln_divisor_%s", lanes > 1 ? vt + 5 : cg_types[dt].tag);
+    if (!cg_have_helper(r, name)) {
+        if (lanes == 1)
+            cg_add_helper(
+                r, name,
+                cg_sfmt("static inline %s %s(%s b, int32_t *st) {\n"
+                        "    if (__builtin_expect(b == 0, 0)) *st |= KILN_KERNEL_EDIVZERO;\n"
+                        "    return b;\n}\n",
+                        vt, name, vt));
+        else
+            cg_add_helper(r, name,
+                          cg_sfmt("static inline %s %s(%s b, int32_t *st) {\n"
+                                  "    int z = 0;\n"
+                                  "    for (int i = 0; i < %d; i++) z |= b[i] == 0;\n"
+                                  "    if (__builtin_expect(z, 0)) *st |= KILN_KERNEL_EDIVZERO;\n"
+                                  "    return b;\n}\n",
+                                  vt, name, vt, lanes));
+    }
+    char *t = cg_sfmt("%s(%s, &kiln__st)", name, b);
+    free(b);
+    return t;
+}
+
+char *cg_check_index(cg_render *r, const char *j, const char *n, int from_end) {
+    cg_add_helper(
+        r, "kiln_check_index",
+        cg_sdup("static inline int64_t kiln_check_index(int64_t j, int64_t n, int "
+                "from_end, int32_t *st) {\n"
+                "    if (__builtin_expect(j < n && (j >= 0 || (from_end && j >= -n)), 1))\n"
+                "        return j < 0 ? j + n : j;\n"
+                "    *st |= KILN_KERNEL_EINDEX;\n"
+                "    return 0;\n}\n"));
+    return cg_sfmt("kiln_check_index(%s, %s, %d, &kiln__st)", j, n, from_end ? 1 : 0);
+}
+
 char *cg_cast_text(cg_render *r, kiln_dtype to, kiln_dtype from, const char *a) {
     if (to == from)
         return cg_sdup(a);

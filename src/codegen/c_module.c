@@ -26,6 +26,7 @@ static void render_func(cg_render *r, kstr *out, const tir_func *f) {
     r->fname = f->name;
     r->npar = 0;
     r->na = r->exit_base = r->in_par = 0;
+    r->status = cg_uses_status(f->body);
     kstr_init(&r->pre);
     kstr body;
     kstr_init(&body);
@@ -55,9 +56,11 @@ static void render_func(cg_render *r, kstr *out, const tir_func *f) {
         cg_line(out, 1, "(void)%s;", n);
         free(n);
     }
+    if (r->status)
+        cg_line(out, 1, "int32_t kiln__st = 0;");
     if (body.buf)
         kstr_puts(out, body.buf);
-    kstr_puts(out, "    return 0;\n}\n\n");
+    kstr_puts(out, r->status ? "    return kiln__st;\n}\n\n" : "    return 0;\n}\n\n");
     kstr_free(&body);
 }
 

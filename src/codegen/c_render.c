@@ -108,6 +108,30 @@ static int div_guarded(int op, kiln_dtype dt, tir_node d) {
     return !(d->op == TIR_INT && d->ival != 0 && d->ival != -1);
 }
 
+/* Whether e reads a buffer (TIR_LOAD anywhere in it); past `budget` nodes
+ * (a divisor is small, but a shared DAG unfolds) it assumes so. */
+static int reads_data(tir_node e, int *budget) {
+    if (e->op == TIR_LOAD || --*budget < 0)
+        return 1;
+    for (uint32_t i = 0; i < e->nsrc; i++)
+        if (reads_data(e->src[i], budget))
+            return 1;
+    return 0;
+}
+
+/* Whether a guarded division by d reports a zero divisor to the kernel
+ * status: d reads data or is the constant 0. A divisor made of loop and size
+ * variables only is index arithmetic (a zero size runs no iteration), which
+ * reports nothing and so costs a float kernel nothing. */
+static int div_reports(tir_node d) {
+    if (d->op == TIR_BROADCAST)
+        d = d->src[0];
+    if (d->op == TIR_INT)
+        return d->ival == 0;
+    int budget = 256;
+    return reads_data(d, &budget);
+}
+
 static char *ex(cg_render *r, tir_node e) {
     if (r->st)
         return cg_sdup("0");
@@ -170,6 +194,10 @@ static char *ex(cg_render *r, tir_node e) {
         }
         char *t;
         int guard = n == 2 && div_guarded(op, dt, e->src[1]);
+        if (guard && div_reports(e->src[1])) {
+            KILN_ASSERT(r->status); /* cg_uses_status saw it */
+            a[1] = cg_divisor(r, dt, L, a[1]);
+        }
         int vec_op = L > 1 && (op <= TIR_DIV || (op == TIR_MOD && !cg_is_float(dt)));
         int cmp = op >= TIR_EQ && op <= TIR_GE;
         if (guard) {
@@ -241,6 +269,18 @@ static char *ex(cg_render *r, tir_node e) {
         return t;
     }
     case TIR_BROADCAST: return ex_at(r, e->src[0], L);
+    case TIR_CHECK: {
+        if (L != 1 || e->nsrc != 2 || dt != KILN_INT64) {
+            cg_fail(r, KILN_ERR_INVALID, "malformed checked index (vectorize leaves it scalar)");
+            return cg_sdup("0");
+        }
+        KILN_ASSERT(r->status); /* cg_uses_status saw it */
+        char *j = ex(r, e->src[0]), *m = ex(r, e->src[1]);
+        char *t = cg_check_index(r, j, m, e->ival != 0);
+        free(j);
+        free(m);
+        return t;
+    }
     default:
         cg_fail(r, KILN_ERR_INVALID, "cannot render %s in the C back end (lower it first)",
                 tir_op_name((tir_op)op));
@@ -289,6 +329,27 @@ static int pset_has(const pset *s, const void *p) {
         j = (j + 1) & (s->cap - 1);
     }
     return 0;
+}
+
+static int status_walk(pset *seen, tir_node n) {
+    if (pset_add(seen, n))
+        return 0;
+    if (n->op == TIR_CHECK)
+        return 1;
+    if (n->nsrc == 2 && n->op < TIR_FOR && div_guarded(n->op, (kiln_dtype)n->dtype, n->src[1]) &&
+        div_reports(n->src[1]))
+        return 1;
+    for (uint32_t i = 0; i < n->nsrc; i++)
+        if (status_walk(seen, n->src[i]))
+            return 1;
+    return 0;
+}
+
+int cg_uses_status(tir_node s) {
+    pset seen = {0};
+    int r = status_walk(&seen, s);
+    free(seen.keys);
+    return r;
 }
 
 typedef struct {
@@ -357,7 +418,9 @@ static void promo_walk(promo *p, tir_node n) {
 
 /* ---- statements ------------------------------------------------------------------------- */
 
-/* Free the heap buffers of the current C function, then return `value`. */
+/* Free the heap buffers of the current C function, then return `value`:
+ * a kernel with a status adds its bits; a parallel closure ORs its status
+ * into its kernel's first. */
 static void emit_return(cg_render *r, kstr *o, int ind, const char *value) {
     for (int i = r->na - 1; i >= r->exit_base; i--) {
         if (!r->allocs[i].heap)
@@ -366,7 +429,13 @@ static void emit_return(cg_render *r, kstr *o, int ind, const char *value) {
         cg_line(o, ind, "kiln__api->workspace_free(%s);", n);
         free(n);
     }
-    cg_line(o, ind, "return %s;", value);
+    if (r->status && r->in_par)
+        cg_line(o, ind,
+                "if (kiln__st) __atomic_fetch_or(kiln__cl->kiln__st, kiln__st, __ATOMIC_RELAXED);");
+    if (r->status && !r->in_par)
+        cg_line(o, ind, "return %s | kiln__st;", value);
+    else
+        cg_line(o, ind, "return %s;", value);
 }
 
 static int alloc_begin(cg_render *r, kstr *o, tir_node s, int ind);
@@ -415,6 +484,13 @@ static void stmt_parallel(cg_render *r, kstr *o, tir_node s, int ind) {
         kstr_printf(&init, "%s, ", un);
         free(un);
     }
+    /* a body with a status ORs it into the kernel's, through a pointer */
+    int outer_status = r->status, status = cg_uses_status(body);
+    KILN_ASSERT(!status || outer_status);
+    if (status) {
+        kstr_printf(pre, "    int32_t *kiln__st;\n");
+        kstr_printf(&init, "&kiln__st, ");
+    }
     kstr_printf(pre, "    int64_t kiln__min;\n};\n");
     kstr_printf(&init, "%s", mn);
     /* the outlined body: allocations that do not depend on the loop variable
@@ -422,6 +498,9 @@ static void stmt_parallel(cg_render *r, kstr *o, tir_node s, int ind) {
     int saved_base = r->exit_base, nh = 0;
     r->exit_base = r->na;
     r->in_par = 1;
+    r->status = status;
+    if (status)
+        cg_line(&inner, 1, "int32_t kiln__st = 0;");
     cg_line(&inner, 1, "const int64_t %s_lo = kiln__cl->kiln__min + kiln__begin;", vn);
     cg_line(&inner, 1, "const int64_t %s_hi = kiln__cl->kiln__min + kiln__end;", vn);
     while (body->op == TIR_ALLOCATE && !tir_uses_var(body->src[1], v) &&
@@ -435,7 +514,11 @@ static void stmt_parallel(cg_render *r, kstr *o, tir_node s, int ind) {
     cg_line(&inner, 1 + nh, "}");
     while (nh > 0)
         alloc_end(r, &inner, nh--);
+    if (status)
+        cg_line(&inner, 1,
+                "if (kiln__st) __atomic_fetch_or(kiln__cl->kiln__st, kiln__st, __ATOMIC_RELAXED);");
     r->in_par = 0;
+    r->status = outer_status;
     r->exit_base = saved_base;
     kstr_printf(
         pre, "static int %s(int64_t kiln__begin, int64_t kiln__end, void *kiln__closure) {\n", fn);

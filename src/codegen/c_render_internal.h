@@ -47,6 +47,9 @@ typedef struct {
     cg_alloc *allocs;
     int na, capa;
     int exit_base; /* allocs below this index belong to an enclosing C function */
+    int status;    /* the current C function keeps a kernel status, int32_t kiln__st, that
+                      checked indices and integer divisions of data OR their
+                      KILN_KERNEL_* bits into (cg_uses_status) */
 } cg_render;
 
 static inline int cg_is_float(kiln_dtype dt) {
@@ -103,6 +106,11 @@ KILN_HIDDEN char *cg_lane_call(cg_render *r, const char *opname, int op, uint32_
 /* The base name of base/intdiv.h's helper for a div-like op ("idiv_trunc"
  * for TIR_DIV: kiln_idiv_trunc_i32 and _i64); NULL for other ops. */
 KILN_HIDDEN const char *cg_intdiv_name(int op);
+/* Text b (freed), a divisor of `lanes` x dt, wrapped in the helper that ORs
+ * KILN_KERNEL_EDIVZERO into the kernel status when a lane of it is 0. */
+KILN_HIDDEN char *cg_divisor(cg_render *r, kiln_dtype dt, int lanes, char *b);
+/* The call of the checked-index helper on index and extent texts. */
+KILN_HIDDEN char *cg_check_index(cg_render *r, const char *j, const char *n, int from_end);
 /* Text a (freed) broadcast to `lanes` lanes. */
 KILN_HIDDEN char *cg_splat(cg_render *r, kiln_dtype dt, int lanes, char *a);
 /* The name of a memory helper: kind "vload", "vstore", "gather" or
@@ -113,6 +121,13 @@ KILN_HIDDEN const char *cg_mem_helper(cg_render *r, const char *kind, kiln_dtype
 KILN_HIDDEN void cg_line(kstr *o, int ind, const char *fmt, ...) KILN_PRINTF(3, 4);
 
 /* ---- c_render.c ---- */
+
+/* Whether statement s needs a kernel status: it has a checked index
+ * (TIR_CHECK: KILN_KERNEL_EINDEX) or an integer division or remainder whose
+ * divisor reads data or is the constant 0 (KILN_KERNEL_EDIVZERO). Float
+ * code and index arithmetic never need one. A kernel that has one returns
+ * it; a parallel closure ORs its bits into the kernel's atomically. */
+KILN_HIDDEN int cg_uses_status(tir_node s);
 
 /* Render statement s at indent `ind` into o (outlined parallel bodies go
  * to r->pre). */

@@ -126,6 +126,12 @@ KILN_HIDDEN int ops_layout_block(const char *layout);
 /* The int64 constant v, and the constant v in dtype dt. */
 KILN_HIDDEN kiln_expr ops_int(kiln_ctx *ctx, int64_t v);
 KILN_HIDDEN kiln_expr ops_const(kiln_ctx *ctx, kiln_dtype dt, double v);
+/* An index read from data (Gather, Scatter, OneHot, ...) into a dim of n > 0
+ * elements: as int64, a negative one counted from the end if from_end; one
+ * out of range is reported when the code runs (the interpreter: an error;
+ * a kernel: KILN_KERNEL_EINDEX) and reads element 0 (kiln_checked_index),
+ * never clamped silently. */
+KILN_HIDDEN kiln_expr ops_checked_index(kiln_ctx *ctx, kiln_expr index, int64_t n, int from_end);
 /* The concrete dims of a tensor (all dims are constants after typing). */
 KILN_HIDDEN int ops_shape(const kiln_tensor *t, int64_t *dims);
 /* The dims of the call's (first) output type; returns the rank. */

@@ -217,6 +217,10 @@ kiln_expr ops_const(kiln_ctx *ctx, kiln_dtype dt, double v) {
     return kiln_const(ctx, dt, v);
 }
 
+kiln_expr ops_checked_index(kiln_ctx *ctx, kiln_expr index, int64_t n, int from_end) {
+    return kiln_checked_index(index, kiln_int(ctx, n), from_end);
+}
+
 int ops_shape(const kiln_tensor *t, int64_t *dims) {
     for (int d = 0; d < t->ndim; d++)
         KILN_ASSERT(tir_const_int(t->shape[d], &dims[d]));

@@ -5,7 +5,8 @@
  * (constant, edge and reflect) and layout_transform (NCHW <-> NCHW[x]c).
  * Each output element reads input elements at indices derived from its
  * own; every read stays in bounds: indices are clamped where the value
- * read is not selected or the index comes from data. */
+ * read is not selected, and an index that comes from data is checked
+ * (ops_checked_index: out of range is an error, never a clamp). */
 #include <stdio.h>
 #include <string.h>
 
@@ -530,12 +531,8 @@ typedef struct {
 static kiln_expr take_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     take_args *a = u;
     kiln_expr ix[KILN_MAX_NDIM];
-    kiln_expr j = kiln_tensor_at(a->idx, a->ni, i + a->axis);
-    if (kiln_tensor_dtype(a->idx) != KILN_INT64)
-        j = kiln_cast(KILN_INT64, j);
-    kiln_expr zero = ops_int(ctx, 0), n = ops_int(ctx, a->n);
-    j = kiln_select(kiln_lt(j, zero), kiln_add(j, n), j);    /* negative: from the end */
-    j = kiln_min(kiln_max(j, zero), ops_int(ctx, a->n - 1)); /* out of range: clamped */
+    /* negative: from the end; out of range: reported, never clamped */
+    kiln_expr j = ops_checked_index(ctx, kiln_tensor_at(a->idx, a->ni, i + a->axis), a->n, 1);
     for (int d = 0; d < a->axis; d++)
         ix[d] = i[d];
     ix[a->axis] = j;

@@ -6,7 +6,9 @@
  * has a compute, whatever its fusion pattern (the interpreter runs any
  * compute, so no op is singled out by name). A call the interpreter
  * cannot evaluate (past its element cap, say) stays a call, and so do the
- * calls that read it; only running out of memory fails the pass. A value is
+ * calls that read it; only running out of memory, or a constant index out
+ * of range (a Gather of a constant by a bad constant index: the error names
+ * the node, as ONNX Runtime reports it), fails the pass. A value is
  * kept only while a later folded call still reads it, or if the new graph
  * needs it. */
 #include <stdio.h>
@@ -33,8 +35,8 @@ static int foldable(const struct kiln_graph *g, const gnode *n, const int *fold)
  * needed one. A node whose evaluation fails (the interpreter's element cap,
  * an expression it does not run), or that reads such a node, is left
  * unfolded: fold[id] is cleared, the folded values it reads become needed,
- * the error is cleared and the others go on. Only running out of memory
- * fails. */
+ * the error is cleared and the others go on. Only running out of memory and
+ * an index out of range (KILN_ERR_RANGE) fail. */
 static kiln_status evaluate(const struct kiln_graph *g, int *fold, int *needed,
                             kiln_ndarray **values) {
     int *uses = kiln_calloc((size_t)g->n, sizeof(int)); /* folded readers still to come */
@@ -63,6 +65,8 @@ static kiln_status evaluate(const struct kiln_graph *g, int *fold, int *needed,
             ready &= p->kind == GN_CONST || fold[p->id];
         }
         st = ready ? graph_eval_call(n, in, 0, &values[id]) : KILN_ERR_INVALID;
+        if (st == KILN_ERR_RANGE) /* a constant index out of range: the model is wrong */
+            break;
         if (st != KILN_OK && st != KILN_ERR_NOMEM) {
             /* left unfolded; its folded inputs stay (their uses are not
                counted down, so they are not freed before the rebuild) */

@@ -482,8 +482,19 @@ kiln_status kiln_function_call(const kiln_function *f, int nargs, kiln_ndarray *
         bound = kiln_malloc((size_t)f->nvars * sizeof *bound);
     }
     kiln_status st = !vars || !bound ? KILN_ERR_NOMEM : check_args(f, args, ptrs, vars, bound);
-    if (!st && f->fn(ptrs, vars) != 0)
+    int32_t bits = st ? 0 : f->fn(ptrs, vars);
+    /* the kernel's KILN_KERNEL_* bits: a zero divisor has a defined value
+       (base/intdiv.h) and is not an error here */
+    if (bits & KILN_KERNEL_ENOMEM)
         st = kiln_set_error(KILN_ERR_NOMEM, "%s: kernel could not allocate memory", f->name);
+    else if (bits & KILN_KERNEL_EINDEX)
+        st = kiln_set_error(KILN_ERR_RANGE,
+                            "%s: index out of range: an index input (of a Gather, say) is "
+                            "outside the dim it indexes",
+                            f->name);
+    else if (bits & ~(int32_t)KILN_KERNEL_EDIVZERO)
+        st = kiln_set_error(KILN_ERR_INVALID, "%s: kernel returned unknown status bits 0x%x",
+                            f->name, (unsigned)bits);
     if (ptrs != ptr_small)
         free(ptrs);
     if (vars != var_small)

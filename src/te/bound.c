@@ -72,6 +72,11 @@ int te_eval_interval(tir_node e, int n, const tir_node *vars, const te_ival *iva
         *out = (te_ival){imin(x.lo, y.lo), imax(x.hi, y.hi)};
         return 1;
     }
+    case TIR_CHECK: /* [0, n-1], whatever the index */
+        if (uses_any(e->src[1], n, vars))
+            return 0;
+        *out = (te_ival){tir_i64(e->ctx, 0), tir_sub(e->src[1], tir_i64(e->ctx, 1))};
+        return 1;
     default: return 0;
     }
     if (is_point(a) && is_point(b)) {

@@ -156,6 +156,7 @@ typedef struct {
     /* scratch lanes for masked values, reset at each pass */
     void **scratch;
     int nscratch, used_scratch;
+    kiln_status fail; /* the status of an error that is not KILN_ERR_INVALID */
 } ev;
 
 static void *scratch(ev *E) {
@@ -320,6 +321,39 @@ static int eval_read(ev *E, tir_node e, const uint8_t *m, val *out) {
     }
     te_lanes_gather(S->t->dtype, S->data + base * (int64_t)kiln_dtype_size(S->t->dtype), off,
                     act != NULL, out->p, n);
+    return 1;
+}
+
+/* A checked index (TIR_CHECK): normalized on every lane, and an error
+ * (KILN_ERR_RANGE) when it is out of range on a lane m selects; the
+ * others give 0, as in generated code. */
+static int eval_check(ev *E, tir_node e, const uint8_t *m, val *out) {
+    val j, n;
+    if (e->nsrc != 2 || te_vkind_of((kiln_dtype)e->src[0]->dtype) != TE_K_I64 ||
+        te_vkind_of((kiln_dtype)e->src[1]->dtype) != TE_K_I64)
+        return fail_expr(E, "a malformed checked index:", e), 0;
+    if (!eval(E, e->src[0], m, &j) || !eval(E, e->src[1], m, &n))
+        return 0;
+    out->uni = j.uni && n.uni;
+    int cnt = LANES(E->n, out->uni), from_end = e->ival != 0;
+    const int64_t *jv = j.p, *nv = n.p;
+    int64_t *r = out->p;
+    for (int i = 0; i < cnt; i++) {
+        int64_t x = jv[j.uni ? 0 : i], ext = nv[n.uni ? 0 : i];
+        int ok = x < ext && (from_end ? x >= -ext : x >= 0);
+        if (!ok && (out->uni ? any_active(E, m) : !m || m[i])) {
+            char buf[160];
+            kiln_expr_print(e, buf, sizeof buf);
+            E->fail = kiln_set_error(KILN_ERR_RANGE,
+                                     "te_eval: compute '%s': index %lld is out of range for a "
+                                     "dim of %lld (valid: %s%lld to %lld): '%s'",
+                                     E->cur ? E->cur->t->name : "(shape)", (long long)x,
+                                     (long long)ext, from_end ? "-" : "",
+                                     (long long)(from_end ? ext : 0), (long long)(ext - 1), buf);
+            return 0;
+        }
+        r[i] = !ok ? 0 : x < 0 ? x + ext : x;
+    }
     return 1;
 }
 
@@ -506,6 +540,7 @@ static int compute(ev *E, tir_node e, const uint8_t *m, val *out) {
     }
     case TIR_CALL: return eval_call(E, e, m, out);
     case TIR_TENSOR_READ: return eval_read(E, e, m, out);
+    case TIR_CHECK: return eval_check(E, e, m, out);
     case TIR_REDUCE:
         return fail_expr(E, "a reduction that is not the whole body of its compute:", e), 0;
     default: {
@@ -1011,6 +1046,8 @@ kiln_status te_eval(int nout, kiln_tensor *const *outputs, int nin,
             results[k] = NULL;
         }
         const char *e = kiln_last_error();
+        if (E.fail)
+            return E.fail;
         return *e ? KILN_ERR_INVALID : kiln_set_error(KILN_ERR_NOMEM, "te_eval: out of memory");
     }
     return KILN_OK;

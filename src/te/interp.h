@@ -40,7 +40,8 @@ typedef struct {
  * new compact array per output to results (the caller frees them), or
  * returns an error naming the tensor (a missing placeholder value, an
  * unbound size, a read outside a tensor, an expression kind that is not a
- * tensor expression, a stage over the cap) and writes nothing. opts may be
+ * tensor expression, a stage over the cap; KILN_ERR_RANGE for a checked
+ * index out of range, kiln_checked_index) and writes nothing. opts may be
  * NULL. */
 KILN_HIDDEN kiln_status te_eval(int nout, kiln_tensor *const *outputs, int nin,
                                 kiln_tensor *const *placeholders, const kiln_ndarray *const *values,

@@ -242,6 +242,24 @@ kiln_expr kiln_cast(kiln_dtype dt, kiln_expr a) {
     return tir_cast(dt, a);
 }
 
+kiln_expr kiln_checked_index(kiln_expr index, kiln_expr n, int from_end) {
+    if (!index || !n)
+        return NULL;
+    if (index->ctx != n->ctx) {
+        kiln_set_error(KILN_ERR_INVALID, "checked_index: operands come from different contexts");
+        return NULL;
+    }
+    if (!check_index("checked_index index", index) || !check_index("checked_index extent", n))
+        return NULL;
+    int64_t v;
+    if (tir_const_int(n, &v) && v <= 0) {
+        kiln_set_error(KILN_ERR_INVALID, "checked_index: extent %lld must be positive",
+                       (long long)v);
+        return NULL;
+    }
+    return tir_check(tir_cast(KILN_INT64, index), tir_cast(KILN_INT64, n), from_end);
+}
+
 /* ---- intrinsics ---------------------------------------------------------------- */
 
 static tir_node intrin(tir_intrin f, int n, tir_node a, tir_node b) {

@@ -111,6 +111,7 @@ static tir_node vec_expr(vec_ctx *v, tir_node e) {
         return tir_call(v->ctx, (tir_intrin)e->aux, (kiln_dtype)e->dtype, v->lanes, (int)e->nsrc,
                         w);
     }
+    case TIR_CHECK: /* reports per element (the renderer's status): the loop stays serial */
     default:
         (void)any_vec;
         v->failed = 1;

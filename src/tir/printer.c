@@ -147,6 +147,11 @@ void tir_print_expr(kstr *out, tir_node e) {
         tir_print_expr(out, s[0]);
         kstr_putc(out, ')');
         return;
+    case TIR_CHECK:
+        kstr_puts(out, e->ival ? "checked_index_from_end(" : "checked_index(");
+        print_list(out, 2, s);
+        kstr_putc(out, ')');
+        return;
     default: break;
     }
     if (e->op < TIR_OP_COUNT && OPS[e->op].fn) {

@@ -497,6 +497,18 @@ static tir_node r_cmp_bound(const simp *s, tir_node n) {
     return d < 0 ? NULL : mk_bool(n->ctx, n->lanes, d);
 }
 
+/* checked_index(j, n) -> j when 0 <= j < n provably; checked_index_from_end(j, n) -> j + n
+ * when -n <= j < 0 provably (an index that may be out of range keeps its check) */
+static tir_node r_check(const simp *s, tir_node n) {
+    tir_node j = n->src[0], e = n->src[1], zero = tir_i64(n->ctx, 0);
+    if (tir_decide_cmp(s->an, TIR_LT, j, e) == 1 && tir_decide_cmp(s->an, TIR_GE, j, zero) == 1)
+        return j;
+    if (n->ival && tir_decide_cmp(s->an, TIR_LT, j, zero) == 1 &&
+        tir_decide_cmp(s->an, TIR_GE, tir_add(j, e), zero) == 1)
+        return tir_add(j, e);
+    return NULL;
+}
+
 /* ---- the table and the driver ---------------------------------------------------- */
 
 #define OP(o) (1ull << (o))
@@ -535,6 +547,7 @@ static const struct {
     {OP(TIR_MIN) | OP(TIR_MAX), r_minmax_bound},
     {OP(TIR_MIN) | OP(TIR_MAX), r_minmax_const},
     {OPS_CMP, r_cmp_bound},
+    {OP(TIR_CHECK), r_check},
 };
 
 /* Apply the first matching rule until none applies (sources are simplified). */

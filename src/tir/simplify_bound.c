@@ -266,6 +266,10 @@ static itv bound_raw(const tir_analyzer *an, tir_node e) {
         return itv_add(tir_bound(an, s[0]),
                        itv_mul(tir_bound(an, s[1]), itv_make(0, e->lanes - 1)));
     case TIR_BROADCAST: return tir_bound(an, s[0]);
+    case TIR_CHECK: { /* [0, n-1], or 0 where n <= 0 */
+        itv b = tir_bound(an, s[1]);
+        return itv_make(0, b.hi == POS_INF ? POS_INF : b.hi >= 1 ? b.hi - 1 : 0);
+    }
     default: return dtype_range(dt);
     }
 }

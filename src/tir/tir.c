@@ -286,6 +286,13 @@ tir_node tir_broadcast(tir_node v, int lanes) {
     return tir_make(v->ctx, TIR_BROADCAST, (kiln_dtype)v->dtype, lanes, 0, 0, 0, NULL, NULL, 1, &v);
 }
 
+tir_node tir_check(tir_node index, tir_node extent, int from_end) {
+    KILN_ASSERT(index->dtype == KILN_INT64 && extent->dtype == KILN_INT64 && index->lanes == 1 &&
+                extent->lanes == 1);
+    tir_node s[2] = {index, extent};
+    return tir_make(index->ctx, TIR_CHECK, KILN_INT64, 1, 0, from_end != 0, 0, NULL, NULL, 2, s);
+}
+
 tir_node tir_for(tir_node var, tir_node min, tir_node extent, tir_for_kind kind,
                  const char *thread_tag, tir_node body) {
     tir_node s[4] = {var, min, extent, body};
@@ -375,11 +382,11 @@ int tir_is_const(tir_node n) {
 
 const char *tir_op_name(tir_op op) {
     static const char *names[TIR_OP_COUNT] = {
-        "int",       "float",    "var",      "add",         "sub",      "mul",  "div",
-        "mod",       "floordiv", "floormod", "min",         "max",      "eq",   "ne",
-        "lt",        "le",       "gt",       "ge",          "and",      "or",   "not",
-        "select",    "cast",     "call",     "tensor_read", "reduce",   "load", "ramp",
-        "broadcast", "for",      "store",    "provide",     "allocate", "if",   "seq"};
+        "int",         "float",    "var",  "add",  "sub",       "mul",    "div",  "mod",
+        "floordiv",    "floormod", "min",  "max",  "eq",        "ne",     "lt",   "le",
+        "gt",          "ge",       "and",  "or",   "not",       "select", "cast", "call",
+        "tensor_read", "reduce",   "load", "ramp", "broadcast", "check",  "for",  "store",
+        "provide",     "allocate", "if",   "seq"};
     return (unsigned)op < TIR_OP_COUNT ? names[op] : "?";
 }
 

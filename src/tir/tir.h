@@ -53,6 +53,12 @@ typedef enum {
                         lanes); dtype = the element dtype */
     TIR_RAMP,        /* src[0] base, src[1] stride (scalars); lanes */
     TIR_BROADCAST,   /* src[0] scalar; lanes */
+    TIR_CHECK,       /* a checked index: src[0] index, src[1] extent n (int64
+                        scalars); ival = 1 if a negative index counts from the
+                        end. Its value is the index normalized into [0, n);
+                        outside [-n, n-1] (or [0, n-1]) it is 0, so reads
+                        stay in bounds, and the kernel reports
+                        KILN_KERNEL_EINDEX (the interpreter: an error) */
     /* statements (dtype is HANDLE and unused) */
     TIR_FOR,      /* src: var, min, extent, body; aux = tir_for_kind; name =
                      thread tag when aux is TIR_FOR_THREAD */
@@ -157,6 +163,8 @@ KILN_HIDDEN tir_node tir_call(kiln_ctx *ctx, tir_intrin f, kiln_dtype dt, int la
 KILN_HIDDEN tir_node tir_load(kiln_ctx *ctx, tir_node buf, tir_node index);
 KILN_HIDDEN tir_node tir_ramp(tir_node base, tir_node stride, int lanes);
 KILN_HIDDEN tir_node tir_broadcast(tir_node v, int lanes);
+/* The checked index of TIR_CHECK (index and extent int64 scalars). */
+KILN_HIDDEN tir_node tir_check(tir_node index, tir_node extent, int from_end);
 
 KILN_HIDDEN tir_node tir_for(tir_node var, tir_node min, tir_node extent, tir_for_kind kind,
                              const char *thread_tag, tir_node body);

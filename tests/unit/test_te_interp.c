@@ -842,7 +842,9 @@ static void test_errors(void) {
  * the values positive (log, sqrt, an integer divisor, a uint8 cast); an
  * 'M' puts the dtype's minimum in every fourth element from 1, a 'Z' 0 in
  * every fourth from 0 and -1 from 1 (so M / Z divides by 0 and MIN by -1:
- * kiln's rule, at run time as in the interpreter). */
+ * kiln's rule, at run time as in the interpreter); an 'I' makes indices in
+ * [-5, 4], negative and not, for a dim of 5 (an index out of range is an
+ * error, tested in test_te_checks.c). */
 typedef struct {
     const char *op, *inputs, *attrs;
 } workload;
@@ -904,7 +906,7 @@ static const workload g_work[] = {
     {"concatenate", "f32[3,4];f32[3,2];f32[3,1]", "axis=1"},
     {"split", "f32[6,4]", "indices_or_sections=[1, 4]"},
     {"strided_slice", "f32[7,9]", "begin=[6, 1], end=[0, 8], strides=[-2, 3]"},
-    {"take", "f32[5,4];i64[3,2]", "axis=0"},
+    {"take", "f32[5,4];i64I[3,2]", "axis=0"},
     {"broadcast_to", "f32[3,1]", "shape=[2, 3, 4]"},
     {"nn.pad", "f32[2,3]", "pad_width=[1, 2, 0, 1], pad_value=-7"},
     {"sum", "f32[3,4,5]", "axis=[0, 2]"},
@@ -935,7 +937,7 @@ static int parse_dtype(const char *s, size_t len, kiln_dtype *dt) {
 typedef struct {
     int n;
     kiln_dtype dt[8];
-    char positive[8]; /* '+', 'M', 'Z' or 0 */
+    char positive[8]; /* '+', 'M', 'Z', 'I' or 0 */
     int nd[8];
     int64_t dims[8][8];
 } input_specs;
@@ -947,7 +949,7 @@ static int parse_inputs(const char *s, input_specs *in) {
         if (!b)
             return 0;
         int k = in->n;
-        in->positive[k] = strchr("+MZ", b[-1]) ? b[-1] : 0;
+        in->positive[k] = strchr("+MZI", b[-1]) ? b[-1] : 0;
         if (!parse_dtype(s, (size_t)(b - s - (in->positive[k] != 0)), &in->dt[k]))
             return 0;
         in->nd[k] = 0;
@@ -976,6 +978,11 @@ static kiln_ndarray *workload_value(const input_specs *in, int k, uint64_t *seed
     }
     if (!in->positive[k])
         return a;
+    if (in->positive[k] == 'I') {
+        for (int64_t i = 0; i < kiln_ndarray_numel(a); i++)
+            ((int64_t *)kiln_ndarray_data(a))[i] = (i * 7) % 10 - 5;
+        return a;
+    }
     if (in->positive[k] != '+') {
         for (int64_t i = 0; i < kiln_ndarray_numel(a); i++) {
             double v = in->positive[k] == 'Z' ? (i % 4 == 0   ? 0
