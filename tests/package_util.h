@@ -13,7 +13,7 @@
 #include "runtime/module_abi.h"
 
 /* Append a ustar member (type '0' regular, '2' symlink, '5' folder). */
-static void pkg_tar_add(FILE *f, const char *name, const void *data, size_t len, char type) {
+static inline void pkg_tar_add(FILE *f, const char *name, const void *data, size_t len, char type) {
     unsigned char h[512] = {0};
     snprintf((char *)h, 100, "%s", name);
     snprintf((char *)h + 100, 8, "%07o", 0644);
@@ -36,8 +36,8 @@ static void pkg_tar_add(FILE *f, const char *name, const void *data, size_t len,
 }
 
 /* The manifest listing n members (names[i], data[i][0, len[i])) into out. */
-static void pkg_manifest(char *out, size_t cap, int n, const char *const *names,
-                         const void *const *data, const size_t *len) {
+static inline void pkg_manifest(char *out, size_t cap, int n, const char *const *names,
+                                const void *const *data, const size_t *len) {
     size_t k = (size_t)snprintf(out, cap,
                                 "{\"format\": \"kiln-package\", \"version\": %d, \"abi\": %d, "
                                 "\"members\": [",
@@ -54,8 +54,8 @@ static void pkg_manifest(char *out, size_t cap, int n, const char *const *names,
 }
 
 /* Append manifest.json for the n members. */
-static void pkg_tar_add_manifest(FILE *f, int n, const char *const *names, const void *const *data,
-                                 const size_t *len) {
+static inline void pkg_tar_add_manifest(FILE *f, int n, const char *const *names,
+                                        const void *const *data, const size_t *len) {
     char m[2048];
     pkg_manifest(m, sizeof m, n, names, data, len);
     pkg_tar_add(f, "manifest.json", m, strlen(m), '0');

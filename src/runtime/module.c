@@ -37,6 +37,7 @@ struct kiln_function {
 struct kiln_module {
     void *handle;
     char *path;   /* the shared object, for kiln_module_save */
+    char *name;   /* for messages, if not path: "model.tar: mod.so" */
     char *tmpdir; /* removed on free, or NULL */
     int fd;       /* the image's memfd (kept open while loaded: its name is unique), or -1 */
     arena *ar;    /* names, args and functions */
@@ -196,7 +197,8 @@ static kiln_status parse_func(meta_reader *r, kiln_module *m, kiln_function *f) 
 
 static kiln_status parse_meta(kiln_module *m, const char *text,
                               kiln_kernel_fn (*lookup)(void *user, const char *name), void *user) {
-    meta_reader r = {m->path, 0, arena_strdup(m->ar, text), {0}, 0, lookup, user};
+    meta_reader r = {
+        m->name ? m->name : m->path, 0, arena_strdup(m->ar, text), {0}, 0, lookup, user};
     int st = meta_line(&r);
     if (st < 0)
         return KILN_ERR_IO;
@@ -270,6 +272,7 @@ void kiln_module_free(kiln_module *m) {
         remove_dir(m->tmpdir);
     free(m->tmpdir);
     free(m->path);
+    free(m->name);
     free(m->funcs);
     arena_free(m->ar);
     free(m);
@@ -404,7 +407,7 @@ kiln_module *kiln_module_load_image(const void *bytes, size_t len, const char *w
     m->fd = image_fd(bytes, len, what);
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", m->fd);
-    if (m->fd < 0 || !(m->path = kiln_strdup(path))) {
+    if (m->fd < 0 || !(m->path = kiln_strdup(path)) || !(m->name = kiln_strdup(what))) {
         kiln_module_free(m);
         return NULL;
     }
@@ -478,8 +481,8 @@ kiln_function *kiln_module_get_function(kiln_module *m, const char *name) {
     kstr_init(&s);
     for (int i = 0; i < m->nfuncs; i++)
         kstr_printf(&s, "%s%s", i ? ", " : "", m->funcs[i].name);
-    kiln_set_error(KILN_ERR_INVALID, "%s: no function '%s' (it has: %s)", m->path, name,
-                   s.buf ? s.buf : "none");
+    kiln_set_error(KILN_ERR_INVALID, "%s: no function '%s' (it has: %s)",
+                   m->name ? m->name : m->path, name, s.buf ? s.buf : "none");
     kstr_free(&s);
     return NULL;
 }
