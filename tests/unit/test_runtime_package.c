@@ -6,7 +6,9 @@
  * nothing is written to $TMPDIR; two packages loaded at once stay distinct.
  * kiln_package_inspect describes a package without loading mod.so: a
  * module whose ELF constructor writes a file is inspected and the file
- * never appears (loading it, as a control, runs the constructor). */
+ * never appears (loading it, as a control, runs the constructor).
+ * Leaves pkg_good.tar, pkg_ctor.tar, pkg_nomanifest.tar, pkg_digest.tar and
+ * pkg_inputs.npz for tests/cli/test_package.sh. */
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,7 +22,8 @@
 /* ---- a module and its plan: y = f(x, w), float32[4] ---------------------------- */
 
 /* The C source of a module with one function `fn` computing y = x * w + add;
- * with `ctor`, an ELF constructor that creates the file $KILN_CTOR_MARK. */
+ * with `ctor`, an ELF constructor that aborts if $KILN_CTOR_ABORT is set and
+ * creates the file $KILN_CTOR_MARK (tests/cli/test_package.sh uses both). */
 static void module_source(char *out, size_t cap, const char *fn, int add, int ctor) {
     snprintf(out, cap,
              "#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
@@ -35,6 +38,7 @@ static void module_source(char *out, size_t cap, const char *fn, int add, int ct
              "%s",
              KILN_MODULE_ABI_VERSION, fn, fn, add,
              ctor ? "__attribute__((constructor)) static void mark(void) {\n"
+                    "  if (getenv(\"KILN_CTOR_ABORT\")) abort();\n"
                     "  const char *p = getenv(\"KILN_CTOR_MARK\");\n"
                     "  FILE *f = p ? fopen(p, \"w\") : NULL;\n"
                     "  if (f) fclose(f);\n}\n"
@@ -203,6 +207,13 @@ static void test_manifest(void) {
     CHECK(img && strcmp(img, "manifest.json") == 0);
     CHECK(img && strstr(img + 512, "{\"format\": \"kiln-package\", \"version\": 2, \"abi\": "));
     free(img);
+    kiln_npz *in = kiln_npz_new(); /* x for tests/cli/test_package.sh */
+    int64_t four = 4;
+    kiln_ndarray *x = kiln_ndarray_empty(KILN_FLOAT32, 1, &four);
+    CHECK_EQ_INT(kiln_npz_add(in, "x", x), KILN_OK);
+    CHECK_EQ_INT(kiln_npz_save(in, test_tmp_path("pkg_inputs.npz"), 0), KILN_OK);
+    kiln_ndarray_free(x);
+    kiln_npz_free(in);
 
     parts p = read_parts(good);
     char man[2048], bad[2048];
