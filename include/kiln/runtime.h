@@ -207,8 +207,9 @@ KILN_API const char *kiln_package_info_functions(const kiln_package_info *p);
 /* A loaded graph: its module, its storage, inputs and outputs. */
 typedef struct kiln_executor kiln_executor;
 
-/* Load a package written by kiln_package_write (or by tar from the three
- * files). NULL with an error naming the file, the member and the node. */
+/* Load a package written by kiln_package_write: this runs its mod.so
+ * (trust it), after the checks above. NULL with an error naming the file,
+ * the member and the node. */
 KILN_API kiln_executor *kiln_executor_load(const char *package_tar_path);
 /* An executor over a graph JSON and a loaded module. `mod` is borrowed and
  * must outlive the executor; `params` (may be NULL) is copied. */

@@ -65,6 +65,8 @@ void kiln_sha256_init(kiln_sha256 *s) {
 
 void kiln_sha256_update(kiln_sha256 *s, const void *data, size_t len) {
     const unsigned char *p = data;
+    if (len == 0)
+        return; /* data may be NULL: no memcpy from it */
     s->bytes += len;
     if (s->used) {
         size_t k = 64 - s->used < len ? 64 - s->used : len;
