@@ -1,5 +1,7 @@
 /* kiln_inspect.c: `kiln inspect`. A package (model.tar) needs only the
- * runtime: its inputs, outputs and kernels. A model (.onnx) needs the
+ * runtime: its inputs, outputs, kernels, target and verified members, read
+ * without loading mod.so (kiln_package_inspect), so inspecting runs none of
+ * the package's code and works for a package built for another machine. A model (.onnx) needs the
  * compiler's importer, which the runtime-only kiln (KILN_RUNTIME_ONLY, the
  * cross build for a board) does not have; it says so. */
 #include <stdio.h>
@@ -23,33 +25,59 @@ static int ends_with(const char *s, const char *suffix) {
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
+static void print_tensor(const kiln_tensor_desc *t) {
+    printf("  %s: %s[", t->name, kiln_dtype_name(t->dtype));
+    for (int d = 0; d < t->ndim; d++)
+        printf("%s%lld", d ? ", " : "", (long long)t->shape[d]);
+    printf("]\n");
+}
+
+/* The functions listed in mod.so's metadata text ("func NAME NARGS NVARS"). */
+static void print_functions(const char *meta) {
+    if (!meta) {
+        printf("functions: not found in mod.so's symbol table\n");
+        return;
+    }
+    int n = 0;
+    for (const char *l = meta; (l = strstr(l, "func ")) != NULL; l += 5)
+        n += l == meta || l[-1] == '\n';
+    printf("functions (%d, from mod.so's kiln_module_meta):\n", n);
+    for (const char *l = meta; (l = strstr(l, "func ")) != NULL; l += 5)
+        if (l == meta || l[-1] == '\n') {
+            int len = (int)strcspn(l + 5, " \n");
+            printf("  %.*s\n", len, l + 5);
+        }
+}
+
+/* A package is read without loading mod.so: none of its code runs. */
 static int inspect_package(const char *path) {
-    kiln_executor *ex = kiln_executor_load(path);
-    if (!ex) {
+    kiln_package_info *p = kiln_package_inspect(path);
+    if (!p) {
         fprintf(stderr, "kiln inspect: %s\n", kiln_last_error());
         return 1;
     }
     printf("package %s\ninputs:\n", path);
-    for (int i = 0; i < kiln_executor_num_inputs(ex); i++) {
-        printf("  %s: %s[", kiln_executor_input_name(ex, i),
-               kiln_dtype_name(kiln_executor_input_dtype(ex, i)));
-        for (int d = 0; d < kiln_executor_input_ndim(ex, i); d++)
-            printf("%s%lld", d ? ", " : "", (long long)kiln_executor_input_dim(ex, i, d));
-        printf("]\n");
-    }
+    for (int i = 0; i < kiln_package_info_num_inputs(p); i++)
+        print_tensor(kiln_package_info_input(p, i));
     printf("outputs:\n");
-    for (int i = 0; i < kiln_executor_num_outputs(ex); i++) {
-        const kiln_ndarray *o = kiln_executor_output(ex, i);
-        printf("  %s: %s[", kiln_executor_output_name(ex, i),
-               kiln_dtype_name(kiln_ndarray_dtype(o)));
-        for (int d = 0; d < kiln_ndarray_ndim(o); d++)
-            printf("%s%lld", d ? ", " : "", (long long)kiln_ndarray_dim(o, d));
-        printf("]\n");
+    for (int i = 0; i < kiln_package_info_num_outputs(p); i++)
+        print_tensor(kiln_package_info_output(p, i));
+    printf("kernels (%d calls per run):\n", kiln_package_info_num_kernels(p));
+    for (int k = 0; k < kiln_package_info_num_kernels(p); k++)
+        printf("  %-40s %s\n", kiln_package_info_kernel_name(p, k),
+               kiln_package_info_kernel_func(p, k));
+    print_functions(kiln_package_info_functions(p));
+    const char *target = kiln_package_info_target(p);
+    printf("target: %s\n", target ? target : "(not recorded)");
+    printf("package format %d, module ABI %d; members (manifest verified):\n",
+           KILN_PACKAGE_FORMAT_VERSION, kiln_package_info_abi(p));
+    for (int i = 0; i < kiln_package_info_num_members(p); i++) {
+        const char *name, *sha;
+        int64_t size;
+        if (kiln_package_info_member(p, i, &name, &size, &sha))
+            printf("  %-10s %12lld bytes  sha256 %s\n", name, (long long)size, sha);
     }
-    printf("kernels (%d calls per run):\n", kiln_executor_num_kernels(ex));
-    for (int k = 0; k < kiln_executor_num_kernels(ex); k++)
-        printf("  %-40s %s\n", kiln_executor_kernel_name(ex, k), kiln_executor_kernel_func(ex, k));
-    kiln_executor_free(ex);
+    kiln_package_info_free(p);
     return 0;
 }
 
@@ -59,7 +87,8 @@ int kiln_cmd_inspect(int argc, char **argv) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: kiln inspect MODEL.onnx|model.tar [--input-shapes S]\n\n"
                    "For a model: its graph IR (typed where the shapes allow), inputs, outputs\n"
-                   "and op counts. For a package: its inputs, outputs and kernels.\n");
+                   "and op counts. For a package: its inputs, outputs, kernels, target and\n"
+                   "members, read without loading (running) any of its code.\n");
             return 0;
         } else if (!strcmp(argv[i], "--input-shapes")) {
             if (i + 1 >= argc)

@@ -153,16 +153,21 @@ KILN_API kiln_status kiln_function_call(const kiln_function *f, int nargs,
                                         kiln_ndarray *const *args);
 
 /* ---- packages ----------------------------------------------------------------
- * A package (model.tar) is a POSIX ustar archive of three regular files, as
- * tvmc writes them:
+ * A package (model.tar) is a POSIX ustar archive of four regular files, in
+ * this order:
+ *   manifest.json  {"format": "kiln-package", "version": 2, "abi": N,
+ *               "members": [{"name": "mod.so", "size": BYTES, "sha256": HEX},
+ *               ...]}: the package format version, the module ABI version
+ *               of its kernels (module_abi.h) and each other member's size
+ *               and SHA-256 (64 lowercase hex digits), each listed once
  *   mod.so      the kernels: a module following module_abi.h
  *   mod.json    the execution plan: TVM's graph-executor JSON ("nodes",
  *               "arg_nodes", "heads", "node_row_ptr", and "attrs" with
  *               "shape", "dltype", "storage_id"), plus kiln's optional
  *               top-level "output_names" (one name per head; default
- *               "output_0", "output_1", ...) and "param_names" (the
- *               parameters: the names of the "null" nodes mod.params must
- *               hold, as kiln compile writes it)
+ *               "output_0", "output_1", ...), "target", and "param_names"
+ *               (the parameters: the names of the "null" nodes mod.params
+ *               must hold, as kiln compile writes it)
  *   mod.params  the weights: an .npz (np.load reads it), one member per
  *               "null" node that is a parameter. This differs from TVM, whose
  *               mod.params is its own binary format (relay.save_param_dict);
@@ -176,14 +181,71 @@ KILN_API kiln_status kiln_function_call(const kiln_function *f, int nargs,
  * shared by every run; every other storage_id gets a 64-byte aligned buffer,
  * sized for the largest entry that uses it, in a run state's arena. A run
  * allocates nothing once its run state exists.
- * Threads: kiln_package_write may be called from any thread (distinct
- * paths). */
+ * Threads: kiln_package_write and kiln_package_inspect may be called from
+ * any thread (distinct paths).
+ *
+ * Trust: loading a package runs its native code (mod.so), as loading a
+ * shared library does; load only packages you trust (docs/SECURITY.md).
+ * Before any of it runs, kiln checks the manifest (present and first, this
+ * format version and module ABI, every member listed once with a matching
+ * size and SHA-256, no other member), mod.so's ELF structure against its
+ * size, its machine and the CPU features mod.json's target needs; then
+ * mod.so is loaded from memory (a memfd), so no file is written. These
+ * checks catch corrupt, truncated and foreign packages, not hostile ones:
+ * whoever writes a package can write a matching manifest.
+ * kiln_package_inspect reads a package without loading mod.so. */
 
-/* Write a package to `path`: `json` (json_len bytes; must parse as JSON), the
- * shared object at `so_path`, and `params` (NULL for none). The file appears
- * whole or not at all. */
+/* The package format kiln_package_write writes and the reader accepts
+ * (manifest.json's "version"). Packages without a manifest (format 1,
+ * before it) are refused: rebuild them with `kiln compile`. */
+#define KILN_PACKAGE_FORMAT_VERSION 2
+
+/* Write a package to `path`: the manifest, the shared object at `so_path`,
+ * `json` (json_len bytes; must parse as JSON) and `params` (NULL for none).
+ * The file appears whole or not at all. */
 KILN_API kiln_status kiln_package_write(const char *path, const char *json, size_t json_len,
                                         const char *so_path, const kiln_npz *params);
+
+/* What a package holds, read without loading or running any of its code. */
+typedef struct kiln_package_info kiln_package_info;
+
+/* A tensor of a package's plan: name, dtype and shape. */
+typedef struct {
+    const char *name;
+    kiln_dtype dtype;
+    int ndim;
+    int64_t shape[KILN_MAX_NDIM];
+} kiln_tensor_desc;
+
+/* Read the package at `path` without loading mod.so: verify the manifest
+ * and mod.so's ELF structure, parse mod.params' names and read the plan
+ * (mod.json) for its inputs, outputs and kernel calls. Works for a package
+ * built for another machine. NULL with an error naming the package, the
+ * member and the node. */
+KILN_API kiln_package_info *kiln_package_inspect(const char *path);
+KILN_API void kiln_package_info_free(kiln_package_info *p);
+/* mod.json's target string ("llvm -mcpu=..."), or NULL if it has none. */
+KILN_API const char *kiln_package_info_target(const kiln_package_info *p);
+/* The module ABI version the manifest gives for the kernels. */
+KILN_API int kiln_package_info_abi(const kiln_package_info *p);
+/* Members other than the manifest (mod.so, mod.json, mod.params): 3. */
+KILN_API int kiln_package_info_num_members(const kiln_package_info *p);
+/* Member i's name, size and SHA-256 (64 hex digits); 0 if out of range. */
+KILN_API int kiln_package_info_member(const kiln_package_info *p, int i, const char **name,
+                                      int64_t *size, const char **sha256);
+/* Inputs (parameters excluded) and outputs, as kiln_executor lists them. */
+KILN_API int kiln_package_info_num_inputs(const kiln_package_info *p);
+KILN_API const kiln_tensor_desc *kiln_package_info_input(const kiln_package_info *p, int i);
+KILN_API int kiln_package_info_num_outputs(const kiln_package_info *p);
+KILN_API const kiln_tensor_desc *kiln_package_info_output(const kiln_package_info *p, int i);
+/* Kernel calls per run, in order: node k's name and the function it calls. */
+KILN_API int kiln_package_info_num_kernels(const kiln_package_info *p);
+KILN_API const char *kiln_package_info_kernel_name(const kiln_package_info *p, int k);
+KILN_API const char *kiln_package_info_kernel_func(const kiln_package_info *p, int k);
+/* The functions mod.so exports, as its kiln_module_meta text (module_abi.h)
+ * read from its dynamic symbol table without loading it; NULL if it cannot
+ * be found there. */
+KILN_API const char *kiln_package_info_functions(const kiln_package_info *p);
 
 /* ---- loaded models ---------------------------------------------------------
  * A model is a loaded package: its module, its plan and its weights. It is
@@ -201,9 +263,9 @@ typedef struct kiln_model kiln_model;
  * instead of giving it the defined value x / 0 = 0, x % 0 = 0. */
 #define KILN_RUN_CHECK_DIV_ZERO 1u
 
-/* Load a package written by kiln_package_write (or by tar from the three
- * files); one reference. NULL with an error naming the file, the member and
- * the node. */
+/* Load a package written by kiln_package_write: this runs its mod.so
+ * (trust it), after the checks above. One reference. NULL with an error
+ * naming the file, the member and the node. */
 KILN_API kiln_model *kiln_model_load(const char *package_tar_path);
 /* A model over a graph JSON and a loaded module; one reference. `mod` is
  * borrowed and must outlive the model; `params` (may be NULL) is copied. */

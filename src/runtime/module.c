@@ -1,14 +1,18 @@
 /* module.c: loading built modules (shared objects following module_abi.h):
- * dlopen, hand the module the runtime API, parse its metadata text strictly,
+ * dlopen (a file, or an image in memory through a memfd), hand the module
+ * the runtime API, parse its metadata text strictly,
  * and call its functions after checking every argument against it. A
  * module can also be made from metadata text and in-process kernels
  * (kiln_module_from_meta), which is how the package fuzzer runs plans. */
+#define _GNU_SOURCE /* memfd_create, O_TMPFILE */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,7 +37,9 @@ struct kiln_function {
 struct kiln_module {
     void *handle;
     char *path;   /* the shared object, for kiln_module_save */
+    char *name;   /* for messages, if not path: "model.tar: mod.so" */
     char *tmpdir; /* removed on free, or NULL */
+    int fd;       /* the image's memfd (kept open while loaded: its name is unique), or -1 */
     arena *ar;    /* names, args and functions */
     int nfuncs;
     kiln_function *funcs;
@@ -191,7 +197,8 @@ static kiln_status parse_func(meta_reader *r, kiln_module *m, kiln_function *f) 
 
 static kiln_status parse_meta(kiln_module *m, const char *text,
                               kiln_kernel_fn (*lookup)(void *user, const char *name), void *user) {
-    meta_reader r = {m->path, 0, arena_strdup(m->ar, text), {0}, 0, lookup, user};
+    meta_reader r = {
+        m->name ? m->name : m->path, 0, arena_strdup(m->ar, text), {0}, 0, lookup, user};
     int st = meta_line(&r);
     if (st < 0)
         return KILN_ERR_IO;
@@ -259,10 +266,13 @@ void kiln_module_free(kiln_module *m) {
         return;
     if (m->handle)
         dlclose(m->handle);
+    if (m->fd >= 0)
+        close(m->fd);
     if (m->tmpdir)
         remove_dir(m->tmpdir);
     free(m->tmpdir);
     free(m->path);
+    free(m->name);
     free(m->funcs);
     arena_free(m->ar);
     free(m);
@@ -272,28 +282,25 @@ static kiln_kernel_fn dl_lookup(void *handle, const char *name) {
     return (kiln_kernel_fn)dlsym(handle, name);
 }
 
-kiln_module *kiln_module_load_owned(const char *so_path, const char *tmpdir) {
-    if (!so_path) {
-        kiln_set_error(KILN_ERR_INVALID, "module_load: NULL path");
-        return NULL;
-    }
+static kiln_module *module_new(void) {
     kiln_module *m = kiln_calloc(1, sizeof *m);
-    if (!m)
-        return NULL;
-    /* dlopen searches the library path for names without a '/'. */
-    size_t n = strlen(so_path) + 3;
-    m->path = kiln_malloc(n);
-    m->ar = arena_new();
-    if (!m->path || !m->ar) {
+    if (m)
+        m->fd = -1;
+    if (m && !(m->ar = arena_new())) {
         kiln_module_free(m);
         return NULL;
     }
-    snprintf(m->path, n, "%s%s", strchr(so_path, '/') ? "" : "./", so_path);
+    return m;
+}
+
+/* dlopen m->path, check that it is a kiln module of this ABI and read its
+ * functions; `what` names it in errors. Frees m on failure. */
+static kiln_module *module_open(kiln_module *m, const char *what) {
     dlerror();
     m->handle = dlopen(m->path, RTLD_NOW | RTLD_LOCAL);
     if (!m->handle) {
         const char *e = dlerror();
-        kiln_set_error(KILN_ERR_IO, "%s: cannot load module: %s", so_path, e ? e : "dlopen failed");
+        kiln_set_error(KILN_ERR_IO, "%s: cannot load module: %s", what, e ? e : "dlopen failed");
         kiln_module_free(m);
         return NULL;
     }
@@ -302,19 +309,41 @@ kiln_module *kiln_module_load_owned(const char *so_path, const char *tmpdir) {
         (int (*)(const kiln_module_api *))dlsym(m->handle, "kiln_module_init");
     kiln_status st = KILN_OK;
     if (!meta)
-        st = kiln_set_error(KILN_ERR_IO, "%s: not a kiln module (no kiln_module_meta)", so_path);
+        st = kiln_set_error(KILN_ERR_IO, "%s: not a kiln module (no kiln_module_meta)", what);
     else if (!init)
-        st = kiln_set_error(KILN_ERR_IO, "%s: not a kiln module (no kiln_module_init)", so_path);
+        st = kiln_set_error(KILN_ERR_IO, "%s: not a kiln module (no kiln_module_init)", what);
     else if (init(&g_api) != 0)
         st = kiln_set_error(KILN_ERR_UNSUPPORTED,
                             "%s: the module rejected runtime ABI version %d (rebuild it with "
                             "this kiln)",
-                            so_path, KILN_MODULE_ABI_VERSION);
+                            what, KILN_MODULE_ABI_VERSION);
     else
         st = parse_meta(m, meta, dl_lookup, m->handle);
-    if (!st && tmpdir && !(m->tmpdir = kiln_strdup(tmpdir)))
-        st = KILN_ERR_NOMEM;
     if (st) {
+        kiln_module_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+kiln_module *kiln_module_load_owned(const char *so_path, const char *tmpdir) {
+    if (!so_path) {
+        kiln_set_error(KILN_ERR_INVALID, "module_load: NULL path");
+        return NULL;
+    }
+    kiln_module *m = module_new();
+    if (!m)
+        return NULL;
+    /* dlopen searches the library path for names without a '/'. */
+    size_t n = strlen(so_path) + 3;
+    if (!(m->path = kiln_malloc(n))) {
+        kiln_module_free(m);
+        return NULL;
+    }
+    snprintf(m->path, n, "%s%s", strchr(so_path, '/') ? "" : "./", so_path);
+    if (!(m = module_open(m, so_path)))
+        return NULL;
+    if (tmpdir && !(m->tmpdir = kiln_strdup(tmpdir))) {
         kiln_module_free(m);
         return NULL;
     }
@@ -325,6 +354,66 @@ kiln_module *kiln_module_load(const char *path) {
     return kiln_module_load_owned(path, NULL);
 }
 
+int kiln_module_image_no_memfd;
+
+/* A file with no name anywhere holding the image: a memfd, or where memfd
+ * is unavailable (or kiln_module_image_no_memfd is set, for tests) an
+ * O_TMPFILE file in $TMPDIR. -1 with an error. */
+static int image_fd(const void *bytes, size_t len, const char *what) {
+    int fd = -1, memfd_errno = ENOSYS;
+#ifdef MFD_CLOEXEC
+    if (!kiln_module_image_no_memfd) {
+        fd = memfd_create("kiln-mod.so", MFD_CLOEXEC);
+        memfd_errno = errno;
+    }
+#endif
+    if (fd < 0) {
+        const char *dir = getenv("TMPDIR");
+        if (!dir || !*dir)
+            dir = "/tmp";
+        fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0700);
+        if (fd < 0) {
+            kiln_set_error(KILN_ERR_IO,
+                           "%s: cannot load the module from memory: memfd_create: %s; an unnamed "
+                           "file in %s (O_TMPFILE): %s",
+                           what, strerror(memfd_errno), dir, strerror(errno));
+            return -1;
+        }
+    }
+    for (const char *p = bytes; len > 0;) {
+        ssize_t k = write(fd, p, len);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            kiln_set_error(KILN_ERR_IO, "%s: cannot write the module's image: %s", what,
+                           k < 0 ? strerror(errno) : "no space");
+            close(fd);
+            return -1;
+        }
+        p += k;
+        len -= (size_t)k;
+    }
+    return fd;
+}
+
+kiln_module *kiln_module_load_image(const void *bytes, size_t len, const char *what) {
+    if (!bytes || !what) {
+        kiln_set_error(KILN_ERR_INVALID, "module_load_image: NULL argument");
+        return NULL;
+    }
+    kiln_module *m = module_new();
+    if (!m)
+        return NULL;
+    m->fd = image_fd(bytes, len, what);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", m->fd);
+    if (m->fd < 0 || !(m->path = kiln_strdup(path)) || !(m->name = kiln_strdup(what))) {
+        kiln_module_free(m);
+        return NULL;
+    }
+    return module_open(m, what);
+}
+
 kiln_module *kiln_module_from_meta(const char *what, const char *meta,
                                    kiln_kernel_fn (*lookup)(void *user, const char *name),
                                    void *user) {
@@ -332,12 +421,11 @@ kiln_module *kiln_module_from_meta(const char *what, const char *meta,
         kiln_set_error(KILN_ERR_INVALID, "module_from_meta: NULL argument");
         return NULL;
     }
-    kiln_module *m = kiln_calloc(1, sizeof *m);
+    kiln_module *m = module_new();
     if (!m)
         return NULL;
     m->path = kiln_strdup(what);
-    m->ar = arena_new();
-    if (!m->path || !m->ar || parse_meta(m, meta, lookup, user)) {
+    if (!m->path || parse_meta(m, meta, lookup, user)) {
         kiln_module_free(m);
         return NULL;
     }
@@ -393,8 +481,8 @@ kiln_function *kiln_module_get_function(kiln_module *m, const char *name) {
     kstr_init(&s);
     for (int i = 0; i < m->nfuncs; i++)
         kstr_printf(&s, "%s%s", i ? ", " : "", m->funcs[i].name);
-    kiln_set_error(KILN_ERR_INVALID, "%s: no function '%s' (it has: %s)", m->path, name,
-                   s.buf ? s.buf : "none");
+    kiln_set_error(KILN_ERR_INVALID, "%s: no function '%s' (it has: %s)",
+                   m->name ? m->name : m->path, name, s.buf ? s.buf : "none");
     kstr_free(&s);
     return NULL;
 }

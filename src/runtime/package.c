@@ -1,11 +1,17 @@
-/* package.c: model.tar = mod.so + mod.json + mod.params, in POSIX ustar.
- * The reader streams the archive with a fixed buffer: it checks every
- * header's checksum, magic and size against the file, rejects unsafe names
- * (absolute, "..") and non-regular members, extracts mod.so and mod.params
- * into a private temporary folder and reads mod.json into memory.
- * kiln_package_parse reads an archive image in memory the same way, without
- * loading mod.so (tools, and the fuzzer of tests/fuzz/fuzz_package.c). The
- * writer produces deterministic archives (mtime 0, uid 0) atomically. */
+/* package.c: model.tar = manifest.json + mod.so + mod.json + mod.params, in
+ * POSIX ustar (package format KILN_PACKAGE_FORMAT_VERSION). The reader
+ * streams the archive with a fixed buffer: it checks every header's
+ * checksum, magic and size against the file, rejects unsafe names
+ * (absolute, "..") and non-regular members, and reads the members into
+ * memory, hashing them as it goes. Then the manifest must be the first
+ * member and must list every other member exactly once with its size and
+ * SHA-256, the format version and the module ABI; only a package that
+ * passes all of this goes on to the checks of mod.so (package_elf.c) and
+ * to dlopen, which loads mod.so from memory (kiln_module_load_image): no
+ * file of the package is written anywhere. kiln_package_parse reads an
+ * archive image in memory the same way without loading mod.so (tools, and
+ * the fuzzer of tests/fuzz/fuzz_package.c). The writer produces
+ * deterministic archives (mtime 0, uid 0) atomically. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,15 +20,20 @@
 #include <unistd.h>
 
 #include "../base/json.h"
-#include "runtime_internal.h"
+#include "package.h"
 
 #define BLOCK 512
 #define MAX_JSON_BYTES ((int64_t)256 << 20)
+#define MAX_MANIFEST_BYTES ((int64_t)1 << 20)
 #define MAX_MEMBER_BYTES (((int64_t)1 << 33) - 1) /* 11 octal digits */
 #define COPY_CHUNK 65536
 
-enum { M_SO, M_JSON, M_PARAMS, M_COUNT };
-static const char *const k_members[M_COUNT] = {"mod.so", "mod.json", "mod.params"};
+static const char *const k_members[PKG_COUNT] = {"manifest.json", "mod.so", "mod.json",
+                                                 "mod.params"};
+
+const char *pkg_member_name(int m) {
+    return m >= 0 && m < PKG_COUNT ? k_members[m] : NULL;
+}
 
 /* ---- ustar headers ------------------------------------------------------------ */
 
@@ -99,72 +110,40 @@ typedef struct {
     const char *path;
     FILE *f;
     int64_t file_size;
-    char *dir; /* the temporary folder */
-    int found[M_COUNT];
-    char *json;
-    size_t json_len;
-    unsigned char *mem[M_COUNT]; /* without a folder: mod.so and mod.params in memory */
-    size_t mem_len[M_COUNT];
+    int nregular;    /* regular members seen */
+    int first;       /* the member that came first, or -1 (another file) */
+    char extra[260]; /* the first regular member that is not a package member */
+    int found[PKG_COUNT];
+    pkg_members *out;
 } tar_reader;
 
-/* Copy n bytes of the archive to `out` (a FILE) or to memory `mem`. */
-static kiln_status copy_member(tar_reader *t, int64_t n, FILE *out, char *mem, const char *name) {
-    char buf[COPY_CHUNK];
-    while (n > 0) {
+/* Read member m's n bytes into memory, hashing them. */
+static kiln_status read_data(tar_reader *t, int m, int64_t n) {
+    const char *name = k_members[m];
+    int64_t cap = m == PKG_JSON ? MAX_JSON_BYTES : m == PKG_MANIFEST ? MAX_MANIFEST_BYTES : -1;
+    if (cap >= 0 && n > cap)
+        return kiln_set_error(KILN_ERR_IO, "%s: %s is %lld bytes, more than the limit of %lld",
+                              t->path, name, (long long)n, (long long)cap);
+    unsigned char *buf = kiln_malloc((size_t)n + 1); /* n is at most the file's size */
+    if (!buf)
+        return KILN_ERR_NOMEM;
+    buf[n] = 0;
+    t->out->data[m] = buf;
+    t->out->len[m] = (size_t)n;
+    kiln_sha256 h;
+    kiln_sha256_init(&h);
+    for (unsigned char *p = buf; n > 0;) {
         size_t k = n < COPY_CHUNK ? (size_t)n : COPY_CHUNK;
-        if (fread(buf, 1, k, t->f) != k)
+        if (fread(p, 1, k, t->f) != k)
             return kiln_set_error(KILN_ERR_IO, "%s: member %s: read error", t->path, name);
-        if (out && fwrite(buf, 1, k, out) != k)
-            return kiln_set_error(KILN_ERR_IO, "%s: cannot extract %s: %s", t->path, name,
-                                  strerror(errno));
-        if (mem) {
-            memcpy(mem, buf, k);
-            mem += k;
-        }
+        kiln_sha256_update(&h, p, k);
+        p += k;
         n -= (int64_t)k;
     }
+    unsigned char d[KILN_SHA256_BYTES];
+    kiln_sha256_final(&h, d);
+    kiln_sha256_to_hex(d, t->out->sha256[m]);
     return KILN_OK;
-}
-
-static char *dir_file(const char *dir, const char *name) {
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = kiln_malloc(n);
-    if (p)
-        snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
-static kiln_status extract(tar_reader *t, int m, int64_t size) {
-    const char *name = k_members[m];
-    if (m == M_JSON) {
-        if (size > MAX_JSON_BYTES)
-            return kiln_set_error(KILN_ERR_IO,
-                                  "%s: mod.json is %lld bytes, more than the limit "
-                                  "of %lld",
-                                  t->path, (long long)size, (long long)MAX_JSON_BYTES);
-        if (!(t->json = kiln_malloc((size_t)size + 1)))
-            return KILN_ERR_NOMEM;
-        t->json[size] = 0;
-        t->json_len = (size_t)size;
-        return copy_member(t, size, NULL, t->json, name);
-    }
-    if (!t->dir) { /* kiln_package_parse: the size is at most the image's */
-        if (!(t->mem[m] = kiln_malloc(size ? (size_t)size : 1)))
-            return KILN_ERR_NOMEM;
-        t->mem_len[m] = (size_t)size;
-        return copy_member(t, size, NULL, (char *)t->mem[m], name);
-    }
-    char *p = dir_file(t->dir, name);
-    if (!p)
-        return KILN_ERR_NOMEM;
-    FILE *out = fopen(p, "wb");
-    kiln_status st =
-        out ? copy_member(t, size, out, NULL, name)
-            : kiln_set_error(KILN_ERR_IO, "%s: cannot create %s: %s", t->path, p, strerror(errno));
-    if (out && fclose(out) != 0 && !st)
-        st = kiln_set_error(KILN_ERR_IO, "%s: cannot extract %s", t->path, name);
-    free(p);
-    return st;
 }
 
 /* Read one header at offset off. Sets *next (the offset of the following
@@ -172,6 +151,10 @@ static kiln_status extract(tar_reader *t, int m, int64_t size) {
 static int read_member(tar_reader *t, int64_t off, int64_t *next) {
     unsigned char h[BLOCK];
     int64_t left = t->file_size - off;
+    if (left == 0 && off == 0) {
+        kiln_set_error(KILN_ERR_IO, "%s: not a tar file (empty)", t->path);
+        return -1;
+    }
     if (left == 0)
         return 0; /* tolerate a missing end-of-archive marker */
     if (left < BLOCK || fseeko(t->f, off, SEEK_SET) != 0 || fread(h, 1, BLOCK, t->f) != BLOCK) {
@@ -222,25 +205,131 @@ static int read_member(tar_reader *t, int64_t off, int64_t *next) {
         return -1;
     }
     *next = off + BLOCK + (size + BLOCK - 1) / BLOCK * BLOCK;
-    if (*next > t->file_size)
-        *next = t->file_size;
-    if (type == '5')
-        return 1; /* a folder: nothing to extract */
-    for (int m = 0; m < M_COUNT; m++) {
-        if (strcmp(name, k_members[m]) != 0)
-            continue;
-        if (t->found[m]++) {
-            kiln_set_error(KILN_ERR_IO, "%s: member '%s' appears twice", t->path, name);
-            return -1;
-        }
-        if (extract(t, m, size))
-            return -1;
+    if (*next > t->file_size) {
+        kiln_set_error(KILN_ERR_IO,
+                       "%s: member '%s' is cut short (the file ends inside its padding)", t->path,
+                       name);
+        return -1;
     }
-    return 1; /* other members are ignored */
+    if (type == '5')
+        return 1; /* a folder: nothing to read */
+    int m = 0;
+    while (m < PKG_COUNT && strcmp(name, k_members[m]) != 0)
+        m++;
+    if (t->nregular++ == 0)
+        t->first = m < PKG_COUNT ? m : -1;
+    if (m == PKG_COUNT) {
+        if (!t->extra[0])
+            snprintf(t->extra, sizeof t->extra, "%s", name);
+        return 1; /* refused once the whole archive is known to be sound */
+    }
+    if (t->found[m]++) {
+        kiln_set_error(KILN_ERR_IO, "%s: member '%s' appears twice", t->path, name);
+        return -1;
+    }
+    return read_data(t, m, size) ? -1 : 1;
 }
 
-/* Read every member; an error unless all three were there. */
+/* ---- the manifest ---------------------------------------------------------------
+ * {"format": "kiln-package", "version": 2, "abi": <module ABI>,
+ *  "members": [{"name": "mod.so", "size": N, "sha256": "<64 hex>"}, ...]} */
+
+static int is_hex64(const char *s) {
+    if (!s || strlen(s) != 64)
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+            return 0;
+    return 1;
+}
+
+static kiln_status manifest_error(const tar_reader *t, const char *what) {
+    return kiln_set_error(KILN_ERR_INVALID, "%s: manifest.json: %s", t->path, what);
+}
+
+static kiln_status check_manifest(tar_reader *t) {
+    pkg_members *p = t->out;
+    char where[300], msg[400];
+    snprintf(where, sizeof where, "%s: manifest.json", t->path);
+    arena *a = arena_new();
+    if (!a)
+        return KILN_ERR_NOMEM;
+    const json *root =
+        json_parse(a, (const char *)p->data[PKG_MANIFEST], p->len[PKG_MANIFEST], where);
+    kiln_status st = root ? KILN_OK : KILN_ERR_INVALID;
+    const char *format = json_str(json_get(root, "format"));
+    int64_t version = 0, abi = 0;
+    if (!st && !json_is(root, JSON_OBJECT))
+        st = manifest_error(t, "not a JSON object");
+    else if (!st && (!format || strcmp(format, "kiln-package") != 0))
+        st = manifest_error(t, "\"format\" is not \"kiln-package\": not a kiln package");
+    else if (!st && !json_int(json_get(root, "version"), &version))
+        st = manifest_error(t, "\"version\" must be an integer");
+    else if (!st && version != KILN_PACKAGE_FORMAT_VERSION) {
+        snprintf(msg, sizeof msg,
+                 "package format version %lld, but this kiln reads version %d: rebuild the "
+                 "package with this kiln (`kiln compile` again)",
+                 (long long)version, KILN_PACKAGE_FORMAT_VERSION);
+        st = manifest_error(t, msg);
+    } else if (!st && !json_int(json_get(root, "abi"), &abi))
+        st = manifest_error(t, "\"abi\" must be an integer");
+    else if (!st && abi != KILN_MODULE_ABI_VERSION) {
+        snprintf(msg, sizeof msg,
+                 "its kernels follow module ABI %lld, but this kiln runtime follows ABI %d: "
+                 "rebuild the package with this kiln (`kiln compile` again)",
+                 (long long)abi, KILN_MODULE_ABI_VERSION);
+        st = manifest_error(t, msg);
+    }
+    const json *list = json_get(root, "members");
+    if (!st && !json_is(list, JSON_ARRAY))
+        st = manifest_error(t, "\"members\" must be a list");
+    int listed[PKG_COUNT] = {0};
+    for (int i = 0; !st && i < json_len(list); i++) {
+        const json *e = json_at(list, i);
+        const char *name = json_str(json_get(e, "name")), *sha = json_str(json_get(e, "sha256"));
+        int64_t size = -1;
+        int m = PKG_SO;
+        while (name && m < PKG_COUNT && strcmp(name, k_members[m]) != 0)
+            m++;
+        if (!name || !json_int(json_get(e, "size"), &size) || size < 0 || !is_hex64(sha)) {
+            snprintf(msg, sizeof msg,
+                     "members[%d] must be {\"name\": ..., \"size\": N, \"sha256\": 64 lowercase "
+                     "hex digits}",
+                     i);
+            st = manifest_error(t, msg);
+        } else if (m == PKG_COUNT) {
+            snprintf(msg, sizeof msg, "lists '%.100s', which is not a member of a kiln package",
+                     name);
+            st = manifest_error(t, msg);
+        } else if (listed[m]++) {
+            snprintf(msg, sizeof msg, "lists member '%s' twice", name);
+            st = manifest_error(t, msg);
+        } else if ((uint64_t)size != p->len[m]) {
+            st = kiln_set_error(KILN_ERR_INVALID,
+                                "%s: member %s is %zu bytes, but the manifest says %lld: the "
+                                "package is truncated or corrupt",
+                                t->path, name, p->len[m], (long long)size);
+        } else if (strcmp(sha, p->sha256[m]) != 0) {
+            st = kiln_set_error(KILN_ERR_INVALID,
+                                "%s: member %s does not match its SHA-256 in the manifest: the "
+                                "package is corrupt or was altered",
+                                t->path, name);
+        }
+    }
+    for (int m = PKG_SO; !st && m < PKG_COUNT; m++)
+        if (!listed[m]) {
+            snprintf(msg, sizeof msg, "does not list member '%s'", k_members[m]);
+            st = manifest_error(t, msg);
+        }
+    p->abi = (int)abi;
+    arena_free(a);
+    return st;
+}
+
+/* Read every member, then check that the package is whole and that its
+ * manifest vouches for each member. */
 static kiln_status read_members(tar_reader *t) {
+    t->first = -1;
     for (int64_t off = 0, next = 0;; off = next) {
         int r = read_member(t, off, &next);
         if (r < 0)
@@ -248,212 +337,80 @@ static kiln_status read_members(tar_reader *t) {
         if (r == 0)
             break;
     }
-    for (int m = 0; m < M_COUNT; m++)
+    if (!t->found[PKG_MANIFEST])
+        return kiln_set_error(KILN_ERR_INVALID,
+                              "%s: no manifest.json: the package was written by an older kiln "
+                              "(before package format %d) or by another tool, and cannot be "
+                              "checked before it is loaded; rebuild it with this kiln (`kiln "
+                              "compile` again)",
+                              t->path, KILN_PACKAGE_FORMAT_VERSION);
+    for (int m = PKG_SO; m < PKG_COUNT; m++)
         if (!t->found[m])
             return kiln_set_error(KILN_ERR_IO,
-                                  "%s: no member '%s' (a package holds mod.so, "
+                                  "%s: no member '%s' (a package holds manifest.json, mod.so, "
                                   "mod.json and mod.params)",
                                   t->path, k_members[m]);
-    return KILN_OK;
+    if (t->extra[0])
+        return kiln_set_error(KILN_ERR_INVALID,
+                              "%s: member '%s' is not part of a kiln package (manifest.json, "
+                              "mod.so, mod.json, mod.params)",
+                              t->path, t->extra);
+    if (t->first != PKG_MANIFEST)
+        return kiln_set_error(KILN_ERR_INVALID,
+                              "%s: manifest.json is not the first member: the package is corrupt "
+                              "or was not written by kiln",
+                              t->path);
+    return check_manifest(t);
 }
 
-static void remove_tmpdir(const char *dir) {
-    for (int m = 0; m < M_COUNT; m++) {
-        char *p = dir_file(dir, k_members[m]);
-        if (p)
-            unlink(p);
-        free(p);
+void pkg_members_free(pkg_members *p) {
+    for (int m = 0; m < PKG_COUNT; m++) {
+        free(p->data[m]);
+        p->data[m] = NULL;
     }
-    rmdir(dir);
 }
 
-static char *make_tmpdir(void) {
-    const char *base = getenv("TMPDIR");
-    if (!base || !*base)
-        base = "/tmp";
-    char *d = dir_file(base, "kiln-pkg-XXXXXX");
-    if (d && !mkdtemp(d)) {
-        kiln_set_error(KILN_ERR_IO, "cannot create a temporary folder in %s: %s", base,
-                       strerror(errno));
-        free(d);
-        return NULL;
-    }
-    return d;
-}
-
-/* ---- mod.so's ELF structure -------------------------------------------------
- * dlopen maps mod.so's segments without comparing them with the file's size:
- * a truncated mod.so then dies with SIGBUS inside the loader. So before
- * dlopen the ELF64 header, the program headers and the section header table
- * are read and checked against the file: a file shorter than its headers
- * promise, or not a little-endian ELF64 shared object, is an error naming
- * the package and the member. */
-
-#define ELF_EHDR 64u
-#define ELF_PHDR 56u
-#define ELF_SHDR 64u
-
-static uint64_t le(const unsigned char *p, int n) {
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
-/* 1 if [off, off + len) lies within a file of `size` bytes. */
-static int within(uint64_t off, uint64_t len, uint64_t size) {
-    return off <= size && len <= size - off;
-}
-
-static kiln_status elf_error(const tar_reader *t, const char *what, uint64_t size) {
-    return kiln_set_error(KILN_ERR_INVALID,
-                          "%s: member mod.so (%llu bytes) is truncated or corrupt: %s; the "
-                          "package cannot be loaded",
-                          t->path, (unsigned long long)size, what);
-}
-
-static kiln_status check_elf(const tar_reader *t, const char *so) {
-    FILE *f = fopen(so, "rb");
-    if (!f)
-        return kiln_set_error(KILN_ERR_IO, "%s: mod.so: cannot open: %s", t->path, strerror(errno));
-    kiln_status st = KILN_OK;
-    unsigned char h[ELF_EHDR], p[ELF_PHDR];
-    off_t end = fseeko(f, 0, SEEK_END) == 0 ? ftello(f) : -1;
-    uint64_t size = end > 0 ? (uint64_t)end : 0;
-    if (end < 0 || fseeko(f, 0, SEEK_SET) != 0) {
-        st = kiln_set_error(KILN_ERR_IO, "%s: mod.so: cannot seek", t->path);
-        goto done;
-    }
-    if (size < ELF_EHDR || fread(h, 1, ELF_EHDR, f) != ELF_EHDR) {
-        st = elf_error(t, "shorter than an ELF header", size);
-        goto done;
-    }
-    if (memcmp(h, "\177ELF", 4) != 0) {
-        st = elf_error(t, "not an ELF file (bad magic)", size);
-        goto done;
-    }
-    if (h[4] != 2 || h[5] != 1 || h[6] != 1) {
-        st = elf_error(t, "not a little-endian ELF64 file, version 1", size);
-        goto done;
-    }
-    uint64_t type = le(h + 16, 2), phoff = le(h + 32, 8), shoff = le(h + 40, 8);
-    uint64_t phentsize = le(h + 54, 2), phnum = le(h + 56, 2);
-    uint64_t shentsize = le(h + 58, 2), shnum = le(h + 60, 2);
-    if (type != 3) {
-        st = elf_error(t, "not a shared object (e_type is not ET_DYN)", size);
-        goto done;
-    }
-    if (phnum == 0 || phnum == 0xffff || phentsize != ELF_PHDR ||
-        !within(phoff, phnum * ELF_PHDR, size)) {
-        st = elf_error(t, "its program header table lies outside the file", size);
-        goto done;
-    }
-    if (shoff != 0 &&
-        (shentsize != ELF_SHDR || !within(shoff, (shnum ? shnum : 1) * ELF_SHDR, size))) {
-        st = elf_error(t, "its section header table lies outside the file", size);
-        goto done;
-    }
-    for (uint64_t i = 0; i < phnum; i++) {
-        if (fseeko(f, (off_t)(phoff + i * ELF_PHDR), SEEK_SET) != 0 ||
-            fread(p, 1, ELF_PHDR, f) != ELF_PHDR) {
-            st = elf_error(t, "cannot read its program headers", size);
-            goto done;
-        }
-        uint64_t ptype = le(p, 4), off = le(p + 8, 8), filesz = le(p + 32, 8);
-        uint64_t memsz = le(p + 40, 8);
-        if (!within(off, filesz, size)) {
-            char what[160];
-            snprintf(what, sizeof what, "segment %llu reaches byte %llu, past the end of the file",
-                     (unsigned long long)i, (unsigned long long)(off + filesz));
-            st = elf_error(t, what, size);
-            goto done;
-        }
-        if (ptype == 1 && filesz > memsz) { /* PT_LOAD */
-            st = elf_error(t, "a loadable segment is larger in the file than in memory", size);
-            goto done;
-        }
-    }
-done:
-    fclose(f);
+static kiln_status read_all(tar_reader *t) {
+    memset(t->out, 0, sizeof *t->out);
+    kiln_status st = read_members(t);
+    if (st)
+        pkg_members_free(t->out);
     return st;
 }
 
-/* ---- the target --------------------------------------------------------------
- * mod.so must be code for this machine: its ELF machine is checked before
- * dlopen, and the x86 features mod.json's "target" lists must be this
- * CPU's, so a package built for another machine gets a clear error instead
- * of a dlopen failure or an illegal instruction. */
-
-#if defined(__x86_64__)
-#define HOST_MACHINE 62u
-#define HOST_ARCH "x86_64"
-#elif defined(__aarch64__)
-#define HOST_MACHINE 183u
-#define HOST_ARCH "aarch64"
-#endif
-
-#ifdef HOST_MACHINE
-/* 1 if this CPU lacks x86 feature `name` (one the compilers can test). */
-static int cpu_lacks(const char *name) {
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-#define FEATURE(s)                                                                                 \
-    if (!strcmp(name, s))                                                                          \
-    return !__builtin_cpu_supports(s)
-    FEATURE("sse4.2");
-    FEATURE("avx");
-    FEATURE("avx2");
-    FEATURE("fma");
-    FEATURE("avx512f");
-    FEATURE("avx512cd");
-    FEATURE("avx512bw");
-    FEATURE("avx512dq");
-    FEATURE("avx512vl");
-    FEATURE("avx512vnni");
-    FEATURE("avx512bf16");
-#undef FEATURE
-#endif
-    (void)name;
-    return 0;
-}
-
-static kiln_status check_target(const tar_reader *t, const char *so) {
-    unsigned char h[20];
-    FILE *f = fopen(so, "rb");
-    size_t n = f ? fread(h, 1, sizeof h, f) : 0;
-    if (f)
-        fclose(f);
-    if (n != sizeof h || memcmp(h, "\177ELF", 4) != 0)
-        return KILN_OK; /* dlopen says why */
-    unsigned machine = h[5] == 2 ? (unsigned)h[18] << 8 | h[19] : (unsigned)h[19] << 8 | h[18];
-    arena *a = arena_new();
-    const json *root = a ? json_parse(a, t->json, t->json_len, "mod.json") : NULL;
-    const json *tg = json_get(root, "target");
-    const char *str = json_str(json_get(tg, "str"));
-    char desc[600];
-    snprintf(desc, sizeof desc, "%s%s%s", str ? " (target \"" : "", str ? str : "",
-             str ? "\")" : "");
+kiln_status pkg_read_file(const char *path, pkg_members *out) {
+    memset(out, 0, sizeof *out);
+    if (!path)
+        return kiln_set_error(KILN_ERR_INVALID, "package: NULL path");
+    tar_reader t = {path, fopen(path, "rb"), 0, 0, -1, {0}, {0}, out};
+    if (!t.f)
+        return kiln_set_error(KILN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     kiln_status st = KILN_OK;
-    if (machine != HOST_MACHINE) {
-        const char *arch = machine == 62 ? "x86_64" : machine == 183 ? "aarch64" : "another CPU";
-        st = kiln_set_error(KILN_ERR_UNSUPPORTED,
-                            "%s: its kernels are %s code%s, but this machine is " HOST_ARCH
-                            ": run it with a kiln runtime built for %s",
-                            t->path, arch, desc, arch);
-    }
-    const json *feats = json_get(tg, "features");
-    for (int i = 0; !st && i < json_len(feats); i++) {
-        const char *name = json_str(json_at(feats, i));
-        if (name && cpu_lacks(name))
-            st = kiln_set_error(KILN_ERR_UNSUPPORTED,
-                                "%s: its kernels need %s%s, which this CPU lacks: compile the "
-                                "model for this machine (--target host) or for a CPU it has",
-                                t->path, name, desc);
-    }
-    arena_free(a);
+    if (fseeko(t.f, 0, SEEK_END) != 0 || (t.file_size = ftello(t.f)) < 0)
+        st = kiln_set_error(KILN_ERR_IO, "%s: cannot seek", path);
+    else
+        st = read_all(&t);
+    fclose(t.f);
     return st;
 }
-#endif
+
+kiln_status pkg_read_image(const void *buf, size_t len, const char *name, pkg_members *out) {
+    memset(out, 0, sizeof *out);
+    if (!buf && len)
+        return kiln_set_error(KILN_ERR_INVALID, "package_parse: NULL image");
+    if (!name)
+        name = "<memory>";
+    tar_reader t = {name, NULL, (int64_t)len, 0, -1, {0}, {0}, out};
+    if (len && !(t.f = fmemopen((void *)buf, len, "rb")))
+        return kiln_set_error(KILN_ERR_NOMEM, "%s: cannot read the image: %s", name,
+                              strerror(errno));
+    kiln_status st = read_all(&t);
+    if (t.f)
+        fclose(t.f);
+    return st;
+}
+
+/* ---- reading for the executor and the tools -------------------------------------- */
 
 kiln_status kiln_package_read(const char *path, char **text, size_t *text_len, kiln_module **mod,
                               kiln_npz **params) {
@@ -462,57 +419,37 @@ kiln_status kiln_package_read(const char *path, char **text, size_t *text_len, k
     *params = NULL;
     if (!path)
         return kiln_set_error(KILN_ERR_INVALID, "executor_load: NULL path");
-    tar_reader t = {path, fopen(path, "rb"), 0, NULL, {0}, NULL, 0};
-    if (!t.f)
-        return kiln_set_error(KILN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    kiln_status st = KILN_OK;
-    if (fseeko(t.f, 0, SEEK_END) != 0 || (t.file_size = ftello(t.f)) < 0)
-        st = kiln_set_error(KILN_ERR_IO, "%s: cannot seek", path);
-    else if (!(t.dir = make_tmpdir()))
+    pkg_members p;
+    kiln_status st = pkg_read_file(path, &p);
+    if (st)
+        return st;
+    *params = kiln_npz_parse(p.data[PKG_PARAMS], p.len[PKG_PARAMS], "mod.params");
+    if (!*params) {
+        kiln_error_prefix("%s", path);
         st = KILN_ERR_IO;
+    }
     if (!st)
-        st = read_members(&t);
-    fclose(t.f);
-    char *pp = !st ? dir_file(t.dir, "mod.params") : NULL;
-    if (pp) {
-        *params = kiln_npz_load(pp);
-        if (!*params) {
-            kiln_error_prefix("%s: mod.params", path);
+        st = pkg_check_elf(path, p.data[PKG_SO], p.len[PKG_SO]);
+    if (!st)
+        st = pkg_check_target(path, p.data[PKG_SO], p.len[PKG_SO], (char *)p.data[PKG_JSON],
+                              p.len[PKG_JSON]);
+    if (!st) {
+        char what[1100];
+        snprintf(what, sizeof what, "%s: mod.so", path);
+        *mod = kiln_module_load_image(p.data[PKG_SO], p.len[PKG_SO], what);
+        if (!*mod)
             st = KILN_ERR_IO;
-        }
-        unlink(pp);
-        free(pp);
     }
-    char *so = !st ? dir_file(t.dir, "mod.so") : NULL;
-    if (so && (st = check_elf(&t, so)) != KILN_OK) {
-        free(so);
-        so = NULL;
-    }
-#ifdef HOST_MACHINE
-    if (so && (st = check_target(&t, so)) != KILN_OK) {
-        free(so);
-        so = NULL;
-    }
-#endif
-    if (so) {
-        *mod = kiln_module_load_owned(so, t.dir); /* now owns the folder */
-        if (!*mod) {
-            kiln_error_prefix("%s: mod.so", path);
-            st = KILN_ERR_IO;
-        }
-        free(so);
-    }
-    if (st && t.dir)
-        remove_tmpdir(t.dir);
-    free(t.dir);
     if (st) {
         kiln_npz_free(*params);
         *params = NULL;
-        free(t.json);
+        pkg_members_free(&p);
         return st;
     }
-    *text = t.json;
-    *text_len = t.json_len;
+    *text = (char *)p.data[PKG_JSON];
+    *text_len = p.len[PKG_JSON];
+    p.data[PKG_JSON] = NULL;
+    pkg_members_free(&p);
     return KILN_OK;
 }
 
@@ -523,31 +460,21 @@ kiln_status kiln_package_parse(const void *buf, size_t len, const char *name, ch
     *text_len = *so_len = 0;
     *so = NULL;
     *params = NULL;
-    if (!buf && len)
-        return kiln_set_error(KILN_ERR_INVALID, "package_parse: NULL image");
-    if (!name)
-        name = "<memory>";
-    tar_reader t = {name, NULL, (int64_t)len, NULL, {0}, NULL, 0, {0}, {0}};
-    if (len && !(t.f = fmemopen((void *)buf, len, "rb")))
-        return kiln_set_error(KILN_ERR_NOMEM, "%s: cannot read the image: %s", name,
-                              strerror(errno));
-    kiln_status st = read_members(&t);
-    if (t.f)
-        fclose(t.f);
-    if (!st && !(*params = kiln_npz_parse(t.mem[M_PARAMS], t.mem_len[M_PARAMS], "mod.params"))) {
-        kiln_error_prefix("%s", name);
-        st = KILN_ERR_IO;
-    }
-    free(t.mem[M_PARAMS]);
-    if (st) {
-        free(t.json);
-        free(t.mem[M_SO]);
+    pkg_members p;
+    kiln_status st = pkg_read_image(buf, len, name, &p);
+    if (st)
         return st;
+    if (!(*params = kiln_npz_parse(p.data[PKG_PARAMS], p.len[PKG_PARAMS], "mod.params"))) {
+        kiln_error_prefix("%s", name ? name : "<memory>");
+        pkg_members_free(&p);
+        return KILN_ERR_IO;
     }
-    *text = t.json;
-    *text_len = t.json_len;
-    *so = t.mem[M_SO];
-    *so_len = t.mem_len[M_SO];
+    *text = (char *)p.data[PKG_JSON];
+    *text_len = p.len[PKG_JSON];
+    *so = p.data[PKG_SO];
+    *so_len = p.len[PKG_SO];
+    p.data[PKG_JSON] = p.data[PKG_SO] = NULL;
+    pkg_members_free(&p);
     return KILN_OK;
 }
 
@@ -577,35 +504,25 @@ static kiln_status write_header(FILE *out, const char *name, int64_t size, const
                                              : kiln_set_error(KILN_ERR_IO, "%s: write error", path);
 }
 
-static kiln_status write_padding(FILE *out, int64_t size, const char *path) {
+/* Append member `name` holding data[0, len), padded to a whole block. */
+static kiln_status write_member(FILE *out, const char *name, const void *data, size_t len,
+                                const char *path) {
     static const unsigned char zero[BLOCK];
-    size_t pad = (size_t)((BLOCK - size % BLOCK) % BLOCK);
-    return fwrite(zero, 1, pad, out) == pad ? KILN_OK
-                                            : kiln_set_error(KILN_ERR_IO, "%s: write error", path);
+    kiln_status st = write_header(out, name, (int64_t)len, path);
+    size_t pad = (BLOCK - len % BLOCK) % BLOCK;
+    if (!st && (fwrite(data, 1, len, out) != len || fwrite(zero, 1, pad, out) != pad))
+        st = kiln_set_error(KILN_ERR_IO, "%s: write error", path);
+    return st;
 }
 
-/* Append the file at src as member `name`. */
-static kiln_status write_file_member(FILE *out, const char *name, const char *src,
-                                     const char *path) {
-    FILE *in = fopen(src, "rb");
-    if (!in)
-        return kiln_set_error(KILN_ERR_IO, "%s: cannot open: %s", src, strerror(errno));
+/* The whole regular file at src (malloc'd), or NULL with an error. */
+static char *read_regular(const char *src, size_t *len) {
     struct stat sb;
-    kiln_status st = fstat(fileno(in), &sb) != 0 || !S_ISREG(sb.st_mode)
-                         ? kiln_set_error(KILN_ERR_IO, "%s: not a regular file", src)
-                         : write_header(out, name, (int64_t)sb.st_size, path);
-    char buf[COPY_CHUNK];
-    int64_t left = (int64_t)sb.st_size;
-    while (!st && left > 0) {
-        size_t k = left < COPY_CHUNK ? (size_t)left : COPY_CHUNK;
-        if (fread(buf, 1, k, in) != k)
-            st = kiln_set_error(KILN_ERR_IO, "%s: read error (did it change?)", src);
-        else if (fwrite(buf, 1, k, out) != k)
-            st = kiln_set_error(KILN_ERR_IO, "%s: write error", path);
-        left -= (int64_t)k;
+    if (stat(src, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        kiln_set_error(KILN_ERR_IO, "%s: not a regular file", src);
+        return NULL;
     }
-    fclose(in);
-    return st ? st : write_padding(out, (int64_t)sb.st_size, path);
+    return kiln_read_file(src, len);
 }
 
 static char *temp_beside(const char *path, const char *suffix) {
@@ -625,6 +542,27 @@ static char *temp_beside(const char *path, const char *suffix) {
     return p;
 }
 
+/* The manifest of the members data[PKG_SO..], as the reader checks it. */
+static char *manifest_text(const void *const *data, const size_t *len) {
+    kstr s;
+    kstr_init(&s);
+    kstr_printf(&s, "{\"format\": \"kiln-package\", \"version\": %d, \"abi\": %d, \"members\": [",
+                KILN_PACKAGE_FORMAT_VERSION, KILN_MODULE_ABI_VERSION);
+    for (int m = PKG_SO; m < PKG_COUNT; m++) {
+        char hex[KILN_SHA256_HEX];
+        kiln_sha256_hex(data[m], len[m], hex);
+        kstr_printf(&s, "%s\n  {\"name\": \"%s\", \"size\": %zu, \"sha256\": \"%s\"}",
+                    m > PKG_SO ? "," : "", k_members[m], len[m], hex);
+    }
+    kstr_puts(&s, "]}\n");
+    if (s.oom) {
+        kstr_free(&s);
+        kiln_set_error(KILN_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    return kstr_take(&s);
+}
+
 kiln_status kiln_package_write(const char *path, const char *text, size_t json_len,
                                const char *so_path, const kiln_npz *params) {
     if (!path || !text || !so_path)
@@ -641,22 +579,26 @@ kiln_status kiln_package_write(const char *path, const char *text, size_t json_l
     kiln_npz *empty = params ? NULL : kiln_npz_new();
     if (!params && !empty)
         return KILN_ERR_NOMEM;
-    char *ptmp = temp_beside(path, ".params.");
+    const void *data[PKG_COUNT] = {NULL};
+    size_t len[PKG_COUNT] = {0};
+    char *so = read_regular(so_path, &len[PKG_SO]), *par = NULL, *manifest = NULL;
+    char *ptmp = so ? temp_beside(path, ".params.") : NULL;
     char *ttmp = ptmp ? temp_beside(path, ".tmp.") : NULL;
     kiln_status st = !ttmp ? KILN_ERR_IO : kiln_npz_save(params ? params : empty, ptmp, 0);
+    if (!st && !(par = kiln_read_file(ptmp, &len[PKG_PARAMS])))
+        st = KILN_ERR_IO;
+    data[PKG_SO] = so;
+    data[PKG_JSON] = text;
+    len[PKG_JSON] = json_len;
+    data[PKG_PARAMS] = par;
+    if (!st && !(manifest = manifest_text(data, len)))
+        st = KILN_ERR_NOMEM;
     FILE *out = !st ? fopen(ttmp, "wb") : NULL;
     if (!st && !out)
         st = kiln_set_error(KILN_ERR_IO, "%s: cannot create: %s", ttmp, strerror(errno));
-    if (!st)
-        st = write_file_member(out, "mod.so", so_path, path);
-    if (!st)
-        st = write_header(out, "mod.json", (int64_t)json_len, path);
-    if (!st && fwrite(text, 1, json_len, out) != json_len)
-        st = kiln_set_error(KILN_ERR_IO, "%s: write error", path);
-    if (!st)
-        st = write_padding(out, (int64_t)json_len, path);
-    if (!st)
-        st = write_file_member(out, "mod.params", ptmp, path);
+    for (int m = 0; !st && m < PKG_COUNT; m++)
+        st = m == PKG_MANIFEST ? write_member(out, k_members[m], manifest, strlen(manifest), path)
+                               : write_member(out, k_members[m], data[m], len[m], path);
     if (!st) { /* the end-of-archive marker: two zero blocks */
         static const unsigned char zero[2 * BLOCK];
         if (fwrite(zero, 1, sizeof zero, out) != sizeof zero)
@@ -674,6 +616,9 @@ kiln_status kiln_package_write(const char *path, const char *text, size_t json_l
     if (ptmp)
         unlink(ptmp);
     free(ptmp);
+    free(so);
+    free(par);
+    free(manifest);
     kiln_npz_free(empty);
     return st;
 }

@@ -1,5 +1,5 @@
 /* runtime_internal.h: runtime functions the compiler side uses but users
- * do not: loading a module built into a temporary folder. */
+ * do not: loading a module built into a temporary folder or held in memory. */
 #ifndef KILN_RUNTIME_INTERNAL_H
 #define KILN_RUNTIME_INTERNAL_H
 
@@ -10,6 +10,13 @@
 /* Load the module at so_path. If tmpdir is not NULL, the module owns that
  * folder and removes it (and the files in it) when freed. */
 KILN_HIDDEN kiln_module *kiln_module_load_owned(const char *so_path, const char *tmpdir);
+/* Load the module whose shared object is bytes[0, len) from memory: a
+ * memfd (or, without memfd, an unnamed O_TMPFILE file in $TMPDIR) that
+ * dlopen opens as /proc/self/fd/N, so no file is left behind even by a
+ * crash. `what` names it in errors ("model.tar: mod.so"). */
+KILN_HIDDEN kiln_module *kiln_module_load_image(const void *bytes, size_t len, const char *what);
+/* Tests set this to take the O_TMPFILE path instead of memfd. */
+KILN_HIDDEN extern int kiln_module_image_no_memfd;
 
 /* Parse the .npz (ZIP) image buf[0, len); `name` prefixes every error
  * message (NULL: "<memory>"). A new set, or NULL with an error. */
@@ -42,14 +49,15 @@ KILN_HIDDEN int kiln_function_arg_info(const kiln_function *f, int i, kiln_dtype
 /* The kernel entry point, to call without per-call checks. */
 KILN_HIDDEN kiln_kernel_fn kiln_function_kernel(const kiln_function *f);
 
-/* Read the package (tar) at path: mod.json into *text (malloc'd,
- * NUL-terminated, *text_len bytes), mod.so loaded into *mod (it owns a
- * private temporary folder) and mod.params into *params. */
+/* Read the package (tar) at path, its manifest verified and mod.so checked
+ * before it is loaded: mod.json into *text (malloc'd, NUL-terminated,
+ * *text_len bytes), mod.so loaded from memory into *mod and mod.params
+ * into *params. */
 KILN_HIDDEN kiln_status kiln_package_read(const char *path, char **text, size_t *text_len,
                                           kiln_module **mod, kiln_npz **params);
 /* Read the package image buf[0, len) (`name` prefixes errors) the same way,
- * without loading its module: mod.json into *text (malloc'd, NUL-terminated,
- * *text_len bytes), mod.so's bytes into *so (malloc'd, *so_len bytes) and
+ * its manifest verified, without checking or loading its module: mod.json into *text (malloc'd,
+ * NUL-terminated, *text_len bytes), mod.so's bytes into *so (malloc'd, *so_len bytes) and
  * mod.params into *params. */
 KILN_HIDDEN kiln_status kiln_package_parse(const void *buf, size_t len, const char *name,
                                            char **text, size_t *text_len, unsigned char **so,

@@ -1,10 +1,16 @@
 /* fuzz_package.c: libFuzzer target for the package reader (model.tar) and
  * the graph executor's loading. Every input is read as a package image by
- * kiln_package_parse: the ustar members, mod.json and mod.params (.npz).
+ * kiln_package_parse: the ustar members, the manifest (sizes and SHA-256
+ * digests), mod.json and mod.params (.npz).
  *
- * mod.so is never loaded from fuzzed bytes (dlopen would run them). The
- * harness reads the member as the metadata text the module would export
- * (kiln_module_meta, module_abi.h) and builds the module with
+ * mod.so is never loaded from fuzzed bytes (dlopen would run them), and
+ * nothing here calls kiln_package_read, kiln_executor_load or
+ * kiln_module_load*. If the member is an ELF file, the checks that run
+ * before dlopen (pkg_check_elf) and kiln inspect's reading of its
+ * kiln_module_meta from the symbol table (pkg_elf_module_meta) run on it,
+ * and that text stands for the module; otherwise the harness reads the
+ * member itself as the metadata text the module would export
+ * (kiln_module_meta, module_abi.h). It builds the module with
  * kiln_module_from_meta, binding each listed function to a kernel of its
  * own that reads and writes every byte its signature says an argument
  * has. The plan is then loaded by kiln_executor_create (every check of the
@@ -14,14 +20,17 @@
  * A byte inserted into mod.json would move every later tar header, so
  * LLVMFuzzerCustomMutator mutates, three times in four, the contents of one
  * member and writes the archive again with its headers' sizes and checksums
- * right; the fourth time it mutates the raw bytes. */
+ * right, and, unless the member it mutated is manifest.json, a manifest that
+ * matches the new contents (else no edit would pass the digest check); the
+ * fourth time it mutates the raw bytes. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/json.h"
-#include "runtime/runtime_internal.h"
+#include "base/sha256.h"
+#include "runtime/package.h"
 
 /* Inputs past this are skipped: it bounds time and memory per input (a
  * deflated mod.params member may inflate to 1100 times its size). */
@@ -163,10 +172,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         kiln_clear_error();
         return 0;
     }
-    char *meta = malloc(so_len + 1);
-    if (meta) {
+    char *meta = NULL;
+    if (so_len >= 4 && memcmp(so, "\177ELF", 4) == 0) {
+        if (pkg_check_elf("fuzz.tar", so, so_len))
+            kiln_clear_error();
+        meta = pkg_elf_module_meta(so, so_len);
+    } else if ((meta = malloc(so_len + 1)) != NULL) {
         memcpy(meta, so, so_len);
         meta[so_len] = 0;
+    }
+    if (meta) {
         g_nkernels = 0;
         g_mod = kiln_module_from_meta("fuzz.tar: mod.so", meta, lookup, NULL);
         for (int k = 0; g_mod && k < g_nkernels; k++) {
@@ -193,6 +208,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 /* ---- the structure-aware mutator ---------------------------------------------- */
 
 #define MAX_MEMBERS 8
+
+/* A manifest.json for the members other than `skip` (the manifest's own
+   index), their names from the headers; malloc'd. */
+static char *remake_manifest(const uint8_t *const *hdr, const uint8_t *const *body,
+                             const size_t *len, int n, int skip) {
+    kstr s;
+    kstr_init(&s);
+    kstr_printf(&s, "{\"format\": \"kiln-package\", \"version\": %d, \"abi\": %d, \"members\": [",
+                KILN_PACKAGE_FORMAT_VERSION, KILN_MODULE_ABI_VERSION);
+    for (int m = 0, k = 0; m < n; m++) {
+        if (m == skip)
+            continue;
+        char name[101], hex[KILN_SHA256_HEX];
+        memcpy(name, hdr[m], 100);
+        name[100] = 0;
+        const char *nm = name;
+        while (nm[0] == '.' && nm[1] == '/')
+            nm += 2;
+        kiln_sha256_hex(body[m], len[m], hex);
+        kstr_puts(&s, k++ ? ", {\"name\": " : "{\"name\": ");
+        json_write_string(&s, nm);
+        kstr_printf(&s, ", \"size\": %zu, \"sha256\": \"%s\"}", len[m], hex);
+    }
+    kstr_puts(&s, "]}\n");
+    return kstr_take(&s);
+}
 
 /* Rewrite the size field and the checksum of the ustar header h. */
 static void set_header_size(unsigned char *h, size_t size) {
@@ -241,9 +282,26 @@ size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsi
     }
     memcpy(body, data + hdr[pick] + 512, blen);
     blen = LLVMFuzzerMutate(body, blen, cap);
+    const uint8_t *hdrs[MAX_MEMBERS], *bodies[MAX_MEMBERS];
+    size_t lens[MAX_MEMBERS];
+    int manifest = -1;
     for (int m = 0; m < n; m++) {
-        const unsigned char *src = m == pick ? body : data + hdr[m] + 512;
-        size_t l = m == pick ? blen : len[m], padded = (l + 511) / 512 * 512;
+        hdrs[m] = data + hdr[m];
+        bodies[m] = m == pick ? body : data + hdr[m] + 512;
+        lens[m] = m == pick ? blen : len[m];
+        if (manifest < 0 && (strncmp((const char *)hdrs[m], "manifest.json", 100) == 0 ||
+                             strncmp((const char *)hdrs[m], "./manifest.json", 100) == 0))
+            manifest = m;
+    }
+    char *remade =
+        manifest >= 0 && manifest != pick ? remake_manifest(hdrs, bodies, lens, n, manifest) : NULL;
+    if (remade) {
+        bodies[manifest] = (const uint8_t *)remade;
+        lens[manifest] = strlen(remade);
+    }
+    for (int m = 0; m < n; m++) {
+        const unsigned char *src = bodies[m];
+        size_t l = lens[m], padded = (l + 511) / 512 * 512;
         if (total + 512 + padded > max_size) {
             total = 0; /* does not fit: keep the input */
             break;
@@ -260,6 +318,7 @@ size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsi
     }
     if (total)
         memcpy(data, out, total);
+    free(remade);
     free(body);
     free(out);
     return total ? total : size;

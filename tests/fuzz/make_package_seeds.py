@@ -1,25 +1,37 @@
 #!/usr/bin/env python3
-"""make_package_seeds.py OUT_DIR PACKAGE.tar...: seeds for fuzz_package.
+"""make_package_seeds.py [--keep-elf] OUT_DIR PACKAGE.tar...: seeds for fuzz_package.
 
 fuzz_package reads a package's mod.so member as the metadata text the module
-exports (it never loads fuzzed code). For each package kiln built, this writes
-OUT_DIR/<name> with the same mod.json and mod.params and, as mod.so, that text
-(read from the shared object's kiln_module_meta). Anything else (a malformed
-archive, a mod.so that is not a kiln module) is copied byte for byte, so the
-broken tars of test_runtime_executor stay broken. Deterministic: mtime 0,
-uid 0, ustar.
+exports, or, when the member is an ELF file, reads that text from its symbol
+table (it never loads fuzzed code). For each input whose members can be
+walked (as the harness's mutator walks them: by each header's size field),
+this writes OUT_DIR/<name> with a fresh manifest.json first (package format
+2: the sizes and SHA-256 of mod.so, mod.json and mod.params, include/kiln/
+runtime.h), then the members with their headers as they were, so a seed
+that was broken in its tar structure stays broken the same way; mod.so, if
+it is a kiln module, is replaced by its kiln_module_meta text unless
+--keep-elf is given (keep a few small ones whole: they seed the ELF checks).
+An old manifest.json is dropped and made again, so running this over the
+corpus brings every seed to the current format. Anything else is copied
+byte for byte. A file named by its SHA-1 (as libFuzzer names what it finds)
+is written under its new SHA-1. Deterministic.
 
-Example, from a build's test outputs:
+Examples, from a build's test outputs and over the checked-in corpus:
     python3 tests/fuzz/make_package_seeds.py tests/fuzz/corpus/package \\
         build/tests/exec_model.tar build/tests/cnn.tar build/tests/exec_t*.tar
+    python3 tests/fuzz/make_package_seeds.py new_corpus tests/fuzz/corpus/package/*
 """
 import ctypes
-import io
+import hashlib
+import json
 import os
+import re
 import shutil
 import sys
-import tarfile
 import tempfile
+
+PACKAGE_FORMAT_VERSION = 2
+MODULE_ABI_VERSION = 3  # KILN_MODULE_ABI_VERSION, src/runtime/module_abi.h
 
 
 def module_meta(so_bytes):
@@ -36,54 +48,103 @@ def module_meta(so_bytes):
             return None
 
 
-def members(path):
-    """{name: bytes} of a well-formed package, in archive order, or None."""
-    try:
-        with tarfile.open(path, "r:") as t:
-            out = {}
-            for m in t.getmembers():
-                if not m.isfile() or m.name in out:
-                    return None
-                out[m.name] = t.extractfile(m).read()
-            return out
-    except (tarfile.TarError, OSError):
-        return None
+def walk(data):
+    """([header, body] of each member, the bytes after them) as fuzz_package's
+    mutator walks an archive: by each header's size field, stopping at a zero
+    block or a size past the end. Headers keep their quirks (checksums, types,
+    names), so a seed that was broken stays broken in the same way."""
+    out, off = [], 0
+    while off + 512 <= len(data):
+        h = data[off:off + 512]
+        if not any(h):
+            break
+        m = re.match(rb" *([0-7]*)", h[124:136])
+        size = int(m.group(1), 8) if m.group(1) else 0
+        if size > len(data) - off - 512:
+            break
+        out.append([h, data[off + 512:off + 512 + size]])
+        off += 512 + (size + 511) // 512 * 512
+    return out, data[off:]
 
 
-def write_package(path, files):
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as t:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mtime, info.mode = len(data), 0, 0o644
-            t.addfile(info, io.BytesIO(data))
-    # the members and the two zero blocks that end an archive, without
-    # tarfile's padding to 10 KiB (smaller seeds fuzz faster)
-    end = 0
-    with tarfile.open(fileobj=io.BytesIO(buf.getvalue()), mode="r:") as t:
-        for m in t.getmembers():
-            end = max(end, m.offset_data + (m.size + 511) // 512 * 512)
-    with open(path, "wb") as f:
-        f.write(buf.getvalue()[:end] + bytes(1024))
+def name_of(header):
+    name = header[:100].split(b"\0", 1)[0].decode("latin-1")
+    while name.startswith("./"):
+        name = name[2:]
+    return name
+
+
+def header(name, size, like=None):
+    """A ustar header for a regular member (`like`'s fields, with this size)."""
+    h = bytearray(like if like else bytes(512))
+    if not like:
+        h[0:len(name)] = name.encode()
+        h[100:108] = b"0000644\0"
+        h[108:116] = h[116:124] = b"0000000\0"
+        h[136:148] = b"00000000000\0"
+        h[156:157] = b"0"
+        h[257:265] = b"ustar\x0000"
+    h[124:136] = b"%011o\0" % size
+    h[148:156] = b" " * 8
+    h[148:156] = b"%06o\0 " % (sum(h) & 0o777777)
+    return bytes(h)
+
+
+def manifest(items):
+    """manifest.json for the package's members among the (name, bytes)
+    items, each listed once, as kiln_package_write writes it."""
+    listed, seen = [], set()
+    for name, data in items:
+        if name in ("mod.so", "mod.json", "mod.params") and name not in seen:
+            seen.add(name)
+            listed.append({"name": name, "size": len(data),
+                           "sha256": hashlib.sha256(data).hexdigest()})
+    return (json.dumps({"format": "kiln-package", "version": PACKAGE_FORMAT_VERSION,
+                        "abi": MODULE_ABI_VERSION, "members": listed}) + "\n").encode()
+
+
+def rewrite(data, keep_elf):
+    """The seed with a fresh manifest first, or None if no member is found.
+    Also returns the size of the metadata that replaced mod.so, or None."""
+    found, rest = walk(data)
+    found = [m for m in found if name_of(m[0]) != "manifest.json"]
+    if not found:
+        return None, None
+    meta = None
+    for m in found:
+        if name_of(m[0]) == "mod.so" and not keep_elf and meta is None:
+            meta = module_meta(m[1])
+            if meta is not None:
+                m[0], m[1] = header("", len(meta), m[0]), meta
+    text = manifest([(name_of(h), body) for h, body in found])
+    out = header("manifest.json", len(text)) + text + bytes(-len(text) % 512)
+    for h, body in found:
+        out += h + body + bytes(-len(body) % 512)
+    return out + (rest if rest else bytes(1024)), meta
 
 
 def main():
-    if len(sys.argv) < 3:
+    args = sys.argv[1:]
+    keep_elf = "--keep-elf" in args
+    args = [a for a in args if a != "--keep-elf"]
+    if len(args) < 2:
         sys.exit(__doc__)
-    out = sys.argv[1]
+    out = args[0]
     os.makedirs(out, exist_ok=True)
-    for path in sys.argv[2:]:
-        dest = os.path.join(out, os.path.basename(path))
-        files = members(path)
-        meta = module_meta(files["mod.so"]) if files and "mod.so" in files else None
-        if meta is None:
-            shutil.copyfile(path, dest)
-            print(f"{dest}: copied as it is")
+    for path in args[1:]:
+        base = os.path.basename(path)
+        with open(path, "rb") as f:
+            data, meta = rewrite(f.read(), keep_elf)
+        if data is None:
+            shutil.copyfile(path, os.path.join(out, base))
+            print(f"{base}: copied as it is")
             continue
-        files["mod.so"] = meta
-        write_package(dest, files)
-        print(f"{dest}: mod.so replaced by its {len(meta)} bytes of metadata")
-
+        if re.fullmatch(r"[0-9a-f]{40}", base):
+            base = hashlib.sha1(data).hexdigest()
+        with open(os.path.join(out, base), "wb") as f:
+            f.write(data)
+        what = f"mod.so replaced by its {len(meta)} bytes of metadata" if meta else "as it was"
+        print(f"{base}: manifest added, {what}")
 
 if __name__ == "__main__":
     main()

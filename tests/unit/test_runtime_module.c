@@ -392,7 +392,7 @@ static void test_module_from_meta(void) {
 }
 
 /* kiln_package_parse reads the members of a package image without loading
- * mod.so; a truncated image or one without mod.params is an error. */
+ * mod.so; a truncated image or one without mod.json is an error. */
 static void test_package_parse(void) {
     const char *so = test_tmp_path("rt_pkg_meta.txt");
     FILE *f = fopen(so, "wb");
@@ -428,7 +428,8 @@ static void test_package_parse(void) {
     CHECK(kiln_package_parse(img, len - 1024 - 412, "img", &text, &text_len, &sob, &so_len,
                              &params) == KILN_ERR_IO);
     CHECK(text == NULL && sob == NULL && params == NULL);
-    size_t first = 512 + (strlen(DBL_META) + 511) / 512 * 512;
+    size_t mlen = (size_t)strtoull(img + 124, NULL, 8); /* manifest.json comes first */
+    size_t first = 512 + (mlen + 511) / 512 * 512 + 512 + (strlen(DBL_META) + 511) / 512 * 512;
     CHECK(kiln_package_parse(img, first, "img", &text, &text_len, &sob, &so_len, &params) ==
           KILN_ERR_IO);
     CHECK_CONTAINS(kiln_last_error(), "img: no member 'mod.json'");
