@@ -62,12 +62,17 @@ int cvt_clip(imp *I, const Onnx__NodeProto *n, int *outs) {
     double v[2] = {-INFINITY, INFINITY};
     int is_const[2] = {1, 1};
     if (I->opset < 11) {
-        v[0] = imp_attr_float(n, "min", -INFINITY);
-        v[1] = imp_attr_float(n, "max", INFINITY);
+        v[0] = imp_attr_float(I, n, "min", -INFINITY);
+        v[1] = imp_attr_float(I, n, "max", INFINITY);
     } else {
         for (int k = 0; k < 2; k++) {
             if ((bound[k] = imp_input(I, n, k + 1)) < 0)
                 continue;
+            /* a scalar: rank 0, or [1] as ONNX Runtime also takes */
+            const gtensor_type *bt = imp_type(I, bound[k]);
+            if (!bt || bt->ndim > 1 || (bt->ndim == 1 && (bt->dims[0].sym || bt->dims[0].v != 1)))
+                return imp_fail(I, n, "input '%s' (%s) must be a scalar, not of rank %d",
+                                k ? "max" : "min", n->input[k + 1], bt ? bt->ndim : -1);
             const kiln_ndarray *c = imp_const(I, bound[k]);
             if (c && kiln_ndarray_numel(c) == 1)
                 v[k] = cvt_get_d(c, 0);
@@ -116,13 +121,13 @@ static int hard_sigmoid(imp *I, const Onnx__NodeProto *n, int x, double alpha, d
 }
 
 int cvt_hard_sigmoid(imp *I, const Onnx__NodeProto *n, int *outs) {
-    return outs[0] = hard_sigmoid(I, n, imp_input(I, n, 0), imp_attr_float(n, "alpha", 0.2f),
-                                  imp_attr_float(n, "beta", 0.5f));
+    return outs[0] = hard_sigmoid(I, n, imp_input(I, n, 0), imp_attr_float(I, n, "alpha", 0.2f),
+                                  imp_attr_float(I, n, "beta", 0.5f));
 }
 
 int cvt_cast(imp *I, const Onnx__NodeProto *n, int *outs) {
     kiln_dtype dt;
-    int64_t to = imp_attr_int(n, "to", 0);
+    int64_t to = imp_attr_int(I, n, "to", 0);
     if (!onnx_dtype_to_kiln((int)to, &dt))
         return imp_fail(I, n, "cast to %s is not supported", onnx_dtype_name((int)to));
     return outs[0] = cvt_cast_to(I, n, imp_input(I, n, 0), dt);
@@ -167,37 +172,44 @@ int cvt_identity(imp *I, const Onnx__NodeProto *n, int *outs) {
 
 /* ---- constants and shapes ------------------------------------------------------------ */
 
+/* Constant: exactly one of its value attributes (ONNX's rule; the node
+ * check has refused any other name). */
 int cvt_constant(imp *I, const Onnx__NodeProto *n, int *outs) {
     const Onnx__AttributeProto *a;
     kiln_ndarray *r = NULL;
-    if ((a = imp_attr(n, "value")) && a->t) {
+    if (n->n_attribute != 1)
+        return imp_fail(I, n,
+                        "needs exactly one of the attributes value, value_float(s) and "
+                        "value_int(s), has %zu",
+                        n->n_attribute);
+    if ((a = imp_attr(I, n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR))) {
         char what[600];
         snprintf(what, sizeof what, "Constant '%s'", n->name);
         r = onnx_tensor_to_ndarray(I->m, a->t, what);
         if (!r)
             return imp_fail(I, n, "%s", kiln_last_error());
-    } else if ((a = imp_attr(n, "value_float")) && a->has_f) {
+    } else if ((a = imp_attr(I, n, "value_float", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT))) {
         r = kiln_ndarray_empty(KILN_FLOAT32, 0, NULL);
         if (r)
             *(float *)kiln_ndarray_data(r) = a->f;
-    } else if ((a = imp_attr(n, "value_int")) && a->has_i) {
+    } else if ((a = imp_attr(I, n, "value_int", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT))) {
         r = kiln_ndarray_empty(KILN_INT64, 0, NULL);
         if (r)
             *(int64_t *)kiln_ndarray_data(r) = a->i;
-    } else if ((a = imp_attr(n, "value_floats"))) {
+    } else if ((a = imp_attr(I, n, "value_floats",
+                             ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS))) {
         int64_t len = (int64_t)a->n_floats;
         r = kiln_ndarray_empty(KILN_FLOAT32, 1, &len);
         if (r && len)
             memcpy(kiln_ndarray_data(r), a->floats, sizeof(float) * (size_t)len);
-    } else if ((a = imp_attr(n, "value_ints"))) {
+    } else if ((a = imp_attr(I, n, "value_ints", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS))) {
         int64_t len = (int64_t)a->n_ints;
         r = kiln_ndarray_empty(KILN_INT64, 1, &len);
         if (r && len)
             memcpy(kiln_ndarray_data(r), a->ints, sizeof(int64_t) * (size_t)len);
     } else {
-        return imp_fail(I, n,
-                        "needs a value, value_float(s) or value_int(s) attribute "
-                        "(sparse and string values are not supported)");
+        return imp_fail(I, n, "attribute '%s': sparse and string values are not supported",
+                        n->attribute[0]->name);
     }
     if (!r)
         return imp_fail(I, n, "%s", kiln_last_error());
@@ -209,7 +221,7 @@ int cvt_shape(imp *I, const Onnx__NodeProto *n, int *outs) {
     const gtensor_type *t = imp_type(I, imp_input(I, n, 0));
     if (!t)
         return imp_fail(I, n, "the input has no tensor type");
-    int64_t start = imp_attr_int(n, "start", 0), end = imp_attr_int(n, "end", t->ndim);
+    int64_t start = imp_attr_int(I, n, "start", 0), end = imp_attr_int(I, n, "end", t->ndim);
     if (start < 0)
         start += t->ndim;
     if (end < 0)
@@ -258,9 +270,10 @@ int cvt_constant_of_shape(imp *I, const Onnx__NodeProto *n, int *outs) {
         return imp_fail(I, n, "the shape input must be a constant of at most %d values", MAXD);
     if (!cvt_numel(I, n, nd, dims, &count))
         return -1;
-    const Onnx__AttributeProto *a = imp_attr(n, "value");
+    const Onnx__AttributeProto *a =
+        imp_attr(I, n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
     kiln_ndarray *v = NULL;
-    if (a && a->t) {
+    if (a) {
         v = onnx_tensor_to_ndarray(I->m, a->t, "ConstantOfShape value");
         if (!v)
             return imp_fail(I, n, "%s", kiln_last_error());
@@ -289,8 +302,13 @@ int cvt_gather(imp *I, const Onnx__NodeProto *n, int *outs) {
     int in[2] = {imp_input(I, n, 0), imp_input(I, n, 1)};
     const gtensor_type *t = imp_type(I, in[0]);
     const kiln_ndarray *idx = imp_const(I, in[1]);
-    int64_t axis = imp_attr_int(n, "axis", 0);
-    if (t && axis >= -t->ndim && axis < t->ndim && idx) {
+    int64_t axis = imp_attr_int(I, n, "axis", 0);
+    if (!t)
+        return imp_fail(I, n, "the data input has no tensor type");
+    if (axis < -t->ndim || axis >= t->ndim)
+        return imp_fail(I, n, "attribute 'axis' = %lld is out of range for a %d-D input",
+                        (long long)axis, t->ndim);
+    if (idx) {
         gdim len = t->dims[axis < 0 ? axis + t->ndim : axis];
         for (int64_t k = 0; !len.sym && k < kiln_ndarray_numel(idx); k++) {
             int64_t j = cvt_get_i(idx, k);
@@ -313,7 +331,10 @@ int cvt_concat(imp *I, const Onnx__NodeProto *n, int *outs) {
     const gtensor_type *t0 = imp_type(I, ids[0]);
     if (!t0)
         return imp_fail(I, n, "input 0 has no tensor type");
-    int64_t axis = imp_attr_int(n, "axis", 0);
+    int64_t axis = imp_attr_int(I, n, "axis", 0);
+    if (axis < -t0->ndim || axis >= t0->ndim)
+        return imp_fail(I, n, "attribute 'axis' = %lld is out of range for a %d-D input",
+                        (long long)axis, t0->ndim);
     if (axis < 0)
         axis += t0->ndim;
     char attrs[64];
@@ -327,7 +348,7 @@ int cvt_reshape(imp *I, const Onnx__NodeProto *n, int *outs) {
     int64_t dims[MAXD];
     int nd;
     if (I->opset < 5) {
-        nd = imp_attr_ints(n, "shape", dims, MAXD);
+        nd = imp_attr_ints(I, n, "shape", dims, MAXD);
     } else {
         nd = cvt_const_ints(I, n, 1, dims);
         if (nd == -2)
@@ -347,7 +368,9 @@ int cvt_reshape(imp *I, const Onnx__NodeProto *n, int *outs) {
     }
     if (!cvt_numel(I, n, t->ndim, in_dims, &total))
         return -1;
-    int allowzero = (int)imp_attr_int(n, "allowzero", 0), infer = -1;
+    int allowzero = imp_attr_int(I, n, "allowzero", 0) != 0, infer = -1, has_zero = 0;
+    for (int d = 0; d < nd; d++)
+        has_zero |= dims[d] == 0;
     for (int d = 0; d < nd; d++) {
         if (dims[d] == 0 && !allowzero) {
             if (d >= t->ndim)
@@ -364,10 +387,20 @@ int cvt_reshape(imp *I, const Onnx__NodeProto *n, int *outs) {
             return imp_fail(I, n, "the shape's element count overflows int64");
         }
     }
+    if (infer >= 0 && allowzero && has_zero)
+        return imp_fail(I, n,
+                        "the shape has both 0 and -1, which attribute 'allowzero' = 1 "
+                        "forbids");
     if (infer >= 0) {
         if (!known || total % known)
-            return imp_fail(I, n, "cannot infer the -1 dim");
+            return imp_fail(I, n,
+                            "cannot infer the -1 dim of the shape: %lld elements into a "
+                            "multiple of %lld",
+                            (long long)total, (long long)known);
         dims[infer] = total / known;
+    } else if (known != total) {
+        return imp_fail(I, n, "the shape (input 'shape') has %lld elements, the data %lld",
+                        (long long)known, (long long)total);
     }
     return outs[0] = cvt_reshape_to(I, n, x, nd, dims);
 }
@@ -377,11 +410,12 @@ int cvt_flatten(imp *I, const Onnx__NodeProto *n, int *outs) {
     const gtensor_type *t = imp_type(I, x);
     if (!t)
         return imp_fail(I, n, "the input has no tensor type");
-    int64_t axis = imp_attr_int(n, "axis", 1);
+    int64_t axis = imp_attr_int(I, n, "axis", 1);
+    if (axis < -t->ndim || axis > t->ndim)
+        return imp_fail(I, n, "attribute 'axis' = %lld is out of range for a %d-D input",
+                        (long long)axis, t->ndim);
     if (axis < 0)
         axis += t->ndim;
-    if (axis < 0 || axis > t->ndim)
-        return imp_fail(I, n, "axis out of range");
     if (axis == 1 && t->ndim >= 1)
         return outs[0] = imp_call(I, n, "nn.batch_flatten", 1, &x, NULL);
     int64_t dims[MAXD], two[2];
@@ -399,7 +433,7 @@ int cvt_flatten(imp *I, const Onnx__NodeProto *n, int *outs) {
 /* Axes from the attribute (opset < 13) or the second input. */
 static int axes_of(imp *I, const Onnx__NodeProto *n, int64_t *axes) {
     if (I->opset < 13)
-        return imp_attr_ints(n, "axes", axes, MAXD);
+        return imp_attr_ints(I, n, "axes", axes, MAXD);
     return cvt_const_ints(I, n, 1, axes);
 }
 
@@ -464,9 +498,9 @@ int cvt_slice(imp *I, const Onnx__NodeProto *n, int *outs) {
     int64_t st[MAXD], en[MAXD], ax[MAXD], sp[MAXD];
     int ns, ne, na, nsp = -1;
     if (I->opset < 10) {
-        ns = imp_attr_ints(n, "starts", st, MAXD);
-        ne = imp_attr_ints(n, "ends", en, MAXD);
-        na = imp_attr_ints(n, "axes", ax, MAXD);
+        ns = imp_attr_ints(I, n, "starts", st, MAXD);
+        ne = imp_attr_ints(I, n, "ends", en, MAXD);
+        na = imp_attr_ints(I, n, "axes", ax, MAXD);
     } else {
         ns = cvt_const_ints(I, n, 1, st);
         ne = cvt_const_ints(I, n, 2, en);
@@ -528,8 +562,8 @@ int cvt_pad(imp *I, const Onnx__NodeProto *n, int *outs) {
     double value = 0;
     int np;
     if (I->opset < 11) {
-        np = imp_attr_ints(n, "pads", p, 2 * MAXD);
-        value = imp_attr_float(n, "value", 0);
+        np = imp_attr_ints(I, n, "pads", p, 2 * MAXD);
+        value = imp_attr_float(I, n, "value", 0);
     } else {
         int id = imp_input(I, n, 1);
         const kiln_ndarray *c = id >= 0 ? imp_const(I, id) : NULL;
@@ -545,13 +579,16 @@ int cvt_pad(imp *I, const Onnx__NodeProto *n, int *outs) {
         value = v ? cvt_get_d(v, 0) : 0;
     }
     if (np != 2 * t->ndim)
-        return imp_fail(I, n, "pads needs %d values, has %d", 2 * t->ndim, np);
+        return imp_fail(I, n, "%s 'pads' needs %d values (a begin and an end per dim), has %d",
+                        I->opset < 11 ? "attribute" : "input", 2 * t->ndim, np);
     for (int d = 0; d < t->ndim; d++) {
         pw[2 * d] = p[d];
         pw[2 * d + 1] = p[d + t->ndim];
     }
     char buf[32];
-    const char *mode = imp_attr_str(n, "mode", "constant", buf, sizeof buf);
+    const char *mode = imp_attr_str(I, n, "mode", "constant", buf, sizeof buf);
+    if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge"))
+        return imp_fail(I, n, "attribute 'mode' = '%s' is not constant, reflect or edge", mode);
     if (!isfinite(value))
         return imp_fail(I, n, "a non-finite pad value is not supported");
     kstr a;

@@ -28,15 +28,15 @@ int cvt_reduce(imp *I, const Onnx__NodeProto *n, int *outs) {
         if (na == -2)
             return imp_fail(I, n, "axes must be constant");
     } else {
-        na = imp_attr_ints(n, "axes", axes, MAXD);
+        na = imp_attr_ints(I, n, "axes", axes, MAXD);
     }
-    if (na <= 0 && imp_attr_int(n, "noop_with_empty_axes", 0))
+    if (na <= 0 && imp_attr_int(I, n, "noop_with_empty_axes", 0))
         return outs[0] = x;
     kstr a;
     kstr_init(&a);
     if (na > 0)
         cvt_ints_attr(&a, "axis", na, axes);
-    kstr_printf(&a, "%skeepdims=%d", a.len ? ", " : "", imp_attr_int(n, "keepdims", 1) != 0);
+    kstr_printf(&a, "%skeepdims=%d", a.len ? ", " : "", imp_attr_int(I, n, "keepdims", 1) != 0);
     const char *ty = n->op_type + 6, *op = NULL;
     int y = -1;
     if (!strcmp(ty, "Sum"))
@@ -67,7 +67,7 @@ int cvt_reduce(imp *I, const Onnx__NodeProto *n, int *outs) {
         kstr_printf(&k1, "%skeepdims=1", k1.len ? ", " : "");
         int m1 = reduce_of(I, n, "max", x, k1.buf);
         kstr_free(&k1);
-        int m = imp_attr_int(n, "keepdims", 1) ? m1 : reduce_of(I, n, "max", x, a.buf);
+        int m = imp_attr_int(I, n, "keepdims", 1) ? m1 : reduce_of(I, n, "max", x, a.buf);
         int e = cvt_unary_of(I, n, "exp", cvt_binary_of(I, n, "subtract", x, m1));
         y = cvt_binary_of(I, n, "add", cvt_unary_of(I, n, "log", reduce_of(I, n, "sum", e, a.buf)),
                           m);
@@ -80,8 +80,8 @@ int cvt_arg_reduce(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0);
     char attrs[96];
     snprintf(attrs, sizeof attrs, "axis=%lld, keepdims=%d, select_last_index=%d",
-             (long long)imp_attr_int(n, "axis", 0), imp_attr_int(n, "keepdims", 1) != 0,
-             imp_attr_int(n, "select_last_index", 0) != 0);
+             (long long)imp_attr_int(I, n, "axis", 0), imp_attr_int(I, n, "keepdims", 1) != 0,
+             imp_attr_int(I, n, "select_last_index", 0) != 0);
     return outs[0] =
                imp_call(I, n, !strcmp(n->op_type, "ArgMax") ? "argmax" : "argmin", 1, &x, attrs);
 }
@@ -93,12 +93,13 @@ int cvt_layer_norm(imp *I, const Onnx__NodeProto *n, int *outs) {
     const gtensor_type *t = imp_type(I, x);
     if (!t)
         return imp_fail(I, n, "the input has no tensor type");
-    int64_t axis = imp_attr_int(n, "axis", -1);
+    int64_t axis = imp_attr_int(I, n, "axis", -1);
+    if (axis < -t->ndim || axis >= t->ndim)
+        return imp_fail(I, n, "attribute 'axis' = %lld is out of range for a %d-D input",
+                        (long long)axis, t->ndim);
     if (axis < 0)
         axis += t->ndim;
-    if (axis < 0 || axis >= t->ndim)
-        return imp_fail(I, n, "axis out of range");
-    double eps = imp_attr_float(n, "epsilon", 1e-5f);
+    double eps = imp_attr_float(I, n, "epsilon", 1e-5f);
     for (int i = 0; i < 3; i++)
         in[i] = imp_input(I, n, i);
     char attrs[96];
@@ -136,19 +137,24 @@ typedef struct {
     int64_t in[2], k[2], s[2], d[2], pads[4];
 } window;
 
-static int sp_ints(const Onnx__NodeProto *n, const char *name, int nsp, int64_t def, int64_t *v) {
+/* An ints attribute of one value per spatial dim (ONNX's rule for
+ * strides, dilations and kernel_shape) as 2-D values; absent: def. -1 with
+ * an error naming it if it has another count. */
+static int sp_ints(imp *I, const Onnx__NodeProto *n, const char *name, int nsp, int64_t def,
+                   int64_t *v) {
     int64_t b[2];
-    int k = imp_attr_ints(n, name, b, 2);
+    int k = imp_attr_ints(I, n, name, b, 2);
     v[0] = v[1] = def;
-    if (k < 0)
-        return 1;
-    if (k == 1)
-        v[1] = b[0], v[0] = nsp == 2 ? b[0] : def;
-    else if (k == 2 && nsp == 2)
-        v[0] = b[0], v[1] = b[1];
-    else
+    if (k == -1)
         return 0;
-    return 1;
+    if (k != nsp)
+        return imp_fail(I, n, "attribute '%s' has %s%d values; the input has %d spatial dims", name,
+                        k == -2 ? "more than " : "", k == -2 ? 2 : k, nsp);
+    if (k == 1)
+        v[1] = b[0];
+    else
+        v[0] = b[0], v[1] = b[1];
+    return 0;
 }
 
 static int window_of(imp *I, const Onnx__NodeProto *n, const gtensor_type *x, const int64_t *ksp,
@@ -164,8 +170,9 @@ static int window_of(imp *I, const Onnx__NodeProto *n, const gtensor_type *x, co
         w->in[i] = j < 0 ? 1 : x->dims[2 + j].v;
         w->k[i] = j < 0 ? 1 : ksp[j];
     }
-    if (!sp_ints(n, "strides", w->nsp, 1, w->s) || !sp_ints(n, "dilations", w->nsp, 1, w->d))
-        return imp_fail(I, n, "strides and dilations need %d values", w->nsp);
+    if (sp_ints(I, n, "strides", w->nsp, 1, w->s) < 0 ||
+        sp_ints(I, n, "dilations", w->nsp, 1, w->d) < 0)
+        return -1;
     /* before any division by them (auto_pad SAME, the output size) */
     for (int i = 0; i < 2; i++) {
         if (w->k[i] < 1)
@@ -176,13 +183,16 @@ static int window_of(imp *I, const Onnx__NodeProto *n, const gtensor_type *x, co
             return imp_fail(I, n, "dilation %lld is not at least 1", (long long)w->d[i]);
     }
     char buf[32];
-    const char *ap = imp_attr_str(n, "auto_pad", "NOTSET", buf, sizeof buf);
+    const char *ap = imp_attr_str(I, n, "auto_pad", "NOTSET", buf, sizeof buf);
     int64_t *p = w->pads, b[4];
     memset(p, 0, sizeof w->pads);
     if (!strcmp(ap, "NOTSET")) {
-        int np = imp_attr_ints(n, "pads", b, 4);
+        int np = imp_attr_ints(I, n, "pads", b, 4);
         if (np != -1 && np != 2 * w->nsp)
-            return imp_fail(I, n, "pads must have %d values", 2 * w->nsp);
+            return imp_fail(I, n,
+                            "attribute 'pads' must have %d values (a begin and an end per "
+                            "spatial dim), has %s%d",
+                            2 * w->nsp, np == -2 ? "more than " : "", np == -2 ? 4 : np);
         /* ONNX order [x1_begin, x2_begin, x1_end, x2_end]: (t, l, b, r) */
         if (np == 4)
             memcpy(p, b, sizeof b);
@@ -224,6 +234,24 @@ int cvt_conv(imp *I, const Onnx__NodeProto *n, int *outs) {
     window win;
     if (window_of(I, n, xt, ksp, &win) < 0)
         return -1;
+    /* kernel_shape, if given, must be the weight's spatial dims */
+    int64_t ks[2];
+    int nk = imp_attr_ints(I, n, "kernel_shape", ks, 2);
+    if (nk != -1 && nk != win.nsp)
+        return imp_fail(I, n,
+                        "attribute 'kernel_shape' has %s%d values; the input has %d spatial dims",
+                        nk == -2 ? "more than " : "", nk == -2 ? 2 : nk, win.nsp);
+    for (int i = 0; i < nk; i++)
+        if (ks[i] != ksp[i])
+            return imp_fail(I, n,
+                            "attribute 'kernel_shape' [%lld%s%lld] disagrees with the weight's "
+                            "spatial dims [%lld%s%lld]",
+                            (long long)ks[0], nk > 1 ? ", " : "", nk > 1 ? (long long)ks[1] : 0LL,
+                            (long long)ksp[0], nk > 1 ? ", " : "",
+                            nk > 1 ? (long long)ksp[1] : 0LL);
+    int64_t group = imp_attr_int(I, n, "group", 1);
+    if (group < 1)
+        return imp_fail(I, n, "attribute 'group' = %lld is not at least 1", (long long)group);
     if (win.nsp == 1 && ((x = as_2d(I, n, x, 1)) < 0 || (w = as_2d(I, n, w, 1)) < 0))
         return -1;
     char attrs[256];
@@ -232,7 +260,7 @@ int cvt_conv(imp *I, const Onnx__NodeProto *n, int *outs) {
              "groups=%lld",
              (long long)win.s[0], (long long)win.s[1], (long long)win.pads[0],
              (long long)win.pads[1], (long long)win.pads[2], (long long)win.pads[3],
-             (long long)win.d[0], (long long)win.d[1], (long long)imp_attr_int(n, "group", 1));
+             (long long)win.d[0], (long long)win.d[1], (long long)group);
     int in[2] = {x, w};
     int c = imp_call(I, n, "nn.conv2d", 2, in, attrs);
     if (c >= 0 && b >= 0) {
@@ -248,10 +276,15 @@ int cvt_pool(imp *I, const Onnx__NodeProto *n, int *outs) {
     if (n->n_output > 1 && n->output[1][0])
         return imp_fail(I, n, "the Indices output of MaxPool is not supported");
     int64_t ksp[2];
-    int nk = imp_attr_ints(n, "kernel_shape", ksp, 2);
+    int nk = imp_attr_ints(I, n, "kernel_shape", ksp, 2);
     window w;
-    if (!xt || nk != xt->ndim - 2)
-        return imp_fail(I, n, "kernel_shape needs one value per spatial dim");
+    if (!xt)
+        return imp_fail(I, n, "the input has no tensor type");
+    if (nk != xt->ndim - 2)
+        return imp_fail(I, n,
+                        "attribute 'kernel_shape' has %s%d values; the %d-D input has %d "
+                        "spatial dims",
+                        nk == -2 ? "more than " : "", nk == -2 ? 2 : nk, xt->ndim, xt->ndim - 2);
     if (window_of(I, n, xt, ksp, &w) < 0)
         return -1;
     int is_max = !strcmp(n->op_type, "MaxPool");
@@ -265,8 +298,8 @@ int cvt_pool(imp *I, const Onnx__NodeProto *n, int *outs) {
              "dilation=[%lld, %lld], ceil_mode=%lld, count_include_pad=%lld",
              (long long)w.k[0], (long long)w.k[1], (long long)w.s[0], (long long)w.s[1],
              (long long)w.pads[0], (long long)w.pads[1], (long long)w.pads[2], (long long)w.pads[3],
-             (long long)w.d[0], (long long)w.d[1], (long long)imp_attr_int(n, "ceil_mode", 0),
-             (long long)imp_attr_int(n, "count_include_pad", 0));
+             (long long)w.d[0], (long long)w.d[1], (long long)imp_attr_int(I, n, "ceil_mode", 0),
+             (long long)imp_attr_int(I, n, "count_include_pad", 0));
     int y = imp_call(I, n, is_max ? "nn.max_pool2d" : "nn.avg_pool2d", 1, &x, attrs);
     return outs[0] = w.nsp == 1 ? as_2d(I, n, y, 0) : y;
 }
@@ -279,14 +312,31 @@ int cvt_global_pool(imp *I, const Onnx__NodeProto *n, int *outs) {
 }
 
 int cvt_batch_norm(imp *I, const Onnx__NodeProto *n, int *outs) {
-    if (imp_attr_int(n, "training_mode", 0))
-        return imp_fail(I, n, "training mode is not supported");
+    if (imp_attr_int(I, n, "training_mode", 0))
+        return imp_fail(I, n, "training mode is not supported (attribute 'training_mode')");
+    if (imp_attr_int(I, n, "spatial", 1) != 1)
+        return imp_fail(I, n, "attribute 'spatial' = 0 (statistics per element) is not supported");
+    for (size_t k = 1; k < n->n_output; k++)
+        if (n->output[k][0])
+            return imp_fail(I, n,
+                            "output %zu ('%s'), a running statistic of training, is not "
+                            "supported",
+                            k, n->output[k]);
     int in[5];
     for (int i = 0; i < 5; i++)
         in[i] = imp_input(I, n, i);
     char attrs[64];
-    snprintf(attrs, sizeof attrs, "epsilon=%.9gf", imp_attr_float(n, "epsilon", 1e-5f));
+    snprintf(attrs, sizeof attrs, "epsilon=%.9gf", imp_attr_float(I, n, "epsilon", 1e-5f));
     return outs[0] = imp_call(I, n, "nn.batch_norm", 5, in, attrs);
+}
+
+/* A dim as text: its size or its symbol. */
+static const char *dim_text(gdim d, char *buf, size_t cap) {
+    if (d.sym)
+        snprintf(buf, cap, "%s", d.sym);
+    else
+        snprintf(buf, cap, "%lld", (long long)d.v);
+    return buf;
 }
 
 /* dense(x, W) with W as [units, in]: a W given as [in, units] is
@@ -306,18 +356,36 @@ static int scaled(imp *I, const Onnx__NodeProto *n, int x, double s) {
 
 int cvt_gemm(imp *I, const Onnx__NodeProto *n, int *outs) {
     int a = imp_input(I, n, 0), b = imp_input(I, n, 1), c = imp_input(I, n, 2);
-    if (imp_attr_int(n, "transA", 0)) {
+    const gtensor_type *at = imp_type(I, a), *bt = imp_type(I, b), *ct = imp_type(I, c);
+    int ta = imp_attr_int(I, n, "transA", 0) != 0, tb = imp_attr_int(I, n, "transB", 0) != 0;
+    if (!at || !bt || at->ndim != 2 || bt->ndim != 2)
+        return imp_fail(I, n, "A and B must be 2-D, got %d-D and %d-D", at ? at->ndim : -1,
+                        bt ? bt->ndim : -1);
+    gdim ka = at->dims[ta ? 0 : 1], kb = bt->dims[tb ? 1 : 0], nb = bt->dims[tb ? 0 : 1];
+    if (!gdim_equal(ka, kb)) {
+        char s1[64], s2[64];
+        return imp_fail(I, n, "the inner dims differ: %s in A (transA=%d), %s in B (transB=%d)",
+                        dim_text(ka, s1, sizeof s1), ta, dim_text(kb, s2, sizeof s2), tb);
+    }
+    /* C broadcasts one way, onto [M, N] */
+    gdim mn[2] = {at->dims[ta ? 1 : 0], nb};
+    for (int d = 0; ct && d < ct->ndim; d++) {
+        gdim cd = ct->dims[d], want = mn[d + 2 - ct->ndim];
+        if (ct->ndim > 2 || (!(!cd.sym && cd.v == 1) && !gdim_equal(cd, want)))
+            return imp_fail(I, n, "C (%d-D) does not broadcast to the [M, N] result", ct->ndim);
+    }
+    if (ta) {
         a = imp_call(I, n, "transpose", 1, &a, "axes=[1, 0]");
         if (a < 0)
             return -1;
     }
-    int y = dense_of(I, n, a, b, !imp_attr_int(n, "transB", 0));
+    int y = dense_of(I, n, a, b, !tb);
     if (y < 0)
         return -1;
-    y = scaled(I, n, y, imp_attr_float(n, "alpha", 1.0f));
+    y = scaled(I, n, y, imp_attr_float(I, n, "alpha", 1.0f));
     if (y < 0 || c < 0)
         return outs[0] = y;
-    int cs = scaled(I, n, c, imp_attr_float(n, "beta", 1.0f));
+    int cs = scaled(I, n, c, imp_attr_float(I, n, "beta", 1.0f));
     int in[2] = {y, cs};
     return outs[0] = cs < 0 ? -1 : imp_call(I, n, "add", 2, in, NULL);
 }
@@ -359,11 +427,12 @@ int cvt_softmax(imp *I, const Onnx__NodeProto *n, int *outs) {
     const char *op = !strcmp(n->op_type, "LogSoftmax") ? "nn.log_softmax" : "nn.softmax";
     if (!t)
         return imp_fail(I, n, "the input has no tensor type");
-    int64_t axis = imp_attr_int(n, "axis", I->opset < 13 ? 1 : -1);
+    int64_t axis = imp_attr_int(I, n, "axis", I->opset < 13 ? 1 : -1);
+    if (axis < -t->ndim || axis >= t->ndim)
+        return imp_fail(I, n, "attribute 'axis' = %lld is out of range for a %d-D input",
+                        (long long)axis, t->ndim);
     if (axis < 0)
         axis += t->ndim;
-    if (axis < 0 || axis >= t->ndim)
-        return imp_fail(I, n, "axis out of range");
     char attrs[32];
     if (I->opset >= 13 || axis == t->ndim - 1) {
         snprintf(attrs, sizeof attrs, "axis=%lld", (long long)axis);
@@ -386,9 +455,21 @@ int cvt_softmax(imp *I, const Onnx__NodeProto *n, int *outs) {
 int cvt_transpose(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0);
     int64_t perm[MAXD];
-    int np = imp_attr_ints(n, "perm", perm, MAXD);
-    if (np < 0)
+    int np = imp_attr_ints(I, n, "perm", perm, MAXD);
+    if (np == -1)
         return outs[0] = imp_call(I, n, "transpose", 1, &x, NULL);
+    const gtensor_type *t = imp_type(I, x);
+    if (!t)
+        return imp_fail(I, n, "the input has no tensor type");
+    if (np != t->ndim)
+        return imp_fail(I, n, "attribute 'perm' has %s%d values for a %d-D input",
+                        np == -2 ? "more than " : "", np == -2 ? MAXD : np, t->ndim);
+    int seen[MAXD] = {0};
+    for (int i = 0; i < np; i++)
+        if (perm[i] < 0 || perm[i] >= np || seen[perm[i]]++)
+            return imp_fail(I, n,
+                            "attribute 'perm' is not a permutation of 0..%d (perm[%d] = %lld)",
+                            np - 1, i, (long long)perm[i]);
     kstr a;
     kstr_init(&a);
     kstr_puts(&a, "axes=[");
@@ -405,14 +486,17 @@ int cvt_split(imp *I, const Onnx__NodeProto *n, int *outs) {
     const gtensor_type *t = imp_type(I, x);
     if (!t)
         return imp_fail(I, n, "the input has no tensor type");
-    int64_t axis = imp_attr_int(n, "axis", 0), parts[64];
+    int64_t axis = imp_attr_int(I, n, "axis", 0), parts[64];
+    if (axis < -t->ndim || axis >= t->ndim)
+        return imp_fail(I, n, "attribute 'axis' = %lld is out of range for a %d-D input",
+                        (long long)axis, t->ndim);
     if (axis < 0)
         axis += t->ndim;
-    if (axis < 0 || axis >= t->ndim)
-        return imp_fail(I, n, "axis out of range");
     int np;
     if (I->opset < 13) {
-        np = imp_attr_ints(n, "split", parts, 64);
+        np = imp_attr_ints(I, n, "split", parts, 64);
+        if (np == -2)
+            return imp_fail(I, n, "attribute 'split' has more than 64 values");
     } else {
         int sid = imp_input(I, n, 1);
         const kiln_ndarray *c = sid >= 0 ? imp_const(I, sid) : NULL;
@@ -421,6 +505,19 @@ int cvt_split(imp *I, const Onnx__NodeProto *n, int *outs) {
         np = c ? (int)kiln_ndarray_numel(c) : -1;
         for (int i = 0; i < np; i++)
             parts[i] = cvt_get_i(c, i);
+    }
+    if (np >= 0) {
+        /* the sizes: one per output, none negative, summing to the axis */
+        const char *what = I->opset < 13 ? "attribute 'split'" : "input 'split'";
+        int64_t sum = 0;
+        if (np != (int)n->n_output)
+            return imp_fail(I, n, "%s has %d sizes for %zu outputs", what, np, n->n_output);
+        for (int i = 0; i < np; i++)
+            if (parts[i] < 0 || !kiln_add_ok(sum, parts[i], &sum))
+                return imp_fail(I, n, "%s: size %d is %lld", what, i, (long long)parts[i]);
+        if (t->dims[axis].sym || sum != t->dims[axis].v)
+            return imp_fail(I, n, "%s sums to %lld, but the axis has %lld", what, (long long)sum,
+                            (long long)t->dims[axis].v);
     }
     kstr a;
     kstr_init(&a);

@@ -33,6 +33,8 @@ static const kiln_op_def *registered_op(const imp *I, const Onnx__NodeProto *n) 
 /* Import a node as the registered user op of the same name, passing its
  * attributes through by name. */
 static int convert_registered(imp *I, const Onnx__NodeProto *n, const kiln_op_def *def, int *outs) {
+    if (imp_check_node(I, n, NULL) < 0)
+        return -1;
     int in[4096], nin = imp_ninputs(n);
     if (nin > 4096)
         return imp_fail(I, n, "too many inputs");
@@ -317,7 +319,7 @@ static int flatten(imp *I, flat_list *fl, const Onnx__NodeProto *n, int depth) {
         for (size_t i = 0; i < fn->n_attribute; i++) {
             const Onnx__AttributeProto *at = fn->attribute[i];
             if (at->ref_attr_name && *at->ref_attr_name) {
-                const Onnx__AttributeProto *bound = imp_attr(n, at->ref_attr_name);
+                const Onnx__AttributeProto *bound = imp_attr_find(n, at->ref_attr_name);
                 if (!bound)
                     continue; /* not set by the call: the op's default */
                 Onnx__AttributeProto *b = arena_alloc(fl->a, sizeof *b);
@@ -341,9 +343,11 @@ static int check_supported(imp *I, const flat_list *gp) {
     int nbad = 0;
     for (size_t i = 0; i < gp->n; i++) {
         const Onnx__NodeProto *n = gp->nodes[i];
-        const imp_converter *c =
-            is_default_domain(n->domain) ? imp_find_converter(n->op_type) : NULL;
-        int ok = (c && I->opset >= c->since) || (!c && registered_op(I, n));
+        int dflt = is_default_domain(n->domain);
+        /* an op type of the table at an older opset is not a user op */
+        int ok = dflt && imp_find_converter(n->op_type, I->opset)
+                     ? 1
+                     : !(dflt && imp_find_converter(n->op_type, -1)) && registered_op(I, n);
         if (!ok) {
             /* an identical op type is listed once per node name, up to 50 */
             if (nbad < 50)
@@ -458,7 +462,7 @@ kiln_graph *onnx_import_model(const onnx_model *m, const char *path, const char 
         for (int k = 0; k < 64; k++)
             outs[k] = -1;
         const imp_converter *c =
-            is_default_domain(n->domain) ? imp_find_converter(n->op_type) : NULL;
+            is_default_domain(n->domain) ? imp_find_converter(n->op_type, I.opset) : NULL;
         const kiln_op_def *user = c ? NULL : registered_op(&I, n);
         if (c ? imp_convert(&I, n, c, outs) < 0 : convert_registered(&I, n, user, outs) < 0)
             goto done;

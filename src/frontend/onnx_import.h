@@ -21,6 +21,8 @@
 
 #define MAXD KILN_MAX_NDIM
 
+struct imp_converter;
+
 typedef struct {
     struct kiln_graph *g;
     const onnx_model *m;
@@ -30,6 +32,7 @@ typedef struct {
     char **names;     /* value name -> node id, open addressing */
     int *ids;
     size_t cap, count;
+    const struct imp_converter *row; /* the row converting the current node */
 } imp;
 
 /* Convert one node: write the graph node id of each ONNX output to outs
@@ -37,14 +40,21 @@ typedef struct {
  * with an error made by imp_fail. */
 typedef int (*imp_convert_fn)(imp *I, const Onnx__NodeProto *n, int *outs);
 
-/* One row of the converter table (onnx_table.c, which says how to add one). */
-typedef struct {
+/* Inputs or outputs without an upper bound (Concat, Sum, Split). */
+#define IMP_ANY 0x7fffffff
+
+/* One row of the converter table (onnx_table.c, which says how to add one):
+ * one ONNX op type from one opset on, until the next row of that op type. */
+typedef struct imp_converter {
     const char *op_type;    /* the ONNX op type (default domain) */
     int64_t since;          /* the first opset the row handles */
     const char *op;         /* a kiln op taking the node's inputs as they are, or NULL */
-    const char *attrs;      /* for `op`: the ONNX attributes it passes, as
-                               "onnx_name[:kiln_name]=default, ..." (NULL: none) */
     imp_convert_fn convert; /* else the converter function */
+    int in_min, in_max;     /* inputs: the first in_min must be named; at most in_max */
+    int out_min, out_max;   /* outputs, likewise */
+    const char *attrs;      /* the ONNX attributes the op has at these opsets,
+                               "name:TYPE[!][=default], ..." (NULL: none): see
+                               onnx_table.c */
 } imp_converter;
 
 /* A call folds at import when it is cheap to evaluate: an elementwise,
@@ -61,9 +71,10 @@ typedef struct {
 KILN_HIDDEN struct kiln_graph *onnx_import_model(const onnx_model *m, const char *path,
                                                  const char *input_shapes, int64_t fold_max);
 
-/* The row for an ONNX op type, or NULL. */
-KILN_HIDDEN const imp_converter *imp_find_converter(const char *op_type);
-/* Convert node n by its row c. */
+/* The row for an ONNX op type at `opset` (the newest row whose `since` is
+ * at most opset), or NULL; with opset -1 any row of the op type. */
+KILN_HIDDEN const imp_converter *imp_find_converter(const char *op_type, int64_t opset);
+/* Check node n against its row c, then convert it. */
 KILN_HIDDEN int imp_convert(imp *I, const Onnx__NodeProto *n, const imp_converter *c, int *outs);
 
 /* ---- helpers (onnx_helpers.c) ----------------------------------------------- */
@@ -77,13 +88,48 @@ KILN_HIDDEN int imp_fail(imp *I, const Onnx__NodeProto *n, const char *fmt, ...)
 KILN_HIDDEN int imp_input(imp *I, const Onnx__NodeProto *n, int i);
 /* Inputs given, ignoring trailing empty names. */
 KILN_HIDDEN int imp_ninputs(const Onnx__NodeProto *n);
-KILN_HIDDEN const Onnx__AttributeProto *imp_attr(const Onnx__NodeProto *n, const char *name);
-KILN_HIDDEN int64_t imp_attr_int(const Onnx__NodeProto *n, const char *name, int64_t def);
-KILN_HIDDEN float imp_attr_float(const Onnx__NodeProto *n, const char *name, float def);
+/* ---- attributes ----
+ * imp_check_node checks a node before its converter runs: no attribute
+ * name twice; with its row, the input and output counts, and each
+ * attribute against the row's schema (a known name, of its type, with a
+ * value; the required ones given). So the accessors below, which read the
+ * current row's (I->row) attributes, never meet a wrong type: they assert
+ * that the type they read is the schema's, and give def for a name the
+ * row does not define (the node cannot carry it). */
+
+/* The attribute's ONNX type: its type field, or for IR version 1 models,
+ * which had none, the value field in use (UNDEFINED if none). */
+KILN_HIDDEN int imp_attr_type(const Onnx__AttributeProto *a);
+/* ONNX's name of an AttributeProto type ("FLOAT", "INTS", ...). */
+KILN_HIDDEN const char *imp_attr_type_name(int type);
+/* One entry of a row's attribute schema. */
+typedef struct {
+    char name[64];
+    int type;        /* an ONNX AttributeType */
+    int required;    /* "!" after the type */
+    const char *def; /* the text after "=", or NULL */
+    size_t def_len;
+} imp_attr_spec;
+/* The next entry of the schema at *p into *e (advancing *p): 1, or 0 at
+ * the end; asserts on a malformed schema (the table is code). */
+KILN_HIDDEN int imp_schema_next(const char **p, imp_attr_spec *e);
+/* Node n's attributes, input and output counts against row c (NULL: only
+ * repeated attribute names, for a user op); -1 with imp_fail's error. */
+KILN_HIDDEN int imp_check_node(imp *I, const Onnx__NodeProto *n, const imp_converter *c);
+/* The node's attribute `name` (the first), unchecked; NULL if absent. */
+KILN_HIDDEN const Onnx__AttributeProto *imp_attr_find(const Onnx__NodeProto *n, const char *name);
+/* Attribute `name` of the current row's type `type`; NULL if absent. */
+KILN_HIDDEN const Onnx__AttributeProto *imp_attr(const imp *I, const Onnx__NodeProto *n,
+                                                 const char *name, int type);
+KILN_HIDDEN int64_t imp_attr_int(const imp *I, const Onnx__NodeProto *n, const char *name,
+                                 int64_t def);
+KILN_HIDDEN float imp_attr_float(const imp *I, const Onnx__NodeProto *n, const char *name,
+                                 float def);
 /* Count (-1 absent, -2 more than cap). */
-KILN_HIDDEN int imp_attr_ints(const Onnx__NodeProto *n, const char *name, int64_t *out, int cap);
-KILN_HIDDEN const char *imp_attr_str(const Onnx__NodeProto *n, const char *name, const char *def,
-                                     char *buf, size_t cap);
+KILN_HIDDEN int imp_attr_ints(const imp *I, const Onnx__NodeProto *n, const char *name,
+                              int64_t *out, int cap);
+KILN_HIDDEN const char *imp_attr_str(const imp *I, const Onnx__NodeProto *n, const char *name,
+                                     const char *def, char *buf, size_t cap);
 /* The tensor type of node id (NULL for tuples). */
 KILN_HIDDEN const gtensor_type *imp_type(const imp *I, int id);
 /* The value of node id if it is a constant, else NULL. */

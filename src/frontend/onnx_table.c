@@ -1,179 +1,206 @@
 /* onnx_table.c: the ONNX converter table, one row per ONNX op type of the
- * default domain. This is the one place the importer maps ONNX ops.
+ * default domain and opset range. This is the one place the importer maps
+ * ONNX ops, and says what a node of each may carry.
  *
  * Adding a row. An ONNX op that is one kiln op taking the node's inputs in
  * the same order needs only its row:
  *
- *     {"HardSwish", 14, "nn.hard_swish", NULL, NULL},
+ *     {"LeakyRelu", 6, "nn.leaky_relu", NULL, IO(1, 1, 1, 1), "alpha:FLOAT=0.01"},
  *
  * op_type; the first opset whose semantics the row handles (older models
- * are told the op is not supported); the kiln op (its row in src/ops); the
- * ONNX attributes passed on, as "onnx_name[:kiln_name]=default, ..." where
- * the default (text syntax) is ONNX's, used when the node omits the
- * attribute; NULL for the converter. Anything else (attributes turned into
- * other attributes or inputs, several kiln ops, inputs that must be
- * constant) is a converter function (imp_convert_fn, declared in
- * onnx_convert.h, in onnx_convert.c or onnx_convert_nn.c by family) named
- * in the last field, with NULL for the kiln op:
+ * are told the op is not supported; a later row of the same op type takes
+ * over from its own `since`, so rows of one op type are adjacent and in
+ * order); the kiln op (its row in src/ops), or NULL and the converter
+ * function; the least and most inputs, and outputs, a node may have
+ * (IMP_ANY: no limit; the first `least` must be named, and trailing empty
+ * names are absent optional ones); then the attribute schema.
  *
- *     {"Gemm", 7, NULL, NULL, cvt_gemm},
+ * The schema lists every attribute ONNX defines for the op at the row's
+ * opsets (7 to 17 are imported) as "name:TYPE", TYPE being ONNX's
+ * AttributeProto type name (INT, FLOAT, STRING, INTS, TENSOR, ...), "!"
+ * after the type for a required one. A node is checked against it before
+ * conversion (imp_check_node): a repeated name, an attribute the op does
+ * not have, or one of another type or without a value is an error naming
+ * the node, op, opset and attribute. For a plain row, "=default" marks the
+ * attributes passed on to the kiln op under the same name, the node's
+ * value or else the default (ONNX's, in the text syntax).
  *
- * Rows are kept in the order of the families below. A call on constant
- * inputs folds as it is added, so no row needs a folding case. */
+ * Anything else (attributes turned into other attributes or inputs,
+ * several kiln ops, inputs that must be constant) is a converter function
+ * (imp_convert_fn, declared in onnx_convert.h, in onnx_convert.c or
+ * onnx_convert_nn.c by family) named in the fourth field, with NULL for
+ * the kiln op:
+ *
+ *     {"Gemm", 7, NULL, cvt_gemm, IO(2, 3, 1, 1), "alpha:FLOAT, beta:FLOAT, ..."},
+ *
+ * A converter reads attributes with imp_attr_* (onnx_helpers.c), which
+ * assert that the type read is the schema's. Rows are kept in the order of
+ * the families below. A call on constant inputs folds as it is added, so
+ * no row needs a folding case. */
 #include <stdio.h>
 #include <string.h>
 
 #include "onnx_convert.h"
 
+#define IO(in_min, in_max, out_min, out_max) in_min, in_max, out_min, out_max
+#define ANY IMP_ANY
+#define UNARY IO(1, 1, 1, 1)
+#define BINARY IO(2, 2, 1, 1)
+#define REDUCE_ATTRS "axes:INTS, keepdims:INT"
+#define WINDOW_ATTRS "auto_pad:STRING, pads:INTS, strides:INTS"
+
 static const imp_converter g_table[] = {
     /* unary elementwise */
-    {"Relu", 1, "nn.relu", NULL, NULL},
-    {"Sigmoid", 1, "sigmoid", NULL, NULL},
-    {"Tanh", 1, "tanh", NULL, NULL},
-    {"Exp", 1, "exp", NULL, NULL},
-    {"Log", 1, "log", NULL, NULL},
-    {"Sqrt", 1, "sqrt", NULL, NULL},
-    {"Neg", 1, "negative", NULL, NULL},
-    {"Abs", 1, "abs", NULL, NULL},
-    {"Erf", 9, "erf", NULL, NULL},
-    {"Floor", 1, "floor", NULL, NULL},
-    {"Ceil", 1, "ceil", NULL, NULL},
-    {"Round", 11, "round", NULL, NULL},
-    {"Not", 1, "logical_not", NULL, NULL},
-    {"Reciprocal", 6, "reciprocal", NULL, NULL},
-    {"Sign", 9, "sign", NULL, NULL},
-    {"Softplus", 1, "nn.softplus", NULL, NULL},
-    {"Softsign", 1, "nn.softsign", NULL, NULL},
-    {"LeakyRelu", 6, "nn.leaky_relu", "alpha=0.01", NULL},
-    {"Elu", 6, "nn.elu", "alpha=1.0", NULL},
-    {"Selu", 6, "nn.selu", "alpha=1.67326319217681884765625, gamma=1.05070102214813232421875",
-     NULL},
-    {"Clip", 6, NULL, NULL, cvt_clip},
-    {"PRelu", 7, NULL, NULL, cvt_prelu},
-    {"HardSigmoid", 6, NULL, NULL, cvt_hard_sigmoid},
-    {"HardSwish", 14, "nn.hard_swish", NULL, NULL},
-    {"Cast", 6, NULL, NULL, cvt_cast},
-    {"Identity", 1, NULL, NULL, cvt_identity},
-    {"Dropout", 7, NULL, NULL, cvt_identity},
+    {"Relu", 1, "nn.relu", NULL, UNARY, NULL},
+    {"Sigmoid", 1, "sigmoid", NULL, UNARY, NULL},
+    {"Tanh", 1, "tanh", NULL, UNARY, NULL},
+    {"Exp", 1, "exp", NULL, UNARY, NULL},
+    {"Log", 1, "log", NULL, UNARY, NULL},
+    {"Sqrt", 1, "sqrt", NULL, UNARY, NULL},
+    {"Neg", 1, "negative", NULL, UNARY, NULL},
+    {"Abs", 1, "abs", NULL, UNARY, NULL},
+    {"Erf", 9, "erf", NULL, UNARY, NULL},
+    {"Floor", 1, "floor", NULL, UNARY, NULL},
+    {"Ceil", 1, "ceil", NULL, UNARY, NULL},
+    {"Round", 11, "round", NULL, UNARY, NULL},
+    {"Not", 1, "logical_not", NULL, UNARY, NULL},
+    {"Reciprocal", 6, "reciprocal", NULL, UNARY, NULL},
+    {"Sign", 9, "sign", NULL, UNARY, NULL},
+    {"Softplus", 1, "nn.softplus", NULL, UNARY, NULL},
+    {"Softsign", 1, "nn.softsign", NULL, UNARY, NULL},
+    {"LeakyRelu", 6, "nn.leaky_relu", NULL, UNARY, "alpha:FLOAT=0.01"},
+    {"Elu", 6, "nn.elu", NULL, UNARY, "alpha:FLOAT=1.0"},
+    {"Selu", 6, "nn.selu", NULL, UNARY,
+     "alpha:FLOAT=1.67326319217681884765625, gamma:FLOAT=1.05070102214813232421875"},
+    {"Clip", 6, NULL, cvt_clip, UNARY, "min:FLOAT, max:FLOAT"},
+    {"Clip", 11, NULL, cvt_clip, IO(1, 3, 1, 1), NULL},
+    {"PRelu", 7, NULL, cvt_prelu, BINARY, NULL},
+    {"HardSigmoid", 6, NULL, cvt_hard_sigmoid, UNARY, "alpha:FLOAT, beta:FLOAT"},
+    {"HardSwish", 14, "nn.hard_swish", NULL, UNARY, NULL},
+    {"Cast", 6, NULL, cvt_cast, UNARY, "to:INT!"},
+    {"Identity", 1, NULL, cvt_identity, UNARY, NULL},
+    {"Dropout", 7, NULL, cvt_identity, IO(1, 1, 1, 2), "ratio:FLOAT"},
+    {"Dropout", 12, NULL, cvt_identity, IO(1, 3, 1, 2), "seed:INT"},
     /* binary (numpy broadcasting) and variadic */
-    {"Add", 7, "add", NULL, NULL},
-    {"Sub", 7, "subtract", NULL, NULL},
-    {"Mul", 7, "multiply", NULL, NULL},
-    {"Div", 7, "divide", NULL, NULL},
-    {"Equal", 7, "equal", NULL, NULL},
-    {"Less", 7, "less", NULL, NULL},
-    {"Greater", 7, "greater", NULL, NULL},
-    {"LessOrEqual", 12, "less_equal", NULL, NULL},
-    {"GreaterOrEqual", 12, "greater_equal", NULL, NULL},
-    {"And", 7, "logical_and", NULL, NULL},
-    {"Or", 7, "logical_or", NULL, NULL},
-    {"Where", 9, "where", NULL, NULL},
-    {"Pow", 7, NULL, NULL, cvt_power},
-    {"Max", 8, NULL, NULL, cvt_variadic},
-    {"Min", 8, NULL, NULL, cvt_variadic},
-    {"Sum", 8, NULL, NULL, cvt_variadic},
-    {"Mean", 8, NULL, NULL, cvt_mean},
+    {"Add", 7, "add", NULL, BINARY, NULL},
+    {"Sub", 7, "subtract", NULL, BINARY, NULL},
+    {"Mul", 7, "multiply", NULL, BINARY, NULL},
+    {"Div", 7, "divide", NULL, BINARY, NULL},
+    {"Equal", 7, "equal", NULL, BINARY, NULL},
+    {"Less", 7, "less", NULL, BINARY, NULL},
+    {"Greater", 7, "greater", NULL, BINARY, NULL},
+    {"LessOrEqual", 12, "less_equal", NULL, BINARY, NULL},
+    {"GreaterOrEqual", 12, "greater_equal", NULL, BINARY, NULL},
+    {"And", 7, "logical_and", NULL, BINARY, NULL},
+    {"Or", 7, "logical_or", NULL, BINARY, NULL},
+    {"Where", 9, "where", NULL, IO(3, 3, 1, 1), NULL},
+    {"Pow", 7, NULL, cvt_power, BINARY, NULL},
+    {"Max", 8, NULL, cvt_variadic, IO(1, ANY, 1, 1), NULL},
+    {"Min", 8, NULL, cvt_variadic, IO(1, ANY, 1, 1), NULL},
+    {"Sum", 8, NULL, cvt_variadic, IO(1, ANY, 1, 1), NULL},
+    {"Mean", 8, NULL, cvt_mean, IO(1, ANY, 1, 1), NULL},
     /* constants and shapes */
-    {"Constant", 9, NULL, NULL, cvt_constant},
-    {"Shape", 1, NULL, NULL, cvt_shape},
-    {"Size", 1, NULL, NULL, cvt_size},
-    {"ConstantOfShape", 9, NULL, NULL, cvt_constant_of_shape},
-    {"Gather", 1, NULL, NULL, cvt_gather},
-    {"Concat", 4, NULL, NULL, cvt_concat},
-    {"Reshape", 5, NULL, NULL, cvt_reshape},
-    {"Flatten", 1, NULL, NULL, cvt_flatten},
-    {"Unsqueeze", 1, NULL, NULL, cvt_unsqueeze},
-    {"Squeeze", 1, NULL, NULL, cvt_squeeze},
-    {"Slice", 1, NULL, NULL, cvt_slice},
-    {"Expand", 8, NULL, NULL, cvt_expand},
-    {"Pad", 2, NULL, NULL, cvt_pad},
-    {"Transpose", 1, NULL, NULL, cvt_transpose},
-    {"Split", 2, NULL, NULL, cvt_split},
+    {"Constant", 9, NULL, cvt_constant, IO(0, 0, 1, 1),
+     "value:TENSOR, sparse_value:SPARSE_TENSOR, value_float:FLOAT, value_floats:FLOATS, "
+     "value_int:INT, value_ints:INTS, value_string:STRING, value_strings:STRINGS"},
+    {"Shape", 1, NULL, cvt_shape, UNARY, "start:INT, end:INT"},
+    {"Size", 1, NULL, cvt_size, UNARY, NULL},
+    {"ConstantOfShape", 9, NULL, cvt_constant_of_shape, UNARY, "value:TENSOR"},
+    {"Gather", 1, NULL, cvt_gather, BINARY, "axis:INT"},
+    {"Concat", 4, NULL, cvt_concat, IO(1, ANY, 1, 1), "axis:INT!"},
+    {"Reshape", 5, NULL, cvt_reshape, BINARY, "allowzero:INT"},
+    {"Flatten", 1, NULL, cvt_flatten, UNARY, "axis:INT"},
+    {"Unsqueeze", 1, NULL, cvt_unsqueeze, UNARY, "axes:INTS!"},
+    {"Unsqueeze", 13, NULL, cvt_unsqueeze, BINARY, NULL},
+    {"Squeeze", 1, NULL, cvt_squeeze, UNARY, "axes:INTS"},
+    {"Squeeze", 13, NULL, cvt_squeeze, IO(1, 2, 1, 1), NULL},
+    {"Slice", 1, NULL, cvt_slice, UNARY, "starts:INTS!, ends:INTS!, axes:INTS"},
+    {"Slice", 10, NULL, cvt_slice, IO(3, 5, 1, 1), NULL},
+    {"Expand", 8, NULL, cvt_expand, BINARY, NULL},
+    {"Pad", 2, NULL, cvt_pad, UNARY, "mode:STRING, pads:INTS!, value:FLOAT"},
+    {"Pad", 11, NULL, cvt_pad, IO(2, 3, 1, 1), "mode:STRING"},
+    {"Transpose", 1, NULL, cvt_transpose, UNARY, "perm:INTS"},
+    {"Split", 2, NULL, cvt_split, IO(1, 1, 1, ANY), "axis:INT, split:INTS"},
+    {"Split", 13, NULL, cvt_split, IO(1, 2, 1, ANY), "axis:INT"},
     /* reductions */
-    {"ReduceSum", 1, NULL, NULL, cvt_reduce},
-    {"ReduceMean", 1, NULL, NULL, cvt_reduce},
-    {"ReduceMax", 1, NULL, NULL, cvt_reduce},
-    {"ReduceMin", 1, NULL, NULL, cvt_reduce},
-    {"ReduceProd", 1, NULL, NULL, cvt_reduce},
-    {"ReduceL1", 1, NULL, NULL, cvt_reduce},
-    {"ReduceL2", 1, NULL, NULL, cvt_reduce},
-    {"ReduceLogSum", 1, NULL, NULL, cvt_reduce},
-    {"ReduceLogSumExp", 1, NULL, NULL, cvt_reduce},
-    {"ReduceSumSquare", 1, NULL, NULL, cvt_reduce},
-    {"ArgMax", 1, NULL, NULL, cvt_arg_reduce},
-    {"ArgMin", 1, NULL, NULL, cvt_arg_reduce},
+    {"ReduceSum", 1, NULL, cvt_reduce, UNARY, REDUCE_ATTRS},
+    {"ReduceSum", 13, NULL, cvt_reduce, IO(1, 2, 1, 1), "keepdims:INT, noop_with_empty_axes:INT"},
+    {"ReduceMean", 1, NULL, cvt_reduce, UNARY, REDUCE_ATTRS},
+    {"ReduceMax", 1, NULL, cvt_reduce, UNARY, REDUCE_ATTRS},
+    {"ReduceMin", 1, NULL, cvt_reduce, UNARY, REDUCE_ATTRS},
+    {"ReduceProd", 1, NULL, cvt_reduce, UNARY, REDUCE_ATTRS},
+    {"ReduceL1", 1, NULL, cvt_reduce, UNARY, REDUCE_ATTRS},
+    {"ReduceL2", 1, NULL, cvt_reduce, UNARY, REDUCE_ATTRS},
+    {"ReduceLogSum", 1, NULL, cvt_reduce, UNARY, REDUCE_ATTRS},
+    {"ReduceLogSumExp", 1, NULL, cvt_reduce, UNARY, REDUCE_ATTRS},
+    {"ReduceSumSquare", 1, NULL, cvt_reduce, UNARY, REDUCE_ATTRS},
+    {"ArgMax", 1, NULL, cvt_arg_reduce, UNARY, "axis:INT, keepdims:INT, select_last_index:INT"},
+    {"ArgMin", 1, NULL, cvt_arg_reduce, UNARY, "axis:INT, keepdims:INT, select_last_index:INT"},
     /* normalization */
-    {"Softmax", 1, NULL, NULL, cvt_softmax},
-    {"LogSoftmax", 1, NULL, NULL, cvt_softmax},
-    {"LayerNormalization", 17, NULL, NULL, cvt_layer_norm},
-    {"BatchNormalization", 7, NULL, NULL, cvt_batch_norm},
+    {"Softmax", 1, NULL, cvt_softmax, UNARY, "axis:INT"},
+    {"LogSoftmax", 1, NULL, cvt_softmax, UNARY, "axis:INT"},
+    {"LayerNormalization", 17, NULL, cvt_layer_norm, IO(2, 3, 1, 3),
+     "axis:INT, epsilon:FLOAT, stash_type:INT"},
+    {"BatchNormalization", 7, NULL, cvt_batch_norm, IO(5, 5, 1, 5),
+     "epsilon:FLOAT, momentum:FLOAT, spatial:INT"},
+    {"BatchNormalization", 14, NULL, cvt_batch_norm, IO(5, 5, 1, 3),
+     "epsilon:FLOAT, momentum:FLOAT, training_mode:INT"},
     /* convolution, pooling, matmul */
-    {"Conv", 1, NULL, NULL, cvt_conv},
-    {"MaxPool", 1, NULL, NULL, cvt_pool},
-    {"AveragePool", 7, NULL, NULL, cvt_pool},
-    {"GlobalAveragePool", 1, NULL, NULL, cvt_global_pool},
-    {"GlobalMaxPool", 1, NULL, NULL, cvt_global_pool},
-    {"Gemm", 7, NULL, NULL, cvt_gemm},
-    {"MatMul", 1, NULL, NULL, cvt_matmul},
+    {"Conv", 1, NULL, cvt_conv, IO(2, 3, 1, 1),
+     WINDOW_ATTRS ", dilations:INTS, group:INT, kernel_shape:INTS"},
+    {"MaxPool", 1, NULL, cvt_pool, IO(1, 1, 1, 2),
+     "kernel_shape:INTS!, " WINDOW_ATTRS ", ceil_mode:INT, dilations:INTS, storage_order:INT"},
+    {"AveragePool", 7, NULL, cvt_pool, UNARY,
+     "kernel_shape:INTS!, " WINDOW_ATTRS ", ceil_mode:INT, count_include_pad:INT"},
+    {"GlobalAveragePool", 1, NULL, cvt_global_pool, UNARY, NULL},
+    {"GlobalMaxPool", 1, NULL, cvt_global_pool, UNARY, NULL},
+    {"Gemm", 7, NULL, cvt_gemm, IO(2, 3, 1, 1), "alpha:FLOAT, beta:FLOAT, transA:INT, transB:INT"},
+    {"MatMul", 1, NULL, cvt_matmul, BINARY, NULL},
 };
 
 #define NROWS (sizeof g_table / sizeof g_table[0])
 
-const imp_converter *imp_find_converter(const char *op_type) {
+const imp_converter *imp_find_converter(const char *op_type, int64_t opset) {
+    const imp_converter *best = NULL;
     for (size_t i = 0; i < NROWS; i++)
-        if (strcmp(g_table[i].op_type, op_type) == 0)
-            return &g_table[i];
-    return NULL;
+        if (strcmp(g_table[i].op_type, op_type) == 0 && (opset < 0 || g_table[i].since <= opset))
+            best = &g_table[i];
+    return best;
 }
 
-/* The attribute text of a plain row: each listed ONNX attribute under its
- * kiln name, the node's value or the row's default. */
-static int row_attrs(imp *I, const Onnx__NodeProto *n, const char *spec, kstr *out) {
-    for (const char *p = spec; p && *p;) {
-        while (*p == ' ' || *p == ',')
-            p++;
-        const char *eq = strchr(p, '='), *end = eq ? strchr(eq, ',') : NULL;
-        if (!eq)
-            return imp_fail(I, n, "internal: bad attribute list '%s' in the table", spec);
-        if (!end)
-            end = eq + strlen(eq);
-        char onnx_name[64], kiln_name[64];
-        const char *colon = memchr(p, ':', (size_t)(eq - p));
-        int len = (int)((colon ? colon : eq) - p);
-        snprintf(onnx_name, sizeof onnx_name, "%.*s", len, p);
-        if (colon)
-            snprintf(kiln_name, sizeof kiln_name, "%.*s", (int)(eq - colon - 1), colon + 1);
-        else
-            snprintf(kiln_name, sizeof kiln_name, "%s", onnx_name);
-        const Onnx__AttributeProto *a = imp_attr(n, onnx_name);
-        kstr_printf(out, "%s%s=", out->len ? ", " : "", kiln_name);
-        if (a && a->has_f)
+/* The attribute text of a plain row: each schema attribute with a default,
+ * the node's value or the default (imp_check_node has checked the types). */
+static void row_attrs(imp *I, const Onnx__NodeProto *n, kstr *out) {
+    imp_attr_spec e;
+    for (const char *p = I->row->attrs; imp_schema_next(&p, &e);) {
+        if (!e.def)
+            continue;
+        kstr_printf(out, "%s%s=", out->len ? ", " : "", e.name);
+        const Onnx__AttributeProto *a = imp_attr(I, n, e.name, e.type);
+        if (a && e.type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT)
             kstr_printf(out, "%.9gf", a->f);
-        else if (a && a->has_i)
+        else if (a && e.type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT)
             kstr_printf(out, "%lld", (long long)a->i);
-        else if (a)
-            return imp_fail(I, n, "attribute '%s' must be a float or an int", onnx_name);
         else
-            kstr_printf(out, "%.*s", (int)(end - eq - 1), eq + 1);
-        p = end;
+            kstr_printf(out, "%.*s", (int)e.def_len, e.def);
+        KILN_ASSERT(!a || e.type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT ||
+                    e.type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
     }
-    return 0;
 }
 
 int imp_convert(imp *I, const Onnx__NodeProto *n, const imp_converter *c, int *outs) {
+    if (imp_check_node(I, n, c) < 0)
+        return -1;
+    I->row = c;
     if (c->convert)
         return c->convert(I, n, outs);
     int k = imp_ninputs(n), in[16];
-    if (k > 16)
-        return imp_fail(I, n, "too many inputs (%d)", k);
+    KILN_ASSERT(k <= 16); /* the row's in_max is smaller */
     for (int i = 0; i < k; i++)
         in[i] = imp_input(I, n, i);
     kstr a;
     kstr_init(&a);
-    if (row_attrs(I, n, c->attrs, &a) < 0) {
-        kstr_free(&a);
-        return -1;
-    }
+    row_attrs(I, n, &a);
     outs[0] = imp_call(I, n, c->op, k, in, a.buf);
     kstr_free(&a);
     return outs[0];

@@ -59,7 +59,10 @@ static rel_result rel_conv2d(const struct kiln_graph *g, const gnode *call, cons
     if (groups < 1 || x->dims[1].v % groups || w->dims[0].v % groups)
         return ops_fail("groups=%lld must divide input channels %lld and output channels %lld",
                         (long long)groups, (long long)x->dims[1].v, (long long)w->dims[0].v);
-    if (w->dims[1].v * groups != x->dims[1].v)
+    /* groups divides the input channels, but with none of them any groups
+       does: the product must not overflow */
+    int64_t cin;
+    if (!kiln_mul_ok(w->dims[1].v, groups, &cin) || cin != x->dims[1].v)
         return ops_fail("weight has %lld input channels per group, data has %lld channels in %lld "
                         "groups",
                         (long long)w->dims[1].v, (long long)x->dims[1].v, (long long)groups);
@@ -238,7 +241,8 @@ static int alter_conv2d(const gnode *n, const layout_query *q, layout_rewrite *r
     int64_t KH = kiln_ndarray_dim(w->value, 2), KW = kiln_ndarray_dim(w->value, 3);
     int64_t C = xt->dims[1].v, groups = graph_attr_int(n, "groups", 1);
     int dw = groups > 1 && groups == C && O == C && I == 1;
-    if (groups < 1 || C % groups || O % groups || I * groups != C)
+    int64_t cin;
+    if (groups < 1 || C % groups || O % groups || !kiln_mul_ok(I, groups, &cin) || cin != C)
         return 0;
     /* the input's block: keep the producer's when it divides the channels
        of a group (no block may straddle two groups; without groups, or
@@ -342,13 +346,13 @@ static rel_result rel_conv2d_nchwc(const struct kiln_graph *g, const gnode *call
                         kiln_dtype_name(w->dtype));
     if (!ops_all_known(x, 1, 5) || !ops_all_known(w, 0, 6))
         return ops_fail("only the batch dim may be symbolic");
-    int64_t groups = graph_attr_int(call, "groups", 1);
-    int64_t ic = x->dims[1].v * x->dims[4].v;
+    int64_t groups = graph_attr_int(call, "groups", 1), ic, oc, wic;
     if (x->dims[4].v != ib)
         return ops_fail("data's block is %lld, not %d", (long long)x->dims[4].v, ib);
     if (w->dims[5].v != ob)
         return ops_fail("weight's output block is %lld, not %d", (long long)w->dims[5].v, ob);
-    int64_t oc = w->dims[0].v * ob;
+    if (!kiln_mul_ok(x->dims[1].v, ib, &ic) || !kiln_mul_ok(w->dims[0].v, ob, &oc))
+        return ops_fail("the channel counts overflow int64");
     int dwk = groups > 1 && w->dims[1].v == 1 && w->dims[4].v == 1;
     if (groups < 1 || ic % groups || oc % groups)
         return ops_fail("groups=%lld must divide input channels %lld and output channels %lld",
@@ -358,8 +362,8 @@ static rel_result rel_conv2d_nchwc(const struct kiln_graph *g, const gnode *call
             return ops_fail("a depthwise NCHW[x]c convolution needs groups = channels = %lld and "
                             "one block, got groups=%lld",
                             (long long)ic, (long long)groups);
-    } else if (w->dims[1].v * ib * groups != ic || w->dims[4].v != ib || (ic / groups) % ib ||
-               (oc / groups) % ob) {
+    } else if (!kiln_mul_ok(w->dims[1].v, ib, &wic) || !kiln_mul_ok(wic, groups, &wic) ||
+               wic != ic || w->dims[4].v != ib || (ic / groups) % ib || (oc / groups) % ob) {
         return ops_fail("weight [%lld, %lld, ., ., %lld, .] does not match data with %lld "
                         "channels in blocks of %d and %lld groups",
                         (long long)w->dims[0].v, (long long)w->dims[1].v, (long long)w->dims[4].v,

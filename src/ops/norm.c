@@ -251,12 +251,18 @@ static rel_result rel_batch_norm(const struct kiln_graph *g, const gnode *call,
         axis += x->ndim;
     if (axis < 0 || axis >= x->ndim)
         return ops_fail("axis is out of range");
+    static const char *const what[5] = {"", "scale", "bias", "mean", "var"};
     for (int i = 1; i < 5; i++) {
         const gtensor_type *p = ops_tensor_in(in[i], i, &r);
         if (!p)
             return r;
-        if (p->ndim != 1 || !gdim_equal(p->dims[0], x->dims[axis]))
-            return ops_fail("input %d must be 1-D with the channel count", i);
+        if (p->ndim != 1 || !gdim_equal(p->dims[0], x->dims[axis])) {
+            char c[64], got[64];
+            ops_dim_str(x->dims[axis], c, sizeof c);
+            ops_dim_str(p->ndim ? p->dims[0] : (gdim){1, NULL}, got, sizeof got);
+            return ops_fail("input %d (%s) must be 1-D with the channel count %s, got %d-D of %s",
+                            i, what[i], c, p->ndim, got);
+        }
     }
     return ops_set_out(g, out, x);
 }

@@ -480,7 +480,122 @@ static void test_duplicate_names(void) {
     }
 }
 
+/* Each bad_attr model breaks one documented rule of a node (tests/data/
+ * make_bad_attr_models.py): a wrong attribute type, a repeated, unknown or
+ * missing attribute, too many inputs or outputs, or a shape constraint.
+ * Each is refused with an error naming the file, the node, its op and
+ * opset, and the attribute or input; before these checks each imported
+ * (with a default or a guess) or crashed. The nearest valid models import. */
+static void test_bad_attr_models(void) {
+    static const struct {
+        const char *file, *node, *msg;
+    } cases[] = {
+        /* attribute types, values, repeats, unknown and required ones */
+        {"bad_elu_alpha_int", "'elu' (Elu, opset 13)", "attribute 'alpha' must be FLOAT, not INT"},
+        {"bad_softmax_axis_string", "'sm' (Softmax, opset 13)",
+         "attribute 'axis' must be INT, not STRING"},
+        {"bad_transpose_perm_floats", "'tr' (Transpose, opset 13)",
+         "attribute 'perm' must be INTS, not FLOATS"},
+        {"bad_flatten_axis_ints", "'fl' (Flatten, opset 13)",
+         "attribute 'axis' must be INT, not INTS"},
+        {"bad_conv_group_string", "'conv' (Conv, opset 13)",
+         "attribute 'group' must be INT, not STRING"},
+        {"bad_leakyrelu_alpha_string", "'lrelu' (LeakyRelu, opset 13)",
+         "attribute 'alpha' must be FLOAT, not STRING"},
+        {"bad_clip_min_string", "'clip' (Clip, opset 10)",
+         "attribute 'min' must be FLOAT, not STRING"},
+        {"bad_elu_alpha_no_value", "'elu' (Elu, opset 13)",
+         "attribute 'alpha' is of type FLOAT but has no value"},
+        {"bad_dup_attr", "'lrelu' (LeakyRelu, opset 13)", "attribute 'alpha' is given twice"},
+        {"bad_unknown_attr", "'relu' (Relu, opset 13)",
+         "attribute 'alpha' is not an attribute of Relu at opset 13"},
+        {"bad_clip_min_attr_opset13", "'clip' (Clip, opset 13)",
+         "attribute 'min' is not an attribute of Clip at opset 13"},
+        {"bad_cast_no_to", "'cast' (Cast, opset 13)",
+         "the required attribute 'to' (INT) is missing"},
+        /* arity */
+        {"bad_relu_outputs", "'relu' (Relu, opset 13)", "has 3 outputs; Relu takes at most 1"},
+        {"bad_add_inputs", "'add' (Add, opset 13)", "has 3 inputs; Add takes at most 2"},
+        {"bad_gemm_empty_b", "'gemm' (Gemm, opset 13)", "input 1 is required"},
+        /* Conv and pools */
+        {"bad_conv_kernel_shape", "'conv' (Conv, opset 13)",
+         "attribute 'kernel_shape' [5, 5] disagrees with the weight's spatial dims [3, 3]"},
+        {"bad_conv_group_channels", "'conv' (Conv, opset 13)",
+         "groups=2 must divide input channels 3"},
+        {"bad_conv_pads_length", "'conv' (Conv, opset 13)", "attribute 'pads' must have 4 values"},
+        {"bad_conv_strides_length", "'conv' (Conv, opset 13)",
+         "attribute 'strides' has 1 values; the input has 2 spatial dims"},
+        {"bad_conv_dilations_length", "'conv' (Conv, opset 13)",
+         "attribute 'dilations' has more than 2 values"},
+        {"bad_maxpool_kernel_length", "'pool' (MaxPool, opset 13)",
+         "attribute 'kernel_shape' has 1 values"},
+        /* BatchNormalization, Gemm, MatMul */
+        {"bad_batchnorm_scale_length", "'bn' (BatchNormalization, opset 13)",
+         "input 1 (scale) must be 1-D with the channel count 2"},
+        {"bad_batchnorm_spatial", "'bn' (BatchNormalization, opset 7)", "attribute 'spatial' = 0"},
+        {"bad_gemm_inner", "'gemm' (Gemm, opset 13)",
+         "the inner dims differ: 3 in A (transA=0), 4 in B (transB=1)"},
+        {"bad_matmul_inner", "'mm' (MatMul, opset 13)", "the reduced dims differ"},
+        /* axes */
+        {"bad_gather_axis", "'gather' (Gather, opset 13)",
+         "attribute 'axis' = 2 is out of range for a 2-D input"},
+        {"bad_concat_axis", "'cat' (Concat, opset 13)",
+         "attribute 'axis' = 2 is out of range for a 2-D input"},
+        {"bad_softmax_axis", "'sm' (Softmax, opset 13)",
+         "attribute 'axis' = 3 is out of range for a 2-D input"},
+        {"bad_flatten_axis", "'fl' (Flatten, opset 13)",
+         "attribute 'axis' = -3 is out of range for a 2-D input"},
+        /* Reshape, Concat, Transpose, Split, Clip, Pad */
+        {"bad_reshape_two_neg", "'reshape' (Reshape, opset 14)", "more than one -1 in the shape"},
+        {"bad_reshape_count", "'reshape' (Reshape, opset 14)",
+         "the shape (input 'shape') has 16 elements, the data 6"},
+        {"bad_reshape_allowzero", "'reshape' (Reshape, opset 14)",
+         "both 0 and -1, which attribute 'allowzero' = 1 forbids"},
+        {"bad_concat_dims", "'cat' (Concat, opset 13)", "input 1 differs from input 0 in dim 0"},
+        {"bad_concat_rank", "'cat' (Concat, opset 13)", "input 1 has rank 3"},
+        {"bad_transpose_repeat", "'tr' (Transpose, opset 13)",
+         "attribute 'perm' is not a permutation"},
+        {"bad_transpose_length", "'tr' (Transpose, opset 13)",
+         "attribute 'perm' has 3 values for a 2-D input"},
+        {"bad_split_sum", "'split' (Split, opset 13)",
+         "input 'split' sums to 2, but the axis has 3"},
+        {"bad_split_count", "'split' (Split, opset 13)", "input 'split' has 2 sizes for 3 outputs"},
+        {"bad_clip_min_tensor", "'clip' (Clip, opset 13)",
+         "input 'min' (lo) must be a scalar, not of rank 1"},
+        {"bad_pad_length", "'pad' (Pad, opset 13)", "input 'pads' needs 4 values"},
+        {"bad_pad_mode", "'pad' (Pad, opset 13)",
+         "attribute 'mode' = 'wrap' is not constant, reflect or edge"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[1024], node[128];
+        snprintf(path, sizeof path, "%s/bad_attr/%s.onnx", getenv("KILN_TEST_DATA"), cases[i].file);
+        snprintf(node, sizeof node, ": node %s: ", cases[i].node);
+        kiln_graph *g = kiln_onnx_import(path, NULL);
+        CHECK(g == NULL);
+        kiln_graph_free(g);
+        const char *err = kiln_last_error();
+        if (!strstr(err, cases[i].msg) || !strstr(err, node) || !strstr(err, cases[i].file))
+            fprintf(stderr, "case %s: %s\n", cases[i].file, err);
+        CHECK_CONTAINS(err, cases[i].file);
+        CHECK_CONTAINS(err, node);
+        CHECK_CONTAINS(err, cases[i].msg);
+        kiln_clear_error();
+    }
+    static const char *const good[] = {"good_conv_kernel_shape", "good_clip_min_1",
+                                       "good_untyped_alpha", "good_split_sizes",
+                                       "good_reshape_zero"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/bad_attr/%s.onnx", getenv("KILN_TEST_DATA"), good[i]);
+        kiln_graph *g = kiln_onnx_import(path, NULL);
+        if (!g)
+            fprintf(stderr, "%s: %s\n", good[i], kiln_last_error());
+        CHECK(g != NULL);
+        kiln_graph_free(g);
+    }
+}
+
 TEST_MAIN(TEST(test_digits_end_to_end), TEST(test_unsupported_listed), TEST(test_bad_input),
           TEST(test_malformed_models), TEST(test_local_functions), TEST(test_fold_int64_division),
           TEST(test_fold_cap_given), TEST(test_fold_shape_overflow), TEST(test_vit_shape_subgraphs),
-          TEST(test_bad_windows), TEST(test_duplicate_names))
+          TEST(test_bad_windows), TEST(test_duplicate_names), TEST(test_bad_attr_models))
