@@ -132,9 +132,14 @@ static int div_reports(tir_node d) {
     return reads_data(d, &budget);
 }
 
+static const char *share_name(const cg_render *r, tir_node e);
+
 static char *ex(cg_render *r, tir_node e) {
     if (r->st)
         return cg_sdup("0");
+    const char *bound = share_name(r, e);
+    if (bound)
+        return cg_sdup(bound);
     int op = e->op, L = e->lanes;
     kiln_dtype dt = (kiln_dtype)e->dtype;
     if (op < TIR_FOR && (unsigned)dt >= KILN_HANDLE && !(op == TIR_VAR)) {
@@ -666,7 +671,153 @@ static void stmt_allocate(cg_render *r, kstr *o, tir_node s, int ind) {
     alloc_end(r, o, ind);
 }
 
+/* ---- shared sub-expressions ---------------------------------------------------------------
+ * Loop IR is hash-consed, so an expression is a DAG: x = a + b; y = x + a;
+ * z = y + x; ... reads each node several times. Rendered as a tree, such a
+ * chain doubles with every step (a fused chain of 25 such adds gave cc1
+ * gigabytes of C). Before a store, every non-trivial node its value and
+ * index reach more than once is bound to a local constant, children first,
+ * and rendered by name. A node reached only through a select's branches is
+ * bound too (reads stay in bounds whatever the condition: ops clamp their
+ * indices), unless it reports through the kernel status (a checked index,
+ * a reported division): evaluated unconditionally it could report for a
+ * lane the select does not take. */
+typedef struct {
+    tir_node key;
+    int count;       /* parent edges that reach it */
+    uint8_t uncond;  /* reached outside every select branch */
+    uint8_t effect;  /* it or a node below reports through the status */
+    uint8_t emitted; /* its binding (if any) is written */
+    uint8_t walked;  /* children visited (unconditionally if uncond) */
+    char *name;      /* the constant it is bound to, or NULL */
+} share_ent;
+
+struct cg_share {
+    share_ent *e;
+    size_t cap, count;
+};
+
+static share_ent *share_get(struct cg_share *m, tir_node n, int add) {
+    if (add && (m->count + 1) * 2 > m->cap) {
+        struct cg_share o = *m;
+        m->cap = o.cap ? o.cap * 2 : 64;
+        m->e = calloc(m->cap, sizeof(share_ent));
+        KILN_ASSERT(m->e);
+        m->count = 0;
+        for (size_t i = 0; i < o.cap; i++)
+            if (o.e[i].key) {
+                *share_get(m, o.e[i].key, 1) = o.e[i];
+            }
+        free(o.e);
+    }
+    if (!m->cap)
+        return NULL;
+    size_t j = ((uintptr_t)n >> 4) * 2654435761u & (m->cap - 1);
+    while (m->e[j].key) {
+        if (m->e[j].key == n)
+            return &m->e[j];
+        j = (j + 1) & (m->cap - 1);
+    }
+    if (!add)
+        return NULL;
+    m->e[j].key = n;
+    m->count++;
+    return &m->e[j];
+}
+
+static const char *share_name(const cg_render *r, tir_node e) {
+    if (!r->share || e->nsrc == 0)
+        return NULL;
+    share_ent *s = share_get(r->share, e, 0);
+    return s ? s->name : NULL;
+}
+
+static int share_effect_here(tir_node n) {
+    return n->op == TIR_CHECK ||
+           (n->nsrc == 2 && n->op < TIR_FOR &&
+            div_guarded(n->op, (kiln_dtype)n->dtype, n->src[1]) && div_reports(n->src[1]));
+}
+
+/* Count the parent edges of every node under n; `cond`: inside a select
+ * branch. Returns whether n reports through the status. */
+static int share_walk(struct cg_share *m, tir_node n, int cond) {
+    share_ent *s = share_get(m, n, 1);
+    s->count++;
+    int again = !cond && !s->uncond;
+    if (!cond)
+        s->uncond = 1;
+    if (s->walked && !again)
+        return s->effect;
+    s->walked = 1;
+    int effect = share_effect_here(n);
+    for (uint32_t i = 0; i < n->nsrc; i++) {
+        int c = cond || (n->op == TIR_SELECT && i > 0);
+        effect |= share_walk(m, n->src[i], c);
+    }
+    s = share_get(m, n, 0); /* the table may have grown */
+    s->effect = (uint8_t)effect;
+    return effect;
+}
+
+static int share_worth(tir_node n) {
+    return n->op < TIR_FOR && n->nsrc > 0 && n->op != TIR_BROADCAST && n->op != TIR_RAMP &&
+           (unsigned)n->dtype < KILN_HANDLE && n->dtype != KILN_BFLOAT16;
+}
+
+/* Write the bindings under n, children first. */
+static void share_emit(cg_render *r, kstr *o, int ind, tir_node n) {
+    share_ent *s = share_get(r->share, n, 0);
+    if (!s || s->emitted)
+        return;
+    s->emitted = 1;
+    for (uint32_t i = 0; i < n->nsrc; i++)
+        share_emit(r, o, ind, n->src[i]);
+    s = share_get(r->share, n, 0);
+    if (s->count < 2 || !share_worth(n) || (!s->uncond && s->effect) || r->st)
+        return;
+    char *text = ex(r, n), ty[48];
+    if (n->lanes == 1)
+        snprintf(ty, sizeof ty, "%s", cg_types[n->dtype].c);
+    else
+        cg_vtype(r, ty, (kiln_dtype)n->dtype, n->lanes);
+    char name[32];
+    snprintf(name, sizeof name, "kiln__e%d", r->nshare++);
+    cg_line(o, ind, "const %s %s = %s;", ty, name, text);
+    free(text);
+    share_get(r->share, n, 0)->name = cg_sdup(name);
+}
+
+static void share_begin(cg_render *r, kstr *o, int ind, int n, const tir_node *roots) {
+    struct cg_share *m = calloc(1, sizeof *m);
+    KILN_ASSERT(m);
+    for (int i = 0; i < n; i++)
+        share_walk(m, roots[i], 0);
+    r->share = m;
+    for (int i = 0; i < n; i++)
+        share_emit(r, o, ind, roots[i]);
+}
+
+static void share_end(cg_render *r) {
+    struct cg_share *m = r->share;
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->cap; i++)
+        free(m->e[i].name);
+    free(m->e);
+    free(m);
+    r->share = NULL;
+}
+
+static void stmt_store_body(cg_render *r, kstr *o, tir_node s, int ind);
+
 static void stmt_store(cg_render *r, kstr *o, tir_node s, int ind) {
+    KILN_ASSERT(!r->share); /* stores do not nest */
+    share_begin(r, o, ind, 2, (tir_node[]){s->src[1], s->src[2]});
+    stmt_store_body(r, o, s, ind);
+    share_end(r);
+}
+
+static void stmt_store_body(cg_render *r, kstr *o, tir_node s, int ind) {
     tir_node buf = s->src[0], idx = s->src[1], val = s->src[2];
     if (buf->op != TIR_VAR || buf->dtype != KILN_HANDLE || (unsigned)buf->aux >= KILN_HANDLE) {
         cg_fail(r, KILN_ERR_INVALID, "store needs a buffer variable");

@@ -46,10 +46,13 @@ typedef struct {
     int in_par;        /* rendering inside an outlined parallel body */
     cg_alloc *allocs;
     int na, capa;
-    int exit_base; /* allocs below this index belong to an enclosing C function */
-    int status;    /* the current C function keeps a kernel status, int32_t kiln__st, that
-                      checked indices and integer divisions of data OR their
-                      KILN_KERNEL_* bits into (cg_uses_status) */
+    int exit_base;          /* allocs below this index belong to an enclosing C function */
+    struct cg_share *share; /* the shared sub-expressions of the store being rendered, bound
+                               to local constants (c_render.c); NULL between stores */
+    int nshare;             /* constants bound so far, for unique names */
+    int status;             /* the current C function keeps a kernel status, int32_t kiln__st, that
+                               checked indices and integer divisions of data OR their
+                               KILN_KERNEL_* bits into (cg_uses_status) */
 } cg_render;
 
 static inline int cg_is_float(kiln_dtype dt) {

@@ -133,13 +133,22 @@ static kiln_tensor *placeholder_for(kiln_ctx *ctx, const gtensor_type *t, const 
 }
 
 /* 1 if e contains a select (a padding or clamping stage). */
-static int has_select(tir_node e) {
+static int has_select_rec(tir_set *seen, tir_node e) {
+    if (tir_set_add(seen, e))
+        return 0;
     if (e->op == TIR_SELECT)
         return 1;
     for (uint32_t i = 0; i < e->nsrc; i++)
-        if (has_select(e->src[i]))
+        if (has_select_rec(seen, e->src[i]))
             return 1;
     return 0;
+}
+
+static int has_select(tir_node e) {
+    tir_set seen = {0};
+    int r = has_select_rec(&seen, e);
+    tir_set_free(&seen);
+    return r;
 }
 
 /* 1 if some reduction stage of s reads t. */
@@ -153,7 +162,9 @@ static int read_by_reduction(kiln_schedule *s, const kiln_tensor *t) {
 /* 1 if every tensor read in e moves by 0 or 1 element in its last index
  * when v grows by one, and not at all in the others: vectorizing v then
  * loads contiguous or broadcast vectors. */
-static int contiguous_in(tir_node e, tir_node v) {
+static int contiguous_in_rec(tir_set *seen, tir_node e, tir_node v) {
+    if (tir_set_add(seen, e))
+        return 1;
     if (e->op == TIR_TENSOR_READ) {
         tir_node v1 = tir_add(v, tir_i64(v->ctx, 1));
         for (uint32_t d = 0; d < e->nsrc; d++) {
@@ -165,9 +176,16 @@ static int contiguous_in(tir_node e, tir_node v) {
         }
     }
     for (uint32_t i = 0; i < e->nsrc; i++)
-        if (!contiguous_in(e->src[i], v))
+        if (!contiguous_in_rec(seen, e->src[i], v))
             return 0;
     return 1;
+}
+
+static int contiguous_in(tir_node e, tir_node v) {
+    tir_set seen = {0};
+    int r = contiguous_in_rec(&seen, e, v);
+    tir_set_free(&seen);
+    return r;
 }
 
 /* A reduction whose innermost data axis reads contiguously (a convolution

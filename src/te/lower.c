@@ -168,7 +168,9 @@ typedef struct {
     int failed;
 } region_acc;
 
-static void collect_region(tir_node e, region_acc *acc) {
+static void collect_region_rec(tir_set *seen, tir_node e, region_acc *acc) {
+    if (tir_set_add(seen, e))
+        return; /* a shared read widens the region once */
     if (e->op == TIR_TENSOR_READ && e->ptr == acc->t) {
         for (uint32_t d = 0; d < e->nsrc; d++) {
             te_ival v;
@@ -184,7 +186,13 @@ static void collect_region(tir_node e, region_acc *acc) {
         }
     }
     for (uint32_t i = 0; i < e->nsrc && !acc->failed; i++)
-        collect_region(e->src[i], acc);
+        collect_region_rec(seen, e->src[i], acc);
+}
+
+static void collect_region(tir_node e, region_acc *acc) {
+    tir_set seen = {0};
+    collect_region_rec(&seen, e, acc);
+    tir_set_free(&seen);
 }
 
 /* The leaf of c where an attached stage goes. compute_at names an axis; if
@@ -537,7 +545,9 @@ static tir_node flatten_fn(tir_node n, void *user) {
 
 /* ---- the driver ----------------------------------------------------------------- */
 
-static int collect_size_vars(tir_node e, tir_node *out, int n, int cap) {
+static int collect_size_vars_rec(tir_set *seen, tir_node e, tir_node *out, int n, int cap) {
+    if (tir_set_add(seen, e))
+        return n;
     if (e->op == TIR_VAR && e->dtype != KILN_HANDLE && !e->aux) {
         for (int i = 0; i < n; i++)
             if (out[i] == e)
@@ -547,11 +557,20 @@ static int collect_size_vars(tir_node e, tir_node *out, int n, int cap) {
         return n;
     }
     for (uint32_t i = 0; i < e->nsrc; i++)
-        n = collect_size_vars(e->src[i], out, n, cap);
+        n = collect_size_vars_rec(seen, e->src[i], out, n, cap);
     return n;
 }
 
-static int check_placeholders(lower_ctx *L, tir_node e, const char *stage) {
+static int collect_size_vars(tir_node e, tir_node *out, int n, int cap) {
+    tir_set seen = {0};
+    n = collect_size_vars_rec(&seen, e, out, n, cap);
+    tir_set_free(&seen);
+    return n;
+}
+
+static int check_placeholders_rec(lower_ctx *L, tir_set *seen, tir_node e, const char *stage) {
+    if (tir_set_add(seen, e))
+        return 1;
     if (e->op == TIR_TENSOR_READ) {
         kiln_tensor *t = e->ptr;
         if (t->kind == TE_PLACEHOLDER) {
@@ -567,9 +586,16 @@ static int check_placeholders(lower_ctx *L, tir_node e, const char *stage) {
         }
     }
     for (uint32_t i = 0; i < e->nsrc; i++)
-        if (!check_placeholders(L, e->src[i], stage))
+        if (!check_placeholders_rec(L, seen, e->src[i], stage))
             return 0;
     return 1;
+}
+
+static int check_placeholders(lower_ctx *L, tir_node e, const char *stage) {
+    tir_set seen = {0};
+    int ok = check_placeholders_rec(L, &seen, e, stage);
+    tir_set_free(&seen);
+    return ok;
 }
 
 static tir_func *lower_impl(kiln_schedule *s, int nargs, kiln_tensor *const *args, const char *name,

@@ -428,13 +428,22 @@ kiln_tensor *kiln_placeholder(kiln_ctx *ctx, int ndim, const kiln_expr *shape, k
 }
 
 /* Find a REDUCE anywhere but at the root of the body. */
-static int nested_reduce(tir_node e, int at_root) {
+static int nested_reduce_rec(tir_set *seen, tir_node e, int at_root) {
+    if (!at_root && tir_set_add(seen, e))
+        return 0; /* shared: walked already */
     if (e->op == TIR_REDUCE && !at_root)
         return 1;
     for (uint32_t i = 0; i < e->nsrc; i++)
-        if (nested_reduce(e->src[i], 0))
+        if (nested_reduce_rec(seen, e->src[i], 0))
             return 1;
     return 0;
+}
+
+static int nested_reduce(tir_node e, int at_root) {
+    tir_set seen = {0};
+    int r = nested_reduce_rec(&seen, e, at_root);
+    tir_set_free(&seen);
+    return r;
 }
 
 kiln_tensor *kiln_compute(kiln_ctx *ctx, int ndim, const kiln_expr *shape, kiln_compute_fn fn,

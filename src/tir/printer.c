@@ -85,7 +85,29 @@ static void print_float(kstr *out, kiln_dtype dt, double v) {
     kstr_printf(out, "%s(%s)", kiln_dtype_name(dt), buf);
 }
 
+/* Expressions are DAGs; printed as trees they can grow exponentially with
+ * the depth (x2 = x1 + x0, x3 = x2 + x1, ...). One top-level expression
+ * prints at most PRINT_MAX bytes, then "..." for each operand past it, so
+ * a dump or a message stays bounded in size and time. */
+#define PRINT_MAX ((size_t)1 << 20)
+static _Thread_local int print_depth;
+static _Thread_local size_t print_limit;
+
+static void print_expr(kstr *out, tir_node e);
+
 void tir_print_expr(kstr *out, tir_node e) {
+    if (print_depth == 0)
+        print_limit = out->len + PRINT_MAX;
+    if (out->len > print_limit) {
+        kstr_puts(out, "...");
+        return;
+    }
+    print_depth++;
+    print_expr(out, e);
+    print_depth--;
+}
+
+static void print_expr(kstr *out, tir_node e) {
     const tir_node *s = e->src;
     switch ((tir_op)e->op) {
     case TIR_INT:

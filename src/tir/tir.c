@@ -396,6 +396,37 @@ const char *tir_intrin_name(tir_intrin f) {
     return (unsigned)f < TIR_INTRIN_COUNT ? names[f] : "?";
 }
 
+/* ---- node sets ------------------------------------------------------------------ */
+
+int tir_set_add(tir_set *s, tir_node n) {
+    if ((s->count + 1) * 2 >= s->cap) {
+        tir_set old = *s;
+        s->cap = old.cap ? old.cap * 2 : 64;
+        s->keys = calloc(s->cap, sizeof(tir_node));
+        KILN_ASSERT(s->keys);
+        s->count = 0;
+        for (size_t i = 0; i < old.cap; i++)
+            if (old.keys[i])
+                tir_set_add(s, old.keys[i]);
+        free(old.keys);
+    }
+    size_t j = n->hash & (s->cap - 1);
+    while (s->keys[j]) {
+        if (s->keys[j] == n)
+            return 1;
+        j = (j + 1) & (s->cap - 1);
+    }
+    s->keys[j] = n;
+    s->count++;
+    return 0;
+}
+
+void tir_set_free(tir_set *s) {
+    free(s->keys);
+    s->keys = NULL;
+    s->cap = s->count = 0;
+}
+
 /* ---- rewriting ------------------------------------------------------------------ */
 
 typedef struct {

@@ -187,6 +187,20 @@ KILN_HIDDEN const char *tir_intrin_name(tir_intrin f);
 /* 1 if var v occurs anywhere in n. */
 KILN_HIDDEN int tir_uses_var(tir_node n, tir_node v);
 
+/* ---- node sets ------------------------------------------------------------
+ * Expressions are DAGs (hash-consing shares equal subtrees), so a walk that
+ * recurses into every source revisits shared nodes and can take time
+ * exponential in the depth (a chain x2 = x1 + x0, x3 = x2 + x1, ...). Walks
+ * that collect or check something keep the nodes they have seen in a set.
+ * Zero-initialize; tir_set_free releases it. */
+typedef struct {
+    tir_node *keys;
+    size_t cap, count;
+} tir_set;
+/* Add n; returns 1 if it was already in the set, else 0. */
+KILN_HIDDEN int tir_set_add(tir_set *s, tir_node n);
+KILN_HIDDEN void tir_set_free(tir_set *s);
+
 /* ---- rewriting ----------------------------------------------------------
  * A post-order rebuild: fn sees each node after its sources were rebuilt
  * and returns the replacement (or the node itself). Shared subtrees are

@@ -554,6 +554,71 @@ static void test_deep_chain(void) {
     kiln_graph_free(g);
 }
 
+/* x[k] = x[k-1] + x[k-2] (and other binary ops): each value is read twice,
+ * so a fused kernel's expression is a DAG whose tree form doubles with
+ * every op. Walks that did not remember what they had visited (placeholder
+ * and size-variable checks in lowering) and the C renderer, which wrote the
+ * tree (25 ops: gigabytes of C), took exponential time. Now 60 ops fuse,
+ * compile and run, shared values bound to constants; 3,000 compile to the
+ * C compiler (replaced by `false`) in linear time. */
+static kiln_graph *fib_graph(int n, int64_t len) {
+    kiln_graph *g = kiln_graph_new();
+    int x = kiln_graph_var(g, "x", KILN_FLOAT32, 1, &len, NULL);
+    int a = kiln_graph_call(g, "nn.relu", 1, &x, NULL, NULL);
+    int b = kiln_graph_call(g, "negative", 1, &x, NULL, NULL);
+    static const char *const ops[3] = {"add", "subtract", "maximum"};
+    for (int k = 2; k < n && a >= 0 && b >= 0; k++) {
+        int in[2] = {b, a};
+        int c = kiln_graph_call(g, ops[k % 3], 2, in, NULL, NULL);
+        a = b;
+        b = c;
+    }
+    CHECK(b >= 0);
+    CHECK_EQ_INT(kiln_graph_set_outputs(g, 1, &b, NULL), KILN_OK);
+    return g;
+}
+
+static void test_dag_chain(void) {
+    enum { N = 60, LEN = 37 };
+    kiln_graph *g = fib_graph(N, LEN);
+    kiln_ndarray *xv = kiln_ndarray_empty(KILN_FLOAT32, 1, (int64_t[]){LEN});
+    float *xd = kiln_ndarray_data(xv);
+    for (int i = 0; i < LEN; i++)
+        xd[i] = (float)(i - 18) * 0.25f;
+    int nk = 0;
+    kiln_ndarray *r = gu_compile_run(g, NULL, 1, (const kiln_ndarray *const *)&xv, &nk, NULL, 0);
+    CHECK(r != NULL);
+    CHECK_EQ_INT(nk, 1);
+    if (r) {
+        int bad = 0;
+        for (int i = 0; i < LEN; i++) {
+            float a = xd[i] > 0 ? xd[i] : 0, b = -xd[i];
+            for (int k = 2; k < N; k++) {
+                float c = k % 3 == 0 ? b + a : k % 3 == 1 ? b - a : (b > a ? b : a);
+                a = b;
+                b = c;
+            }
+            bad += fabsf(((float *)kiln_ndarray_data(r))[i] - b) > 1e-5f * (1.0f + fabsf(b));
+        }
+        CHECK_EQ_INT(bad, 0);
+    }
+    kiln_ndarray_free(r);
+    kiln_ndarray_free(xv);
+    kiln_graph_free(g);
+
+    g = fib_graph(3000, LEN);
+    const char *old = getenv("KILN_CC");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("KILN_CC", "false", 1);
+    CHECK_EQ_INT(kiln_graph_compile(g, test_tmp_path("dag_chain.tar"), NULL), KILN_ERR_TOOLCHAIN);
+    if (saved)
+        setenv("KILN_CC", saved, 1);
+    else
+        unsetenv("KILN_CC");
+    free(saved);
+    kiln_graph_free(g);
+}
+
 TEST_MAIN(TEST(test_pipeline), TEST(test_fuse_diamonds), TEST(test_fold_scale),
           TEST(test_layer_norm_pattern), TEST(test_fold_constant), TEST(test_fold_constant_too_big),
-          TEST(test_deep_chain))
+          TEST(test_deep_chain), TEST(test_dag_chain))
