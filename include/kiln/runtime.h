@@ -148,7 +148,12 @@ KILN_API kiln_function *kiln_module_function_at(kiln_module *m, int i);
 KILN_API const char *kiln_function_name(const kiln_function *f);
 KILN_API int kiln_function_num_args(const kiln_function *f);
 /* Call f. Checks the count, dtypes, ranks, fixed dims and that symbolic dims
- * agree across arguments, and that every array is contiguous. */
+ * agree across arguments, and that every array is contiguous. A kernel
+ * failure is KILN_ERR_NOMEM (a scratch buffer could not be allocated) or
+ * KILN_ERR_RANGE (an index read from data, as Gather's, is out of range;
+ * nothing was read out of bounds). An integer division by zero is no error
+ * here: it has the defined value x / 0 = 0 (executors and kiln_model_run
+ * can be asked to report it). */
 KILN_API kiln_status kiln_function_call(const kiln_function *f, int nargs,
                                         kiln_ndarray *const *args);
 
