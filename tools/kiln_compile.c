@@ -58,66 +58,13 @@ static int bad_arg(const char *cmd, const char *fmt, const char *arg) {
     return 2;
 }
 
-/* Check an --input-shapes value, "name:[d0,d1,...],other:[...]", before the
- * importer reads it: each dimension must be a whole number from 0 to
- * INT64_MAX (strtoll's ERANGE, a sign, trailing junk are refused, where a
- * huge number silently became INT64_MAX), an input has at most
- * KILN_MAX_NDIM of them and their product must fit in int64. Prints the
- * error and returns 2, or 0 when the value is well formed. */
+/* Check an --input-shapes value before the importer reads it (the
+ * importer's own rules: kiln_onnx_check_input_shapes). Prints the error and
+ * returns 2, or 0 when the value is well formed. */
 static int check_shapes(const char *cmd, const char *spec) {
-    char msg[512];
-    const char *p = spec;
-    while (*p) {
-        const char *colon = strstr(p, ":[");
-        const char *close = colon ? strchr(colon, ']') : NULL;
-        if (!colon || !close || colon == p) {
-            snprintf(msg, sizeof msg, "--input-shapes: '%.200s' is not name:[d0,d1,...]", p);
-            return bad_arg(cmd, "%s", msg);
-        }
-        int nlen = (int)(colon - p) > 100 ? 100 : (int)(colon - p), nd = 0;
-        int64_t count = 1;
-        for (const char *q = colon + 2; q < close;) {
-            while (*q == ' ')
-                q++;
-            const char *e = q;
-            while (e < close && *e != ',')
-                e++;
-            const char *t = e;
-            while (t > q && t[-1] == ' ')
-                t--;
-            int len = (int)(t - q) > 100 ? 100 : (int)(t - q);
-            if (len == 0 && e == close && nd == 0)
-                break; /* "x:[]", a scalar */
-            char num[128], *end;
-            snprintf(num, sizeof num, "%.*s", len, q);
-            errno = 0;
-            long long v = *num >= '0' && *num <= '9' ? strtoll(num, &end, 10) : 0;
-            const char *why = NULL;
-            if (!(*num >= '0' && *num <= '9') && *num != '-' && *num != '+')
-                why = "is not a whole number";
-            else if (*num == '-')
-                why = "is negative";
-            else if (*num == '+' || *end)
-                why = "is not a whole number";
-            else if (errno == ERANGE)
-                why = "is out of range (more than 9223372036854775807)";
-            else if (++nd > KILN_MAX_NDIM)
-                why = "is past the most dimensions an input may have (16)";
-            else if (v && count > INT64_MAX / v)
-                why = "makes the input's element count overflow 64 bits";
-            if (why) {
-                snprintf(msg, sizeof msg, "--input-shapes: input '%.*s': dimension '%s' %s", nlen,
-                         p, len ? num : "", why);
-                return bad_arg(cmd, "%s", msg);
-            }
-            count *= v;
-            q = e < close ? e + 1 : e;
-        }
-        p = close + 1;
-        while (*p == ',' || *p == ' ')
-            p++;
-    }
-    return 0;
+    if (kiln_onnx_check_input_shapes(spec) == KILN_OK)
+        return 0;
+    return bad_arg(cmd, "%s", kiln_last_error());
 }
 
 static int write_ir(const char *dir, const char *name, kiln_graph *g) {

@@ -14,6 +14,11 @@ extern "C" {
  * Every unsupported op is listed in one error (op type, opset, node name).
  * Errors name the file and, where there is one, the node. */
 KILN_API kiln_graph *kiln_onnx_import(const char *path, const char *input_shapes);
+/* Check an input_shapes value without a model: each dimension a whole
+ * number from 0 to INT64_MAX, at most 16 per input, an element count that
+ * fits in int64. KILN_ERR_INVALID with a message naming the input and the
+ * dimension, or KILN_OK. kiln_onnx_import applies the same rules. */
+KILN_API kiln_status kiln_onnx_check_input_shapes(const char *input_shapes);
 
 #ifdef __cplusplus
 }

@@ -91,84 +91,58 @@ static int convert_registered(imp *I, const Onnx__NodeProto *n, const kiln_op_de
     return outs[0] = id;
 }
 
-/* "name:[1,3,224,224],other:[1,128]" -> override of input `name`. */
-static int parse_shape_override(const char *spec, const char *name, int64_t *dims, int *ndim,
-                                int *found) {
-    *found = 0;
-    const char *p = spec;
-    while (p && *p) {
-        const char *colon = strstr(p, ":[");
-        if (!colon)
-            return 0;
-        size_t nlen = (size_t)(colon - p);
-        const char *q = colon + 2;
-        int nd = 0;
-        int64_t tmp[KILN_MAX_NDIM];
-        while (*q && *q != ']') {
-            char *end;
-            errno = 0;
-            long long v = strtoll(q, &end, 10);
-            /* ERANGE: a dimension past INT64_MAX is an error, not INT64_MAX */
-            if (end == q || errno == ERANGE || v < 0 || nd >= KILN_MAX_NDIM ||
-                (*end && *end != ',' && *end != ']' && *end != ' '))
-                return 0;
-            tmp[nd++] = v;
-            q = end;
-            while (*q == ' ')
-                q++;
-            if (*q == ',')
-                q++;
-            while (*q == ' ')
-                q++;
-        }
-        if (*q != ']')
-            return 0;
-        if (nlen == strlen(name) && strncmp(p, name, nlen) == 0) {
-            *found = 1;
-            *ndim = nd;
-            memcpy(dims, tmp, sizeof(int64_t) * (size_t)nd);
-        }
-        p = q + 1;
-        while (*p == ',' || *p == ' ')
-            p++;
+/* The override of input `name` in an --input-shapes value (the last one
+ * given wins, as in tvmc). */
+typedef struct {
+    const char *name;
+    int found, ndim;
+    int64_t *dims;
+} shape_find;
+
+static kiln_status find_shape(const char *name, size_t nlen, int ndim, const int64_t *dims,
+                              void *user) {
+    shape_find *f = user;
+    if (nlen == strlen(f->name) && strncmp(name, f->name, nlen) == 0) {
+        f->found = 1;
+        f->ndim = ndim;
+        memcpy(f->dims, dims, sizeof(int64_t) * (size_t)ndim);
     }
-    return 1;
+    return KILN_OK;
 }
 
-/* Check that every name in the override spec is a graph input. */
-static int check_shape_names(imp *I, const Onnx__GraphProto *gp, const char *spec) {
-    const char *p = spec;
-    while (p && *p) {
-        const char *colon = strstr(p, ":[");
-        const char *close = colon ? strchr(colon, ']') : NULL;
-        if (!colon || !close) {
-            kiln_set_error(KILN_ERR_INVALID, "--input-shapes: '%s' is not name:[d0,d1,...]", p);
-            return 0;
-        }
-        size_t nlen = (size_t)(colon - p);
-        int ok = 0;
-        for (size_t i = 0; i < gp->n_input && !ok; i++)
-            ok = strlen(gp->input[i]->name) == nlen && strncmp(gp->input[i]->name, p, nlen) == 0;
-        if (!ok) {
-            kstr known;
-            kstr_init(&known);
-            for (size_t i = 0; i < gp->n_input; i++) {
-                const gnode *v = graph_node(I->g, imp_name_get(I, gp->input[i]->name));
-                if (v && v->kind == GN_VAR)
-                    kstr_printf(&known, "%s'%s'", known.len ? ", " : "", gp->input[i]->name);
-            }
-            kiln_set_error(KILN_ERR_INVALID,
-                           "--input-shapes: the model has no input '%.*s' "
-                           "(its inputs: %s)",
-                           (int)nlen, p, known.buf ? known.buf : "none");
-            kstr_free(&known);
-            return 0;
-        }
-        p = close + 1;
-        while (*p == ',' || *p == ' ')
-            p++;
+/* Every name in the override must be a graph input. */
+typedef struct {
+    imp *I;
+    const Onnx__GraphProto *gp;
+} shape_names;
+
+static kiln_status check_shape_name(const char *p, size_t nlen, int ndim, const int64_t *dims,
+                                    void *user) {
+    (void)ndim;
+    (void)dims;
+    shape_names *c = user;
+    const Onnx__GraphProto *gp = c->gp;
+    for (size_t i = 0; i < gp->n_input; i++)
+        if (strlen(gp->input[i]->name) == nlen && strncmp(gp->input[i]->name, p, nlen) == 0)
+            return KILN_OK;
+    kstr known;
+    kstr_init(&known);
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const gnode *v = graph_node(c->I->g, imp_name_get(c->I, gp->input[i]->name));
+        if (v && v->kind == GN_VAR)
+            kstr_printf(&known, "%s'%s'", known.len ? ", " : "", gp->input[i]->name);
     }
-    return 1;
+    kiln_set_error(KILN_ERR_INVALID,
+                   "--input-shapes: the model has no input '%.*s' "
+                   "(its inputs: %s)",
+                   nlen > 200 ? 200 : (int)nlen, p, known.buf ? known.buf : "none");
+    kstr_free(&known);
+    return KILN_ERR_INVALID;
+}
+
+static int check_shape_names(imp *I, const Onnx__GraphProto *gp, const char *spec) {
+    shape_names c = {I, gp};
+    return onnx_shapes_parse(spec, check_shape_name, &c) == KILN_OK;
 }
 
 static int add_input(imp *I, const Onnx__ValueInfoProto *vi, const char *shapes) {
@@ -193,9 +167,12 @@ static int add_input(imp *I, const Onnx__ValueInfoProto *vi, const char *shapes)
     const char *syms[KILN_MAX_NDIM];
     char symbuf[KILN_MAX_NDIM][64];
     int nd = 0, found = 0;
-    if (shapes && !parse_shape_override(shapes, vi->name, dims, &nd, &found)) {
-        kiln_set_error(KILN_ERR_INVALID, "--input-shapes: cannot parse '%s'", shapes);
-        return 0;
+    if (shapes) {
+        shape_find f = {vi->name, 0, 0, dims};
+        if (onnx_shapes_parse(shapes, find_shape, &f) != KILN_OK)
+            return 0;
+        found = f.found;
+        nd = f.ndim;
     }
     const Onnx__TensorShapeProto *sh = tp->tensor_type->shape;
     if (!found) {

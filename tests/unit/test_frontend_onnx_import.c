@@ -102,8 +102,19 @@ static void test_bad_input(void) {
     CHECK_CONTAINS(kiln_last_error(), "rank 4");
     /* a dimension past INT64_MAX is refused, not read as INT64_MAX */
     CHECK(kiln_onnx_import(onnx, "input:[99999999999999999999999,1,8,8]") == NULL);
-    CHECK_CONTAINS(kiln_last_error(),
-                   "--input-shapes: cannot parse 'input:[99999999999999999999999");
+    CHECK_CONTAINS(kiln_last_error(), "--input-shapes: input 'input': dimension "
+                                      "'99999999999999999999999' is out of range");
+    /* the CLI's check is the importer's parser */
+    CHECK_EQ_INT(kiln_onnx_check_input_shapes("input:[99999999999999999999999,1,8,8]"),
+                 KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "is out of range");
+    CHECK_EQ_INT(kiln_onnx_check_input_shapes("a:[1, 3,224,224],b:[],c:[0]"), KILN_OK);
+    CHECK_EQ_INT(kiln_onnx_check_input_shapes("a:[-1]"), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "input 'a': dimension '-1' is negative");
+    CHECK_EQ_INT(kiln_onnx_check_input_shapes("a:[4294967296,4294967296]"), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "overflow");
+    CHECK_EQ_INT(kiln_onnx_check_input_shapes("a:[1x]"), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "'1x' is not a whole number");
     /* a shape that does not fit the weights is a type error naming the node */
     CHECK(kiln_onnx_import(onnx, "input:[1,3,8,8]") == NULL);
     CHECK_CONTAINS(kiln_last_error(), "Conv");
