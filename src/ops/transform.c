@@ -633,7 +633,10 @@ static rel_result rel_pad(const struct kiln_graph *g, const gnode *call, const g
             continue;
         if (x->dims[d].sym)
             return ops_fail("the padded dim %d must not be symbolic", d);
-        int64_t v = x->dims[d].v + b + a;
+        int64_t v;
+        if (__builtin_add_overflow(x->dims[d].v, b, &v) || __builtin_add_overflow(v, a, &v))
+            return ops_fail("dim %d: pads %lld and %lld overflow 64 bits", d, (long long)b,
+                            (long long)a);
         if (v < 0)
             return ops_fail("dim %d: the pads remove more than the dim", d);
         if (strcmp(mode, "constant") && (b < 0 || a < 0))
