@@ -4,7 +4,11 @@
  *   line 1  a target string, as --target and $KILN_TARGET take it
  *           ("llvm -mcpu=znver3 -mattr=+avx2"): kiln_target_parse
  *   line 2  an --input-shapes string ("x:[1,3],y:[1,7]") applied by the
- *           importer to a fixed model with two inputs of symbolic dims
+ *           importer to a fixed model with two inputs of symbolic dims, and
+ *           checked alone (kiln_onnx_check_input_shapes, what the CLI calls):
+ *           a value the check refuses must not import
+ *   line 3  a thread count, as KILN_NUM_THREADS gives it
+ *           (kiln_num_threads_parse: 1 to 1024 or an error)
  *
  * and checks that a target that parses prints a string that parses again to
  * the same string, and that its queries (features, caches, vectors) answer
@@ -16,6 +20,8 @@
 
 #include "frontend/onnx_import.h"
 #include "frontend/onnx_load.h"
+#include "kiln/onnx.h"
+#include "kiln/runtime.h"
 #include "kiln/target.h"
 
 #define FUZZ_MAX_INPUT 4096
@@ -66,7 +72,17 @@ static void shapes_string(const char *shapes) {
         m = onnx_model_parse(k_model, sizeof k_model, "flags.onnx", NULL);
     if (!m)
         abort(); /* the fixed model always parses */
-    kiln_graph_free(onnx_import_model(m, "flags.onnx", shapes, 0));
+    int refused = kiln_onnx_check_input_shapes(shapes) != KILN_OK;
+    kiln_graph *g = onnx_import_model(m, "flags.onnx", shapes, 0);
+    if (g && refused)
+        abort(); /* the CLI's check and the importer share one parser */
+    kiln_graph_free(g);
+}
+
+static void threads_string(const char *s) {
+    int n = 0;
+    if (kiln_num_threads_parse(s, &n) == KILN_OK && (n < 1 || n > 1024))
+        abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -79,11 +95,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t nrest = (size_t)(data + size - rest);
     const uint8_t *nl2 = memchr(rest, '\n', nrest);
     char *line2 = dup_n(rest, nl2 ? (size_t)(nl2 - rest) : nrest);
+    char *line3 = nl2 ? dup_n(nl2 + 1, (size_t)(data + size - (nl2 + 1))) : NULL;
     if (line1)
         target_string(line1);
     if (line2 && nl)
         shapes_string(line2);
+    if (line3)
+        threads_string(line3);
     free(line1);
     free(line2);
+    free(line3);
     return 0;
 }
