@@ -17,7 +17,7 @@ static inline void pkg_tar_add(FILE *f, const char *name, const void *data, size
     unsigned char h[512] = {0};
     snprintf((char *)h, 100, "%s", name);
     snprintf((char *)h + 100, 8, "%07o", 0644);
-    snprintf((char *)h + 124, 12, "%011zo", len);
+    snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)(len & 077777777777ull));
     snprintf((char *)h + 136, 12, "%011o", 0);
     h[156] = (unsigned char)type;
     memcpy(h + 257,

@@ -518,6 +518,23 @@ static void test_fold_constant_too_big(void) {
     kiln_ndarray_free(d);
 }
 
+/* Replace the C compiler by `false` (the compile ends with its clear error
+ * instead of minutes in cc); returns the old $KILN_CC for cc_restore. */
+static char *cc_false(void) {
+    const char *old = getenv("KILN_CC");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("KILN_CC", "false", 1);
+    return saved;
+}
+
+static void cc_restore(char *saved) {
+    if (saved)
+        setenv("KILN_CC", saved, 1);
+    else
+        unsetenv("KILN_CC");
+    free(saved);
+}
+
 /* A chain of 20,000 elementwise calls (add, relu, ...) compiles, fused
  * and not, with no stack overflow: the schedule's walk recursed with a ~2
  * KiB frame per op and overflowed near 4,000 (issue 11). FuseOps caps a
@@ -536,9 +553,7 @@ static void test_deep_chain(void) {
     }
     CHECK(cur >= 0);
     CHECK_EQ_INT(kiln_graph_set_outputs(g, 1, &cur, NULL), KILN_OK);
-    const char *old = getenv("KILN_CC");
-    char *saved = old ? strdup(old) : NULL;
-    setenv("KILN_CC", "false", 1);
+    char *saved = cc_false();
     for (int fuse = 0; fuse < 2; fuse++) {
         kiln_build_options *o = kiln_build_options_new();
         CHECK_EQ_INT(kiln_build_options_set(o, "fuse", fuse ? "1" : "0"), KILN_OK);
@@ -546,11 +561,7 @@ static void test_deep_chain(void) {
         CHECK_CONTAINS(kiln_last_error(), "with 'false");
         kiln_build_options_free(o);
     }
-    if (saved)
-        setenv("KILN_CC", saved, 1);
-    else
-        unsetenv("KILN_CC");
-    free(saved);
+    cc_restore(saved);
     kiln_graph_free(g);
 }
 
@@ -607,15 +618,9 @@ static void test_dag_chain(void) {
     kiln_graph_free(g);
 
     g = fib_graph(3000, LEN);
-    const char *old = getenv("KILN_CC");
-    char *saved = old ? strdup(old) : NULL;
-    setenv("KILN_CC", "false", 1);
+    char *saved = cc_false();
     CHECK_EQ_INT(kiln_graph_compile(g, test_tmp_path("dag_chain.tar"), NULL), KILN_ERR_TOOLCHAIN);
-    if (saved)
-        setenv("KILN_CC", saved, 1);
-    else
-        unsetenv("KILN_CC");
-    free(saved);
+    cc_restore(saved);
     kiln_graph_free(g);
 }
 

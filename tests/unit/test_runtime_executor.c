@@ -709,29 +709,6 @@ static void test_model_api(void) {
 
 /* ---- malformed packages ------------------------------------------------------- */
 
-/* Append a ustar member (type '0' regular, '2' symlink, '5' folder). */
-static void tar_add(FILE *f, const char *name, const char *data, size_t len, char type) {
-    unsigned char h[512] = {0};
-    snprintf((char *)h, 100, "%s", name);
-    snprintf((char *)h + 100, 8, "%07o", 0644);
-    snprintf((char *)h + 124, 12, "%011zo", len);
-    snprintf((char *)h + 136, 12, "%011o", 0);
-    h[156] = (unsigned char)type;
-    memcpy(h + 257,
-           "ustar\0"
-           "00",
-           8);
-    memset(h + 148, ' ', 8);
-    unsigned sum = 0;
-    for (int i = 0; i < 512; i++)
-        sum += h[i];
-    snprintf((char *)h + 148, 8, "%06o", sum);
-    fwrite(h, 1, 512, f);
-    fwrite(data, 1, len, f);
-    static const char zero[512];
-    fwrite(zero, 1, (512 - len % 512) % 512, f);
-}
-
 static char *slurp(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -759,15 +736,15 @@ static const char *write_tar(const char *name, const char *so_name, int with_par
     char *params = slurp(test_tmp_path("exec_p.npz"), &p_len);
     FILE *f = fopen(path, "wb");
     if (extra_name)
-        tar_add(f, extra_name, "evil", 4, extra_type);
+        pkg_tar_add(f, extra_name, "evil", 4, extra_type);
     const char *names[3] = {"mod.so", "mod.json", "mod.params"};
     const void *data[3] = {so, k_graph_a, params};
     size_t lens[3] = {so_len, strlen(k_graph_a), p_len};
     pkg_tar_add_manifest(f, with_params ? 3 : 2, names, data, lens);
-    tar_add(f, so_name, so, so_len, '0');
-    tar_add(f, "mod.json", k_graph_a, strlen(k_graph_a), '0');
+    pkg_tar_add(f, so_name, so, so_len, '0');
+    pkg_tar_add(f, "mod.json", k_graph_a, strlen(k_graph_a), '0');
     if (with_params)
-        tar_add(f, "./mod.params", params, p_len, '0');
+        pkg_tar_add(f, "./mod.params", params, p_len, '0');
     static const char zero[1024];
     fwrite(zero, 1, sizeof zero, f);
     fclose(f);
@@ -791,9 +768,9 @@ static const char *write_cut_so_tar(const char *name, int pct) {
     const void *data[3] = {so, k_graph_a, params};
     size_t lens[3] = {so_len * (size_t)pct / 100, strlen(k_graph_a), p_len};
     pkg_tar_add_manifest(f, 3, names, data, lens); /* vouches for the cut mod.so */
-    tar_add(f, "mod.so", so, so_len * (size_t)pct / 100, '0');
-    tar_add(f, "mod.json", k_graph_a, strlen(k_graph_a), '0');
-    tar_add(f, "mod.params", params, p_len, '0');
+    pkg_tar_add(f, "mod.so", so, so_len * (size_t)pct / 100, '0');
+    pkg_tar_add(f, "mod.json", k_graph_a, strlen(k_graph_a), '0');
+    pkg_tar_add(f, "mod.params", params, p_len, '0');
     static const char zero[1024];
     fwrite(zero, 1, sizeof zero, f);
     fclose(f);
@@ -855,9 +832,9 @@ static void test_bad_packages(void) {
     const void *data[3] = {"not elf", "{}", "not a zip"};
     size_t lens[3] = {7, 2, 9};
     pkg_tar_add_manifest(f, 3, names, data, lens);
-    tar_add(f, "mod.so", "not elf", 7, '0');
-    tar_add(f, "mod.json", "{}", 2, '0');
-    tar_add(f, "mod.params", "not a zip", 9, '0');
+    pkg_tar_add(f, "mod.so", "not elf", 7, '0');
+    pkg_tar_add(f, "mod.json", "{}", 2, '0');
+    pkg_tar_add(f, "mod.params", "not a zip", 9, '0');
     fclose(f);
     expect_load_error(bad_so, "exec_t8.tar: mod.params");
     CHECK_EQ_INT(count_files(tmp), 0);
