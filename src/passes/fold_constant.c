@@ -37,7 +37,7 @@ static int foldable(const struct kiln_graph *g, const gnode *n, const int *fold)
  * unfolded: fold[id] is cleared, the folded values it reads become needed,
  * the error is cleared and the others go on. Only running out of memory and
  * an index out of range (KILN_ERR_RANGE) fail. */
-static kiln_status evaluate(const struct kiln_graph *g, int *fold, int *needed,
+static kiln_status evaluate(const struct kiln_graph *g, int64_t fold_max, int *fold, int *needed,
                             kiln_ndarray **values) {
     int *uses = kiln_calloc((size_t)g->n, sizeof(int)); /* folded readers still to come */
     const kiln_ndarray **in = NULL;
@@ -64,7 +64,7 @@ static kiln_status evaluate(const struct kiln_graph *g, int *fold, int *needed,
             in[i] = p->kind == GN_CONST ? p->value : values[p->id];
             ready &= p->kind == GN_CONST || fold[p->id];
         }
-        st = ready ? graph_eval_call(n, in, 0, &values[id]) : KILN_ERR_INVALID;
+        st = ready ? graph_eval_call(n, in, fold_max, &values[id]) : KILN_ERR_INVALID;
         if (st == KILN_ERR_RANGE) /* a constant index out of range: the model is wrong */
             break;
         if (st != KILN_OK && st != KILN_ERR_NOMEM) {
@@ -93,7 +93,6 @@ static kiln_status evaluate(const struct kiln_graph *g, int *fold, int *needed,
 }
 
 struct kiln_graph *pass_fold_constant(struct kiln_graph *g, const pass_env *env) {
-    (void)env;
     int n = g->n ? g->n : 1;
     int *fold = kiln_calloc((size_t)n, sizeof(int)), *needed = kiln_calloc((size_t)n, sizeof(int));
     int *map = kiln_malloc(sizeof(int) * (size_t)n);
@@ -113,7 +112,7 @@ struct kiln_graph *pass_fold_constant(struct kiln_graph *g, const pass_env *env)
     }
     for (int k = 0; k < g->nout; k++)
         needed[g->outs[k]] |= fold[g->outs[k]];
-    if (any && evaluate(g, fold, needed, values) != KILN_OK)
+    if (any && evaluate(g, env->fold_max, fold, needed, values) != KILN_OK)
         goto done;
     r = graph_new(g->ops);
     if (!r)

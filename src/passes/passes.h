@@ -7,7 +7,9 @@
 /* What a pass may need to know of the target. */
 typedef struct {
     const kiln_target *target; /* what the code is for (never NULL) */
-    int winograd; /* 3x3 convolutions: -1 AlterOpLayout decides, 0 never, 2 or 4 the tile */
+    int winograd;     /* 3x3 convolutions: -1 AlterOpLayout decides, 0 never, 2 or 4 the tile */
+    int64_t fold_max; /* FoldConstant evaluates calls of at most this many elements
+                         (0: the interpreter's cap, TE_EVAL_MAX_ELEMENTS) */
 } pass_env;
 
 /* Returned by a rebuild callback (pass_manager.c): copy the node unchanged,

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "graph_util.h"
+#include "passes/passes.h"
 #include "te_util.h"
 
 static kiln_ndarray *filled(int nd, const int64_t *shape, uint64_t *seed, double lo) {
@@ -518,6 +519,35 @@ static void test_fold_constant_too_big(void) {
     kiln_ndarray_free(d);
 }
 
+/* pass_env.fold_max bounds what FoldConstant evaluates: a call of more
+ * elements stays a call (the fuzzer folds as little as the importer, since
+ * a 2^24-element fold under the sanitizers is a timeout, not a bug). */
+static void test_fold_max(void) {
+    int64_t n = 64;
+    kiln_ndarray *c = kiln_ndarray_empty(KILN_FLOAT32, 1, &n);
+    kiln_graph *g = kiln_graph_new();
+    int k = kiln_graph_const(g, "c", c);
+    int big = kiln_graph_call(g, "exp", 1, &k, NULL, "big");
+    int e = kiln_graph_call(g, "negative", 1, &big, NULL, "e");
+    CHECK_EQ_INT(kiln_graph_set_outputs(g, 1, &e, NULL), KILN_OK);
+    CHECK_EQ_INT(kiln_graph_infer_types(g), KILN_OK);
+    kiln_target *host = kiln_target_host();
+    for (int cap = 0; cap < 2; cap++) {
+        pass_env env = {host, -1, cap ? 16 : 0};
+        struct kiln_graph *r = pass_fold_constant((struct kiln_graph *)g, &env);
+        CHECK(r != NULL);
+        int calls = 0;
+        for (int id = 0; r && id < r->n; id++)
+            calls += r->nodes[id]->kind == GN_CALL;
+        CHECK_EQ_INT(calls, (cap ? 2 : 0)); /* 64 elements: folded only without the cap */
+        if (r != (struct kiln_graph *)g)
+            kiln_graph_free(r);
+    }
+    kiln_target_free(host);
+    kiln_graph_free(g);
+    kiln_ndarray_free(c);
+}
+
 /* Replace the C compiler by `false` (the compile ends with its clear error
  * instead of minutes in cc); returns the old $KILN_CC for cc_restore. */
 static char *cc_false(void) {
@@ -626,4 +656,4 @@ static void test_dag_chain(void) {
 
 TEST_MAIN(TEST(test_pipeline), TEST(test_fuse_diamonds), TEST(test_fold_scale),
           TEST(test_layer_norm_pattern), TEST(test_fold_constant), TEST(test_fold_constant_too_big),
-          TEST(test_deep_chain), TEST(test_dag_chain))
+          TEST(test_deep_chain), TEST(test_dag_chain), TEST(test_fold_max))
