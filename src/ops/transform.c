@@ -378,11 +378,14 @@ void ops_slice_axis(int64_t n, int64_t b, int64_t e, int64_t s, int64_t *start, 
     if (s > 0) {
         b = b < 0 ? 0 : b > n ? n : b;
         e = e < 0 ? 0 : e > n ? n : e;
-        *len = e > b ? (e - b + s - 1) / s : 0;
+        /* ceil((e - b) / s) without e - b + s overflowing for a huge step */
+        *len = e > b ? (e - b - 1) / s + 1 : 0;
     } else {
         b = b < 0 ? 0 : b > n - 1 ? n - 1 : b; /* ONNX clamps to [0, n-1] */
         e = e < -1 ? -1 : e > n - 1 ? n - 1 : e;
-        *len = b > e ? (b - e + (-s) - 1) / (-s) : 0;
+        /* |s| in unsigned: -INT64_MIN does not fit an int64 */
+        uint64_t m = (uint64_t)0 - (uint64_t)s;
+        *len = b > e ? (int64_t)((uint64_t)(b - e - 1) / m) + 1 : 0;
     }
     *start = *len ? b : 0;
 }

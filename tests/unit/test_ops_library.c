@@ -14,6 +14,7 @@
 #include "frontend/onnx_load.h"
 #include "kiln/graph.h"
 #include "kiln/onnx.h"
+#include "ops/ops.h"
 #include "te_util.h"
 
 #define MAXD 8
@@ -836,7 +837,28 @@ static void test_hard_swish_one_place(void) {
     CHECK_EQ_INT(n, 2);
 }
 
-TEST_MAIN(TEST(test_reductions), TEST(test_argmax), TEST(test_layer_norm), TEST(test_batch_matmul),
-          TEST(test_strided_slice), TEST(test_take_broadcast_pad), TEST(test_elementwise),
-          TEST(test_global_max_pool), TEST(test_relation_errors), TEST(test_onnx_node_models),
-          TEST(test_hard_swish), TEST(test_hard_swish_one_place))
+/* Slicing one dim with extreme steps: the length is computed without
+ * overflow (a step of INT64_MIN negated, e - b + step past INT64_MAX; found
+ * by fuzz_onnx under UBSan). */
+static void test_slice_extremes(void) {
+    int64_t start = -1, len = -1;
+    ops_slice_axis(4, 2, 0, INT64_MIN, &start, &len);
+    CHECK_EQ_INT(len, 1);
+    CHECK_EQ_INT(start, 2);
+    ops_slice_axis(4, 0, INT64_MAX, INT64_MAX, &start, &len);
+    CHECK_EQ_INT(len, 1);
+    CHECK_EQ_INT(start, 0);
+    ops_slice_axis(10, 1, 8, 3, &start, &len); /* 1, 4, 7 */
+    CHECK_EQ_INT(len, 3);
+    ops_slice_axis(10, 8, 1, -3, &start, &len); /* 8, 5, 2 */
+    CHECK_EQ_INT(len, 3);
+    CHECK_EQ_INT(start, 8);
+    ops_slice_axis(10, INT64_MIN, INT64_MAX, 1, &start, &len);
+    CHECK_EQ_INT(len, 10);
+}
+
+TEST_MAIN(TEST(test_slice_extremes), TEST(test_reductions), TEST(test_argmax),
+          TEST(test_layer_norm), TEST(test_batch_matmul), TEST(test_strided_slice),
+          TEST(test_take_broadcast_pad), TEST(test_elementwise), TEST(test_global_max_pool),
+          TEST(test_relation_errors), TEST(test_onnx_node_models), TEST(test_hard_swish),
+          TEST(test_hard_swish_one_place))
