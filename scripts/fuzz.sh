@@ -117,9 +117,12 @@ for t in "${targets[@]}"; do
   set -e
   wall=$(($(date +%s) - t0))
   cpu=$(awk '{printf "%d", $1 + $2}' "$build/time-$t.txt" 2>/dev/null || echo 0)
-  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$out" | awk '{s+=$2} END {print s+0}')
+  # (grep finds nothing in -fork runs: || true, or pipefail ends the script
+  # here before the run is logged)
+  execs=$({ grep -o 'stat::number_of_executed_units: *[0-9]*' "$out" || true; } |
+    awk '{s+=$2} END {print s+0}')
   if [ "$execs" = 0 ]; then # -fork prints progress lines instead of final stats
-    execs=$(grep -o '#[0-9]*' "$out" | tail -1 | tr -d '#')
+    execs=$({ grep -o '#[0-9]*' "$out" || true; } | tail -1 | tr -d '#')
     execs=${execs:-0}
   fi
   crashes=$(grep -c -E '^==[0-9]+==ERROR|^SUMMARY: (Address|Undefined|Leak)|ERROR: libFuzzer' "$out" || true)
