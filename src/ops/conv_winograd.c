@@ -180,10 +180,18 @@ static rel_result rel_winograd(const struct kiln_graph *g, const gnode *call,
     if (p[0] < 0 || p[1] < 0 || p[2] < 0 || p[3] < 0)
         return ops_fail("padding must be >= 0");
     gtensor_type res = *x;
-    res.dims[1] = (gdim){w->dims[1].v * w->dims[4].v / ob, NULL};
+    int64_t oc;
+    if (__builtin_mul_overflow(w->dims[1].v, w->dims[4].v, &oc))
+        return ops_fail("weight dims %lld x %lld overflow 64 bits", (long long)w->dims[1].v,
+                        (long long)w->dims[4].v);
+    res.dims[1] = (gdim){oc / ob, NULL};
     res.dims[4] = (gdim){ob, NULL};
     for (int i = 0; i < 2; i++) {
-        int64_t span = x->dims[2 + i].v + p[i] + p[i + 2] - 2;
+        int64_t span;
+        if (__builtin_add_overflow(x->dims[2 + i].v, p[i], &span) ||
+            __builtin_add_overflow(span, p[i + 2], &span))
+            return ops_fail("the padded input overflows 64 bits");
+        span -= 2;
         if (span < 1)
             return ops_fail("the 3x3 kernel is larger than the padded input");
         res.dims[2 + i] = (gdim){span, NULL};
