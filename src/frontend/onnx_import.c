@@ -211,8 +211,10 @@ static int add_input(imp *I, const Onnx__ValueInfoProto *vi, const char *shapes)
         return 0;
     }
     int id = kiln_graph_var(I->g, vi->name, dt, nd, dims, found ? NULL : syms);
-    if (id < 0)
+    if (id < 0) {
+        kiln_error_prefix("%s: input '%s'", I->path, vi->name);
         return 0;
+    }
     imp_name_set(I, vi->name, id);
     return 1;
 }

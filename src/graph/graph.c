@@ -281,6 +281,28 @@ gtype gtype_tensor(struct kiln_graph *g, kiln_dtype dt, int ndim, const gdim *di
     return t;
 }
 
+int gtype_size_ok(const gtype *t, char *why, size_t cap) {
+    for (int i = 0; t->known && i < t->n; i++) {
+        const gtensor_type *x = &t->t[i];
+        int64_t n = 1;
+        for (int d = 0; d < x->ndim; d++) {
+            if (x->dims[d].sym)
+                continue;
+            if (x->dims[d].v < 0) {
+                snprintf(why, cap, "dim %d is negative (%lld)", d, (long long)x->dims[d].v);
+                return 0;
+            }
+            if (x->dims[d].v > GRAPH_MAX_ELEMENTS || __builtin_mul_overflow(n, x->dims[d].v, &n) ||
+                n > GRAPH_MAX_ELEMENTS) {
+                snprintf(why, cap, "the %s has more than 2^48 elements (or a dim over 2^48)",
+                         t->is_tuple ? "a tuple field" : "tensor");
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
 int gdim_equal(gdim a, gdim b) {
     if (a.sym || b.sym)
         return a.sym && b.sym && strcmp(a.sym, b.sym) == 0;
@@ -395,6 +417,11 @@ int kiln_graph_var(kiln_graph *g, const char *name, kiln_dtype dt, int ndim, con
             dd[i].v = -1;
         }
     }
+    gtensor_type tt = {dt, ndim, {{0}}};
+    memcpy(tt.dims, dd, sizeof(gdim) * (size_t)ndim);
+    char why[96];
+    if (!gtype_size_ok(&(gtype){1, 0, 1, &tt}, why, sizeof why))
+        return kiln_set_error(KILN_ERR_INVALID, "graph var '%s': %s", name, why), -1;
     int id = graph_add(g, GN_VAR, NULL, 0, NULL, 0, NULL, name);
     if (id >= 0)
         g->nodes[id]->type = gtype_tensor(g, dt, ndim, dd);

@@ -232,6 +232,14 @@ KILN_HIDDEN const char *graph_attr_str(const gnode *n, const char *name, const c
 KILN_HIDDEN gtype gtype_tensor(struct kiln_graph *g, kiln_dtype dt, int ndim, const gdim *dims);
 KILN_HIDDEN int gtype_equal(const gtype *a, const gtype *b);
 KILN_HIDDEN int gdim_equal(gdim a, gdim b);
+/* The most elements a tensor type may have: 2^48, more than any machine
+ * holds. Every type the graph carries stays under it (checked as types are
+ * inferred), so arithmetic on its dims, and on a dim times a small factor,
+ * never overflows int64. */
+#define GRAPH_MAX_ELEMENTS ((int64_t)1 << 48)
+/* 1 when every known dim of t is in [0, GRAPH_MAX_ELEMENTS] and so is the
+ * known dims' product; else 0, with the reason in why. */
+KILN_HIDDEN int gtype_size_ok(const gtype *t, char *why, size_t cap);
 /* "Tensor[(1, 3, n), float32]" or "(Tensor[...], Tensor[...])" */
 KILN_HIDDEN void gtype_print(kstr *out, const gtype *t);
 

@@ -74,5 +74,9 @@ kiln_status graph_infer_node(struct kiln_graph *g, int id) {
         break;
     }
     }
+    char why[96];
+    if (!gtype_size_ok(&n->type, why, sizeof why))
+        return kiln_set_error(KILN_ERR_INVALID, "%s: %s", graph_node_label(n, label, sizeof label),
+                              why);
     return KILN_OK;
 }

@@ -369,21 +369,18 @@ static rel_result rel_conv2d_nchwc(const struct kiln_graph *g, const gnode *call
                         (long long)w->dims[0].v, (long long)w->dims[1].v, (long long)w->dims[4].v,
                         (long long)ic, ib, (long long)groups);
     }
-    int64_t s[2], d[2], p[4];
-    ops_attr2(call, "strides", 1, s);
-    ops_attr2(call, "dilation", 1, d);
-    ops_pad4(call, p);
-    if (s[0] < 1 || s[1] < 1 || d[0] < 1 || d[1] < 1 || p[0] < 0 || p[1] < 0 || p[2] < 0 ||
-        p[3] < 0)
-        return ops_fail("strides and dilation must be >= 1 and padding >= 0");
+    int64_t s[2], d[2], p[2];
+    if (!ops_attr2_checked(call, "strides", 1, 1, s) ||
+        !ops_attr2_checked(call, "dilation", 1, 1, d) || !ops_pad_sum(call, p))
+        return REL_ERROR;
     gtensor_type res = *x;
     res.dims[1] = (gdim){w->dims[0].v, NULL};
     res.dims[4] = (gdim){ob, NULL};
     for (int i = 0; i < 2; i++) {
-        int64_t span = x->dims[2 + i].v + p[i] + p[i + 2] - d[i] * (w->dims[2 + i].v - 1) - 1;
-        if (span < 0)
+        int64_t o = ops_window_out(x->dims[2 + i].v, p[i], w->dims[2 + i].v, s[i], d[i], 0);
+        if (o < 1)
             return ops_fail("the kernel is larger than the padded input");
-        res.dims[2 + i] = (gdim){span / s[i] + 1, NULL};
+        res.dims[2 + i] = (gdim){o, NULL};
     }
     return ops_set_out(g, out, &res);
 }

@@ -70,7 +70,9 @@ static rel_result rel_dense(const struct kiln_graph *g, const gnode *call, const
         return ops_fail("data has %s features but the weight expects %s", a, b);
     }
     gtensor_type res = *x;
-    res.dims[x->ndim - 1] = nr ? (gdim){w->dims[0].v * nr, NULL} : w->dims[kn ? 1 : 0];
+    res.dims[x->ndim - 1] = w->dims[kn ? 1 : 0];
+    if (nr && !kiln_mul_ok(w->dims[0].v, nr, &res.dims[x->ndim - 1].v))
+        return ops_fail("weight [%lld, ., %d] has too many units", (long long)w->dims[0].v, nr);
     return ops_set_out(g, out, &res);
 }
 

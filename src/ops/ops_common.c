@@ -190,7 +190,12 @@ int64_t ops_window_out(int64_t in, int64_t pad, int64_t k, int64_t stride, int64
         __builtin_add_overflow(in, pad, &span) || __builtin_sub_overflow(span, reach, &span) ||
         __builtin_sub_overflow(span, 1, &span) || span < 0)
         return -1;
-    return (ceil_mode && span % stride ? span / stride + 1 : span / stride) + 1;
+    int64_t o = (ceil_mode && span % stride ? span / stride + 1 : span / stride) + 1, end;
+    /* a ceil_mode window may end past the padded input: its end must fit too */
+    if (__builtin_mul_overflow(o - 1, stride, &end) || __builtin_add_overflow(end, reach, &end) ||
+        __builtin_add_overflow(end, 1, &end))
+        return -1;
+    return o;
 }
 
 int ops_layout_block(const char *layout) {

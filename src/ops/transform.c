@@ -225,7 +225,8 @@ static rel_result rel_concatenate(const struct kiln_graph *g, const gnode *call,
         }
         if (res.dims[axis].sym || y->dims[axis].sym)
             return ops_fail("the concatenated axis must not be symbolic");
-        res.dims[axis].v += y->dims[axis].v;
+        if (!kiln_add_ok(res.dims[axis].v, y->dims[axis].v, &res.dims[axis].v))
+            return ops_fail("the concatenated axis overflows int64");
     }
     return ops_set_out(g, out, &res);
 }
@@ -759,6 +760,7 @@ static rel_result rel_layout_transform(const struct kiln_graph *g, const gnode *
     if (!sb && c != x->dims[1].v)
         return ops_fail("channels=%lld is not the NCHW input's %lld channels", (long long)c,
                         (long long)x->dims[1].v);
+    /* dims are at most 2^48 (GRAPH_MAX_ELEMENTS) and blocks at most 4096 */
     if (c < 1 || (sb && (c > x->dims[1].v * sb || c <= (x->dims[1].v - 1) * sb)))
         return ops_fail("channels=%lld does not fit %lld blocks of %d", (long long)c,
                         (long long)x->dims[1].v, sb);

@@ -150,7 +150,7 @@ static void test_malformed_models(void) {
         {"missing_initializer", "node 'mm' (MatMul", "input 'w' is not produced"},
         {"missing_output", "graph output 'y'", "not produced"},
         {"short_initializer", "initializer 'w'", "raw_data"},
-        {"huge_dims", "huge_dims.onnx", "input 'x'"},
+        {"huge_dims", "input 'x'", "more than 2^48 elements"},
         {"old_opset", "opset 5", "7 to 17"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -158,12 +158,6 @@ static void test_malformed_models(void) {
         snprintf(path, sizeof path, "%s/malformed/%s.onnx", getenv("KILN_TEST_DATA"),
                  cases[i].file);
         kiln_graph *g = kiln_onnx_import(path, NULL);
-        if (g && !strcmp(cases[i].file, "huge_dims")) {
-            /* the dims type-check, but no package can hold them */
-            CHECK(kiln_graph_compile(g, test_tmp_path("huge.tar"), NULL) != KILN_OK);
-            kiln_graph_free(g);
-            continue;
-        }
         CHECK(g == NULL);
         kiln_graph_free(g);
         if (!strstr(kiln_last_error(), cases[i].expect1) ||

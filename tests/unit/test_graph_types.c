@@ -202,5 +202,39 @@ static void test_errors(void) {
     kiln_graph_free(g);
 }
 
+/* Every type stays under 2^48 elements (GRAPH_MAX_ELEMENTS), so the
+ * relations' arithmetic on dims never overflows; windows that would end past
+ * int64 are errors, not undefined behaviour. */
+static void test_size_limits(void) {
+    kiln_graph *g = kiln_graph_new();
+    int64_t big[2] = {(int64_t)1 << 24, ((int64_t)1 << 24) + 1}, edge[2] = {1 << 24, 1 << 24};
+    CHECK_EQ_INT(kiln_graph_var(g, "big", KILN_FLOAT32, 2, big, NULL), -1);
+    CHECK_CONTAINS(kiln_last_error(), "graph var 'big'");
+    CHECK_CONTAINS(kiln_last_error(), "2^48");
+    int64_t zero_huge[2] = {0, (int64_t)1 << 60};
+    CHECK_EQ_INT(kiln_graph_var(g, "zh", KILN_FLOAT32, 2, zero_huge, NULL), -1);
+    CHECK_CONTAINS(kiln_last_error(), "2^48");
+    /* exactly 2^48 is allowed; doubling it by concatenation is not */
+    int e = kiln_graph_var(g, "e", KILN_FLOAT32, 2, edge, NULL);
+    CHECK(e >= 0);
+    int ee[2] = {e, e};
+    CHECK(kiln_graph_call(g, "concatenate", 2, ee, "axis=0", "Cat") >= 0);
+    CHECK_EQ_INT(kiln_graph_infer_types(g), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "node 'Cat' (concatenate)");
+    CHECK_CONTAINS(kiln_last_error(), "2^48");
+    kiln_graph_free(g);
+
+    /* a ceil_mode window whose end is past int64 */
+    g = kiln_graph_new();
+    int64_t xd[4] = {1, 1, 4, 4};
+    int x = kiln_graph_var(g, "x", KILN_FLOAT32, 4, xd, NULL);
+    CHECK(kiln_graph_call(g, "nn.max_pool2d", 1, &x,
+                          "pool_size=[1, 1], strides=[9223372036854775807, 1], ceil_mode=1",
+                          "Pool") >= 0);
+    CHECK_EQ_INT(kiln_graph_infer_types(g), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "node 'Pool'");
+    kiln_graph_free(g);
+}
+
 TEST_MAIN(TEST(test_table_complete), TEST(test_cnn_types), TEST(test_split_tuple_types),
-          TEST(test_errors))
+          TEST(test_errors), TEST(test_size_limits))
