@@ -293,51 +293,10 @@ static char *ex(cg_render *r, tir_node e) {
     }
 }
 
-/* ---- analysis: pointer sets, free variables, register promotion ------------------------ */
+/* ---- analysis: free variables, register promotion ------------------------ */
 
-typedef struct {
-    const void **keys;
-    size_t cap, count;
-} pset;
-
-/* 1 if p was already in the set; else adds it. */
-static int pset_add(pset *s, const void *p) {
-    if ((s->count + 1) * 2 > s->cap) {
-        pset o = *s;
-        s->cap = o.cap ? o.cap * 2 : 64;
-        s->keys = calloc(s->cap, sizeof(void *));
-        KILN_ASSERT(s->keys);
-        s->count = 0;
-        for (size_t i = 0; i < o.cap; i++)
-            if (o.keys[i])
-                pset_add(s, o.keys[i]);
-        free(o.keys);
-    }
-    size_t j = ((uintptr_t)p >> 4) * 2654435761u & (s->cap - 1);
-    while (s->keys[j]) {
-        if (s->keys[j] == p)
-            return 1;
-        j = (j + 1) & (s->cap - 1);
-    }
-    s->keys[j] = p;
-    s->count++;
-    return 0;
-}
-
-static int pset_has(const pset *s, const void *p) {
-    if (!s->cap)
-        return 0;
-    size_t j = ((uintptr_t)p >> 4) * 2654435761u & (s->cap - 1);
-    while (s->keys[j]) {
-        if (s->keys[j] == p)
-            return 1;
-        j = (j + 1) & (s->cap - 1);
-    }
-    return 0;
-}
-
-static int status_walk(pset *seen, tir_node n) {
-    if (pset_add(seen, n))
+static int status_walk(tir_set *seen, tir_node n) {
+    if (tir_set_add(seen, n))
         return 0;
     if (n->op == TIR_CHECK)
         return 1;
@@ -351,20 +310,20 @@ static int status_walk(pset *seen, tir_node n) {
 }
 
 int cg_uses_status(tir_node s) {
-    pset seen = {0};
+    tir_set seen = {0};
     int r = status_walk(&seen, s);
-    free(seen.keys);
+    tir_set_free(&seen);
     return r;
 }
 
 typedef struct {
-    pset seen, defined;
+    tir_set seen, defined;
     tir_node *used;
     int nused, capused;
 } freevars;
 
 static void fv_walk(freevars *fv, tir_node n) {
-    if (pset_add(&fv->seen, n))
+    if (tir_set_add(&fv->seen, n))
         return;
     if (n->op == TIR_VAR) {
         if (fv->nused == fv->capused) {
@@ -376,7 +335,7 @@ static void fv_walk(freevars *fv, tir_node n) {
         return;
     }
     if (n->op == TIR_FOR || n->op == TIR_ALLOCATE)
-        pset_add(&fv->defined, n->src[0]);
+        tir_set_add(&fv->defined, n->src[0]);
     for (uint32_t i = 0; i < n->nsrc; i++)
         fv_walk(fv, n->src[i]);
 }
@@ -385,11 +344,11 @@ typedef struct {
     tir_node buf;
     int64_t count;
     int lanes, ok;
-    pset seen;
+    tir_set seen;
 } promo;
 
 static void promo_walk(promo *p, tir_node n) {
-    if (!p->ok || pset_add(&p->seen, n))
+    if (!p->ok || tir_set_add(&p->seen, n))
         return;
     if (n == p->buf) {
         p->ok = 0; /* used other than as a load/store target */
@@ -472,7 +431,7 @@ static void stmt_parallel(cg_render *r, kstr *o, tir_node s, int ind) {
     kstr_init(&decl);
     for (int i = 0; i < fv.nused; i++) {
         tir_node u = fv.used[i];
-        if (u == v || pset_has(&fv.defined, u))
+        if (u == v || tir_set_has(&fv.defined, u))
             continue;
         char *un = cg_var_name(u), t[48];
         if (u->dtype == KILN_HANDLE) {
@@ -553,8 +512,8 @@ static void stmt_parallel(cg_render *r, kstr *o, tir_node s, int ind) {
     kstr_free(&decl);
     kstr_free(&inner);
     free(fv.used);
-    free(fv.seen.keys);
-    free(fv.defined.keys);
+    tir_set_free(&fv.seen);
+    tir_set_free(&fv.defined);
 }
 
 static void stmt_for(cg_render *r, kstr *o, tir_node s, int ind) {
@@ -622,7 +581,7 @@ static int alloc_begin(cg_render *r, kstr *o, tir_node s, int ind) {
     if (stack) {
         promo p = {buf, c, 0, 1, {0}};
         promo_walk(&p, body);
-        free(p.seen.keys);
+        tir_set_free(&p.seen);
         if (p.ok && p.lanes && c / p.lanes <= 128) {
             char vt[48];
             cg_vtype(r, vt, el, p.lanes);

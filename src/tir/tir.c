@@ -421,6 +421,15 @@ int tir_set_add(tir_set *s, tir_node n) {
     return 0;
 }
 
+int tir_set_has(const tir_set *s, tir_node n) {
+    if (!s->cap)
+        return 0;
+    for (size_t j = n->hash & (s->cap - 1); s->keys[j]; j = (j + 1) & (s->cap - 1))
+        if (s->keys[j] == n)
+            return 1;
+    return 0;
+}
+
 void tir_set_free(tir_set *s) {
     free(s->keys);
     s->keys = NULL;

@@ -199,6 +199,8 @@ typedef struct {
 } tir_set;
 /* Add n; returns 1 if it was already in the set, else 0. */
 KILN_HIDDEN int tir_set_add(tir_set *s, tir_node n);
+/* 1 if n is in the set. */
+KILN_HIDDEN int tir_set_has(const tir_set *s, tir_node n);
 KILN_HIDDEN void tir_set_free(tir_set *s);
 
 /* ---- rewriting ----------------------------------------------------------
