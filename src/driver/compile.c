@@ -188,13 +188,28 @@ static int contiguous_in(tir_node e, tir_node v) {
     return r;
 }
 
+/* 1 if a reduce domain of the stage depends on var v (a prefix sum along
+ * v reduces over [0, v]). */
+static int domain_uses(const kiln_stage *st, tir_node v) {
+    for (uint32_t k = 1; k < st->body->nsrc; k++) {
+        const te_dom *dom = te_axis_dom(st->body->src[k]);
+        if (dom && (tir_uses_var(dom->min, v) || tir_uses_var(dom->extent, v)))
+            return 1;
+    }
+    return 0;
+}
+
 /* A reduction whose innermost data axis reads contiguously (a convolution
  * along the output width, pooling): loop over the reduce axes outside that
- * axis and vectorize it, so each step is a vector multiply-add. */
+ * axis and vectorize it, so each step is a vector multiply-add. Not when a
+ * reduce domain depends on that axis (a cumsum along it): the reduce loops
+ * cannot move outside the axis their extents read. */
 static void vectorize_reduction(kiln_stage *st) {
     if (st->ndata < 1 || st->nroot == st->ndata)
         return;
     tir_node w = st->iters[st->ndata - 1].var;
+    if (domain_uses(st, w) || domain_uses(st, st->tensor->axis[st->tensor->ndim - 1]))
+        return;
     int64_t ext;
     if (!tir_const_int(st->tensor->shape[st->ndata - 1], &ext) || ext < 8)
         return;

@@ -1,7 +1,9 @@
 /* onnx_convert.h: the converter functions the table (onnx_table.c) names:
  * onnx_convert.c has elementwise ops with more than a 1:1 mapping,
  * constants and shapes; onnx_convert_nn.c has reductions, normalization,
- * convolution, pooling, matmul and layout. Each is an imp_convert_fn. */
+ * convolution, pooling, matmul and layout; onnx_convert_index.c has the
+ * indexing ops (gather, scatter, TopK, ...) and Tile, DepthToSpace and
+ * SpaceToDepth. Each is an imp_convert_fn. */
 #ifndef KILN_FRONTEND_ONNX_CONVERT_H
 #define KILN_FRONTEND_ONNX_CONVERT_H
 
@@ -43,6 +45,15 @@ KILN_CVT(cvt_matmul);
 KILN_CVT(cvt_softmax);
 KILN_CVT(cvt_transpose);
 KILN_CVT(cvt_split);
+/* onnx_convert_index.c: indexing and layout */
+KILN_CVT(cvt_scatter);
+KILN_CVT(cvt_one_hot);
+KILN_CVT(cvt_cumsum);
+KILN_CVT(cvt_topk);
+KILN_CVT(cvt_eye_like);
+KILN_CVT(cvt_range);
+KILN_CVT(cvt_tile);
+KILN_CVT(cvt_depth_space);
 #undef KILN_CVT
 
 #endif

@@ -542,12 +542,5 @@ int cvt_split(imp *I, const Onnx__NodeProto *n, int *outs) {
     }
     int s = imp_call(I, n, "split", 1, &x, a.buf);
     kstr_free(&a);
-    if (s < 0)
-        return -1;
-    for (size_t k = 0; k < n->n_output && k < 64; k++) {
-        outs[k] = kiln_graph_tuple_get(I->g, s, (int)k, n->output[k]);
-        if (outs[k] < 0 || graph_infer_node(I->g, outs[k]) != KILN_OK)
-            return imp_fail(I, n, "%s", kiln_last_error());
-    }
-    return 0;
+    return cvt_tuple_outputs(I, n, s, outs);
 }

@@ -513,3 +513,14 @@ void cvt_ints_attr(kstr *a, const char *name, int k, const int64_t *v) {
         kstr_printf(a, "%s%lld", i ? ", " : "", (long long)v[i]);
     kstr_puts(a, "]");
 }
+
+int cvt_tuple_outputs(imp *I, const Onnx__NodeProto *n, int id, int *outs) {
+    if (id < 0)
+        return -1;
+    for (size_t k = 0; k < n->n_output && k < 64; k++) {
+        outs[k] = kiln_graph_tuple_get(I->g, id, (int)k, n->output[k]);
+        if (outs[k] < 0 || graph_infer_node(I->g, outs[k]) != KILN_OK)
+            return imp_fail(I, n, "%s", kiln_last_error());
+    }
+    return 0;
+}

@@ -174,6 +174,10 @@ KILN_HIDDEN int cvt_reshape_to(imp *I, const Onnx__NodeProto *n, int x, int nd,
                                const int64_t *dims);
 /* Up to MAXD values of constant input i: the count, -1 if absent, -2 if not constant. */
 KILN_HIDDEN int cvt_const_ints(imp *I, const Onnx__NodeProto *n, int i, int64_t *v);
+/* Bind node n's outputs (at most 64) to the elements of the tuple call id
+ * (tuple-gets named after them): 0, or -1 with imp_fail's error (also if
+ * id is -1). */
+KILN_HIDDEN int cvt_tuple_outputs(imp *I, const Onnx__NodeProto *n, int id, int *outs);
 /* Append ", name=[v0, v1, ...]" (no comma first) to an attribute string. */
 KILN_HIDDEN void cvt_ints_attr(kstr *a, const char *name, int k, const int64_t *v);
 

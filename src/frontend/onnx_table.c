@@ -27,8 +27,9 @@
  *
  * Anything else (attributes turned into other attributes or inputs,
  * several kiln ops, inputs that must be constant) is a converter function
- * (imp_convert_fn, declared in onnx_convert.h, in onnx_convert.c or
- * onnx_convert_nn.c by family) named in the fourth field, with NULL for
+ * (imp_convert_fn, declared in onnx_convert.h, in onnx_convert.c,
+ * onnx_convert_nn.c or onnx_convert_index.c by family) named in the fourth
+ * field, with NULL for
  * the kiln op:
  *
  *     {"Gemm", 7, NULL, cvt_gemm, IO(2, 3, 1, 1), "alpha:FLOAT, beta:FLOAT, ..."},
@@ -156,6 +157,28 @@ static const imp_converter g_table[] = {
     {"GlobalMaxPool", 1, NULL, cvt_global_pool, UNARY, NULL},
     {"Gemm", 7, NULL, cvt_gemm, IO(2, 3, 1, 1), "alpha:FLOAT, beta:FLOAT, transA:INT, transB:INT"},
     {"MatMul", 1, NULL, cvt_matmul, BINARY, NULL},
+    /* indexing and layout (src/ops/index.c, transform.c; onnx_convert_index.c) */
+    {"GatherElements", 11, "gather_elements", NULL, BINARY, "axis:INT=0"},
+    {"GatherND", 11, "gather_nd", NULL, BINARY, NULL},
+    {"GatherND", 12, "gather_nd", NULL, BINARY, "batch_dims:INT=0"},
+    {"Scatter", 9, "scatter_elements", NULL, IO(3, 3, 1, 1), "axis:INT=0"},
+    {"ScatterElements", 11, "scatter_elements", NULL, IO(3, 3, 1, 1), "axis:INT=0"},
+    {"ScatterElements", 16, NULL, cvt_scatter, IO(3, 3, 1, 1), "axis:INT, reduction:STRING"},
+    {"ScatterND", 11, "scatter_nd", NULL, IO(3, 3, 1, 1), NULL},
+    {"ScatterND", 16, NULL, cvt_scatter, IO(3, 3, 1, 1), "reduction:STRING"},
+    {"OneHot", 11, NULL, cvt_one_hot, IO(3, 3, 1, 1), "axis:INT"},
+    {"ReverseSequence", 10, "reverse_sequence", NULL, BINARY, "batch_axis:INT=1, time_axis:INT=0"},
+    {"Trilu", 14, "trilu", NULL, IO(1, 2, 1, 1), "upper:INT=1"},
+    {"EyeLike", 9, NULL, cvt_eye_like, UNARY, "dtype:INT, k:INT"},
+    {"Range", 11, NULL, cvt_range, IO(3, 3, 1, 1), NULL},
+    {"CumSum", 11, NULL, cvt_cumsum, BINARY, "exclusive:INT, reverse:INT"},
+    {"TopK", 1, NULL, cvt_topk, IO(1, 1, 2, 2), "axis:INT, k:INT!"},
+    {"TopK", 10, NULL, cvt_topk, IO(2, 2, 2, 2), "axis:INT"},
+    {"TopK", 11, NULL, cvt_topk, IO(2, 2, 2, 2), "axis:INT, largest:INT, sorted:INT"},
+    {"Tile", 6, NULL, cvt_tile, BINARY, NULL},
+    {"DepthToSpace", 1, NULL, cvt_depth_space, UNARY, "blocksize:INT!"},
+    {"DepthToSpace", 11, NULL, cvt_depth_space, UNARY, "blocksize:INT!, mode:STRING"},
+    {"SpaceToDepth", 1, NULL, cvt_depth_space, UNARY, "blocksize:INT!"},
 };
 
 #define NROWS (sizeof g_table / sizeof g_table[0])

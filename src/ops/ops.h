@@ -13,9 +13,13 @@
  *                    picks Winograd: it calls conv_winograd.c)
  *   pool.c           nn.max_pool2d, nn.avg_pool2d, the global pools
  *   reduce.c         sum, mean, max, min, prod, argmax, argmin
+ *   index.c          gather_elements, gather_nd, scatter_elements,
+ *                    scatter_nd, one_hot, reverse_sequence, trilu,
+ *                    eye_like, arange, cumsum, topk
  *   norm.c           nn.layer_norm, nn.batch_norm
  *   transform.c      reshape, transpose, concatenate, split, strided_slice,
- *                    take, broadcast_to, nn.pad, layout_transform, ...
+ *                    take, broadcast_to, nn.pad, layout_transform, tile,
+ *                    depth_to_space, space_to_depth, ...
  *   op_table.c       the registry: the families' tables, concatenated
  *   plugin.c         user ops (kiln/plugin.h) as rows of the same kind
  * Files call downward only: families call ops_common.c (and conv.c calls
@@ -71,6 +75,7 @@ OPS_FAMILY(pool);
 OPS_FAMILY(reduce);
 OPS_FAMILY(norm);
 OPS_FAMILY(transform);
+OPS_FAMILY(index);
 #undef OPS_FAMILY
 
 /* ---- relations (ops_common.c) ---------------------------------------------- */
@@ -98,11 +103,17 @@ KILN_HIDDEN rel_result ops_rel_identity(const struct kiln_graph *g, const gnode 
                                         const gtype *const *in, gtype *out);
 KILN_HIDDEN rel_result ops_rel_float_unary(const struct kiln_graph *g, const gnode *call,
                                            const gtype *const *in, gtype *out);
+/* 1 if dt is an integer dtype an index may have (int8, uint8, int32, int64). */
+KILN_HIDDEN int ops_is_index_dtype(kiln_dtype dt);
 
 /* ---- attributes (ops_common.c) ------------------------------------------------ */
 
 /* Attribute `axis` (default def) of an nd-D input, negative counted from the end. */
 KILN_HIDDEN int ops_norm_axis(const gnode *call, int64_t def, int nd);
+/* In a relation: int attribute `name` (default def) as an axis of an nd-D
+ * input, negative counted from the end, into *axis; 0 with an error if it
+ * is out of range. */
+KILN_HIDDEN int ops_attr_axis(const gnode *call, const char *name, int64_t def, int nd, int *axis);
 /* A 2-value int attribute (one given value repeats), e.g. strides. */
 KILN_HIDDEN void ops_attr2(const gnode *call, const char *name, int64_t def, int64_t v[2]);
 /* The same in a relation: 0 with an error unless it has 1 or 2 values >= minv. */

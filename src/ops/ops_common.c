@@ -103,7 +103,21 @@ rel_result ops_rel_float_unary(const struct kiln_graph *g, const gnode *call,
     return ops_set_out(g, out, a);
 }
 
+int ops_is_index_dtype(kiln_dtype dt) {
+    return dt == KILN_INT8 || dt == KILN_UINT8 || dt == KILN_INT32 || dt == KILN_INT64;
+}
+
 /* ---- attributes ------------------------------------------------------------------ */
+
+int ops_attr_axis(const gnode *call, const char *name, int64_t def, int nd, int *axis) {
+    int64_t a = graph_attr_int(call, name, def);
+    if (a < -nd || a >= nd) {
+        ops_fail("%s %lld is out of range for a %d-D input", name, (long long)a, nd);
+        return 0;
+    }
+    *axis = (int)(a < 0 ? a + nd : a);
+    return 1;
+}
 
 int ops_norm_axis(const gnode *call, int64_t def, int nd) {
     int64_t a = graph_attr_int(call, "axis", def);

@@ -1,0 +1,180 @@
+/* onnx_convert_index.c: converters of the indexing and layout ops whose
+ * kiln op (src/ops/index.c, transform.c) needs more than the node's inputs
+ * as they are: the scatters with a reduction string, OneHot, CumSum, TopK,
+ * EyeLike, Range, Tile, DepthToSpace and SpaceToDepth. The plain ones
+ * (GatherElements, GatherND, Scatter, ScatterElements and ScatterND before
+ * opset 16, Trilu, ReverseSequence) are rows of onnx_table.c alone.
+ *
+ * An input that decides the output's shape or the loop structure (TopK's
+ * k, Tile's repeats, OneHot's depth, Range's start, limit and delta,
+ * CumSum's axis) must be a constant: computed at compile time, as the
+ * importer folds shape sub-graphs. Shapes known only at run time are
+ * docs/DYNAMIC_SHAPES.md's. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "onnx_convert.h"
+
+/* The error of a shape-deciding input that is not a constant. */
+static int not_constant(imp *I, const Onnx__NodeProto *n, const char *what) {
+    return imp_fail(I, n, "the %s input must be a constant (computed at compile time)", what);
+}
+
+/* The one value of constant input i (a scalar or one element) as an
+ * int64 into *v; -1 with an error naming it `what`. */
+static int const_int(imp *I, const Onnx__NodeProto *n, int i, const char *what, int64_t *v) {
+    int64_t vals[MAXD];
+    int k = cvt_const_ints(I, n, i, vals);
+    if (k == -2)
+        return not_constant(I, n, what);
+    if (k != 1)
+        return imp_fail(I, n, "the %s input must have one value, has %d", what, k < 0 ? 0 : k);
+    *v = vals[0];
+    return 0;
+}
+
+/* ScatterElements and ScatterND from opset 16: the reduction string (none,
+ * add, mul; max and min come at opset 18). */
+int cvt_scatter(imp *I, const Onnx__NodeProto *n, int *outs) {
+    char buf[16];
+    const char *red = imp_attr_str(I, n, "reduction", "none", buf, sizeof buf);
+    if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul"))
+        return imp_fail(I, n, "attribute 'reduction' = '%s' is not none, add or mul", red);
+    int in[3] = {imp_input(I, n, 0), imp_input(I, n, 1), imp_input(I, n, 2)};
+    char attrs[64];
+    int elements = !strcmp(n->op_type, "ScatterElements");
+    if (elements)
+        snprintf(attrs, sizeof attrs, "axis=%lld, reduction=\"%s\"",
+                 (long long)imp_attr_int(I, n, "axis", 0), red);
+    else
+        snprintf(attrs, sizeof attrs, "reduction=\"%s\"", red);
+    return outs[0] = imp_call(I, n, elements ? "scatter_elements" : "scatter_nd", 3, in, attrs);
+}
+
+/* OneHot: indices, depth (a constant), values [off, on]. */
+int cvt_one_hot(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int in[2] = {imp_input(I, n, 0), imp_input(I, n, 2)};
+    int64_t depth = 0;
+    if (const_int(I, n, 1, "depth", &depth) < 0)
+        return -1;
+    char attrs[96];
+    snprintf(attrs, sizeof attrs, "depth=%lld, axis=%lld", (long long)depth,
+             (long long)imp_attr_int(I, n, "axis", -1));
+    return outs[0] = imp_call(I, n, "one_hot", 2, in, attrs);
+}
+
+/* CumSum: x and the axis (a constant). */
+int cvt_cumsum(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0);
+    int64_t axis = 0;
+    if (const_int(I, n, 1, "axis", &axis) < 0)
+        return -1;
+    char attrs[96];
+    snprintf(attrs, sizeof attrs, "axis=%lld, exclusive=%d, reverse=%d", (long long)axis,
+             imp_attr_int(I, n, "exclusive", 0) != 0, imp_attr_int(I, n, "reverse", 0) != 0);
+    return outs[0] = imp_call(I, n, "cumsum", 1, &x, attrs);
+}
+
+/* TopK: k as an attribute (opset 1) or a constant input (10); largest
+ * from opset 11. The output is always sorted, which sorted = 0 allows. */
+int cvt_topk(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0);
+    int64_t k = imp_attr_int(I, n, "k", -1);
+    if (I->opset >= 10 && const_int(I, n, 1, "k", &k) < 0)
+        return -1;
+    char attrs[128];
+    snprintf(attrs, sizeof attrs, "k=%lld, axis=%lld, largest=%d", (long long)k,
+             (long long)imp_attr_int(I, n, "axis", -1), imp_attr_int(I, n, "largest", 1) != 0);
+    return cvt_tuple_outputs(I, n, imp_call(I, n, "topk", 1, &x, attrs), outs);
+}
+
+/* EyeLike: the input's shape, attribute dtype (default the input's) and k. */
+int cvt_eye_like(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0);
+    char attrs[96];
+    int len = snprintf(attrs, sizeof attrs, "k=%lld", (long long)imp_attr_int(I, n, "k", 0));
+    int64_t to = imp_attr_int(I, n, "dtype", 0);
+    if (to) {
+        kiln_dtype dt;
+        if (!onnx_dtype_to_kiln((int)to, &dt))
+            return imp_fail(I, n, "attribute 'dtype' = %s is not supported",
+                            onnx_dtype_name((int)to));
+        snprintf(attrs + len, sizeof attrs - (size_t)len, ", dtype=\"%s\"", kiln_dtype_name(dt));
+    }
+    return outs[0] = imp_call(I, n, "eye_like", 1, &x, attrs);
+}
+
+/* The element count of Range(start, limit, delta) of integers,
+ * max(ceil((limit - start) / delta), 0), without overflowing int64. */
+static uint64_t range_count_int(int64_t s, int64_t l, int64_t d) {
+    if (d > 0)
+        return l > s ? ((uint64_t)l - (uint64_t)s - 1) / (uint64_t)d + 1 : 0;
+    return l < s ? ((uint64_t)s - (uint64_t)l - 1) / ((uint64_t)0 - (uint64_t)d) + 1 : 0;
+}
+
+/* Range: start, limit and delta (constants of one dtype) -> arange of
+ * max(ceil((limit - start) / delta), 0) elements, the count computed as
+ * numpy's arange, in double for floats. */
+int cvt_range(imp *I, const Onnx__NodeProto *n, int *outs) {
+    const kiln_ndarray *c[3];
+    for (int i = 0; i < 3; i++) {
+        int id = imp_input(I, n, i);
+        if (!(c[i] = id >= 0 ? imp_const(I, id) : NULL))
+            return imp_fail(I, n,
+                            "the start, limit and delta inputs must be constants "
+                            "(computed at compile time)");
+        if (kiln_ndarray_numel(c[i]) != 1 || kiln_ndarray_dtype(c[i]) != kiln_ndarray_dtype(c[0]))
+            return imp_fail(I, n, "start, limit and delta must be scalars of one dtype");
+    }
+    kiln_dtype dt = kiln_ndarray_dtype(c[0]);
+    uint64_t count;
+    if (dt == KILN_FLOAT32 || dt == KILN_FLOAT64) {
+        double s = cvt_get_d(c[0], 0), l = cvt_get_d(c[1], 0), d = cvt_get_d(c[2], 0);
+        double q = ceil((l - s) / d);
+        if (d == 0 || !isfinite(q))
+            return imp_fail(I, n, "Range(%g, %g, %g) has no finite length", s, l, d);
+        count = q > 0 ? (q < 1e18 ? (uint64_t)q : UINT64_MAX) : 0;
+    } else {
+        int64_t d = cvt_get_i(c[2], 0);
+        if (d == 0)
+            return imp_fail(I, n, "delta must not be 0");
+        count = range_count_int(cvt_get_i(c[0], 0), cvt_get_i(c[1], 0), d);
+    }
+    if (count > (uint64_t)GRAPH_MAX_ELEMENTS)
+        return imp_fail(I, n, "the range has %llu elements, more than 2^48",
+                        (unsigned long long)count);
+    int in[2] = {imp_input(I, n, 0), imp_input(I, n, 2)};
+    char attrs[48];
+    snprintf(attrs, sizeof attrs, "n=%llu", (unsigned long long)count);
+    return outs[0] = imp_call(I, n, "arange", 2, in, attrs);
+}
+
+/* Tile: the repeats input (a constant, one per dim). */
+int cvt_tile(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0);
+    int64_t reps[MAXD];
+    int nr = cvt_const_ints(I, n, 1, reps);
+    if (nr == -2)
+        return not_constant(I, n, "repeats");
+    kstr a;
+    kstr_init(&a);
+    cvt_ints_attr(&a, "reps", nr < 0 ? 0 : nr, reps);
+    outs[0] = imp_call(I, n, "tile", 1, &x, a.buf);
+    kstr_free(&a);
+    return outs[0];
+}
+
+/* DepthToSpace (mode DCR or CRD from opset 11) and SpaceToDepth. */
+int cvt_depth_space(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0), to_space = !strcmp(n->op_type, "DepthToSpace");
+    char buf[16], attrs[96];
+    const char *mode = imp_attr_str(I, n, "mode", "DCR", buf, sizeof buf);
+    if (strcmp(mode, "DCR") && strcmp(mode, "CRD"))
+        return imp_fail(I, n, "attribute 'mode' = '%s' is not DCR or CRD", mode);
+    int len = snprintf(attrs, sizeof attrs, "block_size=%lld",
+                       (long long)imp_attr_int(I, n, "blocksize", 0));
+    if (to_space)
+        snprintf(attrs + len, sizeof attrs - (size_t)len, ", mode=\"%s\"", mode);
+    return outs[0] = imp_call(I, n, to_space ? "depth_to_space" : "space_to_depth", 1, &x, attrs);
+}
