@@ -16,20 +16,28 @@
 
 #include "onnx_convert.h"
 
-/* The error of a shape-deciding input that is not a constant. */
-static int not_constant(imp *I, const Onnx__NodeProto *n, const char *what) {
-    return imp_fail(I, n, "the %s input must be a constant (computed at compile time)", what);
+/* Constant input i (`what` in errors) as at most MAXD int64 values into
+ * v: the count, or -1 with an error if it is not a constant. */
+static int const_ints(imp *I, const Onnx__NodeProto *n, int i, const char *what, int64_t *v) {
+    int id = imp_input(I, n, i);
+    const kiln_ndarray *c = id >= 0 ? imp_const(I, id) : NULL;
+    if (!c)
+        return imp_fail(I, n, "the %s input must be a constant (computed at compile time)", what);
+    if (kiln_ndarray_numel(c) > MAXD)
+        return imp_fail(I, n, "the %s input has %lld values, more than %d", what,
+                        (long long)kiln_ndarray_numel(c), MAXD);
+    return cvt_const_ints(I, n, i, v);
 }
 
 /* The one value of constant input i (a scalar or one element) as an
  * int64 into *v; -1 with an error naming it `what`. */
 static int const_int(imp *I, const Onnx__NodeProto *n, int i, const char *what, int64_t *v) {
     int64_t vals[MAXD];
-    int k = cvt_const_ints(I, n, i, vals);
-    if (k == -2)
-        return not_constant(I, n, what);
+    int k = const_ints(I, n, i, what, vals);
+    if (k < 0)
+        return -1;
     if (k != 1)
-        return imp_fail(I, n, "the %s input must have one value, has %d", what, k < 0 ? 0 : k);
+        return imp_fail(I, n, "the %s input must have one value, has %d", what, k);
     *v = vals[0];
     return 0;
 }
@@ -129,6 +137,8 @@ int cvt_range(imp *I, const Onnx__NodeProto *n, int *outs) {
     }
     kiln_dtype dt = kiln_ndarray_dtype(c[0]);
     uint64_t count;
+    if (dt != KILN_FLOAT32 && dt != KILN_FLOAT64 && dt != KILN_INT32 && dt != KILN_INT64)
+        return imp_fail(I, n, "a Range of %s is not supported", kiln_dtype_name(dt));
     if (dt == KILN_FLOAT32 || dt == KILN_FLOAT64) {
         double s = cvt_get_d(c[0], 0), l = cvt_get_d(c[1], 0), d = cvt_get_d(c[2], 0);
         double q = ceil((l - s) / d);
@@ -154,12 +164,12 @@ int cvt_range(imp *I, const Onnx__NodeProto *n, int *outs) {
 int cvt_tile(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0);
     int64_t reps[MAXD];
-    int nr = cvt_const_ints(I, n, 1, reps);
-    if (nr == -2)
-        return not_constant(I, n, "repeats");
+    int nr = const_ints(I, n, 1, "repeats", reps);
+    if (nr < 0)
+        return -1;
     kstr a;
     kstr_init(&a);
-    cvt_ints_attr(&a, "reps", nr < 0 ? 0 : nr, reps);
+    cvt_ints_attr(&a, "reps", nr, reps);
     outs[0] = imp_call(I, n, "tile", 1, &x, a.buf);
     kstr_free(&a);
     return outs[0];
