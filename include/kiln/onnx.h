@@ -8,7 +8,7 @@
 extern "C" {
 #endif
 
-/* Import the ONNX model at `path` (opsets 7 to 17 of the default domain).
+/* Import the ONNX model at `path` (opsets 1 to 17 of the default domain).
  * `input_shapes` may be NULL, or tvmc's syntax "name:[1,3,224,224],other:[1,128]"
  * to give inputs concrete shapes (a dynamic batch dim, for example).
  * Every unsupported op is listed in one error (op type, opset, node name).

@@ -42,7 +42,8 @@ KILN_API kiln_expr kiln_sub(kiln_expr a, kiln_expr b);
 KILN_API kiln_expr kiln_mul(kiln_expr a, kiln_expr b);
 /* Float division, or C (truncating) division for integers. */
 KILN_API kiln_expr kiln_div(kiln_expr a, kiln_expr b);
-KILN_API kiln_expr kiln_mod(kiln_expr a, kiln_expr b); /* truncating */
+/* The truncating remainder: its sign is a's (C's %, and C's fmod for floats). */
+KILN_API kiln_expr kiln_mod(kiln_expr a, kiln_expr b);
 KILN_API kiln_expr kiln_floordiv(kiln_expr a, kiln_expr b);
 KILN_API kiln_expr kiln_floormod(kiln_expr a, kiln_expr b);
 KILN_API kiln_expr kiln_min(kiln_expr a, kiln_expr b);
@@ -83,6 +84,26 @@ KILN_API kiln_expr kiln_floor(kiln_expr a);
 KILN_API kiln_expr kiln_ceil(kiln_expr a);
 KILN_API kiln_expr kiln_abs(kiln_expr a);   /* also integers */
 KILN_API kiln_expr kiln_round(kiln_expr a); /* half to even, as numpy */
+/* Trigonometric and hyperbolic functions and their inverses (C's sin, ...;
+ * outside an inverse's domain the result is NaN). */
+KILN_API kiln_expr kiln_sin(kiln_expr a);
+KILN_API kiln_expr kiln_cos(kiln_expr a);
+KILN_API kiln_expr kiln_tan(kiln_expr a);
+KILN_API kiln_expr kiln_asin(kiln_expr a);
+KILN_API kiln_expr kiln_acos(kiln_expr a);
+KILN_API kiln_expr kiln_atan(kiln_expr a);
+KILN_API kiln_expr kiln_sinh(kiln_expr a);
+KILN_API kiln_expr kiln_cosh(kiln_expr a);
+KILN_API kiln_expr kiln_asinh(kiln_expr a);
+KILN_API kiln_expr kiln_acosh(kiln_expr a);
+KILN_API kiln_expr kiln_atanh(kiln_expr a);
+
+/* ---- bit shifts (integer operands, not bool) ----------------------------
+ * As numpy's left_shift and right_shift: a shift by b outside [0, bits of
+ * the dtype) gives 0, or for a right shift of a negative a, -1; a right
+ * shift of a signed integer is arithmetic, a left shift wraps. */
+KILN_API kiln_expr kiln_shl(kiln_expr a, kiln_expr b);
+KILN_API kiln_expr kiln_shr(kiln_expr a, kiln_expr b);
 
 /* ---- reductions ----------------------------------------------------------
  * A reduction must be the whole body of a compute. `axes` are reduce axes. */

@@ -28,9 +28,12 @@ const cg_type cg_types[KILN_HANDLE] = {
 };
 
 static const char *g_intrin_c[TIR_INTRIN_COUNT] = {
-    [TIR_EXP] = "exp",  [TIR_LOG] = "log",         [TIR_SQRT] = "sqrt",   [TIR_TANH] = "tanh",
-    [TIR_ERF] = "erf",  [TIR_POW] = "pow",         [TIR_FLOOR] = "floor", [TIR_CEIL] = "ceil",
-    [TIR_ABS] = "fabs", [TIR_ROUND] = "nearbyint",
+    [TIR_EXP] = "exp",     [TIR_LOG] = "log",         [TIR_SQRT] = "sqrt",   [TIR_TANH] = "tanh",
+    [TIR_ERF] = "erf",     [TIR_POW] = "pow",         [TIR_FLOOR] = "floor", [TIR_CEIL] = "ceil",
+    [TIR_ABS] = "fabs",    [TIR_ROUND] = "nearbyint", [TIR_SIN] = "sin",     [TIR_COS] = "cos",
+    [TIR_TAN] = "tan",     [TIR_ASIN] = "asin",       [TIR_ACOS] = "acos",   [TIR_ATAN] = "atan",
+    [TIR_SINH] = "sinh",   [TIR_COSH] = "cosh",       [TIR_ASINH] = "asinh", [TIR_ACOSH] = "acosh",
+    [TIR_ATANH] = "atanh",
 };
 
 const char *const cg_binop_c[TIR_OP_COUNT] = {
@@ -212,7 +215,9 @@ static void need_bf16(cg_render *r) {
                 "}\n"));
 }
 
-/* A scalar helper kiln_<op>_<tag>(a, b) for floordiv/floormod/min/max/abs. */
+/* A scalar helper kiln_<op>_<tag>(a, b) for floordiv/floormod/min/max/abs
+ * and the shifts shl/shr (numpy's: a shift by b outside [0, bits) gives 0,
+ * or -1 for a right shift of a negative a). */
 static char *scalar_helper_call(cg_render *r, const char *op, kiln_dtype dt, int nargs, char **a) {
     char name[64];
     snprintf(name, sizeof name, "kiln_%s_%s", op, cg_types[dt].tag);
@@ -249,7 +254,16 @@ static char *scalar_helper_call(cg_render *r, const char *op, kiln_dtype dt, int
                maxima took 13 s to compile, 0.06 s without the branch). */
             body =
                 fl ? "    return ((a < b) | (a != a)) ? a : b;\n" : "    return a < b ? a : b;\n";
-        else if (!strcmp(op, "max"))
+        else if (!strcmp(op, "shl") || !strcmp(op, "shr")) {
+            int bits = (int)kiln_dtype_size(dt) * 8, is_signed = dt != KILN_UINT8;
+            if (op[2] == 'l')
+                snprintf(buf, sizeof buf,
+                         "    return (uint64_t)b < %d ? (T)((uint64_t)a << b) : (T)0;\n", bits);
+            else
+                snprintf(buf, sizeof buf, "    return (uint64_t)b < %d ? (T)(a >> b) : (T)%s;\n",
+                         bits, is_signed ? "(a < 0 ? -1 : 0)" : "0");
+            body = buf;
+        } else if (!strcmp(op, "max"))
             body =
                 fl ? "    return ((a > b) | (a != a)) ? a : b;\n" : "    return a > b ? a : b;\n";
         else
@@ -399,9 +413,17 @@ char *cg_scalar_text(cg_render *r, int op, uint32_t aux, kiln_dtype dt, kiln_dty
                 return scalar_helper_call(r, "abs", dt, 1, a);
             if (f == TIR_FLOOR || f == TIR_CEIL || f == TIR_ROUND)
                 return cg_sfmt("(%s)", a[0]);
+            if (f == TIR_SHL || f == TIR_SHR)
+                return scalar_helper_call(r, tir_intrin_name(f), dt, 2, a);
             cg_fail(r, KILN_ERR_UNSUPPORTED,
                     "intrinsic %s on %s is not supported: cast to float first", tir_intrin_name(f),
                     kiln_dtype_name(dt));
+            return cg_sdup("0");
+        }
+        if ((unsigned)f >= TIR_INTRIN_COUNT ||
+            (!g_intrin_c[f] && f != TIR_RSQRT && f != TIR_SIGMOID)) {
+            cg_fail(r, KILN_ERR_UNSUPPORTED, "intrinsic %s on %s is not supported",
+                    tir_intrin_name(f), kiln_dtype_name(dt));
             return cg_sdup("0");
         }
         int h = dt == KILN_FLOAT16, dbl = dt == KILN_FLOAT64;

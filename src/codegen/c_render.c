@@ -187,7 +187,7 @@ static char *ex(cg_render *r, tir_node e) {
         }
         int n = (int)e->nsrc;
         if (n > 3 || (op != TIR_CALL && op != TIR_NOT && n != 2) || (op == TIR_NOT && n != 1) ||
-            (op == TIR_CALL && n != (e->aux == TIR_POW ? 2 : 1))) {
+            (op == TIR_CALL && n != tir_intrin_nargs((tir_intrin)e->aux))) {
             cg_fail(r, KILN_ERR_INVALID, "malformed %s node", tir_op_name((tir_op)op));
             return cg_sdup("0");
         }

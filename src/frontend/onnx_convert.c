@@ -1,11 +1,11 @@
 /* onnx_convert.c: converters of the ONNX ops that are more than one kiln
  * op taking the node's inputs as they are (those are plain rows of the
- * table in onnx_table.c): variadic and mixed-dtype elementwise ops,
- * composites (Clip, PRelu, HardSigmoid), Cast, constants and
- * shapes. A converter maps the node's inputs and attributes, as its opset
- * defines them, onto graph ops; constant inputs fold as the ops are added
- * (imp_call), so a converter reads a shape input that a sub-graph
- * computed as a constant. */
+ * table in onnx_table.c): variadic and mixed-dtype elementwise ops, ops
+ * whose attributes pick the kiln op (Mod, BitShift), composites (Clip,
+ * PRelu, HardSigmoid), Cast, CastLike, constants and shapes. A converter
+ * maps the node's inputs and attributes, as its opset defines them, onto
+ * graph ops; constant inputs fold as the ops are added (imp_call), so a
+ * converter reads a shape input that a sub-graph computed as a constant. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +15,24 @@
 
 /* ---- elementwise -------------------------------------------------------------------- */
 
+/* Before opset 8 the inputs of Max, Min, Sum and Mean all have one shape
+ * (no broadcasting): 0, or -1 with an error. */
+static int same_shapes(imp *I, const Onnx__NodeProto *n) {
+    const gtensor_type *t0 = imp_type(I, imp_input(I, n, 0));
+    for (int i = 1; I->opset < 8 && t0 && i < imp_ninputs(n); i++) {
+        const gtensor_type *t = imp_type(I, imp_input(I, n, i));
+        int same = t && t->ndim == t0->ndim;
+        for (int d = 0; same && d < t->ndim; d++)
+            same = gdim_equal(t->dims[d], t0->dims[d]);
+        if (!same)
+            return imp_fail(I, n,
+                            "input %d's shape differs from input 0's (opset %lld does not "
+                            "broadcast; opset 8 does)",
+                            i, (long long)I->opset);
+    }
+    return 0;
+}
+
 /* Max, Min and Sum of one or more inputs, applied left to right. */
 int cvt_variadic(imp *I, const Onnx__NodeProto *n, int *outs) {
     const char *op = !strcmp(n->op_type, "Sum")   ? "add"
@@ -23,6 +41,8 @@ int cvt_variadic(imp *I, const Onnx__NodeProto *n, int *outs) {
     int k = imp_ninputs(n);
     if (k < 1)
         return imp_fail(I, n, "needs at least one input");
+    if (same_shapes(I, n) < 0)
+        return -1;
     int acc = imp_input(I, n, 0);
     for (int i = 1; i < k && acc >= 0; i++)
         acc = cvt_binary_of(I, n, op, acc, imp_input(I, n, i));
@@ -40,6 +60,8 @@ int cvt_power(imp *I, const Onnx__NodeProto *n, int *outs) {
 
 /* Mean of several inputs: their sum over the count. */
 int cvt_mean(imp *I, const Onnx__NodeProto *n, int *outs) {
+    if (same_shapes(I, n) < 0)
+        return -1;
     int k = imp_ninputs(n), acc = imp_input(I, n, 0);
     for (int i = 1; i < k && acc >= 0; i++)
         acc = cvt_binary_of(I, n, "add", acc, imp_input(I, n, i));
@@ -49,6 +71,35 @@ int cvt_mean(imp *I, const Onnx__NodeProto *n, int *outs) {
     if (k == 1)
         return outs[0] = acc;
     return outs[0] = cvt_binary_of(I, n, "divide", acc, imp_scalar_const(I, n, t->dtype, k));
+}
+
+/* Mod: fmod 1 is the truncating remainder (C's % and fmod, the sign of the
+ * dividend), fmod 0 the floor remainder (the sign of the divisor; integers
+ * only, as ONNX says). An integer remainder by 0 is 0 (base/intdiv.h). */
+int cvt_mod(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0), y = imp_input(I, n, 1);
+    const gtensor_type *t = imp_type(I, x);
+    int64_t fmod = imp_attr_int(I, n, "fmod", 0);
+    if (!t)
+        return imp_fail(I, n, "the input has no tensor type");
+    if (fmod != 0 && fmod != 1)
+        return imp_fail(I, n, "attribute 'fmod' = %lld must be 0 or 1", (long long)fmod);
+    int isf = t->dtype == KILN_FLOAT32 || t->dtype == KILN_FLOAT64 || t->dtype == KILN_FLOAT16 ||
+              t->dtype == KILN_BFLOAT16;
+    if (isf && !fmod)
+        return imp_fail(I, n, "a %s input needs attribute 'fmod' = 1", kiln_dtype_name(t->dtype));
+    return outs[0] = cvt_binary_of(I, n, fmod ? "mod" : "floor_mod", x, y);
+}
+
+/* BitShift: x shifted by y bits, direction LEFT or RIGHT. */
+int cvt_bitshift(imp *I, const Onnx__NodeProto *n, int *outs) {
+    char buf[16];
+    const char *dir = imp_attr_str(I, n, "direction", "", buf, sizeof buf);
+    int left = !strcmp(dir, "LEFT");
+    if (!left && strcmp(dir, "RIGHT"))
+        return imp_fail(I, n, "attribute 'direction' = '%s' is not LEFT or RIGHT", dir);
+    return outs[0] = cvt_binary_of(I, n, left ? "left_shift" : "right_shift", imp_input(I, n, 0),
+                                   imp_input(I, n, 1));
 }
 
 /* Clip: the clip op for constant float bounds, else maximum/minimum with
@@ -131,6 +182,14 @@ int cvt_cast(imp *I, const Onnx__NodeProto *n, int *outs) {
     if (!onnx_dtype_to_kiln((int)to, &dt))
         return imp_fail(I, n, "cast to %s is not supported", onnx_dtype_name((int)to));
     return outs[0] = cvt_cast_to(I, n, imp_input(I, n, 0), dt);
+}
+
+/* CastLike: input 0 cast to the dtype of input 1. */
+int cvt_cast_like(imp *I, const Onnx__NodeProto *n, int *outs) {
+    const gtensor_type *like = imp_type(I, imp_input(I, n, 1));
+    if (!like)
+        return imp_fail(I, n, "input 'target_type' has no tensor type");
+    return outs[0] = cvt_cast_to(I, n, imp_input(I, n, 0), like->dtype);
 }
 
 /* A constant broadcast to dims[nd] (folded unless it is large). */

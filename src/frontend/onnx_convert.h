@@ -14,10 +14,13 @@
 KILN_CVT(cvt_variadic);
 KILN_CVT(cvt_power);
 KILN_CVT(cvt_mean);
+KILN_CVT(cvt_mod);
+KILN_CVT(cvt_bitshift);
 KILN_CVT(cvt_clip);
 KILN_CVT(cvt_prelu);
 KILN_CVT(cvt_hard_sigmoid);
 KILN_CVT(cvt_cast);
+KILN_CVT(cvt_cast_like);
 KILN_CVT(cvt_identity);
 KILN_CVT(cvt_constant);
 KILN_CVT(cvt_shape);

@@ -424,7 +424,9 @@ int cvt_matmul(imp *I, const Onnx__NodeProto *n, int *outs) {
 int cvt_softmax(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0);
     const gtensor_type *t = imp_type(I, x);
-    const char *op = !strcmp(n->op_type, "LogSoftmax") ? "nn.log_softmax" : "nn.softmax";
+    const char *op = !strcmp(n->op_type, "LogSoftmax") ? "nn.log_softmax"
+                     : !strcmp(n->op_type, "Hardmax")  ? "nn.hardmax"
+                                                       : "nn.softmax";
     if (!t)
         return imp_fail(I, n, "the input has no tensor type");
     int64_t axis = imp_attr_int(I, n, "axis", I->opset < 13 ? 1 : -1);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../te/interp.h"
 #include "onnx_import.h"
 
 /* ---- value names ---------------------------------------------------------- */
@@ -409,6 +410,8 @@ int imp_scalar_const(imp *I, const Onnx__NodeProto *n, kiln_dtype dt, double v) 
     case KILN_INT8: *(int8_t *)d = (int8_t)v; break;
     case KILN_UINT8: *(uint8_t *)d = (uint8_t)v; break;
     case KILN_BOOL: *(uint8_t *)d = v != 0; break;
+    case KILN_FLOAT16: *(uint16_t *)d = te_float_to_half((float)v); break;
+    case KILN_BFLOAT16: *(uint16_t *)d = te_float_to_bf16((float)v); break;
     default:
         kiln_ndarray_free(a);
         return imp_fail(I, n, "cannot make a %s constant", kiln_dtype_name(dt));

@@ -379,8 +379,8 @@ kiln_graph *onnx_import_model(const onnx_model *m, const char *path, const char 
         kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: the model imports no default-domain opset", path);
         goto done;
     }
-    if (I.opset < 7 || I.opset > 17) {
-        kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: opset %lld is not supported (7 to 17 are)", path,
+    if (I.opset > 17) {
+        kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: opset %lld is not supported (1 to 17 are)", path,
                        (long long)I.opset);
         goto done;
     }

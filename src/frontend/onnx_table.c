@@ -16,7 +16,7 @@
  * names are absent optional ones); then the attribute schema.
  *
  * The schema lists every attribute ONNX defines for the op at the row's
- * opsets (7 to 17 are imported) as "name:TYPE", TYPE being ONNX's
+ * opsets (1 to 17 are imported) as "name:TYPE", TYPE being ONNX's
  * AttributeProto type name (INT, FLOAT, STRING, INTS, TENSOR, ...), "!"
  * after the type for a required one. A node is checked against it before
  * conversion (imp_check_node): a repeated name, an attribute the op does
@@ -78,7 +78,25 @@ static const imp_converter g_table[] = {
     {"PRelu", 7, NULL, cvt_prelu, BINARY, NULL},
     {"HardSigmoid", 6, NULL, cvt_hard_sigmoid, UNARY, "alpha:FLOAT, beta:FLOAT"},
     {"HardSwish", 14, "nn.hard_swish", NULL, UNARY, NULL},
+    {"Celu", 12, "nn.celu", NULL, UNARY, "alpha:FLOAT=1.0"},
+    {"Shrink", 9, "nn.shrink", NULL, UNARY, "bias:FLOAT=0.0, lambd:FLOAT=0.5"},
+    {"ThresholdedRelu", 10, "nn.thresholded_relu", NULL, UNARY, "alpha:FLOAT=1.0"},
+    {"Mish", 18, "nn.mish", NULL, UNARY, NULL},
+    {"Sin", 7, "sin", NULL, UNARY, NULL},
+    {"Cos", 7, "cos", NULL, UNARY, NULL},
+    {"Tan", 7, "tan", NULL, UNARY, NULL},
+    {"Asin", 7, "asin", NULL, UNARY, NULL},
+    {"Acos", 7, "acos", NULL, UNARY, NULL},
+    {"Atan", 7, "atan", NULL, UNARY, NULL},
+    {"Sinh", 9, "sinh", NULL, UNARY, NULL},
+    {"Cosh", 9, "cosh", NULL, UNARY, NULL},
+    {"Asinh", 9, "asinh", NULL, UNARY, NULL},
+    {"Acosh", 9, "acosh", NULL, UNARY, NULL},
+    {"Atanh", 9, "atanh", NULL, UNARY, NULL},
+    {"IsNaN", 9, "isnan", NULL, UNARY, NULL},
+    {"IsInf", 10, "isinf", NULL, UNARY, "detect_negative:INT=1, detect_positive:INT=1"},
     {"Cast", 6, NULL, cvt_cast, UNARY, "to:INT!"},
+    {"CastLike", 15, NULL, cvt_cast_like, BINARY, NULL},
     {"Identity", 1, NULL, cvt_identity, UNARY, NULL},
     {"Dropout", 7, NULL, cvt_identity, IO(1, 1, 1, 2), "ratio:FLOAT"},
     {"Dropout", 12, NULL, cvt_identity, IO(1, 3, 1, 2), "seed:INT"},
@@ -94,12 +112,15 @@ static const imp_converter g_table[] = {
     {"GreaterOrEqual", 12, "greater_equal", NULL, BINARY, NULL},
     {"And", 7, "logical_and", NULL, BINARY, NULL},
     {"Or", 7, "logical_or", NULL, BINARY, NULL},
+    {"Xor", 7, "logical_xor", NULL, BINARY, NULL},
+    {"Mod", 10, NULL, cvt_mod, BINARY, "fmod:INT"},
+    {"BitShift", 11, NULL, cvt_bitshift, BINARY, "direction:STRING!"},
     {"Where", 9, "where", NULL, IO(3, 3, 1, 1), NULL},
     {"Pow", 7, NULL, cvt_power, BINARY, NULL},
-    {"Max", 8, NULL, cvt_variadic, IO(1, ANY, 1, 1), NULL},
-    {"Min", 8, NULL, cvt_variadic, IO(1, ANY, 1, 1), NULL},
-    {"Sum", 8, NULL, cvt_variadic, IO(1, ANY, 1, 1), NULL},
-    {"Mean", 8, NULL, cvt_mean, IO(1, ANY, 1, 1), NULL},
+    {"Max", 6, NULL, cvt_variadic, IO(1, ANY, 1, 1), NULL},
+    {"Min", 6, NULL, cvt_variadic, IO(1, ANY, 1, 1), NULL},
+    {"Sum", 6, NULL, cvt_variadic, IO(1, ANY, 1, 1), NULL},
+    {"Mean", 6, NULL, cvt_mean, IO(1, ANY, 1, 1), NULL},
     /* constants and shapes */
     {"Constant", 9, NULL, cvt_constant, IO(0, 0, 1, 1),
      "value:TENSOR, sparse_value:SPARSE_TENSOR, value_float:FLOAT, value_floats:FLOATS, "
@@ -140,6 +161,7 @@ static const imp_converter g_table[] = {
     /* normalization */
     {"Softmax", 1, NULL, cvt_softmax, UNARY, "axis:INT"},
     {"LogSoftmax", 1, NULL, cvt_softmax, UNARY, "axis:INT"},
+    {"Hardmax", 1, NULL, cvt_softmax, UNARY, "axis:INT"},
     {"LayerNormalization", 17, NULL, cvt_layer_norm, IO(2, 3, 1, 3),
      "axis:INT, epsilon:FLOAT, stash_type:INT"},
     {"BatchNormalization", 7, NULL, cvt_batch_norm, IO(5, 5, 1, 5),

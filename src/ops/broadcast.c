@@ -63,6 +63,25 @@ static rel_result rel_logic(const struct kiln_graph *g, const gnode *call, const
     return broadcast_rel(g, 2, in, 0, 0, KILN_BOOL, out);
 }
 
+/* mod, floor_mod: numbers (not bool) of one dtype */
+static rel_result rel_mod(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
+                          gtype *out) {
+    OPS_REQUIRE_KNOWN(2);
+    if (!in[0]->is_tuple && in[0]->t[0].dtype == KILN_BOOL)
+        return ops_fail("needs numbers, not bool");
+    return rel_broadcast(g, call, in, out);
+}
+
+/* left_shift, right_shift: integers (not bool) of one dtype */
+static rel_result rel_shift(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
+                            gtype *out) {
+    OPS_REQUIRE_KNOWN(2);
+    kiln_dtype dt = in[0]->is_tuple ? KILN_INT64 : in[0]->t[0].dtype;
+    if (dt != KILN_INT8 && dt != KILN_UINT8 && dt != KILN_INT32 && dt != KILN_INT64)
+        return ops_fail("needs integers, not %s", kiln_dtype_name(dt));
+    return rel_broadcast(g, call, in, out);
+}
+
 static rel_result rel_where(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
                             gtype *out) {
     OPS_REQUIRE_KNOWN(3);
@@ -107,6 +126,11 @@ ELEM(less_equal_elem) { return kiln_le(x[0], x[1]); }
 ELEM(greater_equal_elem) { return kiln_ge(x[0], x[1]); }
 ELEM(logical_and_elem) { return kiln_and(x[0], x[1]); }
 ELEM(logical_or_elem) { return kiln_or(x[0], x[1]); }
+ELEM(logical_xor_elem) { return kiln_ne(x[0], x[1]); }
+ELEM(mod_elem) { return kiln_mod(x[0], x[1]); }
+ELEM(floor_mod_elem) { return kiln_floormod(x[0], x[1]); }
+ELEM(left_shift_elem) { return kiln_shl(x[0], x[1]); }
+ELEM(right_shift_elem) { return kiln_shr(x[0], x[1]); }
 ELEM(where_elem) { return kiln_select(x[0], x[1], x[2]); }
 /* clang-format on */
 
@@ -189,6 +213,12 @@ const kiln_op_def ops_broadcast_rows[] = {
     BINARY("greater_equal", rel_compare, greater_equal_elem, "a >= b"),
     BINARY("logical_and", rel_logic, logical_and_elem, "a && b"),
     BINARY("logical_or", rel_logic, logical_or_elem, "a || b"),
+    BINARY("logical_xor", rel_logic, logical_xor_elem, "a != b (bools)"),
+    BINARY("mod", rel_mod, mod_elem, "a - trunc(a / b) * b: the sign of a (C's %, fmod)"),
+    BINARY("floor_mod", rel_mod, floor_mod_elem, "a - floor(a / b) * b: the sign of b"),
+    BINARY("left_shift", rel_shift, left_shift_elem, "a << b (0 past the width)"),
+    BINARY("right_shift", rel_shift, right_shift_elem,
+           "a >> b (arithmetic; past the width 0 or -1)"),
     {.name = "where",
      .min_in = 3,
      .max_in = 3,

@@ -4,6 +4,7 @@
  * (ops_compute_elemwise), fuse as OP_ELEMWISE, follow a blocked layout
  * (LAYOUT_FOLLOWS) and keep the default schedule. Adding one: a scalar
  * here and a row at the bottom. */
+#include <math.h>
 #include <string.h>
 
 #include "ops.h"
@@ -15,13 +16,18 @@
 /* ---- attribute schemas ------------------------------------------------------------ */
 
 static const attr_schema no_attrs[] = {{NULL, 0, 0, NULL}};
-static const attr_schema elu_attrs[] = {{"alpha", GA_FLOAT, 0, "1"}, {NULL, 0, 0, NULL}};
+/* alpha defaulting to 1: nn.elu, nn.celu, nn.thresholded_relu */
+static const attr_schema alpha1_attrs[] = {{"alpha", GA_FLOAT, 0, "1"}, {NULL, 0, 0, NULL}};
 static const attr_schema selu_attrs[] = {
     {"alpha", GA_FLOAT, 0, "1.67326319"}, {"gamma", GA_FLOAT, 0, "1.05070102"}, {NULL, 0, 0, NULL}};
 static const attr_schema clip_attrs[] = {
     {"a_min", GA_FLOAT, 1, NULL}, {"a_max", GA_FLOAT, 1, NULL}, {NULL, 0, 0, NULL}};
 static const attr_schema leaky_attrs[] = {{"alpha", GA_FLOAT, 0, "0.01"}, {NULL, 0, 0, NULL}};
 static const attr_schema cast_attrs[] = {{"dtype", GA_STR, 1, NULL}, {NULL, 0, 0, NULL}};
+static const attr_schema isinf_attrs[] = {
+    {"detect_negative", GA_INT, 0, "1"}, {"detect_positive", GA_INT, 0, "1"}, {NULL, 0, 0, NULL}};
+static const attr_schema shrink_attrs[] = {
+    {"bias", GA_FLOAT, 0, "0"}, {"lambd", GA_FLOAT, 0, "0.5"}, {NULL, 0, 0, NULL}};
 
 /* ---- relations (besides ops_rel_identity and ops_rel_float_unary) ------------------- */
 
@@ -32,6 +38,23 @@ static rel_result rel_logic_not(const struct kiln_graph *g, const gnode *call,
     if (!in[0]->is_tuple && in[0]->t[0].dtype != KILN_BOOL)
         return ops_fail("input 0 must be bool, not %s", kiln_dtype_name(in[0]->t[0].dtype));
     return ops_rel_identity(g, call, in, out);
+}
+
+/* isnan, isinf: a float input, a bool of its shape out. */
+static rel_result rel_float_test(const struct kiln_graph *g, const gnode *call,
+                                 const gtype *const *in, gtype *out) {
+    rel_result r = ops_rel_float_unary(g, call, in, out);
+    if (r == REL_OK)
+        out->t[0].dtype = KILN_BOOL;
+    return r;
+}
+
+/* nn.celu: a float input and alpha != 0 (it divides by alpha). */
+static rel_result rel_celu(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
+                           gtype *out) {
+    if (graph_attr_float(call, "alpha", 1.0) == 0)
+        return ops_fail("attribute alpha must not be 0");
+    return ops_rel_float_unary(g, call, in, out);
 }
 
 /* cast: the input's shape in attribute dtype. */
@@ -69,7 +92,30 @@ ELEM(ceil_elem) { return kiln_ceil(x[0]); }
 ELEM(round_elem) { return kiln_round(x[0]); }
 ELEM(logical_not_elem) { return kiln_not(x[0]); }
 ELEM(reciprocal_elem) { return kiln_div(ops_const(ctx, dt, 1), x[0]); }
+ELEM(sin_elem) { return kiln_sin(x[0]); }
+ELEM(cos_elem) { return kiln_cos(x[0]); }
+ELEM(tan_elem) { return kiln_tan(x[0]); }
+ELEM(asin_elem) { return kiln_asin(x[0]); }
+ELEM(acos_elem) { return kiln_acos(x[0]); }
+ELEM(atan_elem) { return kiln_atan(x[0]); }
+ELEM(sinh_elem) { return kiln_sinh(x[0]); }
+ELEM(cosh_elem) { return kiln_cosh(x[0]); }
+ELEM(asinh_elem) { return kiln_asinh(x[0]); }
+ELEM(acosh_elem) { return kiln_acosh(x[0]); }
+ELEM(atanh_elem) { return kiln_atanh(x[0]); }
+ELEM(isnan_elem) { return kiln_ne(x[0], x[0]); }
 /* clang-format on */
+
+/* x == +inf if detect_positive, x == -inf if detect_negative */
+ELEM(isinf_elem) {
+    kiln_expr pos = kiln_eq(x[0], ops_const(ctx, dt, INFINITY));
+    kiln_expr neg = kiln_eq(x[0], ops_const(ctx, dt, -INFINITY));
+    int p = graph_attr_int(call, "detect_positive", 1) != 0;
+    int n = graph_attr_int(call, "detect_negative", 1) != 0;
+    if (p && n)
+        return kiln_or(pos, neg);
+    return p ? pos : n ? neg : kiln_const(ctx, KILN_BOOL, 0);
+}
 
 ELEM(sign_elem) {
     kiln_expr zero = ops_const(ctx, dt, 0);
@@ -117,6 +163,35 @@ ELEM(leaky_relu_elem) {
     return kiln_select(kiln_lt(x[0], ops_const(ctx, dt, 0)), scaled, x[0]);
 }
 
+/* max(0, x) + min(0, alpha * (e^(x/alpha) - 1)) */
+ELEM(celu_elem) {
+    double alpha = graph_attr_float(call, "alpha", 1.0);
+    kiln_expr zero = ops_const(ctx, dt, 0);
+    kiln_expr e = kiln_exp(kiln_div(x[0], ops_const(ctx, dt, alpha)));
+    kiln_expr neg = kiln_mul(ops_const(ctx, dt, alpha), kiln_sub(e, ops_const(ctx, dt, 1)));
+    return kiln_add(kiln_max(x[0], zero), kiln_min(neg, zero));
+}
+
+/* x < -lambd ? x + bias : x > lambd ? x - bias : 0 */
+ELEM(shrink_elem) {
+    double lambd = graph_attr_float(call, "lambd", 0.5), bias = graph_attr_float(call, "bias", 0);
+    kiln_expr b = ops_const(ctx, dt, bias);
+    kiln_expr above = kiln_select(kiln_gt(x[0], ops_const(ctx, dt, lambd)), kiln_sub(x[0], b),
+                                  ops_const(ctx, dt, 0));
+    return kiln_select(kiln_lt(x[0], ops_const(ctx, dt, -lambd)), kiln_add(x[0], b), above);
+}
+
+/* x > alpha ? x : 0 */
+ELEM(thresholded_relu_elem) {
+    kiln_expr alpha = ops_const(ctx, dt, graph_attr_float(call, "alpha", 1.0));
+    return kiln_select(kiln_gt(x[0], alpha), x[0], ops_const(ctx, dt, 0));
+}
+
+/* x * tanh(softplus(x)) */
+ELEM(mish_elem) {
+    return kiln_mul(x[0], kiln_tanh(softplus_elem(ctx, call, dt, x)));
+}
+
 /* x * clip(x/6 + 1/2, 0, 1) (ONNX HardSwish) */
 ELEM(hard_swish_elem) {
     kiln_expr gate =
@@ -125,11 +200,11 @@ ELEM(hard_swish_elem) {
     return kiln_mul(x[0], gate);
 }
 
+/* a cast to bool is x != 0 (NaN too), in every layer; a comparison would
+ * be bfloat16 arithmetic, which the C back end does not have */
 ELEM(cast_elem) {
     kiln_dtype to = KILN_FLOAT32;
     kiln_dtype_parse(graph_attr_str(call, "dtype", "float32"), &to);
-    if (to == KILN_BOOL)
-        return kiln_ne(x[0], ops_const(ctx, dt, 0));
     return kiln_cast(to, x[0]);
 }
 
@@ -163,12 +238,32 @@ const kiln_op_def ops_elemwise_rows[] = {
     UNARY("sign", no_attrs, ID, sign_elem, "-1, 0 or 1"),
     UNARY("nn.softplus", no_attrs, FLOAT, softplus_elem, "log(1 + e^x)"),
     UNARY("nn.softsign", no_attrs, FLOAT, softsign_elem, "x / (1 + |x|)"),
-    UNARY("nn.elu", elu_attrs, FLOAT, elu_elem, "x <= 0 ? alpha*(e^x - 1) : x"),
+    UNARY("nn.elu", alpha1_attrs, FLOAT, elu_elem, "x <= 0 ? alpha*(e^x - 1) : x"),
     UNARY("nn.selu", selu_attrs, FLOAT, selu_elem, "gamma * (x <= 0 ? alpha*(e^x - 1) : x)"),
     UNARY("clip", clip_attrs, ID, clip_elem, "min(max(x, a_min), a_max)"),
     UNARY("nn.leaky_relu", leaky_attrs, ID, leaky_relu_elem, "x < 0 ? alpha*x : x"),
     UNARY("cast", cast_attrs, rel_cast, cast_elem, "convert to dtype"),
     UNARY("nn.hard_swish", no_attrs, FLOAT, hard_swish_elem, "x * clip(x/6 + 1/2, 0, 1)"),
+    UNARY("sin", no_attrs, FLOAT, sin_elem, "sine"),
+    UNARY("cos", no_attrs, FLOAT, cos_elem, "cosine"),
+    UNARY("tan", no_attrs, FLOAT, tan_elem, "tangent"),
+    UNARY("asin", no_attrs, FLOAT, asin_elem, "arcsine"),
+    UNARY("acos", no_attrs, FLOAT, acos_elem, "arccosine"),
+    UNARY("atan", no_attrs, FLOAT, atan_elem, "arctangent"),
+    UNARY("sinh", no_attrs, FLOAT, sinh_elem, "hyperbolic sine"),
+    UNARY("cosh", no_attrs, FLOAT, cosh_elem, "hyperbolic cosine"),
+    UNARY("asinh", no_attrs, FLOAT, asinh_elem, "inverse hyperbolic sine"),
+    UNARY("acosh", no_attrs, FLOAT, acosh_elem, "inverse hyperbolic cosine"),
+    UNARY("atanh", no_attrs, FLOAT, atanh_elem, "inverse hyperbolic tangent"),
+    UNARY("isnan", no_attrs, rel_float_test, isnan_elem, "x is NaN (bool)"),
+    UNARY("isinf", isinf_attrs, rel_float_test, isinf_elem,
+          "x is +inf (detect_positive) or -inf (detect_negative) (bool)"),
+    UNARY("nn.celu", alpha1_attrs, rel_celu, celu_elem,
+          "max(0, x) + min(0, alpha*(e^(x/alpha) - 1))"),
+    UNARY("nn.shrink", shrink_attrs, FLOAT, shrink_elem,
+          "x < -lambd ? x + bias : x > lambd ? x - bias : 0"),
+    UNARY("nn.thresholded_relu", alpha1_attrs, FLOAT, thresholded_relu_elem, "x > alpha ? x : 0"),
+    UNARY("nn.mish", no_attrs, FLOAT, mish_elem, "x * tanh(log(1 + e^x))"),
 };
 
 const int ops_elemwise_count = (int)(sizeof ops_elemwise_rows / sizeof ops_elemwise_rows[0]);

@@ -1,8 +1,9 @@
 /* nn.c: the matrix ops and softmax: nn.dense (x * W^T, with its weight
  * packed into column panels by its layout hook and a register-tiled GEMM
  * schedule), nn.batch_matmul (numpy matmul, the same schedule with B read
- * in place), nn.softmax and nn.log_softmax (a chain of reductions; softmax
- * over a long last axis in a lane-parallel form with a per-row schedule).
+ * in place), nn.softmax, nn.log_softmax and nn.hardmax (a chain of
+ * reductions; softmax over a long last axis in a lane-parallel form with a
+ * per-row schedule).
  * Rows sharing a compute or schedule differ by `variant`. */
 #include <math.h>
 #include <stdio.h>
@@ -13,7 +14,7 @@
 
 /* Row variants. */
 enum { MM_DENSE, MM_BATCH };
-enum { SM_SOFTMAX, SM_LOG_SOFTMAX };
+enum { SM_SOFTMAX, SM_LOG_SOFTMAX, SM_HARDMAX };
 
 /* ---- attribute schemas ------------------------------------------------------------ */
 
@@ -293,7 +294,7 @@ static int alter_dense(const gnode *call, const layout_query *q, layout_rewrite 
     return 1;
 }
 
-/* ---- nn.softmax, nn.log_softmax --------------------------------------------------- */
+/* ---- nn.softmax, nn.log_softmax, nn.hardmax ------------------------------------------ */
 
 static rel_result rel_softmax(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
                               gtype *out) {
@@ -307,8 +308,9 @@ static rel_result rel_softmax(const struct kiln_graph *g, const gnode *call, con
 }
 
 typedef struct {
-    kiln_tensor *x, *mx, *ex, *sum;
+    kiln_tensor *x, *mx, *ex, *sum; /* hardmax: sum is the index of the max */
     int nd, axis;
+    int64_t n; /* the axis' extent */
     kiln_expr k1, k2;
 } sm_args;
 
@@ -357,6 +359,25 @@ static kiln_expr sm_log(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     sm_args *s = u;
     kiln_expr shifted = kiln_sub(kiln_tensor_at(s->x, s->nd, i), drop_axis_read(s, s->mx, i));
     return kiln_sub(shifted, kiln_log(drop_axis_read(s, s->sum, i)));
+}
+
+/* hardmax: the first index along the axis where x is the max; a NaN (the
+ * max, when there is one) is found by x != x, as numpy's argmax finds it */
+static kiln_expr hm_pick(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    sm_args *s = u;
+    kiln_expr ix[KILN_MAX_NDIM];
+    with_axis(s, i, s->k2, ix);
+    kiln_expr x = kiln_tensor_at(s->x, s->nd, ix);
+    kiln_expr hit = kiln_or(kiln_eq(x, kiln_tensor_at(s->mx, s->nd - 1, i)), kiln_ne(x, x));
+    return kiln_min_reduce(kiln_select(hit, s->k2, ops_int(ctx, s->n)), 1, &s->k2);
+}
+
+/* hardmax: 1 at the picked index, 0 elsewhere */
+static kiln_expr hm_out(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    sm_args *s = u;
+    kiln_expr hit = kiln_eq(i[s->axis], drop_axis_read(s, s->sum, i));
+    kiln_dtype dt = kiln_tensor_dtype(s->x);
+    return kiln_select(hit, ops_const(ctx, dt, 1), ops_const(ctx, dt, 0));
 }
 
 /* Softmax over a last axis of K = ko * SM_LANES elements, in lane-parallel
@@ -453,9 +474,15 @@ static kiln_status compute_softmax(kiln_ctx *ctx, const gnode *call, kiln_tensor
     for (int d = 0; d < s.nd; d++)
         if (d != s.axis)
             rd[j++] = od[d];
-    s.k1 = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, od[s.axis]), "k");
-    s.k2 = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, od[s.axis]), "k");
+    s.n = od[s.axis];
+    s.k1 = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, s.n), "k");
+    s.k2 = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, s.n), "k");
     s.mx = ops_compute(ctx, call, ".max", s.nd - 1, rd, sm_max, &s);
+    if (call->op->variant == SM_HARDMAX) {
+        s.sum = s.mx ? ops_compute(ctx, call, ".pick", s.nd - 1, rd, hm_pick, &s) : NULL;
+        out[0] = s.sum ? ops_compute(ctx, call, "", s.nd, od, hm_out, &s) : NULL;
+        return out[0] ? KILN_OK : KILN_ERR_INVALID;
+    }
     s.ex = s.mx ? ops_compute(ctx, call, ".exp", s.nd, od, sm_exp, &s) : NULL;
     s.sum = s.ex ? ops_compute(ctx, call, ".sum", s.nd - 1, rd, sm_sum, &s) : NULL;
     int is_log = call->op->variant == SM_LOG_SOFTMAX;
@@ -580,6 +607,13 @@ static kiln_status compute_batch_matmul(kiln_ctx *ctx, const gnode *call, kiln_t
 
 /* ---- the table --------------------------------------------------------------------- */
 
+#define SOFTMAX(nm, kind, sched, sum)                                                              \
+    {                                                                                              \
+        .name = nm, .min_in = 1, .max_in = 1, .attrs = softmax_attrs, .rel = rel_softmax,          \
+        .pattern = OP_OPAQUE, .compute = compute_softmax, .summary = sum, .schedule = sched,       \
+        .variant = kind                                                                            \
+    }
+
 const kiln_op_def ops_nn_rows[] = {
     {.name = "nn.dense",
      .min_in = 2,
@@ -602,25 +636,9 @@ const kiln_op_def ops_nn_rows[] = {
      .summary = "numpy matmul: [..., M, K] x [..., K, N], batch dims broadcast",
      .schedule = schedule_dense,
      .variant = MM_BATCH},
-    {.name = "nn.softmax",
-     .min_in = 1,
-     .max_in = 1,
-     .attrs = softmax_attrs,
-     .rel = rel_softmax,
-     .pattern = OP_OPAQUE,
-     .compute = compute_softmax,
-     .summary = "softmax over axis",
-     .schedule = schedule_softmax,
-     .variant = SM_SOFTMAX},
-    {.name = "nn.log_softmax",
-     .min_in = 1,
-     .max_in = 1,
-     .attrs = softmax_attrs,
-     .rel = rel_softmax,
-     .pattern = OP_OPAQUE,
-     .compute = compute_softmax,
-     .summary = "log of softmax over axis",
-     .variant = SM_LOG_SOFTMAX},
+    SOFTMAX("nn.softmax", SM_SOFTMAX, schedule_softmax, "softmax over axis"),
+    SOFTMAX("nn.log_softmax", SM_LOG_SOFTMAX, NULL, "log of softmax over axis"),
+    SOFTMAX("nn.hardmax", SM_HARDMAX, NULL, "1 at the first max along axis, 0 elsewhere"),
 };
 
 const int ops_nn_count = (int)(sizeof ops_nn_rows / sizeof ops_nn_rows[0]);

@@ -7,7 +7,8 @@
  *                    schedule helpers (it calls no family)
  *   elemwise.c       unary elementwise ops: relu, exp, clip, cast, ...
  *   broadcast.c      binary broadcasting ops, where, nn.bias_add
- *   nn.c             nn.dense, nn.batch_matmul, nn.softmax, nn.log_softmax
+ *   nn.c             nn.dense, nn.batch_matmul, nn.softmax, nn.log_softmax,
+ *                    nn.hardmax
  *   conv_winograd.c  nn.contrib_conv2d_winograd_NCHWc
  *   conv.c           nn.conv2d, nn.contrib_conv2d_NCHWc (its layout hook
  *                    picks Winograd: it calls conv_winograd.c)

@@ -433,13 +433,12 @@ static int eval_select(ev *E, tir_node e, const uint8_t *m, val *out) {
 static int eval_call(ev *E, tir_node e, const uint8_t *m, val *out) {
     tir_intrin f = (tir_intrin)e->aux;
     kiln_dtype dt = (kiln_dtype)e->dtype;
-    int nargs = f == TIR_POW ? 2 : 1;
-    if ((int)e->nsrc != nargs || f >= TIR_INTRIN_COUNT)
+    if (f >= TIR_INTRIN_COUNT || (int)e->nsrc != tir_intrin_nargs(f))
         return fail_expr(E, "a call with an unknown intrinsic or argument count:", e), 0;
     val a, b = {NULL, 1};
     if (!eval(E, e->src[0], m, &a))
         return 0;
-    if (nargs == 2 && !eval(E, e->src[1], m, &b))
+    if (e->nsrc == 2 && !eval(E, e->src[1], m, &b))
         return 0;
     out->uni = a.uni && b.uni;
     int n = LANES(E->n, out->uni), sa = !a.uni, sb = !b.uni;

@@ -230,6 +230,17 @@ FLOAT_BINARY(f64_binary, double, , floormod_f64)
         case TIR_CEIL: LANE_LOOP(T, ceil##SUF(x));                                                 \
         case TIR_ABS: LANE_LOOP(T, fabs##SUF(x));                                                  \
         case TIR_ROUND: LANE_LOOP(T, nearbyint##SUF(x));                                           \
+        case TIR_SIN: LANE_LOOP(T, sin##SUF(x));                                                   \
+        case TIR_COS: LANE_LOOP(T, cos##SUF(x));                                                   \
+        case TIR_TAN: LANE_LOOP(T, tan##SUF(x));                                                   \
+        case TIR_ASIN: LANE_LOOP(T, asin##SUF(x));                                                 \
+        case TIR_ACOS: LANE_LOOP(T, acos##SUF(x));                                                 \
+        case TIR_ATAN: LANE_LOOP(T, atan##SUF(x));                                                 \
+        case TIR_SINH: LANE_LOOP(T, sinh##SUF(x));                                                 \
+        case TIR_COSH: LANE_LOOP(T, cosh##SUF(x));                                                 \
+        case TIR_ASINH: LANE_LOOP(T, asinh##SUF(x));                                               \
+        case TIR_ACOSH: LANE_LOOP(T, acosh##SUF(x));                                               \
+        case TIR_ATANH: LANE_LOOP(T, atanh##SUF(x));                                               \
         default: return 0;                                                                         \
         }                                                                                          \
         return 1;                                                                                  \
@@ -283,6 +294,19 @@ int te_lanes_call(tir_intrin f, kiln_dtype dt, const void *a, int sa, const void
     if (f == TIR_FLOOR || f == TIR_CEIL || f == TIR_ROUND) {
         for (int i = 0; i < n; i++)
             y[i] = x[i * sa];
+        return 1;
+    }
+    if (f == TIR_SHL || f == TIR_SHR) {
+        const int64_t *s = b;
+        uint64_t bits = 8 * (uint64_t)kiln_dtype_size(dt);
+        for (int i = 0; i < n; i++) {
+            int64_t v = x[i * sa];
+            uint64_t k = (uint64_t)s[i * sb];
+            if (f == TIR_SHL)
+                y[i] = k < bits ? te_wrap_int(dt, (int64_t)((uint64_t)v << k)) : 0;
+            else
+                y[i] = k < bits ? v >> k : v < 0 ? -1 : 0;
+        }
         return 1;
     }
     return 0;

@@ -39,8 +39,8 @@ KILN_HIDDEN void te_lanes_arith(tir_op op, kiln_dtype dt, const void *a, int sa,
 /* r = a op b (0 or 1) for EQ..GE on operands of dtype dt. */
 KILN_HIDDEN void te_lanes_compare(tir_op op, kiln_dtype dt, const void *a, int sa, const void *b,
                                   int sb, int64_t *r, int n);
-/* r = f(a[, b]) in dtype dt; 0 if f is not defined on dt (only abs,
- * floor, ceil and round are on integers). */
+/* r = f(a[, b]) in dtype dt; 0 if f is not defined on dt (on integers:
+ * abs, floor, ceil, round and the shifts, which are only on integers). */
 KILN_HIDDEN int te_lanes_call(tir_intrin f, kiln_dtype dt, const void *a, int sa, const void *b,
                               int sb, void *r, int n);
 /* n lanes of dtype `from` converted to dtype `to` (a cast). */

@@ -136,11 +136,6 @@ static tir_node binary(tir_op op, tir_node a, tir_node b) {
                        kiln_dtype_name((kiln_dtype)a->dtype));
         return NULL;
     }
-    if (op == TIR_MOD && !tir_is_int_dtype((kiln_dtype)a->dtype)) {
-        kiln_set_error(KILN_ERR_INVALID, "%% needs integer operands, not %s",
-                       kiln_dtype_name((kiln_dtype)a->dtype));
-        return NULL;
-    }
     if (a->dtype == KILN_HANDLE) {
         kiln_set_error(KILN_ERR_INVALID, "%s: operands cannot be handles", tir_op_name(op));
         return NULL;
@@ -272,7 +267,13 @@ static tir_node intrin(tir_intrin f, int n, tir_node a, tir_node b) {
         a = chk->src[0];
         b = chk->src[1];
     }
-    if (f != TIR_ABS && !tir_is_float_dtype((kiln_dtype)a->dtype)) {
+    int shift = f == TIR_SHL || f == TIR_SHR;
+    if (shift && (!tir_is_int_dtype((kiln_dtype)a->dtype) || a->dtype == KILN_BOOL)) {
+        kiln_set_error(KILN_ERR_INVALID, "%s needs integer operands, not %s", tir_intrin_name(f),
+                       kiln_dtype_name((kiln_dtype)a->dtype));
+        return NULL;
+    }
+    if (!shift && f != TIR_ABS && !tir_is_float_dtype((kiln_dtype)a->dtype)) {
         kiln_set_error(KILN_ERR_INVALID, "%s needs a float operand, not %s (use kiln_cast)",
                        tir_intrin_name(f), kiln_dtype_name((kiln_dtype)a->dtype));
         return NULL;
@@ -316,6 +317,45 @@ kiln_expr kiln_abs(kiln_expr a) {
 }
 kiln_expr kiln_round(kiln_expr a) {
     return intrin(TIR_ROUND, 1, a, NULL);
+}
+kiln_expr kiln_sin(kiln_expr a) {
+    return intrin(TIR_SIN, 1, a, NULL);
+}
+kiln_expr kiln_cos(kiln_expr a) {
+    return intrin(TIR_COS, 1, a, NULL);
+}
+kiln_expr kiln_tan(kiln_expr a) {
+    return intrin(TIR_TAN, 1, a, NULL);
+}
+kiln_expr kiln_asin(kiln_expr a) {
+    return intrin(TIR_ASIN, 1, a, NULL);
+}
+kiln_expr kiln_acos(kiln_expr a) {
+    return intrin(TIR_ACOS, 1, a, NULL);
+}
+kiln_expr kiln_atan(kiln_expr a) {
+    return intrin(TIR_ATAN, 1, a, NULL);
+}
+kiln_expr kiln_sinh(kiln_expr a) {
+    return intrin(TIR_SINH, 1, a, NULL);
+}
+kiln_expr kiln_cosh(kiln_expr a) {
+    return intrin(TIR_COSH, 1, a, NULL);
+}
+kiln_expr kiln_asinh(kiln_expr a) {
+    return intrin(TIR_ASINH, 1, a, NULL);
+}
+kiln_expr kiln_acosh(kiln_expr a) {
+    return intrin(TIR_ACOSH, 1, a, NULL);
+}
+kiln_expr kiln_atanh(kiln_expr a) {
+    return intrin(TIR_ATANH, 1, a, NULL);
+}
+kiln_expr kiln_shl(kiln_expr a, kiln_expr b) {
+    return intrin(TIR_SHL, 2, a, b);
+}
+kiln_expr kiln_shr(kiln_expr a, kiln_expr b) {
+    return intrin(TIR_SHR, 2, a, b);
 }
 
 /* ---- reductions -------------------------------------------------------------------- */

@@ -391,9 +391,15 @@ const char *tir_op_name(tir_op op) {
 }
 
 const char *tir_intrin_name(tir_intrin f) {
-    static const char *names[TIR_INTRIN_COUNT] = {"exp", "log", "sqrt",  "rsqrt", "tanh", "sigmoid",
-                                                  "erf", "pow", "floor", "ceil",  "abs",  "round"};
+    static const char *names[TIR_INTRIN_COUNT] = {
+        "exp",  "log",  "sqrt",  "rsqrt", "tanh",  "sigmoid", "erf",  "pow",  "floor",
+        "ceil", "abs",  "round", "sin",   "cos",   "tan",     "asin", "acos", "atan",
+        "sinh", "cosh", "asinh", "acosh", "atanh", "shl",     "shr"};
     return (unsigned)f < TIR_INTRIN_COUNT ? names[f] : "?";
+}
+
+int tir_intrin_nargs(tir_intrin f) {
+    return f == TIR_POW || f == TIR_SHL || f == TIR_SHR ? 2 : 1;
 }
 
 /* ---- node sets ------------------------------------------------------------------ */

@@ -85,6 +85,19 @@ typedef enum {
     TIR_CEIL,
     TIR_ABS,
     TIR_ROUND,
+    TIR_SIN,
+    TIR_COS,
+    TIR_TAN,
+    TIR_ASIN,
+    TIR_ACOS,
+    TIR_ATAN,
+    TIR_SINH,
+    TIR_COSH,
+    TIR_ASINH,
+    TIR_ACOSH,
+    TIR_ATANH,
+    TIR_SHL, /* integers: a << b, 0 for b outside [0, bits) (numpy's left_shift) */
+    TIR_SHR, /* integers: a >> b (arithmetic), past the width 0 or -1 (numpy's right_shift) */
     TIR_INTRIN_COUNT
 } tir_intrin;
 
@@ -184,6 +197,8 @@ KILN_HIDDEN int tir_const_int(tir_node n, int64_t *v);
 KILN_HIDDEN int tir_is_const(tir_node n); /* INT or FLOAT, scalar */
 KILN_HIDDEN const char *tir_op_name(tir_op op);
 KILN_HIDDEN const char *tir_intrin_name(tir_intrin f);
+/* The argument count of intrinsic f: 2 for pow and the shifts, else 1. */
+KILN_HIDDEN int tir_intrin_nargs(tir_intrin f);
 /* 1 if var v occurs anywhere in n. */
 KILN_HIDDEN int tir_uses_var(tir_node n, tir_node v);
 

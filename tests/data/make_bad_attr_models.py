@@ -16,7 +16,9 @@ pads/strides/dilations lengths; pool kernel_shape length; BatchNormalization
 parameter lengths and spatial=0; Gemm/MatMul inner dims; Gather, Concat,
 Softmax and Flatten axes; Reshape -1s, element counts and allowzero; Concat
 ranks and dims; Transpose perm; Split sizes; Clip bounds that are not
-scalars; Pad pads length and mode.
+scalars; Pad pads length and mode; Mod's fmod (0 or 1, and 1 for floats),
+BitShift's direction, Celu's alpha (not 0), Hardmax's axis, and Max before
+opset 8 (no broadcasting).
 Run with /usr/bin/python3 (Debian's python3-onnx)."""
 import os
 
@@ -172,6 +174,15 @@ def cases():
     pads4 = numpy_helper.from_array(np.array([0, 1, 0, 1], np.int64), "p")
     c["bad_pad_mode"] = model(
         node("Pad", ["x", "p"], ["y"], "pad", [attr("mode", "wrap")]), X2, inits=[pads4])
+    # Mod, BitShift, Celu, Hardmax; Max before opset 8 does not broadcast
+    c["bad_mod_float_fmod0"] = model(node("Mod", ["x", "x"], ["y"], "mod"), X2)
+    c["bad_mod_fmod2"] = model(node("Mod", ["x", "x"], ["y"], "mod", [attr("fmod", 2)]), X2)
+    c["bad_bitshift_direction"] = model(
+        node("BitShift", ["x", "x"], ["y"], "shift", [attr("direction", "UP")]), X2)
+    c["bad_celu_alpha_zero"] = model(node("Celu", ["x"], ["y"], "celu", [attr("alpha", 0.0)]), X2)
+    c["bad_hardmax_axis"] = model(node("Hardmax", ["x"], ["y"], "hm", [attr("axis", -3)]), X2)
+    c["bad_max_broadcast_opset6"] = model(
+        node("Max", ["x", "z"], ["y"], "max"), {"x": [2, 3], "z": [3]}, opset=6)
     # the nearest valid models import
     c["good_conv_kernel_shape"] = model(
         node("Conv", ["x", "w"], ["y"], "conv",
@@ -185,6 +196,9 @@ def cases():
         node("Split", ["x", "sp"], ["y0", "y1"], "split", [attr("axis", 1)]), X2,
         inits=[numpy_helper.from_array(np.array([1, 2], np.int64), "sp")])
     c["good_reshape_zero"] = reshape([0, -1], [attr("allowzero", 0)])
+    c["good_mod_float_fmod1"] = model(node("Mod", ["x", "x"], ["y"], "mod", [attr("fmod", 1)]), X2)
+    c["good_max_opset6"] = model(
+        node("Max", ["x", "z"], ["y"], "max"), {"x": [2, 3], "z": [2, 3]}, opset=6)
     return c
 
 

@@ -151,7 +151,8 @@ static void test_malformed_models(void) {
         {"missing_output", "graph output 'y'", "not produced"},
         {"short_initializer", "initializer 'w'", "raw_data"},
         {"huge_dims", "input 'x'", "more than 2^48 elements"},
-        {"old_opset", "opset 5", "7 to 17"},
+        {"new_opset", "opset 18", "1 to 17"},
+        {"old_add", "Add (opset 6) at node 'add0'", "ops kiln does not support"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char path[1024];
@@ -570,6 +571,17 @@ static void test_bad_attr_models(void) {
         {"bad_pad_length", "'pad' (Pad, opset 13)", "input 'pads' needs 4 values"},
         {"bad_pad_mode", "'pad' (Pad, opset 13)",
          "attribute 'mode' = 'wrap' is not constant, reflect or edge"},
+        /* Mod, BitShift, Celu, Hardmax, Max before opset 8 */
+        {"bad_mod_float_fmod0", "'mod' (Mod, opset 13)",
+         "a float32 input needs attribute 'fmod' = 1"},
+        {"bad_mod_fmod2", "'mod' (Mod, opset 13)", "attribute 'fmod' = 2 must be 0 or 1"},
+        {"bad_bitshift_direction", "'shift' (BitShift, opset 13)",
+         "attribute 'direction' = 'UP' is not LEFT or RIGHT"},
+        {"bad_celu_alpha_zero", "'celu' (Celu, opset 13)", "attribute alpha must not be 0"},
+        {"bad_hardmax_axis", "'hm' (Hardmax, opset 13)",
+         "attribute 'axis' = -3 is out of range for a 2-D input"},
+        {"bad_max_broadcast_opset6", "'max' (Max, opset 6)",
+         "input 1's shape differs from input 0's (opset 6 does not broadcast"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[1024], node[128];
@@ -586,9 +598,9 @@ static void test_bad_attr_models(void) {
         CHECK_CONTAINS(err, cases[i].msg);
         kiln_clear_error();
     }
-    static const char *const good[] = {"good_conv_kernel_shape", "good_clip_min_1",
-                                       "good_untyped_alpha", "good_split_sizes",
-                                       "good_reshape_zero"};
+    static const char *const good[] = {
+        "good_conv_kernel_shape", "good_clip_min_1",      "good_untyped_alpha", "good_split_sizes",
+        "good_reshape_zero",      "good_mod_float_fmod1", "good_max_opset6"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/bad_attr/%s.onnx", getenv("KILN_TEST_DATA"), good[i]);

@@ -3,7 +3,8 @@
  * executor and compares every output with a plain C reference written
  * here: reductions, argmax, layer_norm, batch_matmul, strided_slice, take,
  * broadcast_to, nn.pad, the new elementwise ops, log_softmax and global max
- * pooling; relation errors; ONNX node-test models through the importer;
+ * pooling; math, logic and activations on special values (NaN, infinities)
+ * and hardmax; relation errors; ONNX node-test models through the importer;
  * and nn.hard_swish, the op added through the documented path alone (its
  * row in src/ops/elemwise.c, one row of the ONNX converter table). */
 #include <dirent.h>
@@ -470,6 +471,100 @@ static void test_elementwise(void) {
     kiln_ndarray_free(ib);
 }
 
+/* The ops of issue 12 (math, logic, activations) on special values, under
+ * the default schedules (vectorized), against C: isnan and isinf (each
+ * detect_* setting), sin, atan, celu, shrink, thresholded_relu, mish on
+ * NaN, infinities and signed zeros; hardmax on ties, a NaN row and a
+ * negative axis; logical_xor broadcast. */
+static double ref_hardmax_pick(const float *row, int n, int stride) {
+    int best = 0;
+    for (int k = 0; k < n; k++) {
+        float v = row[k * stride], b = row[best * stride];
+        if (v != v)
+            return k; /* the first NaN, as numpy's argmax */
+        if (v > b)
+            best = k;
+    }
+    return best;
+}
+
+static void test_math_logic_activations(void) {
+    static const float special[16] = {NAN,   INFINITY, -INFINITY, 0.0f,  -0.0f,  0.5f,
+                                      -0.5f, 1.5f,     -1.5f,     1.75f, -1.75f, 3.0f,
+                                      -3.0f, 1e-3f,    50.0f,     -50.0f};
+    int64_t xs[2] = {4, 16}, ps[1] = {16};
+    kiln_ndarray *x = kiln_ndarray_empty(KILN_FLOAT32, 2, xs),
+                 *h = kiln_ndarray_empty(KILN_FLOAT32, 2, xs),
+                 *p = kiln_ndarray_empty(KILN_BOOL, 2, xs),
+                 *q = kiln_ndarray_empty(KILN_BOOL, 1, ps);
+    float *xv = kiln_ndarray_data(x), *hv = kiln_ndarray_data(h);
+    uint8_t *pv = kiln_ndarray_data(p), *qv = kiln_ndarray_data(q);
+    for (int i = 0; i < 64; i++) {
+        xv[i] = i < 16 ? special[i] : (float)((i * 37) % 29 - 14) * 0.25f;
+        /* rows of ties (max at 3 and 9), of a NaN after the max, of -inf */
+        hv[i] = i / 16 == 2   ? (i % 16 == 5 ? NAN : (float)(i % 4))
+                : i / 16 == 3 ? -INFINITY
+                              : (float)((i % 16) % 10 == 3 || (i % 16) % 10 == 9 ? 7 : i % 5);
+        pv[i] = (uint8_t)(i % 3 == 0);
+    }
+    for (int i = 0; i < 16; i++)
+        qv[i] = (uint8_t)(i % 2);
+    kiln_graph *g = kiln_graph_new();
+    int in = kiln_graph_var(g, "x", KILN_FLOAT32, 2, xs, NULL),
+        ih = kiln_graph_var(g, "h", KILN_FLOAT32, 2, xs, NULL);
+    int pq[2] = {kiln_graph_var(g, "p", KILN_BOOL, 2, xs, NULL),
+                 kiln_graph_var(g, "q", KILN_BOOL, 1, ps, NULL)};
+    enum { NOUT = 14 };
+    int outs[NOUT] = {
+        kiln_graph_call(g, "isnan", 1, &in, NULL, "isnan"),
+        kiln_graph_call(g, "isinf", 1, &in, NULL, "isinf"),
+        kiln_graph_call(g, "isinf", 1, &in, "detect_negative=0", "isinf_pos"),
+        kiln_graph_call(g, "isinf", 1, &in, "detect_positive=0", "isinf_neg"),
+        kiln_graph_call(g, "isinf", 1, &in, "detect_positive=0, detect_negative=0", "isinf_no"),
+        kiln_graph_call(g, "sin", 1, &in, NULL, "sin"),
+        kiln_graph_call(g, "atan", 1, &in, NULL, "atan"),
+        kiln_graph_call(g, "nn.celu", 1, &in, "alpha=2", "celu"),
+        kiln_graph_call(g, "nn.shrink", 1, &in, "bias=1.5, lambd=1.5", "shrink"),
+        kiln_graph_call(g, "nn.thresholded_relu", 1, &in, "alpha=0.5", "trelu"),
+        kiln_graph_call(g, "nn.mish", 1, &in, NULL, "mish"),
+        kiln_graph_call(g, "nn.hardmax", 1, &ih, "axis=-1", "hardmax_last"),
+        kiln_graph_call(g, "nn.hardmax", 1, &ih, "axis=0", "hardmax_first"),
+        kiln_graph_call(g, "logical_xor", 2, pq, NULL, "xor")};
+    const char *names[4] = {"x", "h", "p", "q"};
+    kiln_ndarray *vals[4] = {x, h, p, q};
+    kiln_executor *ex = compile_run(g, NOUT, outs, "math_logic.tar", 4, names, vals);
+    double ref[NOUT][64];
+    for (int i = 0; i < 64; i++) {
+        double v = xv[i];
+        ref[0][i] = isnan(v);
+        ref[1][i] = isinf(v) != 0;
+        ref[2][i] = isinf(v) && v > 0;
+        ref[3][i] = isinf(v) && v < 0;
+        ref[4][i] = 0;
+        ref[5][i] = sin(v);
+        ref[6][i] = atan(v);
+        ref[7][i] = isnan(v) ? NAN : fmax(0, v) + fmin(0, 2 * (exp(v / 2) - 1));
+        ref[8][i] = v < -1.5 ? v + 1.5 : v > 1.5 ? v - 1.5 : 0;
+        ref[9][i] = v > 0.5 ? v : 0;
+        ref[10][i] = v * tanh(log1p(exp(v)));
+        int r = i / 16, c = i % 16;
+        ref[11][i] = c == ref_hardmax_pick(hv + r * 16, 16, 1);
+        ref[12][i] = r == ref_hardmax_pick(hv + c, 4, 16);
+        ref[13][i] = (pv[i] != 0) != (qv[c] != 0);
+    }
+    static const char *what[NOUT] = {
+        "isnan", "isinf",  "isinf_pos", "isinf_neg", "isinf_no",     "sin",           "atan",
+        "celu",  "shrink", "trelu",     "mish",      "hardmax_last", "hardmax_first", "xor"};
+    for (int k = 0; k < NOUT && ex; k++)
+        check_output(ex, k, 2, xs, ref[k], 1e-5, what[k]);
+    kiln_executor_free(ex);
+    kiln_graph_free(g);
+    kiln_ndarray_free(x);
+    kiln_ndarray_free(h);
+    kiln_ndarray_free(p);
+    kiln_ndarray_free(q);
+}
+
 static void test_global_max_pool(void) {
     uint64_t seed = 8;
     int64_t xs[4] = {2, 3, 4, 5}, od[4] = {2, 3, 1, 1};
@@ -512,7 +607,7 @@ static void expect_error(const char *op, int nin, const int *in, const char *att
 }
 
 static void test_relation_errors(void) {
-    static const int ab[2] = {0, 1}, a_int[2] = {0, 0};
+    static const int ab[2] = {0, 1}, a_int[2] = {0, 0}, b_int[2] = {1, 0};
     expect_error("nn.batch_matmul", 2, ab, NULL,
                  "the reduced dims differ: 4 in input 0, 5 in input 1");
     expect_error("strided_slice", 1, ab, "begin=[0], end=[1], strides=[0]", "step must not be 0");
@@ -524,6 +619,13 @@ static void test_relation_errors(void) {
                  "pad_mode 'wrap'");
     expect_error("nn.layer_norm", 2, a_int, "axis=5", "axis 5 is out of range");
     expect_error("argmax", 1, ab, "axis=-4", "axis -4 is out of range");
+    expect_error("isnan", 1, b_int, NULL, "needs a float input, not int64");
+    expect_error("nn.shrink", 1, b_int, NULL, "needs a float input, not int64");
+    expect_error("nn.celu", 1, ab, "alpha=0", "attribute alpha must not be 0");
+    expect_error("nn.hardmax", 1, ab, "axis=3", "axis 3 is out of range");
+    expect_error("left_shift", 2, ab, NULL, "needs integers, not float32");
+    expect_error("logical_xor", 2, ab, NULL, "input 0 must be bool, not float32");
+    expect_error("mod", 2, a_int, NULL, "input 0 is float32 but input 1 is int64");
 }
 
 /* ---- ONNX node tests through the importer -------------------------------------------------------
@@ -859,6 +961,6 @@ static void test_slice_extremes(void) {
 
 TEST_MAIN(TEST(test_slice_extremes), TEST(test_reductions), TEST(test_argmax),
           TEST(test_layer_norm), TEST(test_batch_matmul), TEST(test_strided_slice),
-          TEST(test_take_broadcast_pad), TEST(test_elementwise), TEST(test_global_max_pool),
-          TEST(test_relation_errors), TEST(test_onnx_node_models), TEST(test_hard_swish),
-          TEST(test_hard_swish_one_place))
+          TEST(test_take_broadcast_pad), TEST(test_elementwise), TEST(test_math_logic_activations),
+          TEST(test_global_max_pool), TEST(test_relation_errors), TEST(test_onnx_node_models),
+          TEST(test_hard_swish), TEST(test_hard_swish_one_place))

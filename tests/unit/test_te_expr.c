@@ -37,7 +37,7 @@ static void test_dtype_rules(void) {
     CHECK(kiln_mul(bad, x) == NULL);
     CHECK(kiln_exp(n) == NULL);
     CHECK_CONTAINS(kiln_last_error(), "float");
-    CHECK(kiln_mod(x, x) == NULL);
+    CHECK(kiln_mod(x, x) != NULL); /* a float remainder is C's fmod */
     CHECK(kiln_and(n, n) == NULL);
     CHECK(kiln_not(n) == NULL);
     CHECK(kiln_select(n, x, x) == NULL);
@@ -134,18 +134,25 @@ static double rne(double x) {
 static void test_intrinsics(void) {
     float in[8] = {0.25f, 0.5f, 1.5f, 2.5f, 3.0f, 0.75f, 1.25f, 4.5f};
     float sin_[8] = {-2.5f, -1.5f, -0.5f, 0.5f, 1.5f, 2.5f, -0.2f, 3.7f};
+    float unit[8] = {-0.99f, -0.5f, -0.1f, 0.0f, 0.2f, 0.5f, 0.75f, 0.9f}; /* asin, atanh */
+    float ge1[8] = {1.0f, 1.25f, 1.5f, 2.0f, 3.0f, 5.0f, 10.0f, 100.0f};   /* acosh */
     struct {
         const char *name;
         unary_fn f;
         double (*ref)(double);
         const float *x;
     } cases[] = {
-        {"exp", kiln_exp, exp, sin_},     {"log", kiln_log, log, in},
-        {"sqrt", kiln_sqrt, sqrt, in},    {"rsqrt", kiln_rsqrt, rsq, in},
-        {"tanh", kiln_tanh, tanh, sin_},  {"sigmoid", kiln_sigmoid, sigm, sin_},
-        {"erf", kiln_erf, erf, sin_},     {"floor", kiln_floor, floor, sin_},
-        {"ceil", kiln_ceil, ceil, sin_},  {"abs", kiln_abs, fabs, sin_},
-        {"round", kiln_round, rne, sin_},
+        {"exp", kiln_exp, exp, sin_},      {"log", kiln_log, log, in},
+        {"sqrt", kiln_sqrt, sqrt, in},     {"rsqrt", kiln_rsqrt, rsq, in},
+        {"tanh", kiln_tanh, tanh, sin_},   {"sigmoid", kiln_sigmoid, sigm, sin_},
+        {"erf", kiln_erf, erf, sin_},      {"floor", kiln_floor, floor, sin_},
+        {"ceil", kiln_ceil, ceil, sin_},   {"abs", kiln_abs, fabs, sin_},
+        {"round", kiln_round, rne, sin_},  {"sin", kiln_sin, sin, sin_},
+        {"cos", kiln_cos, cos, sin_},      {"tan", kiln_tan, tan, unit},
+        {"asin", kiln_asin, asin, unit},   {"acos", kiln_acos, acos, unit},
+        {"atan", kiln_atan, atan, sin_},   {"sinh", kiln_sinh, sinh, sin_},
+        {"cosh", kiln_cosh, cosh, sin_},   {"asinh", kiln_asinh, asinh, sin_},
+        {"acosh", kiln_acosh, acosh, ge1}, {"atanh", kiln_atanh, atanh, unit},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         float out[8];
@@ -228,6 +235,126 @@ static void test_mixed_ops(void) {
     CHECK_EQ_INT(bad, 0);
     for (int k = 0; k < 4; k++)
         kiln_ndarray_free(arr[k]);
+    kiln_ctx_free(ctx);
+}
+
+/* Shifts (numpy's left_shift/right_shift) and the remainders, vectorized
+ * by 8: C = shl(A, B) + shr(A, B), D = mod(F, G), E = floormod(F, G). */
+typedef struct {
+    kiln_tensor *A, *B, *F, *G;
+    int which;
+} bits_args;
+
+static kiln_expr bits_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    bits_args *b = u;
+    kiln_expr a = kiln_tensor_at(b->A, 1, i), s = kiln_tensor_at(b->B, 1, i);
+    kiln_expr f = kiln_tensor_at(b->F, 1, i), g = kiln_tensor_at(b->G, 1, i);
+    if (b->which == 0)
+        return kiln_add(kiln_shl(a, s), kiln_shr(a, s));
+    return b->which == 1 ? kiln_mod(f, g) : kiln_floormod(f, g);
+}
+
+/* Element k of an integer array, exactly. */
+static int64_t geti(const kiln_ndarray *a, int64_t k) {
+    if (kiln_ndarray_dtype(a) == KILN_INT64)
+        return ((const int64_t *)kiln_ndarray_data(a))[k];
+    return (int64_t)tu_get(a, k);
+}
+
+static int64_t ref_shift(int64_t a, int64_t s, int left, int bits) {
+    if (s < 0 || s >= bits)
+        return left ? 0 : a < 0 ? -1 : 0;
+    return left ? (int64_t)((uint64_t)a << s) : a >> s;
+}
+
+static void test_shifts_and_remainders(void) {
+    static const kiln_dtype dts[] = {KILN_INT8, KILN_UINT8, KILN_INT32, KILN_INT64};
+    for (size_t d = 0; d < sizeof dts / sizeof *dts; d++) {
+        kiln_ctx *ctx = kiln_ctx_new();
+        kiln_expr N = kiln_int(ctx, 64);
+        bits_args b = {kiln_placeholder(ctx, 1, &N, dts[d], "A"),
+                       kiln_placeholder(ctx, 1, &N, dts[d], "B"),
+                       kiln_placeholder(ctx, 1, &N, KILN_FLOAT32, "F"),
+                       kiln_placeholder(ctx, 1, &N, KILN_FLOAT32, "G"), 0};
+        kiln_tensor *out[3];
+        for (int w = 0; w < 3; w++) {
+            b.which = w;
+            out[w] = kiln_compute(ctx, 1, &N, bits_body, &b, w == 0 ? "C" : w == 1 ? "D" : "E");
+        }
+        kiln_schedule *s = kiln_schedule_create(ctx, 3, out);
+        for (int w = 0; w < 3; w++) {
+            kiln_expr o, i;
+            kiln_split(kiln_schedule_stage(s, out[w]), kiln_tensor_axis(out[w], 0), 8, &o, &i);
+            kiln_vectorize(kiln_schedule_stage(s, out[w]), i);
+        }
+        kiln_tensor *args[7] = {b.A, b.B, b.F, b.G, out[0], out[1], out[2]};
+        int64_t n = 64;
+        kiln_ndarray *arr[7];
+        for (int k = 0; k < 7; k++)
+            arr[k] = kiln_ndarray_empty(kiln_tensor_dtype(args[k]), 1, &n);
+        int bits = (int)kiln_dtype_size(dts[d]) * 8;
+        for (int k = 0; k < 64; k++) {
+            /* values of both signs; shifts from -3 to past the width */
+            int64_t a = dts[d] == KILN_UINT8 ? (k * 37) % 256 : (k % 2 ? -1 : 1) * (k * 5 + 1);
+            int64_t sh = k % (bits + 6) - 3;
+            if (dts[d] == KILN_UINT8)
+                sh = k % 12;
+            switch (dts[d]) {
+            case KILN_INT8:
+                ((int8_t *)kiln_ndarray_data(arr[0]))[k] = (int8_t)a;
+                ((int8_t *)kiln_ndarray_data(arr[1]))[k] = (int8_t)sh;
+                break;
+            case KILN_UINT8:
+                ((uint8_t *)kiln_ndarray_data(arr[0]))[k] = (uint8_t)a;
+                ((uint8_t *)kiln_ndarray_data(arr[1]))[k] = (uint8_t)sh;
+                break;
+            case KILN_INT32:
+                ((int32_t *)kiln_ndarray_data(arr[0]))[k] = (int32_t)a;
+                ((int32_t *)kiln_ndarray_data(arr[1]))[k] = (int32_t)sh;
+                break;
+            default:
+                ((int64_t *)kiln_ndarray_data(arr[0]))[k] = a;
+                ((int64_t *)kiln_ndarray_data(arr[1]))[k] = sh;
+            }
+            ((float *)kiln_ndarray_data(arr[2]))[k] = (float)(k - 32) * 0.75f;
+            ((float *)kiln_ndarray_data(arr[3]))[k] = k % 3 == 0 ? 2.5f : k % 3 == 1 ? -1.75f : 4;
+        }
+        CHECK_EQ_INT(tu_build_run(s, 7, args, "bits", arr, NULL), 0);
+        int bad = 0;
+        for (int k = 0; k < 64; k++) {
+            int64_t a = geti(arr[0], k), sh = geti(arr[1], k);
+            int64_t l = ref_shift(a, sh, 1, bits), r = ref_shift(a, sh, 0, bits);
+            /* the sum wraps to the dtype, as the left shift does */
+            int64_t want = (int64_t)((uint64_t)l + (uint64_t)r);
+            want = dts[d] == KILN_INT8    ? (int8_t)want
+                   : dts[d] == KILN_UINT8 ? (uint8_t)want
+                   : dts[d] == KILN_INT32 ? (int32_t)want
+                                          : want;
+            float f = ((float *)kiln_ndarray_data(arr[2]))[k];
+            float g = ((float *)kiln_ndarray_data(arr[3]))[k];
+            float m = fmodf(f, g), fm = m != 0 && (m < 0) != (g < 0) ? m + g : m;
+            if (geti(arr[4], k) != want || tu_get(arr[5], k) != m ||
+                (fm != 0 && tu_get(arr[6], k) != fm)) {
+                if (bad++ < 3)
+                    fprintf(stderr,
+                            "%s k=%d: shl+shr(%lld, %lld) = %g (want %lld); "
+                            "mod(%g, %g) = %g, %g (want %g, %g)\n",
+                            kiln_dtype_name(dts[d]), k, (long long)a, (long long)sh,
+                            tu_get(arr[4], k), (long long)want, f, g, tu_get(arr[5], k),
+                            tu_get(arr[6], k), m, fm);
+            }
+        }
+        CHECK_EQ_INT(bad, 0);
+        for (int k = 0; k < 7; k++)
+            kiln_ndarray_free(arr[k]);
+        kiln_ctx_free(ctx);
+    }
+    /* shifts need integers; float and bool are refused */
+    kiln_ctx *ctx = kiln_ctx_new();
+    CHECK(kiln_shl(kiln_float(ctx, 1), kiln_float(ctx, 2)) == NULL);
+    CHECK_CONTAINS(kiln_last_error(), "shl needs integer operands, not float32");
+    CHECK(kiln_shr(kiln_const(ctx, KILN_BOOL, 1), kiln_const(ctx, KILN_BOOL, 1)) == NULL);
+    CHECK_CONTAINS(kiln_last_error(), "shr needs integer operands, not bool");
     kiln_ctx_free(ctx);
 }
 
@@ -406,5 +533,5 @@ static void test_conv_reduction(void) {
 }
 
 TEST_MAIN(TEST(test_hash_consing), TEST(test_dtype_rules), TEST(test_compute_errors),
-          TEST(test_intrinsics), TEST(test_mixed_ops), TEST(test_casts), TEST(test_reductions),
-          TEST(test_conv_reduction))
+          TEST(test_intrinsics), TEST(test_mixed_ops), TEST(test_shifts_and_remainders),
+          TEST(test_casts), TEST(test_reductions), TEST(test_conv_reduction))

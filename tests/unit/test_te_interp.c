@@ -9,7 +9,8 @@
  * elements, argmax from two stages), memoized stages, and errors. Then
  * every row of the built-in op table with a compute and a sample workload
  * (a listed one, or a default one for elementwise ops) is compiled under
- * the naive schedule and run, and must agree with the interpreter. */
+ * the naive schedule and run, and must agree with the interpreter; so
+ * must every cast between two dtypes, naive and vectorized. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -881,6 +882,18 @@ static const workload g_work[] = {
     {"equal", "i64[3,4];i64[1]", NULL},
     {"logical_and", "bool[3,4];bool[3,4]", NULL},
     {"logical_or", "bool[3,4];bool[4]", NULL},
+    {"logical_xor", "bool[3,4];bool[4]", NULL},
+    {"mod", "i32M[4,5];i32Z[4,5]", NULL},
+    {"mod", "f32[3,4,5];f32[4,5]", NULL},
+    {"mod", "f16[3,4];f16[4]", NULL},
+    {"floor_mod", "i8M[4,5];i8Z[4,5]", NULL},
+    {"floor_mod", "i64[3,4];i64[4]", NULL},
+    {"floor_mod", "f64[3,4];f64[4]", NULL},
+    {"left_shift", "u8[4,5];u8Z[4,5]", NULL},
+    {"left_shift", "i64[3,4];i64[4]", NULL},
+    {"right_shift", "u8[4,5];u8Z[4,5]", NULL},
+    {"right_shift", "i8[3,4];i8[3,4]", NULL},
+    {"right_shift", "i32M[4,5];i32[4,5]", NULL},
     {"where", "bool[3,4];f32[3,4];f32[4]", NULL},
     {"nn.bias_add", "f32[2,3,4,5];f32[3]", NULL},
     {"nn.conv2d", "f32[1,4,7,6];f32[6,2,3,3]", "padding=[1, 0, 2, 1], strides=[2, 1], groups=2"},
@@ -897,6 +910,13 @@ static const workload g_work[] = {
     {"nn.global_max_pool2d", "f32[2,3,5,4]", NULL},
     {"nn.softmax", "f32[3,17]", NULL},
     {"nn.log_softmax", "f32[3,4,5]", "axis=1"},
+    {"nn.hardmax", "f32[3,4,5]", "axis=1"},
+    {"nn.hardmax", "f64[4,6]", NULL},
+    {"asin", "f32[3,4,5]", NULL},
+    {"acosh", "f32+[3,4,5]", NULL},
+    {"isinf", "f32[3,4]", "detect_negative=0"},
+    {"nn.celu", "f32[3,4,5]", "alpha=2"},
+    {"nn.shrink", "f64[3,4,5]", "bias=0.5, lambd=1"},
     {"nn.layer_norm", "f32[4,24];f32[24];f32[24]", NULL},
     {"nn.batch_norm", "f32[2,3,4];f32[3];f32[3];f32[3];f32+[3]", NULL},
     {"reshape", "f32[3,4,5]", "newshape=[5, -1, 2]"},
@@ -1020,6 +1040,7 @@ static kiln_ndarray *workload_value(const input_specs *in, int k, uint64_t *seed
             case KILN_INT8: ((int8_t *)d)[i] = v < -1e299 ? INT8_MIN : (int8_t)v; break;
             case KILN_INT32: ((int32_t *)d)[i] = v < -1e299 ? INT32_MIN : (int32_t)v; break;
             case KILN_INT64: ((int64_t *)d)[i] = v < -1e299 ? INT64_MIN : (int64_t)v; break;
+            case KILN_UINT8: ((uint8_t *)d)[i] = v < -1e299 ? 0 : (uint8_t)(int)v; break;
             default: break;
             }
         }
@@ -1088,6 +1109,101 @@ static int agree(const kiln_ndarray *a, const kiln_ndarray *b, double tol, int64
     return 1;
 }
 
+/* g with outputs outs[nouts] (output k from op names[k], workload owner[k])
+ * evaluated by the interpreter and compiled under `schedule` ("naive": one
+ * kernel per op, unfused; NULL: the default schedules, vectorized) on the
+ * inputs vals named vnames: every output must agree. */
+static void compare_compiled(kiln_graph *g, int nouts, const int *outs, const char *const *names,
+                             const int *owner, int nvals, kiln_ndarray *const *vals,
+                             char (*vnames)[32], const char *schedule) {
+    CHECK_EQ_INT(kiln_graph_set_outputs(g, nouts, outs, NULL), KILN_OK);
+    CHECK_EQ_INT(kiln_graph_infer_types(g), KILN_OK);
+    /* the interpreter */
+    kiln_ndarray **ref = calloc((size_t)nouts, sizeof *ref);
+    kiln_status st = graph_eval(g, nvals, (const kiln_ndarray *const *)vals, 0, ref);
+    CHECK_EQ_INT(st, KILN_OK);
+    if (st != KILN_OK)
+        fprintf(stderr, "graph_eval: %s\n", kiln_last_error());
+    /* the kernels, compiled once */
+    kiln_build_options *o = kiln_build_options_new();
+    if (schedule) {
+        kiln_build_options_set(o, "schedule", schedule);
+        kiln_build_options_set(o, "fuse", "0");
+        kiln_build_options_set(o, "opt-level", "0");
+    }
+    kiln_build_options_set(o, "cflags", "-O1 -march=native");
+    const char *pkg = test_tmp_path("interp_ops.tar");
+    st = kiln_graph_compile(g, pkg, o);
+    kiln_build_options_free(o);
+    CHECK_EQ_INT(st, KILN_OK);
+    if (st != KILN_OK)
+        fprintf(stderr, "compile: %s\n", kiln_last_error());
+    kiln_executor *ex = st == KILN_OK ? kiln_executor_load(pkg) : NULL;
+    CHECK(st != KILN_OK || ex != NULL);
+    for (int i = 0; ex && i < nvals; i++)
+        CHECK_EQ_INT(kiln_executor_set_input(ex, vnames[i], vals[i]), KILN_OK);
+    if (ex)
+        CHECK_EQ_INT(kiln_executor_run(ex), KILN_OK);
+    int bad = 0;
+    for (int k = 0; ex && ref && st == KILN_OK && k < nouts; k++) {
+        const kiln_ndarray *got = kiln_executor_output(ex, k);
+        int64_t where = 0;
+        if (!ref[k] || !got || !agree(got, ref[k], 2e-6, &where)) {
+            bad++;
+            fprintf(stderr, "op %s (workload %d, output %d): compiled and interpreted differ",
+                    names[k], owner[k], k);
+            if (got && ref[k] && where >= 0)
+                fprintf(stderr, " at %lld: %.9g vs %.9g", (long long)where, at(got, where),
+                        at(ref[k], where));
+            fprintf(stderr, "\n");
+        }
+    }
+    CHECK_EQ_INT(bad, 0);
+    kiln_executor_free(ex);
+    for (int k = 0; ref && k < nouts; k++)
+        kiln_ndarray_free(ref[k]);
+    free(ref);
+}
+
+/* Every cast between kiln's dtypes, on values every dtype holds (0 to 100,
+ * fractions for the float-to-integer truncation; bool 0 and 1), unfused
+ * under the naive schedule and under the default (vectorized) one. Values
+ * out of an integer dtype's range are left out: the interpreter saturates
+ * them, the generated C converts them as the C compiler does. */
+static void test_cast_matrix(void) {
+    static const kiln_dtype dts[] = {KILN_FLOAT32,  KILN_FLOAT64, KILN_FLOAT16,
+                                     KILN_BFLOAT16, KILN_INT8,    KILN_UINT8,
+                                     KILN_INT32,    KILN_INT64,   KILN_BOOL};
+    enum { ND = sizeof dts / sizeof dts[0], N = 32 };
+    for (int pass = 0; pass < 2; pass++) {
+        kiln_graph *g = kiln_graph_new();
+        kiln_ndarray *vals[ND];
+        char vnames[ND][32];
+        int outs[ND * ND], owner[ND * ND], nouts = 0;
+        const char *names[ND * ND];
+        int64_t n = N;
+        for (int f = 0; f < ND; f++) {
+            double v[N];
+            for (int i = 0; i < N; i++)
+                v[i] = dts[f] == KILN_BOOL ? i % 3 == 0 : (double)((i * 37) % 101) + (i % 4) * 0.25;
+            vals[f] = make(dts[f], 1, &n, v);
+            snprintf(vnames[f], sizeof vnames[f], "from_%s", kiln_dtype_name(dts[f]));
+            int x = kiln_graph_var(g, vnames[f], dts[f], 1, &n, NULL);
+            for (int t = 0; t < ND; t++) {
+                char attrs[48];
+                snprintf(attrs, sizeof attrs, "dtype=\"%s\"", kiln_dtype_name(dts[t]));
+                names[nouts] = "cast";
+                owner[nouts] = f * ND + t;
+                outs[nouts++] = kiln_graph_call(g, "cast", 1, &x, attrs, NULL);
+            }
+        }
+        compare_compiled(g, nouts, outs, names, owner, ND, vals, vnames, pass ? NULL : "naive");
+        for (int f = 0; f < ND; f++)
+            kiln_ndarray_free(vals[f]);
+        kiln_graph_free(g);
+    }
+}
+
 static void test_op_table_against_compiled(void) {
     kiln_op_registry *reg = ops_default_registry();
     (void)reg;
@@ -1145,51 +1261,7 @@ static void test_op_table_against_compiled(void) {
     printf("op table: %d rows with a compute, %d with a workload (%d workloads)\n", with_compute,
            covered, nw);
     CHECK_EQ_INT(covered, with_compute);
-    CHECK_EQ_INT(kiln_graph_set_outputs(g, nouts, outs, NULL), KILN_OK);
-    CHECK_EQ_INT(kiln_graph_infer_types(g), KILN_OK);
-    /* the interpreter */
-    kiln_ndarray **ref = calloc((size_t)nouts, sizeof *ref);
-    kiln_status st = graph_eval(g, nvals, (const kiln_ndarray *const *)vals, 0, ref);
-    CHECK_EQ_INT(st, KILN_OK);
-    if (st != KILN_OK)
-        fprintf(stderr, "graph_eval: %s\n", kiln_last_error());
-    /* the naive schedule, one kernel per op, compiled once */
-    kiln_build_options *o = kiln_build_options_new();
-    kiln_build_options_set(o, "schedule", "naive");
-    kiln_build_options_set(o, "fuse", "0");
-    kiln_build_options_set(o, "opt-level", "0");
-    kiln_build_options_set(o, "cflags", "-O1 -march=native");
-    const char *pkg = test_tmp_path("interp_ops.tar");
-    st = kiln_graph_compile(g, pkg, o);
-    kiln_build_options_free(o);
-    CHECK_EQ_INT(st, KILN_OK);
-    if (st != KILN_OK)
-        fprintf(stderr, "compile: %s\n", kiln_last_error());
-    kiln_executor *ex = st == KILN_OK ? kiln_executor_load(pkg) : NULL;
-    CHECK(st != KILN_OK || ex != NULL);
-    for (int i = 0; ex && i < nvals; i++)
-        CHECK_EQ_INT(kiln_executor_set_input(ex, vnames[i], vals[i]), KILN_OK);
-    if (ex)
-        CHECK_EQ_INT(kiln_executor_run(ex), KILN_OK);
-    int bad = 0;
-    for (int k = 0; ex && ref && st == KILN_OK && k < nouts; k++) {
-        const kiln_ndarray *got = kiln_executor_output(ex, k);
-        int64_t where = 0;
-        if (!ref[k] || !got || !agree(got, ref[k], 2e-6, &where)) {
-            bad++;
-            fprintf(stderr, "op %s (workload %d, output %d): compiled and interpreted differ",
-                    names[k], owner[k], k);
-            if (got && ref[k] && where >= 0)
-                fprintf(stderr, " at %lld: %.9g vs %.9g", (long long)where, at(got, where),
-                        at(ref[k], where));
-            fprintf(stderr, "\n");
-        }
-    }
-    CHECK_EQ_INT(bad, 0);
-    kiln_executor_free(ex);
-    for (int k = 0; ref && k < nouts; k++)
-        kiln_ndarray_free(ref[k]);
-    free(ref);
+    compare_compiled(g, nouts, outs, names, owner, nvals, vals, vnames, "naive");
     for (int i = 0; i < nvals; i++)
         kiln_ndarray_free(vals[i]);
     kiln_graph_free(g);
@@ -1198,4 +1270,5 @@ static void test_op_table_against_compiled(void) {
 TEST_MAIN(TEST(test_division_rule), TEST(test_dtype_arithmetic), TEST(test_casts),
           TEST(test_intrinsics), TEST(test_select_skips_lanes), TEST(test_reductions),
           TEST(test_dependent_reduce_domains), TEST(test_argmax_two_stages),
-          TEST(test_stages_and_sizes), TEST(test_errors), TEST(test_op_table_against_compiled))
+          TEST(test_stages_and_sizes), TEST(test_errors), TEST(test_cast_matrix),
+          TEST(test_op_table_against_compiled))
