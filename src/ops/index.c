@@ -82,10 +82,6 @@ static int is_scalar_type(const gtensor_type *t) {
     return t->ndim == 0 || (t->ndim == 1 && !t->dims[0].sym && t->dims[0].v == 1);
 }
 
-static int is_float(kiln_dtype dt) {
-    return dt == KILN_FLOAT32 || dt == KILN_FLOAT64 || dt == KILN_FLOAT16 || dt == KILN_BFLOAT16;
-}
-
 /* The one element of a scalar operand. */
 static kiln_expr scalar_at(kiln_ctx *ctx, kiln_tensor *t) {
     kiln_expr zero = ops_int(ctx, 0);
@@ -128,7 +124,7 @@ static kiln_expr red_identity(kiln_ctx *ctx, kiln_dtype dt, int red) {
     if (red == RED_ADD || red == RED_MUL)
         return ops_const(ctx, dt, red == RED_MUL);
     int hi = red == RED_MIN;
-    if (is_float(dt))
+    if (ops_is_float_dtype(dt))
         return ops_const(ctx, dt, hi ? INFINITY : -INFINITY);
     switch (dt) {
     case KILN_INT8: return ops_const(ctx, dt, hi ? INT8_MAX : INT8_MIN);
@@ -880,7 +876,7 @@ static kiln_expr topk_rank_body(kiln_ctx *ctx, const kiln_expr *o, void *u) {
     scan_args *a = u;
     kiln_expr before =
         ordered_before(at_axis(a->x, a->nd, o, a->axis, a->m), kiln_tensor_at(a->x, a->nd, o), a->m,
-                       o[a->axis], a->largest, is_float(kiln_tensor_dtype(a->x)));
+                       o[a->axis], a->largest, ops_is_float_dtype(kiln_tensor_dtype(a->x)));
     return kiln_sum(kiln_select(before, ops_int(ctx, 1), ops_int(ctx, 0)), 1, &a->m);
 }
 

@@ -106,6 +106,8 @@ KILN_HIDDEN rel_result ops_rel_float_unary(const struct kiln_graph *g, const gno
                                            const gtype *const *in, gtype *out);
 /* 1 if dt is an integer dtype an index may have (int8, uint8, int32, int64). */
 KILN_HIDDEN int ops_is_index_dtype(kiln_dtype dt);
+/* 1 for float16, bfloat16, float32 and float64. */
+KILN_HIDDEN int ops_is_float_dtype(kiln_dtype dt);
 
 /* ---- attributes (ops_common.c) ------------------------------------------------ */
 

@@ -103,6 +103,10 @@ rel_result ops_rel_float_unary(const struct kiln_graph *g, const gnode *call,
     return ops_set_out(g, out, a);
 }
 
+int ops_is_float_dtype(kiln_dtype dt) {
+    return dt == KILN_FLOAT32 || dt == KILN_FLOAT64 || dt == KILN_FLOAT16 || dt == KILN_BFLOAT16;
+}
+
 int ops_is_index_dtype(kiln_dtype dt) {
     return dt == KILN_INT8 || dt == KILN_UINT8 || dt == KILN_INT32 || dt == KILN_INT64;
 }

@@ -207,7 +207,12 @@ static kiln_expr arg_pick(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     kiln_expr ix[KILN_MAX_NDIM];
     arg_index(a, i, a->k2, ix);
     int ond = kiln_tensor_ndim(a->best);
-    kiln_expr hit = kiln_eq(kiln_tensor_at(a->x, a->nd, ix), kiln_tensor_at(a->best, ond, i));
+    kiln_expr x = kiln_tensor_at(a->x, a->nd, ix), best = kiln_tensor_at(a->best, ond, i);
+    /* max and min propagate NaN, so best is NaN iff the slice has one: then
+       the answer is a NaN's index, as numpy's argmax/argmin give */
+    kiln_expr hit = kiln_eq(x, best);
+    if (ops_is_float_dtype(kiln_tensor_dtype(a->x)))
+        hit = kiln_or(hit, kiln_and(kiln_ne(x, x), kiln_ne(best, best)));
     if (a->last)
         return kiln_max_reduce(kiln_select(hit, a->k2, ops_int(ctx, -1)), 1, &a->k2);
     return kiln_min_reduce(kiln_select(hit, a->k2, ops_int(ctx, a->n)), 1, &a->k2);

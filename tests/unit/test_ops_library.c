@@ -471,6 +471,31 @@ static void test_elementwise(void) {
     kiln_ndarray_free(ib);
 }
 
+/* argmax/argmin of a float slice holding NaN give a NaN's index (the first,
+ * or the last with select_last_index), as numpy and ONNX Runtime do; a
+ * slice without NaN is unaffected. */
+static void test_argmax_nan(void) {
+    int64_t xs[2] = {3, 5};
+    kiln_ndarray *x = kiln_ndarray_empty(KILN_FLOAT32, 2, xs);
+    float rows[3][5] = {{1, NAN, 7, NAN, -2}, {4, 9, -1, 9, 0}, {NAN, 2, 2, 3, NAN}};
+    memcpy(kiln_ndarray_data(x), rows, sizeof rows);
+    kiln_graph *g = kiln_graph_new();
+    int in = kiln_graph_var(g, "x", KILN_FLOAT32, 2, xs, NULL);
+    int outs[3] = {kiln_graph_call(g, "argmax", 1, &in, "axis=1, keepdims=0", "amax"),
+                   kiln_graph_call(g, "argmin", 1, &in, "axis=1, keepdims=0", "amin"),
+                   kiln_graph_call(g, "argmax", 1, &in, "axis=1, keepdims=0, select_last_index=1",
+                                   "amax_last")};
+    const char *names[1] = {"x"};
+    kiln_executor *ex = compile_run(g, 3, outs, "argmax_nan.tar", 1, names, &x);
+    static const double ref[3][3] = {{1, 1, 0}, {1, 2, 0}, {3, 3, 4}};
+    int64_t od[1] = {3};
+    for (int k = 0; k < 3 && ex; k++)
+        check_output(ex, k, 1, od, ref[k], 0, "arg_nan");
+    kiln_executor_free(ex);
+    kiln_graph_free(g);
+    kiln_ndarray_free(x);
+}
+
 /* The ops of issue 12 (math, logic, activations) on special values, under
  * the default schedules (vectorized), against C: isnan and isinf (each
  * detect_* setting), sin, atan, celu, shrink, thresholded_relu, mish on
@@ -960,7 +985,7 @@ static void test_slice_extremes(void) {
 }
 
 TEST_MAIN(TEST(test_slice_extremes), TEST(test_reductions), TEST(test_argmax),
-          TEST(test_layer_norm), TEST(test_batch_matmul), TEST(test_strided_slice),
-          TEST(test_take_broadcast_pad), TEST(test_elementwise), TEST(test_math_logic_activations),
-          TEST(test_global_max_pool), TEST(test_relation_errors), TEST(test_onnx_node_models),
-          TEST(test_hard_swish), TEST(test_hard_swish_one_place))
+          TEST(test_argmax_nan), TEST(test_layer_norm), TEST(test_batch_matmul),
+          TEST(test_strided_slice), TEST(test_take_broadcast_pad), TEST(test_elementwise),
+          TEST(test_math_logic_activations), TEST(test_global_max_pool), TEST(test_relation_errors),
+          TEST(test_onnx_node_models), TEST(test_hard_swish), TEST(test_hard_swish_one_place))
