@@ -10,7 +10,18 @@
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
-typedef enum { OP_CONST, OP_VAR, OP_NEG, OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MOD, OP_MIN, OP_MAX } op;
+typedef enum {
+    OP_CONST,
+    OP_VAR,
+    OP_NEG,
+    OP_ADD,
+    OP_SUB,
+    OP_MUL,
+    OP_DIV,
+    OP_MOD,
+    OP_MIN,
+    OP_MAX
+} op;
 
 struct dim_insn {
     int op;

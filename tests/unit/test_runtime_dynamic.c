@@ -74,12 +74,12 @@ static void test_dim_expr(void) {
     CHECK_EQ_INT(eval(&env, "max(min(n,k), 2*k)", 9, 4), 8);
     CHECK_EQ_INT(eval(&env, "007", 0, 0), 7);
     /* floor division and modulo of negatives (Python's rules) */
-    CHECK_EQ_INT(eval(&env, "(0-7)//2 + 10", 0, 0), 6);  /* -4 */
-    CHECK_EQ_INT(eval(&env, "7//(0-2) + 10", 0, 0), 6);  /* -4 */
-    CHECK_EQ_INT(eval(&env, "(-7)//(-2)", 0, 0), 3);     /* 3 */
-    CHECK_EQ_INT(eval(&env, "(n-7)%3", 0, 0), 2);        /* -7 % 3 */
-    CHECK_EQ_INT(eval(&env, "7%(0-3) + 5", 0, 0), 3);    /* -2 */
-    CHECK_EQ_INT(eval(&env, "-n//k + 10", 7, 2), 6);     /* unary minus binds tighter: (-7)//2 */
+    CHECK_EQ_INT(eval(&env, "(0-7)//2 + 10", 0, 0), 6); /* -4 */
+    CHECK_EQ_INT(eval(&env, "7//(0-2) + 10", 0, 0), 6); /* -4 */
+    CHECK_EQ_INT(eval(&env, "(-7)//(-2)", 0, 0), 3);    /* 3 */
+    CHECK_EQ_INT(eval(&env, "(n-7)%3", 0, 0), 2);       /* -7 % 3 */
+    CHECK_EQ_INT(eval(&env, "7%(0-3) + 5", 0, 0), 3);   /* -2 */
+    CHECK_EQ_INT(eval(&env, "-n//k + 10", 7, 2), 6);    /* unary minus binds tighter: (-7)//2 */
     CHECK_EQ_INT(eval(&env, "(0-9223372036854775807-1)%(0-1)", 0, 0), 0);
     CHECK_EQ_INT(eval(&env, "9223372036854775807", 0, 0), INT64_MAX);
     /* evaluation errors: never undefined behaviour */
@@ -92,7 +92,8 @@ static void test_dim_expr(void) {
     expect_eval_error(&env, "n%0", 3, "divides by zero");
     expect_eval_error(&env, "n-10", 5, "'n-10' is negative (-5)");
     /* malformed text */
-    expect_parse_error(&env, "", "dim expression '': expected a number, a name, '(' or '-' at the end");
+    expect_parse_error(&env, "",
+                       "dim expression '': expected a number, a name, '(' or '-' at the end");
     expect_parse_error(&env, "n*", "dim expression 'n*': expected a number");
     expect_parse_error(&env, "*n", "at byte 0 ('*')");
     expect_parse_error(&env, "n n", "expected an operator at byte 2 ('n')");
