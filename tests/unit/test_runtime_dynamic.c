@@ -8,11 +8,13 @@
  * an executor, from two threads at once, against a reference computed
  * here; the errors of inconsistent inputs, unbound variables, malformed
  * expressions and per-run kernel checks; the same plan made static still
- * gets one arena. Writes KILN_TEST_TMP/dyn_model.tar (a package of it). */
+ * gets one arena. Writes KILN_TEST_TMP/dyn_model.tar (a package of it),
+ * dyn_inputs.npz and dyn_inputs_bad.npz for the CLI test (cli/test_run.sh). */
 #include <pthread.h>
 
 #include "check.h"
 #include "codegen/codegen.h"
+#include "driver/driver_internal.h"
 #include "runtime/dim_expr.h"
 #include "runtime/graph_plan.h"
 #include "te/te_internal.h"
@@ -223,7 +225,7 @@ static kiln_module *kernels(void) {
     tir_func fs[3] = {lower_one(T, 2, a1, "dup", 0), lower_one(Y, 3, a2, "addw", 1),
                       lower_one(Z, 3, a3, "scale", 0)};
     char *src = fs[0].name && fs[1].name && fs[2].name ? codegen_render_c(3, fs) : NULL;
-    kiln_target *host = kiln_target_host();
+    kiln_target *host = driver_target(NULL); /* this machine, or $KILN_TARGET */
     codegen_toolchain tc = codegen_target_toolchain(host);
     char *so = NULL, *dir = NULL;
     kiln_status st = src ? codegen_compile(src, "dyn", &tc, &so, &dir) : KILN_ERR_INVALID;
@@ -779,14 +781,29 @@ static void test_static_and_package(void) {
     CHECK(m != NULL);
     CHECK(m && run_ok(m, 6, 12) && run_ok(m, 1, 13));
     kiln_model_free(m);
+    /* inputs for the CLI test (tests/cli/test_run.sh): n = 3, and s too short */
+    kiln_ndarray *x, *s, *s5 = kiln_ndarray_empty(KILN_FLOAT32, 1, (int64_t[]){5});
+    make_inputs(3, 14, &x, &s);
+    kiln_npz *in = kiln_npz_new(), *bad = kiln_npz_new();
+    kiln_npz_add(in, "x", x);
+    kiln_npz_add(in, "s", s);
+    kiln_npz_add(bad, "x", x);
+    kiln_npz_add(bad, "s", s5);
+    CHECK_EQ_INT(kiln_npz_save(in, test_tmp_path("dyn_inputs.npz"), 0), KILN_OK);
+    CHECK_EQ_INT(kiln_npz_save(bad, test_tmp_path("dyn_inputs_bad.npz"), 0), KILN_OK);
+    kiln_npz_free(in);
+    kiln_npz_free(bad);
+    kiln_ndarray_free(x);
+    kiln_ndarray_free(s);
+    kiln_ndarray_free(s5);
     kiln_package_info *info = kiln_package_inspect(tar);
     CHECK(info != NULL);
     if (info) {
-        const kiln_tensor_desc *x = kiln_package_info_input(info, 0);
+        const kiln_tensor_desc *xd = kiln_package_info_input(info, 0);
         const kiln_tensor_desc *sd = kiln_package_info_input(info, 1);
         const kiln_tensor_desc *zd = kiln_package_info_output(info, 0);
-        CHECK(x->shape[0] == -1 && x->shape[1] == 3 && x->dim_expr[1] == NULL);
-        CHECK_EQ_STR(x->dim_expr[0], "n");
+        CHECK(xd->shape[0] == -1 && xd->shape[1] == 3 && xd->dim_expr[1] == NULL);
+        CHECK_EQ_STR(xd->dim_expr[0], "n");
         CHECK_EQ_STR(sd->dim_expr[0], "n*2");
         CHECK_EQ_STR(zd->dim_expr[0], "n*2");
         CHECK_EQ_INT(kiln_package_info_num_inputs(info), 2);
