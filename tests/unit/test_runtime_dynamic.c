@@ -224,11 +224,14 @@ static kiln_module *kernels(void) {
     kiln_tensor *a1[2] = {X, T}, *a2[3] = {T2, W, Y}, *a3[3] = {Y2, S, Z};
     tir_func fs[3] = {lower_one(T, 2, a1, "dup", 0), lower_one(Y, 3, a2, "addw", 1),
                       lower_one(Z, 3, a3, "scale", 0)};
-    char *src = fs[0].name && fs[1].name && fs[2].name ? codegen_render_c(3, fs) : NULL;
     kiln_target *host = driver_target(NULL); /* this machine, or $KILN_TARGET */
-    codegen_toolchain tc = codegen_target_toolchain(host);
+    char *src = host && fs[0].name && fs[1].name && fs[2].name ? codegen_render_c(3, fs) : NULL;
     char *so = NULL, *dir = NULL;
-    kiln_status st = src ? codegen_compile(src, "dyn", &tc, &so, &dir) : KILN_ERR_INVALID;
+    kiln_status st = KILN_ERR_INVALID;
+    if (src) {
+        codegen_toolchain tc = codegen_target_toolchain(host);
+        st = codegen_compile(src, "dyn", &tc, &so, &dir);
+    }
     CHECK_EQ_INT(st, KILN_OK);
     if (st)
         fprintf(stderr, "build: %s\n", kiln_last_error());
