@@ -27,8 +27,12 @@ static int ends_with(const char *s, const char *suffix) {
 
 static void print_tensor(const kiln_tensor_desc *t) {
     printf("  %s: %s[", t->name, kiln_dtype_name(t->dtype));
-    for (int d = 0; d < t->ndim; d++)
-        printf("%s%lld", d ? ", " : "", (long long)t->shape[d]);
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->dim_expr[d])
+            printf("%s%s", d ? ", " : "", t->dim_expr[d]);
+        else
+            printf("%s%lld", d ? ", " : "", (long long)t->shape[d]);
+    }
     printf("]\n");
 }
 

@@ -280,9 +280,14 @@ static void list_inputs(const kiln_executor *e) {
 /* "float32[1, 3, 224, 224]": input i's type. */
 static const char *input_type(const kiln_executor *e, int i, char *buf, size_t n) {
     int k = snprintf(buf, n, "%s[", kiln_dtype_name(kiln_executor_input_dtype(e, i)));
-    for (int d = 0; d < kiln_executor_input_ndim(e, i) && k > 0 && (size_t)k < n; d++)
-        k += snprintf(buf + k, n - (size_t)k, "%s%lld", d ? ", " : "",
-                      (long long)kiln_executor_input_dim(e, i, d));
+    for (int d = 0; d < kiln_executor_input_ndim(e, i) && k > 0 && (size_t)k < n; d++) {
+        const char *x = kiln_executor_input_dim_expr(e, i, d); /* a symbolic dim */
+        if (x)
+            k += snprintf(buf + k, n - (size_t)k, "%s%s", d ? ", " : "", x);
+        else
+            k += snprintf(buf + k, n - (size_t)k, "%s%lld", d ? ", " : "",
+                          (long long)kiln_executor_input_dim(e, i, d));
+    }
     if (k > 0 && (size_t)k < n)
         snprintf(buf + k, n - (size_t)k, "]");
     return buf;
@@ -348,8 +353,19 @@ static int set_inputs(kiln_executor *e, const run_opts *o) {
             continue;
         int64_t shape[KILN_MAX_NDIM];
         int nd = kiln_executor_input_ndim(e, i);
+        char type[256];
         for (int d = 0; d < nd; d++)
             shape[d] = kiln_executor_input_dim(e, i, d);
+        for (int d = 0; d < nd && !rc; d++)
+            if (shape[d] < 0) {
+                fprintf(stderr,
+                        "kiln run: input '%s' (%s) has symbolic dims, so --fill cannot size it: "
+                        "give it with --inputs\n",
+                        name, input_type(e, i, type, sizeof type));
+                rc = 2;
+            }
+        if (rc)
+            break;
         kiln_ndarray *a = kiln_ndarray_empty(kiln_executor_input_dtype(e, i), nd, shape);
         if (a)
             fill(a, o->fill, &seed);
@@ -357,7 +373,6 @@ static int set_inputs(kiln_executor *e, const run_opts *o) {
             fprintf(stderr, "kiln run: input '%s': %s\n", name, kiln_last_error());
             rc = 1;
         } else {
-            char type[256];
             fprintf(stderr, "kiln run: filled input '%s' (%s) with %s\n", name,
                     input_type(e, i, type, sizeof type),
                     o->fill == FILL_ZEROS  ? "zeros"

@@ -186,6 +186,31 @@ KILN_API kiln_status kiln_function_call(const kiln_function *f, int nargs,
  * shared by every run; every other storage_id gets a 64-byte aligned buffer,
  * sized for the largest entry that uses it, in a run state's arena. A run
  * allocates nothing once its run state exists.
+ *
+ * Symbolic dims. A dim in attrs.shape may be a string instead of an
+ * integer: a dim expression over named dim variables, fixed only when the
+ * model runs. The syntax: decimal integers, names ([A-Za-z_][A-Za-z0-9_]*),
+ * + - * // (floor division) % (floor modulo), unary -, min(a, b), max(a, b)
+ * and parentheses, with the usual precedence; at most 256 bytes and 32
+ * levels of nesting ("n", "n*2", "(s+1)//2", "max(n-1, 1)"). An expression
+ * without names is its value. A plan whose dims are all integers is static
+ * and runs as above. In a plan with names (a dynamic plan):
+ *   - every name must be a dim of its own ("n", not "n*2") of some input;
+ *     the first such input dim, inputs in "arg_nodes" order, binds it each
+ *     run, and every other symbolic input dim must equal its expression
+ *     under that binding (else the run fails with KILN_ERR_INVALID naming
+ *     the input, the dim, the variable and both values);
+ *   - parameters must be static;
+ *   - the kernels' signatures are checked at load as far as the plan's
+ *     constant dims go, and per run for the rest (a kernel's fixed dim that
+ *     meets a symbolic dim, a kernel's symbolic size used twice);
+ *   - an expression that overflows int64, divides by zero or is negative,
+ *     and an entry of more than 1 TiB, fail the run, naming the entry;
+ *   - each run state has one 64-byte aligned buffer per storage_id (the
+ *     parameters' aside), grown, never shrunk, when a run's shapes need
+ *     more; storage_id sharing stays valid at every size, since liveness
+ *     does not depend on sizes. A run whose bound variables equal the
+ *     previous run's on that run state does no setup and allocates nothing.
  * Threads: kiln_package_write and kiln_package_inspect may be called from
  * any thread (distinct paths).
  *
@@ -214,12 +239,15 @@ KILN_API kiln_status kiln_package_write(const char *path, const char *json, size
 /* What a package holds, read without loading or running any of its code. */
 typedef struct kiln_package_info kiln_package_info;
 
-/* A tensor of a package's plan: name, dtype and shape. */
+/* A tensor of a package's plan: name, dtype and shape. A symbolic dim d
+ * has shape[d] -1 and its expression in dim_expr[d] (NULL for a constant
+ * dim). */
 typedef struct {
     const char *name;
     kiln_dtype dtype;
     int ndim;
     int64_t shape[KILN_MAX_NDIM];
+    const char *dim_expr[KILN_MAX_NDIM];
 } kiln_tensor_desc;
 
 /* Read the package at `path` without loading mod.so: verify the manifest
@@ -255,12 +283,15 @@ KILN_API const char *kiln_package_info_functions(const kiln_package_info *p);
 /* ---- loaded models ---------------------------------------------------------
  * A model is a loaded package: its module, its plan and its weights. It is
  * immutable once loaded and reference counted.
- * Threads: any number of threads may call kiln_model_run on one model at
- * once, and read its inputs and outputs; each concurrent run takes an
- * activation arena of its own from the model's pool (allocating one when
- * all are busy), so memory grows by one arena per concurrent run, never by
- * a copy of the weights. kiln_model_retain and kiln_model_free may be
- * called from any thread; the last free must come after every run. */
+ * Threads: any number of threads may call kiln_model_run and
+ * kiln_model_run_alloc on one model at once, each with inputs of its own
+ * shapes when the plan has symbolic dims, and read its inputs and outputs;
+ * each concurrent run takes a run state (activation memory, and for a
+ * dynamic plan the binding of its dim variables) of its own from the
+ * model's pool (allocating one when all are busy), so memory grows by one
+ * run state per concurrent run, never by a copy of the weights.
+ * kiln_model_retain and kiln_model_free may be called from any thread; the
+ * last free must come after every run. */
 typedef struct kiln_model kiln_model;
 
 /* Flags for kiln_model_run (and kiln_executor_set_check_div_zero): report
@@ -283,7 +314,8 @@ KILN_API kiln_model *kiln_model_retain(kiln_model *m);
 KILN_API void kiln_model_free(kiln_model *m);
 /* Inputs in the order of "arg_nodes" (parameters excluded), and outputs,
  * one per head; name, dtype, rank and dims as for an executor below (NULL,
- * KILN_DTYPE_COUNT or -1 when out of range). */
+ * KILN_DTYPE_COUNT or -1 when out of range; a dim is -1 when it is
+ * symbolic, and *_dim_expr gives its expression). */
 KILN_API int kiln_model_num_inputs(const kiln_model *m);
 KILN_API const char *kiln_model_input_name(const kiln_model *m, int i);
 KILN_API kiln_dtype kiln_model_input_dtype(const kiln_model *m, int i);
@@ -294,16 +326,28 @@ KILN_API const char *kiln_model_output_name(const kiln_model *m, int i);
 KILN_API kiln_dtype kiln_model_output_dtype(const kiln_model *m, int i);
 KILN_API int kiln_model_output_ndim(const kiln_model *m, int i);
 KILN_API int64_t kiln_model_output_dim(const kiln_model *m, int i, int d);
+/* The expression of symbolic dim d of input (output) i as mod.json writes
+ * it ("n", "n*2"), owned by the model; NULL for a constant dim or out of
+ * range. */
+KILN_API const char *kiln_model_input_dim_expr(const kiln_model *m, int i, int d);
+KILN_API const char *kiln_model_output_dim_expr(const kiln_model *m, int i, int d);
 /* Run the model once, safely from any number of threads at once: copy
  * inputs[i] (one per input, in order, every one given; any strides) in, run
  * every kernel and copy each output into outputs[i] (NULL skips it). Each
- * array must have its port's dtype and shape. `flags`: 0 or
- * KILN_RUN_CHECK_DIV_ZERO. A kernel failure names the node and function:
- * KILN_ERR_NOMEM, KILN_ERR_RANGE (an index input out of range) or, with
- * KILN_RUN_CHECK_DIV_ZERO, KILN_ERR_INVALID (an integer division by zero);
- * the outputs are then not written. */
+ * input must have its port's dtype and shape; a symbolic dim may have any
+ * size consistent with the other inputs (see "Symbolic dims" above). Each
+ * output array must have this run's shape (kiln_model_run_alloc makes
+ * them). `flags`: 0 or KILN_RUN_CHECK_DIV_ZERO. A kernel failure names the
+ * node and function: KILN_ERR_NOMEM, KILN_ERR_RANGE (an index input out of
+ * range) or, with KILN_RUN_CHECK_DIV_ZERO, KILN_ERR_INVALID (an integer
+ * division by zero); the outputs are then not written. */
 KILN_API kiln_status kiln_model_run(kiln_model *m, const kiln_ndarray *const *inputs,
                                     kiln_ndarray *const *outputs, unsigned flags);
+/* kiln_model_run into new arrays of this run's output shapes, for callers
+ * that do not know them: outputs has one slot per output and receives
+ * compact arrays the caller frees (all NULL after a failure). */
+KILN_API kiln_status kiln_model_run_alloc(kiln_model *m, const kiln_ndarray *const *inputs,
+                                          kiln_ndarray **outputs, unsigned flags);
 
 /* ---- executors ---------------------------------------------------------------
  * An executor is a model and one run state of its own: inputs that keep
@@ -322,7 +366,8 @@ KILN_API kiln_executor *kiln_executor_load(const char *package_tar_path);
 KILN_API kiln_executor *kiln_executor_create(const char *json, size_t len, kiln_module *mod,
                                              const kiln_npz *params);
 /* An executor over m, sharing its module and weights; it holds a reference
- * to m, so m may be freed first. Its inputs start as 0. */
+ * to m, so m may be freed first. Its inputs start as 0, except those with
+ * symbolic dims, which have no value (and no shape) until set. */
 KILN_API kiln_executor *kiln_executor_create_from_model(kiln_model *m);
 /* The executor's model (borrowed: retain it to keep it past the executor). */
 KILN_API kiln_model *kiln_executor_model(const kiln_executor *e);
@@ -337,13 +382,20 @@ KILN_API const char *kiln_executor_input_name(const kiln_executor *e, int i);
 KILN_API kiln_dtype kiln_executor_input_dtype(const kiln_executor *e, int i);
 /* Rank of input i (-1 if out of range). */
 KILN_API int kiln_executor_input_ndim(const kiln_executor *e, int i);
-/* Dim d of input i (-1 if out of range). */
+/* Dim d of input i (-1 if out of range or symbolic). */
 KILN_API int64_t kiln_executor_input_dim(const kiln_executor *e, int i, int d);
-/* Copy `value` into the input called `name`; its dtype and shape must match
- * (any strides). Inputs keep their value across runs; unset inputs are 0. */
+/* The expression of symbolic dim d of input i (kiln_model_input_dim_expr). */
+KILN_API const char *kiln_executor_input_dim_expr(const kiln_executor *e, int i, int d);
+/* Copy `value` into the input called `name`; its dtype, rank and constant
+ * dims must match (any strides). A symbolic dim takes the value's size (the
+ * input's buffer grows when it must); the inputs' sizes are checked against
+ * each other when the executor runs. Inputs keep their value across runs;
+ * unset inputs are 0, and an input with symbolic dims must be set before
+ * the first run. */
 KILN_API kiln_status kiln_executor_set_input(kiln_executor *e, const char *name,
                                              const kiln_ndarray *value);
-/* Run every kernel in order. Failures as for kiln_model_run. */
+/* Run every kernel in order, after binding a dynamic plan's dim variables
+ * from the inputs' shapes. Failures as for kiln_model_run. */
 KILN_API kiln_status kiln_executor_run(kiln_executor *e);
 /* With on != 0, later runs report an integer division by zero as an error
  * (KILN_RUN_CHECK_DIV_ZERO); 0 (the default) gives it the defined value. */
@@ -353,7 +405,10 @@ KILN_API int kiln_executor_num_outputs(const kiln_executor *e);
 /* Name of output i ("output_names", or "output_<i>"), or NULL. */
 KILN_API const char *kiln_executor_output_name(const kiln_executor *e, int i);
 /* Output i (owned by the executor, valid until it is freed; the values are
- * those of the last run), or NULL. */
+ * those of the last run), or NULL. With symbolic dims, it has the last
+ * run's shape (the same object, reshaped, from run to run), and is NULL
+ * before the first run and after set_input or a failed run moved the
+ * executor's buffers (run again; do not read a pointer kept from before). */
 KILN_API const kiln_ndarray *kiln_executor_output(const kiln_executor *e, int i);
 /* Kernel calls per run (the "tvm_op" nodes), in execution order. */
 KILN_API int kiln_executor_num_kernels(const kiln_executor *e);

@@ -2,8 +2,16 @@
  * model and checks the whole plan: ids, shapes, dtypes, storage liveness,
  * the parameters (against "param_names" when the compiler wrote it) and
  * every kernel's signature against its entries. The weights get one
- * aligned buffer per storage id, shared by every run; every other storage
- * id gets an offset in a run's arena (graph_executor.c). */
+ * aligned buffer per storage id, shared by every run; in a static plan
+ * every other storage id gets an offset in a run's arena (graph_executor.c).
+ *
+ * A dim may be a string, a dim expression (dim_expr.h); one without
+ * variables is folded to its value at load. A plan with variables is
+ * dynamic: each variable is bound by the first input dim that is that
+ * variable alone, parameters must be static, the kernels' signatures are
+ * checked here as far as the constant dims go and per run for the rest,
+ * and a run state gives each storage id a buffer of its own, grown as the
+ * runs need (graph_executor.c). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +20,9 @@
 #include "../base/json.h"
 #include "graph_plan.h"
 
-#define MAX_STORAGE_BYTES ((int64_t)1 << 40)
 #define WHAT "mod.json"
+
+int64_t graph_run_storage_limit = INT64_MAX;
 
 /* ---- errors ------------------------------------------------------------------- */
 
@@ -32,16 +41,37 @@ static kiln_status plan_prefix(void) {
 #define plan_err(...) (kiln_set_error(KILN_ERR_INVALID, __VA_ARGS__), plan_prefix())
 #define node_err(e, nid, ...) (kiln_set_error(KILN_ERR_INVALID, __VA_ARGS__), node_prefix(e, nid))
 
-const char *graph_type_str(char *buf, size_t n, kiln_dtype dt, int ndim, const int64_t *shape) {
+/* A type, dim d printed as expr[d]'s text where expr and expr[d] are not NULL. */
+static const char *type_str(char *buf, size_t n, kiln_dtype dt, int ndim, const int64_t *shape,
+                            const dim_expr *const *expr) {
     int k = snprintf(buf, n, "%s[", kiln_dtype_name(dt));
     for (int d = 0; d < ndim && k > 0 && (size_t)k < n; d++) {
-        if (shape[d] < 0)
-            k += snprintf(buf + k, n - (size_t)k, "%s?", d ? ", " : "");
+        const char *sep = d ? ", " : "";
+        if (expr && expr[d])
+            k += snprintf(buf + k, n - (size_t)k, "%s%s", sep, expr[d]->text);
+        else if (shape[d] < 0)
+            k += snprintf(buf + k, n - (size_t)k, "%s?", sep);
         else
-            k += snprintf(buf + k, n - (size_t)k, "%s%lld", d ? ", " : "", (long long)shape[d]);
+            k += snprintf(buf + k, n - (size_t)k, "%s%lld", sep, (long long)shape[d]);
     }
     if (k > 0 && (size_t)k < n)
         snprintf(buf + k, n - (size_t)k, "]");
+    return buf;
+}
+
+const char *graph_type_str(char *buf, size_t n, kiln_dtype dt, int ndim, const int64_t *shape) {
+    return type_str(buf, n, dt, ndim, shape, NULL);
+}
+
+const char *graph_entry_str(char *buf, size_t n, const plan_entry *en) {
+    return type_str(buf, n, en->dtype, en->ndim, en->shape, en->expr);
+}
+
+const char *graph_entry_name(char *buf, size_t n, const kiln_model *m, int entry) {
+    const plan_entry *en = &m->entries[entry];
+    const plan_node *nd = &m->nodes[en->node];
+    snprintf(buf, n, "entry %d (output %d of node %d '%s')", entry, entry - nd->first, en->node,
+             nd->name);
     return buf;
 }
 
@@ -55,7 +85,7 @@ const char *graph_array_str(char *buf, size_t n, const kiln_ndarray *a) {
 int graph_array_matches(const kiln_ndarray *a, const plan_entry *en) {
     int ok = kiln_ndarray_dtype(a) == en->dtype && kiln_ndarray_ndim(a) == en->ndim;
     for (int d = 0; ok && d < en->ndim; d++)
-        ok = kiln_ndarray_dim(a, d) == en->shape[d];
+        ok = en->shape[d] < 0 || kiln_ndarray_dim(a, d) == en->shape[d];
     return ok;
 }
 
@@ -107,6 +137,28 @@ static const json *graph_attr(const json *attrs, const char *key, const char *ta
     return list;
 }
 
+/* Prefix the current error with "mod.json: entry i: dim d". */
+static kiln_status plan_prefix_entry(int i, int d) {
+    kiln_error_prefix(WHAT ": entry %d: dim %d", i, d);
+    return KILN_ERR_INVALID;
+}
+
+/* Dim d of entry en, the string v: a dim expression. One without variables
+ * is folded to its value; otherwise shape[d] is -1 and expr[d] holds it. */
+static kiln_status read_dim_expr(kiln_model *e, plan_entry *en, int d, const json *v) {
+    const dim_expr *x = dim_expr_parse(&e->vars, v->s, v->slen);
+    if (!x)
+        return KILN_ERR_INVALID;
+    if (dim_expr_is_const(x))
+        return dim_expr_eval(x, NULL, &en->shape[d]);
+    if (!en->expr)
+        en->expr = arena_alloc(e->ar, KILN_MAX_NDIM * sizeof *en->expr);
+    en->expr[d] = x;
+    en->shape[d] = -1;
+    e->dynamic = 1;
+    return KILN_OK;
+}
+
 static kiln_status read_entries(kiln_model *e, const json *attrs) {
     const json *shapes = graph_attr(attrs, "shape", "list_shape", e->nentries);
     const json *dtypes = shapes ? graph_attr(attrs, "dltype", "list_str", e->nentries) : NULL;
@@ -124,11 +176,22 @@ static kiln_status read_entries(kiln_model *e, const json *attrs) {
         en->ndim = json_len(sh);
         en->bytes = (int64_t)kiln_dtype_size(en->dtype);
         for (int d = 0; d < en->ndim; d++) {
-            if (!json_int(json_at(sh, d), &en->shape[d]) || en->shape[d] < 0)
-                return plan_err("entry %d: dim %d is not a non-negative integer", i, d);
+            const json *v = json_at(sh, d);
+            if (json_is(v, JSON_STRING)) {
+                if (read_dim_expr(e, en, d, v))
+                    return plan_prefix_entry(i, d);
+                if (en->shape[d] < 0)
+                    continue;
+            } else if (!json_int(v, &en->shape[d]) || en->shape[d] < 0) {
+                return plan_err("entry %d: dim %d is not a non-negative integer or a dim "
+                                "expression (a string)",
+                                i, d);
+            }
             if (!kiln_mul_ok(en->bytes, en->shape[d], &en->bytes) || en->bytes > MAX_STORAGE_BYTES)
                 return plan_err("entry %d: the shape is too large", i);
         }
+        en->dim0 = e->ndims;
+        e->ndims += en->ndim; /* each dim is a JSON value: fewer than JSON_MAX_SIZE < INT_MAX */
         if (!int_in(json_at(sids, i), 0, e->nentries - 1, &en->storage))
             return plan_err("entry %d: storage_id must be an integer in [0, %d)", i, e->nentries);
         if (en->storage >= e->nstorage)
@@ -315,6 +378,12 @@ static kiln_status read_args(kiln_model *e, const json *root, const kiln_npz *pa
             continue;
         }
         char want[256], got[256];
+        for (int d = 0; en->expr && d < en->ndim; d++)
+            if (en->expr[d])
+                return node_err(e, nid,
+                                "a parameter's shape must be static, but dim %d is '%s' (mod.json "
+                                "shape %s)",
+                                d, en->expr[d]->text, graph_entry_str(want, sizeof want, en));
         if (!graph_array_matches(p, en))
             return node_err(e, nid, "mod.params has %s, but the graph says %s",
                             graph_array_str(got, sizeof got, p),
@@ -358,6 +427,41 @@ static kiln_status read_heads(kiln_model *e, const json *root) {
     return KILN_OK;
 }
 
+/* Each variable is bound by the first input dim that is the variable alone
+ * (inputs in arg_nodes order, dims in order); one that none binds is an
+ * error naming it and an entry that uses it. */
+static kiln_status bind_vars(kiln_model *e) {
+    int n = e->vars.n;
+    e->var_port = arena_alloc(e->ar, (size_t)(n ? n : 1) * sizeof(int));
+    e->var_dim = arena_alloc(e->ar, (size_t)(n ? n : 1) * sizeof(int));
+    for (int k = 0; k < n; k++)
+        e->var_port[k] = -1;
+    for (int i = 0; i < e->ninputs; i++) {
+        const plan_entry *en = &e->entries[e->inputs[i].entry];
+        for (int d = 0; en->expr && d < en->ndim; d++) {
+            const dim_expr *x = en->expr[d];
+            if (x && x->var >= 0 && e->var_port[x->var] < 0) {
+                e->var_port[x->var] = i;
+                e->var_dim[x->var] = d;
+            }
+        }
+    }
+    for (int k = 0; k < n; k++) {
+        if (e->var_port[k] >= 0)
+            continue;
+        for (int i = 0; i < e->nentries; i++) {
+            const plan_entry *en = &e->entries[i];
+            for (int d = 0; en->expr && d < en->ndim; d++)
+                if (en->expr[d] && dim_expr_uses(en->expr[d], k))
+                    return plan_err("dim variable '%s' (entry %d dim %d: '%s') is bound by no "
+                                    "input: a variable must be a dim of its own of some input",
+                                    e->vars.names[k], i, d, en->expr[d]->text);
+        }
+        KILN_ASSERT(0 && "an interned variable that no entry uses");
+    }
+    return KILN_OK;
+}
+
 /* Entries sharing a storage_id must never be live at once: an entry's
  * buffer is free after its last reader. Null nodes and heads stay live. */
 static kiln_status check_storage(kiln_model *e) {
@@ -390,8 +494,55 @@ static kiln_status check_storage(kiln_model *e) {
 
 /* ---- kernels and storage -------------------------------------------------------- */
 
-/* Bind node nid's function, bind its symbolic sizes and record the storage
- * id of each argument. */
+kiln_status graph_plan_bind_kernel(const kiln_model *e, int nid, const int64_t *dims,
+                                   int64_t *vars) {
+    const plan_node *n = &e->nodes[nid];
+    for (int k = 0; k < kiln_function_num_vars(n->f); k++)
+        vars[k] = -1;
+    for (int a = 0; a < n->ninputs + n->noutputs; a++) {
+        const plan_entry *en =
+            &e->entries[a < n->ninputs ? n->inputs[a] : n->first + a - n->ninputs];
+        const int64_t *shape = dims ? dims + en->dim0 : en->shape;
+        kiln_dtype dt;
+        int ndim, ok;
+        const int64_t *fdims;
+        KILN_ASSERT(kiln_function_arg_info(n->f, a, &dt, &ndim, &fdims));
+        ok = dt == en->dtype && ndim == en->ndim;
+        for (int d = 0; d < ndim && ok; d++) {
+            if (shape[d] < 0) /* a symbolic dim: checked per run */
+                continue;
+            if (fdims[d] >= 0) {
+                ok = fdims[d] == shape[d];
+                continue;
+            }
+            int k = (int)(-1 - fdims[d]); /* a symbolic size: bound by its first use */
+            if (vars[k] < 0)
+                vars[k] = shape[d];
+            ok = vars[k] == shape[d];
+        }
+        if (ok)
+            continue;
+        char want[256], got[256], run[256] = "";
+        int64_t fshape[KILN_MAX_NDIM];
+        for (int d = 0; d < ndim; d++)
+            fshape[d] = fdims[d] >= 0 ? fdims[d] : -1;
+        if (dims && en->expr) {
+            snprintf(run, sizeof run, " (");
+            graph_type_str(run + 2, sizeof run - 2, en->dtype, en->ndim, shape);
+            snprintf(run + strlen(run), sizeof run - strlen(run), " in this run)");
+        }
+        return kiln_set_error(
+            KILN_ERR_INVALID, "function '%s' argument %d (%s %d) is %s, but the entry is %s%s",
+            n->func, a, a < n->ninputs ? "input" : "output", a < n->ninputs ? a : a - n->ninputs,
+            graph_type_str(want, sizeof want, dt, ndim, fshape),
+            graph_entry_str(got, sizeof got, en), run);
+    }
+    return KILN_OK;
+}
+
+/* Bind node nid's function, check its arguments as far as the plan's
+ * constant dims go (all of them, in a static plan, whose symbolic sizes are
+ * then bound here) and record the storage id of each argument. */
 static kiln_status bind_kernel(kiln_model *e, int nid, kiln_module *mod, int arg0) {
     plan_node *n = &e->nodes[nid];
     kiln_function *f = kiln_module_get_function(mod, n->func);
@@ -403,45 +554,19 @@ static kiln_status bind_kernel(kiln_model *e, int nid, kiln_module *mod, int arg
                         "function '%s' takes %d arguments, but the node has %d inputs "
                         "and %d outputs",
                         n->func, kiln_function_num_args(f), n->ninputs, n->noutputs);
+    n->f = f;
     n->fn = kiln_function_kernel(f);
     n->arg0 = arg0;
     n->vars = arena_alloc(e->ar, (size_t)nvars * sizeof(int64_t));
-    char *bound = arena_alloc(e->ar, (size_t)nvars);
-    for (int a = 0; a < nargs; a++) {
-        const plan_entry *en =
-            &e->entries[a < n->ninputs ? n->inputs[a] : n->first + a - n->ninputs];
-        kiln_dtype dt;
-        int ndim, ok;
-        const int64_t *dims;
-        KILN_ASSERT(kiln_function_arg_info(f, a, &dt, &ndim, &dims));
-        ok = dt == en->dtype && ndim == en->ndim;
-        for (int d = 0; d < ndim && ok; d++) {
-            if (dims[d] >= 0) {
-                ok = dims[d] == en->shape[d];
-                continue;
-            }
-            int k = (int)(-1 - dims[d]); /* a symbolic size: bound by its first use */
-            if (!bound[k]) {
-                bound[k] = 1;
-                n->vars[k] = en->shape[d];
-            }
-            ok = n->vars[k] == en->shape[d];
-        }
-        if (!ok) {
-            char want[256], got[256];
-            int64_t shape[KILN_MAX_NDIM];
-            for (int d = 0; d < ndim; d++)
-                shape[d] = dims[d] >= 0 ? dims[d] : -1;
-            return node_err(e, nid,
-                            "function '%s' argument %d (%s %d) is %s, but the entry is "
-                            "%s",
-                            n->func, a, a < n->ninputs ? "input" : "output",
-                            a < n->ninputs ? a : a - n->ninputs,
-                            graph_type_str(want, sizeof want, dt, ndim, shape),
-                            graph_type_str(got, sizeof got, en->dtype, en->ndim, en->shape));
-        }
-        e->arg_storage[arg0 + a] = en->storage;
-    }
+    if (nvars > INT_MAX / 2 - e->nkvars)
+        return node_err(e, nid, "the kernels take too many symbolic sizes in all");
+    n->kv0 = e->nkvars;
+    e->nkvars += nvars;
+    if (graph_plan_bind_kernel(e, nid, NULL, n->vars))
+        return node_prefix(e, nid);
+    for (int a = 0; a < nargs; a++)
+        e->arg_storage[arg0 + a] =
+            e->entries[a < n->ninputs ? n->inputs[a] : n->first + a - n->ninputs].storage;
     return KILN_OK;
 }
 
@@ -466,18 +591,21 @@ static kiln_status bind_kernels(kiln_model *e, kiln_module *mod) {
 }
 
 /* One buffer per parameter's storage id, holding its weight (taken from
- * `own` when it can be: the weights are then in memory once), and an offset
- * in a run's arena for every other storage id, each sized for the largest
- * entry that uses it and 64-byte aligned. */
+ * `own` when it can be: the weights are then in memory once), and, in a
+ * static plan, an offset in a run's arena for every other storage id, each
+ * sized for the largest entry that uses it and 64-byte aligned. A dynamic
+ * plan records the bytes each storage id's static entries need (min_bytes):
+ * a run state's buffer starts at that size. */
 static kiln_status place_storage(kiln_model *e, const kiln_npz *params, kiln_npz *own) {
     int64_t *size = arena_alloc(e->ar, (size_t)e->nstorage * sizeof(int64_t)), total = 0;
     int *users = arena_alloc(e->ar, (size_t)e->nstorage * sizeof(int));
     for (int i = 0; i < e->nentries; i++) {
         plan_entry *en = &e->entries[i];
-        if (size[en->storage] < en->bytes)
+        if (!en->expr && size[en->storage] < en->bytes)
             size[en->storage] = en->bytes;
         users[en->storage]++;
     }
+    e->min_bytes = e->dynamic ? size : NULL;
     e->weights = kiln_calloc((size_t)e->nstorage, sizeof(void *));
     e->offset = arena_alloc(e->ar, (size_t)e->nstorage * sizeof(int64_t));
     if (!e->weights)
@@ -490,7 +618,7 @@ static kiln_status place_storage(kiln_model *e, const kiln_npz *params, kiln_npz
         int64_t n = (size[s] + KILN_ALIGNMENT - 1) / KILN_ALIGNMENT * KILN_ALIGNMENT;
         if (!kiln_add_ok(total, n, &total) || total > MAX_STORAGE_BYTES)
             return plan_err("the storage needs more than %lld bytes", (long long)MAX_STORAGE_BYTES);
-        if (!is_weight[s]) {
+        if (!is_weight[s] && !e->dynamic) {
             e->offset[s] = e->arena_bytes;
             e->arena_bytes += n;
         }
@@ -528,6 +656,7 @@ static kiln_status place_storage(kiln_model *e, const kiln_npz *params, kiln_npz
 
 kiln_status graph_plan_read(kiln_model *e, const char *text, size_t len, kiln_module *mod,
                             const kiln_npz *params, kiln_npz *own) {
+    e->vars.ar = e->ar;
     const json *root = json_parse(e->ar, text, len, WHAT);
     if (!root)
         return KILN_ERR_INVALID;
@@ -536,6 +665,8 @@ kiln_status graph_plan_read(kiln_model *e, const char *text, size_t len, kiln_mo
     kiln_status st = read_nodes(e, root);
     if (!st)
         st = read_args(e, root, params);
+    if (!st && e->dynamic)
+        st = bind_vars(e);
     if (!st)
         st = read_heads(e, root);
     if (!st)

@@ -2,23 +2,36 @@
  * graph_plan.c reads and checks mod.json into it and places the weights;
  * graph_executor.c shares it between runs. Everything here is immutable
  * once loaded, except the reference count and the pool of idle run states
- * (under pool_mu), so any number of threads may run one model at once. */
+ * (under pool_mu), so any number of threads may run one model at once.
+ *
+ * A static plan (every dim an integer) has its shapes here and its kernels'
+ * symbolic sizes bound at load. A dynamic plan (some dim a dim expression,
+ * dim_expr.h) has the expressions here; each run state binds the
+ * variables from its inputs' shapes and evaluates the rest per run. */
 #ifndef KILN_GRAPH_PLAN_H
 #define KILN_GRAPH_PLAN_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "dim_expr.h"
 #include "runtime_internal.h"
+
+/* The most bytes an entry, and a static plan's storage in all, may have: 1 TiB. */
+#define MAX_STORAGE_BYTES ((int64_t)1 << 40)
 
 typedef struct {
     kiln_dtype dtype;
     int ndim;
-    int64_t shape[KILN_MAX_NDIM];
-    int64_t bytes;
+    int64_t shape[KILN_MAX_NDIM]; /* -1 where the dim is an expression */
+    int64_t bytes;                /* the element size times the constant dims */
     int storage;
     int node;     /* the node that produces it */
     int last_use; /* the last node reading it (INT_MAX for heads and null nodes) */
+    /* per dim: its expression (shape[d] is then -1), or NULL for a constant;
+       expr itself is NULL when every dim is a constant */
+    const dim_expr **expr;
+    int dim0; /* dynamic plans: this run's dims are a run state's dims[dim0 ...] */
 } plan_entry;
 
 typedef struct {
@@ -28,7 +41,9 @@ typedef struct {
     int *inputs;                  /* entry ids */
     int arg0;                     /* its arguments' index in arg_storage and a run's args */
     kiln_kernel_fn fn;
-    int64_t *vars; /* symbolic sizes, bound at load */
+    const kiln_function *f;
+    int64_t *vars; /* symbolic sizes, bound at load (static plans) */
+    int kv0;       /* dynamic plans: its sizes are a run state's kvars[kv0 ...] */
 } plan_node;
 
 typedef struct {
@@ -52,8 +67,16 @@ struct kiln_model {
     int *arg_storage;    /* storage id of every kernel argument, kernels in order */
     void **weights;      /* per storage id: a parameter's buffer, shared by all runs and
                             never written; NULL for the others */
-    int64_t *offset;     /* per storage id: byte offset of its buffer in a run's arena */
-    int64_t arena_bytes; /* a run's arena: inputs, activations and outputs */
+    int64_t *offset;     /* static plans, per storage id: byte offset of its buffer in a
+                            run's arena */
+    int64_t arena_bytes; /* static plans: a run's arena: inputs, activations and outputs */
+    /* dynamic plans (all 0 for a static one) */
+    int dynamic;
+    dim_vars vars;           /* the dim variables, named in vars.names */
+    int *var_port, *var_dim; /* variable k is dim var_dim[k] of input var_port[k] */
+    int ndims;               /* the dims of all entries: the size of a run's dims[] */
+    int nkvars;              /* the symbolic sizes of all kernels: a run's kvars[] */
+    int64_t *min_bytes;      /* per storage id: the most bytes its static entries need */
     pthread_mutex_t pool_mu;
     int pool_mu_ok;
     run_state *pool; /* idle run states for kiln_model_run */
@@ -71,9 +94,26 @@ KILN_HIDDEN void graph_plan_free_weights(kiln_model *m);
 /* "float32[2, 8]" for a type; a negative dim (a symbolic size) prints "?". */
 KILN_HIDDEN const char *graph_type_str(char *buf, size_t n, kiln_dtype dt, int ndim,
                                        const int64_t *shape);
+/* The same for an entry, its symbolic dims as their expressions ("float32[n*2, 3]"). */
+KILN_HIDDEN const char *graph_entry_str(char *buf, size_t n, const plan_entry *en);
+/* "entry 5 (output 0 of node 3 'y')", for messages. */
+KILN_HIDDEN const char *graph_entry_name(char *buf, size_t n, const kiln_model *m, int entry);
 /* The same for an array. */
 KILN_HIDDEN const char *graph_array_str(char *buf, size_t n, const kiln_ndarray *a);
-/* 1 if array a has entry en's dtype and shape. */
+/* 1 if array a has entry en's dtype, rank and constant dims (its symbolic
+ * dims are checked against a binding, graph_executor.c). */
 KILN_HIDDEN int graph_array_matches(const kiln_ndarray *a, const plan_entry *en);
+/* Check kernel node nid's arguments against their entries, whose dims are
+ * dims + en->dim0 for each entry en in a run of a dynamic plan, or, with dims
+ * NULL, the plan's shapes (a symbolic dim, -1 there, is then skipped: it is
+ * checked per run). Binds the kernel's symbolic sizes into vars (-1 where
+ * still unbound). An error (without a prefix) names the function, the
+ * argument and both types. */
+KILN_HIDDEN kiln_status graph_plan_bind_kernel(const kiln_model *m, int nid, const int64_t *dims,
+                                               int64_t *vars);
+/* The most bytes the buffers of one run state of a dynamic plan may hold in
+ * all (INT64_MAX, unlimited, unless a test or fuzzer lowers it); past it a
+ * run fails with KILN_ERR_NOMEM. */
+KILN_HIDDEN extern int64_t graph_run_storage_limit;
 
 #endif

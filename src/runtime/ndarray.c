@@ -249,6 +249,17 @@ void *ndarray_take_data(kiln_ndarray *a) {
     return a->data;
 }
 
+void ndarray_rewrap(kiln_ndarray *a, void *data, const int64_t *shape) {
+    KILN_ASSERT(!a->owns && data);
+    memcpy(a->shape, shape, (size_t)a->ndim * sizeof(int64_t));
+    compact_strides(a->ndim, a->shape, a->strides);
+    a->byte_offset = 0;
+    a->data = data;
+    int ok =
+        layout_reach(a->ndim, a->shape, a->strides, kiln_dtype_size(a->dtype), 0, &a->lo, &a->hi);
+    KILN_ASSERT(ok); /* the executor's shapes stay under 1 TiB */
+}
+
 void kiln_ndarray_free(kiln_ndarray *a) {
     if (!a)
         return;

@@ -4,13 +4,15 @@
  * names, and the plan's inputs, outputs and kernel calls are read from
  * mod.json. mod.so is never dlopened, so none of its code (ELF
  * constructors included) runs, and a package for another machine can be
- * inspected. The functions mod.so exports come from its kiln_module_meta
- * text, read from the dynamic symbol table. */
+ * inspected. A symbolic dim (a dim expression, dim_expr.h) is checked as a
+ * load checks it and described by its text. The functions mod.so exports come from its
+ * kiln_module_meta text, read from the dynamic symbol table. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../base/json.h"
+#include "dim_expr.h"
 #include "package.h"
 
 struct kiln_package_info {
@@ -29,6 +31,7 @@ typedef struct {
     const json *root, *shapes, *dtypes;
     int nnodes, nentries;
     int64_t *row_ptr; /* nnodes + 1 */
+    dim_vars vars;    /* the dim variables the shapes name */
 } plan;
 
 static kiln_status plan_err(const plan *p, const char *fmt, const char *a, long long b) {
@@ -38,7 +41,7 @@ static kiln_status plan_err(const plan *p, const char *fmt, const char *a, long 
 }
 
 /* Entry eid as a tensor called `name`. */
-static kiln_status entry_desc(const plan *p, int64_t eid, const char *name, kiln_tensor_desc *d) {
+static kiln_status entry_desc(plan *p, int64_t eid, const char *name, kiln_tensor_desc *d) {
     const json *shape = json_at(p->shapes, (int)eid);
     const char *dt = json_str(json_at(p->dtypes, (int)eid));
     d->name = name;
@@ -47,9 +50,25 @@ static kiln_status entry_desc(const plan *p, int64_t eid, const char *name, kiln
     d->ndim = json_len(shape);
     if (d->ndim < 0 || d->ndim > KILN_MAX_NDIM)
         return plan_err(p, "entry %s%lld: its shape must be a list of at most 16 dims", "", eid);
-    for (int i = 0; i < d->ndim; i++)
-        if (!json_int(json_at(shape, i), &d->shape[i]) || d->shape[i] < 0)
-            return plan_err(p, "entry %s%lld: a dim is not an integer >= 0", "", eid);
+    for (int i = 0; i < d->ndim; i++) {
+        const json *v = json_at(shape, i);
+        const dim_expr *x =
+            json_is(v, JSON_STRING) ? dim_expr_parse(&p->vars, v->s, v->slen) : NULL;
+        if (x && dim_expr_is_const(x) && !dim_expr_eval(x, NULL, &d->shape[i]))
+            continue;
+        if (x && !dim_expr_is_const(x)) { /* symbolic: shown as its expression */
+            d->shape[i] = -1;
+            d->dim_expr[i] = x->text;
+            continue;
+        }
+        if (json_is(v, JSON_STRING)) {
+            kiln_error_prefix("%s: mod.json: entry %lld: dim %d", p->path, (long long)eid, i);
+            return KILN_ERR_INVALID;
+        }
+        if (!json_int(v, &d->shape[i]) || d->shape[i] < 0)
+            return plan_err(p, "entry %s%lld: a dim is not an integer >= 0 or a dim expression", "",
+                            eid);
+    }
     return KILN_OK;
 }
 
@@ -159,7 +178,7 @@ kiln_package_info *kiln_package_inspect(const char *path) {
     }
     char where[1100];
     snprintf(where, sizeof where, "%s: mod.json", path);
-    plan p = {path, NULL, NULL, NULL, 0, 0, NULL};
+    plan p = {path, NULL, NULL, NULL, 0, 0, NULL, {info ? info->ar : NULL, 0, 0, NULL, NULL}};
     if (!st &&
         !(p.root = json_parse(info->ar, (const char *)m.data[PKG_JSON], m.len[PKG_JSON], where)))
         st = KILN_ERR_INVALID;

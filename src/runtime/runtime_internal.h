@@ -33,6 +33,10 @@ KILN_HIDDEN kiln_ndarray *ndarray_share(kiln_ndarray *a);
  * KILN_ALIGNMENT-aligned: returns it (the caller frees it with free) and
  * leaves a a view of it; else NULL. */
 KILN_HIDDEN void *ndarray_take_data(kiln_ndarray *a);
+/* Point a, a view that owns nothing (kiln_ndarray_wrap's), at data as a
+ * compact array of its dtype and rank with this shape; data must hold it.
+ * Allocates nothing (the graph executor moves its views between runs). */
+KILN_HIDDEN void ndarray_rewrap(kiln_ndarray *a, void *data, const int64_t *shape);
 
 /* The workspace pool (workspace.c) behind the module API's scratch
  * buffers: 64-byte aligned, NULL when out of memory; free takes NULL. */

@@ -122,5 +122,18 @@ for pct in 50 90; do
     expect 1 "exec_so$pct.tar: member mod.so (" "$KILN" inspect "$DIR/exec_so$pct.tar"
 done
 
+# a package with symbolic dims (test_runtime_dynamic wrote it: inputs x[n, 3]
+# and s[n*2], outputs z and y [n*2, 3]; dyn_inputs.npz has n = 3, and
+# dyn_inputs_bad.npz an s of 5)
+DYN=$DIR/dyn_model.tar
+expect 0 "z: float32[6, 3]" "$KILN" run "$DYN" --inputs "$DIR/dyn_inputs.npz"
+expect 0 "Execution time summary" "$KILN" run "$DYN" --inputs "$DIR/dyn_inputs.npz" --print-time
+expect 1 "input 's' dim 0 is 5, but n*2 = 6 (n = 3, from input 'x' dim 0)" \
+    "$KILN" run "$DYN" --inputs "$DIR/dyn_inputs_bad.npz"
+expect 2 "input 'x' (float32[n, 3]) has symbolic dims, so --fill cannot size it" \
+    "$KILN" run "$DYN" --fill zeros
+expect 2 "no value for input 'x' (float32[n, 3]), 's' (float32[n*2])" "$KILN" run "$DYN"
+expect 0 "  s: float32[n*2]" "$KILN" inspect "$DYN"
+
 if [ "$fails" -ne 0 ]; then echo "$fails checks failed"; exit 1; fi
 echo "all cli checks passed"

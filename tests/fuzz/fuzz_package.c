@@ -15,7 +15,12 @@
  * own that reads and writes every byte its signature says an argument
  * has. The plan is then loaded by kiln_executor_create (every check of the
  * JSON plan against the module and the params), its inputs are set and it
- * runs, so ASan checks the executor's buffers against the signatures.
+ * runs, so ASan checks the executor's buffers against the signatures. A
+ * plan with symbolic dims (dim expressions) runs three times, its dim
+ * variables 2, then 3 (the buffers grow), then 2 again; such a run may
+ * fail (inputs that contradict the plan's expressions, a kernel's fixed
+ * dim), with a message, but must not crash, and its run state's buffers
+ * are bounded by FUZZ_MAX_STORAGE.
  *
  * A byte inserted into mod.json would move every later tar header, so
  * LLVMFuzzerCustomMutator mutates, three times in four, the contents of one
@@ -30,13 +35,15 @@
 
 #include "base/json.h"
 #include "base/sha256.h"
+#include "runtime/graph_plan.h"
 #include "runtime/package.h"
 
 /* Inputs past this are skipped: it bounds time and memory per input (a
  * deflated mod.params member may inflate to 1100 times its size). */
 #define FUZZ_MAX_INPUT (128u << 10)
 /* Plans whose entries add up to more bytes than this are skipped before the
- * executor allocates their storage (it accepts up to 1 TiB). */
+ * executor allocates their storage (it accepts up to 1 TiB); a dynamic
+ * plan's run states are held to it too (graph_run_storage_limit). */
 #define FUZZ_MAX_STORAGE ((int64_t)64 << 20)
 /* Kernels a module may have: each function gets one of these. */
 #define NKERNELS 16
@@ -96,8 +103,9 @@ static kiln_kernel_fn lookup(void *user, const char *name) {
     return g_names[g_nkernels] ? k_kernels[g_nkernels++] : NULL;
 }
 
-/* Bytes the plan's entries need at most (attrs.shape x 8 bytes), or -1
-   when that cannot be told (the executor rejects such a plan). */
+/* Bytes the plan's entries need at most (attrs.shape x 8 bytes, a symbolic
+   dim counted as 1), or -1 when that cannot be told (the executor rejects
+   such a plan). */
 static int64_t plan_bytes(const char *text, size_t len) {
     arena *ar = arena_new();
     const json *root = ar ? json_parse(ar, text, len, "mod.json") : NULL;
@@ -106,9 +114,12 @@ static int64_t plan_bytes(const char *text, size_t len) {
     for (int i = 0; total >= 0 && i < json_len(shapes); i++) {
         const json *sh = json_at(shapes, i);
         int64_t n = 8, d;
-        for (int k = 0; n >= 0 && k < json_len(sh); k++)
+        for (int k = 0; n >= 0 && k < json_len(sh); k++) {
+            if (json_is(json_at(sh, k), JSON_STRING))
+                continue;
             if (!json_int(json_at(sh, k), &d) || d < 0 || !kiln_mul_ok(n, d, &n))
                 n = -1;
+        }
         if (n < 0 || !kiln_add_ok(total, n, &total))
             total = -1;
     }
@@ -117,20 +128,35 @@ static int64_t plan_bytes(const char *text, size_t len) {
     return total;
 }
 
-/* Load the plan on g_mod, set every input to zeros, run it and read the
-   outputs. */
-static void run_plan(const char *text, size_t len, const kiln_npz *params) {
-    int64_t bytes = plan_bytes(text, len);
-    if (bytes < 0 || bytes > FUZZ_MAX_STORAGE)
-        return;
-    kiln_executor *e = kiln_executor_create(text, len, g_mod, params);
-    if (!e)
-        return;
+/* Symbolic dim d of input i of m with every variable `sym`: its
+   expression's value when that is small, else sym (then the run fails). */
+static int64_t sym_dim(const kiln_model *m, int i, int d, int64_t sym) {
+    const dim_expr *x = m->entries[m->inputs[i].entry].expr[d];
+    int64_t *vals = malloc((size_t)(m->vars.n ? m->vars.n : 1) * sizeof *vals), v = sym;
+    for (int k = 0; vals && k < m->vars.n; k++)
+        vals[k] = sym;
+    if (!vals || dim_expr_eval(x, vals, &v) || v > 64)
+        v = sym;
+    free(vals);
+    return v;
+}
+
+/* Set every input of e to zeros, its symbolic dims as if each variable
+   were `sym`; 1 if the plan has symbolic dims. */
+static int set_inputs(kiln_executor *e, int64_t sym) {
+    int dynamic = 0;
     for (int i = 0; i < kiln_executor_num_inputs(e); i++) {
         int64_t shape[KILN_MAX_NDIM];
         int nd = kiln_executor_input_ndim(e, i);
-        for (int d = 0; d < nd; d++)
+        for (int d = 0; d < nd; d++) {
             shape[d] = kiln_executor_input_dim(e, i, d);
+            if (kiln_executor_input_dim_expr(e, i, d)) {
+                shape[d] = sym_dim(kiln_executor_model(e), i, d, sym);
+                dynamic = 1;
+            } else if (shape[d] < 0) {
+                abort(); /* -1 is for symbolic dims only */
+            }
+        }
         kiln_ndarray *a = kiln_ndarray_empty(kiln_executor_input_dtype(e, i), nd, shape);
         if (a && kiln_executor_set_input(e, kiln_executor_input_name(e, i), a) != KILN_OK) {
             fprintf(stderr, "fuzz_package: input %d '%s' of its own shape is refused: %s\n", i,
@@ -139,31 +165,53 @@ static void run_plan(const char *text, size_t len, const kiln_npz *params) {
         }
         kiln_ndarray_free(a);
     }
-    if (kiln_executor_run(e) != KILN_OK) {
-        fprintf(stderr, "fuzz_package: a plan of kernels that cannot fail failed: %s\n",
-                kiln_last_error());
-        abort();
-    }
-    unsigned char acc = 0;
-    for (int i = 0; i < kiln_executor_num_outputs(e); i++) {
-        const kiln_ndarray *o = kiln_executor_output(e, i);
-        const unsigned char *p = kiln_ndarray_data(o);
-        int64_t n = kiln_ndarray_numel(o) * (int64_t)kiln_dtype_size(kiln_ndarray_dtype(o));
-        for (int64_t k = 0; k < n; k++)
-            acc ^= p[k];
-        if (!kiln_executor_output_name(e, i))
-            abort();
+    return dynamic;
+}
+
+/* Load the plan on g_mod, set every input to zeros, run it and read the
+   outputs; a dynamic plan at three sizes. */
+static void run_plan(const char *text, size_t len, const kiln_npz *params) {
+    int64_t bytes = plan_bytes(text, len);
+    if (bytes < 0 || bytes > FUZZ_MAX_STORAGE)
+        return;
+    kiln_executor *e = kiln_executor_create(text, len, g_mod, params);
+    if (!e)
+        return;
+    static const int64_t sizes[3] = {2, 3, 2};
+    for (int round = 0; round < 3; round++) {
+        int dynamic = set_inputs(e, sizes[round]);
+        if (kiln_executor_run(e) != KILN_OK) {
+            if (!dynamic || !kiln_last_error()[0]) {
+                fprintf(stderr, "fuzz_package: a plan of kernels that cannot fail failed: %s\n",
+                        kiln_last_error());
+                abort();
+            }
+            continue;
+        }
+        unsigned char acc = 0;
+        for (int i = 0; i < kiln_executor_num_outputs(e); i++) {
+            const kiln_ndarray *o = kiln_executor_output(e, i);
+            if (!o || !kiln_executor_output_name(e, i))
+                abort();
+            const unsigned char *p = kiln_ndarray_data(o);
+            int64_t n = kiln_ndarray_numel(o) * (int64_t)kiln_dtype_size(kiln_ndarray_dtype(o));
+            for (int64_t k = 0; k < n; k++)
+                acc ^= p[k];
+        }
+        g_sink = acc;
+        if (!dynamic)
+            break;
     }
     for (int k = 0; k < kiln_executor_num_kernels(e); k++)
         if (!kiln_executor_kernel_name(e, k) || !kiln_executor_kernel_func(e, k))
             abort();
-    g_sink = acc;
     kiln_executor_free(e);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > FUZZ_MAX_INPUT)
         return 0;
+    graph_run_storage_limit = FUZZ_MAX_STORAGE;
     char *text = NULL;
     unsigned char *so = NULL;
     size_t text_len = 0, so_len = 0;
