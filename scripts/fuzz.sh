@@ -110,6 +110,7 @@ for t in "${targets[@]}"; do
   echo "== fuzz $t: $minutes min, $jobs process(es), corpus $corpus =="
   out=$build/fuzz-$t.out
   t0=$(date +%s)
+  commit=$(git rev-parse --short HEAD 2>/dev/null || echo -) # what was built, not HEAD at the end
   set +e
   /usr/bin/time -f '%U %S' -o "$build/time-$t.txt" \
     "$build/tests/fuzz_$t" "$found" "$corpus" "${extra[@]}" "${dict[@]}" "${par[@]}" \
@@ -118,7 +119,9 @@ for t in "${targets[@]}"; do
   rc=$?
   set -e
   wall=$(($(date +%s) - t0))
-  cpu=$(awk '{printf "%d", $1 + $2}' "$build/time-$t.txt" 2>/dev/null || echo 0)
+  # (the last line: time writes "Command exited with non-zero status N" first)
+  cpu=$(tail -n 1 "$build/time-$t.txt" 2>/dev/null | awk '{printf "%d", $1 + $2}')
+  cpu=${cpu:-0}
   # (grep finds nothing in -fork runs: || true, or pipefail ends the script
   # here before the run is logged)
   execs=$({ grep -o 'stat::number_of_executed_units: *[0-9]*' "$out" || true; } |
@@ -130,7 +133,7 @@ for t in "${targets[@]}"; do
   crashes=$(grep -c -E '^==[0-9]+==ERROR|^SUMMARY: (Address|Undefined|Leak)|ERROR: libFuzzer' "$out" || true)
   [ $rc -ne 0 ] && [ "$crashes" -eq 0 ] && crashes=1
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" \
-    "$(git rev-parse --short HEAD 2>/dev/null || echo -)" "$t" "$wall" "$cpu" "$execs" \
+    "$commit" "$t" "$wall" "$cpu" "$execs" \
     "$crashes" >>"$log"
   echo "   wall ${wall}s, CPU ${cpu}s, ${execs} executions, exit $rc"
   if [ $rc -ne 0 ]; then
