@@ -127,8 +127,8 @@ static kiln_status make_groups(plan *P, int fuse) {
 
 static kiln_tensor *placeholder_for(kiln_ctx *ctx, const gtensor_type *t, const char *name) {
     kiln_expr sh[KILN_MAX_NDIM];
-    for (int d = 0; d < t->ndim; d++)
-        sh[d] = kiln_int(ctx, t->dims[d].v);
+    for (int d = 0; d < t->ndim; d++) /* a symbolic dim: the kernel's size variable */
+        sh[d] = t->dims[d].sym ? kiln_var(ctx, t->dims[d].sym) : kiln_int(ctx, t->dims[d].v);
     return kiln_placeholder(ctx, t->ndim, sh, t->dtype, name);
 }
 
@@ -385,10 +385,12 @@ done:
 
 /* ---- the execution plan ------------------------------------------------------------ */
 
+/* An entry's bytes, a symbolic dim counted as 1: only a hint for sharing
+ * storage, since the runtime grows a buffer to what each run needs. */
 static size_t entry_bytes(const gtensor_type *t) {
     size_t b = kiln_dtype_size(t->dtype);
     for (int d = 0; d < t->ndim; d++)
-        b *= (size_t)t->dims[d].v;
+        b *= t->dims[d].sym ? 1 : (size_t)t->dims[d].v;
     return b;
 }
 
@@ -600,8 +602,13 @@ static char *make_json(plan *P, kiln_npz *params, const kiln_target *target, kil
     kstr_puts(&js, "]],\n    \"shape\": [\"list_shape\", [");
     for (int e = 0; e < nentries; e++) {
         kstr_puts(&js, e ? ", [" : "[");
-        for (int d = 0; d < ent[e].type->ndim; d++)
-            kstr_printf(&js, "%s%lld", d ? ", " : "", (long long)ent[e].type->dims[d].v);
+        for (int d = 0; d < ent[e].type->ndim; d++) {
+            const gdim *dd = &ent[e].type->dims[d];
+            if (dd->sym) /* an identifier (kiln_graph_var checks): a dim expression */
+                kstr_printf(&js, "%s\"%s\"", d ? ", " : "", dd->sym);
+            else
+                kstr_printf(&js, "%s%lld", d ? ", " : "", (long long)dd->v);
+        }
         kstr_putc(&js, ']');
     }
     kstr_puts(&js, "]]\n  }\n}\n");
@@ -672,15 +679,38 @@ static kiln_status check_static(struct kiln_graph *g) {
                 return kiln_set_error(KILN_ERR_INVALID, "%s: its tensor is larger than 1 TiB",
                                       graph_node_label(n, label, sizeof label));
             }
-            for (int d = 0; d < n->type.t[k].ndim; d++)
-                if (n->type.t[k].dims[d].sym) {
-                    char label[512];
-                    return kiln_set_error(KILN_ERR_INVALID,
-                                          "%s has the symbolic dim '%s'; give concrete input "
-                                          "shapes (--input-shapes \"name:[...]\")",
-                                          graph_node_label(n, label, sizeof label),
-                                          n->type.t[k].dims[d].sym);
-                }
+        }
+    }
+    return KILN_OK;
+}
+
+static const char *symbolic_dim(const gtype *t) {
+    for (int k = 0; t->known && k < t->n; k++)
+        for (int d = 0; d < t->t[k].ndim; d++)
+            if (t->t[k].dims[d].sym)
+                return t->t[k].dims[d].sym;
+    return NULL;
+}
+
+/* A symbolic dim left unbound reaches the kernels as a size variable bound
+ * when the package runs (docs/DYNAMIC_SHAPES.md). Every call that sees one,
+ * on an input or an output, must be of an op whose compute and schedule
+ * take them (its row's sym_dims); the others are refused by name. Run after
+ * the pass pipeline, on the ops that will be lowered. */
+static kiln_status check_symbolic(struct kiln_graph *g) {
+    for (int id = 0; id < g->n; id++) {
+        const gnode *n = g->nodes[id];
+        if (n->kind != GN_CALL || n->op->sym_dims)
+            continue;
+        const char *sym = symbolic_dim(&n->type);
+        for (int i = 0; i < n->nin && !sym; i++)
+            sym = symbolic_dim(&g->nodes[n->in[i]]->type);
+        if (sym) {
+            char label[512];
+            return kiln_set_error(KILN_ERR_UNSUPPORTED,
+                                  "%s: op %s does not take a symbolic dim yet ('%s'); bind it "
+                                  "at compile time with --input-shapes \"name:[...]\"",
+                                  graph_node_label(n, label, sizeof label), n->op->name, sym);
         }
     }
     return KILN_OK;
@@ -706,6 +736,12 @@ kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
     if (!g) {
         kiln_target_free(target);
         return KILN_ERR_INVALID;
+    }
+    if ((st = check_symbolic(g)) != KILN_OK) {
+        if (g != user)
+            kiln_graph_free(g);
+        kiln_target_free(target);
+        return st;
     }
     int fuse = level > 0 && !(opts && opts->no_fuse) && !(disabled && strstr(disabled, "FuseOps"));
     plan P = {g, NULL, 0, NULL, NULL};

@@ -145,6 +145,22 @@ static int check_shape_names(imp *I, const Onnx__GraphProto *gp, const char *spe
     return onnx_shapes_parse(spec, check_shape_name, &c) == KILN_OK;
 }
 
+/* A dim_param ("batch size", "unk__3", "2*seq") as the identifier a size
+ * variable needs: other characters become '_', and a leading digit gets a
+ * '_' before it. (Two names that differ only there become one variable,
+ * which the runtime then requires to be one size.) */
+static void sym_identifier(char *s) {
+    size_t n = strlen(s);
+    if (s[0] >= '0' && s[0] <= '9') {
+        memmove(s + 1, s, n < 62 ? n + 1 : 62);
+        s[0] = '_';
+        s[63] = 0;
+    }
+    for (char *c = s; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
+            *c = '_';
+}
+
 static int add_input(imp *I, const Onnx__ValueInfoProto *vi, const char *shapes) {
     const Onnx__TypeProto *tp = vi->type;
     if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type ||
@@ -202,6 +218,7 @@ static int add_input(imp *I, const Onnx__ValueInfoProto *vi, const char *shapes)
                     snprintf(symbuf[d], sizeof symbuf[d], "%s", dim->dim_param);
                 else
                     snprintf(symbuf[d], sizeof symbuf[d], "%s_dim%d", vi->name, d);
+                sym_identifier(symbuf[d]);
                 syms[d] = symbuf[d];
             }
         }

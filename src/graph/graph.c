@@ -413,6 +413,17 @@ int kiln_graph_var(kiln_graph *g, const char *name, kiln_dtype dt, int ndim, con
                                       "but has no name",
                                       name, i),
                        -1;
+            /* the name of a size variable in kernels and in mod.json */
+            int ok = (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_';
+            for (const char *c = s; ok && *c; c++)
+                ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                     (*c >= '0' && *c <= '9') || *c == '_';
+            if (!ok || strlen(s) > 63)
+                return kiln_set_error(KILN_ERR_INVALID,
+                                      "graph var '%s': dim %d's name '%s' is not an identifier "
+                                      "([A-Za-z_][A-Za-z0-9_]*, at most 63 characters)",
+                                      name, i, s),
+                       -1;
             dd[i].sym = arena_strdup(g->arena, s);
             dd[i].v = -1;
         }

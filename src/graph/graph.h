@@ -174,6 +174,9 @@ typedef struct kiln_op_def {
                                 schedule builds (a family's own enum: REDUCE_MEAN, ...) */
     op_layout layout;        /* AlterOpLayout's default for it */
     op_alter_fn alter;       /* (optional) AlterOpLayout's rewrite of it for the target */
+    int sym_dims;            /* 1: its compute and schedule take symbolic (run-time) dims;
+                                the driver refuses a symbolic dim on an op without it
+                                (docs/DYNAMIC_SHAPES.md) */
 } kiln_op_def;
 
 /* The ops a graph may use: the built-in table plus rows added by plugins. */

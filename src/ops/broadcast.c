@@ -194,7 +194,7 @@ static int alter_bias_add(const gnode *call, const layout_query *q, layout_rewri
     {                                                                                              \
         .name = nm, .min_in = 2, .max_in = 2, .attrs = no_attrs, .rel = relation,                  \
         .pattern = OP_BROADCAST, .compute = ops_compute_elemwise, .summary = sum, .elem = scalar,  \
-        .layout = LAYOUT_FOLLOWS                                                                   \
+        .layout = LAYOUT_FOLLOWS, .sym_dims = 1                                                    \
     }
 
 const kiln_op_def ops_broadcast_rows[] = {
@@ -228,7 +228,8 @@ const kiln_op_def ops_broadcast_rows[] = {
      .compute = ops_compute_elemwise,
      .summary = "cond ? a : b",
      .elem = where_elem,
-     .layout = LAYOUT_FOLLOWS},
+     .layout = LAYOUT_FOLLOWS,
+     .sym_dims = 1},
     {.name = "nn.bias_add",
      .min_in = 2,
      .max_in = 2,

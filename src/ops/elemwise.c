@@ -214,7 +214,7 @@ ELEM(cast_elem) {
     {                                                                                              \
         .name = nm, .min_in = 1, .max_in = 1, .attrs = schema, .rel = relation,                    \
         .pattern = OP_ELEMWISE, .compute = ops_compute_elemwise, .summary = sum, .elem = scalar,   \
-        .layout = LAYOUT_FOLLOWS                                                                   \
+        .layout = LAYOUT_FOLLOWS, .sym_dims = 1                                                    \
     }
 #define ID ops_rel_identity
 #define FLOAT ops_rel_float_unary

@@ -146,15 +146,20 @@ KILN_HIDDEN kiln_expr ops_const(kiln_ctx *ctx, kiln_dtype dt, double v);
  * a kernel: KILN_KERNEL_EINDEX) and reads element 0 (kiln_checked_index),
  * never clamped silently. */
 KILN_HIDDEN kiln_expr ops_checked_index(kiln_ctx *ctx, kiln_expr index, int64_t n, int from_end);
-/* The concrete dims of a tensor (all dims are constants after typing). */
+/* The dims of a tensor; a symbolic (run-time) dim is -1, which only an op
+ * whose row sets sym_dims ever sees (the driver refuses the others). */
 KILN_HIDDEN int ops_shape(const kiln_tensor *t, int64_t *dims);
-/* The dims of the call's (first) output type; returns the rank. */
+/* The dims of the call's (first) output type, -1 for a symbolic one;
+ * returns the rank. */
 KILN_HIDDEN int ops_out_shape(const gnode *call, int64_t *dims);
+/* A type's dim as an expression: its constant, or its size variable. */
+KILN_HIDDEN kiln_expr ops_dim(kiln_ctx *ctx, gdim d);
 /* t read at output index idx of an out_nd-D result (numpy broadcasting,
  * right-aligned: dims of size 1 read index 0). */
 KILN_HIDDEN kiln_expr ops_bcast_read(kiln_ctx *ctx, kiln_tensor *t, int out_nd,
                                      const kiln_expr *idx);
-/* A compute over `ndim` dims of `shape` named after the call plus suffix. */
+/* A compute over `ndim` dims of `shape` named after the call plus suffix;
+ * a -1 in shape is the call's output dim of the same index, symbolic. */
 KILN_HIDDEN kiln_tensor *ops_compute(kiln_ctx *ctx, const gnode *call, const char *suffix, int ndim,
                                      const int64_t *shape, kiln_compute_fn fn, void *user);
 /* The compute of an op with an `elem` scalar: each output element is

@@ -246,22 +246,30 @@ kiln_expr ops_checked_index(kiln_ctx *ctx, kiln_expr index, int64_t n, int from_
 
 int ops_shape(const kiln_tensor *t, int64_t *dims) {
     for (int d = 0; d < t->ndim; d++)
-        KILN_ASSERT(tir_const_int(t->shape[d], &dims[d]));
+        if (!tir_const_int(t->shape[d], &dims[d]))
+            dims[d] = -1; /* a symbolic dim: only ops with sym_dims see one */
     return t->ndim;
 }
 
 int ops_out_shape(const gnode *call, int64_t *dims) {
     const gtensor_type *t = &call->type.t[0];
     for (int d = 0; d < t->ndim; d++)
-        dims[d] = t->dims[d].v;
+        dims[d] = t->dims[d].sym ? -1 : t->dims[d].v;
     return t->ndim;
+}
+
+kiln_expr ops_dim(kiln_ctx *ctx, gdim d) {
+    return d.sym ? kiln_var(ctx, d.sym) : kiln_int(ctx, d.v);
 }
 
 kiln_tensor *ops_compute(kiln_ctx *ctx, const gnode *call, const char *suffix, int ndim,
                          const int64_t *shape, kiln_compute_fn fn, void *user) {
     kiln_expr sh[KILN_MAX_NDIM];
-    for (int d = 0; d < ndim; d++)
-        sh[d] = kiln_int(ctx, shape[d]);
+    const gtensor_type *t = &call->type.t[0];
+    for (int d = 0; d < ndim; d++) {
+        KILN_ASSERT(shape[d] >= 0 || (ndim == t->ndim && t->dims[d].sym));
+        sh[d] = shape[d] >= 0 ? kiln_int(ctx, shape[d]) : ops_dim(ctx, t->dims[d]);
+    }
     char name[256];
     const char *base = call->name && *call->name ? call->name : call->op->name;
     snprintf(name, sizeof name, "%s%s", base, suffix);
