@@ -184,7 +184,8 @@ static int kernel_shape_ok(imp *I, const Onnx__NodeProto *n, int nsp, const int6
                         nk == -2 ? "more than " : "", nk == -2 ? MAXSP : nk, nsp);
     char a[96], b[96];
     if (memcmp(ks, ksp, sizeof(int64_t) * (size_t)nsp))
-        return imp_fail(I, n, "attribute 'kernel_shape' %s disagrees with the weight's spatial dims %s",
+        return imp_fail(I, n,
+                        "attribute 'kernel_shape' %s disagrees with the weight's spatial dims %s",
                         ints_text(a, sizeof a, nsp, ks), ints_text(b, sizeof b, nsp, ksp));
     return 0;
 }
@@ -311,8 +312,9 @@ int cvt_conv_transpose(imp *I, const Onnx__NodeProto *n, int *outs) {
     int64_t os[MAXSP + 2];
     int nos = imp_attr_ints(I, n, "output_shape", os, MAXSP + 2);
     if (nos != -1 && nos != nsp && nos != nsp + 2)
-        return imp_fail(I, n, "attribute 'output_shape' has %s%d values; the input has %d spatial "
-                              "dims",
+        return imp_fail(I, n,
+                        "attribute 'output_shape' has %s%d values; the input has %d spatial "
+                        "dims",
                         nos == -2 ? "more than " : "", nos == -2 ? MAXSP + 2 : nos, nsp);
     if (nos == nsp + 2)
         memmove(os, os + 2, sizeof(int64_t) * (size_t)nsp);
@@ -365,7 +367,8 @@ int cvt_pool(imp *I, const Onnx__NodeProto *n, int *outs) {
         return imp_fail(I, n,
                         "attribute 'kernel_shape' has %s%d values; the %d-D input has %d "
                         "spatial dims",
-                        nk == -2 ? "more than " : "", nk == -2 ? MAXSP : nk, xt->ndim, xt->ndim - 2);
+                        nk == -2 ? "more than " : "", nk == -2 ? MAXSP : nk, xt->ndim,
+                        xt->ndim - 2);
     if (window_of(I, n, xt, ksp, &w) < 0)
         return -1;
     int64_t p = imp_attr_int(I, n, "p", 2), order = imp_attr_int(I, n, "storage_order", 0);
@@ -387,8 +390,11 @@ int cvt_pool(imp *I, const Onnx__NodeProto *n, int *outs) {
     else if (!is_max)
         kstr_printf(&a, ", count_include_pad=%d", imp_attr_int(I, n, "count_include_pad", 0) != 0);
     char op[48];
-    op_name(op, sizeof op, is_max ? "max_pool" : is_lp ? "lp_pool" : "avg_pool", w.nsp,
-            argmax ? "_with_argmax" : "");
+    op_name(op, sizeof op,
+            is_max  ? "max_pool"
+            : is_lp ? "lp_pool"
+                    : "avg_pool",
+            w.nsp, argmax ? "_with_argmax" : "");
     int y = imp_call(I, n, op, 1, &x, a.buf);
     kstr_free(&a);
     if (!argmax)
