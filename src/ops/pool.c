@@ -169,6 +169,7 @@ typedef struct {
     int64_t k[OPS_MAX_SPATIAL], s[OPS_MAX_SPATIAL], d[OPS_MAX_SPATIAL];
     int64_t pad[2 * OPS_MAX_SPATIAL], in_dims[KILN_MAX_NDIM];
     int kind, count_pad, nd, nsp; /* nd > 2 + nsp: NCHW[x]c, the channel block last */
+    int overhang;                 /* a ceil_mode window ends past the padded input */
     int storage_order;
     double lp;
     kiln_expr r[OPS_MAX_SPATIAL];
@@ -191,15 +192,18 @@ static kiln_expr pool_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
                          kiln_tensor_at(a->p, a->nd, ix), a->nsp, a->r);
 }
 
-/* Average: divide the window sum by the window size, or by the number of
- * elements inside the unpadded input. Lp: the p-th root of the sum. */
+/* Average: divide the window sum by the number of the window's elements
+ * inside the input, or with count_include_pad inside the padded input:
+ * the window size, but where a ceil_mode window ends past the padded
+ * input, what it covers of it (as ONNX Runtime and PyTorch count). Lp: the
+ * p-th root of the sum. */
 static kiln_expr finish_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     pool_args *a = u;
     kiln_dtype dt = kiln_tensor_dtype(a->sum);
     kiln_expr s = kiln_tensor_at(a->sum, a->nd, i);
     if (a->kind == POOL_LP)
         return kiln_pow(s, ops_const(ctx, dt, 1.0 / a->lp));
-    if (a->count_pad) {
+    if (a->count_pad && !a->overhang) {
         int64_t size = 1;
         for (int d = 0; d < a->nsp; d++)
             size *= a->k[d];
@@ -207,11 +211,14 @@ static kiln_expr finish_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     }
     kiln_expr cnt = NULL;
     for (int d = 0; d < a->nsp; d++) {
+        int64_t lo_bound = a->count_pad ? -a->pad[d] : 0, hi_bound = a->in_dims[2 + d];
+        if (a->count_pad)
+            hi_bound += a->pad[a->nsp + d];
         kiln_expr start =
             kiln_sub(kiln_mul(i[2 + d], ops_int(ctx, a->s[d])), ops_int(ctx, a->pad[d]));
         kiln_expr end = kiln_add(start, ops_int(ctx, (a->k[d] - 1) * a->d[d] + 1));
-        kiln_expr lo = kiln_max(start, ops_int(ctx, 0));
-        kiln_expr hi = kiln_min(end, ops_int(ctx, a->in_dims[2 + d]));
+        kiln_expr lo = kiln_max(start, ops_int(ctx, lo_bound));
+        kiln_expr hi = kiln_min(end, ops_int(ctx, hi_bound));
         /* elements of the dilated window inside [lo, hi) */
         kiln_expr first = kiln_add(
             start, kiln_mul(kiln_floordiv(kiln_add(kiln_sub(lo, start), ops_int(ctx, a->d[d] - 1)),
@@ -256,8 +263,10 @@ static kiln_status pool_init(kiln_ctx *ctx, const gnode *call, kiln_tensor *cons
     for (int d = 0; d < a->nsp; d++) {
         int64_t need = (od[2 + d] - 1) * a->s[d] + (a->k[d] - 1) * a->d[d] + 1;
         int64_t have = a->in_dims[2 + d] + a->pad[d] + a->pad[d + a->nsp];
-        if (need > have)
+        if (need > have) {
             pad[d + a->nsp] += need - have;
+            a->overhang = 1;
+        }
     }
     double fill =
         a->kind == POOL_MAX || a->kind == POOL_ARGMAX ? lowest(kiln_tensor_dtype(in[0])) : 0;
