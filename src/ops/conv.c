@@ -233,12 +233,12 @@ static rel_result rel_conv_transpose(const struct kiln_graph *g, const gnode *ca
         int64_t o = ops_window_span(x->dims[2 + i].v, w->dims[2 + i].v, s[i], d[i], op[i]);
         if (o < 0 || __builtin_sub_overflow(o, p[i], &o) ||
             __builtin_sub_overflow(o, p[nsp + i], &o) || o < 1)
-            return ops_fail("spatial dim %d: the output of %lld inputs, kernel %lld, stride %lld, "
-                            "dilation %lld, output padding %lld and padding %lld, %lld is empty or "
-                            "overflows",
-                            i, (long long)x->dims[2 + i].v, (long long)w->dims[2 + i].v,
-                            (long long)s[i], (long long)d[i], (long long)op[i], (long long)p[i],
-                            (long long)p[nsp + i]);
+            return ops_fail(
+                "spatial dim %d: the output of %lld inputs, kernel %lld, stride %lld, "
+                "dilation %lld, output padding %lld and padding (%lld, %lld) is empty or "
+                "overflows",
+                i, (long long)x->dims[2 + i].v, (long long)w->dims[2 + i].v, (long long)s[i],
+                (long long)d[i], (long long)op[i], (long long)p[i], (long long)p[nsp + i]);
         res.dims[2 + i] = (gdim){o, NULL};
     }
     return ops_set_out(g, out, &res);
