@@ -165,7 +165,7 @@ static kiln_expr window_reduce(kiln_ctx *ctx, int kind, double p, kiln_dtype dt,
 }
 
 typedef struct {
-    kiln_tensor *p, *sum, *best;
+    kiln_tensor *p, *sum, *best, *first; /* sum: before the average's division or Lp's root */
     int64_t k[OPS_MAX_SPATIAL], s[OPS_MAX_SPATIAL], d[OPS_MAX_SPATIAL];
     int64_t pad[2 * OPS_MAX_SPATIAL], in_dims[KILN_MAX_NDIM];
     int kind, count_pad, nd, nsp; /* nd > 2 + nsp: NCHW[x]c, the channel block last */
@@ -322,7 +322,7 @@ static kiln_expr index_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     int64_t size = 1;
     for (int d = 0; d < a->nsp; d++)
         size *= a->in_dims[2 + d];
-    kiln_expr f = kiln_tensor_at(a->sum, a->nd, i), off = f;
+    kiln_expr f = kiln_tensor_at(a->first, a->nd, i), off = f;
     if (a->storage_order) {
         kiln_expr c[OPS_MAX_SPATIAL], rest = f;
         for (int d = a->nsp - 1; d >= 0; d--) {
@@ -346,9 +346,9 @@ static kiln_status pool_argmax(kiln_ctx *ctx, const gnode *call, const int64_t *
         return KILN_ERR_INVALID;
     for (int d = 0; d < a->nsp; d++) /* the second reduction's own axes */
         a->r[d] = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, a->k[d]), "rk");
-    a->sum = ops_compute(ctx, call, ".first", a->nd, od, first_body, a);
+    a->first = ops_compute(ctx, call, ".first", a->nd, od, first_body, a);
     out[0] = a->best;
-    out[1] = a->sum ? ops_compute(ctx, call, ".indices", a->nd, od, index_body, a) : NULL;
+    out[1] = a->first ? ops_compute(ctx, call, ".indices", a->nd, od, index_body, a) : NULL;
     return out[1] ? KILN_OK : KILN_ERR_INVALID;
 }
 

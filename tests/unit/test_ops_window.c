@@ -22,8 +22,18 @@ typedef struct {
     int64_t d[6];
 } ty;
 
-#define F32(...) {KILN_FLOAT32, sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t), {__VA_ARGS__}}
-#define I32(...) {KILN_INT32, sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t), {__VA_ARGS__}}
+#define F32(...)                                                                                   \
+    {                                                                                              \
+        KILN_FLOAT32, sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t), {                        \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+    }
+#define I32(...)                                                                                   \
+    {                                                                                              \
+        KILN_INT32, sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t), {                          \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+    }
 
 /* op on variables of types ts fails to type, with msg in the error. */
 static void expect_error(const char *op, const char *attrs, int nin, const ty *ts,
@@ -48,8 +58,8 @@ static void expect_error(const char *op, const char *attrs, int nin, const ty *t
 }
 
 static void test_conv_errors(void) {
-    const ty x4[2] = {F32(1, 4, 5, 5), F32(2, 4, 3, 3)}, x5[2] = {F32(1, 4, 5, 5, 5),
-                                                                   F32(2, 4, 3, 3, 3)};
+    const ty x4[2] = {F32(1, 4, 5, 5), F32(2, 4, 3, 3)},
+             x5[2] = {F32(1, 4, 5, 5, 5), F32(2, 4, 3, 3, 3)};
     const ty xt[2] = {F32(1, 4, 5, 5), F32(4, 2, 3, 3)};
     expect_error("nn.conv3d", NULL, 2, x4, "data and weight must be 5-D (NCDHW, OIDHW)");
     expect_error("nn.conv3d", "strides=[1, 2]", 2, x5,
