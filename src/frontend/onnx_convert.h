@@ -1,9 +1,9 @@
 /* onnx_convert.h: the converter functions the table (onnx_table.c) names:
  * onnx_convert.c has elementwise ops with more than a 1:1 mapping,
  * constants and shapes; onnx_convert_nn.c has reductions, normalization,
- * convolution, pooling, matmul and layout; onnx_convert_index.c has the
- * indexing ops (gather, scatter, TopK, ...) and Tile, DepthToSpace and
- * SpaceToDepth. Each is an imp_convert_fn. */
+ * matmul and layout; onnx_convert_conv.c convolutions and pooling;
+ * onnx_convert_index.c has the indexing ops (gather, scatter, TopK, ...)
+ * and Tile, DepthToSpace and SpaceToDepth. Each is an imp_convert_fn. */
 #ifndef KILN_FRONTEND_ONNX_CONVERT_H
 #define KILN_FRONTEND_ONNX_CONVERT_H
 
@@ -39,15 +39,20 @@ KILN_CVT(cvt_pad);
 KILN_CVT(cvt_reduce);
 KILN_CVT(cvt_arg_reduce);
 KILN_CVT(cvt_layer_norm);
-KILN_CVT(cvt_conv);
-KILN_CVT(cvt_pool);
-KILN_CVT(cvt_global_pool);
 KILN_CVT(cvt_batch_norm);
 KILN_CVT(cvt_gemm);
 KILN_CVT(cvt_matmul);
+KILN_CVT(cvt_matmul_integer);
 KILN_CVT(cvt_softmax);
 KILN_CVT(cvt_transpose);
 KILN_CVT(cvt_split);
+/* onnx_convert_conv.c: convolutions and pooling */
+KILN_CVT(cvt_conv);
+KILN_CVT(cvt_conv_integer);
+KILN_CVT(cvt_conv_transpose);
+KILN_CVT(cvt_pool);
+KILN_CVT(cvt_global_pool);
+KILN_CVT(cvt_max_unpool);
 /* onnx_convert_index.c: indexing and layout */
 KILN_CVT(cvt_scatter);
 KILN_CVT(cvt_one_hot);
@@ -58,5 +63,11 @@ KILN_CVT(cvt_range);
 KILN_CVT(cvt_tile);
 KILN_CVT(cvt_depth_space);
 #undef KILN_CVT
+
+/* onnx_convert_conv.c, for MatMulInteger too: an int8 or uint8 input x as
+ * int32 minus its zero point z (if >= 0): one element, or where per > 1 a
+ * 1-D one of per elements, reshaped to [per, 1, ...] of rank zrank. */
+KILN_HIDDEN int cvt_int_minus_zero(imp *I, const Onnx__NodeProto *n, int x, int z, int64_t per,
+                                   int zrank);
 
 #endif

@@ -1,7 +1,7 @@
 /* onnx_convert_nn.c: the ONNX converters of reductions (Reduce*, ArgMax),
- * normalization (BatchNormalization, LayerNormalization), Conv and pooling
- * (1-D runs as 2-D with a unit H), Gemm/MatMul, Softmax, Transpose and
- * Split. The converter table is in onnx_table.c. */
+ * normalization (BatchNormalization, LayerNormalization), Gemm, MatMul and
+ * MatMulInteger, Softmax, Transpose and Split (convolutions and pooling are
+ * in onnx_convert_conv.c). The converter table is in onnx_table.c. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -129,188 +129,6 @@ int cvt_layer_norm(imp *I, const Onnx__NodeProto *n, int *outs) {
 
 /* ---- nn --------------------------------------------------------------------------- */
 
-/* The window of a 1-D or 2-D Conv/Pool as 2-D values (a 1-D op runs as
- * 2-D with a leading H of 1): input and kernel sizes, strides, dilations,
- * and pads [top, left, bottom, right] from auto_pad or the pads attribute. */
-typedef struct {
-    int nsp;
-    int64_t in[2], k[2], s[2], d[2], pads[4];
-} window;
-
-/* An ints attribute of one value per spatial dim (ONNX's rule for
- * strides, dilations and kernel_shape) as 2-D values; absent: def. -1 with
- * an error naming it if it has another count. */
-static int sp_ints(imp *I, const Onnx__NodeProto *n, const char *name, int nsp, int64_t def,
-                   int64_t *v) {
-    int64_t b[2];
-    int k = imp_attr_ints(I, n, name, b, 2);
-    v[0] = v[1] = def;
-    if (k == -1)
-        return 0;
-    if (k != nsp)
-        return imp_fail(I, n, "attribute '%s' has %s%d values; the input has %d spatial dims", name,
-                        k == -2 ? "more than " : "", k == -2 ? 2 : k, nsp);
-    if (k == 1)
-        v[1] = b[0];
-    else
-        v[0] = b[0], v[1] = b[1];
-    return 0;
-}
-
-static int window_of(imp *I, const Onnx__NodeProto *n, const gtensor_type *x, const int64_t *ksp,
-                     window *w) {
-    if (!x || (x->ndim != 3 && x->ndim != 4))
-        return imp_fail(I, n, "only 1-D and 2-D windows (3-D or 4-D tensors) are supported");
-    for (int d = 2; d < x->ndim; d++)
-        if (x->dims[d].sym)
-            return imp_fail(I, n, "spatial dims must be concrete");
-    w->nsp = x->ndim - 2;
-    for (int i = 0; i < 2; i++) {
-        int j = i - (2 - w->nsp); /* the spatial dim, or -1 for the added H */
-        w->in[i] = j < 0 ? 1 : x->dims[2 + j].v;
-        w->k[i] = j < 0 ? 1 : ksp[j];
-    }
-    if (sp_ints(I, n, "strides", w->nsp, 1, w->s) < 0 ||
-        sp_ints(I, n, "dilations", w->nsp, 1, w->d) < 0)
-        return -1;
-    /* before any division by them (auto_pad SAME, the output size) */
-    for (int i = 0; i < 2; i++) {
-        if (w->k[i] < 1)
-            return imp_fail(I, n, "kernel size %lld is not at least 1", (long long)w->k[i]);
-        if (w->s[i] < 1)
-            return imp_fail(I, n, "stride %lld is not at least 1", (long long)w->s[i]);
-        if (w->d[i] < 1)
-            return imp_fail(I, n, "dilation %lld is not at least 1", (long long)w->d[i]);
-    }
-    char buf[32];
-    const char *ap = imp_attr_str(I, n, "auto_pad", "NOTSET", buf, sizeof buf);
-    int64_t *p = w->pads, b[4];
-    memset(p, 0, sizeof w->pads);
-    if (!strcmp(ap, "NOTSET")) {
-        int np = imp_attr_ints(I, n, "pads", b, 4);
-        if (np != -1 && np != 2 * w->nsp)
-            return imp_fail(I, n,
-                            "attribute 'pads' must have %d values (a begin and an end per "
-                            "spatial dim), has %s%d",
-                            2 * w->nsp, np == -2 ? "more than " : "", np == -2 ? 4 : np);
-        /* ONNX order [x1_begin, x2_begin, x1_end, x2_end]: (t, l, b, r) */
-        if (np == 4)
-            memcpy(p, b, sizeof b);
-        else if (np == 2)
-            p[1] = b[0], p[3] = b[1];
-    } else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
-        for (int i = 0; i < 2; i++) {
-            int64_t out = (w->in[i] + w->s[i] - 1) / w->s[i];
-            int64_t total = (out - 1) * w->s[i] + (w->k[i] - 1) * w->d[i] + 1 - w->in[i];
-            if (total < 0)
-                total = 0;
-            int64_t small = total / 2, big = total - small;
-            p[i] = !strcmp(ap, "SAME_UPPER") ? small : big;
-            p[i + 2] = !strcmp(ap, "SAME_UPPER") ? big : small;
-        }
-    } else if (strcmp(ap, "VALID")) {
-        return imp_fail(I, n, "auto_pad '%s' is not supported", ap);
-    }
-    return 0;
-}
-
-/* A 1-D tensor [N, C, L] as [N, C, 1, L], or back from 4-D to 3-D. */
-static int as_2d(imp *I, const Onnx__NodeProto *n, int x, int to4) {
-    const gtensor_type *t = imp_type(I, x);
-    if (x < 0 || !t)
-        return -1;
-    int64_t dims[4] = {t->dims[0].v, t->dims[1].v, 1, t->dims[t->ndim - 1].v};
-    if (!to4)
-        dims[2] = dims[3];
-    return cvt_reshape_to(I, n, x, to4 ? 4 : 3, dims);
-}
-
-int cvt_conv(imp *I, const Onnx__NodeProto *n, int *outs) {
-    int x = imp_input(I, n, 0), w = imp_input(I, n, 1), b = imp_input(I, n, 2);
-    const gtensor_type *xt = imp_type(I, x), *wt = imp_type(I, w);
-    if (!wt || !xt || wt->ndim != xt->ndim || !cvt_concrete(wt))
-        return imp_fail(I, n, "the weight must have the data's rank and concrete dims");
-    int64_t ksp[2] = {wt->dims[2].v, wt->ndim > 3 ? wt->dims[3].v : 0};
-    window win;
-    if (window_of(I, n, xt, ksp, &win) < 0)
-        return -1;
-    /* kernel_shape, if given, must be the weight's spatial dims */
-    int64_t ks[2];
-    int nk = imp_attr_ints(I, n, "kernel_shape", ks, 2);
-    if (nk != -1 && nk != win.nsp)
-        return imp_fail(I, n,
-                        "attribute 'kernel_shape' has %s%d values; the input has %d spatial dims",
-                        nk == -2 ? "more than " : "", nk == -2 ? 2 : nk, win.nsp);
-    for (int i = 0; i < nk; i++)
-        if (ks[i] != ksp[i])
-            return imp_fail(I, n,
-                            "attribute 'kernel_shape' [%lld%s%lld] disagrees with the weight's "
-                            "spatial dims [%lld%s%lld]",
-                            (long long)ks[0], nk > 1 ? ", " : "", nk > 1 ? (long long)ks[1] : 0LL,
-                            (long long)ksp[0], nk > 1 ? ", " : "",
-                            nk > 1 ? (long long)ksp[1] : 0LL);
-    int64_t group = imp_attr_int(I, n, "group", 1);
-    if (group < 1)
-        return imp_fail(I, n, "attribute 'group' = %lld is not at least 1", (long long)group);
-    if (win.nsp == 1 && ((x = as_2d(I, n, x, 1)) < 0 || (w = as_2d(I, n, w, 1)) < 0))
-        return -1;
-    char attrs[256];
-    snprintf(attrs, sizeof attrs,
-             "strides=[%lld, %lld], padding=[%lld, %lld, %lld, %lld], dilation=[%lld, %lld], "
-             "groups=%lld",
-             (long long)win.s[0], (long long)win.s[1], (long long)win.pads[0],
-             (long long)win.pads[1], (long long)win.pads[2], (long long)win.pads[3],
-             (long long)win.d[0], (long long)win.d[1], (long long)group);
-    int in[2] = {x, w};
-    int c = imp_call(I, n, "nn.conv2d", 2, in, attrs);
-    if (c >= 0 && b >= 0) {
-        int bi[2] = {c, b};
-        c = imp_call(I, n, "nn.bias_add", 2, bi, "axis=1");
-    }
-    return outs[0] = win.nsp == 1 ? as_2d(I, n, c, 0) : c;
-}
-
-int cvt_pool(imp *I, const Onnx__NodeProto *n, int *outs) {
-    int x = imp_input(I, n, 0);
-    const gtensor_type *xt = imp_type(I, x);
-    if (n->n_output > 1 && n->output[1][0])
-        return imp_fail(I, n, "the Indices output of MaxPool is not supported");
-    int64_t ksp[2];
-    int nk = imp_attr_ints(I, n, "kernel_shape", ksp, 2);
-    window w;
-    if (!xt)
-        return imp_fail(I, n, "the input has no tensor type");
-    if (nk != xt->ndim - 2)
-        return imp_fail(I, n,
-                        "attribute 'kernel_shape' has %s%d values; the %d-D input has %d "
-                        "spatial dims",
-                        nk == -2 ? "more than " : "", nk == -2 ? 2 : nk, xt->ndim, xt->ndim - 2);
-    if (window_of(I, n, xt, ksp, &w) < 0)
-        return -1;
-    int is_max = !strcmp(n->op_type, "MaxPool");
-    if (!is_max && (w.d[0] != 1 || w.d[1] != 1))
-        return imp_fail(I, n, "dilated average pooling");
-    if (w.nsp == 1 && (x = as_2d(I, n, x, 1)) < 0)
-        return -1;
-    char attrs[320];
-    snprintf(attrs, sizeof attrs,
-             "pool_size=[%lld, %lld], strides=[%lld, %lld], padding=[%lld, %lld, %lld, %lld], "
-             "dilation=[%lld, %lld], ceil_mode=%lld, count_include_pad=%lld",
-             (long long)w.k[0], (long long)w.k[1], (long long)w.s[0], (long long)w.s[1],
-             (long long)w.pads[0], (long long)w.pads[1], (long long)w.pads[2], (long long)w.pads[3],
-             (long long)w.d[0], (long long)w.d[1], (long long)imp_attr_int(I, n, "ceil_mode", 0),
-             (long long)imp_attr_int(I, n, "count_include_pad", 0));
-    int y = imp_call(I, n, is_max ? "nn.max_pool2d" : "nn.avg_pool2d", 1, &x, attrs);
-    return outs[0] = w.nsp == 1 ? as_2d(I, n, y, 0) : y;
-}
-
-int cvt_global_pool(imp *I, const Onnx__NodeProto *n, int *outs) {
-    int x = imp_input(I, n, 0);
-    const char *op =
-        !strcmp(n->op_type, "GlobalMaxPool") ? "nn.global_max_pool2d" : "nn.global_avg_pool2d";
-    return outs[0] = imp_call(I, n, op, 1, &x, NULL);
-}
-
 int cvt_batch_norm(imp *I, const Onnx__NodeProto *n, int *outs) {
     if (imp_attr_int(I, n, "training_mode", 0))
         return imp_fail(I, n, "training mode is not supported (attribute 'training_mode')");
@@ -390,15 +208,15 @@ int cvt_gemm(imp *I, const Onnx__NodeProto *n, int *outs) {
     return outs[0] = cs < 0 ? -1 : imp_call(I, n, "add", 2, in, NULL);
 }
 
-/* MatMul: nn.dense for a constant 2-D right side, else nn.batch_matmul; a
- * 1-D operand gets a unit dim that is dropped from the result (numpy). */
-int cvt_matmul(imp *I, const Onnx__NodeProto *n, int *outs) {
-    int a = imp_input(I, n, 0), b = imp_input(I, n, 1);
+/* MatMul of a and b: nn.dense for a constant 2-D right side, else
+ * nn.batch_matmul; a 1-D operand gets a unit dim that is dropped from the
+ * result (numpy). */
+static int matmul_of(imp *I, const Onnx__NodeProto *n, int a, int b) {
     const gtensor_type *at = imp_type(I, a), *bt = imp_type(I, b);
     if (!at || !bt || at->ndim < 1 || bt->ndim < 1)
         return imp_fail(I, n, "both inputs need a tensor type of rank >= 1");
     if (bt->ndim == 2 && imp_const(I, b))
-        return outs[0] = dense_of(I, n, a, b, 1);
+        return dense_of(I, n, a, b, 1);
     int ra = at->ndim, rb = bt->ndim;
     if (ra == 1) {
         int64_t d[2] = {1, at->dims[0].v};
@@ -412,13 +230,31 @@ int cvt_matmul(imp *I, const Onnx__NodeProto *n, int *outs) {
     int y = a < 0 || b < 0 ? -1 : imp_call(I, n, "nn.batch_matmul", 2, in, NULL);
     const gtensor_type *yt = imp_type(I, y);
     if (!yt || (ra > 1 && rb > 1))
-        return outs[0] = y;
+        return y;
     int64_t dims[MAXD];
     int nd = 0;
     for (int d = 0; d < yt->ndim; d++)
         if (!((ra == 1 && d == yt->ndim - 2) || (rb == 1 && d == yt->ndim - 1)))
             dims[nd++] = yt->dims[d].v;
-    return outs[0] = cvt_reshape_to(I, n, y, nd, dims);
+    return cvt_reshape_to(I, n, y, nd, dims);
+}
+
+int cvt_matmul(imp *I, const Onnx__NodeProto *n, int *outs) {
+    return outs[0] = matmul_of(I, n, imp_input(I, n, 0), imp_input(I, n, 1));
+}
+
+/* MatMulInteger: the int32 product of A - a_zero_point (one, or one per
+ * row of a 2-D A) by B - b_zero_point (one, or one per column). */
+int cvt_matmul_integer(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int a = imp_input(I, n, 0), b = imp_input(I, n, 1);
+    const gtensor_type *at = imp_type(I, a), *bt = imp_type(I, b);
+    if (!at || !bt || at->ndim < 1 || bt->ndim < 1)
+        return imp_fail(I, n, "both inputs need a tensor type of rank >= 1");
+    gdim rows = at->ndim > 1 ? at->dims[at->ndim - 2] : (gdim){1, NULL};
+    gdim cols = bt->ndim > 1 ? bt->dims[bt->ndim - 1] : (gdim){1, NULL};
+    a = cvt_int_minus_zero(I, n, a, imp_input(I, n, 2), rows.sym ? 1 : rows.v, 2);
+    b = a < 0 ? -1 : cvt_int_minus_zero(I, n, b, imp_input(I, n, 3), cols.sym ? 1 : cols.v, 1);
+    return outs[0] = b < 0 ? -1 : matmul_of(I, n, a, b);
 }
 
 int cvt_softmax(imp *I, const Onnx__NodeProto *n, int *outs) {

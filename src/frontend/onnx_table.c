@@ -28,7 +28,8 @@
  * Anything else (attributes turned into other attributes or inputs,
  * several kiln ops, inputs that must be constant) is a converter function
  * (imp_convert_fn, declared in onnx_convert.h, in onnx_convert.c,
- * onnx_convert_nn.c or onnx_convert_index.c by family) named in the fourth
+ * onnx_convert_nn.c, onnx_convert_conv.c or onnx_convert_index.c by
+ * family) named in the fourth
  * field, with NULL for
  * the kiln op:
  *
@@ -49,6 +50,8 @@
 #define BINARY IO(2, 2, 1, 1)
 #define REDUCE_ATTRS "axes:INTS, keepdims:INT"
 #define WINDOW_ATTRS "auto_pad:STRING, pads:INTS, strides:INTS"
+#define CONV_ATTRS WINDOW_ATTRS ", dilations:INTS, group:INT, kernel_shape:INTS"
+#define POOL_ATTRS "kernel_shape:INTS!, " WINDOW_ATTRS
 
 static const imp_converter g_table[] = {
     /* unary elementwise */
@@ -169,16 +172,26 @@ static const imp_converter g_table[] = {
     {"BatchNormalization", 14, NULL, cvt_batch_norm, IO(5, 5, 1, 3),
      "epsilon:FLOAT, momentum:FLOAT, training_mode:INT"},
     /* convolution, pooling, matmul */
-    {"Conv", 1, NULL, cvt_conv, IO(2, 3, 1, 1),
-     WINDOW_ATTRS ", dilations:INTS, group:INT, kernel_shape:INTS"},
-    {"MaxPool", 1, NULL, cvt_pool, IO(1, 1, 1, 2),
-     "kernel_shape:INTS!, " WINDOW_ATTRS ", ceil_mode:INT, dilations:INTS, storage_order:INT"},
-    {"AveragePool", 7, NULL, cvt_pool, UNARY,
-     "kernel_shape:INTS!, " WINDOW_ATTRS ", ceil_mode:INT, count_include_pad:INT"},
+    {"Conv", 1, NULL, cvt_conv, IO(2, 3, 1, 1), CONV_ATTRS},
+    {"ConvInteger", 10, NULL, cvt_conv_integer, IO(2, 4, 1, 1), CONV_ATTRS},
+    {"ConvTranspose", 1, NULL, cvt_conv_transpose, IO(2, 3, 1, 1),
+     CONV_ATTRS ", output_padding:INTS, output_shape:INTS"},
+    {"MaxPool", 1, NULL, cvt_pool, UNARY, POOL_ATTRS},
+    {"MaxPool", 8, NULL, cvt_pool, IO(1, 1, 1, 2), POOL_ATTRS ", storage_order:INT"},
+    {"MaxPool", 10, NULL, cvt_pool, IO(1, 1, 1, 2),
+     POOL_ATTRS ", storage_order:INT, ceil_mode:INT, dilations:INTS"},
+    {"AveragePool", 1, NULL, cvt_pool, UNARY, POOL_ATTRS},
+    {"AveragePool", 7, NULL, cvt_pool, UNARY, POOL_ATTRS ", count_include_pad:INT"},
+    {"AveragePool", 10, NULL, cvt_pool, UNARY, POOL_ATTRS ", count_include_pad:INT, ceil_mode:INT"},
+    {"LpPool", 2, NULL, cvt_pool, UNARY, POOL_ATTRS ", p:INT"},
+    {"MaxUnpool", 9, NULL, cvt_max_unpool, IO(2, 3, 1, 1),
+     "kernel_shape:INTS!, pads:INTS, strides:INTS"},
     {"GlobalAveragePool", 1, NULL, cvt_global_pool, UNARY, NULL},
     {"GlobalMaxPool", 1, NULL, cvt_global_pool, UNARY, NULL},
+    {"GlobalLpPool", 2, NULL, cvt_global_pool, UNARY, "p:INT"},
     {"Gemm", 7, NULL, cvt_gemm, IO(2, 3, 1, 1), "alpha:FLOAT, beta:FLOAT, transA:INT, transB:INT"},
     {"MatMul", 1, NULL, cvt_matmul, BINARY, NULL},
+    {"MatMulInteger", 10, NULL, cvt_matmul_integer, IO(2, 4, 1, 1), NULL},
     /* indexing and layout (src/ops/index.c, transform.c; onnx_convert_index.c) */
     {"GatherElements", 11, "gather_elements", NULL, BINARY, "axis:INT=0"},
     {"GatherND", 11, "gather_nd", NULL, BINARY, NULL},

@@ -1,13 +1,17 @@
-/* conv.c: 2-D convolutions. nn.conv2d is the plain one (NCHW data, OIHW
- * kernel; strides, dilation, groups, padding as a stage); its layout hook
- * is TVM's x86 AlterOpLayout for it: with a constant float32 kernel it
- * becomes nn.contrib_conv2d_NCHWc, or nn.contrib_conv2d_winograd_NCHWc
- * (conv_winograd.c) where the cost model prefers it, the kernel packed
- * here at compile time. nn.contrib_conv2d_NCHWc works in the blocked
- * layout NCHW[x]c, TVM's x86 fast path: a tensor [N, C, H, W] in NCHW16c
- * is [N, C/16, H, W, 16], sixteen channels side by side, so a convolution
- * keeps a vector of output channels in a register and multiplies it by a
- * broadcast input value; its schedule is register-blocked. */
+/* conv.c: convolutions. nn.conv2d and nn.conv3d are the plain ones (NCHW
+ * or NCDHW data, OIHW or OIDHW kernel; strides, dilation, groups, padding
+ * as a stage), one rank-generic relation and compute; nn.conv2d_transpose
+ * and nn.conv3d_transpose are ONNX's ConvTranspose, likewise. nn.conv2d's
+ * layout hook is TVM's x86 AlterOpLayout for it: with a constant float32
+ * kernel it becomes nn.contrib_conv2d_NCHWc, or
+ * nn.contrib_conv2d_winograd_NCHWc (conv_winograd.c) where the cost model
+ * prefers it, the kernel packed here at compile time.
+ * nn.contrib_conv2d_NCHWc works in the blocked layout NCHW[x]c, TVM's x86
+ * fast path: a tensor [N, C, H, W] in NCHW16c is [N, C/16, H, W, 16],
+ * sixteen channels side by side, so a convolution keeps a vector of output
+ * channels in a register and multiplies it by a broadcast input value; its
+ * schedule is register-blocked. The 3-D and transposed convolutions have
+ * the default schedule. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,15 +20,31 @@
 
 /* ---- attribute schemas ------------------------------------------------------------ */
 
-static const attr_schema conv2d_attrs[] = {{"strides", GA_INTS, 0, "[1, 1]"},
-                                           {"padding", GA_INTS, 0, "[0, 0, 0, 0]"},
-                                           {"dilation", GA_INTS, 0, "[1, 1]"},
-                                           {"groups", GA_INT, 0, "1"},
-                                           {"channels", GA_INT, 0, NULL},
-                                           {"kernel_size", GA_INTS, 0, NULL},
-                                           {"data_layout", GA_STR, 0, "\"NCHW\""},
-                                           {"kernel_layout", GA_STR, 0, "\"OIHW\""},
-                                           {NULL, 0, 0, NULL}};
+/* a plain convolution's attributes, with its rank's defaults */
+#define CONV_SCHEMA(ones, zeros, data, kernel)                                                     \
+    {"strides", GA_INTS, 0, ones}, {"padding", GA_INTS, 0, zeros}, {"dilation", GA_INTS, 0, ones}, \
+        {"groups", GA_INT, 0, "1"}, {"channels", GA_INT, 0, NULL},                                 \
+        {"kernel_size", GA_INTS, 0, NULL}, {"data_layout", GA_STR, 0, data},                       \
+        {"kernel_layout", GA_STR, 0, kernel}, {                                                    \
+        NULL, 0, 0, NULL                                                                           \
+    }
+/* a transposed one's: padding may be negative (it crops the extent) */
+#define CONVT_SCHEMA(ones, zeros, data, kernel)                                                    \
+    {"strides", GA_INTS, 0, ones}, {"padding", GA_INTS, 0, zeros},                                 \
+        {"output_padding", GA_INTS, 0, zeros}, {"dilation", GA_INTS, 0, ones},                     \
+        {"groups", GA_INT, 0, "1"}, {"data_layout", GA_STR, 0, data},                              \
+        {"kernel_layout", GA_STR, 0, kernel}, {                                                    \
+        NULL, 0, 0, NULL                                                                           \
+    }
+
+static const attr_schema conv2d_attrs[] = {
+    CONV_SCHEMA("[1, 1]", "[0, 0, 0, 0]", "\"NCHW\"", "\"OIHW\"")};
+static const attr_schema conv3d_attrs[] = {
+    CONV_SCHEMA("[1, 1, 1]", "[0, 0, 0, 0, 0, 0]", "\"NCDHW\"", "\"OIDHW\"")};
+static const attr_schema conv2d_transpose_attrs[] = {
+    CONVT_SCHEMA("[1, 1]", "[0]", "\"NCHW\"", "\"IOHW\"")};
+static const attr_schema conv3d_transpose_attrs[] = {
+    CONVT_SCHEMA("[1, 1, 1]", "[0]", "\"NCDHW\"", "\"IODHW\"")};
 
 static const attr_schema conv2d_nchwc_attrs[] = {
     {"strides", GA_INTS, 0, "[1, 1]"},  {"padding", GA_INTS, 0, "[0, 0, 0, 0]"},
@@ -33,27 +53,62 @@ static const attr_schema conv2d_nchwc_attrs[] = {
     {"data_layout", GA_STR, 1, NULL},   {"kernel_layout", GA_STR, 0, NULL},
     {"out_layout", GA_STR, 1, NULL},    {NULL, 0, 0, NULL}};
 
-/* ---- nn.conv2d ----------------------------------------------------------------------- */
+/* ---- nn.conv2d, nn.conv3d -----------------------------------------------------------
+ * One relation and compute for both; the row's variant is the number of
+ * spatial dims. A 1-D convolution is a 2-D one with H = 1 (the ONNX
+ * importer reshapes). */
 
-static rel_result rel_conv2d(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
-                             gtype *out) {
+/* The data and kernel layouts of an nsp-D convolution, and the kernel's of
+ * the transposed one ([in channels, out channels / groups, ...]). */
+static const char *const conv_data_layout[] = {NULL, "NCW", "NCHW", "NCDHW"};
+static const char *const conv_kernel_layout[] = {NULL, "OIW", "OIHW", "OIDHW"};
+static const char *const convt_kernel_layout[] = {NULL, "IOW", "IOHW", "IODHW"};
+
+/* The reduction axis over kernel dim d of nsp: ..., ry, rx. */
+static kiln_expr kernel_axis(kiln_ctx *ctx, int nsp, int d, int64_t k) {
+    static const char *const names[] = {"rz", "ry", "rx"};
+    return kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, k), names[3 - nsp + d]);
+}
+
+/* In a relation: the data *x and weight *w of an nsp-D convolution
+ * (transposed: the kernel is IO..., else OI...) with their ranks, one
+ * dtype and concrete dims but the batch, and its strides s and dilation d. */
+static rel_result conv_operands(const gnode *call, const gtype *const *in, int transposed,
+                                const gtensor_type **x, const gtensor_type **w, int64_t *s,
+                                int64_t *d) {
     OPS_REQUIRE_KNOWN(2);
+    int nsp = call->op->variant;
     rel_result r = REL_OK;
-    const gtensor_type *x = ops_tensor_in(in[0], 0, &r),
-                       *w = x ? ops_tensor_in(in[1], 1, &r) : NULL;
-    if (!w)
+    *x = ops_tensor_in(in[0], 0, &r);
+    *w = *x ? ops_tensor_in(in[1], 1, &r) : NULL;
+    if (!*w)
         return r;
-    if (x->ndim != 4 || w->ndim != 4)
-        return ops_fail("data and weight must be 4-D (NCHW, OIHW), got %d-D and %d-D", x->ndim,
-                        w->ndim);
-    if (x->dtype != w->dtype)
-        return ops_fail("data is %s but weight is %s", kiln_dtype_name(x->dtype),
-                        kiln_dtype_name(w->dtype));
-    if (!ops_all_known(x, 1, 4) || !ops_all_known(w, 0, 4))
+    const gtensor_type *a = *x, *b = *w;
+    if (a->ndim != 2 + nsp || b->ndim != 2 + nsp)
+        return ops_fail("data and weight must be %d-D (%s, %s), got %d-D and %d-D", 2 + nsp,
+                        conv_data_layout[nsp],
+                        (transposed ? convt_kernel_layout : conv_kernel_layout)[nsp], a->ndim,
+                        b->ndim);
+    if (a->dtype != b->dtype)
+        return ops_fail("data is %s but weight is %s", kiln_dtype_name(a->dtype),
+                        kiln_dtype_name(b->dtype));
+    if (!ops_all_known(a, 1, 2 + nsp) || !ops_all_known(b, 0, 2 + nsp))
         return ops_fail("only the batch dim may be symbolic");
-    int64_t s[2], d[2], p[2];
-    if (!ops_attr2_checked(call, "strides", 1, 1, s) ||
-        !ops_attr2_checked(call, "dilation", 1, 1, d) || !ops_pad_sum(call, p))
+    if (!ops_attr_sp_checked(call, "strides", 1, 1, nsp, s) ||
+        !ops_attr_sp_checked(call, "dilation", 1, 1, nsp, d))
+        return REL_ERROR;
+    return REL_OK;
+}
+
+static rel_result rel_conv(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
+                           gtype *out) {
+    int nsp = call->op->variant;
+    const gtensor_type *x, *w;
+    int64_t s[OPS_MAX_SPATIAL], d[OPS_MAX_SPATIAL], p[OPS_MAX_SPATIAL];
+    rel_result r = conv_operands(call, in, 0, &x, &w, s, d);
+    if (r != REL_OK)
+        return r;
+    if (!ops_pad_sum(call, nsp, p))
         return REL_ERROR;
     int64_t groups = graph_attr_int(call, "groups", 1);
     if (groups < 1 || x->dims[1].v % groups || w->dims[0].v % groups)
@@ -68,7 +123,7 @@ static rel_result rel_conv2d(const struct kiln_graph *g, const gnode *call, cons
                         (long long)w->dims[1].v, (long long)x->dims[1].v, (long long)groups);
     gtensor_type res = *x;
     res.dims[1] = w->dims[0];
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < nsp; i++) {
         int64_t o = ops_window_out(x->dims[2 + i].v, p[i], w->dims[2 + i].v, s[i], d[i], 0);
         if (o < 1)
             return ops_fail("the kernel is larger than the padded input");
@@ -79,8 +134,9 @@ static rel_result rel_conv2d(const struct kiln_graph *g, const gnode *call, cons
 
 typedef struct {
     kiln_tensor *p, *w;
-    int64_t s[2], d[2], ocg, icg;
-    kiln_expr ic, kh, kw;
+    int nsp;
+    int64_t s[OPS_MAX_SPATIAL], d[OPS_MAX_SPATIAL], ocg, icg;
+    kiln_expr ic, k[OPS_MAX_SPATIAL];
 } conv_args;
 
 static kiln_expr conv_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
@@ -88,36 +144,167 @@ static kiln_expr conv_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     /* input channel = group(oc) * icg + ic */
     kiln_expr g = kiln_floordiv(i[1], ops_int(ctx, c->ocg));
     kiln_expr ch = kiln_add(kiln_mul(g, ops_int(ctx, c->icg)), c->ic);
-    kiln_expr h =
-        kiln_add(kiln_mul(i[2], ops_int(ctx, c->s[0])), kiln_mul(c->kh, ops_int(ctx, c->d[0])));
-    kiln_expr w =
-        kiln_add(kiln_mul(i[3], ops_int(ctx, c->s[1])), kiln_mul(c->kw, ops_int(ctx, c->d[1])));
-    kiln_expr pi[4] = {i[0], ch, h, w}, wi[4] = {i[1], c->ic, c->kh, c->kw};
-    kiln_expr axes[3] = {c->ic, c->kh, c->kw};
-    return kiln_sum(kiln_mul(kiln_tensor_at(c->p, 4, pi), kiln_tensor_at(c->w, 4, wi)), 3, axes);
+    kiln_expr pi[2 + OPS_MAX_SPATIAL] = {i[0], ch}, wi[2 + OPS_MAX_SPATIAL] = {i[1], c->ic};
+    kiln_expr axes[1 + OPS_MAX_SPATIAL] = {c->ic};
+    for (int d = 0; d < c->nsp; d++) {
+        pi[2 + d] = kiln_add(kiln_mul(i[2 + d], ops_int(ctx, c->s[d])),
+                             kiln_mul(c->k[d], ops_int(ctx, c->d[d])));
+        wi[2 + d] = axes[1 + d] = c->k[d];
+    }
+    return kiln_sum(
+        kiln_mul(kiln_tensor_at(c->p, 2 + c->nsp, pi), kiln_tensor_at(c->w, 2 + c->nsp, wi)),
+        1 + c->nsp, axes);
 }
 
-static kiln_status compute_conv2d(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
-                                  kiln_tensor **out) {
-    if (strcmp(graph_attr_str(call, "data_layout", "NCHW"), "NCHW") ||
-        strcmp(graph_attr_str(call, "kernel_layout", "OIHW"), "OIHW"))
-        return kiln_set_error(KILN_ERR_UNSUPPORTED, "nn.conv2d: only NCHW data and OIHW "
-                                                    "kernels are supported");
-    int64_t od[4], wd[4], pad[4];
+/* In a compute: 1 if the call's layouts are the plain ones of its rank
+ * (kernels: `kernel`), else an error. */
+static int plain_layouts(const gnode *call, int nsp, const char *const *kernel) {
+    if (!strcmp(graph_attr_str(call, "data_layout", ""), conv_data_layout[nsp]) &&
+        !strcmp(graph_attr_str(call, "kernel_layout", ""), kernel[nsp]))
+        return 1;
+    kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: only %s data and %s kernels are supported",
+                   call->op->name, conv_data_layout[nsp], kernel[nsp]);
+    return 0;
+}
+
+static kiln_status compute_conv(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                kiln_tensor **out) {
+    int nsp = call->op->variant;
+    if (!plain_layouts(call, nsp, conv_kernel_layout))
+        return KILN_ERR_UNSUPPORTED;
+    int64_t od[2 + OPS_MAX_SPATIAL], wd[2 + OPS_MAX_SPATIAL], pad[2 * OPS_MAX_SPATIAL];
     ops_out_shape(call, od);
     ops_shape(in[1], wd);
-    ops_pad4(call, pad);
-    conv_args c = {
-        ops_pad_spatial(ctx, call, in[0], pad, 0), in[1], {0}, {0}, 0, wd[1], NULL, NULL, NULL};
+    ops_pad_sp(call, nsp, pad);
+    conv_args c;
+    memset(&c, 0, sizeof c);
+    c.p = ops_pad_window(ctx, call, in[0], nsp, pad, 0);
+    c.w = in[1];
+    c.nsp = nsp;
+    c.icg = wd[1];
     if (!c.p)
         return KILN_ERR_INVALID;
-    ops_attr2(call, "strides", 1, c.s);
-    ops_attr2(call, "dilation", 1, c.d);
+    ops_attr_sp(call, "strides", 1, nsp, c.s);
+    ops_attr_sp(call, "dilation", 1, nsp, c.d);
     c.ocg = wd[0] / graph_attr_int(call, "groups", 1);
     c.ic = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, wd[1]), "rc");
-    c.kh = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, wd[2]), "ry");
-    c.kw = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, wd[3]), "rx");
-    out[0] = ops_compute(ctx, call, "", 4, od, conv_body, &c);
+    for (int d = 0; d < nsp; d++)
+        c.k[d] = kernel_axis(ctx, nsp, d, wd[2 + d]);
+    out[0] = ops_compute(ctx, call, "", 2 + nsp, od, conv_body, &c);
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* ---- nn.conv2d_transpose, nn.conv3d_transpose ---------------------------------------
+ * The gradient of a convolution (ONNX ConvTranspose): data [N, C, ...],
+ * weight [C, O/groups, k...], output [N, O, ...] of extent
+ * stride * (in - 1) + dilation * (k - 1) + 1 + output_padding per dim,
+ * cropped by padding (begins, then ends; a negative one extends it with
+ * zeros). Output p of a dim reads input q where q * stride + r * dilation
+ * = p + pad_begin for a kernel tap r: a reduction over the group's input
+ * channels and the taps, a tap counting where the division is exact and q
+ * inside the input. Each output does k taps per dim, of which about
+ * k / stride count; no dilated copy of the input is made. The variant is
+ * the number of spatial dims (1-D: the importer reshapes to 2-D). */
+
+static rel_result rel_conv_transpose(const struct kiln_graph *g, const gnode *call,
+                                     const gtype *const *in, gtype *out) {
+    int nsp = call->op->variant;
+    const gtensor_type *x, *w;
+    int64_t s[OPS_MAX_SPATIAL], d[OPS_MAX_SPATIAL], op[OPS_MAX_SPATIAL], p[2 * OPS_MAX_SPATIAL];
+    rel_result r = conv_operands(call, in, 1, &x, &w, s, d);
+    if (r != REL_OK)
+        return r;
+    if (!ops_attr_sp_checked(call, "output_padding", 0, 0, nsp, op) ||
+        !ops_pad_sp_checked(call, nsp, 1, p))
+        return REL_ERROR;
+    int64_t groups = graph_attr_int(call, "groups", 1), oc;
+    if (groups < 1 || x->dims[1].v % groups)
+        return ops_fail("groups=%lld must divide the input channels %lld", (long long)groups,
+                        (long long)x->dims[1].v);
+    if (w->dims[0].v != x->dims[1].v)
+        return ops_fail("weight has %lld input channels, data has %lld", (long long)w->dims[0].v,
+                        (long long)x->dims[1].v);
+    if (!kiln_mul_ok(w->dims[1].v, groups, &oc))
+        return ops_fail("%lld output channels per group in %lld groups overflow int64",
+                        (long long)w->dims[1].v, (long long)groups);
+    gtensor_type res = *x;
+    res.dims[1] = (gdim){oc, NULL};
+    for (int i = 0; i < nsp; i++) {
+        int64_t o = ops_window_span(x->dims[2 + i].v, w->dims[2 + i].v, s[i], d[i], op[i]);
+        if (o < 0 || __builtin_sub_overflow(o, p[i], &o) ||
+            __builtin_sub_overflow(o, p[nsp + i], &o) || o < 1)
+            return ops_fail(
+                "spatial dim %d: the output of %lld inputs, kernel %lld, stride %lld, "
+                "dilation %lld, output padding %lld and padding (%lld, %lld) is empty or "
+                "overflows",
+                i, (long long)x->dims[2 + i].v, (long long)w->dims[2 + i].v, (long long)s[i],
+                (long long)d[i], (long long)op[i], (long long)p[i], (long long)p[nsp + i]);
+        res.dims[2 + i] = (gdim){o, NULL};
+    }
+    return ops_set_out(g, out, &res);
+}
+
+typedef struct {
+    kiln_tensor *x, *w;
+    int nsp;
+    int64_t s[OPS_MAX_SPATIAL], d[OPS_MAX_SPATIAL], pb[OPS_MAX_SPATIAL], in[OPS_MAX_SPATIAL];
+    int64_t ocg, icg;
+    kiln_expr ic, k[OPS_MAX_SPATIAL];
+} convt_args;
+
+static kiln_expr convt_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    convt_args *c = u;
+    /* input channel = group(oc) * icg + ic; the weight's output channel oc % ocg */
+    kiln_expr ocg = ops_int(ctx, c->ocg), z = ops_int(ctx, 0), ok = NULL;
+    kiln_expr ch = kiln_add(kiln_mul(kiln_floordiv(i[1], ocg), ops_int(ctx, c->icg)), c->ic);
+    kiln_expr xi[2 + OPS_MAX_SPATIAL] = {i[0], ch},
+                     wi[2 + OPS_MAX_SPATIAL] = {ch, kiln_floormod(i[1], ocg)};
+    kiln_expr axes[1 + OPS_MAX_SPATIAL] = {c->ic};
+    for (int d = 0; d < c->nsp; d++) {
+        kiln_expr s = ops_int(ctx, c->s[d]);
+        kiln_expr t = kiln_sub(kiln_add(i[2 + d], ops_int(ctx, c->pb[d])),
+                               kiln_mul(c->k[d], ops_int(ctx, c->d[d])));
+        kiln_expr q = c->s[d] == 1 ? t : kiln_floordiv(t, s);
+        kiln_expr in = kiln_and(kiln_ge(t, z), kiln_lt(q, ops_int(ctx, c->in[d])));
+        if (c->s[d] != 1)
+            in = kiln_and(in, kiln_eq(kiln_floormod(t, s), z));
+        ok = ok ? kiln_and(ok, in) : in;
+        xi[2 + d] = kiln_min(kiln_max(q, z), ops_int(ctx, c->in[d] - 1));
+        wi[2 + d] = axes[1 + d] = c->k[d];
+    }
+    kiln_expr v =
+        kiln_mul(kiln_tensor_at(c->x, 2 + c->nsp, xi), kiln_tensor_at(c->w, 2 + c->nsp, wi));
+    return kiln_sum(kiln_select(ok, v, ops_const(ctx, kiln_tensor_dtype(c->x), 0)), 1 + c->nsp,
+                    axes);
+}
+
+static kiln_status compute_conv_transpose(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                          kiln_tensor **out) {
+    int nsp = call->op->variant;
+    if (!plain_layouts(call, nsp, convt_kernel_layout))
+        return KILN_ERR_UNSUPPORTED;
+    int64_t od[2 + OPS_MAX_SPATIAL], xd[2 + OPS_MAX_SPATIAL], wd[2 + OPS_MAX_SPATIAL],
+        pad[2 * OPS_MAX_SPATIAL];
+    ops_out_shape(call, od);
+    ops_shape(in[0], xd);
+    ops_shape(in[1], wd);
+    ops_pad_sp(call, nsp, pad);
+    convt_args c;
+    memset(&c, 0, sizeof c);
+    c.x = in[0];
+    c.w = in[1];
+    c.nsp = nsp;
+    ops_attr_sp(call, "strides", 1, nsp, c.s);
+    ops_attr_sp(call, "dilation", 1, nsp, c.d);
+    c.ocg = wd[1];
+    c.icg = xd[1] / graph_attr_int(call, "groups", 1);
+    for (int d = 0; d < nsp; d++) {
+        c.pb[d] = pad[d];
+        c.in[d] = xd[2 + d];
+        c.k[d] = kernel_axis(ctx, nsp, d, wd[2 + d]);
+    }
+    c.ic = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, c.icg), "rc");
+    out[0] = ops_compute(ctx, call, "", 2 + nsp, od, convt_body, &c);
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
 }
 
@@ -371,7 +558,7 @@ static rel_result rel_conv2d_nchwc(const struct kiln_graph *g, const gnode *call
     }
     int64_t s[2], d[2], p[2];
     if (!ops_attr2_checked(call, "strides", 1, 1, s) ||
-        !ops_attr2_checked(call, "dilation", 1, 1, d) || !ops_pad_sum(call, p))
+        !ops_attr2_checked(call, "dilation", 1, 1, d) || !ops_pad_sum(call, 2, p))
         return REL_ERROR;
     gtensor_type res = *x;
     res.dims[1] = (gdim){w->dims[0].v, NULL};
@@ -539,15 +726,13 @@ static kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call, ki
 
 /* ---- the table ------------------------------------------------------------------------ */
 
+/* The fields of a plain convolution's row: the variant is its spatial dims. */
+#define CONV_ROW(nm, schema, relation, fn, nsp, sum)                                               \
+    .name = nm, .min_in = 2, .max_in = 2, .attrs = schema, .rel = relation,                        \
+    .pattern = OP_OUT_ELEMWISE_FUSABLE, .compute = fn, .summary = sum, .variant = nsp
+
 const kiln_op_def ops_conv_rows[] = {
-    {.name = "nn.conv2d",
-     .min_in = 2,
-     .max_in = 2,
-     .attrs = conv2d_attrs,
-     .rel = rel_conv2d,
-     .pattern = OP_OUT_ELEMWISE_FUSABLE,
-     .compute = compute_conv2d,
-     .summary = "2-D convolution, NCHW x OIHW",
+    {CONV_ROW("nn.conv2d", conv2d_attrs, rel_conv, compute_conv, 2, "2-D convolution, NCHW x OIHW"),
      .alter = alter_conv2d},
     {.name = "nn.contrib_conv2d_NCHWc",
      .min_in = 2,
@@ -558,6 +743,12 @@ const kiln_op_def ops_conv_rows[] = {
      .compute = compute_conv2d_nchwc,
      .summary = "2-D convolution in NCHW[x]c x OIHW[x]i[y]o (nn.conv2d's layout hook makes it)",
      .schedule = schedule_conv2d_nchwc},
+    {CONV_ROW("nn.conv3d", conv3d_attrs, rel_conv, compute_conv, 3,
+              "3-D convolution, NCDHW x OIDHW")},
+    {CONV_ROW("nn.conv2d_transpose", conv2d_transpose_attrs, rel_conv_transpose,
+              compute_conv_transpose, 2, "2-D transposed convolution, NCHW x IOHW")},
+    {CONV_ROW("nn.conv3d_transpose", conv3d_transpose_attrs, rel_conv_transpose,
+              compute_conv_transpose, 3, "3-D transposed convolution, NCDHW x IODHW")},
 };
 
 const int ops_conv_count = (int)(sizeof ops_conv_rows / sizeof ops_conv_rows[0]);

@@ -11,8 +11,10 @@
  *                    nn.hardmax
  *   conv_winograd.c  nn.contrib_conv2d_winograd_NCHWc
  *   conv.c           nn.conv2d, nn.contrib_conv2d_NCHWc (its layout hook
- *                    picks Winograd: it calls conv_winograd.c)
- *   pool.c           nn.max_pool2d, nn.avg_pool2d, the global pools
+ *                    picks Winograd: it calls conv_winograd.c), nn.conv3d,
+ *                    nn.conv2d_transpose, nn.conv3d_transpose
+ *   pool.c           nn.max_pool2d/3d, nn.avg_pool2d/3d, nn.lp_pool2d/3d,
+ *                    nn.max_pool2d/3d_with_argmax, the global pools
  *   reduce.c         sum, mean, max, min, prod, argmax, argmin
  *   index.c          gather_elements, gather_nd, scatter_elements,
  *                    scatter_nd, one_hot, reverse_sequence, trilu,
@@ -117,20 +119,37 @@ KILN_HIDDEN int ops_norm_axis(const gnode *call, int64_t def, int nd);
  * input, negative counted from the end, into *axis; 0 with an error if it
  * is out of range. */
 KILN_HIDDEN int ops_attr_axis(const gnode *call, const char *name, int64_t def, int nd, int *axis);
-/* A 2-value int attribute (one given value repeats), e.g. strides. */
+/* The spatial attributes of a window over dims 2 .. 2+nsp of an
+ * N, C, spatial... tensor (nsp 1 to OPS_MAX_SPATIAL). An int attribute of
+ * one value per spatial dim, e.g. strides (one given value repeats;
+ * absent: def); in a relation (_checked) 0 with an error unless it has 1
+ * or nsp values >= minv. ops_attr2 and ops_attr2_checked are the 2-D ones. */
+#define OPS_MAX_SPATIAL 3
+KILN_HIDDEN void ops_attr_sp(const gnode *call, const char *name, int64_t def, int nsp, int64_t *v);
+KILN_HIDDEN int ops_attr_sp_checked(const gnode *call, const char *name, int64_t def, int64_t minv,
+                                    int nsp, int64_t *v);
 KILN_HIDDEN void ops_attr2(const gnode *call, const char *name, int64_t def, int64_t v[2]);
-/* The same in a relation: 0 with an error unless it has 1 or 2 values >= minv. */
 KILN_HIDDEN int ops_attr2_checked(const gnode *call, const char *name, int64_t def, int64_t minv,
                                   int64_t v[2]);
-/* Attribute padding: 1, 2 (h, w) or 4 (top, left, bottom, right) values
- * as 4 (ops_pad4), or in a relation as the sum per axis (ops_pad_sum: 0
- * with an error if malformed or negative). */
+/* Attribute padding: 1 value (every side), nsp (both sides of each dim)
+ * or 2 * nsp (the begins, then the ends) as 2 * nsp values p, begins then
+ * ends (2-D: top, left, bottom, right; ops_pad4). In a relation:
+ * ops_pad_sp_checked, 0 with an error if malformed or, unless
+ * allow_negative, negative; ops_pad_sum, the sum per dim into p[nsp] (0
+ * with an error if malformed, negative or overflowing). */
+KILN_HIDDEN void ops_pad_sp(const gnode *call, int nsp, int64_t *p);
 KILN_HIDDEN void ops_pad4(const gnode *call, int64_t p[4]);
-KILN_HIDDEN int ops_pad_sum(const gnode *call, int64_t p[2]);
+KILN_HIDDEN int ops_pad_sp_checked(const gnode *call, int nsp, int allow_negative, int64_t *p);
+KILN_HIDDEN int ops_pad_sum(const gnode *call, int nsp, int64_t *p);
 /* The output size of a window: floor((in + pad - dil*(k-1) - 1) / stride) + 1
  * (ceil with ceil_mode), or -1 if the window does not fit. */
 KILN_HIDDEN int64_t ops_window_out(int64_t in, int64_t pad, int64_t k, int64_t stride, int64_t dil,
                                    int ceil_mode);
+/* The extent of a transposed window (ConvTranspose before its padding is
+ * cropped): stride * (in - 1) + dil * (k - 1) + 1 + extra (the output
+ * padding), or -1 if it overflows or in, k, stride, dil < 1 or extra < 0. */
+KILN_HIDDEN int64_t ops_window_span(int64_t in, int64_t k, int64_t stride, int64_t dil,
+                                    int64_t extra);
 /* The channel block of a data layout: 0 for "NCHW", x for "NCHW[x]c"
  * (e.g. "NCHW16c"), -1 for anything else. */
 KILN_HIDDEN int ops_layout_block(const char *layout);
@@ -170,8 +189,12 @@ KILN_HIDDEN kiln_status ops_compute_elemwise(kiln_ctx *ctx, const gnode *call,
  * recognizes a multiply by it when folding a scale into weights). */
 KILN_HIDDEN kiln_expr ops_elem_multiply(kiln_ctx *ctx, const gnode *call, kiln_dtype dt,
                                         const kiln_expr *args);
-/* x (NCHW or NCHW[x]c) padded on H and W (pad: top, left, bottom, right)
- * with `fill`; x itself without padding. */
+/* x (N, C, nsp spatial dims, then any others, e.g. NCHW[x]c's block)
+ * padded on the spatial dims by pad (2 * nsp: the begins, then the ends)
+ * with `fill`; x itself without padding. ops_pad_spatial is the 2-D one
+ * (pad: top, left, bottom, right). */
+KILN_HIDDEN kiln_tensor *ops_pad_window(kiln_ctx *ctx, const gnode *call, kiln_tensor *x, int nsp,
+                                        const int64_t *pad, double fill);
 KILN_HIDDEN kiln_tensor *ops_pad_spatial(kiln_ctx *ctx, const gnode *call, kiln_tensor *x,
                                          const int64_t pad[4], double fill);
 

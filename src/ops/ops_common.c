@@ -128,76 +128,74 @@ int ops_norm_axis(const gnode *call, int64_t def, int nd) {
     return (int)(a < 0 ? a + nd : a);
 }
 
+/* Spatial attributes come from the model: a count other than 1 or nsp
+ * (2 * nsp for padding) is an error in the relation, and every sum of
+ * padding is checked, so an overflow is an error (or an empty window),
+ * never undefined behaviour. */
+void ops_attr_sp(const gnode *call, const char *name, int64_t def, int nsp, int64_t *v) {
+    int64_t b[OPS_MAX_SPATIAL];
+    int n = graph_attr_ints(call, name, b, OPS_MAX_SPATIAL);
+    for (int i = 0; i < nsp; i++)
+        v[i] = n < 1 ? def : n < nsp ? b[0] : b[i];
+}
+
+int ops_attr_sp_checked(const gnode *call, const char *name, int64_t def, int64_t minv, int nsp,
+                        int64_t *v) {
+    int64_t b[OPS_MAX_SPATIAL];
+    int n = graph_attr_ints(call, name, b, OPS_MAX_SPATIAL);
+    if (n >= 0 && n != 1 && n != nsp) {
+        ops_fail("attribute %s must have 1 or %d values, has %d", name, nsp, n);
+        return 0;
+    }
+    ops_attr_sp(call, name, def, nsp, v);
+    for (int i = 0; i < nsp; i++)
+        if (v[i] < minv) {
+            ops_fail("attribute %s must be >= %lld", name, (long long)minv);
+            return 0;
+        }
+    return 1;
+}
+
 void ops_attr2(const gnode *call, const char *name, int64_t def, int64_t v[2]) {
-    int64_t b[4];
-    int n = graph_attr_ints(call, name, b, 4);
-    v[0] = n >= 1 ? b[0] : def;
-    v[1] = n >= 2 ? b[1] : v[0];
+    ops_attr_sp(call, name, def, 2, v);
 }
 
 int ops_attr2_checked(const gnode *call, const char *name, int64_t def, int64_t minv,
                       int64_t v[2]) {
-    int64_t buf[4];
-    int n = graph_attr_ints(call, name, buf, 4);
-    if (n < 0) {
-        v[0] = v[1] = def;
-    } else if (n == 1) {
-        v[0] = v[1] = buf[0];
-    } else if (n == 2) {
-        v[0] = buf[0];
-        v[1] = buf[1];
-    } else {
-        ops_fail("attribute %s must have 2 values, has %d", name, n);
-        return 0;
-    }
-    if (v[0] < minv || v[1] < minv) {
-        ops_fail("attribute %s must be >= %lld", name, (long long)minv);
-        return 0;
-    }
-    return 1;
+    return ops_attr_sp_checked(call, name, def, minv, 2, v);
+}
+
+void ops_pad_sp(const gnode *call, int nsp, int64_t *p) {
+    int64_t b[2 * OPS_MAX_SPATIAL];
+    int n = graph_attr_ints(call, "padding", b, 2 * OPS_MAX_SPATIAL);
+    for (int i = 0; i < 2 * nsp; i++)
+        p[i] = n == 1 ? b[0] : n == nsp ? b[i % nsp] : n == 2 * nsp ? b[i] : 0;
 }
 
 void ops_pad4(const gnode *call, int64_t p[4]) {
-    int64_t b[4];
-    int n = graph_attr_ints(call, "padding", b, 4);
-    if (n == 1)
-        p[0] = p[1] = p[2] = p[3] = b[0];
-    else if (n == 2)
-        p[0] = p[2] = b[0], p[1] = p[3] = b[1];
-    else if (n == 4)
-        memcpy(p, b, sizeof b);
-    else
-        p[0] = p[1] = p[2] = p[3] = 0;
+    ops_pad_sp(call, 2, p);
 }
 
-/* Padding and window sizes come from the model: every sum and product here
- * is checked, and one that overflows int64 is an error (or an empty window),
- * never undefined behaviour. */
-int ops_pad_sum(const gnode *call, int64_t p[2]) {
-    int64_t buf[4];
-    int n = graph_attr_ints(call, "padding", buf, 4);
-    if (n != 1 && n != 2 && n != 4 && n > 0) {
-        ops_fail("attribute padding must have 1, 2 or 4 values, has %d", n);
+int ops_pad_sp_checked(const gnode *call, int nsp, int allow_negative, int64_t *p) {
+    int n = graph_attr_ints(call, "padding", p, 0);
+    if (n > 0 && n != 1 && n != nsp && n != 2 * nsp) {
+        ops_fail("attribute padding must have 1, %d or %d values, has %d", nsp, 2 * nsp, n);
         return 0;
     }
-    for (int i = 0; i < (n < 0 ? 0 : n); i++)
-        if (buf[i] < 0)
+    ops_pad_sp(call, nsp, p);
+    for (int i = 0; i < 2 * nsp; i++)
+        if (p[i] < 0 && !allow_negative)
             return ops_fail("padding must not be negative"), 0;
-    int ok = 1;
-    if (n <= 0) {
-        p[0] = p[1] = 0;
-    } else if (n == 1) {
-        ok = !__builtin_add_overflow(buf[0], buf[0], &p[0]);
-        p[1] = p[0];
-    } else if (n == 2) {
-        ok = !__builtin_add_overflow(buf[0], buf[0], &p[0]) &&
-             !__builtin_add_overflow(buf[1], buf[1], &p[1]);
-    } else {
-        ok = !__builtin_add_overflow(buf[0], buf[2], &p[0]) &&
-             !__builtin_add_overflow(buf[1], buf[3], &p[1]);
-    }
-    if (!ok)
-        return ops_fail("padding is too large (its sum overflows int64)"), 0;
+    return 1;
+}
+
+int ops_pad_sum(const gnode *call, int nsp, int64_t *p) {
+    int64_t b[2 * OPS_MAX_SPATIAL];
+    if (!ops_pad_sp_checked(call, nsp, 0, b))
+        return 0;
+    for (int i = 0; i < nsp; i++)
+        if (!kiln_add_ok(b[i], b[nsp + i], &p[i]))
+            return ops_fail("padding is too large (its sum overflows int64)"), 0;
     return 1;
 }
 
@@ -214,6 +212,16 @@ int64_t ops_window_out(int64_t in, int64_t pad, int64_t k, int64_t stride, int64
         __builtin_add_overflow(end, 1, &end))
         return -1;
     return o;
+}
+
+int64_t ops_window_span(int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t extra) {
+    int64_t span, reach;
+    if (in < 1 || k < 1 || stride < 1 || dil < 1 || extra < 0 ||
+        !kiln_mul_ok(stride, in - 1, &span) || !kiln_mul_ok(dil, k - 1, &reach) ||
+        !kiln_add_ok(span, reach, &span) || !kiln_add_ok(span, 1, &span) ||
+        !kiln_add_ok(span, extra, &span))
+        return -1;
+    return span;
 }
 
 int ops_layout_block(const char *layout) {
@@ -323,34 +331,45 @@ kiln_expr ops_elem_multiply(kiln_ctx *ctx, const gnode *call, kiln_dtype dt,
 
 typedef struct {
     kiln_tensor *x;
-    int nd;
-    int64_t dims[5], pad[4];
+    int nd, nsp;
+    int64_t dims[KILN_MAX_NDIM], pad[2 * OPS_MAX_SPATIAL];
     double fill;
 } pad_args;
 
 static kiln_expr pad_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     pad_args *p = u;
-    kiln_expr h = kiln_sub(i[2], ops_int(ctx, p->pad[0]));
-    kiln_expr w = kiln_sub(i[3], ops_int(ctx, p->pad[1]));
-    kiln_expr z = ops_int(ctx, 0);
-    kiln_expr in = kiln_and(kiln_and(kiln_ge(h, z), kiln_lt(h, ops_int(ctx, p->dims[2]))),
-                            kiln_and(kiln_ge(w, z), kiln_lt(w, ops_int(ctx, p->dims[3]))));
-    kiln_expr hc = kiln_min(kiln_max(h, z), ops_int(ctx, p->dims[2] - 1));
-    kiln_expr wc = kiln_min(kiln_max(w, z), ops_int(ctx, p->dims[3] - 1));
-    kiln_expr ix[5] = {i[0], i[1], hc, wc, p->nd == 5 ? i[4] : NULL};
+    kiln_expr z = ops_int(ctx, 0), in = NULL, ix[KILN_MAX_NDIM];
+    memcpy(ix, i, sizeof(kiln_expr) * (size_t)p->nd);
+    for (int d = 0; d < p->nsp; d++) {
+        kiln_expr c = kiln_sub(i[2 + d], ops_int(ctx, p->pad[d]));
+        kiln_expr inside = kiln_and(kiln_ge(c, z), kiln_lt(c, ops_int(ctx, p->dims[2 + d])));
+        in = in ? kiln_and(in, inside) : inside;
+        ix[2 + d] = kiln_min(kiln_max(c, z), ops_int(ctx, p->dims[2 + d] - 1));
+    }
     return kiln_select(in, kiln_tensor_at(p->x, p->nd, ix),
                        ops_const(ctx, kiln_tensor_dtype(p->x), p->fill));
 }
 
+kiln_tensor *ops_pad_window(kiln_ctx *ctx, const gnode *call, kiln_tensor *x, int nsp,
+                            const int64_t *pad, double fill) {
+    int any = 0;
+    for (int i = 0; i < 2 * nsp; i++)
+        any |= pad[i] != 0;
+    if (!any)
+        return x;
+    pad_args p = {x, 0, nsp, {0}, {0}, fill};
+    memcpy(p.pad, pad, sizeof(int64_t) * 2 * (size_t)nsp);
+    p.nd = ops_shape(x, p.dims);
+    int64_t sh[KILN_MAX_NDIM];
+    memcpy(sh, p.dims, sizeof(int64_t) * (size_t)p.nd);
+    for (int d = 0; d < nsp; d++)
+        sh[2 + d] = p.dims[2 + d] + pad[d] + pad[nsp + d];
+    return ops_compute(ctx, call, ".pad", p.nd, sh, pad_body, &p);
+}
+
 kiln_tensor *ops_pad_spatial(kiln_ctx *ctx, const gnode *call, kiln_tensor *x, const int64_t pad[4],
                              double fill) {
-    if (!pad[0] && !pad[1] && !pad[2] && !pad[3])
-        return x;
-    pad_args p = {x, 0, {0}, {pad[0], pad[1], pad[2], pad[3]}, fill};
-    p.nd = ops_shape(x, p.dims);
-    int64_t sh[5] = {p.dims[0], p.dims[1], p.dims[2] + pad[0] + pad[2], p.dims[3] + pad[1] + pad[3],
-                     p.dims[4]};
-    return ops_compute(ctx, call, ".pad", p.nd, sh, pad_body, &p);
+    return ops_pad_window(ctx, call, x, 2, pad, fill);
 }
 
 /* ---- schedules ------------------------------------------------------------------ */

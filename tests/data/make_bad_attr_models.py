@@ -12,7 +12,11 @@ the right type without its value, one given twice, one the op does not
 have (Clip min at opset 13, where min is an input), a required one missing.
 Arity: Relu with 3 outputs, Add with 3 inputs, Gemm with an empty B.
 Shapes: Conv kernel_shape against the weight, group against the channels,
-pads/strides/dilations lengths; pool kernel_shape length; BatchNormalization
+pads/strides/dilations lengths, a 4-D window; pool kernel_shape length,
+MaxPool storage_order (0 or 1, and not at opset 7), LpPool's p, MaxUnpool's
+index dtype; ConvTranspose output_shape length, output_padding, group, an
+empty and an overflowing output; ConvInteger's input dtypes and zero point
+length; BatchNormalization
 parameter lengths and spatial=0; Gemm/MatMul inner dims; Gather, Concat,
 Softmax and Flatten axes; Reshape -1s, element counts and allowzero; Concat
 ranks and dims; Transpose perm; Split sizes; Clip bounds that are not
@@ -30,15 +34,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 F = TensorProto.FLOAT
 
 
-def vi(name, shape):
-    return helper.make_tensor_value_info(name, F, shape)
+def vi(name, shape, elem=F):
+    return helper.make_tensor_value_info(name, elem, shape)
 
 
-def model(node, inputs, opset=13, inits=(), outputs=None):
-    """One node named after its file, graph inputs given as {name: shape}."""
+def model(node, inputs, opset=13, inits=(), outputs=None, types=None):
+    """One node named after its file, graph inputs given as {name: shape}
+    (float, or types[name])."""
     outs = outputs or [helper.make_tensor_value_info(o, F, None) for o in node.output if o]
-    g = helper.make_graph([node], "bad_attr", [vi(k, v) for k, v in inputs.items()], outs,
-                          initializer=list(inits))
+    ins = [vi(k, v, (types or {}).get(k, F)) for k, v in inputs.items()]
+    g = helper.make_graph([node], "bad_attr", ins, outs, initializer=list(inits))
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 7
     return m
@@ -116,6 +121,36 @@ def cases():
         inits=[w33()])
     c["bad_maxpool_kernel_length"] = model(
         node("MaxPool", ["x"], ["y"], "pool", [attr("kernel_shape", [2])]), X4)
+    c["bad_conv_6d"] = model(node("Conv", ["x", "w"], ["y"], "conv"),
+                             {"x": [1, 1, 2, 2, 2, 2], "w": [1, 1, 1, 1, 1, 1]})
+    c["bad_maxpool_storage_order"] = model(
+        node("MaxPool", ["x"], ["y", "i"], "pool",
+             [attr("kernel_shape", [2, 2]), attr("storage_order", 2)]), X4, opset=12)
+    c["bad_maxpool_storage_order_opset7"] = model(
+        node("MaxPool", ["x"], ["y"], "pool",
+             [attr("kernel_shape", [2, 2]), attr("storage_order", 1)]), X4, opset=7)
+    c["bad_lppool_p"] = model(
+        node("LpPool", ["x"], ["y"], "pool", [attr("kernel_shape", [2, 2]), attr("p", 0)]), X4)
+    c["bad_maxunpool_float_indices"] = model(
+        node("MaxUnpool", ["x", "i"], ["y"], "unpool", [attr("kernel_shape", [2, 2])]),
+        {"x": [1, 1, 2, 2], "i": [1, 1, 2, 2]})
+    # ConvTranspose: output_shape and output_padding, groups, an empty or
+    # overflowing output
+    def convt(attrs, x=(1, 1, 3, 3), w=(1, 1, 3, 3)):
+        return model(node("ConvTranspose", ["x", "w"], ["y"], "convt", attrs), {"x": list(x)},
+                     inits=[init("w", np.ones(w, np.float32))])
+    c["bad_convtranspose_output_shape_length"] = convt([attr("output_shape", [5])])
+    c["bad_convtranspose_output_padding"] = convt([attr("output_padding", [-1, 0])])
+    c["bad_convtranspose_group"] = convt([attr("group", 2)], x=(1, 3, 3, 3), w=(3, 1, 3, 3))
+    c["bad_convtranspose_empty"] = convt([attr("pads", [3, 0, 3, 0])])
+    c["bad_convtranspose_stride_overflow"] = convt([attr("strides", [1 << 62, 1])])
+    # ConvInteger: integer inputs, zero points of one or of the output channels
+    U8, I8 = TensorProto.UINT8, TensorProto.INT8
+    c["bad_convinteger_float"] = model(node("ConvInteger", ["x", "w"], ["y"], "convi"),
+                                       {"x": [1, 1, 3, 3], "w": [1, 1, 2, 2]})
+    c["bad_convinteger_zero_point"] = model(
+        node("ConvInteger", ["x", "w", "", "wz"], ["y"], "convi"),
+        {"x": [1, 1, 3, 3], "w": [3, 1, 2, 2], "wz": [2]}, types={"x": U8, "w": I8, "wz": I8})
     # BatchNormalization
     bn = [init(k, np.ones(n, np.float32)) for k, n in
           [("s", 3), ("b", 2), ("m", 2), ("v", 2)]]
