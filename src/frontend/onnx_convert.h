@@ -1,6 +1,6 @@
 /* onnx_convert.h: the converter functions the table (onnx_table.c) names:
  * onnx_convert.c has elementwise ops with more than a 1:1 mapping,
- * constants and shapes; onnx_convert_nn.c has reductions, normalization,
+ * constants and shapes; onnx_convert_nn.c has reductions, normalization, losses,
  * convolution, pooling, matmul and layout; onnx_convert_index.c has the
  * indexing ops (gather, scatter, TopK, ...) and Tile, DepthToSpace and
  * SpaceToDepth. Each is an imp_convert_fn. */
@@ -39,6 +39,7 @@ KILN_CVT(cvt_pad);
 KILN_CVT(cvt_reduce);
 KILN_CVT(cvt_arg_reduce);
 KILN_CVT(cvt_layer_norm);
+KILN_CVT(cvt_loss);
 KILN_CVT(cvt_conv);
 KILN_CVT(cvt_pool);
 KILN_CVT(cvt_global_pool);

@@ -1,5 +1,6 @@
 /* onnx_convert_nn.c: the ONNX converters of reductions (Reduce*, ArgMax),
- * normalization (BatchNormalization, LayerNormalization), Conv and pooling
+ * normalization (BatchNormalization, LayerNormalization), the losses
+ * (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), Conv and pooling
  * (1-D runs as 2-D with a unit H), Gemm/MatMul, Softmax, Transpose and
  * Split. The converter table is in onnx_table.c. */
 #include <math.h>
@@ -125,6 +126,52 @@ int cvt_layer_norm(imp *I, const Onnx__NodeProto *n, int *outs) {
         outs[2] = cvt_unary_of(
             I, n, "rsqrt", cvt_binary_of(I, n, "add", var, imp_scalar_const(I, n, t->dtype, eps)));
     return m < 0 || (want_inv && outs[2] < 0) ? -1 : 0;
+}
+
+/* ---- losses --------------------------------------------------------------------------- */
+
+/* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (the first on
+ * log_softmax over the classes, axis 1, which is also the optional
+ * log_prob output): nn.nll_loss gives the loss of each target; reduction
+ * "sum" sums it, "mean" divides the sum by the count of targets, or, with
+ * weights or an ignore_index, by the sum of the weights of the targets not
+ * ignored (nn.nll_loss_weight), as ONNX defines it. */
+int cvt_loss(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0), w = imp_input(I, n, 2), in[3];
+    const gtensor_type *t = imp_type(I, x);
+    if (!t)
+        return imp_fail(I, n, "the scores have no tensor type");
+    if (t->ndim < 2)
+        return imp_fail(I, n, "the scores need at least 2 dims (N, C, ...), have %d", t->ndim);
+    char buf[16];
+    const char *red = imp_attr_str(I, n, "reduction", "mean", buf, sizeof buf);
+    if (strcmp(red, "none") && strcmp(red, "sum") && strcmp(red, "mean"))
+        return imp_fail(I, n, "attribute 'reduction' = '%s' is not none, sum or mean", red);
+    if (!strcmp(n->op_type, "SoftmaxCrossEntropyLoss")) {
+        if ((x = imp_call(I, n, "nn.log_softmax", 1, &x, "axis=1")) < 0)
+            return -1;
+        if (n->n_output > 1 && n->output[1][0])
+            outs[1] = x;
+    }
+    const Onnx__AttributeProto *ii =
+        imp_attr(I, n, "ignore_index", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+    char attrs[48] = "";
+    if (ii)
+        snprintf(attrs, sizeof attrs, "ignore_index=%lld", (long long)ii->i);
+    int k = w >= 0 ? 3 : 2;
+    in[0] = x;
+    in[1] = imp_input(I, n, 1);
+    in[2] = w;
+    int loss = imp_call(I, n, "nn.nll_loss", k, in, attrs);
+    if (loss < 0 || !strcmp(red, "none"))
+        return outs[0] = loss;
+    if (!strcmp(red, "mean") && w < 0 && !ii)
+        return outs[0] = reduce_of(I, n, "mean", loss, "keepdims=0");
+    int sum = reduce_of(I, n, "sum", loss, "keepdims=0");
+    if (!strcmp(red, "sum"))
+        return outs[0] = sum;
+    int den = imp_call(I, n, "nn.nll_loss_weight", k, in, attrs);
+    return outs[0] = cvt_binary_of(I, n, "divide", sum, reduce_of(I, n, "sum", den, "keepdims=0"));
 }
 
 /* ---- nn --------------------------------------------------------------------------- */

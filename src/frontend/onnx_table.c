@@ -168,6 +168,11 @@ static const imp_converter g_table[] = {
      "epsilon:FLOAT, momentum:FLOAT, spatial:INT"},
     {"BatchNormalization", 14, NULL, cvt_batch_norm, IO(5, 5, 1, 3),
      "epsilon:FLOAT, momentum:FLOAT, training_mode:INT"},
+    /* losses */
+    {"NegativeLogLikelihoodLoss", 12, NULL, cvt_loss, IO(2, 3, 1, 1),
+     "ignore_index:INT, reduction:STRING"},
+    {"SoftmaxCrossEntropyLoss", 12, NULL, cvt_loss, IO(2, 3, 1, 2),
+     "ignore_index:INT, reduction:STRING"},
     /* convolution, pooling, matmul */
     {"Conv", 1, NULL, cvt_conv, IO(2, 3, 1, 1),
      WINDOW_ATTRS ", dilations:INTS, group:INT, kernel_shape:INTS"},

@@ -8,7 +8,7 @@
  *   elemwise.c       unary elementwise ops: relu, exp, clip, cast, ...
  *   broadcast.c      binary broadcasting ops, where, nn.bias_add
  *   nn.c             nn.dense, nn.batch_matmul, nn.softmax, nn.log_softmax,
- *                    nn.hardmax
+ *                    nn.hardmax, nn.nll_loss, nn.nll_loss_weight
  *   conv_winograd.c  nn.contrib_conv2d_winograd_NCHWc
  *   conv.c           nn.conv2d, nn.contrib_conv2d_NCHWc (its layout hook
  *                    picks Winograd: it calls conv_winograd.c)

@@ -1,5 +1,7 @@
-/* test_ops_index.c: the indexing ops (src/ops/index.c) past what the ONNX
- * node tests (Debian's, and kiln's own in tests/data/index_nodes) reach:
+/* test_ops_index.c: the indexing ops (src/ops/index.c, and nn.nll_loss of
+ * nn.c, which indexes classes by its targets) past what the ONNX node tests
+ * (Debian's, and kiln's own in tests/data/index_nodes) reach: the loss's
+ * ignored targets (never read, in range or not);
  * scatter reductions max and min (ONNX opset 18, which the importer does not
  * read); an index out of range when the kernel runs (KILN_ERR_RANGE, for
  * each op that reads indices from data) and when the call is folded (an
@@ -161,6 +163,27 @@ static void test_edges(void) {
     kiln_graph_free(g);
 }
 
+/* ---- nn.nll_loss ---------------------------------------------------------------------------- */
+
+/* Scores [2, 3, 2] (N, C, d1), targets [2, 2]: an ignore_index out of the
+ * class range marks targets that are never read; the loss and the weights
+ * are 0 there. */
+static void test_nll_loss(void) {
+    const ty t[3] = {{KILN_FLOAT32, 3, {2, 3, 2}}, {KILN_INT64, 2, {2, 2}}, {KILN_FLOAT32, 1, {3}}};
+    const ty t32[2] = {{KILN_FLOAT32, 3, {2, 3, 2}}, {KILN_INT32, 2, {2, 2}}};
+    const double x[12] = {1, 2, 3, 4, 5, 6, -1, -2, -3, -4, -5, -6}, w[3] = {0.5, 2, 4};
+    const double tg[4] = {2, 0, 7, 1}, plain[4] = {0, 2, 2, 1};
+    const double *v[3] = {x, tg, w}, *vp[3] = {x, plain, w};
+    /* x[n, t, d]: n = 0: t = 2 at d = 0 is 5, t = 0 at d = 1 is 2; n = 1: 7
+       ignored, t = 1 at d = 1 is -4 */
+    const double loss[4] = {-5 * 4, -2 * 0.5, 0, 4 * 2}, weight[4] = {4, 0.5, 0, 2};
+    check_op("nn.nll_loss", "ignore_index=7", 3, t, v, 4, loss);
+    check_op("nn.nll_loss_weight", "ignore_index=7", 3, t, v, 4, weight);
+    const double loss2[4] = {-1, -6, 5, 4}, ones[4] = {1, 1, 1, 1};
+    check_op("nn.nll_loss", NULL, 2, t32, vp, 4, loss2);
+    check_op("nn.nll_loss_weight", NULL, 2, t32, vp, 4, ones);
+}
+
 /* ---- indices out of range ----------------------------------------------------------------- */
 
 /* op with good indices runs; with each bad set, the run is KILN_ERR_RANGE. */
@@ -226,6 +249,13 @@ static void test_runtime_range(void) {
     const double ri[3] = {4, 0, -2}, rb0[3] = {1, 5, 1};
     const double *rv[2] = {data, ri}, *rbad[1] = {rb0};
     check_range("reverse_sequence", "batch_axis=0, time_axis=1", 2, rs, rv, 1, rbad, 1);
+    /* nn.nll_loss over 4 classes: a target of 4 or a negative one that is
+       not the ignore_index (no counting from the end) */
+    const ty nl[3] = {{KILN_FLOAT32, 2, {3, 4}}, {KILN_INT64, 1, {3}}, {KILN_FLOAT32, 1, {4}}};
+    const double lt[3] = {3, -2, 0}, lb0[3] = {4, 0, 0}, lb1[3] = {0, -1, 1};
+    const double *lv[3] = {data, lt, data}, *lbad[2] = {lb0, lb1};
+    check_range("nn.nll_loss", "ignore_index=-2", 3, nl, lv, 1, lbad, 2);
+    check_range("nn.nll_loss_weight", "ignore_index=-2", 3, nl, lv, 1, lbad, 2);
 }
 
 /* Constant inputs with an index out of range: compiling fails in
@@ -295,6 +325,18 @@ static void expect_error(const char *op, const char *attrs, int nin, const ty *t
     }
 
 static void test_relation_errors(void) {
+    expect_error("nn.nll_loss", NULL, 2, T(F32(3, 4), I64(3, 4)), "the targets have rank 2");
+    expect_error("nn.nll_loss", NULL, 2, T(F32(3, 4, 2), I64(3, 3)),
+                 "dim 1 of the targets differs from dim 2 of the scores");
+    expect_error("nn.nll_loss", NULL, 2, T(F32(3, 0), I64(3)),
+                 "the class dim (1) of the scores must be concrete and non-empty");
+    expect_error("nn.nll_loss", NULL, 2, T(F32(3, 4), F32(3)), "the targets must be integers");
+    expect_error("nn.nll_loss", NULL, 2, T(I64(3, 4), I64(3)), "needs float scores");
+    expect_error("nn.nll_loss", NULL, 2, T(F32(3), I64(3)), "the scores need at least 2 dims");
+    expect_error("nn.nll_loss_weight", NULL, 3, T(F32(3, 4), I64(3), F32(3)),
+                 "the weights must be 1-D with one per class (4)");
+    expect_error("nn.nll_loss", NULL, 3, T(F32(3, 4), I64(3), I64(4)),
+                 "the weights are int64, the scores float32");
     expect_error("gather_elements", "axis=2", 2, T(F32(3, 4), I64(3, 4)),
                  "axis 2 is out of range for a 2-D input");
     expect_error("gather_elements", NULL, 2, T(F32(3, 4), I64(3, 5)),
@@ -368,5 +410,6 @@ static void test_onnx_not_constant(void) {
     }
 }
 
-TEST_MAIN(TEST(test_scatter_max_min), TEST(test_edges), TEST(test_runtime_range),
-          TEST(test_fold_range), TEST(test_relation_errors), TEST(test_onnx_not_constant))
+TEST_MAIN(TEST(test_scatter_max_min), TEST(test_edges), TEST(test_nll_loss),
+          TEST(test_runtime_range), TEST(test_fold_range), TEST(test_relation_errors),
+          TEST(test_onnx_not_constant))

@@ -845,7 +845,8 @@ static void test_errors(void) {
  * every fourth from 0 and -1 from 1 (so M / Z divides by 0 and MIN by -1:
  * kiln's rule, at run time as in the interpreter); an 'I' makes indices in
  * [-5, 4], negative and not, for a dim of 5 (an index out of range is an
- * error, tested in test_te_checks.c). */
+ * error, tested in test_te_checks.c); a 'T' makes class targets in [-1, 4]
+ * (for 5 classes, -1 the ignore_index). */
 typedef struct {
     const char *op, *inputs, *attrs;
 } workload;
@@ -963,6 +964,9 @@ static const workload g_work[] = {
     {"cumsum", "f64[3,17]", "axis=-1, reverse=1, exclusive=1"},
     {"topk", "f32[3,7]", "k=3, axis=1"},
     {"topk", "i8[6,4]", "k=4, axis=0, largest=0"},
+    {"nn.nll_loss", "f32[3,5,4];i64T[3,4];f32[5]", "ignore_index=-1"},
+    {"nn.nll_loss", "f64[4,5];i32T[4]", "ignore_index=-1"},
+    {"nn.nll_loss_weight", "f32[2,5,3,2];i64T[2,3,2];f32[5]", "ignore_index=-1"},
 };
 
 static int parse_dtype(const char *s, size_t len, kiln_dtype *dt) {
@@ -983,7 +987,7 @@ static int parse_dtype(const char *s, size_t len, kiln_dtype *dt) {
 typedef struct {
     int n;
     kiln_dtype dt[8];
-    char positive[8]; /* '+', 'M', 'Z', 'I' or 0 */
+    char positive[8]; /* '+', 'M', 'Z', 'I', 'T' or 0 */
     int nd[8];
     int64_t dims[8][8];
 } input_specs;
@@ -995,7 +999,7 @@ static int parse_inputs(const char *s, input_specs *in) {
         if (!b)
             return 0;
         int k = in->n;
-        in->positive[k] = strchr("+MZI", b[-1]) ? b[-1] : 0;
+        in->positive[k] = strchr("+MZIT", b[-1]) ? b[-1] : 0;
         if (!parse_dtype(s, (size_t)(b - s - (in->positive[k] != 0)), &in->dt[k]))
             return 0;
         in->nd[k] = 0;
@@ -1024,9 +1028,14 @@ static kiln_ndarray *workload_value(const input_specs *in, int k, uint64_t *seed
     }
     if (!in->positive[k])
         return a;
-    if (in->positive[k] == 'I') {
-        for (int64_t i = 0; i < kiln_ndarray_numel(a); i++)
-            ((int64_t *)kiln_ndarray_data(a))[i] = (i * 7) % 10 - 5;
+    if (in->positive[k] == 'I' || in->positive[k] == 'T') {
+        for (int64_t i = 0; i < kiln_ndarray_numel(a); i++) {
+            int64_t v = in->positive[k] == 'I' ? (i * 7) % 10 - 5 : (i * 7) % 6 - 1;
+            if (in->dt[k] == KILN_INT32)
+                ((int32_t *)kiln_ndarray_data(a))[i] = (int32_t)v;
+            else
+                ((int64_t *)kiln_ndarray_data(a))[i] = v;
+        }
         return a;
     }
     if (in->positive[k] != '+') {
