@@ -39,6 +39,8 @@ KILN_CVT(cvt_pad);
 KILN_CVT(cvt_reduce);
 KILN_CVT(cvt_arg_reduce);
 KILN_CVT(cvt_layer_norm);
+KILN_CVT(cvt_instance_norm);
+KILN_CVT(cvt_mvn);
 KILN_CVT(cvt_loss);
 KILN_CVT(cvt_conv);
 KILN_CVT(cvt_pool);

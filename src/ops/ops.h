@@ -17,7 +17,7 @@
  *   index.c          gather_elements, gather_nd, scatter_elements,
  *                    scatter_nd, one_hot, reverse_sequence, trilu,
  *                    eye_like, arange, cumsum, topk
- *   norm.c           nn.layer_norm, nn.batch_norm
+ *   norm.c           nn.layer_norm, nn.batch_norm, nn.lrn
  *   transform.c      reshape, transpose, concatenate, split, strided_slice,
  *                    take, broadcast_to, nn.pad, layout_transform, tile,
  *                    depth_to_space, space_to_depth, ...

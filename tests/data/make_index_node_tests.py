@@ -26,9 +26,10 @@ OUT = os.path.join(HERE, "index_nodes")
 RNG = np.random.default_rng(12)
 
 
-def write(name, nodes, inputs, outputs, opset, consts=()):
-    """One test: nodes reading graph inputs (name, array) and Constant
-    nodes (name, array), producing outputs (name, expected array)."""
+def write(name, nodes, inputs, outputs, opset, consts=(), out=OUT):
+    """One test in folder `out`: nodes reading graph inputs (name, array)
+    and Constant nodes (name, array), producing outputs (name, expected
+    array)."""
     cnodes = [helper.make_node("Constant", [], [c], value=numpy_helper.from_array(v, c))
               for c, v in consts]
     vi = lambda n, a: helper.make_tensor_value_info(
@@ -39,7 +40,7 @@ def write(name, nodes, inputs, outputs, opset, consts=()):
                               producer_name="kiln make_index_node_tests.py")
     model.ir_version = 8
     onnx.checker.check_model(model)
-    d = os.path.join(OUT, "test_" + name)
+    d = os.path.join(out, "test_" + name)
     os.makedirs(os.path.join(d, "test_data_set_0"))
     onnx.save(model, os.path.join(d, "model.onnx"))
     for kind, vals in (("input", inputs), ("output", outputs)):

@@ -651,6 +651,9 @@ static void test_relation_errors(void) {
     expect_error("left_shift", 2, ab, NULL, "needs integers, not float32");
     expect_error("logical_xor", 2, ab, NULL, "input 0 must be bool, not float32");
     expect_error("mod", 2, a_int, NULL, "input 0 is float32 but input 1 is int64");
+    expect_error("nn.lrn", 1, ab, "size=0", "size 0 must be 1 to 2^48");
+    expect_error("nn.lrn", 1, b_int, "size=3", "needs a float input, not int64");
+    expect_error("nn.lrn", 1, ab, NULL, "required attribute 'size' is missing");
 }
 
 /* ---- ONNX node tests through the importer -------------------------------------------------------

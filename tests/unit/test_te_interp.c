@@ -920,6 +920,8 @@ static const workload g_work[] = {
     {"nn.shrink", "f64[3,4,5]", "bias=0.5, lambd=1"},
     {"nn.layer_norm", "f32[4,24];f32[24];f32[24]", NULL},
     {"nn.batch_norm", "f32[2,3,4];f32[3];f32[3];f32[3];f32+[3]", NULL},
+    {"nn.lrn", "f32[2,5,3,2]", "size=3, alpha=0.5, beta=0.75, bias=2"},
+    {"nn.lrn", "f64[2,3,4]", "size=8"},
     {"reshape", "f32[3,4,5]", "newshape=[5, -1, 2]"},
     {"layout_transform", "f32[1,6,3,3]", "src_layout=\"NCHW\", dst_layout=\"NCHW4c\""},
     {"transpose", "i64[3,4,5]", "axes=[2, 0, 1]"},
