@@ -22,6 +22,7 @@ KILN_CVT(cvt_hard_sigmoid);
 KILN_CVT(cvt_cast);
 KILN_CVT(cvt_cast_like);
 KILN_CVT(cvt_identity);
+KILN_CVT(cvt_dropout);
 KILN_CVT(cvt_constant);
 KILN_CVT(cvt_shape);
 KILN_CVT(cvt_size);

@@ -99,8 +99,8 @@ static const imp_converter g_table[] = {
     {"Cast", 6, NULL, cvt_cast, UNARY, "to:INT!"},
     {"CastLike", 15, NULL, cvt_cast_like, BINARY, NULL},
     {"Identity", 1, NULL, cvt_identity, UNARY, NULL},
-    {"Dropout", 7, NULL, cvt_identity, IO(1, 1, 1, 2), "ratio:FLOAT"},
-    {"Dropout", 12, NULL, cvt_identity, IO(1, 3, 1, 2), "seed:INT"},
+    {"Dropout", 7, NULL, cvt_dropout, IO(1, 1, 1, 2), "ratio:FLOAT"},
+    {"Dropout", 12, NULL, cvt_dropout, IO(1, 3, 1, 2), "seed:INT"},
     /* binary (numpy broadcasting) and variadic */
     {"Add", 7, "add", NULL, BINARY, NULL},
     {"Sub", 7, "subtract", NULL, BINARY, NULL},

@@ -16,7 +16,7 @@
  *   reduce.c         sum, mean, max, min, prod, argmax, argmin
  *   index.c          gather_elements, gather_nd, scatter_elements,
  *                    scatter_nd, one_hot, reverse_sequence, trilu,
- *                    eye_like, arange, cumsum, topk
+ *                    eye_like, arange, random_uniform_like, cumsum, topk
  *   norm.c           nn.layer_norm, nn.batch_norm, nn.lrn
  *   transform.c      reshape, transpose, concatenate, split, strided_slice,
  *                    take, broadcast_to, nn.pad, layout_transform, tile,

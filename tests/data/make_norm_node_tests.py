@@ -10,8 +10,9 @@ opset 13); NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss at opset
 12, with int32 targets, the default reduction, every target ignored (the
 mean is 0 / 0 = NaN) and 2-D scores; BatchNormalization in training mode
 with a momentum, 2-D and 3-D inputs and some outputs left out; Dropout in
-training mode where its output is determined (ratio 0, or training_mode
-false given at run time). The expected outputs are computed here with
+training mode where its output is determined (ratio 0, constant or given
+at run time, or training_mode false given at run time; a random mask is
+tested by property in tests/unit/test_ops_library.c). The expected outputs are computed here with
 plain loops in float64 from the operator definitions, independently of
 kiln.
 
@@ -28,8 +29,8 @@ OUT = os.path.join(HERE, "norm_nodes")
 RNG = np.random.default_rng(7)
 
 
-def put(name, nodes, inputs, outputs, opset):
-    write(name, nodes, inputs, outputs, opset, out=OUT)
+def put(name, nodes, inputs, outputs, opset, consts=()):
+    write(name, nodes, inputs, outputs, opset, consts, out=OUT)
 
 
 # ---- references ------------------------------------------------------------------
@@ -178,6 +179,22 @@ def main():
     put("batchnorm_training_running_var_only",
         [node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "", "rv"], training_mode=1)],
         [("x", x), ("s", s), ("b", b), ("m", m), ("v", v)], [("y", y), ("rv", rv)], 15)
+    # Dropout where its output is determined: y = x, the mask all true
+    x = f32(3, 4, 5)
+    ones = np.ones(x.shape, bool)
+    put("dropout_training_false_at_run_time", [node("Dropout", ["x", "r", "t"], ["y", "z"])],
+        [("x", x), ("r", np.array(0.3, np.float32)), ("t", np.array(False))],
+        [("y", x), ("z", ones)], 13)
+    x64 = RNG.standard_normal((4, 5))
+    put("dropout_training_ratio0_float64_ratio_shape1",
+        [node("Dropout", ["x", "r", "t"], ["y", "z"], seed=3)],
+        [("x", x64), ("r", np.zeros(1, np.float32)), ("t", np.array(True))],
+        [("y", x64), ("z", np.ones(x64.shape, bool))], 12)
+    put("dropout_constant_ratio0_training", [node("Dropout", ["x", "r", "t"], ["y"])],
+        [("x", x)], [("y", x)], 13,
+        [("r", np.array(0.0, np.float32)), ("t", np.array(True))])
+    put("dropout_opset10_mask", [node("Dropout", ["x"], ["y", "z"], ratio=0.4)], [("x", x)],
+        [("y", x), ("z", ones)], 10)
 
 
 if __name__ == "__main__":

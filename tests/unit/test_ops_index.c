@@ -14,6 +14,7 @@
 #include "graph/graph_internal.h"
 #include "kiln/graph.h"
 #include "kiln/onnx.h"
+#include "te/interp.h"
 #include "te_util.h"
 
 /* ---- harness ------------------------------------------------------------------- */
@@ -31,6 +32,8 @@ static kiln_ndarray *array_of(ty t, const double *v) {
     for (int64_t i = 0; i < kiln_ndarray_numel(a); i++) {
         switch (t.dt) {
         case KILN_FLOAT32: ((float *)p)[i] = (float)v[i]; break;
+        case KILN_FLOAT64: ((double *)p)[i] = v[i]; break;
+        case KILN_FLOAT16: ((uint16_t *)p)[i] = te_float_to_half((float)v[i]); break;
         case KILN_INT32: ((int32_t *)p)[i] = (int32_t)v[i]; break;
         default: ((int64_t *)p)[i] = (int64_t)v[i]; break;
         }
@@ -182,6 +185,78 @@ static void test_nll_loss(void) {
     const double loss2[4] = {-1, -6, 5, 4}, ones[4] = {1, 1, 1, 1};
     check_op("nn.nll_loss", NULL, 2, t32, vp, 4, loss2);
     check_op("nn.nll_loss_weight", NULL, 2, t32, vp, 4, ones);
+}
+
+/* ---- random_uniform_like ----------------------------------------------------------------- */
+
+/* n numbers of dtype dt from random_uniform_like(seed), compiled. */
+static kiln_ndarray *random_numbers(kiln_dtype dt, int64_t n, int64_t seed) {
+    char attrs[32];
+    snprintf(attrs, sizeof attrs, "seed=%lld", (long long)seed);
+    const ty t[1] = {{dt, 1, {n}}};
+    double *zero = calloc((size_t)n, sizeof *zero);
+    const double *v[1] = {zero};
+    kiln_ndarray *r = NULL;
+    CHECK_EQ_INT(run_op("random_uniform_like", attrs, 1, t, v, &r), KILN_OK);
+    free(zero);
+    return r;
+}
+
+/* Uniform in [0, 1): the mean, the share below 0.1 and 0.5, the mean of
+ * products of neighbours (1/4 when independent) and a chi-square over 64
+ * bins, on 2^16 numbers each for a few seeds; seeds differ, a seed repeats
+ * its numbers, and float16's are below 1 too. */
+static void test_random_uniform(void) {
+    enum { N = 1 << 16, BINS = 64 };
+    const int64_t seeds[3] = {0, 1, -123456789};
+    kiln_ndarray *r[3];
+    for (int s = 0; s < 3; s++) {
+        r[s] = random_numbers(KILN_FLOAT32, N, seeds[s]);
+        if (!r[s])
+            return;
+        double sum = 0, below1 = 0, below5 = 0, pairs = 0, chi = 0;
+        int64_t bins[BINS] = {0};
+        for (int64_t i = 0; i < N; i++) {
+            double u = tu_get(r[s], i);
+            CHECK(u >= 0 && u < 1);
+            sum += u;
+            below1 += u < 0.1;
+            below5 += u < 0.5;
+            if (i)
+                pairs += u * tu_get(r[s], i - 1);
+            bins[(int)(u * BINS)]++;
+        }
+        for (int b = 0; b < BINS; b++)
+            chi += (bins[b] - N / BINS) * (double)(bins[b] - N / BINS) / (N / BINS);
+        /* 5 standard deviations (and chi-square of 63 degrees well past 99.99 %) */
+        CHECK(fabs(sum / N - 0.5) < 5 * 0.2887 / 256);
+        CHECK(fabs(below1 / N - 0.1) < 5 * 0.3 / 256);
+        CHECK(fabs(below5 / N - 0.5) < 5 * 0.5 / 256);
+        CHECK(fabs(pairs / (N - 1) - 0.25) < 5 * 0.19 / 256);
+        CHECK(chi < 120);
+    }
+    int same01 = 0;
+    for (int64_t i = 0; i < N; i++)
+        same01 += tu_get(r[0], i) == tu_get(r[1], i);
+    CHECK(same01 < 16);
+    kiln_ndarray *again = random_numbers(KILN_FLOAT32, N, seeds[2]);
+    for (int64_t i = 0; again && i < N; i++)
+        if (tu_get(again, i) != tu_get(r[2], i)) {
+            CHECK(tu_get(again, i) == tu_get(r[2], i));
+            break;
+        }
+    /* float16 (positive, so ordered as their bits): below 1.0 (0x3c00),
+       the largest near 2047/2048 */
+    kiln_ndarray *h = random_numbers(KILN_FLOAT16, 4096, 5);
+    uint16_t hmax = 0;
+    for (int64_t i = 0; h && i < 4096; i++)
+        if (((const uint16_t *)kiln_ndarray_data(h))[i] > hmax)
+            hmax = ((const uint16_t *)kiln_ndarray_data(h))[i];
+    CHECK(hmax < 0x3c00 && hmax > 0x3bf0);
+    kiln_ndarray_free(h);
+    kiln_ndarray_free(again);
+    for (int s = 0; s < 3; s++)
+        kiln_ndarray_free(r[s]);
 }
 
 /* ---- indices out of range ----------------------------------------------------------------- */
@@ -367,6 +442,7 @@ static void test_relation_errors(void) {
                  "the lengths do not have one entry per batch element");
     expect_error("trilu", NULL, 2, T(F32(3, 4), I64(2)), "k must be an integer scalar");
     expect_error("trilu", NULL, 1, T(F32(4)), "needs an input of at least 2 dims");
+    expect_error("random_uniform_like", NULL, 1, T(I64(3, 4)), "needs a float input, not int64");
     expect_error("eye_like", "dtype=\"int4\"", 1, T(F32(3, 4)), "unknown dtype 'int4'");
     expect_error("eye_like", NULL, 1, T(F32(2, 3, 4)), "needs a 2-D input");
     expect_error("arange", "n=3", 2, T(SCALAR(KILN_FLOAT32), SCALAR(KILN_INT32)),
@@ -411,5 +487,5 @@ static void test_onnx_not_constant(void) {
 }
 
 TEST_MAIN(TEST(test_scatter_max_min), TEST(test_edges), TEST(test_nll_loss),
-          TEST(test_runtime_range), TEST(test_fold_range), TEST(test_relation_errors),
-          TEST(test_onnx_not_constant))
+          TEST(test_random_uniform), TEST(test_runtime_range), TEST(test_fold_range),
+          TEST(test_relation_errors), TEST(test_onnx_not_constant))
