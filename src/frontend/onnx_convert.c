@@ -202,31 +202,81 @@ static int filled(imp *I, const Onnx__NodeProto *n, int scalar, int nd, const in
     return id;
 }
 
-/* Identity, and Dropout at inference: y = x, the mask all true. */
 int cvt_identity(imp *I, const Onnx__NodeProto *n, int *outs) {
+    return outs[0] = imp_input(I, n, 0);
+}
+
+/* Input i of n as a 0-d value: a constant's only element as *c (if c), a
+ * one-element tensor reshaped; -1 with an error naming `what` otherwise. */
+static int scalar_input(imp *I, const Onnx__NodeProto *n, int i, const char *what,
+                        const kiln_ndarray **c) {
+    int id = imp_input(I, n, i);
+    const gtensor_type *t = imp_type(I, id);
+    if (!t || t->ndim > 1 || (t->ndim == 1 && (t->dims[0].sym || t->dims[0].v != 1)))
+        return imp_fail(I, n, "%s must be a scalar", what);
+    if (c)
+        *c = imp_const(I, id);
+    return t->ndim ? cvt_reshape_to(I, n, id, 0, NULL) : id;
+}
+
+/* Dropout. y = x and the mask all true at inference: before opset 12, and
+ * from it without training_mode, with a constant false one or a constant
+ * ratio of 0. In training mode (training_mode a constant true or given at
+ * run time) an element is kept where random_uniform_like(x) >= ratio
+ * (default 0.5) and scaled by 1 / (1 - ratio), else 0; where training_mode
+ * is false at run time every element is kept unscaled. The numbers are a
+ * hash of the position and attribute seed, or without one of a seed made
+ * from the node's first output name: the same mask in every run of the
+ * model (the kernels keep no state). */
+int cvt_dropout(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0);
-    if (strcmp(n->op_type, "Dropout"))
-        return outs[0] = x;
-    int tm = imp_input(I, n, 2), rid = imp_input(I, n, 1);
-    const kiln_ndarray *train = tm >= 0 ? imp_const(I, tm) : NULL;
-    const kiln_ndarray *ratio = rid >= 0 ? imp_const(I, rid) : NULL;
-    int zero_ratio = ratio && kiln_ndarray_numel(ratio) == 1 && cvt_get_d(ratio, 0) == 0;
-    if (tm >= 0 && !zero_ratio &&
-        (!train || kiln_ndarray_numel(train) != 1 || cvt_get_d(train, 0) != 0))
-        return imp_fail(I, n,
-                        "training mode is not supported (training_mode must be a constant "
-                        "false)");
-    outs[0] = x;
-    if (n->n_output < 2 || !n->output[1][0])
-        return 0;
     const gtensor_type *t = imp_type(I, x);
-    if (!t || !cvt_concrete(t))
-        return imp_fail(I, n, "the mask needs a concrete shape");
-    int64_t dims[MAXD];
-    for (int d = 0; d < t->ndim; d++)
-        dims[d] = t->dims[d].v;
-    outs[1] = filled(I, n, imp_scalar_const(I, n, KILN_BOOL, 1), t->ndim, dims);
-    return outs[1] < 0 ? -1 : 0;
+    if (!t)
+        return imp_fail(I, n, "the input has no tensor type");
+    const kiln_ndarray *train = NULL, *ratio = NULL;
+    int tm = I->opset >= 12 && imp_input(I, n, 2) >= 0
+                 ? scalar_input(I, n, 2, "training_mode", &train)
+                 : -2;
+    int r = I->opset >= 12 && imp_input(I, n, 1) >= 0 ? scalar_input(I, n, 1, "ratio", &ratio) : -2;
+    if (tm == -1 || r == -1)
+        return -1;
+    if (tm == -2 || (train && cvt_get_d(train, 0) == 0) || (ratio && cvt_get_d(ratio, 0) == 0)) {
+        outs[0] = x;
+        if (n->n_output < 2 || !n->output[1][0])
+            return 0;
+        if (!cvt_concrete(t))
+            return imp_fail(I, n, "the mask needs a concrete shape");
+        int64_t dims[MAXD];
+        for (int d = 0; d < t->ndim; d++)
+            dims[d] = t->dims[d].v;
+        outs[1] = filled(I, n, imp_scalar_const(I, n, KILN_BOOL, 1), t->ndim, dims);
+        return outs[1] < 0 ? -1 : 0;
+    }
+    if (ratio && !(cvt_get_d(ratio, 0) > 0 && cvt_get_d(ratio, 0) < 1))
+        return imp_fail(I, n, "ratio %g is not in [0, 1)", cvt_get_d(ratio, 0));
+    const Onnx__AttributeProto *sa =
+        imp_attr(I, n, "seed", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+    uint64_t seed = 14695981039346656037u; /* FNV-1a of the output name */
+    for (const char *p = n->output[0]; *p; p++)
+        seed = (seed ^ (unsigned char)*p) * 1099511628211u;
+    char attrs[48];
+    snprintf(attrs, sizeof attrs, "seed=%lld", sa ? (long long)sa->i : (long long)seed);
+    int u = imp_call(I, n, "random_uniform_like", 1, &x, attrs);
+    r = r >= 0 ? cvt_cast_to(I, n, r, t->dtype) : imp_scalar_const(I, n, t->dtype, 0.5);
+    int one = imp_scalar_const(I, n, t->dtype, 1);
+    int keep = cvt_binary_of(I, n, "greater_equal", u, r);
+    int scale = cvt_binary_of(I, n, "divide", one, cvt_binary_of(I, n, "subtract", one, r));
+    if (!train) { /* training_mode at run time */
+        int in[3] = {tm, scale, one};
+        keep = cvt_binary_of(I, n, "logical_or", keep, cvt_unary_of(I, n, "logical_not", tm));
+        scale = scale < 0 ? -1 : imp_call(I, n, "where", 3, in, NULL);
+    }
+    int in[3] = {keep, cvt_binary_of(I, n, "multiply", x, scale),
+                 imp_scalar_const(I, n, t->dtype, 0)};
+    outs[0] = keep < 0 || in[1] < 0 ? -1 : imp_call(I, n, "where", 3, in, NULL);
+    if (n->n_output > 1 && n->output[1][0])
+        outs[1] = keep;
+    return outs[0] < 0 ? -1 : 0;
 }
 
 /* ---- constants and shapes ------------------------------------------------------------ */

@@ -1,7 +1,7 @@
 /* onnx_convert.h: the converter functions the table (onnx_table.c) names:
  * onnx_convert.c has elementwise ops with more than a 1:1 mapping,
  * constants and shapes; onnx_convert_nn.c has reductions, normalization,
- * matmul and layout; onnx_convert_conv.c convolutions and pooling;
+ * losses, matmul and layout; onnx_convert_conv.c convolutions and pooling;
  * onnx_convert_index.c has the indexing ops (gather, scatter, TopK, ...)
  * and Tile, DepthToSpace and SpaceToDepth. Each is an imp_convert_fn. */
 #ifndef KILN_FRONTEND_ONNX_CONVERT_H
@@ -22,6 +22,7 @@ KILN_CVT(cvt_hard_sigmoid);
 KILN_CVT(cvt_cast);
 KILN_CVT(cvt_cast_like);
 KILN_CVT(cvt_identity);
+KILN_CVT(cvt_dropout);
 KILN_CVT(cvt_constant);
 KILN_CVT(cvt_shape);
 KILN_CVT(cvt_size);
@@ -39,6 +40,9 @@ KILN_CVT(cvt_pad);
 KILN_CVT(cvt_reduce);
 KILN_CVT(cvt_arg_reduce);
 KILN_CVT(cvt_layer_norm);
+KILN_CVT(cvt_instance_norm);
+KILN_CVT(cvt_mvn);
+KILN_CVT(cvt_loss);
 KILN_CVT(cvt_batch_norm);
 KILN_CVT(cvt_gemm);
 KILN_CVT(cvt_matmul);

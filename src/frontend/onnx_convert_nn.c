@@ -1,7 +1,9 @@
 /* onnx_convert_nn.c: the ONNX converters of reductions (Reduce*, ArgMax),
- * normalization (BatchNormalization, LayerNormalization), Gemm, MatMul and
- * MatMulInteger, Softmax, Transpose and Split (convolutions and pooling are
- * in onnx_convert_conv.c). The converter table is in onnx_table.c. */
+ * normalization (BatchNormalization, LayerNormalization, InstanceNormalization,
+ * MeanVarianceNormalization), the losses (NegativeLogLikelihoodLoss,
+ * SoftmaxCrossEntropyLoss), Gemm, MatMul and MatMulInteger, Softmax,
+ * Transpose and Split (convolutions and pooling are in onnx_convert_conv.c).
+ * The converter table is in onnx_table.c. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -127,25 +129,154 @@ int cvt_layer_norm(imp *I, const Onnx__NodeProto *n, int *outs) {
     return m < 0 || (want_inv && outs[2] < 0) ? -1 : 0;
 }
 
+/* InstanceNormalization: nn.layer_norm over the spatial dims (axis 2, the
+ * same mean and variance per sample and channel), then scale and B per
+ * channel, shaped [C, 1, ...] to broadcast from dim 1. */
+int cvt_instance_norm(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0);
+    const gtensor_type *t = imp_type(I, x);
+    if (!t)
+        return imp_fail(I, n, "the input has no tensor type");
+    if (t->ndim < 3)
+        return imp_fail(I, n, "the input needs at least 3 dims (N, C, D1, ...), has %d", t->ndim);
+    if (t->dims[1].sym)
+        return imp_fail(I, n, "the channel dim must not be symbolic");
+    char attrs[64];
+    snprintf(attrs, sizeof attrs, "axis=2, epsilon=%.9g", imp_attr_float(I, n, "epsilon", 1e-5f));
+    int y = imp_call(I, n, "nn.layer_norm", 1, &x, attrs);
+    int64_t dims[MAXD];
+    dims[0] = t->dims[1].v;
+    for (int d = 1; d < t->ndim - 1; d++)
+        dims[d] = 1;
+    for (int i = 1; i <= 2; i++) {
+        const gtensor_type *p = imp_type(I, imp_input(I, n, i));
+        if (!p || p->ndim != 1 || !gdim_equal(p->dims[0], t->dims[1]))
+            return imp_fail(I, n, "input %d (%s) must be 1-D with one value per channel (%lld)", i,
+                            i == 1 ? "scale" : "B", (long long)t->dims[1].v);
+        int v = cvt_reshape_to(I, n, imp_input(I, n, i), t->ndim - 1, dims);
+        y = cvt_binary_of(I, n, i == 1 ? "multiply" : "add", y, v);
+    }
+    return outs[0] = y;
+}
+
+/* MeanVarianceNormalization, as ONNX's function defines it: (x - E[x]) /
+ * (sqrt(E[x^2] - E[x]^2) + 1e-9), the means over `axes` (default 0, 2, 3). */
+int cvt_mvn(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0);
+    int64_t axes[MAXD] = {0, 2, 3};
+    int na = imp_attr_ints(I, n, "axes", axes, MAXD);
+    if (na == -2)
+        return imp_fail(I, n, "attribute 'axes' has more than %d values", MAXD);
+    kstr a;
+    kstr_init(&a);
+    cvt_ints_attr(&a, "axis", na < 0 ? 3 : na, axes);
+    kstr_puts(&a, ", keepdims=1");
+    int m = reduce_of(I, n, "mean", x, a.buf);
+    int msq = reduce_of(I, n, "mean", cvt_binary_of(I, n, "multiply", x, x), a.buf);
+    kstr_free(&a);
+    int sd = cvt_unary_of(
+        I, n, "sqrt", cvt_binary_of(I, n, "subtract", msq, cvt_binary_of(I, n, "multiply", m, m)));
+    int den = x < 0 ? -1 : cvt_binary_of(I, n, "add", sd, cvt_float_const_like(I, n, x, 1e-9));
+    return outs[0] = cvt_binary_of(I, n, "divide", cvt_binary_of(I, n, "subtract", x, m), den);
+}
+
+/* ---- losses --------------------------------------------------------------------------- */
+
+/* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (the first on
+ * log_softmax over the classes, axis 1, which is also the optional
+ * log_prob output): nn.nll_loss gives the loss of each target; reduction
+ * "sum" sums it, "mean" divides the sum by the count of targets, or, with
+ * weights or an ignore_index, by the sum of the weights of the targets not
+ * ignored (nn.nll_loss_weight), as ONNX defines it. */
+int cvt_loss(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0), w = imp_input(I, n, 2), in[3];
+    const gtensor_type *t = imp_type(I, x);
+    if (!t)
+        return imp_fail(I, n, "the scores have no tensor type");
+    if (t->ndim < 2)
+        return imp_fail(I, n, "the scores need at least 2 dims (N, C, ...), have %d", t->ndim);
+    char buf[16];
+    const char *red = imp_attr_str(I, n, "reduction", "mean", buf, sizeof buf);
+    if (strcmp(red, "none") && strcmp(red, "sum") && strcmp(red, "mean"))
+        return imp_fail(I, n, "attribute 'reduction' = '%s' is not none, sum or mean", red);
+    if (!strcmp(n->op_type, "SoftmaxCrossEntropyLoss")) {
+        if ((x = imp_call(I, n, "nn.log_softmax", 1, &x, "axis=1")) < 0)
+            return -1;
+        if (n->n_output > 1 && n->output[1][0])
+            outs[1] = x;
+    }
+    const Onnx__AttributeProto *ii =
+        imp_attr(I, n, "ignore_index", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+    char attrs[48] = "";
+    if (ii)
+        snprintf(attrs, sizeof attrs, "ignore_index=%lld", (long long)ii->i);
+    int k = w >= 0 ? 3 : 2;
+    in[0] = x;
+    in[1] = imp_input(I, n, 1);
+    in[2] = w;
+    int loss = imp_call(I, n, "nn.nll_loss", k, in, attrs);
+    if (loss < 0 || !strcmp(red, "none"))
+        return outs[0] = loss;
+    if (!strcmp(red, "mean") && w < 0 && !ii)
+        return outs[0] = reduce_of(I, n, "mean", loss, "keepdims=0");
+    int sum = reduce_of(I, n, "sum", loss, "keepdims=0");
+    if (!strcmp(red, "sum"))
+        return outs[0] = sum;
+    int den = imp_call(I, n, "nn.nll_loss_weight", k, in, attrs);
+    return outs[0] = cvt_binary_of(I, n, "divide", sum, reduce_of(I, n, "sum", den, "keepdims=0"));
+}
+
 /* ---- nn --------------------------------------------------------------------------- */
 
+/* BatchNormalization: nn.batch_norm with the given statistics; in training
+ * mode (opset 14 on) with the batch's own mean and (biased) variance over
+ * every dim but the channels, and the optional running statistics
+ * input_mean * momentum + batch_mean * (1 - momentum) (and the same for the
+ * variance) as outputs 1 and 2. */
 int cvt_batch_norm(imp *I, const Onnx__NodeProto *n, int *outs) {
-    if (imp_attr_int(I, n, "training_mode", 0))
-        return imp_fail(I, n, "training mode is not supported (attribute 'training_mode')");
+    int train = imp_attr_int(I, n, "training_mode", 0) != 0;
     if (imp_attr_int(I, n, "spatial", 1) != 1)
         return imp_fail(I, n, "attribute 'spatial' = 0 (statistics per element) is not supported");
-    for (size_t k = 1; k < n->n_output; k++)
+    for (size_t k = 1; !train && k < n->n_output; k++)
         if (n->output[k][0])
-            return imp_fail(I, n,
-                            "output %zu ('%s'), a running statistic of training, is not "
-                            "supported",
-                            k, n->output[k]);
+            return imp_fail(
+                I, n, "output %zu ('%s'), a statistic of training, is %s", k, n->output[k],
+                I->opset < 14 ? "not supported before opset 14" : "only defined in training mode");
     int in[5];
     for (int i = 0; i < 5; i++)
         in[i] = imp_input(I, n, i);
     char attrs[64];
     snprintf(attrs, sizeof attrs, "epsilon=%.9gf", imp_attr_float(I, n, "epsilon", 1e-5f));
-    return outs[0] = imp_call(I, n, "nn.batch_norm", 5, in, attrs);
+    if (!train)
+        return outs[0] = imp_call(I, n, "nn.batch_norm", 5, in, attrs);
+    const gtensor_type *t = imp_type(I, in[0]);
+    if (!t || t->ndim < 2 || t->dims[1].sym)
+        return imp_fail(I, n,
+                        "training mode needs an input of at least 2 dims, with a concrete "
+                        "channel dim");
+    int64_t c = t->dims[1].v;
+    /* the batch's statistics, [1, C, 1, ...] to centre x, then [C] */
+    int m = reduce_of(I, n, "mean", in[0], "axis=[1], exclude=1, keepdims=1");
+    int d = cvt_binary_of(I, n, "subtract", in[0], m);
+    int v = reduce_of(I, n, "mean", cvt_binary_of(I, n, "multiply", d, d),
+                      "axis=[1], exclude=1, keepdims=1");
+    int stats[2] = {cvt_reshape_to(I, n, m, 1, &c), cvt_reshape_to(I, n, v, 1, &c)};
+    in[3] = stats[0];
+    in[4] = stats[1];
+    if ((outs[0] = imp_call(I, n, "nn.batch_norm", 5, in, attrs)) < 0)
+        return -1;
+    double mom = imp_attr_float(I, n, "momentum", 0.9f);
+    for (int k = 1; k <= 2; k++) {
+        if ((size_t)k >= n->n_output || !n->output[k][0])
+            continue;
+        int old = imp_input(I, n, k + 2);
+        int kept = cvt_binary_of(I, n, "multiply", old, cvt_float_const_like(I, n, old, mom));
+        int added = cvt_binary_of(I, n, "multiply", stats[k - 1],
+                                  cvt_float_const_like(I, n, stats[k - 1], 1 - mom));
+        if ((outs[k] = cvt_binary_of(I, n, "add", kept, added)) < 0)
+            return -1;
+    }
+    return 0;
 }
 
 /* A dim as text: its size or its symbol. */

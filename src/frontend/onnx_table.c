@@ -23,7 +23,8 @@
  * not have, or one of another type or without a value is an error naming
  * the node, op, opset and attribute. For a plain row, "=default" marks the
  * attributes passed on to the kiln op under the same name, the node's
- * value or else the default (ONNX's, in the text syntax).
+ * value or else the default (ONNX's, in the text syntax); a required one
+ * passed on has an empty default ("size:INT!=").
  *
  * Anything else (attributes turned into other attributes or inputs,
  * several kiln ops, inputs that must be constant) is a converter function
@@ -101,8 +102,8 @@ static const imp_converter g_table[] = {
     {"Cast", 6, NULL, cvt_cast, UNARY, "to:INT!"},
     {"CastLike", 15, NULL, cvt_cast_like, BINARY, NULL},
     {"Identity", 1, NULL, cvt_identity, UNARY, NULL},
-    {"Dropout", 7, NULL, cvt_identity, IO(1, 1, 1, 2), "ratio:FLOAT"},
-    {"Dropout", 12, NULL, cvt_identity, IO(1, 3, 1, 2), "seed:INT"},
+    {"Dropout", 7, NULL, cvt_dropout, IO(1, 1, 1, 2), "ratio:FLOAT"},
+    {"Dropout", 12, NULL, cvt_dropout, IO(1, 3, 1, 2), "seed:INT"},
     /* binary (numpy broadcasting) and variadic */
     {"Add", 7, "add", NULL, BINARY, NULL},
     {"Sub", 7, "subtract", NULL, BINARY, NULL},
@@ -167,10 +168,19 @@ static const imp_converter g_table[] = {
     {"Hardmax", 1, NULL, cvt_softmax, UNARY, "axis:INT"},
     {"LayerNormalization", 17, NULL, cvt_layer_norm, IO(2, 3, 1, 3),
      "axis:INT, epsilon:FLOAT, stash_type:INT"},
+    {"InstanceNormalization", 6, NULL, cvt_instance_norm, IO(3, 3, 1, 1), "epsilon:FLOAT"},
+    {"LRN", 1, "nn.lrn", NULL, UNARY,
+     "alpha:FLOAT=0.0001, beta:FLOAT=0.75, bias:FLOAT=1.0, size:INT!="},
+    {"MeanVarianceNormalization", 9, NULL, cvt_mvn, UNARY, "axes:INTS"},
     {"BatchNormalization", 7, NULL, cvt_batch_norm, IO(5, 5, 1, 5),
      "epsilon:FLOAT, momentum:FLOAT, spatial:INT"},
     {"BatchNormalization", 14, NULL, cvt_batch_norm, IO(5, 5, 1, 3),
      "epsilon:FLOAT, momentum:FLOAT, training_mode:INT"},
+    /* losses */
+    {"NegativeLogLikelihoodLoss", 12, NULL, cvt_loss, IO(2, 3, 1, 1),
+     "ignore_index:INT, reduction:STRING"},
+    {"SoftmaxCrossEntropyLoss", 12, NULL, cvt_loss, IO(2, 3, 1, 2),
+     "ignore_index:INT, reduction:STRING"},
     /* convolution, pooling, matmul */
     {"Conv", 1, NULL, cvt_conv, IO(2, 3, 1, 1), CONV_ATTRS},
     {"ConvInteger", 10, NULL, cvt_conv_integer, IO(2, 4, 1, 1), CONV_ATTRS},

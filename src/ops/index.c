@@ -4,7 +4,8 @@
  *   scatter_elements, scatter_nd   write updates at indices from data
  *                                  (none, add, mul, max or min)
  *   one_hot, reverse_sequence      compare with, or index by, data
- *   trilu, eye_like, arange        select or compute by position
+ *   trilu, eye_like, arange,       select or compute by position
+ *   random_uniform_like
  *   cumsum, topk                   reductions along an axis
  *
  * Every index that comes from data goes through ops_checked_index: one
@@ -44,6 +45,7 @@ static const attr_schema trilu_attrs[] = {{"upper", GA_INT, 0, "1"}, {NULL, 0, 0
 static const attr_schema eye_like_attrs[] = {
     {"k", GA_INT, 0, "0"}, {"dtype", GA_STR, 0, "\"\""}, {NULL, 0, 0, NULL}};
 static const attr_schema arange_attrs[] = {{"n", GA_INT, 1, NULL}, {NULL, 0, 0, NULL}};
+static const attr_schema random_attrs[] = {{"seed", GA_INT, 0, "0"}, {NULL, 0, 0, NULL}};
 static const attr_schema cumsum_attrs[] = {{"axis", GA_INT, 0, "0"},
                                            {"exclusive", GA_INT, 0, "0"},
                                            {"reverse", GA_INT, 0, "0"},
@@ -769,6 +771,76 @@ static kiln_status compute_arange(kiln_ctx *ctx, const gnode *call, kiln_tensor 
     return one_out(out, ops_compute(ctx, call, "", 1, od, arange_body, &a));
 }
 
+/* ---- random_uniform_like ---------------------------------------------------------------- */
+
+/* Pseudo-random numbers in [0, 1) of the input's shape and float dtype (its
+ * values are not read): element f (row-major) is a counter-based hash of f
+ * and the seed, so it depends on nothing else: the same seed gives the same
+ * numbers in every run, kernel and fold, and no state is kept. The hash
+ * follows Widynski's "Squares" (four rounds of x = x * x + y, swapping the
+ * halves), on 32-bit words held in int64 so that every product stays below
+ * 2^63: y is the counter times an odd key below 2^31 made from the seed
+ * with the splitmix64 finalizer. The top bits of the word give the number,
+ * as many as the dtype's significand holds (11 for float16, 24 for
+ * float32, 32 of float64's 53), so it is below 1. */
+#define W16 ((int64_t)1 << 16)
+#define W32 ((int64_t)1 << 32)
+
+typedef struct {
+    int nd, bits;
+    int64_t dims[MAXD], key;
+    kiln_dtype dt;
+} random_args;
+
+/* x mod 2^32, x >= 0 */
+static kiln_expr word(kiln_ctx *ctx, kiln_expr x) {
+    return kiln_floormod(x, ops_int(ctx, W32));
+}
+
+/* One round: x = x * x + add (mod 2^32, the square from 16-bit halves),
+ * then its halves swapped. */
+static kiln_expr squares_round(kiln_ctx *ctx, kiln_expr x, kiln_expr add) {
+    kiln_expr hi = kiln_floordiv(x, ops_int(ctx, W16)), lo = kiln_floormod(x, ops_int(ctx, W16));
+    kiln_expr cross = kiln_floormod(kiln_mul(kiln_mul(hi, lo), ops_int(ctx, 2)), ops_int(ctx, W16));
+    x = word(ctx, kiln_add(kiln_add(kiln_mul(lo, lo), kiln_mul(cross, ops_int(ctx, W16))), add));
+    return kiln_add(kiln_floordiv(x, ops_int(ctx, W16)),
+                    kiln_mul(kiln_floormod(x, ops_int(ctx, W16)), ops_int(ctx, W16)));
+}
+
+static kiln_expr random_body(kiln_ctx *ctx, const kiln_expr *o, void *u) {
+    random_args *a = u;
+    kiln_expr f = ops_int(ctx, 0);
+    for (int d = 0; d < a->nd; d++)
+        f = kiln_add(kiln_mul(f, ops_int(ctx, a->dims[d])), o[d]);
+    /* f < 2^48: its high part is folded into the 32-bit counter */
+    kiln_expr hi = kiln_mul(kiln_floordiv(f, ops_int(ctx, W32)), ops_int(ctx, 0x61c88647));
+    kiln_expr ctr = word(ctx, kiln_add(word(ctx, f), hi));
+    kiln_expr key = ops_int(ctx, a->key);
+    kiln_expr y = word(ctx, kiln_mul(ctr, key)), z = word(ctx, kiln_add(y, key));
+    kiln_expr x = squares_round(ctx, y, y);
+    x = squares_round(ctx, x, z);
+    x = squares_round(ctx, x, y);
+    x = squares_round(ctx, x, z);
+    kiln_expr top = kiln_floordiv(x, ops_int(ctx, (int64_t)1 << (32 - a->bits)));
+    return kiln_mul(kiln_cast(a->dt, top), ops_const(ctx, a->dt, ldexp(1, -a->bits)));
+}
+
+static kiln_status compute_random_uniform_like(kiln_ctx *ctx, const gnode *call,
+                                               kiln_tensor *const *in, kiln_tensor **out) {
+    random_args a;
+    memset(&a, 0, sizeof a);
+    a.nd = ops_shape(in[0], a.dims);
+    a.dt = kiln_tensor_dtype(in[0]);
+    a.bits = a.dt == KILN_FLOAT16 ? 11 : a.dt == KILN_FLOAT32 ? 24 : 32; /* ops_rel_float_unary */
+    /* splitmix64's finalizer of the seed, as an odd key below 2^31 */
+    uint64_t k = (uint64_t)graph_attr_int(call, "seed", 0) + 0x9e3779b97f4a7c15u;
+    k = (k ^ (k >> 30)) * 0xbf58476d1ce4e5b9u;
+    k = (k ^ (k >> 27)) * 0x94d049bb133111ebu;
+    k ^= k >> 31;
+    a.key = (int64_t)(k >> 33) | 1;
+    return one_out(out, ops_compute(ctx, call, "", a.nd, a.dims, random_body, &a));
+}
+
 /* ---- cumsum, topk ----------------------------------------------------------------------- */
 
 /* x of rank >= 1, not bool, with a concrete dim at attribute axis (default def). */
@@ -960,6 +1032,10 @@ const kiln_op_def ops_index_rows[] = {
         "1 on diagonal k of a 2-D shape, else 0, in dtype"),
     ROW("arange", 2, 2, arange_attrs, rel_arange, compute_arange, OP_INJECTIVE,
         "start + i * delta for i < n"),
+    ROW("random_uniform_like", 1, 1, random_attrs, ops_rel_float_unary, compute_random_uniform_like,
+        OP_INJECTIVE,
+        "pseudo-random numbers in [0, 1) of the input's shape and dtype, a hash of seed and "
+        "position"),
     ROW("cumsum", 1, 1, cumsum_attrs, rel_cumsum, compute_cumsum, OP_COMM_REDUCE,
         "cumulative sum along axis (exclusive, reverse)"),
     ROW("topk", 1, 1, topk_attrs, rel_topk, compute_topk, OP_OPAQUE,

@@ -1,9 +1,11 @@
-/* nn.c: the matrix ops and softmax: nn.dense (x * W^T, with its weight
- * packed into column panels by its layout hook and a register-tiled GEMM
- * schedule), nn.batch_matmul (numpy matmul, the same schedule with B read
- * in place), nn.softmax, nn.log_softmax and nn.hardmax (a chain of
+/* nn.c: the matrix ops, softmax and the loss: nn.dense (x * W^T, with its
+ * weight packed into column panels by its layout hook and a register-tiled
+ * GEMM schedule), nn.batch_matmul (numpy matmul, the same schedule with B
+ * read in place), nn.softmax, nn.log_softmax and nn.hardmax (a chain of
  * reductions; softmax over a long last axis in a lane-parallel form with a
- * per-row schedule).
+ * per-row schedule), nn.nll_loss and nn.nll_loss_weight (the unreduced
+ * negative log-likelihood of a class target, and the weight of each
+ * target; the ONNX converter reduces them).
  * Rows sharing a compute or schedule differ by `variant`. */
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 /* Row variants. */
 enum { MM_DENSE, MM_BATCH };
 enum { SM_SOFTMAX, SM_LOG_SOFTMAX, SM_HARDMAX };
+enum { NLL_LOSS, NLL_WEIGHT };
 
 /* ---- attribute schemas ------------------------------------------------------------ */
 
@@ -23,6 +26,8 @@ static const attr_schema dense_attrs[] = {
 static const attr_schema batch_matmul_attrs[] = {
     {"transpose_a", GA_INT, 0, "0"}, {"transpose_b", GA_INT, 0, "0"}, {NULL, 0, 0, NULL}};
 static const attr_schema softmax_attrs[] = {{"axis", GA_INT, 0, "-1"}, {NULL, 0, 0, NULL}};
+/* ignore_index: absent, no target is ignored */
+static const attr_schema nll_attrs[] = {{"ignore_index", GA_INT, 0, NULL}, {NULL, 0, 0, NULL}};
 
 /* ---- nn.dense ------------------------------------------------------------------------ */
 
@@ -523,6 +528,101 @@ static kiln_status schedule_softmax(kiln_schedule *s, const gnode *call, kiln_te
     return ops_schedule_rows(s, out, SM_LANES, 5, stages, kinds);
 }
 
+/* ---- nn.nll_loss, nn.nll_loss_weight --------------------------------------------------- */
+
+/* Inputs: scores x [N, C, d1, ..., dk] (log-probabilities), class targets
+ * [N, d1, ..., dk] and optionally per-class weights [C]. For each target
+ * t = target[n, d..]: nn.nll_loss is -x[n, t, d..] * weight[t] and
+ * nn.nll_loss_weight is weight[t] (1 without weights); both are 0 where t
+ * is ignore_index. A target is read as an index of the C classes through a
+ * checked index: one outside [0, C) that is not ignore_index is an error
+ * when the code runs (no negative index counts from the end); an ignored
+ * one is never used as an index. */
+static rel_result rel_nll_loss(const struct kiln_graph *g, const gnode *call,
+                               const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(call->nin);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r),
+                       *t = x ? ops_tensor_in(in[1], 1, &r) : NULL;
+    if (!t)
+        return r;
+    if (x->dtype != KILN_FLOAT32 && x->dtype != KILN_FLOAT64 && x->dtype != KILN_FLOAT16)
+        return ops_fail("needs float scores, not %s", kiln_dtype_name(x->dtype));
+    if (x->ndim < 2)
+        return ops_fail("the scores need at least 2 dims (N, C, ...), have %d", x->ndim);
+    if (x->dims[1].sym || x->dims[1].v < 1)
+        return ops_fail("the class dim (1) of the scores must be concrete and non-empty");
+    if (!ops_is_index_dtype(t->dtype))
+        return ops_fail("the targets must be integers, not %s", kiln_dtype_name(t->dtype));
+    if (t->ndim != x->ndim - 1)
+        return ops_fail("the targets have rank %d; the %d-D scores need %d", t->ndim, x->ndim,
+                        x->ndim - 1);
+    for (int d = 0; d < t->ndim; d++)
+        if (!gdim_equal(t->dims[d], x->dims[d ? d + 1 : 0]))
+            return ops_fail("dim %d of the targets differs from dim %d of the scores", d,
+                            d ? d + 1 : 0);
+    if (call->nin > 2) {
+        const gtensor_type *w = ops_tensor_in(in[2], 2, &r);
+        if (!w)
+            return r;
+        if (w->dtype != x->dtype)
+            return ops_fail("the weights are %s, the scores %s", kiln_dtype_name(w->dtype),
+                            kiln_dtype_name(x->dtype));
+        if (w->ndim != 1 || !gdim_equal(w->dims[0], x->dims[1]))
+            return ops_fail("the weights must be 1-D with one per class (%lld)",
+                            (long long)x->dims[1].v);
+    }
+    gtensor_type res = *t;
+    res.dtype = x->dtype;
+    return ops_set_out(g, out, &res);
+}
+
+typedef struct {
+    kiln_tensor *x, *t, *w;
+    int nd; /* of the targets */
+    int64_t c;
+    const gattr *ignore;
+    int weight_only;
+} nll_args;
+
+static kiln_expr nll_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    nll_args *a = u;
+    kiln_dtype dt = kiln_tensor_dtype(a->x);
+    kiln_expr t = kiln_cast(KILN_INT64, kiln_tensor_at(a->t, a->nd, i));
+    kiln_expr keep = a->ignore ? kiln_ne(t, ops_int(ctx, a->ignore->i)) : NULL;
+    /* an ignored target reads class 0 (both sides of a select are evaluated) */
+    kiln_expr c = ops_checked_index(ctx, keep ? kiln_select(keep, t, ops_int(ctx, 0)) : t, a->c, 0);
+    kiln_expr w = a->w ? kiln_tensor_at(a->w, 1, &c) : ops_const(ctx, dt, 1);
+    kiln_expr v = w;
+    if (!a->weight_only) {
+        kiln_expr ix[KILN_MAX_NDIM];
+        ix[0] = i[0];
+        ix[1] = c;
+        for (int d = 1; d < a->nd; d++)
+            ix[d + 1] = i[d];
+        v = kiln_neg(kiln_tensor_at(a->x, a->nd + 1, ix));
+        if (a->w)
+            v = kiln_mul(v, w);
+    }
+    return keep ? kiln_select(keep, v, ops_const(ctx, dt, 0)) : v;
+}
+
+static kiln_status compute_nll_loss(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                    kiln_tensor **out) {
+    int64_t xd[KILN_MAX_NDIM], od[KILN_MAX_NDIM];
+    nll_args a = {in[0],
+                  in[1],
+                  call->nin > 2 ? in[2] : NULL,
+                  ops_out_shape(call, od),
+                  0,
+                  graph_attr(call, "ignore_index"),
+                  call->op->variant == NLL_WEIGHT};
+    ops_shape(in[0], xd);
+    a.c = xd[1];
+    out[0] = ops_compute(ctx, call, "", a.nd, od, nll_body, &a);
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
 /* ---- batch_matmul: numpy matmul with broadcast batch dims ---------------------- */
 
 static rel_result rel_batch_matmul(const struct kiln_graph *g, const gnode *call,
@@ -614,6 +714,12 @@ static kiln_status compute_batch_matmul(kiln_ctx *ctx, const gnode *call, kiln_t
         .variant = kind                                                                            \
     }
 
+#define NLL(nm, kind, sum)                                                                         \
+    {                                                                                              \
+        .name = nm, .min_in = 2, .max_in = 3, .attrs = nll_attrs, .rel = rel_nll_loss,             \
+        .pattern = OP_INJECTIVE, .compute = compute_nll_loss, .summary = sum, .variant = kind      \
+    }
+
 const kiln_op_def ops_nn_rows[] = {
     {.name = "nn.dense",
      .min_in = 2,
@@ -639,6 +745,10 @@ const kiln_op_def ops_nn_rows[] = {
     SOFTMAX("nn.softmax", SM_SOFTMAX, schedule_softmax, "softmax over axis"),
     SOFTMAX("nn.log_softmax", SM_LOG_SOFTMAX, NULL, "log of softmax over axis"),
     SOFTMAX("nn.hardmax", SM_HARDMAX, NULL, "1 at the first max along axis, 0 elsewhere"),
+    NLL("nn.nll_loss", NLL_LOSS,
+        "-x[n, t, d..] * weight[t] for each target t = targets[n, d..] (0 if ignored)"),
+    NLL("nn.nll_loss_weight", NLL_WEIGHT,
+        "weight[t] (1 without weights) for each target t of nn.nll_loss (0 if ignored)"),
 };
 
 const int ops_nn_count = (int)(sizeof ops_nn_rows / sizeof ops_nn_rows[0]);

@@ -1,7 +1,8 @@
 /* norm.c: the normalizations: nn.layer_norm (over dims axis.., two
  * passes: the mean, then the variance of the centred data; over a long
- * last axis in a lane-parallel form with a per-row schedule) and
- * nn.batch_norm at inference (a per-channel scale and shift). */
+ * last axis in a lane-parallel form with a per-row schedule),
+ * nn.batch_norm at inference (a per-channel scale and shift) and nn.lrn
+ * (local response normalization across channels). */
 #include <stdio.h>
 #include <string.h>
 
@@ -16,6 +17,12 @@ static const attr_schema batch_norm_attrs[] = {{"axis", GA_INT, 0, "1"},
                                                {"center", GA_INT, 0, "1"},
                                                {"scale", GA_INT, 0, "1"},
                                                {NULL, 0, 0, NULL}};
+
+static const attr_schema lrn_attrs[] = {{"size", GA_INT, 1, NULL},
+                                        {"alpha", GA_FLOAT, 0, "0.0001"},
+                                        {"beta", GA_FLOAT, 0, "0.75"},
+                                        {"bias", GA_FLOAT, 0, "1"},
+                                        {NULL, 0, 0, NULL}};
 
 /* ---- nn.layer_norm ------------------------------------------------------------------ */
 
@@ -294,6 +301,79 @@ static kiln_status compute_batch_norm(kiln_ctx *ctx, const gnode *call, kiln_ten
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
 }
 
+/* ---- nn.lrn ------------------------------------------------------------------------------- */
+
+/* x [N, C, ...] normalized across channels:
+ *   y[n, c, ..] = x[n, c, ..] / (bias + alpha / size * s[n, c, ..])^beta,
+ * s the sum of x^2 over the channels c - (size - 1) / 2 to
+ * c + ceil((size - 1) / 2) that exist (ONNX's LRN; Caffe's across-channel). */
+static rel_result rel_lrn(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
+                          gtype *out) {
+    rel_result r = ops_rel_float_unary(g, call, in, out);
+    if (r != REL_OK)
+        return r;
+    const gtensor_type *x = &in[0]->t[0];
+    if (x->ndim < 2)
+        return ops_fail("needs at least 2 dims (N, C, ...), has %d", x->ndim);
+    if (x->dims[1].sym)
+        return ops_fail("the channel dim must not be symbolic");
+    int64_t size = graph_attr_int(call, "size", 0);
+    if (size < 1 || size > GRAPH_MAX_ELEMENTS)
+        return ops_fail("size %lld must be 1 to 2^48", (long long)size);
+    return REL_OK;
+}
+
+typedef struct {
+    kiln_tensor *x, *sq;
+    int nd;
+    int64_t c, size;
+    double scale, beta, bias; /* scale: alpha / size */
+    kiln_expr k;
+} lrn_args;
+
+static kiln_expr lrn_sum_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    lrn_args *a = u;
+    kiln_expr ix[KILN_MAX_NDIM];
+    memcpy(ix, i, sizeof(kiln_expr) * (size_t)a->nd);
+    kiln_expr c = kiln_add(i[1], kiln_sub(a->k, ops_int(ctx, (a->size - 1) / 2)));
+    kiln_expr in = kiln_and(kiln_ge(c, ops_int(ctx, 0)), kiln_lt(c, ops_int(ctx, a->c)));
+    /* read a channel that exists (both sides of the select are evaluated) */
+    ix[1] = kiln_min(kiln_max(c, ops_int(ctx, 0)), ops_int(ctx, a->c - 1));
+    kiln_expr v = kiln_tensor_at(a->x, a->nd, ix);
+    v = kiln_select(in, kiln_mul(v, v), ops_const(ctx, kiln_tensor_dtype(a->x), 0));
+    return kiln_sum(v, 1, &a->k);
+}
+
+static kiln_expr lrn_out_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    lrn_args *a = u;
+    kiln_dtype dt = kiln_tensor_dtype(a->x);
+    kiln_expr d = kiln_add(ops_const(ctx, dt, a->bias),
+                           kiln_mul(ops_const(ctx, dt, a->scale), kiln_tensor_at(a->sq, a->nd, i)));
+    return kiln_div(kiln_tensor_at(a->x, a->nd, i), kiln_pow(d, ops_const(ctx, dt, a->beta)));
+}
+
+static kiln_status compute_lrn(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                               kiln_tensor **out) {
+    int64_t xd[KILN_MAX_NDIM];
+    lrn_args a;
+    memset(&a, 0, sizeof a);
+    a.x = in[0];
+    a.nd = ops_shape(in[0], xd);
+    a.c = xd[1];
+    a.size = graph_attr_int(call, "size", 1);
+    a.scale = graph_attr_float(call, "alpha", 1e-4) / (double)a.size;
+    a.beta = graph_attr_float(call, "beta", 0.75);
+    a.bias = graph_attr_float(call, "bias", 1);
+    /* only the window offsets k that reach a channel for some c: a size
+       past the channel count costs no more than 2C - 1 steps */
+    int64_t lo = (a.size - 1) / 2, kmin = lo - (a.c - 1) > 0 ? lo - (a.c - 1) : 0,
+            kend = a.size < lo + a.c ? a.size : lo + a.c;
+    a.k = kiln_reduce_axis(ctx, ops_int(ctx, kmin), ops_int(ctx, kend - kmin), "k");
+    a.sq = ops_compute(ctx, call, ".sqsum", a.nd, xd, lrn_sum_body, &a);
+    out[0] = a.sq ? ops_compute(ctx, call, "", a.nd, xd, lrn_out_body, &a) : NULL;
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
 /* ---- the table ------------------------------------------------------------------------ */
 
 const kiln_op_def ops_norm_rows[] = {
@@ -314,6 +394,14 @@ const kiln_op_def ops_norm_rows[] = {
      .pattern = OP_OPAQUE,
      .compute = compute_batch_norm,
      .summary = "inference batch norm (data, gamma, beta, mean, var)"},
+    {.name = "nn.lrn",
+     .min_in = 1,
+     .max_in = 1,
+     .attrs = lrn_attrs,
+     .rel = rel_lrn,
+     .pattern = OP_OPAQUE,
+     .compute = compute_lrn,
+     .summary = "x / (bias + alpha / size * sum of x^2 over size channels around c)^beta"},
 };
 
 const int ops_norm_count = (int)(sizeof ops_norm_rows / sizeof ops_norm_rows[0]);

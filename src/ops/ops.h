@@ -8,7 +8,7 @@
  *   elemwise.c       unary elementwise ops: relu, exp, clip, cast, ...
  *   broadcast.c      binary broadcasting ops, where, nn.bias_add
  *   nn.c             nn.dense, nn.batch_matmul, nn.softmax, nn.log_softmax,
- *                    nn.hardmax
+ *                    nn.hardmax, nn.nll_loss, nn.nll_loss_weight
  *   conv_winograd.c  nn.contrib_conv2d_winograd_NCHWc
  *   conv.c           nn.conv2d, nn.contrib_conv2d_NCHWc (its layout hook
  *                    picks Winograd: it calls conv_winograd.c), nn.conv3d,
@@ -18,8 +18,8 @@
  *   reduce.c         sum, mean, max, min, prod, argmax, argmin
  *   index.c          gather_elements, gather_nd, scatter_elements,
  *                    scatter_nd, one_hot, reverse_sequence, trilu,
- *                    eye_like, arange, cumsum, topk
- *   norm.c           nn.layer_norm, nn.batch_norm
+ *                    eye_like, arange, random_uniform_like, cumsum, topk
+ *   norm.c           nn.layer_norm, nn.batch_norm, nn.lrn
  *   transform.c      reshape, transpose, concatenate, split, strided_slice,
  *                    take, broadcast_to, nn.pad, layout_transform, tile,
  *                    depth_to_space, space_to_depth, ...

@@ -17,7 +17,10 @@ MaxPool storage_order (0 or 1, and not at opset 7), LpPool's p, MaxUnpool's
 index dtype; ConvTranspose output_shape length, output_padding, group, an
 empty and an overflowing output; ConvInteger's input dtypes and zero point
 length; BatchNormalization
-parameter lengths and spatial=0; Gemm/MatMul inner dims; Gather, Concat,
+parameter lengths, spatial=0 and running statistics before opset 14; the
+reduction of NegativeLogLikelihoodLoss, the target rank of
+SoftmaxCrossEntropyLoss, InstanceNormalization of a 2-D input, LRN's size,
+MeanVarianceNormalization's axes and Dropout's ratio; Gemm/MatMul inner dims; Gather, Concat,
 Softmax and Flatten axes; Reshape -1s, element counts and allowzero; Concat
 ranks and dims; Transpose perm; Split sizes; Clip bounds that are not
 scalars; Pad pads length and mode; Mod's fmod (0 or 1, and 1 for floats),
@@ -161,6 +164,27 @@ def cases():
     c["bad_batchnorm_spatial"] = model(
         node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], "bn",
              [attr("spatial", 0)]), {"x": [1, 2, 3, 3]}, opset=7, inits=bn1)
+    # BatchNormalization's running statistics before opset 14; the losses and
+    # the other normalizations
+    c["bad_batchnorm_stats_opset9"] = model(
+        node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "m2", "v2", "sm", "sv"], "bn"),
+        {"x": [1, 2, 3, 3]}, opset=9, inits=bn1)
+    tgt = numpy_helper.from_array(np.array([0, 2], np.int64), "t")
+    c["bad_nllloss_reduction"] = model(
+        node("NegativeLogLikelihoodLoss", ["x", "t"], ["y"], "nll", [attr("reduction", "avg")]),
+        X2, inits=[tgt])
+    c["bad_sce_target_rank"] = model(
+        node("SoftmaxCrossEntropyLoss", ["x", "t"], ["y"], "sce"), X2,
+        inits=[numpy_helper.from_array(np.zeros((2, 1), np.int64), "t")])
+    c["bad_instancenorm_rank"] = model(
+        node("InstanceNormalization", ["x", "s", "b"], ["y"], "in"), X2,
+        inits=[init("s", np.ones(3)), init("b", np.ones(3))])
+    c["bad_lrn_size_zero"] = model(node("LRN", ["x"], ["y"], "lrn", [attr("size", 0)]), X4)
+    c["bad_mvn_axes"] = model(
+        node("MeanVarianceNormalization", ["x"], ["y"], "mvn", [attr("axes", [0, 5])]), X2)
+    c["bad_dropout_ratio"] = model(
+        node("Dropout", ["x", "r", "t"], ["y"], "drop"), X2,
+        inits=[init("r", 1.5), numpy_helper.from_array(np.array(True), "t")])
     # Gemm, MatMul
     c["bad_gemm_inner"] = model(
         node("Gemm", ["a", "b"], ["y"], "gemm", [attr("transB", 1)]),

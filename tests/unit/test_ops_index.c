@@ -1,5 +1,7 @@
-/* test_ops_index.c: the indexing ops (src/ops/index.c) past what the ONNX
- * node tests (Debian's, and kiln's own in tests/data/index_nodes) reach:
+/* test_ops_index.c: the indexing ops (src/ops/index.c, and nn.nll_loss of
+ * nn.c, which indexes classes by its targets) past what the ONNX node tests
+ * (Debian's, and kiln's own in tests/data/index_nodes) reach: the loss's
+ * ignored targets (never read, in range or not);
  * scatter reductions max and min (ONNX opset 18, which the importer does not
  * read); an index out of range when the kernel runs (KILN_ERR_RANGE, for
  * each op that reads indices from data) and when the call is folded (an
@@ -12,6 +14,7 @@
 #include "graph/graph_internal.h"
 #include "kiln/graph.h"
 #include "kiln/onnx.h"
+#include "te/interp.h"
 #include "te_util.h"
 
 /* ---- harness ------------------------------------------------------------------- */
@@ -29,6 +32,8 @@ static kiln_ndarray *array_of(ty t, const double *v) {
     for (int64_t i = 0; i < kiln_ndarray_numel(a); i++) {
         switch (t.dt) {
         case KILN_FLOAT32: ((float *)p)[i] = (float)v[i]; break;
+        case KILN_FLOAT64: ((double *)p)[i] = v[i]; break;
+        case KILN_FLOAT16: ((uint16_t *)p)[i] = te_float_to_half((float)v[i]); break;
         case KILN_INT32: ((int32_t *)p)[i] = (int32_t)v[i]; break;
         default: ((int64_t *)p)[i] = (int64_t)v[i]; break;
         }
@@ -161,6 +166,99 @@ static void test_edges(void) {
     kiln_graph_free(g);
 }
 
+/* ---- nn.nll_loss ---------------------------------------------------------------------------- */
+
+/* Scores [2, 3, 2] (N, C, d1), targets [2, 2]: an ignore_index out of the
+ * class range marks targets that are never read; the loss and the weights
+ * are 0 there. */
+static void test_nll_loss(void) {
+    const ty t[3] = {{KILN_FLOAT32, 3, {2, 3, 2}}, {KILN_INT64, 2, {2, 2}}, {KILN_FLOAT32, 1, {3}}};
+    const ty t32[2] = {{KILN_FLOAT32, 3, {2, 3, 2}}, {KILN_INT32, 2, {2, 2}}};
+    const double x[12] = {1, 2, 3, 4, 5, 6, -1, -2, -3, -4, -5, -6}, w[3] = {0.5, 2, 4};
+    const double tg[4] = {2, 0, 7, 1}, plain[4] = {0, 2, 2, 1};
+    const double *v[3] = {x, tg, w}, *vp[3] = {x, plain, w};
+    /* x[n, t, d]: n = 0: t = 2 at d = 0 is 5, t = 0 at d = 1 is 2; n = 1: 7
+       ignored, t = 1 at d = 1 is -4 */
+    const double loss[4] = {-5 * 4, -2 * 0.5, 0, 4 * 2}, weight[4] = {4, 0.5, 0, 2};
+    check_op("nn.nll_loss", "ignore_index=7", 3, t, v, 4, loss);
+    check_op("nn.nll_loss_weight", "ignore_index=7", 3, t, v, 4, weight);
+    const double loss2[4] = {-1, -6, 5, 4}, ones[4] = {1, 1, 1, 1};
+    check_op("nn.nll_loss", NULL, 2, t32, vp, 4, loss2);
+    check_op("nn.nll_loss_weight", NULL, 2, t32, vp, 4, ones);
+}
+
+/* ---- random_uniform_like ----------------------------------------------------------------- */
+
+/* n numbers of dtype dt from random_uniform_like(seed), compiled. */
+static kiln_ndarray *random_numbers(kiln_dtype dt, int64_t n, int64_t seed) {
+    char attrs[32];
+    snprintf(attrs, sizeof attrs, "seed=%lld", (long long)seed);
+    const ty t[1] = {{dt, 1, {n}}};
+    double *zero = calloc((size_t)n, sizeof *zero);
+    const double *v[1] = {zero};
+    kiln_ndarray *r = NULL;
+    CHECK_EQ_INT(run_op("random_uniform_like", attrs, 1, t, v, &r), KILN_OK);
+    free(zero);
+    return r;
+}
+
+/* Uniform in [0, 1): the mean, the share below 0.1 and 0.5, the mean of
+ * products of neighbours (1/4 when independent) and a chi-square over 64
+ * bins, on 2^16 numbers each for a few seeds; seeds differ, a seed repeats
+ * its numbers, and float16's are below 1 too. */
+static void test_random_uniform(void) {
+    enum { N = 1 << 16, BINS = 64 };
+    const int64_t seeds[3] = {0, 1, -123456789};
+    kiln_ndarray *r[3];
+    for (int s = 0; s < 3; s++) {
+        r[s] = random_numbers(KILN_FLOAT32, N, seeds[s]);
+        if (!r[s])
+            return;
+        double sum = 0, below1 = 0, below5 = 0, pairs = 0, chi = 0;
+        int64_t bins[BINS] = {0};
+        for (int64_t i = 0; i < N; i++) {
+            double u = tu_get(r[s], i);
+            CHECK(u >= 0 && u < 1);
+            sum += u;
+            below1 += u < 0.1;
+            below5 += u < 0.5;
+            if (i)
+                pairs += u * tu_get(r[s], i - 1);
+            bins[(int)(u * BINS)]++;
+        }
+        for (int b = 0; b < BINS; b++)
+            chi += (bins[b] - N / BINS) * (double)(bins[b] - N / BINS) / (N / BINS);
+        /* 5 standard deviations (and chi-square of 63 degrees well past 99.99 %) */
+        CHECK(fabs(sum / N - 0.5) < 5 * 0.2887 / 256);
+        CHECK(fabs(below1 / N - 0.1) < 5 * 0.3 / 256);
+        CHECK(fabs(below5 / N - 0.5) < 5 * 0.5 / 256);
+        CHECK(fabs(pairs / (N - 1) - 0.25) < 5 * 0.19 / 256);
+        CHECK(chi < 120);
+    }
+    int same01 = 0;
+    for (int64_t i = 0; i < N; i++)
+        same01 += tu_get(r[0], i) == tu_get(r[1], i);
+    CHECK(same01 < 16);
+    kiln_ndarray *again = random_numbers(KILN_FLOAT32, N, seeds[2]);
+    for (int64_t i = 0; again && i < N; i++)
+        if (tu_get(again, i) != tu_get(r[2], i)) {
+            CHECK(tu_get(again, i) == tu_get(r[2], i));
+            break;
+        }
+    /* float16 (positive, so ordered as their bits): below 1.0 (0x3c00),
+       the largest near 2047/2048 */
+    kiln_ndarray *h = random_numbers(KILN_FLOAT16, 4096, 5);
+    uint16_t hmax = 0;
+    for (int64_t i = 0; h && i < 4096; i++)
+        if (((const uint16_t *)kiln_ndarray_data(h))[i] > hmax)
+            hmax = ((const uint16_t *)kiln_ndarray_data(h))[i];
+    CHECK(hmax < 0x3c00 && hmax > 0x3bf0);
+    kiln_ndarray_free(h);
+    kiln_ndarray_free(again);
+    for (int s = 0; s < 3; s++)
+        kiln_ndarray_free(r[s]);
+}
+
 /* ---- indices out of range ----------------------------------------------------------------- */
 
 /* op with good indices runs; with each bad set, the run is KILN_ERR_RANGE. */
@@ -226,6 +324,13 @@ static void test_runtime_range(void) {
     const double ri[3] = {4, 0, -2}, rb0[3] = {1, 5, 1};
     const double *rv[2] = {data, ri}, *rbad[1] = {rb0};
     check_range("reverse_sequence", "batch_axis=0, time_axis=1", 2, rs, rv, 1, rbad, 1);
+    /* nn.nll_loss over 4 classes: a target of 4 or a negative one that is
+       not the ignore_index (no counting from the end) */
+    const ty nl[3] = {{KILN_FLOAT32, 2, {3, 4}}, {KILN_INT64, 1, {3}}, {KILN_FLOAT32, 1, {4}}};
+    const double lt[3] = {3, -2, 0}, lb0[3] = {4, 0, 0}, lb1[3] = {0, -1, 1};
+    const double *lv[3] = {data, lt, data}, *lbad[2] = {lb0, lb1};
+    check_range("nn.nll_loss", "ignore_index=-2", 3, nl, lv, 1, lbad, 2);
+    check_range("nn.nll_loss_weight", "ignore_index=-2", 3, nl, lv, 1, lbad, 2);
 }
 
 /* Constant inputs with an index out of range: compiling fails in
@@ -295,6 +400,18 @@ static void expect_error(const char *op, const char *attrs, int nin, const ty *t
     }
 
 static void test_relation_errors(void) {
+    expect_error("nn.nll_loss", NULL, 2, T(F32(3, 4), I64(3, 4)), "the targets have rank 2");
+    expect_error("nn.nll_loss", NULL, 2, T(F32(3, 4, 2), I64(3, 3)),
+                 "dim 1 of the targets differs from dim 2 of the scores");
+    expect_error("nn.nll_loss", NULL, 2, T(F32(3, 0), I64(3)),
+                 "the class dim (1) of the scores must be concrete and non-empty");
+    expect_error("nn.nll_loss", NULL, 2, T(F32(3, 4), F32(3)), "the targets must be integers");
+    expect_error("nn.nll_loss", NULL, 2, T(I64(3, 4), I64(3)), "needs float scores");
+    expect_error("nn.nll_loss", NULL, 2, T(F32(3), I64(3)), "the scores need at least 2 dims");
+    expect_error("nn.nll_loss_weight", NULL, 3, T(F32(3, 4), I64(3), F32(3)),
+                 "the weights must be 1-D with one per class (4)");
+    expect_error("nn.nll_loss", NULL, 3, T(F32(3, 4), I64(3), I64(4)),
+                 "the weights are int64, the scores float32");
     expect_error("gather_elements", "axis=2", 2, T(F32(3, 4), I64(3, 4)),
                  "axis 2 is out of range for a 2-D input");
     expect_error("gather_elements", NULL, 2, T(F32(3, 4), I64(3, 5)),
@@ -325,6 +442,7 @@ static void test_relation_errors(void) {
                  "the lengths do not have one entry per batch element");
     expect_error("trilu", NULL, 2, T(F32(3, 4), I64(2)), "k must be an integer scalar");
     expect_error("trilu", NULL, 1, T(F32(4)), "needs an input of at least 2 dims");
+    expect_error("random_uniform_like", NULL, 1, T(I64(3, 4)), "needs a float input, not int64");
     expect_error("eye_like", "dtype=\"int4\"", 1, T(F32(3, 4)), "unknown dtype 'int4'");
     expect_error("eye_like", NULL, 1, T(F32(2, 3, 4)), "needs a 2-D input");
     expect_error("arange", "n=3", 2, T(SCALAR(KILN_FLOAT32), SCALAR(KILN_INT32)),
@@ -368,5 +486,6 @@ static void test_onnx_not_constant(void) {
     }
 }
 
-TEST_MAIN(TEST(test_scatter_max_min), TEST(test_edges), TEST(test_runtime_range),
-          TEST(test_fold_range), TEST(test_relation_errors), TEST(test_onnx_not_constant))
+TEST_MAIN(TEST(test_scatter_max_min), TEST(test_edges), TEST(test_nll_loss),
+          TEST(test_random_uniform), TEST(test_runtime_range), TEST(test_fold_range),
+          TEST(test_relation_errors), TEST(test_onnx_not_constant))

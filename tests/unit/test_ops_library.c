@@ -5,8 +5,8 @@
  * broadcast_to, nn.pad, the new elementwise ops, log_softmax and global max
  * pooling; math, logic and activations on special values (NaN, infinities)
  * and hardmax; relation errors; ONNX node-test models through the importer;
- * and nn.hard_swish, the op added through the documented path alone (its
- * row in src/ops/elemwise.c, one row of the ONNX converter table). */
+ * Dropout in training mode (random_uniform_like); and nn.hard_swish, the op added through the
+ * documented path alone (its row in src/ops/elemwise.c, one row of the ONNX converter table). */
 #include <dirent.h>
 #include <math.h>
 #include <sys/stat.h>
@@ -651,6 +651,9 @@ static void test_relation_errors(void) {
     expect_error("left_shift", 2, ab, NULL, "needs integers, not float32");
     expect_error("logical_xor", 2, ab, NULL, "input 0 must be bool, not float32");
     expect_error("mod", 2, a_int, NULL, "input 0 is float32 but input 1 is int64");
+    expect_error("nn.lrn", 1, ab, "size=0", "size 0 must be 1 to 2^48");
+    expect_error("nn.lrn", 1, b_int, "size=3", "needs a float input, not int64");
+    expect_error("nn.lrn", 1, ab, NULL, "required attribute 'size' is missing");
 }
 
 /* ---- ONNX node tests through the importer -------------------------------------------------------
@@ -767,6 +770,88 @@ static void test_onnx_node_models(void) {
     }
 }
 
+/* The folder of ONNX node test `name` (KILN_ONNX_TESTDATA or Debian's) in
+ * path, with "/model.onnx" after it; returns the folder's length. */
+static size_t node_test_dir(char *path, size_t cap, const char *name) {
+    const char *dir = getenv("KILN_ONNX_TESTDATA");
+    snprintf(path, cap, "%s/%s", dir ? dir : "/usr/share/libonnx-testdata/data/node", name);
+    size_t base = strlen(path);
+    snprintf(path + base, cap - base, "/model.onnx");
+    return base;
+}
+
+/* ---- Dropout in training mode ------------------------------------------------------------
+ * ONNX's test_training_dropout_mask model takes ratio and training_mode as graph inputs, so
+ * one package runs in each mode: training with ratio 0.75 (each element kept as 4x or
+ * dropped to 0, as the mask says, the same mask in every run), with ratio 0 and with
+ * training off (y = x exactly, the mask all true). Its expected output is numpy's random
+ * mask, which no other generator reproduces, so the node test itself stays a known failure. */
+
+static kiln_ndarray *scalar_of(kiln_dtype dt, double v) {
+    kiln_ndarray *a = kiln_ndarray_empty(dt, 0, NULL);
+    if (dt == KILN_BOOL)
+        *(uint8_t *)kiln_ndarray_data(a) = v != 0;
+    else
+        *(float *)kiln_ndarray_data(a) = (float)v;
+    return a;
+}
+
+/* Run ex on x, ratio r and training t; *kept gets the mask's true count, and
+ * each element must be x * scale where kept and 0 elsewhere. */
+static void run_dropout(kiln_executor *ex, const kiln_ndarray *x, double r, int t, double scale,
+                        int *kept, float *y_copy) {
+    kiln_ndarray *rv = scalar_of(KILN_FLOAT32, r), *tv = scalar_of(KILN_BOOL, t);
+    CHECK_EQ_INT(kiln_executor_set_input(ex, "x", x), KILN_OK);
+    CHECK_EQ_INT(kiln_executor_set_input(ex, "r", rv), KILN_OK);
+    CHECK_EQ_INT(kiln_executor_set_input(ex, "t", tv), KILN_OK);
+    CHECK_EQ_INT(kiln_executor_run(ex), KILN_OK);
+    const kiln_ndarray *y = kiln_executor_output(ex, 0), *z = kiln_executor_output(ex, 1);
+    CHECK(y && z && kiln_ndarray_dtype(z) == KILN_BOOL);
+    *kept = 0;
+    for (int64_t i = 0; y && z && i < kiln_ndarray_numel(x); i++) {
+        float xv = ((const float *)kiln_ndarray_data(x))[i];
+        float yv = ((const float *)kiln_ndarray_data(y))[i];
+        int on = ((const uint8_t *)kiln_ndarray_data(z))[i] != 0;
+        *kept += on;
+        CHECK(yv == (on ? xv * (float)scale : 0.0f));
+        y_copy[i] = yv;
+    }
+    kiln_ndarray_free(rv);
+    kiln_ndarray_free(tv);
+}
+
+static void test_dropout_training(void) {
+    char path[1024];
+    size_t base = node_test_dir(path, sizeof path, "test_training_dropout_mask");
+    kiln_graph *g = kiln_onnx_import(path, "x:[3,4,5]");
+    if (!g) {
+        fprintf(stderr, "skipped the Dropout model: %s\n", kiln_last_error());
+        return;
+    }
+    snprintf(path + base, sizeof path - base, "/test_data_set_0/input_0.pb");
+    kiln_ndarray *x = onnx_load_tensor_file(path, NULL);
+    CHECK(x != NULL && kiln_ndarray_numel(x) == 60);
+    const char *pkg = test_tmp_path("dropout_training.tar");
+    CHECK_EQ_INT(kiln_graph_compile(g, pkg, NULL), KILN_OK);
+    kiln_executor *ex = x ? kiln_executor_load(pkg) : NULL;
+    CHECK(ex != NULL);
+    if (ex) {
+        float y1[60], y2[60], y3[60];
+        int kept;
+        run_dropout(ex, x, 0.75, 1, 4, &kept, y1);
+        CHECK(kept >= 4 && kept <= 30); /* about 15 of 60 */
+        run_dropout(ex, x, 0, 1, 1, &kept, y2);
+        CHECK_EQ_INT(kept, 60);
+        run_dropout(ex, x, 0.75, 0, 1, &kept, y2);
+        CHECK_EQ_INT(kept, 60);
+        run_dropout(ex, x, 0.75, 1, 4, &kept, y3);
+        CHECK(!memcmp(y1, y3, sizeof y1));
+    }
+    kiln_executor_free(ex);
+    kiln_ndarray_free(x);
+    kiln_graph_free(g);
+}
+
 /* ---- nn.hard_swish (ONNX HardSwish, opset 14) ----------------------------------------
  * Added as the documented path says: a scalar and a row in src/ops/elemwise.c, a row in
  * the ONNX converter table. Nothing else names it. */
@@ -799,12 +884,8 @@ static kiln_ndarray *run_layout(kiln_graph *g, const char *disabled, kiln_ndarra
 
 static void test_hard_swish(void) {
     /* ONNX's node test imports as the one op and matches ONNX's output and ours */
-    const char *dir = getenv("KILN_ONNX_TESTDATA");
     char path[1024];
-    snprintf(path, sizeof path, "%s/test_hardswish",
-             dir ? dir : "/usr/share/libonnx-testdata/data/node");
-    size_t base = strlen(path);
-    snprintf(path + base, sizeof path - base, "/model.onnx");
+    size_t base = node_test_dir(path, sizeof path, "test_hardswish");
     kiln_graph *g = kiln_onnx_import(path, NULL);
     if (!g) {
         fprintf(stderr, "skipped the ONNX node test: %s\n", kiln_last_error());
@@ -988,4 +1069,5 @@ TEST_MAIN(TEST(test_slice_extremes), TEST(test_reductions), TEST(test_argmax),
           TEST(test_argmax_nan), TEST(test_layer_norm), TEST(test_batch_matmul),
           TEST(test_strided_slice), TEST(test_take_broadcast_pad), TEST(test_elementwise),
           TEST(test_math_logic_activations), TEST(test_global_max_pool), TEST(test_relation_errors),
-          TEST(test_onnx_node_models), TEST(test_hard_swish), TEST(test_hard_swish_one_place))
+          TEST(test_onnx_node_models), TEST(test_dropout_training), TEST(test_hard_swish),
+          TEST(test_hard_swish_one_place))

@@ -845,7 +845,8 @@ static void test_errors(void) {
  * every fourth from 0 and -1 from 1 (so M / Z divides by 0 and MIN by -1:
  * kiln's rule, at run time as in the interpreter); an 'I' makes indices in
  * [-5, 4], negative and not, for a dim of 5 (an index out of range is an
- * error, tested in test_te_checks.c). */
+ * error, tested in test_te_checks.c); a 'T' makes class targets in [-1, 4]
+ * (for 5 classes, -1 the ignore_index). */
 typedef struct {
     const char *op, *inputs, *attrs;
 } workload;
@@ -940,6 +941,8 @@ static const workload g_work[] = {
     {"nn.shrink", "f64[3,4,5]", "bias=0.5, lambd=1"},
     {"nn.layer_norm", "f32[4,24];f32[24];f32[24]", NULL},
     {"nn.batch_norm", "f32[2,3,4];f32[3];f32[3];f32[3];f32+[3]", NULL},
+    {"nn.lrn", "f32[2,5,3,2]", "size=3, alpha=0.5, beta=0.75, bias=2"},
+    {"nn.lrn", "f64[2,3,4]", "size=8"},
     {"reshape", "f32[3,4,5]", "newshape=[5, -1, 2]"},
     {"layout_transform", "f32[1,6,3,3]", "src_layout=\"NCHW\", dst_layout=\"NCHW4c\""},
     {"transpose", "i64[3,4,5]", "axes=[2, 0, 1]"},
@@ -979,11 +982,17 @@ static const workload g_work[] = {
     {"eye_like", "f32[4,6]", "k=1, dtype=\"int32\""},
     {"arange", "f32[];f32[]", "n=7"},
     {"arange", "i32[];i32[]", "n=5"},
+    {"random_uniform_like", "f32[3,4,5]", "seed=-3"},
+    {"random_uniform_like", "f16[7,3]", NULL},
+    {"random_uniform_like", "f64[6]", "seed=99"},
     {"cumsum", "f32[3,6]", "axis=1, exclusive=1"},
     {"cumsum", "i32[5,4]", "reverse=1"},
     {"cumsum", "f64[3,17]", "axis=-1, reverse=1, exclusive=1"},
     {"topk", "f32[3,7]", "k=3, axis=1"},
     {"topk", "i8[6,4]", "k=4, axis=0, largest=0"},
+    {"nn.nll_loss", "f32[3,5,4];i64T[3,4];f32[5]", "ignore_index=-1"},
+    {"nn.nll_loss", "f64[4,5];i32T[4]", "ignore_index=-1"},
+    {"nn.nll_loss_weight", "f32[2,5,3,2];i64T[2,3,2];f32[5]", "ignore_index=-1"},
 };
 
 static int parse_dtype(const char *s, size_t len, kiln_dtype *dt) {
@@ -1004,7 +1013,7 @@ static int parse_dtype(const char *s, size_t len, kiln_dtype *dt) {
 typedef struct {
     int n;
     kiln_dtype dt[8];
-    char positive[8]; /* '+', 'M', 'Z', 'I' or 0 */
+    char positive[8]; /* '+', 'M', 'Z', 'I', 'T' or 0 */
     int nd[8];
     int64_t dims[8][8];
 } input_specs;
@@ -1016,7 +1025,7 @@ static int parse_inputs(const char *s, input_specs *in) {
         if (!b)
             return 0;
         int k = in->n;
-        in->positive[k] = strchr("+MZI", b[-1]) ? b[-1] : 0;
+        in->positive[k] = strchr("+MZIT", b[-1]) ? b[-1] : 0;
         if (!parse_dtype(s, (size_t)(b - s - (in->positive[k] != 0)), &in->dt[k]))
             return 0;
         in->nd[k] = 0;
@@ -1045,9 +1054,14 @@ static kiln_ndarray *workload_value(const input_specs *in, int k, uint64_t *seed
     }
     if (!in->positive[k])
         return a;
-    if (in->positive[k] == 'I') {
-        for (int64_t i = 0; i < kiln_ndarray_numel(a); i++)
-            ((int64_t *)kiln_ndarray_data(a))[i] = (i * 7) % 10 - 5;
+    if (in->positive[k] == 'I' || in->positive[k] == 'T') {
+        for (int64_t i = 0; i < kiln_ndarray_numel(a); i++) {
+            int64_t v = in->positive[k] == 'I' ? (i * 7) % 10 - 5 : (i * 7) % 6 - 1;
+            if (in->dt[k] == KILN_INT32)
+                ((int32_t *)kiln_ndarray_data(a))[i] = (int32_t)v;
+            else
+                ((int64_t *)kiln_ndarray_data(a))[i] = v;
+        }
         return a;
     }
     if (in->positive[k] != '+') {
