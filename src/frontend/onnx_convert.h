@@ -3,7 +3,8 @@
  * constants and shapes; onnx_convert_nn.c has reductions, normalization,
  * convolution, pooling, matmul and layout; onnx_convert_index.c has the
  * indexing ops (gather, scatter, TopK, ...) and Tile, DepthToSpace and
- * SpaceToDepth. Each is an imp_convert_fn. */
+ * SpaceToDepth; onnx_convert_image.c has Resize, Upsample and GridSample.
+ * Each is an imp_convert_fn. */
 #ifndef KILN_FRONTEND_ONNX_CONVERT_H
 #define KILN_FRONTEND_ONNX_CONVERT_H
 
@@ -57,6 +58,9 @@ KILN_CVT(cvt_eye_like);
 KILN_CVT(cvt_range);
 KILN_CVT(cvt_tile);
 KILN_CVT(cvt_depth_space);
+/* onnx_convert_image.c: resizing and sampling */
+KILN_CVT(cvt_resize);
+KILN_CVT(cvt_grid_sample);
 #undef KILN_CVT
 
 #endif
