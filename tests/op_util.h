@@ -19,11 +19,21 @@ typedef struct {
 
 /* Types written inline: T(F32(3, 4), I64(2)), SCALAR(KILN_INT32). */
 #define T(...) ((const ot_type[]){__VA_ARGS__})
-#define OT_TYPE(dt, ...) {dt, sizeof((int64_t[]){__VA_ARGS__}) / 8, {__VA_ARGS__}}
+#define OT_TYPE(dt, ...)                                                                           \
+    {                                                                                              \
+        dt, sizeof((int64_t[]){__VA_ARGS__}) / 8, {                                                \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+    }
 #define F32(...) OT_TYPE(KILN_FLOAT32, __VA_ARGS__)
 #define I32(...) OT_TYPE(KILN_INT32, __VA_ARGS__)
 #define I64(...) OT_TYPE(KILN_INT64, __VA_ARGS__)
-#define SCALAR(dt) {dt, 0, {0}}
+#define SCALAR(dt)                                                                                 \
+    {                                                                                              \
+        dt, 0, {                                                                                   \
+            0                                                                                      \
+        }                                                                                          \
+    }
 
 /* op on graph inputs of types ts (named in0, in1, ...; at most 8): the
  * call's id, or -1 with the error. */

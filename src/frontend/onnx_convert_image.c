@@ -70,10 +70,10 @@ static void floats_attr(kstr *a, const char *name, int k, const double *v) {
 
 static const char *const g_modes[] = {"nearest", "linear", "cubic", NULL};
 static const char *const g_legacy_modes[] = {"nearest", "linear", NULL};
-static const char *const g_coord_modes[] = {"half_pixel",           "pytorch_half_pixel",
-                                            "align_corners",        "asymmetric",
-                                            "tf_half_pixel_for_nn", "tf_crop_and_resize",
-                                            NULL};
+static const char *const g_coord_modes[] = {
+    "half_pixel", "pytorch_half_pixel",   "align_corners",
+    "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize",
+    NULL};
 static const char *const g_nearest_modes[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                               "ceil", NULL};
 
@@ -82,12 +82,13 @@ static const char *const g_nearest_modes[] = {"round_prefer_floor", "round_prefe
  * Sets *crop for tf_crop_and_resize; 0, or -1 with an error. */
 static int resize_sampling(imp *I, const Onnx__NodeProto *n, int legacy, kstr *a, int *crop) {
     char mode[32], coord[32], nearest[32];
-    if (attr_one_of(I, n, "mode", "nearest", legacy ? g_legacy_modes : g_modes, mode,
-                    sizeof mode) < 0)
+    if (attr_one_of(I, n, "mode", "nearest", legacy ? g_legacy_modes : g_modes, mode, sizeof mode) <
+        0)
         return -1;
     if (legacy) {
-        kstr_printf(a, ", method=\"%s\", coordinate_transformation_mode=\"asymmetric\", "
-                       "rounding_method=\"simple\"",
+        kstr_printf(a,
+                    ", method=\"%s\", coordinate_transformation_mode=\"asymmetric\", "
+                    "rounding_method=\"simple\"",
                     mode);
         *crop = 0;
         return 0;
@@ -100,8 +101,9 @@ static int resize_sampling(imp *I, const Onnx__NodeProto *n, int legacy, kstr *a
     double alpha = imp_attr_float(I, n, "cubic_coeff_a", -0.75f);
     double extrapolation = imp_attr_float(I, n, "extrapolation_value", 0);
     if (!isfinite(alpha) || !isfinite(extrapolation))
-        return imp_fail(I, n, "attributes 'cubic_coeff_a' and 'extrapolation_value' must be "
-                              "finite");
+        return imp_fail(I, n,
+                        "attributes 'cubic_coeff_a' and 'extrapolation_value' must be "
+                        "finite");
     kstr_printf(a,
                 ", method=\"%s\", coordinate_transformation_mode=\"%s\", rounding_method=\"%s\", "
                 "cubic_alpha=%.17g, exclude_outside=%d, extrapolation_value=%.17g",
@@ -150,8 +152,7 @@ int cvt_resize(imp *I, const Onnx__NodeProto *n, int *outs) {
                             scales[d]);
         double v = ns ? floor(scales[d] * (double)t->dims[d].v) : sizes[d];
         if (!(v >= 0 && v <= (double)GRAPH_MAX_ELEMENTS) || v != floor(v))
-            return imp_fail(I, n, "output dim %d = %g must be a whole number from 0 to 2^48", d,
-                            v);
+            return imp_fail(I, n, "output dim %d = %g must be a whole number from 0 to 2^48", d, v);
         size[d] = (int64_t)v;
     }
     kstr a;
@@ -167,8 +168,9 @@ int cvt_resize(imp *I, const Onnx__NodeProto *n, int *outs) {
     }
     if (crop && nr != 2 * t->ndim) {
         kstr_free(&a);
-        return imp_fail(I, n, "tf_crop_and_resize needs a roi of %d values (starts, then ends), "
-                              "not %d",
+        return imp_fail(I, n,
+                        "tf_crop_and_resize needs a roi of %d values (starts, then ends), "
+                        "not %d",
                         2 * t->ndim, nr);
     }
     if (crop)

@@ -39,18 +39,17 @@
 
 /* ---- attribute schemas ------------------------------------------------------------ */
 
-static const attr_schema resize_attrs[] = {{"size", GA_INTS, 1, NULL},
-                                           {"scales", GA_FLOATS, 0, NULL},
-                                           {"roi", GA_FLOATS, 0, NULL},
-                                           {"method", GA_STR, 0, "\"nearest\""},
-                                           {"coordinate_transformation_mode", GA_STR, 0,
-                                            "\"half_pixel\""},
-                                           {"rounding_method", GA_STR, 0,
-                                            "\"round_prefer_floor\""},
-                                           {"cubic_alpha", GA_FLOAT, 0, "-0.75"},
-                                           {"exclude_outside", GA_INT, 0, "0"},
-                                           {"extrapolation_value", GA_FLOAT, 0, "0"},
-                                           {NULL, 0, 0, NULL}};
+static const attr_schema resize_attrs[] = {
+    {"size", GA_INTS, 1, NULL},
+    {"scales", GA_FLOATS, 0, NULL},
+    {"roi", GA_FLOATS, 0, NULL},
+    {"method", GA_STR, 0, "\"nearest\""},
+    {"coordinate_transformation_mode", GA_STR, 0, "\"half_pixel\""},
+    {"rounding_method", GA_STR, 0, "\"round_prefer_floor\""},
+    {"cubic_alpha", GA_FLOAT, 0, "-0.75"},
+    {"exclude_outside", GA_INT, 0, "0"},
+    {"extrapolation_value", GA_FLOAT, 0, "0"},
+    {NULL, 0, 0, NULL}};
 static const attr_schema grid_sample_attrs[] = {{"method", GA_STR, 0, "\"bilinear\""},
                                                 {"padding_mode", GA_STR, 0, "\"zeros\""},
                                                 {"align_corners", GA_INT, 0, "0"},
@@ -113,13 +112,12 @@ static void cubic_weights(kiln_ctx *ctx, kiln_dtype dt, kiln_expr t, double A, k
                                      x),
                             one);
         else /* ((A x - 5 A) x + 8 A) x - 4 A */
-            w[k] = kiln_sub(
-                kiln_mul(kiln_add(kiln_mul(kiln_sub(kiln_mul(fconst(ctx, dt, A), x),
-                                                    fconst(ctx, dt, 5 * A)),
-                                           x),
-                                  fconst(ctx, dt, 8 * A)),
-                         x),
-                fconst(ctx, dt, 4 * A));
+            w[k] = kiln_sub(kiln_mul(kiln_add(kiln_mul(kiln_sub(kiln_mul(fconst(ctx, dt, A), x),
+                                                                fconst(ctx, dt, 5 * A)),
+                                                       x),
+                                              fconst(ctx, dt, 8 * A)),
+                                     x),
+                            fconst(ctx, dt, 4 * A));
     }
 }
 
@@ -127,17 +125,23 @@ static void cubic_weights(kiln_ctx *ctx, kiln_dtype dt, kiln_expr t, double A, k
 
 enum { RS_NEAREST, RS_LINEAR, RS_CUBIC };
 static const char *const g_resize_methods[] = {"nearest", "linear", "cubic", NULL};
-enum { CT_HALF_PIXEL, CT_PYTORCH_HALF_PIXEL, CT_ALIGN_CORNERS, CT_ASYMMETRIC, CT_HALF_PIXEL_NN,
-       CT_CROP };
-static const char *const g_coord_modes[] = {"half_pixel",           "pytorch_half_pixel",
-                                            "align_corners",        "asymmetric",
-                                            "tf_half_pixel_for_nn", "tf_crop_and_resize",
-                                            NULL};
+enum {
+    CT_HALF_PIXEL,
+    CT_PYTORCH_HALF_PIXEL,
+    CT_ALIGN_CORNERS,
+    CT_ASYMMETRIC,
+    CT_HALF_PIXEL_NN,
+    CT_CROP
+};
+static const char *const g_coord_modes[] = {
+    "half_pixel", "pytorch_half_pixel",   "align_corners",
+    "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize",
+    NULL};
 /* ONNX's nearest modes, and "simple" (ONNX Runtime's name): Upsample's and
  * Resize-10's rounding, ceil on an axis scaled down, else floor. */
 enum { RND_PREFER_FLOOR, RND_PREFER_CEIL, RND_FLOOR, RND_CEIL, RND_SIMPLE };
-static const char *const g_roundings[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
-                                          "ceil", "simple", NULL};
+static const char *const g_roundings[] = {
+    "round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple", NULL};
 
 /* image.resize's attributes for an input of dims in[nd], checked.
  * exclude_outside gives linear and cubic taps outside the input weight 0
@@ -213,8 +217,7 @@ static int resize_read(const gnode *call, int nd, const int64_t *in, resize_para
         if (size[d] < 0 || size[d] > GRAPH_MAX_ELEMENTS)
             return ops_fail("size[%d] = %lld must be 0 to 2^48", d, (long long)size[d]), 0;
         if (in[d] == 0 && size[d] > 0)
-            return ops_fail("dim %d is empty and cannot be resized to %lld", d,
-                            (long long)size[d]),
+            return ops_fail("dim %d is empty and cannot be resized to %lld", d, (long long)size[d]),
                    0;
         p->out[d] = size[d];
         double n = (double)in[d];
@@ -265,8 +268,10 @@ static rel_result rel_resize(const struct kiln_graph *g, const gnode *call, cons
     if (p.method != RS_NEAREST && !ops_is_float_dtype(x->dtype))
         return ops_fail("%s interpolation needs a float input, not %s", g_resize_methods[p.method],
                         kiln_dtype_name(x->dtype));
-    if (p.coord == CT_CROP && !ops_is_float_dtype(x->dtype) && !isfinite(p.extrapolation))
-        return ops_fail("extrapolation_value must be finite for a %s input",
+    /* an integer input gets the value converted: it must fit an int64 */
+    if (p.coord == CT_CROP && !ops_is_float_dtype(x->dtype) &&
+        !(p.extrapolation >= -0x1p63 && p.extrapolation < 0x1p63))
+        return ops_fail("extrapolation_value %g does not fit the %s input", p.extrapolation,
                         kiln_dtype_name(x->dtype));
     gtensor_type res = *x;
     for (int d = 0; d < x->ndim; d++)
@@ -293,10 +298,10 @@ static kiln_expr resize_coord(kiln_ctx *ctx, const resize_params *p, int d, kiln
     case CT_HALF_PIXEL_NN: return kiln_div(kiln_add(x, half), fconst(ctx, f, s));
     default: {
         kiln_expr base =
-            len == 1 ? fconst(ctx, f, round_f32(p->roi_len[d] * n1) / 2)
-                     : kiln_div(kiln_mul(kiln_mul(x, fconst(ctx, f, p->roi_len[d])),
-                                         fconst(ctx, f, n1)),
-                                fconst(ctx, f, len - 1));
+            len == 1
+                ? fconst(ctx, f, round_f32(p->roi_len[d] * n1) / 2)
+                : kiln_div(kiln_mul(kiln_mul(x, fconst(ctx, f, p->roi_len[d])), fconst(ctx, f, n1)),
+                           fconst(ctx, f, len - 1));
         return kiln_add(base, fconst(ctx, f, p->roi_off[d]));
     }
     }
@@ -349,8 +354,8 @@ static void resize_axis(kiln_ctx *ctx, const resize_params *p, int d, kiln_expr 
     if (p->exclude) { /* taps outside weigh 0; the rest renormalized */
         kiln_expr sum = NULL;
         for (int k = 0; k < t->n; k++) {
-            t->w[k] = kiln_select(kiln_and(kiln_ge(pos[k], zero), kiln_le(pos[k], hi)), t->w[k],
-                                  zero);
+            t->w[k] =
+                kiln_select(kiln_and(kiln_ge(pos[k], zero), kiln_le(pos[k], hi)), t->w[k], zero);
             sum = sum ? kiln_add(sum, t->w[k]) : t->w[k];
         }
         for (int k = 0; k < t->n; k++)
@@ -441,7 +446,8 @@ static rel_result rel_grid_sample(const struct kiln_graph *g, const gnode *call,
                                   const gtype *const *in, gtype *out) {
     OPS_REQUIRE_KNOWN(2);
     rel_result r = REL_OK;
-    const gtensor_type *x = ops_tensor_in(in[0], 0, &r), *grid = x ? ops_tensor_in(in[1], 1, &r) : NULL;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r),
+                       *grid = x ? ops_tensor_in(in[1], 1, &r) : NULL;
     if (!grid)
         return r;
     if (x->ndim != 4 || grid->ndim != 4)
@@ -543,8 +549,8 @@ static kiln_expr gs_body(kiln_ctx *ctx, const kiln_expr *o, void *u) {
         kiln_expr y = gs_pad(ctx, a, gs_unnormalize(ctx, a, gy, a->h), a->h);
         kiln_expr x0 = kiln_floor(x), y0 = kiln_floor(y);
         kiln_expr x1 = kiln_add(x0, one), y1 = kiln_add(y0, one);
-        kiln_expr wx[2] = {kiln_sub(x1, x), kiln_sub(x, x0)}, wy[2] = {kiln_sub(y1, y),
-                                                                     kiln_sub(y, y0)};
+        kiln_expr wx[2] = {kiln_sub(x1, x), kiln_sub(x, x0)},
+                  wy[2] = {kiln_sub(y1, y), kiln_sub(y, y0)};
         kiln_expr xs[2] = {x0, x1}, ys[2] = {y0, y1};
         v = NULL;
         for (int i = 0; i < 2; i++)
