@@ -3,7 +3,8 @@
  * constants and shapes; onnx_convert_nn.c has reductions, normalization,
  * losses, matmul and layout; onnx_convert_conv.c convolutions and pooling;
  * onnx_convert_index.c has the indexing ops (gather, scatter, TopK, ...)
- * and Tile, DepthToSpace and SpaceToDepth. Each is an imp_convert_fn. */
+ * and Tile, DepthToSpace and SpaceToDepth; onnx_convert_image.c has Resize,
+ * Upsample and GridSample. Each is an imp_convert_fn. */
 #ifndef KILN_FRONTEND_ONNX_CONVERT_H
 #define KILN_FRONTEND_ONNX_CONVERT_H
 
@@ -66,6 +67,9 @@ KILN_CVT(cvt_eye_like);
 KILN_CVT(cvt_range);
 KILN_CVT(cvt_tile);
 KILN_CVT(cvt_depth_space);
+/* onnx_convert_image.c: resizing and sampling */
+KILN_CVT(cvt_resize);
+KILN_CVT(cvt_grid_sample);
 #undef KILN_CVT
 
 /* onnx_convert_conv.c, for MatMulInteger too: an int8 or uint8 input x as

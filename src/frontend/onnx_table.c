@@ -29,9 +29,8 @@
  * Anything else (attributes turned into other attributes or inputs,
  * several kiln ops, inputs that must be constant) is a converter function
  * (imp_convert_fn, declared in onnx_convert.h, in onnx_convert.c,
- * onnx_convert_nn.c, onnx_convert_conv.c or onnx_convert_index.c by
- * family) named in the fourth
- * field, with NULL for
+ * onnx_convert_nn.c, onnx_convert_conv.c, onnx_convert_index.c or
+ * onnx_convert_image.c by family) named in the fourth field, with NULL for
  * the kiln op:
  *
  *     {"Gemm", 7, NULL, cvt_gemm, IO(2, 3, 1, 1), "alpha:FLOAT, beta:FLOAT, ..."},
@@ -53,6 +52,9 @@
 #define WINDOW_ATTRS "auto_pad:STRING, pads:INTS, strides:INTS"
 #define CONV_ATTRS WINDOW_ATTRS ", dilations:INTS, group:INT, kernel_shape:INTS"
 #define POOL_ATTRS "kernel_shape:INTS!, " WINDOW_ATTRS
+#define RESIZE_ATTRS                                                                               \
+    "coordinate_transformation_mode:STRING, cubic_coeff_a:FLOAT, exclude_outside:INT, "            \
+    "extrapolation_value:FLOAT, mode:STRING, nearest_mode:STRING"
 
 static const imp_converter g_table[] = {
     /* unary elementwise */
@@ -224,6 +226,14 @@ static const imp_converter g_table[] = {
     {"DepthToSpace", 1, NULL, cvt_depth_space, UNARY, "blocksize:INT!"},
     {"DepthToSpace", 11, NULL, cvt_depth_space, UNARY, "blocksize:INT!, mode:STRING"},
     {"SpaceToDepth", 1, NULL, cvt_depth_space, UNARY, "blocksize:INT!"},
+    /* resizing and sampling (src/ops/image.c; onnx_convert_image.c) */
+    {"Upsample", 7, NULL, cvt_resize, UNARY, "mode:STRING, scales:FLOATS!"},
+    {"Upsample", 9, NULL, cvt_resize, BINARY, "mode:STRING"},
+    {"Resize", 10, NULL, cvt_resize, BINARY, "mode:STRING"},
+    {"Resize", 11, NULL, cvt_resize, IO(3, 4, 1, 1), RESIZE_ATTRS},
+    {"Resize", 13, NULL, cvt_resize, IO(1, 4, 1, 1), RESIZE_ATTRS},
+    {"GridSample", 16, NULL, cvt_grid_sample, BINARY,
+     "align_corners:INT, mode:STRING, padding_mode:STRING"},
 };
 
 #define NROWS (sizeof g_table / sizeof g_table[0])

@@ -21,6 +21,7 @@ static const family g_families[] = {
     {ops_norm_rows, &ops_norm_count},
     {ops_transform_rows, &ops_transform_count},
     {ops_index_rows, &ops_index_count},
+    {ops_image_rows, &ops_image_count},
     {ops_reduce_rows, &ops_reduce_count},
 };
 

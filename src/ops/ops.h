@@ -23,6 +23,7 @@
  *   transform.c      reshape, transpose, concatenate, split, strided_slice,
  *                    take, broadcast_to, nn.pad, layout_transform, tile,
  *                    depth_to_space, space_to_depth, ...
+ *   image.c          image.resize (any rank), image.grid_sample
  *   op_table.c       the registry: the families' tables, concatenated
  *   plugin.c         user ops (kiln/plugin.h) as rows of the same kind
  * Files call downward only: families call ops_common.c (and conv.c calls
@@ -79,6 +80,7 @@ OPS_FAMILY(reduce);
 OPS_FAMILY(norm);
 OPS_FAMILY(transform);
 OPS_FAMILY(index);
+OPS_FAMILY(image);
 #undef OPS_FAMILY
 
 /* ---- relations (ops_common.c) ---------------------------------------------- */

@@ -993,6 +993,19 @@ static const workload g_work[] = {
     {"nn.nll_loss", "f32[3,5,4];i64T[3,4];f32[5]", "ignore_index=-1"},
     {"nn.nll_loss", "f64[4,5];i32T[4]", "ignore_index=-1"},
     {"nn.nll_loss_weight", "f32[2,5,3,2];i64T[2,3,2];f32[5]", "ignore_index=-1"},
+    {"image.resize", "f32[2,3,4,5]", "size=[2, 3, 7, 3], method=\"cubic\", exclude_outside=1"},
+    {"image.resize", "i32[2,5,4]",
+     "size=[3, 2, 9], coordinate_transformation_mode=\"asymmetric\", "
+     "rounding_method=\"round_prefer_ceil\""},
+    {"image.resize", "f64[3,4,5]",
+     "size=[3, 6, 2], scales=[1, 1.5, 0.5], method=\"linear\", "
+     "coordinate_transformation_mode=\"tf_crop_and_resize\", roi=[0, 0.1, 0.2, 1, 0.9, 1.3], "
+     "extrapolation_value=-3"},
+    {"image.grid_sample", "f32[2,3,4,5];f32[2,3,6,2]", NULL},
+    {"image.grid_sample", "f32[1,2,5,4];f32[1,4,3,2]",
+     "method=\"bicubic\", padding_mode=\"reflection\""},
+    {"image.grid_sample", "f64[1,2,3,4];f64[1,3,3,2]",
+     "method=\"nearest\", padding_mode=\"border\", align_corners=1"},
 };
 
 static int parse_dtype(const char *s, size_t len, kiln_dtype *dt) {

@@ -1,0 +1,195 @@
+/* onnx_convert_image.c: converters of the image ops (src/ops/image.c):
+ * Resize (opsets 10, 11 and 13) and Upsample (7 and 9) to image.resize,
+ * GridSample (16) to image.grid_sample.
+ *
+ * Resize's scales, sizes and roi decide the output's shape and the
+ * sampling: they must be constants (computed at compile time), as
+ * Reshape's shape; values known only at run time are
+ * docs/DYNAMIC_SHAPES.md's. With scales, the output is
+ * floor(input * scale) per axis, computed in float64 from the float32
+ * scales as ONNX's reference computes it (like ONNX Runtime, it does not
+ * multiply by tf_crop_and_resize's roi extent).
+ *
+ * Upsample and Resize-10 have no coordinate attributes: they sample as
+ * ONNX Runtime does, asymmetric coordinates and nearest rounding down, up
+ * on an axis scaled down (image.resize's rounding "simple"). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "onnx_convert.h"
+
+/* The string attribute `name` (default def) into buf if it is one of
+ * `allowed` (NULL-ended): 0, or -1 with an error listing them. */
+static int attr_one_of(imp *I, const Onnx__NodeProto *n, const char *name, const char *def,
+                       const char *const *allowed, char *buf, size_t cap) {
+    const char *v = imp_attr_str(I, n, name, def, buf, cap);
+    if (v != buf)
+        snprintf(buf, cap, "%s", v);
+    kstr list;
+    kstr_init(&list);
+    for (int i = 0; allowed[i]; i++) {
+        if (!strcmp(buf, allowed[i])) {
+            kstr_free(&list);
+            return 0;
+        }
+        kstr_printf(&list, "%s%s", i ? ", " : "", allowed[i]);
+    }
+    imp_fail(I, n, "attribute '%s' = '%s' is not one of %s", name, buf, list.buf);
+    kstr_free(&list);
+    return -1;
+}
+
+/* Input i as at most cap values into v: the count, 0 when the input is
+ * absent or an empty tensor (Resize-11's way to leave scales out); -1 with
+ * an error naming it `what` unless it is a constant. */
+static int const_values(imp *I, const Onnx__NodeProto *n, int i, const char *what, int cap,
+                        double *v) {
+    int id = imp_input(I, n, i);
+    if (id < 0)
+        return 0;
+    const kiln_ndarray *c = imp_const(I, id);
+    if (!c)
+        return imp_fail(I, n, "the %s input must be a constant (computed at compile time)", what);
+    int64_t k = kiln_ndarray_numel(c);
+    if (k > cap)
+        return imp_fail(I, n, "the %s input has %lld values, more than %d", what, (long long)k,
+                        cap);
+    for (int64_t j = 0; j < k; j++)
+        v[j] = cvt_get_d(c, j);
+    return (int)k;
+}
+
+/* Append ", name=[v0, v1, ...]" with every double exact. */
+static void floats_attr(kstr *a, const char *name, int k, const double *v) {
+    kstr_printf(a, ", %s=[", name);
+    for (int i = 0; i < k; i++)
+        kstr_printf(a, "%s%.17g", i ? ", " : "", v[i]);
+    kstr_puts(a, "]");
+}
+
+static const char *const g_modes[] = {"nearest", "linear", "cubic", NULL};
+static const char *const g_legacy_modes[] = {"nearest", "linear", NULL};
+static const char *const g_coord_modes[] = {
+    "half_pixel", "pytorch_half_pixel",   "align_corners",
+    "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize",
+    NULL};
+static const char *const g_nearest_modes[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
+                                              "ceil", NULL};
+
+/* The sampling attributes of image.resize from the node's: Resize from
+ * opset 11 has them, Upsample and Resize-10 sample as ONNX Runtime does.
+ * Sets *crop for tf_crop_and_resize; 0, or -1 with an error. */
+static int resize_sampling(imp *I, const Onnx__NodeProto *n, int legacy, kstr *a, int *crop) {
+    char mode[32], coord[32], nearest[32];
+    if (attr_one_of(I, n, "mode", "nearest", legacy ? g_legacy_modes : g_modes, mode, sizeof mode) <
+        0)
+        return -1;
+    if (legacy) {
+        kstr_printf(a,
+                    ", method=\"%s\", coordinate_transformation_mode=\"asymmetric\", "
+                    "rounding_method=\"simple\"",
+                    mode);
+        *crop = 0;
+        return 0;
+    }
+    if (attr_one_of(I, n, "coordinate_transformation_mode", "half_pixel", g_coord_modes, coord,
+                    sizeof coord) < 0 ||
+        attr_one_of(I, n, "nearest_mode", "round_prefer_floor", g_nearest_modes, nearest,
+                    sizeof nearest) < 0)
+        return -1;
+    double alpha = imp_attr_float(I, n, "cubic_coeff_a", -0.75f);
+    double extrapolation = imp_attr_float(I, n, "extrapolation_value", 0);
+    if (!isfinite(alpha) || !isfinite(extrapolation))
+        return imp_fail(I, n,
+                        "attributes 'cubic_coeff_a' and 'extrapolation_value' must be "
+                        "finite");
+    kstr_printf(a,
+                ", method=\"%s\", coordinate_transformation_mode=\"%s\", rounding_method=\"%s\", "
+                "cubic_alpha=%.17g, exclude_outside=%d, extrapolation_value=%.17g",
+                mode, coord, nearest, alpha, imp_attr_int(I, n, "exclude_outside", 0) != 0,
+                extrapolation);
+    *crop = !strcmp(coord, "tf_crop_and_resize");
+    return 0;
+}
+
+/* Resize (X, scales at opset 10; X, roi, scales, sizes from 11) and
+ * Upsample (X with attribute scales at opset 7; X, scales at 9). */
+int cvt_resize(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int upsample = !strcmp(n->op_type, "Upsample"), legacy = upsample || I->opset < 11;
+    if (upsample && I->opset >= 10)
+        return imp_fail(I, n, "Upsample is deprecated from opset 10 on: use Resize");
+    int x = imp_input(I, n, 0);
+    const gtensor_type *t = imp_type(I, x);
+    if (!t || !cvt_concrete(t))
+        return imp_fail(I, n, "the input needs a concrete shape");
+    double scales[MAXD], sizes[MAXD], roi[2 * MAXD];
+    int ns = 0, nz = 0, nr = 0;
+    if (upsample && I->opset < 9) {
+        const Onnx__AttributeProto *s =
+            imp_attr(I, n, "scales", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+        if (s->n_floats > MAXD)
+            return imp_fail(I, n, "attribute 'scales' has %zu values, more than %d", s->n_floats,
+                            MAXD);
+        ns = (int)s->n_floats;
+        for (int d = 0; d < ns; d++)
+            scales[d] = s->floats[d];
+    } else if ((ns = const_values(I, n, legacy ? 1 : 2, "scales", MAXD, scales)) < 0 ||
+               (!legacy && (nz = const_values(I, n, 3, "sizes", MAXD, sizes)) < 0)) {
+        return -1;
+    }
+    if ((ns > 0) == (nz > 0))
+        return imp_fail(I, n, "exactly one of scales and sizes must be given (non-empty)");
+    if ((ns ? ns : nz) != t->ndim)
+        return imp_fail(I, n, "%s has %d values for a %d-D input", ns ? "scales" : "sizes",
+                        ns ? ns : nz, t->ndim);
+    int64_t size[MAXD];
+    for (int d = 0; d < t->ndim; d++) {
+        if (ns && (!(scales[d] > 0) || !isfinite(scales[d])))
+            return imp_fail(I, n, "scales[%d] = %g must be positive and finite", d, scales[d]);
+        if (upsample && scales[d] < 1)
+            return imp_fail(I, n, "scales[%d] = %g: Upsample's scales must be at least 1", d,
+                            scales[d]);
+        double v = ns ? floor(scales[d] * (double)t->dims[d].v) : sizes[d];
+        if (!(v >= 0 && v <= (double)GRAPH_MAX_ELEMENTS) || v != floor(v))
+            return imp_fail(I, n, "output dim %d = %g must be a whole number from 0 to 2^48", d, v);
+        size[d] = (int64_t)v;
+    }
+    kstr a;
+    kstr_init(&a);
+    cvt_ints_attr(&a, "size", t->ndim, size);
+    if (ns)
+        floats_attr(&a, "scales", ns, scales);
+    int crop = 0;
+    if (resize_sampling(I, n, legacy, &a, &crop) < 0 ||
+        (crop && (nr = const_values(I, n, 1, "roi", 2 * MAXD, roi)) < 0)) {
+        kstr_free(&a);
+        return -1;
+    }
+    if (crop && nr != 2 * t->ndim) {
+        kstr_free(&a);
+        return imp_fail(I, n,
+                        "tf_crop_and_resize needs a roi of %d values (starts, then ends), "
+                        "not %d",
+                        2 * t->ndim, nr);
+    }
+    if (crop)
+        floats_attr(&a, "roi", nr, roi);
+    outs[0] = imp_call(I, n, "image.resize", 1, &x, a.buf);
+    kstr_free(&a);
+    return outs[0];
+}
+
+/* GridSample: X [N, C, H, W] and the grid [N, H_out, W_out, 2]. */
+int cvt_grid_sample(imp *I, const Onnx__NodeProto *n, int *outs) {
+    static const char *const modes[] = {"bilinear", "nearest", "bicubic", NULL};
+    static const char *const paddings[] = {"zeros", "border", "reflection", NULL};
+    char mode[32], padding[32], attrs[128];
+    if (attr_one_of(I, n, "mode", "bilinear", modes, mode, sizeof mode) < 0 ||
+        attr_one_of(I, n, "padding_mode", "zeros", paddings, padding, sizeof padding) < 0)
+        return -1;
+    snprintf(attrs, sizeof attrs, "method=\"%s\", padding_mode=\"%s\", align_corners=%d", mode,
+             padding, imp_attr_int(I, n, "align_corners", 0) != 0);
+    int in[2] = {imp_input(I, n, 0), imp_input(I, n, 1)};
+    return outs[0] = imp_call(I, n, "image.grid_sample", 2, in, attrs);
+}

@@ -1,0 +1,624 @@
+/* image.c: the ops that resample images and volumes.
+ *
+ *   image.resize       ONNX Resize and Upsample, of any rank: each output
+ *                      element reads the input around a source coordinate
+ *                      computed, axis by axis, from its own index (nearest,
+ *                      linear or cubic; six coordinate transformations)
+ *   image.grid_sample  ONNX GridSample (4-D NCHW): the source coordinates
+ *                      come from a grid, that is from data (bilinear,
+ *                      nearest or bicubic; padding zeros, border or
+ *                      reflection)
+ *
+ * Resize's coordinates are computed in float64 as ONNX's reference
+ * implementation computes them, with its float32 steps where it has them
+ * (the resized length in * scale, as ONNX's scales are float32, and the
+ * roi arithmetic), so the rounding of nearest and the range test of
+ * tf_crop_and_resize agree with it at pixel boundaries. GridSample's are
+ * computed in float32 (float64 when the input or the grid is float64), as
+ * PyTorch, whose results the ONNX tests hold, and ONNX Runtime compute
+ * them.
+ *
+ * Every read stays in the input. A source coordinate is clamped while it
+ * is still a float (NaN goes to the low end) and only then becomes an
+ * integer, so no conversion overflows; a tap outside the input is clamped
+ * to the edge (Resize, as ONNX's edge padding) or reads zero (GridSample's
+ * zeros padding). A grid coordinate outside the image is padding, not an
+ * error, so no index here goes through ops_checked_index. */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ops.h"
+
+#define MAXD KILN_MAX_NDIM
+/* The most input elements one output element of image.resize may read:
+ * its taps are the product over the resized axes of 1 (nearest), 2
+ * (linear) or 4 (cubic), so cubic on 4 axes, linear on 8. */
+#define RESIZE_MAX_TAPS 256
+
+/* ---- attribute schemas ------------------------------------------------------------ */
+
+static const attr_schema resize_attrs[] = {
+    {"size", GA_INTS, 1, NULL},
+    {"scales", GA_FLOATS, 0, NULL},
+    {"roi", GA_FLOATS, 0, NULL},
+    {"method", GA_STR, 0, "\"nearest\""},
+    {"coordinate_transformation_mode", GA_STR, 0, "\"half_pixel\""},
+    {"rounding_method", GA_STR, 0, "\"round_prefer_floor\""},
+    {"cubic_alpha", GA_FLOAT, 0, "-0.75"},
+    {"exclude_outside", GA_INT, 0, "0"},
+    {"extrapolation_value", GA_FLOAT, 0, "0"},
+    {NULL, 0, 0, NULL}};
+static const attr_schema grid_sample_attrs[] = {{"method", GA_STR, 0, "\"bilinear\""},
+                                                {"padding_mode", GA_STR, 0, "\"zeros\""},
+                                                {"align_corners", GA_INT, 0, "0"},
+                                                {NULL, 0, 0, NULL}};
+
+/* ---- shared helpers ------------------------------------------------------------------ */
+
+/* The position of string attribute `name` (default def) in names
+ * (NULL-ended), or -1 with an error listing them. */
+static int attr_choice(const gnode *call, const char *name, const char *def,
+                       const char *const *names) {
+    const char *s = graph_attr_str(call, name, def);
+    char list[256] = "";
+    size_t len = 0;
+    for (int i = 0; names[i]; i++) {
+        if (!strcmp(s, names[i]))
+            return i;
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", names[i]);
+        if (len >= sizeof list)
+            len = sizeof list - 1;
+    }
+    ops_fail("%s '%s' is not one of %s", name, s, list);
+    return -1;
+}
+
+/* An integer attribute that must be 0 or 1 into *v; 0 with an error if not. */
+static int attr_flag(const gnode *call, const char *name, int *v) {
+    int64_t f = graph_attr_int(call, name, 0);
+    if (f != 0 && f != 1)
+        return ops_fail("%s = %lld must be 0 or 1", name, (long long)f), 0;
+    *v = (int)f;
+    return 1;
+}
+
+static kiln_expr fconst(kiln_ctx *ctx, kiln_dtype dt, double v) {
+    return ops_const(ctx, dt, v);
+}
+
+/* Float c (of dtype dt) as an int64 in [lo, hi]: clamped while it is a
+ * float, NaN to lo, so the conversion never overflows. */
+static kiln_expr float_index(kiln_ctx *ctx, kiln_dtype dt, kiln_expr c, int64_t lo, int64_t hi) {
+    kiln_expr l = fconst(ctx, dt, (double)lo), h = fconst(ctx, dt, (double)hi);
+    kiln_expr in = kiln_select(kiln_le(c, h), c, h);
+    return kiln_cast(KILN_INT64, kiln_select(kiln_ge(c, l), in, l));
+}
+
+/* The weights of the taps at -1, 0, 1 and 2 around a coordinate t in
+ * [0, 1) past tap 0: Keys' cubic convolution with parameter A, in the
+ * nested form ONNX's reference and PyTorch write (weights for |d| <= 1
+ * and for 1 < |d| < 2). */
+static void cubic_weights(kiln_ctx *ctx, kiln_dtype dt, kiln_expr t, double A, kiln_expr w[4]) {
+    kiln_expr one = fconst(ctx, dt, 1), u = kiln_sub(one, t);
+    kiln_expr d[4] = {kiln_add(t, one), t, u, kiln_add(u, one)};
+    for (int k = 0; k < 4; k++) {
+        kiln_expr x = d[k];
+        if (k == 1 || k == 2) /* ((A + 2) x - (A + 3)) x x + 1 */
+            w[k] = kiln_add(kiln_mul(kiln_mul(kiln_sub(kiln_mul(fconst(ctx, dt, A + 2), x),
+                                                       fconst(ctx, dt, A + 3)),
+                                              x),
+                                     x),
+                            one);
+        else /* ((A x - 5 A) x + 8 A) x - 4 A */
+            w[k] = kiln_sub(kiln_mul(kiln_add(kiln_mul(kiln_sub(kiln_mul(fconst(ctx, dt, A), x),
+                                                                fconst(ctx, dt, 5 * A)),
+                                                       x),
+                                              fconst(ctx, dt, 8 * A)),
+                                     x),
+                            fconst(ctx, dt, 4 * A));
+    }
+}
+
+/* ---- image.resize ------------------------------------------------------------------ */
+
+enum { RS_NEAREST, RS_LINEAR, RS_CUBIC };
+static const char *const g_resize_methods[] = {"nearest", "linear", "cubic", NULL};
+enum {
+    CT_HALF_PIXEL,
+    CT_PYTORCH_HALF_PIXEL,
+    CT_ALIGN_CORNERS,
+    CT_ASYMMETRIC,
+    CT_HALF_PIXEL_NN,
+    CT_CROP
+};
+static const char *const g_coord_modes[] = {
+    "half_pixel", "pytorch_half_pixel",   "align_corners",
+    "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize",
+    NULL};
+/* ONNX's nearest modes, and "simple" (ONNX Runtime's name): Upsample's and
+ * Resize-10's rounding, ceil on an axis scaled down, else floor. */
+enum { RND_PREFER_FLOOR, RND_PREFER_CEIL, RND_FLOOR, RND_CEIL, RND_SIMPLE };
+static const char *const g_roundings[] = {
+    "round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple", NULL};
+
+/* image.resize's attributes for an input of dims in[nd], checked.
+ * exclude_outside gives linear and cubic taps outside the input weight 0
+ * and renormalizes the rest, as ONNX's reference does (nearest reads one
+ * tap, clamped into the input, and ignores it). Per
+ * axis: the scale of the coordinate transformation (`scales`, else
+ * size / in), the resized length (in * scale, in float32 when `scales`
+ * gives it, as ONNX's reference computes with its float32 scales) and the
+ * roi's extent and offset in input pixels (float32 steps likewise). */
+typedef struct {
+    int nd, method, coord, rounding, exclude;
+    double alpha, extrapolation;
+    int64_t in[MAXD], out[MAXD];
+    double scale[MAXD], length[MAXD], roi_len[MAXD], roi_off[MAXD];
+    int plain[MAXD]; /* the axis maps each output index to itself */
+} resize_params;
+
+/* v rounded to float32 where it is within float32's range. */
+static double round_f32(double v) {
+    return fabs(v) <= FLT_MAX ? (double)(float)v : v;
+}
+
+/* 1 if every output index x of axis d reads input index x alone: the sizes
+ * agree and the transformation is the identity there (exactly so in
+ * float64: (x + 0.5) / 1 - 0.5, x * (n - 1) / (n - 1), ...). */
+static int resize_axis_plain(const resize_params *p, int d) {
+    if (p->out[d] != p->in[d])
+        return 0;
+    double n = (double)p->in[d];
+    switch (p->coord) {
+    case CT_HALF_PIXEL:
+    case CT_PYTORCH_HALF_PIXEL: /* with one element -0.5: every tap is the edge */
+    case CT_ASYMMETRIC: return p->scale[d] == 1;
+    case CT_ALIGN_CORNERS: return p->length[d] == n;
+    case CT_HALF_PIXEL_NN: /* x + 0.5: rounds back to x only downward */
+        return p->scale[d] == 1 && p->method == RS_NEAREST &&
+               (p->rounding == RND_PREFER_FLOOR || p->rounding == RND_FLOOR ||
+                p->rounding == RND_SIMPLE);
+    default: return p->length[d] == n && p->roi_len[d] == 1 && p->roi_off[d] == 0;
+    }
+}
+
+static int resize_read(const gnode *call, int nd, const int64_t *in, resize_params *p) {
+    memset(p, 0, sizeof *p);
+    p->nd = nd;
+    int64_t size[MAXD + 1];
+    int ns = graph_attr_ints(call, "size", size, MAXD + 1);
+    if (ns != nd)
+        return ops_fail("size has %d values for a %d-D input", ns, nd), 0;
+    if ((p->method = attr_choice(call, "method", "nearest", g_resize_methods)) < 0 ||
+        (p->coord = attr_choice(call, "coordinate_transformation_mode", "half_pixel",
+                                g_coord_modes)) < 0 ||
+        (p->rounding = attr_choice(call, "rounding_method", "round_prefer_floor", g_roundings)) <
+            0 ||
+        !attr_flag(call, "exclude_outside", &p->exclude))
+        return 0;
+    p->alpha = graph_attr_float(call, "cubic_alpha", -0.75);
+    p->extrapolation = graph_attr_float(call, "extrapolation_value", 0);
+    if (!isfinite(p->alpha))
+        return ops_fail("cubic_alpha must be finite"), 0;
+    const gattr *sc = graph_attr(call, "scales"), *roi = graph_attr(call, "roi");
+    int has_scales = sc && sc->n > 0, has_roi = roi && roi->n > 0;
+    if (has_scales && sc->n != nd)
+        return ops_fail("scales has %d values for a %d-D input", sc->n, nd), 0;
+    if (has_roi && roi->n != 2 * nd)
+        return ops_fail("roi has %d values for a %d-D input (it needs the %d starts, then the "
+                        "%d ends)",
+                        roi->n, nd, nd, nd),
+               0;
+    int64_t taps = 1;
+    for (int d = 0; d < nd; d++) {
+        p->in[d] = in[d];
+        if (size[d] < 0 || size[d] > GRAPH_MAX_ELEMENTS)
+            return ops_fail("size[%d] = %lld must be 0 to 2^48", d, (long long)size[d]), 0;
+        if (in[d] == 0 && size[d] > 0)
+            return ops_fail("dim %d is empty and cannot be resized to %lld", d, (long long)size[d]),
+                   0;
+        p->out[d] = size[d];
+        double n = (double)in[d];
+        if (has_scales) {
+            double s = sc->floats[d];
+            if (!(s > 0) || !isfinite(s))
+                return ops_fail("scales[%d] = %g must be positive and finite", d, s), 0;
+            p->scale[d] = s;
+            p->length[d] = round_f32(s * n);
+        } else {
+            p->scale[d] = in[d] ? (double)size[d] / n : 1;
+            p->length[d] = p->scale[d] * n;
+        }
+        double start = has_roi ? roi->floats[d] : 0, end = has_roi ? roi->floats[nd + d] : 1;
+        if (!isfinite(start) || !isfinite(end))
+            return ops_fail("roi[%d] must be finite", isfinite(start) ? nd + d : d), 0;
+        p->roi_len[d] = round_f32(end - start);
+        p->roi_off[d] = round_f32(start * (n - 1));
+        p->plain[d] = resize_axis_plain(p, d);
+        if (!p->plain[d])
+            taps *= p->method == RS_CUBIC ? 4 : p->method == RS_LINEAR ? 2 : 1;
+        if (taps > RESIZE_MAX_TAPS)
+            return ops_fail("resizing this many axes reads more than %d input elements per "
+                            "output element",
+                            RESIZE_MAX_TAPS),
+                   0;
+    }
+    return 1;
+}
+
+static rel_result rel_resize(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
+                             gtype *out) {
+    OPS_REQUIRE_KNOWN(1);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
+    if (!x)
+        return r;
+    if (x->ndim < 1)
+        return ops_fail("needs an input of at least 1 dim");
+    if (!ops_all_known(x, 0, x->ndim))
+        return ops_fail("symbolic dims are not supported by image.resize yet");
+    int64_t dims[MAXD];
+    for (int d = 0; d < x->ndim; d++)
+        dims[d] = x->dims[d].v;
+    resize_params p;
+    if (!resize_read(call, x->ndim, dims, &p))
+        return REL_ERROR;
+    if (p.method != RS_NEAREST && !ops_is_float_dtype(x->dtype))
+        return ops_fail("%s interpolation needs a float input, not %s", g_resize_methods[p.method],
+                        kiln_dtype_name(x->dtype));
+    /* an integer input gets the value converted: it must fit an int64 */
+    if (p.coord == CT_CROP && !ops_is_float_dtype(x->dtype) &&
+        !(p.extrapolation >= -0x1p63 && p.extrapolation < 0x1p63))
+        return ops_fail("extrapolation_value %g does not fit the %s input", p.extrapolation,
+                        kiln_dtype_name(x->dtype));
+    gtensor_type res = *x;
+    for (int d = 0; d < x->ndim; d++)
+        res.dims[d].v = p.out[d];
+    return ops_set_out(g, out, &res);
+}
+
+/* The source coordinate of output index o (int64) on axis d, in float64,
+ * in the order of operations of ONNX's reference. */
+static kiln_expr resize_coord(kiln_ctx *ctx, const resize_params *p, int d, kiln_expr o) {
+    kiln_dtype f = KILN_FLOAT64;
+    kiln_expr x = kiln_cast(f, o), half = fconst(ctx, f, 0.5);
+    double s = p->scale[d], len = p->length[d], n1 = (double)(p->in[d] - 1);
+    switch (p->coord) {
+    case CT_PYTORCH_HALF_PIXEL:
+        if (len == 1)
+            return fconst(ctx, f, -0.5);
+        /* fall through */
+    case CT_HALF_PIXEL: return kiln_sub(kiln_div(kiln_add(x, half), fconst(ctx, f, s)), half);
+    case CT_ALIGN_CORNERS:
+        return len == 1 ? fconst(ctx, f, 0)
+                        : kiln_div(kiln_mul(x, fconst(ctx, f, n1)), fconst(ctx, f, len - 1));
+    case CT_ASYMMETRIC: return kiln_div(x, fconst(ctx, f, s));
+    case CT_HALF_PIXEL_NN: return kiln_div(kiln_add(x, half), fconst(ctx, f, s));
+    default: {
+        kiln_expr base =
+            len == 1
+                ? fconst(ctx, f, round_f32(p->roi_len[d] * n1) / 2)
+                : kiln_div(kiln_mul(kiln_mul(x, fconst(ctx, f, p->roi_len[d])), fconst(ctx, f, n1)),
+                           fconst(ctx, f, len - 1));
+        return kiln_add(base, fconst(ctx, f, p->roi_off[d]));
+    }
+    }
+}
+
+/* The taps of one axis: input indices (in range) and float64 weights
+ * (NULL: 1); outside is set when tf_crop_and_resize's coordinate leaves
+ * the input. */
+typedef struct {
+    int n;
+    kiln_expr idx[4], w[4], outside;
+} axis_taps;
+
+static void resize_axis(kiln_ctx *ctx, const resize_params *p, int d, kiln_expr o, axis_taps *t) {
+    kiln_dtype f = KILN_FLOAT64;
+    memset(t, 0, sizeof *t);
+    t->n = 1;
+    t->idx[0] = o;
+    if (p->plain[d])
+        return;
+    int64_t n = p->in[d];
+    kiln_expr c = resize_coord(ctx, p, d, o), one = fconst(ctx, f, 1), zero = fconst(ctx, f, 0);
+    kiln_expr hi = fconst(ctx, f, (double)(n - 1));
+    if (p->coord == CT_CROP)
+        t->outside = kiln_or(kiln_lt(c, zero), kiln_gt(c, hi));
+    kiln_expr fl = kiln_floor(c), frac = kiln_sub(c, fl), pos[4];
+    if (p->method == RS_NEAREST) {
+        kiln_expr half = fconst(ctx, f, 0.5), up = NULL; /* round up from the floor */
+        if (p->rounding == RND_PREFER_FLOOR)
+            up = kiln_gt(frac, half);
+        else if (p->rounding == RND_PREFER_CEIL)
+            up = kiln_ge(frac, half);
+        else if (p->rounding == RND_CEIL || (p->rounding == RND_SIMPLE && p->scale[d] < 1))
+            up = kiln_gt(frac, zero);
+        t->idx[0] = float_index(ctx, f, up ? kiln_select(up, kiln_add(fl, one), fl) : fl, 0, n - 1);
+        return;
+    }
+    if (p->method == RS_LINEAR) {
+        t->n = 2;
+        pos[0] = fl;
+        pos[1] = kiln_add(fl, one);
+        t->w[0] = kiln_sub(one, frac);
+        t->w[1] = frac;
+    } else {
+        t->n = 4;
+        for (int k = 0; k < 4; k++)
+            pos[k] = kiln_add(fl, fconst(ctx, f, k - 1));
+        cubic_weights(ctx, f, frac, p->alpha, t->w);
+    }
+    if (p->exclude) { /* taps outside weigh 0; the rest renormalized */
+        kiln_expr sum = NULL;
+        for (int k = 0; k < t->n; k++) {
+            t->w[k] =
+                kiln_select(kiln_and(kiln_ge(pos[k], zero), kiln_le(pos[k], hi)), t->w[k], zero);
+            sum = sum ? kiln_add(sum, t->w[k]) : t->w[k];
+        }
+        for (int k = 0; k < t->n; k++)
+            t->w[k] = kiln_div(t->w[k], sum);
+    }
+    for (int k = 0; k < t->n; k++)
+        t->idx[k] = float_index(ctx, f, pos[k], 0, n - 1);
+}
+
+typedef struct {
+    const resize_params *p;
+    kiln_tensor *x;
+    axis_taps t[MAXD];
+} resize_args;
+
+/* The interpolation over axes d.. with the indices of axes before d in
+ * idx: axis d's taps weigh the interpolations of the axes after it (the
+ * reference's order); float64 for linear and cubic, the element itself for
+ * nearest. */
+static kiln_expr resize_interp(resize_args *a, int d, kiln_expr *idx) {
+    if (d == a->p->nd) {
+        kiln_expr v = kiln_tensor_at(a->x, a->p->nd, idx);
+        return a->p->method == RS_NEAREST ? v : kiln_cast(KILN_FLOAT64, v);
+    }
+    const axis_taps *t = &a->t[d];
+    kiln_expr acc = NULL;
+    for (int k = 0; k < t->n; k++) {
+        idx[d] = t->idx[k];
+        kiln_expr v = resize_interp(a, d + 1, idx);
+        v = t->w[k] ? kiln_mul(t->w[k], v) : v;
+        acc = acc ? kiln_add(acc, v) : v;
+    }
+    return acc;
+}
+
+static kiln_expr resize_body(kiln_ctx *ctx, const kiln_expr *o, void *u) {
+    resize_args *a = u;
+    kiln_expr outside = NULL, idx[MAXD];
+    for (int d = 0; d < a->p->nd; d++) {
+        resize_axis(ctx, a->p, d, o[d], &a->t[d]);
+        if (a->t[d].outside)
+            outside = outside ? kiln_or(outside, a->t[d].outside) : a->t[d].outside;
+    }
+    kiln_dtype dt = kiln_tensor_dtype(a->x);
+    kiln_expr v = resize_interp(a, 0, idx);
+    if (a->p->method != RS_NEAREST)
+        v = kiln_cast(dt, v);
+    return outside ? kiln_select(outside, fconst(ctx, dt, a->p->extrapolation), v) : v;
+}
+
+static kiln_status compute_resize(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                  kiln_tensor **out) {
+    int64_t xd[MAXD], od[MAXD];
+    int nd = ops_shape(in[0], xd);
+    ops_out_shape(call, od);
+    resize_params p;
+    if (!resize_read(call, nd, xd, &p))
+        return KILN_ERR_INVALID;
+    resize_args a;
+    memset(&a, 0, sizeof a);
+    a.p = &p;
+    a.x = in[0];
+    out[0] = ops_compute(ctx, call, "", nd, od, resize_body, &a);
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* ---- image.grid_sample ---------------------------------------------------------------- */
+
+enum { GS_BILINEAR, GS_NEAREST, GS_BICUBIC };
+static const char *const g_gs_methods[] = {"bilinear", "nearest", "bicubic", NULL};
+enum { PAD_ZEROS, PAD_BORDER, PAD_REFLECTION };
+static const char *const g_gs_paddings[] = {"zeros", "border", "reflection", NULL};
+
+typedef struct {
+    kiln_tensor *x, *grid;
+    int method, padding, align;
+    kiln_dtype f; /* the coordinates' float type */
+    int64_t h, w;
+} gs_args;
+
+static int gs_read_attrs(const gnode *call, gs_args *a) {
+    return (a->method = attr_choice(call, "method", "bilinear", g_gs_methods)) >= 0 &&
+           (a->padding = attr_choice(call, "padding_mode", "zeros", g_gs_paddings)) >= 0 &&
+           attr_flag(call, "align_corners", &a->align);
+}
+
+static rel_result rel_grid_sample(const struct kiln_graph *g, const gnode *call,
+                                  const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(2);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r),
+                       *grid = x ? ops_tensor_in(in[1], 1, &r) : NULL;
+    if (!grid)
+        return r;
+    if (x->ndim != 4 || grid->ndim != 4)
+        return ops_fail("needs a 4-D input [N, C, H, W] and a 4-D grid [N, H_out, W_out, 2], not "
+                        "%d-D and %d-D",
+                        x->ndim, grid->ndim);
+    if (!ops_all_known(x, 0, 4) || !ops_all_known(grid, 0, 4))
+        return ops_fail("symbolic dims are not supported by image.grid_sample yet");
+    if (!ops_is_float_dtype(x->dtype) || !ops_is_float_dtype(grid->dtype))
+        return ops_fail("needs a float input and grid, not %s and %s", kiln_dtype_name(x->dtype),
+                        kiln_dtype_name(grid->dtype));
+    if (grid->dims[3].v != 2)
+        return ops_fail("the grid's last dim is %lld, not 2 (x, y)", (long long)grid->dims[3].v);
+    if (grid->dims[0].v != x->dims[0].v)
+        return ops_fail("the grid's batch is %lld, the input's %lld", (long long)grid->dims[0].v,
+                        (long long)x->dims[0].v);
+    if (x->dims[2].v < 1 || x->dims[3].v < 1)
+        return ops_fail("the input's H and W must not be empty (%lld x %lld)",
+                        (long long)x->dims[2].v, (long long)x->dims[3].v);
+    gs_args a;
+    if (!gs_read_attrs(call, &a))
+        return REL_ERROR;
+    gtensor_type res = {x->dtype, 4, {x->dims[0], x->dims[1], grid->dims[1], grid->dims[2]}};
+    return ops_set_out(g, out, &res);
+}
+
+/* A grid value (-1: the first pixel, 1: the last) as a pixel coordinate
+ * along an axis of `size` pixels: their centers with align_corners, else
+ * their outer edges. */
+static kiln_expr gs_unnormalize(kiln_ctx *ctx, const gs_args *a, kiln_expr g, int64_t size) {
+    kiln_expr one = fconst(ctx, a->f, 1), two = fconst(ctx, a->f, 2), n = fconst(ctx, a->f, size);
+    if (a->align)
+        return kiln_mul(kiln_div(kiln_add(g, one), two), kiln_sub(n, one));
+    return kiln_div(kiln_sub(kiln_mul(kiln_add(g, one), n), one), two);
+}
+
+/* c clamped to [lo, hi] (NaN to lo). */
+static kiln_expr gs_clip(kiln_ctx *ctx, kiln_dtype f, kiln_expr c, double lo, double hi) {
+    kiln_expr l = fconst(ctx, f, lo), h = fconst(ctx, f, hi);
+    return kiln_select(kiln_ge(c, l), kiln_select(kiln_le(c, h), c, h), l);
+}
+
+/* c mirrored into [twice_low / 2, twice_high / 2] (PyTorch's
+ * reflect_coordinates): the distance from the low end, folded by the span
+ * an even or odd number of times. */
+static kiln_expr gs_reflect(kiln_ctx *ctx, kiln_dtype f, kiln_expr c, double twice_low,
+                            double twice_high) {
+    if (twice_low == twice_high)
+        return fconst(ctx, f, 0);
+    double lo = twice_low / 2, span = (twice_high - twice_low) / 2;
+    kiln_expr sp = fconst(ctx, f, span), l = fconst(ctx, f, lo);
+    kiln_expr d = kiln_abs(kiln_sub(c, l)), extra = kiln_mod(d, sp);
+    kiln_expr flips = kiln_floor(kiln_div(d, sp));
+    kiln_expr even = kiln_eq(kiln_mod(flips, fconst(ctx, f, 2)), fconst(ctx, f, 0));
+    return kiln_select(even, kiln_add(extra, l), kiln_add(kiln_sub(sp, extra), l));
+}
+
+/* A pixel coordinate along an axis of `size` under the padding mode:
+ * border clamps it to the image, reflection mirrors it at the image's
+ * edges (pixel centers with align_corners, else outer edges) and clamps;
+ * zeros leaves it (its taps outside read 0). */
+static kiln_expr gs_pad(kiln_ctx *ctx, const gs_args *a, kiln_expr c, int64_t size) {
+    double last = (double)(size - 1);
+    if (a->padding == PAD_ZEROS)
+        return c;
+    if (a->padding == PAD_REFLECTION)
+        c = a->align ? gs_reflect(ctx, a->f, c, 0, 2 * last)
+                     : gs_reflect(ctx, a->f, c, -1, 2 * (double)size - 1);
+    return gs_clip(ctx, a->f, c, 0, last);
+}
+
+/* x[n, c, y, x] at integral float coordinates (fy, fx), as the float type:
+ * 0 outside the image. */
+static kiln_expr gs_tap(kiln_ctx *ctx, const gs_args *a, const kiln_expr *o, kiln_expr fy,
+                        kiln_expr fx) {
+    kiln_expr iy = float_index(ctx, a->f, fy, -1, a->h), ix = float_index(ctx, a->f, fx, -1, a->w);
+    kiln_expr zero = ops_int(ctx, 0);
+    kiln_expr inside = kiln_and(kiln_and(kiln_ge(iy, zero), kiln_lt(iy, ops_int(ctx, a->h))),
+                                kiln_and(kiln_ge(ix, zero), kiln_lt(ix, ops_int(ctx, a->w))));
+    kiln_expr idx[4] = {o[0], o[1], kiln_min(kiln_max(iy, zero), ops_int(ctx, a->h - 1)),
+                        kiln_min(kiln_max(ix, zero), ops_int(ctx, a->w - 1))};
+    kiln_expr v = kiln_cast(a->f, kiln_tensor_at(a->x, 4, idx));
+    return kiln_select(inside, v, fconst(ctx, a->f, 0));
+}
+
+static kiln_expr gs_body(kiln_ctx *ctx, const kiln_expr *o, void *u) {
+    gs_args *a = u;
+    kiln_expr gi[4] = {o[0], o[2], o[3], ops_int(ctx, 0)};
+    kiln_expr gx = kiln_cast(a->f, kiln_tensor_at(a->grid, 4, gi));
+    gi[3] = ops_int(ctx, 1);
+    kiln_expr gy = kiln_cast(a->f, kiln_tensor_at(a->grid, 4, gi));
+    kiln_expr one = fconst(ctx, a->f, 1), v;
+    if (a->method == GS_NEAREST) {
+        kiln_expr x = gs_pad(ctx, a, gs_unnormalize(ctx, a, gx, a->w), a->w);
+        kiln_expr y = gs_pad(ctx, a, gs_unnormalize(ctx, a, gy, a->h), a->h);
+        v = gs_tap(ctx, a, o, kiln_round(y), kiln_round(x));
+    } else if (a->method == GS_BILINEAR) {
+        kiln_expr x = gs_pad(ctx, a, gs_unnormalize(ctx, a, gx, a->w), a->w);
+        kiln_expr y = gs_pad(ctx, a, gs_unnormalize(ctx, a, gy, a->h), a->h);
+        kiln_expr x0 = kiln_floor(x), y0 = kiln_floor(y);
+        kiln_expr x1 = kiln_add(x0, one), y1 = kiln_add(y0, one);
+        kiln_expr wx[2] = {kiln_sub(x1, x), kiln_sub(x, x0)},
+                  wy[2] = {kiln_sub(y1, y), kiln_sub(y, y0)};
+        kiln_expr xs[2] = {x0, x1}, ys[2] = {y0, y1};
+        v = NULL;
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++) {
+                kiln_expr t = kiln_mul(gs_tap(ctx, a, o, ys[i], xs[j]), kiln_mul(wx[j], wy[i]));
+                v = v ? kiln_add(v, t) : t;
+            }
+    } else { /* bicubic: the padding applies to each tap */
+        kiln_expr x = gs_unnormalize(ctx, a, gx, a->w), y = gs_unnormalize(ctx, a, gy, a->h);
+        kiln_expr x0 = kiln_floor(x), y0 = kiln_floor(y), wx[4], wy[4], xs[4];
+        cubic_weights(ctx, a->f, kiln_sub(x, x0), -0.75, wx);
+        cubic_weights(ctx, a->f, kiln_sub(y, y0), -0.75, wy);
+        for (int j = 0; j < 4; j++)
+            xs[j] = gs_pad(ctx, a, kiln_add(x0, fconst(ctx, a->f, j - 1)), a->w);
+        v = NULL;
+        for (int i = 0; i < 4; i++) {
+            kiln_expr yi = gs_pad(ctx, a, kiln_add(y0, fconst(ctx, a->f, i - 1)), a->h), row = NULL;
+            for (int j = 0; j < 4; j++) {
+                kiln_expr t = kiln_mul(gs_tap(ctx, a, o, yi, xs[j]), wx[j]);
+                row = row ? kiln_add(row, t) : t;
+            }
+            kiln_expr t = kiln_mul(row, wy[i]);
+            v = v ? kiln_add(v, t) : t;
+        }
+    }
+    return kiln_cast(kiln_tensor_dtype(a->x), v);
+}
+
+static kiln_status compute_grid_sample(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                       kiln_tensor **out) {
+    gs_args a;
+    if (!gs_read_attrs(call, &a))
+        return KILN_ERR_INVALID;
+    int64_t xd[4], od[4];
+    ops_shape(in[0], xd);
+    ops_out_shape(call, od);
+    a.x = in[0];
+    a.grid = in[1];
+    a.h = xd[2];
+    a.w = xd[3];
+    a.f = kiln_tensor_dtype(in[0]) == KILN_FLOAT64 || kiln_tensor_dtype(in[1]) == KILN_FLOAT64
+              ? KILN_FLOAT64
+              : KILN_FLOAT32;
+    out[0] = ops_compute(ctx, call, "", 4, od, gs_body, &a);
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* ---- the table ------------------------------------------------------------------------ */
+
+const kiln_op_def ops_image_rows[] = {
+    {.name = "image.resize",
+     .min_in = 1,
+     .max_in = 1,
+     .attrs = resize_attrs,
+     .rel = rel_resize,
+     .pattern = OP_INJECTIVE,
+     .compute = compute_resize,
+     .summary = "resize to `size` (ONNX Resize): nearest, linear or cubic around a source "
+                "coordinate per axis"},
+    {.name = "image.grid_sample",
+     .min_in = 2,
+     .max_in = 2,
+     .attrs = grid_sample_attrs,
+     .rel = rel_grid_sample,
+     .pattern = OP_INJECTIVE,
+     .compute = compute_grid_sample,
+     .summary = "NCHW input sampled at a grid [N, H_out, W_out, (x, y)] in [-1, 1] (ONNX "
+                "GridSample)"},
+};
+
+const int ops_image_count = (int)(sizeof ops_image_rows / sizeof ops_image_rows[0]);
