@@ -27,6 +27,10 @@ KILN_API void kiln_ctx_free(kiln_ctx *ctx);
 /* ---- leaves --------------------------------------------------------------- */
 /* A symbolic int64 size variable (TVM's te.var / te.size_var). */
 KILN_API kiln_expr kiln_var(kiln_ctx *ctx, const char *name);
+/* The context's one size variable called name: every call with the same
+ * name returns the same variable (kiln_var makes a new one each time). A
+ * graph's symbolic dim "n" is kiln_size_var(ctx, "n") in every kernel. */
+KILN_API kiln_expr kiln_size_var(kiln_ctx *ctx, const char *name);
 KILN_API kiln_expr kiln_int(kiln_ctx *ctx, int64_t v);                 /* int64 */
 KILN_API kiln_expr kiln_const(kiln_ctx *ctx, kiln_dtype dt, double v); /* any dtype */
 KILN_API kiln_expr kiln_float(kiln_ctx *ctx, double v);                /* float32 */

@@ -128,7 +128,7 @@ static kiln_status make_groups(plan *P, int fuse) {
 static kiln_tensor *placeholder_for(kiln_ctx *ctx, const gtensor_type *t, const char *name) {
     kiln_expr sh[KILN_MAX_NDIM];
     for (int d = 0; d < t->ndim; d++) /* a symbolic dim: the kernel's size variable */
-        sh[d] = t->dims[d].sym ? kiln_var(ctx, t->dims[d].sym) : kiln_int(ctx, t->dims[d].v);
+        sh[d] = t->dims[d].sym ? kiln_size_var(ctx, t->dims[d].sym) : kiln_int(ctx, t->dims[d].v);
     return kiln_placeholder(ctx, t->ndim, sh, t->dtype, name);
 }
 

@@ -194,7 +194,9 @@ static kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tens
     int nd = ops_shape(out, od);
     if (nd < 1 || nd != kiln_tensor_ndim(anchor))
         return KILN_OK;
-    int64_t m = nd >= 2 ? od[nd - 2] : 1, mr, nr, vl;
+    /* a symbolic row count (a batch bound at run time): one-row tiles, which
+       need no tail; the leading dims are plain outer loops either way */
+    int64_t m = nd >= 2 && od[nd - 2] >= 0 ? od[nd - 2] : 1, mr, nr, vl;
     const gtensor_type *xt = &call->graph->nodes[call->in[0]]->type.t[0];
     int64_t kext = xt->dims[xt->ndim - 1 - (bmm && graph_attr_int(call, "transpose_a", 0))].v;
     dense_tile(m, od[nd - 1], kext, target, &mr, &nr, &vl);
@@ -731,7 +733,8 @@ const kiln_op_def ops_nn_rows[] = {
      .summary = "x * W^T, W is [units, in] (weight_layout NK; KN and packed NC[x]n too)",
      .schedule = schedule_dense,
      .variant = MM_DENSE,
-     .alter = alter_dense},
+     .alter = alter_dense,
+     .sym_dims = 1},
     {.name = "nn.batch_matmul",
      .min_in = 2,
      .max_in = 2,

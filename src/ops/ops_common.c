@@ -267,7 +267,7 @@ int ops_out_shape(const gnode *call, int64_t *dims) {
 }
 
 kiln_expr ops_dim(kiln_ctx *ctx, gdim d) {
-    return d.sym ? kiln_var(ctx, d.sym) : kiln_int(ctx, d.v);
+    return d.sym ? kiln_size_var(ctx, d.sym) : kiln_int(ctx, d.v);
 }
 
 kiln_tensor *ops_compute(kiln_ctx *ctx, const gnode *call, const char *suffix, int ndim,

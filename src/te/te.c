@@ -29,6 +29,12 @@ kiln_expr kiln_var(kiln_ctx *ctx, const char *name) {
     return tir_var(ctx, name && *name ? name : "v", KILN_INT64);
 }
 
+kiln_expr kiln_size_var(kiln_ctx *ctx, const char *name) {
+    if (!ctx)
+        return NULL;
+    return tir_size_var(ctx, name && *name ? name : "n");
+}
+
 kiln_expr kiln_int(kiln_ctx *ctx, int64_t v) {
     return ctx ? tir_i64(ctx, v) : NULL;
 }

@@ -218,6 +218,22 @@ tir_node tir_var(kiln_ctx *ctx, const char *name, kiln_dtype dt) {
     return tir_make(ctx, TIR_VAR, dt, 1, 0, ++ctx->next_id, 0, name, NULL, 0, NULL);
 }
 
+tir_node tir_size_var(kiln_ctx *ctx, const char *name) {
+    const char *in = tir_intern(ctx, name);
+    for (int i = 0; i < ctx->nsize_vars; i++)
+        if (ctx->size_vars[i]->name == in)
+            return ctx->size_vars[i];
+    if (ctx->nsize_vars == ctx->size_vars_cap) {
+        int cap = ctx->size_vars_cap ? ctx->size_vars_cap * 2 : 8;
+        tir_node *a = arena_alloc(ctx->arena, sizeof(tir_node) * (size_t)cap);
+        if (ctx->nsize_vars)
+            memcpy(a, ctx->size_vars, sizeof(tir_node) * (size_t)ctx->nsize_vars);
+        ctx->size_vars = a;
+        ctx->size_vars_cap = cap;
+    }
+    return ctx->size_vars[ctx->nsize_vars++] = tir_var(ctx, in, KILN_INT64);
+}
+
 tir_node tir_handle(kiln_ctx *ctx, const char *name, kiln_dtype elem) {
     return tir_make(ctx, TIR_VAR, KILN_HANDLE, 1, (uint32_t)elem, ++ctx->next_id, 0, name, NULL, 0,
                     NULL);

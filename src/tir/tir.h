@@ -139,7 +139,9 @@ struct kiln_ctx {
     size_t scap, scount;
     struct kiln_node *scratch; /* the lookup key being built */
     size_t scratch_cap;
-    int64_t next_id; /* variable ids */
+    int64_t next_id;     /* variable ids */
+    tir_node *size_vars; /* tir_size_var's, one per name (in the arena) */
+    int nsize_vars, size_vars_cap;
 };
 /* The arena of the context (every node, tensor and schedule lives in it). */
 KILN_HIDDEN arena *tir_arena(kiln_ctx *ctx);
@@ -161,6 +163,9 @@ KILN_HIDDEN tir_node tir_floatc(kiln_ctx *ctx, kiln_dtype dt, double v);
 KILN_HIDDEN tir_node tir_const(kiln_ctx *ctx, kiln_dtype dt, int lanes, double v);
 /* A fresh variable (new id). HANDLE vars pass their element dtype in elem. */
 KILN_HIDDEN tir_node tir_var(kiln_ctx *ctx, const char *name, kiln_dtype dt);
+/* The context's one int64 size variable called name (made on first use), so
+ * every tensor of a graph's symbolic dim "n" shares one variable. */
+KILN_HIDDEN tir_node tir_size_var(kiln_ctx *ctx, const char *name);
 KILN_HIDDEN tir_node tir_handle(kiln_ctx *ctx, const char *name, kiln_dtype elem);
 /* Binary node; dtype/lanes from a (BOOL for comparisons and logic). No
  * checking: callers pass matching operands. */
