@@ -56,11 +56,17 @@ static rel_result rel_reshape(const struct kiln_graph *g, const gnode *call, con
     int n = graph_attr_ints(call, "newshape", ns, KILN_MAX_NDIM + 1);
     if (n < 0 || n > KILN_MAX_NDIM)
         return ops_fail("newshape must have 0 to %d dims", KILN_MAX_NDIM);
-    if (!ops_all_known(x, 0, x->ndim))
-        return ops_fail("symbolic dims are not supported by reshape yet");
+    /* a symbolic dim must be copied (newshape 0) to the same place: then
+       both sides hold it once, and the rest is counted without it (dims
+       that are products of symbols wait for dim expressions) */
+    for (int d = 0; d < x->ndim; d++)
+        if (x->dims[d].sym && (d >= n || ns[d] != 0))
+            return ops_fail("the symbolic dim '%s' (dim %d) must be kept in place (newshape "
+                            "0 there); other reshapes of it are not supported yet",
+                            x->dims[d].sym, d);
     int64_t total = 1, known = 1;
     for (int d = 0; d < x->ndim; d++)
-        if (!kiln_mul_ok(total, x->dims[d].v, &total))
+        if (!x->dims[d].sym && !kiln_mul_ok(total, x->dims[d].v, &total))
             return ops_fail("size overflow");
     gtensor_type res = {x->dtype, n, {{0, NULL}}};
     int infer = -1;
@@ -69,6 +75,10 @@ static rel_result rel_reshape(const struct kiln_graph *g, const gnode *call, con
         if (v == 0) {
             if (d >= x->ndim)
                 return ops_fail("newshape[%d] is 0 but the input has %d dims", d, x->ndim);
+            if (x->dims[d].sym) {
+                res.dims[d] = x->dims[d];
+                continue;
+            }
             v = x->dims[d].v;
         } else if (v == -1) {
             if (infer >= 0)
@@ -149,6 +159,7 @@ typedef struct {
     ew e;
     int64_t odims[KILN_MAX_NDIM];
     int64_t idims[KILN_MAX_NDIM];
+    kiln_expr oe[KILN_MAX_NDIM], ie[KILN_MAX_NDIM]; /* reshape: the dims as expressions */
     int ind;
     int64_t perm[KILN_MAX_NDIM];
     int axis;
@@ -160,11 +171,11 @@ static kiln_expr reshape_body(kiln_ctx *ctx, const kiln_expr *idx, void *u) {
     lay *l = u;
     kiln_expr flat = kiln_int(ctx, 0);
     for (int d = 0; d < l->e.nd; d++)
-        flat = kiln_add(kiln_mul(flat, kiln_int(ctx, l->odims[d])), idx[d]);
+        flat = kiln_add(kiln_mul(flat, l->oe[d]), idx[d]);
     kiln_expr ix[KILN_MAX_NDIM];
     for (int d = l->ind - 1; d >= 0; d--) {
-        ix[d] = d ? kiln_floormod(flat, kiln_int(ctx, l->idims[d])) : flat;
-        flat = kiln_floordiv(flat, kiln_int(ctx, l->idims[d]));
+        ix[d] = d ? kiln_floormod(flat, l->ie[d]) : flat;
+        flat = kiln_floordiv(flat, l->ie[d]);
     }
     return kiln_tensor_at(l->e.in[0], l->ind, ix);
 }
@@ -175,6 +186,10 @@ static kiln_status compute_reshape(kiln_ctx *ctx, const gnode *call, kiln_tensor
     memset(&l, 0, sizeof l);
     l.e = (ew){call, in, ops_out_shape(call, l.odims)};
     l.ind = ops_shape(in[0], l.idims);
+    for (int d = 0; d < l.e.nd; d++) /* symbolic dims as their size variables */
+        l.oe[d] = ops_dim(ctx, call->type.t[0].dims[d]);
+    for (int d = 0; d < l.ind; d++)
+        l.ie[d] = kiln_tensor_dim(in[0], d);
     out[0] = ops_compute(ctx, call, "", l.e.nd, l.odims, reshape_body, &l);
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
 }
@@ -948,17 +963,23 @@ static kiln_status compute_depth_space(kiln_ctx *ctx, const gnode *call, kiln_te
         .name = nm, .min_in = nmin, .max_in = nmax, .attrs = schema, .rel = relation,              \
         .pattern = pat, .compute = fn, .summary = sum                                              \
     }
+/* a row whose compute and relation take symbolic dims (docs/DYNAMIC_SHAPES.md) */
+#define SYM_ROW(nm, nmin, nmax, schema, relation, fn, pat, sum)                                    \
+    {                                                                                              \
+        .name = nm, .min_in = nmin, .max_in = nmax, .attrs = schema, .rel = relation,              \
+        .pattern = pat, .compute = fn, .summary = sum, .sym_dims = 1                               \
+    }
 
 const kiln_op_def ops_transform_rows[] = {
-    ROW("reshape", 1, 1, reshape_attrs, rel_reshape, compute_reshape, OP_INJECTIVE,
-        "new shape (0 copies, -1 infers)"),
+    SYM_ROW("reshape", 1, 1, reshape_attrs, rel_reshape, compute_reshape, OP_INJECTIVE,
+            "new shape (0 copies, -1 infers)"),
     ROW("layout_transform", 1, 1, layout_transform_attrs, rel_layout_transform,
         compute_layout_transform, OP_INJECTIVE,
         "NCHW <-> NCHW[x]c; a last block past `channels` is zeros"),
-    ROW("transpose", 1, 1, transpose_attrs, rel_transpose, compute_transpose, OP_INJECTIVE,
-        "permute axes"),
-    ROW("nn.batch_flatten", 1, 1, no_attrs, rel_batch_flatten, compute_reshape, OP_INJECTIVE,
-        "[N, ...] -> [N, rest]"),
+    SYM_ROW("transpose", 1, 1, transpose_attrs, rel_transpose, compute_transpose, OP_INJECTIVE,
+            "permute axes"),
+    SYM_ROW("nn.batch_flatten", 1, 1, no_attrs, rel_batch_flatten, compute_reshape, OP_INJECTIVE,
+            "[N, ...] -> [N, rest]"),
     ROW("concatenate", 1, MAXIN, axis0_attrs, rel_concatenate, compute_concatenate, OP_INJECTIVE,
         "join along axis"),
     ROW("split", 1, 1, split_attrs, rel_split, compute_split, OP_INJECTIVE,

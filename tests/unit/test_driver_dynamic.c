@@ -181,6 +181,59 @@ static void test_mlp_any_batch(void) {
     kiln_model_free(m);
 }
 
+/* Layout ops over a symbolic batch: y = relu(batch_flatten(transpose(x,
+ * [0, 2, 1]))) and z = reshape(y, [0, 4, 3]) - the reshape keeping the
+ * symbolic dim in place. */
+static void test_layout_any_batch(void) {
+    kiln_graph *g = kiln_graph_new();
+    int64_t xd[3] = {-1, 3, 4};
+    const char *syms[3] = {"n", NULL, NULL};
+    int x = kiln_graph_var(g, "x", KILN_FLOAT32, 3, xd, syms);
+    int t = kiln_graph_call(g, "transpose", 1, &x, "axes=[0, 2, 1]", "t");
+    int f = kiln_graph_call(g, "nn.batch_flatten", 1, &t, NULL, "flat");
+    int y = kiln_graph_call(g, "nn.relu", 1, &f, NULL, "y");
+    int z = kiln_graph_call(g, "reshape", 1, &y, "newshape=[0, 4, 3]", "z");
+    int outs[2] = {y, z};
+    CHECK_EQ_INT(kiln_graph_set_outputs(g, 2, outs, NULL), KILN_OK);
+    const char *pkg = test_tmp_path("dyn_layout.tar");
+    kiln_status st = kiln_graph_compile(g, pkg, NULL);
+    CHECK_EQ_INT(st, KILN_OK);
+    if (st)
+        fprintf(stderr, "compile: %s\n", kiln_last_error());
+    /* a symbolic dim moved by a reshape is refused, by name */
+    int bad = kiln_graph_call(g, "reshape", 1, &x, "newshape=[-1, 4]", "bad");
+    CHECK(bad >= 0);
+    CHECK_EQ_INT(kiln_graph_infer_types(g), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "symbolic dim 'n'");
+    kiln_graph_free(g);
+    kiln_model *m = st ? NULL : kiln_model_load(pkg);
+    static const int64_t sizes[] = {2, 1, 9};
+    for (size_t k = 0; m && k < sizeof sizes / sizeof sizes[0]; k++) {
+        int64_t n = sizes[k], shape[3] = {n, 3, 4};
+        kiln_ndarray *in = kiln_ndarray_empty(KILN_FLOAT32, 3, shape);
+        float *xv = kiln_ndarray_data(in);
+        for (int64_t i = 0; i < n * 12; i++)
+            xv[i] = (float)((i * 7 + (int64_t)k) % 11) - 5.0f;
+        kiln_ndarray *o[2] = {NULL, NULL};
+        const kiln_ndarray *ins[1] = {in};
+        CHECK_EQ_INT(kiln_model_run_alloc(m, ins, o, 0), KILN_OK);
+        int wrong = !o[0] || !o[1];
+        for (int64_t b = 0; !wrong && b < n; b++)
+            for (int j = 0; j < 4; j++)
+                for (int c = 0; c < 3; c++) {
+                    float v = xv[b * 12 + c * 4 + j], want = v > 0 ? v : 0;
+                    wrong += ((const float *)kiln_ndarray_data(o[0]))[b * 12 + j * 3 + c] != want;
+                    wrong += ((const float *)kiln_ndarray_data(o[1]))[b * 12 + j * 3 + c] != want;
+                }
+        CHECK_EQ_INT(wrong, 0);
+        CHECK(o[1] && kiln_ndarray_ndim(o[1]) == 3 && kiln_ndarray_dim(o[1], 0) == n);
+        kiln_ndarray_free(o[0]);
+        kiln_ndarray_free(o[1]);
+        kiln_ndarray_free(in);
+    }
+    kiln_model_free(m);
+}
+
 static void test_refusals(void) {
     /* an op without symbolic-dim support is named, with the dim */
     kiln_graph *g = kiln_graph_new();
@@ -200,4 +253,5 @@ static void test_refusals(void) {
     kiln_graph_free(g);
 }
 
-TEST_MAIN(TEST(test_elementwise_any_batch), TEST(test_mlp_any_batch), TEST(test_refusals))
+TEST_MAIN(TEST(test_elementwise_any_batch), TEST(test_mlp_any_batch), TEST(test_layout_any_batch),
+          TEST(test_refusals))
