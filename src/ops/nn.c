@@ -311,6 +311,9 @@ static rel_result rel_softmax(const struct kiln_graph *g, const gnode *call, con
     int64_t axis = graph_attr_int(call, "axis", -1), nd = in[0]->t[0].ndim;
     if (axis < -nd || axis >= nd)
         return ops_fail("axis %lld is out of range", (long long)axis);
+    if (in[0]->t[0].dims[axis < 0 ? axis + nd : axis].sym)
+        return ops_fail("the axis (dim %lld) must not be symbolic",
+                        (long long)(axis < 0 ? axis + nd : axis));
     return REL_OK;
 }
 
@@ -449,27 +452,31 @@ static int softmax_lanes_form(const gnode *call, int nd, const int64_t *od, int 
 
 static kiln_status compute_softmax(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                    kiln_tensor **out) {
-    int64_t od[KILN_MAX_NDIM], rd[KILN_MAX_NDIM];
+    /* the axis is a constant (rel_softmax); other dims may be symbolic, so
+       the shapes are expressions */
+    int64_t od[KILN_MAX_NDIM];
+    kiln_expr oe[KILN_MAX_NDIM], rd[KILN_MAX_NDIM];
     int nd = ops_out_shape(call, od), axis;
+    ops_out_dims(ctx, call, oe);
     if (softmax_lanes_form(call, nd, od, &axis)) {
         smv_args v;
         memset(&v, 0, sizeof v);
         v.x = in[0];
         v.nd = nd;
         for (int d = 0; d < nd - 1; d++)
-            rd[d] = od[d];
-        rd[nd - 1] = SM_LANES;
+            rd[d] = oe[d];
+        rd[nd - 1] = ops_int(ctx, SM_LANES);
         kiln_expr ko_ext = ops_int(ctx, od[nd - 1] / SM_LANES), l = ops_int(ctx, SM_LANES);
         v.ko = kiln_reduce_axis(ctx, ops_int(ctx, 0), ko_ext, "ko");
         v.ko2 = kiln_reduce_axis(ctx, ops_int(ctx, 0), ko_ext, "ko");
         v.ki = kiln_reduce_axis(ctx, ops_int(ctx, 0), l, "ki");
         v.ki2 = kiln_reduce_axis(ctx, ops_int(ctx, 0), l, "ki");
-        v.mxp = ops_compute(ctx, call, ".maxp", nd, rd, smv_mxp, &v);
-        v.mx = v.mxp ? ops_compute(ctx, call, ".max", nd - 1, rd, smv_mx, &v) : NULL;
-        v.ex = v.mx ? ops_compute(ctx, call, ".exp", nd, od, smv_ex, &v) : NULL;
-        v.smp = v.ex ? ops_compute(ctx, call, ".sump", nd, rd, smv_smp, &v) : NULL;
-        v.sm = v.smp ? ops_compute(ctx, call, ".sum", nd - 1, rd, smv_sm, &v) : NULL;
-        out[0] = v.sm ? ops_compute(ctx, call, "", nd, od, smv_out, &v) : NULL;
+        v.mxp = ops_compute_e(ctx, call, ".maxp", nd, rd, smv_mxp, &v);
+        v.mx = v.mxp ? ops_compute_e(ctx, call, ".max", nd - 1, rd, smv_mx, &v) : NULL;
+        v.ex = v.mx ? ops_compute_e(ctx, call, ".exp", nd, oe, smv_ex, &v) : NULL;
+        v.smp = v.ex ? ops_compute_e(ctx, call, ".sump", nd, rd, smv_smp, &v) : NULL;
+        v.sm = v.smp ? ops_compute_e(ctx, call, ".sum", nd - 1, rd, smv_sm, &v) : NULL;
+        out[0] = v.sm ? ops_compute_e(ctx, call, "", nd, oe, smv_out, &v) : NULL;
         return out[0] ? KILN_OK : KILN_ERR_INVALID;
     }
     sm_args s;
@@ -480,20 +487,20 @@ static kiln_status compute_softmax(kiln_ctx *ctx, const gnode *call, kiln_tensor
     int j = 0;
     for (int d = 0; d < s.nd; d++)
         if (d != s.axis)
-            rd[j++] = od[d];
+            rd[j++] = oe[d];
     s.n = od[s.axis];
     s.k1 = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, s.n), "k");
     s.k2 = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, s.n), "k");
-    s.mx = ops_compute(ctx, call, ".max", s.nd - 1, rd, sm_max, &s);
+    s.mx = ops_compute_e(ctx, call, ".max", s.nd - 1, rd, sm_max, &s);
     if (call->op->variant == SM_HARDMAX) {
-        s.sum = s.mx ? ops_compute(ctx, call, ".pick", s.nd - 1, rd, hm_pick, &s) : NULL;
-        out[0] = s.sum ? ops_compute(ctx, call, "", s.nd, od, hm_out, &s) : NULL;
+        s.sum = s.mx ? ops_compute_e(ctx, call, ".pick", s.nd - 1, rd, hm_pick, &s) : NULL;
+        out[0] = s.sum ? ops_compute_e(ctx, call, "", s.nd, oe, hm_out, &s) : NULL;
         return out[0] ? KILN_OK : KILN_ERR_INVALID;
     }
-    s.ex = s.mx ? ops_compute(ctx, call, ".exp", s.nd, od, sm_exp, &s) : NULL;
-    s.sum = s.ex ? ops_compute(ctx, call, ".sum", s.nd - 1, rd, sm_sum, &s) : NULL;
+    s.ex = s.mx ? ops_compute_e(ctx, call, ".exp", s.nd, oe, sm_exp, &s) : NULL;
+    s.sum = s.ex ? ops_compute_e(ctx, call, ".sum", s.nd - 1, rd, sm_sum, &s) : NULL;
     int is_log = call->op->variant == SM_LOG_SOFTMAX;
-    out[0] = s.sum ? ops_compute(ctx, call, "", s.nd, od, is_log ? sm_log : sm_div, &s) : NULL;
+    out[0] = s.sum ? ops_compute_e(ctx, call, "", s.nd, oe, is_log ? sm_log : sm_div, &s) : NULL;
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
 }
 
@@ -713,7 +720,7 @@ static kiln_status compute_batch_matmul(kiln_ctx *ctx, const gnode *call, kiln_t
     {                                                                                              \
         .name = nm, .min_in = 1, .max_in = 1, .attrs = softmax_attrs, .rel = rel_softmax,          \
         .pattern = OP_OPAQUE, .compute = compute_softmax, .summary = sum, .schedule = sched,       \
-        .variant = kind                                                                            \
+        .variant = kind, .sym_dims = 1                                                             \
     }
 
 #define NLL(nm, kind, sum)                                                                         \

@@ -175,6 +175,8 @@ KILN_HIDDEN int ops_shape(const kiln_tensor *t, int64_t *dims);
 KILN_HIDDEN int ops_out_shape(const gnode *call, int64_t *dims);
 /* A type's dim as an expression: its constant, or its size variable. */
 KILN_HIDDEN kiln_expr ops_dim(kiln_ctx *ctx, gdim d);
+/* The dims of the call's (first) output type as expressions; the rank. */
+KILN_HIDDEN int ops_out_dims(kiln_ctx *ctx, const gnode *call, kiln_expr *dims);
 /* t read at output index idx of an out_nd-D result (numpy broadcasting,
  * right-aligned: dims of size 1 read index 0). */
 KILN_HIDDEN kiln_expr ops_bcast_read(kiln_ctx *ctx, kiln_tensor *t, int out_nd,
@@ -183,6 +185,10 @@ KILN_HIDDEN kiln_expr ops_bcast_read(kiln_ctx *ctx, kiln_tensor *t, int out_nd,
  * a -1 in shape is the call's output dim of the same index, symbolic. */
 KILN_HIDDEN kiln_tensor *ops_compute(kiln_ctx *ctx, const gnode *call, const char *suffix, int ndim,
                                      const int64_t *shape, kiln_compute_fn fn, void *user);
+/* The same over dims given as expressions (symbolic ones as size variables). */
+KILN_HIDDEN kiln_tensor *ops_compute_e(kiln_ctx *ctx, const gnode *call, const char *suffix,
+                                       int ndim, const kiln_expr *shape, kiln_compute_fn fn,
+                                       void *user);
 /* The compute of an op with an `elem` scalar: each output element is
  * call->op->elem of its inputs' elements at the broadcast index. */
 KILN_HIDDEN kiln_status ops_compute_elemwise(kiln_ctx *ctx, const gnode *call,

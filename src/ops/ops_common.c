@@ -270,6 +270,13 @@ kiln_expr ops_dim(kiln_ctx *ctx, gdim d) {
     return d.sym ? kiln_size_var(ctx, d.sym) : kiln_int(ctx, d.v);
 }
 
+int ops_out_dims(kiln_ctx *ctx, const gnode *call, kiln_expr *dims) {
+    const gtensor_type *t = &call->type.t[0];
+    for (int d = 0; d < t->ndim; d++)
+        dims[d] = ops_dim(ctx, t->dims[d]);
+    return t->ndim;
+}
+
 kiln_tensor *ops_compute(kiln_ctx *ctx, const gnode *call, const char *suffix, int ndim,
                          const int64_t *shape, kiln_compute_fn fn, void *user) {
     kiln_expr sh[KILN_MAX_NDIM];
@@ -278,6 +285,11 @@ kiln_tensor *ops_compute(kiln_ctx *ctx, const gnode *call, const char *suffix, i
         KILN_ASSERT(shape[d] >= 0 || (ndim == t->ndim && t->dims[d].sym));
         sh[d] = shape[d] >= 0 ? kiln_int(ctx, shape[d]) : ops_dim(ctx, t->dims[d]);
     }
+    return ops_compute_e(ctx, call, suffix, ndim, sh, fn, user);
+}
+
+kiln_tensor *ops_compute_e(kiln_ctx *ctx, const gnode *call, const char *suffix, int ndim,
+                           const kiln_expr *sh, kiln_compute_fn fn, void *user) {
     char name[256];
     const char *base = call->name && *call->name ? call->name : call->op->name;
     snprintf(name, sizeof name, "%s%s", base, suffix);
