@@ -339,10 +339,10 @@ int cvt_gemm(imp *I, const Onnx__NodeProto *n, int *outs) {
     return outs[0] = cs < 0 ? -1 : imp_call(I, n, "add", 2, in, NULL);
 }
 
-/* MatMul of a and b: nn.dense for a constant 2-D right side, else
+/* (onnx_convert.h) MatMul of a and b: nn.dense for a constant 2-D right side, else
  * nn.batch_matmul; a 1-D operand gets a unit dim that is dropped from the
  * result (numpy). */
-static int matmul_of(imp *I, const Onnx__NodeProto *n, int a, int b) {
+int cvt_matmul_of(imp *I, const Onnx__NodeProto *n, int a, int b) {
     const gtensor_type *at = imp_type(I, a), *bt = imp_type(I, b);
     if (!at || !bt || at->ndim < 1 || bt->ndim < 1)
         return imp_fail(I, n, "both inputs need a tensor type of rank >= 1");
@@ -371,7 +371,7 @@ static int matmul_of(imp *I, const Onnx__NodeProto *n, int a, int b) {
 }
 
 int cvt_matmul(imp *I, const Onnx__NodeProto *n, int *outs) {
-    return outs[0] = matmul_of(I, n, imp_input(I, n, 0), imp_input(I, n, 1));
+    return outs[0] = cvt_matmul_of(I, n, imp_input(I, n, 0), imp_input(I, n, 1));
 }
 
 /* MatMulInteger: the int32 product of A - a_zero_point (one, or one per
@@ -385,7 +385,7 @@ int cvt_matmul_integer(imp *I, const Onnx__NodeProto *n, int *outs) {
     gdim cols = bt->ndim > 1 ? bt->dims[bt->ndim - 1] : (gdim){1, NULL};
     a = cvt_int_minus_zero(I, n, a, imp_input(I, n, 2), rows.sym ? 1 : rows.v, 2);
     b = a < 0 ? -1 : cvt_int_minus_zero(I, n, b, imp_input(I, n, 3), cols.sym ? 1 : cols.v, 1);
-    return outs[0] = b < 0 ? -1 : matmul_of(I, n, a, b);
+    return outs[0] = b < 0 ? -1 : cvt_matmul_of(I, n, a, b);
 }
 
 int cvt_softmax(imp *I, const Onnx__NodeProto *n, int *outs) {
