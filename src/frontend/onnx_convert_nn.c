@@ -95,12 +95,9 @@ int cvt_layer_norm(imp *I, const Onnx__NodeProto *n, int *outs) {
     const gtensor_type *t = imp_type(I, x);
     if (!t)
         return imp_fail(I, n, "the input has no tensor type");
-    int64_t axis = imp_attr_int(I, n, "axis", -1);
-    if (axis < -t->ndim || axis >= t->ndim)
-        return imp_fail(I, n, "attribute 'axis' = %lld is out of range for a %d-D input",
-                        (long long)axis, t->ndim);
-    if (axis < 0)
-        axis += t->ndim;
+    int64_t axis;
+    if (cvt_axis_attr(I, n, -1, t->ndim, &axis) < 0)
+        return -1;
     double eps = imp_attr_float(I, n, "epsilon", 1e-5f);
     for (int i = 0; i < 3; i++)
         in[i] = imp_input(I, n, i);
@@ -396,12 +393,9 @@ int cvt_softmax(imp *I, const Onnx__NodeProto *n, int *outs) {
                                                        : "nn.softmax";
     if (!t)
         return imp_fail(I, n, "the input has no tensor type");
-    int64_t axis = imp_attr_int(I, n, "axis", I->opset < 13 ? 1 : -1);
-    if (axis < -t->ndim || axis >= t->ndim)
-        return imp_fail(I, n, "attribute 'axis' = %lld is out of range for a %d-D input",
-                        (long long)axis, t->ndim);
-    if (axis < 0)
-        axis += t->ndim;
+    int64_t axis;
+    if (cvt_axis_attr(I, n, I->opset < 13 ? 1 : -1, t->ndim, &axis) < 0)
+        return -1;
     char attrs[32];
     if (I->opset >= 13 || axis == t->ndim - 1) {
         snprintf(attrs, sizeof attrs, "axis=%lld", (long long)axis);
@@ -455,12 +449,9 @@ int cvt_split(imp *I, const Onnx__NodeProto *n, int *outs) {
     const gtensor_type *t = imp_type(I, x);
     if (!t)
         return imp_fail(I, n, "the input has no tensor type");
-    int64_t axis = imp_attr_int(I, n, "axis", 0), parts[64];
-    if (axis < -t->ndim || axis >= t->ndim)
-        return imp_fail(I, n, "attribute 'axis' = %lld is out of range for a %d-D input",
-                        (long long)axis, t->ndim);
-    if (axis < 0)
-        axis += t->ndim;
+    int64_t axis, parts[64];
+    if (cvt_axis_attr(I, n, 0, t->ndim, &axis) < 0)
+        return -1;
     int np;
     if (I->opset < 13) {
         np = imp_attr_ints(I, n, "split", parts, 64);

@@ -88,12 +88,9 @@ static int axis_layout(imp *I, const Onnx__NodeProto *n, int x, int s, int64_t *
     if (I->opset < 13)
         return imp_fail(I, n, "the scale must have one element before opset 13, not %lld",
                         (long long)cnt);
-    int64_t axis = imp_attr_int(I, n, "axis", 1);
-    if (axis < -xt->ndim || axis >= xt->ndim)
-        return imp_fail(I, n, "attribute 'axis' = %lld is out of range for a %d-D input",
-                        (long long)axis, xt->ndim);
-    if (axis < 0)
-        axis += xt->ndim;
+    int64_t axis;
+    if (cvt_axis_attr(I, n, 1, xt->ndim, &axis) < 0)
+        return -1;
     if (xt->dims[axis].sym || xt->dims[axis].v != cnt)
         return imp_fail(I, n, "the scale has %lld elements; dim %lld of x must have as many",
                         (long long)cnt, (long long)axis);
@@ -105,8 +102,8 @@ static int axis_layout(imp *I, const Onnx__NodeProto *n, int x, int s, int64_t *
 /* v, with the zero point z (if >= 0) added before or after rounding half
  * to even (zp_first), saturated to [lo, hi] and cast to the quantized
  * dtype dt. */
-static int saturate_of(imp *I, const Onnx__NodeProto *n, int v, int z, int zp_first,
-                       kiln_dtype dt, double lo, double hi) {
+static int saturate_of(imp *I, const Onnx__NodeProto *n, int v, int z, int zp_first, kiln_dtype dt,
+                       double lo, double hi) {
     const gtensor_type *t = imp_type(I, v);
     if (v < 0 || !t)
         return -1;
@@ -152,14 +149,13 @@ int cvt_dequantize_linear(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0), s = imp_input(I, n, 1), z = imp_input(I, n, 2), rank;
     const gtensor_type *xt = imp_type(I, x), *zt = imp_type(I, z);
     int64_t per;
-    if (!xt ||
-        (xt->dtype != KILN_INT8 && xt->dtype != KILN_UINT8 && xt->dtype != KILN_INT32))
+    if (!xt || (xt->dtype != KILN_INT8 && xt->dtype != KILN_UINT8 && xt->dtype != KILN_INT32))
         return imp_fail(I, n, "x must be int8, uint8 or int32, not %s",
                         xt ? kiln_dtype_name(xt->dtype) : "a tuple");
     if (z >= 0 && (!zt || zt->dtype != xt->dtype))
         return imp_fail(I, n, "the zero point must be %s like x", kiln_dtype_name(xt->dtype));
-    if (axis_layout(I, n, x, s, &per, &rank) < 0 ||
-        same_count(I, n, s, z, "the zero point") < 0 || (s = scale_shaped(I, n, s, per, rank)) < 0 ||
+    if (axis_layout(I, n, x, s, &per, &rank) < 0 || same_count(I, n, s, z, "the zero point") < 0 ||
+        (s = scale_shaped(I, n, s, per, rank)) < 0 ||
         (z >= 0 && (z = param_shaped(I, n, z, per, rank, "the zero point")) < 0))
         return -1;
     int y = cvt_cast_to(I, n, x, KILN_FLOAT32);
@@ -241,7 +237,8 @@ int cvt_qlinear_matmul(imp *I, const Onnx__NodeProto *n, int *outs) {
     if (params_paired(I, n, in) < 0)
         return -1;
     int sa = scale_shaped(I, n, in[1], nr, rrank), sb = scale_shaped(I, n, in[4], nc, 1);
-    int sy = scale_shaped(I, n, in[6], nr, rrank), zy = param_shaped(I, n, in[7], nr, rrank, "y_zero_point");
+    int sy = scale_shaped(I, n, in[6], nr, rrank),
+        zy = param_shaped(I, n, in[7], nr, rrank, "y_zero_point");
     if (sa < 0 || sb < 0 || sy < 0 || zy < 0)
         return -1;
     int a = cvt_int_minus_zero(I, n, in[0], in[2], nr, 2);
