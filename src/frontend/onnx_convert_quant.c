@@ -53,6 +53,8 @@ static int param_shaped(imp *I, const Onnx__NodeProto *n, int p, int64_t per, in
     int64_t cnt = param_count(I, n, p, what), dims[MAXD];
     if (cnt < 0)
         return -1;
+    if (cnt != 1 && per == 1)
+        return imp_fail(I, n, "%s must have one element, not %lld", what, (long long)cnt);
     if (cnt != 1 && cnt != per)
         return imp_fail(I, n, "%s has %lld elements, not 1 or %lld", what, (long long)cnt,
                         (long long)per);
@@ -107,7 +109,9 @@ static int saturate_of(imp *I, const Onnx__NodeProto *n, int v, int z, int zp_fi
     const gtensor_type *t = imp_type(I, v);
     if (v < 0 || !t)
         return -1;
-    int zf = z < 0 ? -1 : cvt_cast_to(I, n, z, t->dtype);
+    int zf = -1;
+    if (z >= 0 && (zf = cvt_cast_to(I, n, z, t->dtype)) < 0)
+        return -1;
     if (zf >= 0 && zp_first)
         v = cvt_binary_of(I, n, "add", v, zf);
     v = cvt_unary_of(I, n, "round", v);
@@ -159,8 +163,9 @@ int cvt_dequantize_linear(imp *I, const Onnx__NodeProto *n, int *outs) {
         (z >= 0 && (z = param_shaped(I, n, z, per, rank, "the zero point")) < 0))
         return -1;
     int y = cvt_cast_to(I, n, x, KILN_FLOAT32);
-    if (z >= 0)
-        y = cvt_binary_of(I, n, "subtract", y, cvt_cast_to(I, n, z, KILN_FLOAT32));
+    if (y < 0 || (z >= 0 && ((z = cvt_cast_to(I, n, z, KILN_FLOAT32)) < 0 ||
+                             (y = cvt_binary_of(I, n, "subtract", y, z)) < 0)))
+        return -1;
     return outs[0] = cvt_binary_of(I, n, "multiply", y, s);
 }
 
@@ -174,23 +179,26 @@ int cvt_dynamic_quantize_linear(imp *I, const Onnx__NodeProto *n, int *outs) {
     if (!xt || xt->dtype != KILN_FLOAT32)
         return imp_fail(I, n, "x must be float32, not %s",
                         xt ? kiln_dtype_name(xt->dtype) : "a tuple");
-    int zero = imp_scalar_const(I, n, KILN_FLOAT32, 0);
-    int mx = cvt_binary_of(I, n, "maximum", imp_call(I, n, "max", 1, &x, NULL), zero);
-    int mn = cvt_binary_of(I, n, "minimum", imp_call(I, n, "min", 1, &x, NULL), zero);
-    int range = cvt_binary_of(I, n, "subtract", mx, mn);
-    int in[3] = {cvt_binary_of(I, n, "equal", mx, mn), imp_scalar_const(I, n, KILN_FLOAT32, 1),
-                 cvt_binary_of(I, n, "divide", range, imp_scalar_const(I, n, KILN_FLOAT32, 255))};
-    if (in[0] < 0 || in[1] < 0 || in[2] < 0)
+    /* each step checked in turn: a later call that succeeds clears the error */
+    int zero, one, c255, mx, mn, range, in[3], scale, zp;
+    if ((zero = imp_scalar_const(I, n, KILN_FLOAT32, 0)) < 0 ||
+        (one = imp_scalar_const(I, n, KILN_FLOAT32, 1)) < 0 ||
+        (c255 = imp_scalar_const(I, n, KILN_FLOAT32, 255)) < 0 ||
+        (mx = cvt_binary_of(I, n, "maximum", imp_call(I, n, "max", 1, &x, NULL), zero)) < 0 ||
+        (mn = cvt_binary_of(I, n, "minimum", imp_call(I, n, "min", 1, &x, NULL), zero)) < 0 ||
+        (range = cvt_binary_of(I, n, "subtract", mx, mn)) < 0 ||
+        (in[0] = cvt_binary_of(I, n, "equal", mx, mn)) < 0 ||
+        (in[2] = cvt_binary_of(I, n, "divide", range, c255)) < 0 ||
+        (in[1] = one, scale = imp_call(I, n, "where", 3, in, NULL)) < 0 ||
+        (zp = cvt_binary_of(I, n, "divide", mn, scale)) < 0 ||
+        (zp = cvt_binary_of(I, n, "subtract", zero, zp)) < 0 ||
+        (zp = imp_call(I, n, "clip", 1, &zp, "a_min=0.0, a_max=255.0")) < 0 ||
+        (zp = cvt_unary_of(I, n, "round", zp)) < 0 ||
+        (outs[0] = saturate_of(I, n, cvt_binary_of(I, n, "divide", x, scale), zp, 0, KILN_UINT8, 0,
+                               255)) < 0)
         return -1;
-    int scale = imp_call(I, n, "where", 3, in, NULL);
-    int zp = cvt_binary_of(I, n, "subtract", zero, cvt_binary_of(I, n, "divide", mn, scale));
-    zp = zp < 0 ? -1 : imp_call(I, n, "clip", 1, &zp, "a_min=0.0, a_max=255.0");
-    zp = cvt_unary_of(I, n, "round", zp);
-    int q = cvt_binary_of(I, n, "divide", x, scale);
-    outs[0] = saturate_of(I, n, q, zp, 0, KILN_UINT8, 0, 255);
     outs[1] = scale;
-    outs[2] = cvt_cast_to(I, n, zp, KILN_UINT8);
-    return outs[0] < 0 || outs[2] < 0 ? -1 : 0;
+    return (outs[2] = cvt_cast_to(I, n, zp, KILN_UINT8)) < 0 ? -1 : 0;
 }
 
 /* ---- QLinearMatMul, QLinearConv ------------------------------------------------------ */
@@ -214,10 +222,13 @@ static int requantize(imp *I, const Onnx__NodeProto *n, int acc, int sa, int sb,
     double lo = 0, hi = 0;
     if (acc < 0 || !zt || qrange(I, n, zt->dtype, "y_zero_point", &lo, &hi) < 0)
         return -1;
-    int m = cvt_binary_of(I, n, "divide", cvt_binary_of(I, n, "multiply", sa, sb), sy);
-    int v = cvt_binary_of(I, n, "multiply", cvt_cast_to(I, n, acc, KILN_FLOAT64),
-                          cvt_cast_to(I, n, m, KILN_FLOAT64));
-    return saturate_of(I, n, v, zy, 1, zt->dtype, lo, hi);
+    int m, a;
+    if ((m = cvt_binary_of(I, n, "multiply", sa, sb)) < 0 ||
+        (m = cvt_binary_of(I, n, "divide", m, sy)) < 0 ||
+        (m = cvt_cast_to(I, n, m, KILN_FLOAT64)) < 0 ||
+        (a = cvt_cast_to(I, n, acc, KILN_FLOAT64)) < 0)
+        return -1;
+    return saturate_of(I, n, cvt_binary_of(I, n, "multiply", a, m), zy, 1, zt->dtype, lo, hi);
 }
 
 /* QLinearMatMul: the int32 product of a - a_zero_point by b - b_zero_point
@@ -236,10 +247,11 @@ int cvt_qlinear_matmul(imp *I, const Onnx__NodeProto *n, int *outs) {
     int rrank = bt->ndim > 1 ? 2 : 1; /* a per-row parameter against the product */
     if (params_paired(I, n, in) < 0)
         return -1;
-    int sa = scale_shaped(I, n, in[1], nr, rrank), sb = scale_shaped(I, n, in[4], nc, 1);
-    int sy = scale_shaped(I, n, in[6], nr, rrank),
-        zy = param_shaped(I, n, in[7], nr, rrank, "y_zero_point");
-    if (sa < 0 || sb < 0 || sy < 0 || zy < 0)
+    int sa, sb, sy, zy;
+    if ((sa = scale_shaped(I, n, in[1], nr, rrank)) < 0 ||
+        (sb = scale_shaped(I, n, in[4], nc, 1)) < 0 ||
+        (sy = scale_shaped(I, n, in[6], nr, rrank)) < 0 ||
+        (zy = param_shaped(I, n, in[7], nr, rrank, "y_zero_point")) < 0)
         return -1;
     int a = cvt_int_minus_zero(I, n, in[0], in[2], nr, 2);
     int b = a < 0 ? -1 : cvt_int_minus_zero(I, n, in[3], in[5], nc, 1);
@@ -262,15 +274,15 @@ int cvt_qlinear_conv(imp *I, const Onnx__NodeProto *n, int *outs) {
     int64_t m = wt->dims[0].v;
     if (params_paired(I, n, in) < 0)
         return -1;
+    /* the output has the weight's rank; w's scale is per output channel */
+    int sx, sw, sy, zy;
+    if ((sx = scale_shaped(I, n, in[1], 1, 0)) < 0 ||
+        (sw = scale_shaped(I, n, in[4], m, wt->ndim - 1)) < 0 ||
+        (sy = scale_shaped(I, n, in[6], 1, 0)) < 0 ||
+        (zy = param_shaped(I, n, in[7], 1, 0, "y_zero_point")) < 0)
+        return -1;
     int x = cvt_int_minus_zero(I, n, in[0], in[2], 1, 1);
     int w = x < 0 ? -1 : cvt_int_minus_zero(I, n, in[3], in[5], m, wt->ndim);
     int acc = w < 0 ? -1 : cvt_conv_of(I, n, x, w, in[8]);
-    const gtensor_type *yt = imp_type(I, acc);
-    if (acc < 0 || !yt)
-        return -1;
-    int sx = scale_shaped(I, n, in[1], 1, 0), sw = scale_shaped(I, n, in[4], m, yt->ndim - 1);
-    int sy = scale_shaped(I, n, in[6], 1, 0), zy = param_shaped(I, n, in[7], 1, 0, "y_zero_point");
-    if (sx < 0 || sw < 0 || sy < 0 || zy < 0)
-        return -1;
     return outs[0] = requantize(I, n, acc, sx, sw, sy, zy);
 }

@@ -5,7 +5,8 @@
  * without a zero point); a negative axis picks the per-axis dim for
  * QuantizeLinear and DequantizeLinear; DynamicQuantizeLinear of an
  * all-zero input has scale 1 and zero point 0; QLinearMatMul with
- * per-row and per-column parameters and an int8 output; and the
+ * per-row and per-column parameters and an int8 output; QLinearConv with
+ * a per-channel weight scale and a bias; and the
  * importer's errors for bad scales, zero points and axes. */
 #include <math.h>
 
@@ -178,6 +179,14 @@ static void expect_run(const char *path, const q_tensor *x, const double *xv, ki
     kiln_ndarray_free(r);
 }
 
+/* Importing the model at path fails with msg, naming node q and op. */
+static void expect_error(const char *path, const char *op, const char *msg) {
+    char node[96];
+    snprintf(node, sizeof node, "node 'q' (%s): ", op);
+    const char *parts[2] = {node, msg};
+    ou_expect_import_error(path, 2, parts);
+}
+
 /* ---- values ------------------------------------------------------------------------ */
 
 static void test_quantize_rounding(void) {
@@ -260,14 +269,30 @@ static void test_qlinear_matmul_per_row(void) {
                want, "qlinearmatmul per row");
 }
 
-/* ---- errors ---------------------------------------------------------------------- */
-
-static void expect_error(const char *path, const char *op, const char *msg) {
-    char node[96];
-    snprintf(node, sizeof node, "node 'q' (%s): ", op);
-    const char *parts[2] = {node, msg};
-    ou_expect_import_error(path, 2, parts);
+/* QLinearConv, 1-D, of x [1, 1, 3] by w [2, 1, 1] with w's scale per
+ * output channel and a bias: (conv(x - zx, w - zw) + B) * sx * sw / sy
+ * + zy, with two ties. */
+static void test_qlinear_conv_per_channel(void) {
+    static const double xv[3] = {10, 20, 30};
+    static const double sx[1] = {0.5}, zx[1] = {10}, w[2] = {1, -2}, sw[2] = {1, 0.5},
+                        zw[2] = {0, 0}, sy[1] = {2}, zy[1] = {100}, b[2] = {4, -4};
+    q_tensor ts[9] = {
+        {"x", U8, 3, {1, 1, 3}, NULL}, {"sx", F32, 0, {0}, sx}, {"zx", U8, 0, {0}, zx},
+        {"w", I8, 3, {2, 1, 1}, w},    {"sw", F32, 1, {2}, sw}, {"zw", I8, 1, {2}, zw},
+        {"sy", F32, 0, {0}, sy},       {"zy", U8, 0, {0}, zy},  {"b", I32, 1, {2}, b}};
+    /* x - zx = [0, 10, 20]; channel 0: ([0, 10, 20] + 4) / 4 + 100 = [101, 103.5, 106];
+     * channel 1: (-2 [0, 10, 20] - 4) / 8 + 100 = [99.5, 97, 94.5] */
+    static const double want[6] = {101, 104, 106, 100, 97, 94};
+    expect_run(quant_model("QLinearConv", 10, 9, ts, NO_AXIS, 1, 0), &ts[0], xv, KILN_UINT8, 6,
+               want, "qlinearconv per channel");
+    /* x's scale per channel is not allowed */
+    ts[1] = (q_tensor){"sx", F32, 1, {2}, sw};
+    ts[2] = (q_tensor){"zx", U8, 1, {2}, zw};
+    expect_error(quant_model("QLinearConv", 10, 9, ts, NO_AXIS, 1, 0), "QLinearConv, opset 10",
+                 "a scale must have one element, not 2");
 }
+
+/* ---- errors ---------------------------------------------------------------------- */
 
 static void test_errors(void) {
     static const double one[1] = {1}, s2[2] = {1, 2}, z2[2] = {0, 0}, zero[1] = {0};
@@ -313,4 +338,4 @@ static void test_errors(void) {
 }
 
 TEST_MAIN(TEST(test_quantize_rounding), TEST(test_per_axis), TEST(test_dynamic_zero),
-          TEST(test_qlinear_matmul_per_row), TEST(test_errors))
+          TEST(test_qlinear_matmul_per_row), TEST(test_qlinear_conv_per_channel), TEST(test_errors))
