@@ -7,7 +7,63 @@
 #include <string.h>
 
 #include "check.h"
+#include "frontend/onnx_load.h"
 #include "kiln/onnx.h"
+
+/* The model of one node (IR version 8, the default domain at opset ver)
+ * with its graph's initializers, inputs and outputs, packed into a
+ * malloc'd buffer of *len bytes. */
+static inline uint8_t *ou_pack_model(int ver, Onnx__NodeProto *node, size_t ninit,
+                                     Onnx__TensorProto **inits, size_t nin,
+                                     Onnx__ValueInfoProto **ins, size_t nout,
+                                     Onnx__ValueInfoProto **outs, size_t *len) {
+    Onnx__OperatorSetIdProto opset = ONNX__OPERATOR_SET_ID_PROTO__INIT, *ops[1] = {&opset};
+    opset.domain = "";
+    opset.has_version = 1;
+    opset.version = ver;
+    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
+    g.name = "g";
+    g.n_node = 1;
+    g.node = &node;
+    g.n_initializer = ninit;
+    g.initializer = inits;
+    g.n_input = nin;
+    g.input = ins;
+    g.n_output = nout;
+    g.output = outs;
+    Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
+    mp.has_ir_version = 1;
+    mp.ir_version = 8;
+    mp.n_opset_import = 1;
+    mp.opset_import = ops;
+    mp.graph = &g;
+    *len = protobuf_c_message_get_packed_size(&mp.base);
+    uint8_t *buf = malloc(*len + 1);
+    CHECK(buf != NULL);
+    if (buf)
+        protobuf_c_message_pack(&mp.base, buf);
+    return buf;
+}
+
+/* The same written to `file` in the test's tmp folder; returns its path. */
+static inline const char *ou_write_model(int ver, Onnx__NodeProto *node, size_t ninit,
+                                         Onnx__TensorProto **inits, size_t nin,
+                                         Onnx__ValueInfoProto **ins, size_t nout,
+                                         Onnx__ValueInfoProto **outs, const char *file) {
+    size_t len;
+    uint8_t *buf = ou_pack_model(ver, node, ninit, inits, nin, ins, nout, outs, &len);
+    if (!buf)
+        return NULL;
+    const char *path = test_tmp_path(file);
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (f) {
+        fwrite(buf, 1, len, f);
+        fclose(f);
+    }
+    free(buf);
+    return path;
+}
 
 /* CHECK that importing the model at path fails with an error containing
  * each of the n parts (the file, the node, the message, ...); the error is

@@ -440,12 +440,9 @@ int cvt_concat(imp *I, const Onnx__NodeProto *n, int *outs) {
     const gtensor_type *t0 = imp_type(I, ids[0]);
     if (!t0)
         return imp_fail(I, n, "input 0 has no tensor type");
-    int64_t axis = imp_attr_int(I, n, "axis", 0);
-    if (axis < -t0->ndim || axis >= t0->ndim)
-        return imp_fail(I, n, "attribute 'axis' = %lld is out of range for a %d-D input",
-                        (long long)axis, t0->ndim);
-    if (axis < 0)
-        axis += t0->ndim;
+    int64_t axis;
+    if (cvt_axis_attr(I, n, 0, t0->ndim, &axis) < 0)
+        return -1;
     char attrs[64];
     snprintf(attrs, sizeof attrs, "axis=%lld", (long long)axis);
     return outs[0] = imp_call(I, n, "concatenate", k, ids, attrs);

@@ -4,7 +4,9 @@
  * losses, matmul and layout; onnx_convert_conv.c convolutions and pooling;
  * onnx_convert_index.c has the indexing ops (gather, scatter, TopK, ...)
  * and Tile, DepthToSpace and SpaceToDepth; onnx_convert_image.c has Resize,
- * Upsample and GridSample. Each is an imp_convert_fn. */
+ * Upsample and GridSample; onnx_convert_quant.c the quantization ops
+ * (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul,
+ * QLinearConv). Each is an imp_convert_fn. */
 #ifndef KILN_FRONTEND_ONNX_CONVERT_H
 #define KILN_FRONTEND_ONNX_CONVERT_H
 
@@ -70,6 +72,12 @@ KILN_CVT(cvt_depth_space);
 /* onnx_convert_image.c: resizing and sampling */
 KILN_CVT(cvt_resize);
 KILN_CVT(cvt_grid_sample);
+/* onnx_convert_quant.c: quantization */
+KILN_CVT(cvt_quantize_linear);
+KILN_CVT(cvt_dequantize_linear);
+KILN_CVT(cvt_dynamic_quantize_linear);
+KILN_CVT(cvt_qlinear_matmul);
+KILN_CVT(cvt_qlinear_conv);
 #undef KILN_CVT
 
 /* onnx_convert_conv.c, for MatMulInteger too: an int8 or uint8 input x as
@@ -77,5 +85,10 @@ KILN_CVT(cvt_grid_sample);
  * 1-D one of per elements, reshaped to [per, 1, ...] of rank zrank. */
 KILN_HIDDEN int cvt_int_minus_zero(imp *I, const Onnx__NodeProto *n, int x, int z, int64_t per,
                                    int zrank);
+/* onnx_convert_conv.c, for QLinearConv too: Conv of x by w (+ the bias b
+ * if >= 0) with node n's window and group. */
+KILN_HIDDEN int cvt_conv_of(imp *I, const Onnx__NodeProto *n, int x, int w, int b);
+/* onnx_convert_nn.c, for QLinearMatMul too: ONNX MatMul of a and b. */
+KILN_HIDDEN int cvt_matmul_of(imp *I, const Onnx__NodeProto *n, int a, int b);
 
 #endif

@@ -220,8 +220,8 @@ static int biased(imp *I, const Onnx__NodeProto *n, int y, int b, int nsp) {
 
 /* ---- convolutions ----------------------------------------------------------------- */
 
-/* Conv of x by w (+ the bias b if >= 0) with node n's window and group. */
-static int conv_of(imp *I, const Onnx__NodeProto *n, int x, int w, int b) {
+/* (onnx_convert.h) Conv of x by w (+ the bias b if >= 0) with node n's window and group. */
+int cvt_conv_of(imp *I, const Onnx__NodeProto *n, int x, int w, int b) {
     int64_t ksp[MAXSP], group;
     window win;
     if (weight_of(I, n, x, w, ksp) < 0 || window_of(I, n, imp_type(I, x), ksp, &win) < 0 ||
@@ -241,7 +241,7 @@ static int conv_of(imp *I, const Onnx__NodeProto *n, int x, int w, int b) {
 }
 
 int cvt_conv(imp *I, const Onnx__NodeProto *n, int *outs) {
-    return outs[0] = conv_of(I, n, imp_input(I, n, 0), imp_input(I, n, 1), imp_input(I, n, 2));
+    return outs[0] = cvt_conv_of(I, n, imp_input(I, n, 0), imp_input(I, n, 1), imp_input(I, n, 2));
 }
 
 /* (onnx_convert.h) Zero points per output channel of ConvInteger's weight,
@@ -281,7 +281,7 @@ int cvt_conv_integer(imp *I, const Onnx__NodeProto *n, int *outs) {
         return imp_fail(I, n, "the weight must have concrete dims");
     x = cvt_int_minus_zero(I, n, x, imp_input(I, n, 2), 1, 1);
     w = x < 0 ? -1 : cvt_int_minus_zero(I, n, w, imp_input(I, n, 3), wt->dims[0].v, wt->ndim);
-    return outs[0] = w < 0 ? -1 : conv_of(I, n, x, w, -1);
+    return outs[0] = w < 0 ? -1 : cvt_conv_of(I, n, x, w, -1);
 }
 
 /* ConvTranspose: nn.conv2d/3d_transpose (1-D as 2-D). The padding comes

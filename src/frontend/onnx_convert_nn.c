@@ -95,12 +95,9 @@ int cvt_layer_norm(imp *I, const Onnx__NodeProto *n, int *outs) {
     const gtensor_type *t = imp_type(I, x);
     if (!t)
         return imp_fail(I, n, "the input has no tensor type");
-    int64_t axis = imp_attr_int(I, n, "axis", -1);
-    if (axis < -t->ndim || axis >= t->ndim)
-        return imp_fail(I, n, "attribute 'axis' = %lld is out of range for a %d-D input",
-                        (long long)axis, t->ndim);
-    if (axis < 0)
-        axis += t->ndim;
+    int64_t axis;
+    if (cvt_axis_attr(I, n, -1, t->ndim, &axis) < 0)
+        return -1;
     double eps = imp_attr_float(I, n, "epsilon", 1e-5f);
     for (int i = 0; i < 3; i++)
         in[i] = imp_input(I, n, i);
@@ -339,10 +336,10 @@ int cvt_gemm(imp *I, const Onnx__NodeProto *n, int *outs) {
     return outs[0] = cs < 0 ? -1 : imp_call(I, n, "add", 2, in, NULL);
 }
 
-/* MatMul of a and b: nn.dense for a constant 2-D right side, else
+/* (onnx_convert.h) MatMul of a and b: nn.dense for a constant 2-D right side, else
  * nn.batch_matmul; a 1-D operand gets a unit dim that is dropped from the
  * result (numpy). */
-static int matmul_of(imp *I, const Onnx__NodeProto *n, int a, int b) {
+int cvt_matmul_of(imp *I, const Onnx__NodeProto *n, int a, int b) {
     const gtensor_type *at = imp_type(I, a), *bt = imp_type(I, b);
     if (!at || !bt || at->ndim < 1 || bt->ndim < 1)
         return imp_fail(I, n, "both inputs need a tensor type of rank >= 1");
@@ -371,7 +368,7 @@ static int matmul_of(imp *I, const Onnx__NodeProto *n, int a, int b) {
 }
 
 int cvt_matmul(imp *I, const Onnx__NodeProto *n, int *outs) {
-    return outs[0] = matmul_of(I, n, imp_input(I, n, 0), imp_input(I, n, 1));
+    return outs[0] = cvt_matmul_of(I, n, imp_input(I, n, 0), imp_input(I, n, 1));
 }
 
 /* MatMulInteger: the int32 product of A - a_zero_point (one, or one per
@@ -385,7 +382,7 @@ int cvt_matmul_integer(imp *I, const Onnx__NodeProto *n, int *outs) {
     gdim cols = bt->ndim > 1 ? bt->dims[bt->ndim - 1] : (gdim){1, NULL};
     a = cvt_int_minus_zero(I, n, a, imp_input(I, n, 2), rows.sym ? 1 : rows.v, 2);
     b = a < 0 ? -1 : cvt_int_minus_zero(I, n, b, imp_input(I, n, 3), cols.sym ? 1 : cols.v, 1);
-    return outs[0] = b < 0 ? -1 : matmul_of(I, n, a, b);
+    return outs[0] = b < 0 ? -1 : cvt_matmul_of(I, n, a, b);
 }
 
 int cvt_softmax(imp *I, const Onnx__NodeProto *n, int *outs) {
@@ -396,12 +393,9 @@ int cvt_softmax(imp *I, const Onnx__NodeProto *n, int *outs) {
                                                        : "nn.softmax";
     if (!t)
         return imp_fail(I, n, "the input has no tensor type");
-    int64_t axis = imp_attr_int(I, n, "axis", I->opset < 13 ? 1 : -1);
-    if (axis < -t->ndim || axis >= t->ndim)
-        return imp_fail(I, n, "attribute 'axis' = %lld is out of range for a %d-D input",
-                        (long long)axis, t->ndim);
-    if (axis < 0)
-        axis += t->ndim;
+    int64_t axis;
+    if (cvt_axis_attr(I, n, I->opset < 13 ? 1 : -1, t->ndim, &axis) < 0)
+        return -1;
     char attrs[32];
     if (I->opset >= 13 || axis == t->ndim - 1) {
         snprintf(attrs, sizeof attrs, "axis=%lld", (long long)axis);
@@ -455,12 +449,9 @@ int cvt_split(imp *I, const Onnx__NodeProto *n, int *outs) {
     const gtensor_type *t = imp_type(I, x);
     if (!t)
         return imp_fail(I, n, "the input has no tensor type");
-    int64_t axis = imp_attr_int(I, n, "axis", 0), parts[64];
-    if (axis < -t->ndim || axis >= t->ndim)
-        return imp_fail(I, n, "attribute 'axis' = %lld is out of range for a %d-D input",
-                        (long long)axis, t->ndim);
-    if (axis < 0)
-        axis += t->ndim;
+    int64_t axis, parts[64];
+    if (cvt_axis_attr(I, n, 0, t->ndim, &axis) < 0)
+        return -1;
     int np;
     if (I->opset < 13) {
         np = imp_attr_ints(I, n, "split", parts, 64);

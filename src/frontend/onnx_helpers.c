@@ -487,6 +487,16 @@ int cvt_cast_to(imp *I, const Onnx__NodeProto *n, int x, kiln_dtype dt) {
     return imp_call(I, n, "cast", 1, &x, attrs);
 }
 
+int cvt_axis_attr(imp *I, const Onnx__NodeProto *n, int64_t def, int ndim, int64_t *axis) {
+    *axis = imp_attr_int(I, n, "axis", def);
+    if (*axis < -ndim || *axis >= ndim)
+        return imp_fail(I, n, "attribute 'axis' = %lld is out of range for a %d-D input",
+                        (long long)*axis, ndim);
+    if (*axis < 0)
+        *axis += ndim;
+    return 0;
+}
+
 int cvt_reshape_to(imp *I, const Onnx__NodeProto *n, int x, int nd, const int64_t *dims) {
     if (x < 0)
         return -1;

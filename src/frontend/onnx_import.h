@@ -180,6 +180,11 @@ KILN_HIDDEN int cvt_const_ints(imp *I, const Onnx__NodeProto *n, int i, int64_t 
  * (tuple-gets named after them): 0, or -1 with imp_fail's error (also if
  * id is -1). */
 KILN_HIDDEN int cvt_tuple_outputs(imp *I, const Onnx__NodeProto *n, int id, int *outs);
+/* The node's attribute 'axis' (def if absent) of a rank-ndim input, from
+ * -ndim to ndim - 1, normalized to 0 .. ndim - 1 into *axis; -1 with an
+ * error giving the value and rank if it is out of range. */
+KILN_HIDDEN int cvt_axis_attr(imp *I, const Onnx__NodeProto *n, int64_t def, int ndim,
+                              int64_t *axis);
 /* Append ", name=[v0, v1, ...]" (no comma first) to an attribute string. */
 KILN_HIDDEN void cvt_ints_attr(kstr *a, const char *name, int k, const int64_t *v);
 

@@ -29,8 +29,8 @@
  * Anything else (attributes turned into other attributes or inputs,
  * several kiln ops, inputs that must be constant) is a converter function
  * (imp_convert_fn, declared in onnx_convert.h, in onnx_convert.c,
- * onnx_convert_nn.c, onnx_convert_conv.c, onnx_convert_index.c or
- * onnx_convert_image.c by family) named in the fourth field, with NULL for
+ * onnx_convert_nn.c, onnx_convert_conv.c, onnx_convert_index.c,
+ * onnx_convert_image.c or onnx_convert_quant.c by family) named in the fourth field, with NULL for
  * the kiln op:
  *
  *     {"Gemm", 7, NULL, cvt_gemm, IO(2, 3, 1, 1), "alpha:FLOAT, beta:FLOAT, ..."},
@@ -234,6 +234,14 @@ static const imp_converter g_table[] = {
     {"Resize", 13, NULL, cvt_resize, IO(1, 4, 1, 1), RESIZE_ATTRS},
     {"GridSample", 16, NULL, cvt_grid_sample, BINARY,
      "align_corners:INT, mode:STRING, padding_mode:STRING"},
+    /* quantization (onnx_convert_quant.c) */
+    {"QuantizeLinear", 10, NULL, cvt_quantize_linear, IO(2, 3, 1, 1), NULL},
+    {"QuantizeLinear", 13, NULL, cvt_quantize_linear, IO(2, 3, 1, 1), "axis:INT"},
+    {"DequantizeLinear", 10, NULL, cvt_dequantize_linear, IO(2, 3, 1, 1), NULL},
+    {"DequantizeLinear", 13, NULL, cvt_dequantize_linear, IO(2, 3, 1, 1), "axis:INT"},
+    {"DynamicQuantizeLinear", 11, NULL, cvt_dynamic_quantize_linear, IO(1, 1, 3, 3), NULL},
+    {"QLinearMatMul", 10, NULL, cvt_qlinear_matmul, IO(8, 8, 1, 1), NULL},
+    {"QLinearConv", 10, NULL, cvt_qlinear_conv, IO(8, 9, 1, 1), CONV_ATTRS},
 };
 
 #define NROWS (sizeof g_table / sizeof g_table[0])

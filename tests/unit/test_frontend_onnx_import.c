@@ -314,10 +314,6 @@ static void test_vit_shape_subgraphs(void) {
  * written to a file of the test's tmp folder; returns its path. */
 static const char *window_model(const char *op, const char *auto_pad, int nints,
                                 const char *const *names, const int64_t (*vals)[2]) {
-    Onnx__OperatorSetIdProto opset = ONNX__OPERATOR_SET_ID_PROTO__INIT, *ops[1] = {&opset};
-    opset.domain = "";
-    opset.has_version = 1;
-    opset.version = 13;
     int conv = !strcmp(op, "Conv");
     Onnx__AttributeProto at[5], *ats[5];
     size_t nat = 0;
@@ -343,7 +339,7 @@ static const char *window_model(const char *op, const char *auto_pad, int nints,
         ats[nat] = &at[nat];
         nat++;
     }
-    Onnx__NodeProto node = ONNX__NODE_PROTO__INIT, *nodes[1] = {&node};
+    Onnx__NodeProto node = ONNX__NODE_PROTO__INIT;
     char *in[2] = {"x", "w"}, *out[1] = {"y"};
     node.name = "win";
     node.op_type = (char *)op;
@@ -389,34 +385,7 @@ static const char *window_model(const char *op, const char *auto_pad, int nints,
     w.dims = wd;
     w.n_float_data = 9;
     w.float_data = wdata;
-    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
-    g.name = "g";
-    g.n_node = 1;
-    g.node = nodes;
-    g.n_initializer = conv ? 1 : 0;
-    g.initializer = inits;
-    g.n_input = 1;
-    g.input = inputs;
-    g.n_output = 1;
-    g.output = outs;
-    Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
-    mp.has_ir_version = 1;
-    mp.ir_version = 8;
-    mp.n_opset_import = 1;
-    mp.opset_import = ops;
-    mp.graph = &g;
-    size_t len = protobuf_c_message_get_packed_size(&mp.base);
-    uint8_t *buf = malloc(len + 1);
-    protobuf_c_message_pack(&mp.base, buf);
-    const char *path = test_tmp_path("window.onnx");
-    FILE *f = fopen(path, "wb");
-    CHECK(f != NULL);
-    if (f) {
-        fwrite(buf, 1, len, f);
-        fclose(f);
-    }
-    free(buf);
-    return path;
+    return ou_write_model(13, &node, conv ? 1 : 0, inits, 1, inputs, 1, outs, "window.onnx");
 }
 
 /* A Conv or Pool window with a stride, dilation or kernel size below 1 is

@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "frontend/onnx_load.h"
+#include "onnx_util.h"
 
 static const char *testdata(void) {
     const char *d = getenv("KILN_ONNX_TESTDATA");
@@ -316,11 +317,7 @@ static void test_all_node_tests(void) {
 
 /* A model "y = Identity(w)" with initializers `inits`; packed, malloc'd. */
 static uint8_t *build_model(size_t ninit, Onnx__TensorProto **inits, size_t *len) {
-    Onnx__OperatorSetIdProto op = ONNX__OPERATOR_SET_ID_PROTO__INIT, *ops[1] = {&op};
-    op.domain = "";
-    op.has_version = 1;
-    op.version = 13;
-    Onnx__NodeProto node = ONNX__NODE_PROTO__INIT, *nodes[1] = {&node};
+    Onnx__NodeProto node = ONNX__NODE_PROTO__INIT;
     char *in[1] = {"w"}, *out[1] = {"y"};
     node.op_type = "Identity";
     node.n_input = 1;
@@ -329,21 +326,7 @@ static uint8_t *build_model(size_t ninit, Onnx__TensorProto **inits, size_t *len
     node.output = out;
     Onnx__ValueInfoProto yv = ONNX__VALUE_INFO_PROTO__INIT, *outs[1] = {&yv};
     yv.name = "y";
-    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
-    g.name = "g";
-    g.n_node = 1;
-    g.node = nodes;
-    g.n_initializer = ninit;
-    g.initializer = inits;
-    g.n_output = 1;
-    g.output = outs;
-    Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
-    mp.has_ir_version = 1;
-    mp.ir_version = 8;
-    mp.n_opset_import = 1;
-    mp.opset_import = ops;
-    mp.graph = &g;
-    return pack(&mp.base, len);
+    return ou_pack_model(13, &node, ninit, inits, 0, NULL, 1, outs, len);
 }
 
 static void tensor_init(Onnx__TensorProto *t, const char *name, int dtype, size_t ndims,
