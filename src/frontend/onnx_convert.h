@@ -4,7 +4,8 @@
  * losses, matmul and layout; onnx_convert_conv.c convolutions and pooling;
  * onnx_convert_index.c has the indexing ops (gather, scatter, TopK, ...)
  * and Tile, DepthToSpace and SpaceToDepth; onnx_convert_image.c has Resize,
- * Upsample and GridSample. Each is an imp_convert_fn. */
+ * Upsample and GridSample; onnx_convert_rnn.c has RNN, GRU and LSTM
+ * (unrolled over the time steps) and Einsum. Each is an imp_convert_fn. */
 #ifndef KILN_FRONTEND_ONNX_CONVERT_H
 #define KILN_FRONTEND_ONNX_CONVERT_H
 
@@ -70,6 +71,9 @@ KILN_CVT(cvt_depth_space);
 /* onnx_convert_image.c: resizing and sampling */
 KILN_CVT(cvt_resize);
 KILN_CVT(cvt_grid_sample);
+/* onnx_convert_rnn.c: recurrent networks and Einsum */
+KILN_CVT(cvt_rnn);
+KILN_CVT(cvt_einsum);
 #undef KILN_CVT
 
 /* onnx_convert_conv.c, for MatMulInteger too: an int8 or uint8 input x as
@@ -77,5 +81,12 @@ KILN_CVT(cvt_grid_sample);
  * 1-D one of per elements, reshaped to [per, 1, ...] of rank zrank. */
 KILN_HIDDEN int cvt_int_minus_zero(imp *I, const Onnx__NodeProto *n, int x, int z, int64_t per,
                                    int zrank);
+
+/* onnx_convert.c, for the recurrent converters too: clip(alpha*x + beta,
+ * 0, 1); the constant scalar (node id) broadcast to dims[nd]. */
+KILN_HIDDEN int cvt_hard_sigmoid_of(imp *I, const Onnx__NodeProto *n, int x, double alpha,
+                                    double beta);
+KILN_HIDDEN int cvt_filled(imp *I, const Onnx__NodeProto *n, int scalar, int nd,
+                           const int64_t *dims);
 
 #endif
