@@ -26,6 +26,14 @@
 
 #define RNN_MAX_STEPS 4096
 
+/* Return -1 when a call fails: a converter must stop at its first failed
+ * call, as a later call that succeeds clears the error. */
+#define TRY(id)                                                                                    \
+    do {                                                                                           \
+        if ((id) < 0)                                                                              \
+            return -1;                                                                             \
+    } while (0)
+
 /* ---- activations --------------------------------------------------------------- */
 
 /* ONNX's activation functions of recurrent nets: name, kiln op (NULL:
@@ -188,51 +196,51 @@ typedef struct {
 static int dir_weights(imp *I, const Onnx__NodeProto *n, const rnn_cfg *c, int d, int x2d,
                        const int *in, rnn_dir *w) {
     int64_t G = c->gates * c->H;
-    int wd = dir_slice(I, n, in[1], d, G, c->In), rd = dir_slice(I, n, in[2], d, G, c->H);
+    int wd, rd, xw;
+    TRY(wd = dir_slice(I, n, in[1], d, G, c->In));
+    TRY(rd = dir_slice(I, n, in[2], d, G, c->H));
     int dense_in[2] = {x2d, wd};
-    int xw = wd < 0 ? -1 : imp_call(I, n, "nn.dense", 2, dense_in, NULL);
+    TRY(xw = imp_call(I, n, "nn.dense", 2, dense_in, NULL));
     w->rbh = -1;
     if (in[3] >= 0) {
-        int b = dir_slice(I, n, in[3], d, 2 * G, 0);
-        int wb = slice_axis(I, n, b, 0, 0, G), rb = slice_axis(I, n, b, 0, G, 2 * G);
+        int b, wb, rb;
+        TRY(b = dir_slice(I, n, in[3], d, 2 * G, 0));
+        TRY(wb = slice_axis(I, n, b, 0, 0, G));
+        TRY(rb = slice_axis(I, n, b, 0, G, 2 * G));
         if (c->kind == K_GRU && c->lbr) {
             /* Rb of gate h stays with the recurrent term */
-            w->rbh = slice_axis(I, n, rb, 0, 2 * c->H, G);
-            int zeros = cvt_filled(I, n, cvt_float_const_like(I, n, rb, 0), 1, &c->H);
-            int parts[2] = {slice_axis(I, n, rb, 0, 0, 2 * c->H), zeros};
-            rb = parts[0] < 0 || zeros < 0 ? -1 : imp_call(I, n, "concatenate", 2, parts, "axis=0");
+            int parts[2];
+            TRY(w->rbh = slice_axis(I, n, rb, 0, 2 * c->H, G));
+            TRY(parts[0] = slice_axis(I, n, rb, 0, 0, 2 * c->H));
+            TRY(parts[1] = cvt_filled(I, n, cvt_float_const_like(I, n, rb, 0), 1, &c->H));
+            TRY(rb = imp_call(I, n, "concatenate", 2, parts, "axis=0"));
         }
-        xw = add_of(I, n, xw, add_of(I, n, wb, rb));
+        TRY(xw = add_of(I, n, xw, add_of(I, n, wb, rb)));
     }
     int64_t dims[3] = {c->S, c->B, G};
-    w->xw = cvt_reshape_to(I, n, xw, 3, dims);
+    TRY(w->xw = cvt_reshape_to(I, n, xw, 3, dims));
     w->r = rd;
     w->rh = -1;
     if (c->kind == K_GRU && !c->lbr) {
-        w->r = slice_axis(I, n, rd, 0, 0, 2 * c->H);
-        w->rh = slice_axis(I, n, rd, 0, 2 * c->H, G);
+        TRY(w->r = slice_axis(I, n, rd, 0, 0, 2 * c->H));
+        TRY(w->rh = slice_axis(I, n, rd, 0, 2 * c->H, G));
     }
     for (int k = 0; k < 3; k++)
         w->p[k] = -1;
     if (c->kind == K_LSTM && in[7] >= 0) {
-        int p = dir_slice(I, n, in[7], d, 3 * c->H, 0);
+        int p;
+        TRY(p = dir_slice(I, n, in[7], d, 3 * c->H, 0));
         for (int k = 0; k < 3; k++)
-            if ((w->p[k] = slice_axis(I, n, p, 0, k * c->H, (k + 1) * c->H)) < 0)
-                return -1;
+            TRY(w->p[k] = slice_axis(I, n, p, 0, k * c->H, (k + 1) * c->H));
     }
     int64_t bh[2] = {c->B, c->H};
-    for (int k = 0; k < 2; k++) {
+    w->c0 = -1;
+    for (int k = 0; k < (c->kind == K_LSTM ? 2 : 1); k++) {
         int init = in[5 + k], *dst = k ? &w->c0 : &w->h0;
-        if (k && c->kind != K_LSTM) {
-            *dst = -1;
-            continue;
-        }
-        *dst = init >= 0 ? dir_slice(I, n, init, d, c->B, c->H)
-                         : cvt_filled(I, n, cvt_float_const_like(I, n, in[0], 0), 2, bh);
-        if (*dst < 0)
-            return -1;
+        TRY(*dst = init >= 0 ? dir_slice(I, n, init, d, c->B, c->H)
+                             : cvt_filled(I, n, cvt_float_const_like(I, n, in[0], 0), 2, bh));
     }
-    return w->xw < 0 || w->r < 0 ? -1 : 0;
+    return 0;
 }
 
 static int dense2(imp *I, const Onnx__NodeProto *n, int x, int w) {
@@ -240,51 +248,57 @@ static int dense2(imp *I, const Onnx__NodeProto *n, int x, int w) {
     return x < 0 || w < 0 ? -1 : imp_call(I, n, "nn.dense", 2, in, NULL);
 }
 
+/* The pre-activation of gate g: xt's and hr's slices summed. */
+static int gate_pre(imp *I, const Onnx__NodeProto *n, const rnn_cfg *c, int xt, int hr, int g) {
+    int a;
+    TRY(a = gate(I, n, c, xt, g));
+    return add_of(I, n, a, gate(I, n, c, hr, g));
+}
+
 /* One step of direction d: the new h (and c) from the step's xw row xt
  * [B, gates*H] and the state h, c. */
 static int step(imp *I, const Onnx__NodeProto *n, const rnn_cfg *c, int d, const rnn_dir *w, int xt,
                 int h, int cst, int *h_new, int *c_new) {
-    int hr = dense2(I, n, h, w->r);
-    int one = cvt_float_const_like(I, n, xt, 1);
-    if (c->kind == K_RNN) {
-        *h_new = activate(I, n, c, d, 0, add_of(I, n, xt, hr));
-        return *h_new;
-    }
+    int hr, one;
+    TRY(hr = dense2(I, n, h, w->r));
+    TRY(one = cvt_float_const_like(I, n, xt, 1));
+    if (c->kind == K_RNN)
+        return *h_new = activate(I, n, c, d, 0, add_of(I, n, xt, hr));
     if (c->kind == K_GRU) {
-        int z = activate(I, n, c, d, 0, add_of(I, n, gate(I, n, c, xt, 0), gate(I, n, c, hr, 0)));
-        int r = activate(I, n, c, d, 0, add_of(I, n, gate(I, n, c, xt, 1), gate(I, n, c, hr, 1)));
-        int rec;
+        int z, r, rec, ht, keep, not_z;
+        TRY(z = activate(I, n, c, d, 0, gate_pre(I, n, c, xt, hr, 0)));
+        TRY(r = activate(I, n, c, d, 0, gate_pre(I, n, c, xt, hr, 1)));
         if (c->lbr) {
-            int hh = gate(I, n, c, hr, 2);
+            TRY(rec = gate(I, n, c, hr, 2));
             if (w->rbh >= 0)
-                hh = add_of(I, n, hh, w->rbh);
-            rec = mul_of(I, n, r, hh);
+                TRY(rec = add_of(I, n, rec, w->rbh));
+            TRY(rec = mul_of(I, n, r, rec));
         } else {
-            rec = dense2(I, n, mul_of(I, n, r, h), w->rh);
+            TRY(rec = dense2(I, n, mul_of(I, n, r, h), w->rh));
         }
-        int ht = activate(I, n, c, d, 1, add_of(I, n, gate(I, n, c, xt, 2), rec));
-        int keep = mul_of(I, n, z, h);
-        *h_new = add_of(I, n, mul_of(I, n, cvt_binary_of(I, n, "subtract", one, z), ht), keep);
-        return *h_new;
+        TRY(ht = activate(I, n, c, d, 1, add_of(I, n, gate(I, n, c, xt, 2), rec)));
+        TRY(keep = mul_of(I, n, z, h));
+        TRY(not_z = cvt_binary_of(I, n, "subtract", one, z));
+        return *h_new = add_of(I, n, mul_of(I, n, not_z, ht), keep);
     }
     /* LSTM: gates i, o, f, c; peepholes i, o, f */
-    int pre[4];
+    int pre[4], it, ft, ct, kept, ot;
     for (int g = 0; g < 4; g++)
-        pre[g] = add_of(I, n, gate(I, n, c, xt, g), gate(I, n, c, hr, g));
+        TRY(pre[g] = gate_pre(I, n, c, xt, hr, g));
     if (w->p[0] >= 0) {
-        pre[0] = add_of(I, n, pre[0], mul_of(I, n, w->p[0], cst));
-        pre[2] = add_of(I, n, pre[2], mul_of(I, n, w->p[2], cst));
+        TRY(pre[0] = add_of(I, n, pre[0], mul_of(I, n, w->p[0], cst)));
+        TRY(pre[2] = add_of(I, n, pre[2], mul_of(I, n, w->p[2], cst)));
     }
-    int it = activate(I, n, c, d, 0, pre[0]);
-    int ft = c->input_forget ? cvt_binary_of(I, n, "subtract", one, it)
-                             : activate(I, n, c, d, 0, pre[2]);
-    int ct = activate(I, n, c, d, 1, pre[3]);
-    *c_new = add_of(I, n, mul_of(I, n, ft, cst), mul_of(I, n, it, ct));
+    TRY(it = activate(I, n, c, d, 0, pre[0]));
+    TRY(ft = c->input_forget ? cvt_binary_of(I, n, "subtract", one, it)
+                             : activate(I, n, c, d, 0, pre[2]));
+    TRY(ct = activate(I, n, c, d, 1, pre[3]));
+    TRY(kept = mul_of(I, n, ft, cst));
+    TRY(*c_new = add_of(I, n, kept, mul_of(I, n, it, ct)));
     if (w->p[1] >= 0)
-        pre[1] = add_of(I, n, pre[1], mul_of(I, n, w->p[1], *c_new));
-    int ot = activate(I, n, c, d, 0, pre[1]);
-    *h_new = mul_of(I, n, ot, activate(I, n, c, d, 2, *c_new));
-    return *h_new < 0 || *c_new < 0 ? -1 : 0;
+        TRY(pre[1] = add_of(I, n, pre[1], mul_of(I, n, w->p[1], *c_new)));
+    TRY(ot = activate(I, n, c, d, 0, pre[1]));
+    return *h_new = mul_of(I, n, ot, activate(I, n, c, d, 2, *c_new));
 }
 
 /* where(mask, a, b). */
@@ -293,66 +307,73 @@ static int select3(imp *I, const Onnx__NodeProto *n, int mask, int a, int b) {
     return mask < 0 || a < 0 || b < 0 ? -1 : imp_call(I, n, "where", 3, in, NULL);
 }
 
-/* Unroll direction d over the steps: Y's [S, 1, B, H] part (if y), the
- * last h and c as [1, B, H]. x2d is X as [S*B, In] (reversed per entry
- * when the direction is reverse with lengths). */
+/* The steps of direction d from the state *h, *cs (left the last state):
+ * ys[t] (when ys) is step t's Y as [1, 1, B, H]. lens is sequence_lens as
+ * int64 [B, 1] (or -1), zero a 0 of X's dtype. */
+static int unroll(imp *I, const Onnx__NodeProto *n, const rnn_cfg *c, int d, int reverse,
+                  const rnn_dir *w, int lens, int zero, int *ys, int *h, int *cs) {
+    int64_t bg[2] = {c->B, c->gates * c->H}, y4[4] = {1, 1, c->B, c->H};
+    for (int64_t s = 0; s < c->S; s++) {
+        /* without lengths the reverse direction walks the time axis back */
+        int64_t t = reverse && lens < 0 ? c->S - 1 - s : s;
+        int xt, hn = -1, cn = -1, yt;
+        TRY(xt = cvt_reshape_to(I, n, slice_axis(I, n, w->xw, 0, t, t + 1), 2, bg));
+        TRY(step(I, n, c, d, w, xt, *h, *cs, &hn, &cn));
+        yt = hn;
+        if (lens >= 0) {
+            /* past its length an entry keeps its state and outputs 0 */
+            int live;
+            TRY(live = cvt_binary_of(I, n, "less", imp_scalar_const(I, n, KILN_INT64, (double)s),
+                                     lens));
+            TRY(yt = select3(I, n, live, hn, zero));
+            TRY(hn = select3(I, n, live, hn, *h));
+            if (c->kind == K_LSTM)
+                TRY(cn = select3(I, n, live, cn, *cs));
+        }
+        *h = hn;
+        *cs = cn;
+        if (ys)
+            TRY(ys[t] = cvt_reshape_to(I, n, yt, 4, y4));
+    }
+    return 0;
+}
+
+/* Direction d: Y's [S, 1, B, H] part (if y), the last h and c as
+ * [1, B, H]. x2d is X as [S*B, In] (reversed per entry when the direction
+ * is reverse with lengths). */
 static int run_dir(imp *I, const Onnx__NodeProto *n, const rnn_cfg *c, int d, int reverse, int x2d,
                    const int *in, int *y, int *h_last, int *c_last) {
     rnn_dir w;
-    if (dir_weights(I, n, c, d, x2d, in, &w) < 0)
-        return -1;
-    int lens = in[4], h = w.h0, cs = w.c0, zero = -1;
-    if (lens >= 0) {
+    TRY(dir_weights(I, n, c, d, x2d, in, &w));
+    int lens = -1, h = w.h0, cs = w.c0, zero = -1;
+    if (in[4] >= 0) {
         int64_t b1[2] = {c->B, 1};
-        lens = cvt_cast_to(I, n, cvt_reshape_to(I, n, lens, 2, b1), KILN_INT64);
-        zero = cvt_float_const_like(I, n, in[0], 0);
+        TRY(lens = cvt_cast_to(I, n, cvt_reshape_to(I, n, in[4], 2, b1), KILN_INT64));
+        TRY(zero = cvt_float_const_like(I, n, in[0], 0));
     }
-    int *ys = calloc((size_t)c->S, sizeof *ys);
-    if (!ys)
+    int *ys = y ? calloc((size_t)c->S, sizeof *ys) : NULL;
+    if (y && !ys)
         return imp_fail(I, n, "out of memory");
-    int64_t bg[2] = {c->B, c->gates * c->H}, y4[4] = {1, 1, c->B, c->H};
-    int rc = 0;
-    for (int64_t s = 0; s < c->S && rc >= 0; s++) {
-        /* without lengths the reverse direction walks the time axis back */
-        int64_t t = reverse && lens < 0 ? c->S - 1 - s : s;
-        int xt = cvt_reshape_to(I, n, slice_axis(I, n, w.xw, 0, t, t + 1), 2, bg);
-        int hn = -1, cn = -1;
-        if (step(I, n, c, d, &w, xt, h, cs, &hn, &cn) < 0) {
-            rc = -1;
-            break;
-        }
-        int yt = hn;
-        if (lens >= 0) {
-            int live =
-                cvt_binary_of(I, n, "less", imp_scalar_const(I, n, KILN_INT64, (double)s), lens);
-            yt = select3(I, n, live, hn, zero);
-            hn = select3(I, n, live, hn, h);
-            if (c->kind == K_LSTM)
-                cn = select3(I, n, live, cn, cs);
-        }
-        h = hn;
-        cs = cn;
-        ys[t] = y ? cvt_reshape_to(I, n, yt, 4, y4) : 0;
-        if (h < 0 || ys[t] < 0)
-            rc = -1;
-    }
-    if (rc >= 0 && y) {
-        *y = c->S > 0 ? imp_call(I, n, "concatenate", (int)c->S, ys, "axis=0") : -1;
-        if (*y >= 0 && reverse && lens >= 0) {
-            int64_t sbh[3] = {c->S, c->B, c->H}, s1bh[4] = {c->S, 1, c->B, c->H};
-            int rin[2] = {cvt_reshape_to(I, n, *y, 3, sbh), in[4]};
-            int r = rin[0] < 0
-                        ? -1
-                        : imp_call(I, n, "reverse_sequence", 2, rin, "batch_axis=1, time_axis=0");
-            *y = cvt_reshape_to(I, n, r, 4, s1bh);
-        }
-        rc = *y < 0 ? -1 : 0;
-    }
+    int rc = unroll(I, n, c, d, reverse, &w, lens, zero, ys, &h, &cs);
+    if (rc >= 0 && y)
+        rc = *y = imp_call(I, n, "concatenate", (int)c->S, ys, "axis=0");
     free(ys);
+    TRY(rc);
+    if (y && reverse && lens >= 0) {
+        /* back in time order: each entry's first length steps reversed */
+        int64_t sbh[3] = {c->S, c->B, c->H}, s1bh[4] = {c->S, 1, c->B, c->H};
+        int rin[2] = {-1, in[4]};
+        TRY(rin[0] = cvt_reshape_to(I, n, *y, 3, sbh));
+        TRY(*y = cvt_reshape_to(
+                I, n, imp_call(I, n, "reverse_sequence", 2, rin, "batch_axis=1, time_axis=0"), 4,
+                s1bh));
+    }
     int64_t one_bh[3] = {1, c->B, c->H};
-    *h_last = rc < 0 ? -1 : cvt_reshape_to(I, n, h, 3, one_bh);
-    *c_last = rc < 0 || c->kind != K_LSTM ? -1 : cvt_reshape_to(I, n, cs, 3, one_bh);
-    return rc < 0 || *h_last < 0 ? -1 : 0;
+    *c_last = -1;
+    TRY(*h_last = cvt_reshape_to(I, n, h, 3, one_bh));
+    if (c->kind == K_LSTM)
+        TRY(*c_last = cvt_reshape_to(I, n, cs, 3, one_bh));
+    return 0;
 }
 
 /* Type of input i, which must be a tensor of rank nd with concrete dims
@@ -489,12 +510,11 @@ int cvt_rnn(imp *I, const Onnx__NodeProto *n, int *outs) {
         int reverse = reverse_only || d == 1, xd = x;
         if (reverse && in[4] >= 0) {
             int rin[2] = {x, in[4]};
-            xd = imp_call(I, n, "reverse_sequence", 2, rin, "batch_axis=1, time_axis=0");
+            TRY(xd = imp_call(I, n, "reverse_sequence", 2, rin, "batch_axis=1, time_axis=0"));
         }
         int64_t sb_in[2] = {c.S * c.B, c.In};
-        if (run_dir(I, n, &c, d, reverse, cvt_reshape_to(I, n, xd, 2, sb_in), in,
-                    want_y ? &ys[d] : NULL, &hs[d], &cs[d]) < 0)
-            return -1;
+        TRY(xd = cvt_reshape_to(I, n, xd, 2, sb_in));
+        TRY(run_dir(I, n, &c, d, reverse, xd, in, want_y ? &ys[d] : NULL, &hs[d], &cs[d]));
     }
     /* join the directions: Y [S, ndir, B, H], Y_h and Y_c [ndir, B, H] */
     int *parts[3] = {ys, hs, cs}, axis[3] = {1, 0, 0};
@@ -714,9 +734,10 @@ static int ein_contract(imp *I, const Onnx__NodeProto *n, ein_term *a, ein_term 
     if (ein_permute(I, n, a, pa) < 0 || ein_permute(I, n, b, pb) < 0)
         return -1;
     int64_t ad[3] = {sz[0], sz[1], sz[2]}, bd[3] = {sz[0], sz[2], sz[3]};
-    int in[2] = {cvt_reshape_to(I, n, a->id, 3, ad), cvt_reshape_to(I, n, b->id, 3, bd)};
-    int y = in[0] < 0 || in[1] < 0 ? -1 : imp_call(I, n, "nn.batch_matmul", 2, in, NULL);
-    r.id = cvt_reshape_to(I, n, y, r.nd, r.dim);
+    int in[2];
+    TRY(in[0] = cvt_reshape_to(I, n, a->id, 3, ad));
+    TRY(in[1] = cvt_reshape_to(I, n, b->id, 3, bd));
+    r.id = cvt_reshape_to(I, n, imp_call(I, n, "nn.batch_matmul", 2, in, NULL), r.nd, r.dim);
     *a = r;
     return r.id;
 }
@@ -859,3 +880,5 @@ int cvt_einsum(imp *I, const Onnx__NodeProto *n, int *outs) {
         return imp_fail(I, n, "internal: Einsum left %d indices for %d outputs", acc.nd, nout);
     return outs[0] = ein_permute(I, n, &acc, perm);
 }
+
+#undef TRY
