@@ -83,6 +83,18 @@ static inline void ou_expect_import_error(const char *path, int n, const char *c
     kiln_clear_error();
 }
 
+/* The same for tests/data/FOLDER/FILE.onnx (KILN_TEST_DATA), whose one
+ * node is named FILE: the error names it and its "OP, opset N" (op) and
+ * holds msg. */
+static inline void ou_expect_data_error(const char *folder, const char *file, const char *op,
+                                        const char *msg) {
+    char path[1024], node[256];
+    snprintf(path, sizeof path, "%s/%s/%s.onnx", getenv("KILN_TEST_DATA"), folder, file);
+    snprintf(node, sizeof node, ": node '%s' (%s): ", file, op);
+    const char *parts[2] = {node, msg};
+    ou_expect_import_error(path, 2, parts);
+}
+
 /* The same for the Debian node test `test` (in KILN_ONNX_TESTDATA; nothing
  * is checked when it is unset) and one message. */
 static inline void ou_expect_node_test_error(const char *test, const char *msg) {

@@ -165,15 +165,16 @@ int cvt_prelu(imp *I, const Onnx__NodeProto *n, int *outs) {
 }
 
 /* HardSigmoid: clip(alpha*x + beta, 0, 1). */
-static int hard_sigmoid(imp *I, const Onnx__NodeProto *n, int x, double alpha, double beta) {
+int cvt_hard_sigmoid_of(imp *I, const Onnx__NodeProto *n, int x, double alpha, double beta) {
     int ax = cvt_binary_of(I, n, "multiply", x, cvt_float_const_like(I, n, x, alpha));
     int axb = cvt_binary_of(I, n, "add", ax, cvt_float_const_like(I, n, x, beta));
     return axb < 0 ? -1 : imp_call(I, n, "clip", 1, &axb, "a_min=0, a_max=1");
 }
 
 int cvt_hard_sigmoid(imp *I, const Onnx__NodeProto *n, int *outs) {
-    return outs[0] = hard_sigmoid(I, n, imp_input(I, n, 0), imp_attr_float(I, n, "alpha", 0.2f),
-                                  imp_attr_float(I, n, "beta", 0.5f));
+    return outs[0] =
+               cvt_hard_sigmoid_of(I, n, imp_input(I, n, 0), imp_attr_float(I, n, "alpha", 0.2f),
+                                   imp_attr_float(I, n, "beta", 0.5f));
 }
 
 int cvt_cast(imp *I, const Onnx__NodeProto *n, int *outs) {
@@ -193,7 +194,7 @@ int cvt_cast_like(imp *I, const Onnx__NodeProto *n, int *outs) {
 }
 
 /* A constant broadcast to dims[nd] (folded unless it is large). */
-static int filled(imp *I, const Onnx__NodeProto *n, int scalar, int nd, const int64_t *dims) {
+int cvt_filled(imp *I, const Onnx__NodeProto *n, int scalar, int nd, const int64_t *dims) {
     kstr a;
     kstr_init(&a);
     cvt_ints_attr(&a, "shape", nd, dims);
@@ -249,7 +250,7 @@ int cvt_dropout(imp *I, const Onnx__NodeProto *n, int *outs) {
         int64_t dims[MAXD];
         for (int d = 0; d < t->ndim; d++)
             dims[d] = t->dims[d].v;
-        outs[1] = filled(I, n, imp_scalar_const(I, n, KILN_BOOL, 1), t->ndim, dims);
+        outs[1] = cvt_filled(I, n, imp_scalar_const(I, n, KILN_BOOL, 1), t->ndim, dims);
         return outs[1] < 0 ? -1 : 0;
     }
     if (ratio && !(cvt_get_d(ratio, 0) > 0 && cvt_get_d(ratio, 0) < 1))
@@ -403,7 +404,7 @@ int cvt_constant_of_shape(imp *I, const Onnx__NodeProto *n, int *outs) {
     }
     if (!v)
         return imp_fail(I, n, "%s", kiln_last_error());
-    return outs[0] = filled(I, n, imp_add_const(I, n->name, v), nd, dims);
+    return outs[0] = cvt_filled(I, n, imp_add_const(I, n->name, v), nd, dims);
 }
 
 /* Gather: the take op; constant indices are checked against the axis here. */
@@ -655,7 +656,7 @@ int cvt_expand(imp *I, const Onnx__NodeProto *n, int *outs) {
         return -1;
     if (same)
         return outs[0] = x;
-    return outs[0] = filled(I, n, x, nd, od);
+    return outs[0] = cvt_filled(I, n, x, nd, od);
 }
 
 /* Pad: ONNX pads [b0, b1, ..., e0, e1, ...] -> pad_width [b0, e0, b1, e1, ...]. */

@@ -6,7 +6,8 @@
  * and Tile, DepthToSpace and SpaceToDepth; onnx_convert_image.c has Resize,
  * Upsample and GridSample; onnx_convert_quant.c the quantization ops
  * (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul,
- * QLinearConv). Each is an imp_convert_fn. */
+ * QLinearConv); onnx_convert_rnn.c has RNN, GRU and LSTM (unrolled over the
+ * time steps) and Einsum. Each is an imp_convert_fn. */
 #ifndef KILN_FRONTEND_ONNX_CONVERT_H
 #define KILN_FRONTEND_ONNX_CONVERT_H
 
@@ -78,6 +79,9 @@ KILN_CVT(cvt_dequantize_linear);
 KILN_CVT(cvt_dynamic_quantize_linear);
 KILN_CVT(cvt_qlinear_matmul);
 KILN_CVT(cvt_qlinear_conv);
+/* onnx_convert_rnn.c: recurrent networks and Einsum */
+KILN_CVT(cvt_rnn);
+KILN_CVT(cvt_einsum);
 #undef KILN_CVT
 
 /* onnx_convert_conv.c, for MatMulInteger too: an int8 or uint8 input x as
@@ -90,5 +94,12 @@ KILN_HIDDEN int cvt_int_minus_zero(imp *I, const Onnx__NodeProto *n, int x, int 
 KILN_HIDDEN int cvt_conv_of(imp *I, const Onnx__NodeProto *n, int x, int w, int b);
 /* onnx_convert_nn.c, for QLinearMatMul too: ONNX MatMul of a and b. */
 KILN_HIDDEN int cvt_matmul_of(imp *I, const Onnx__NodeProto *n, int a, int b);
+
+/* onnx_convert.c, for the recurrent converters too: clip(alpha*x + beta,
+ * 0, 1); the constant scalar (node id) broadcast to dims[nd]. */
+KILN_HIDDEN int cvt_hard_sigmoid_of(imp *I, const Onnx__NodeProto *n, int x, double alpha,
+                                    double beta);
+KILN_HIDDEN int cvt_filled(imp *I, const Onnx__NodeProto *n, int scalar, int nd,
+                           const int64_t *dims);
 
 #endif

@@ -30,7 +30,8 @@
  * several kiln ops, inputs that must be constant) is a converter function
  * (imp_convert_fn, declared in onnx_convert.h, in onnx_convert.c,
  * onnx_convert_nn.c, onnx_convert_conv.c, onnx_convert_index.c,
- * onnx_convert_image.c or onnx_convert_quant.c by family) named in the fourth field, with NULL for
+ * onnx_convert_image.c, onnx_convert_quant.c or onnx_convert_rnn.c by
+ * family) named in the fourth field, with NULL for
  * the kiln op:
  *
  *     {"Gemm", 7, NULL, cvt_gemm, IO(2, 3, 1, 1), "alpha:FLOAT, beta:FLOAT, ..."},
@@ -55,6 +56,10 @@
 #define RESIZE_ATTRS                                                                               \
     "coordinate_transformation_mode:STRING, cubic_coeff_a:FLOAT, exclude_outside:INT, "            \
     "extrapolation_value:FLOAT, mode:STRING, nearest_mode:STRING"
+
+#define RNN_ATTRS                                                                                  \
+    "activation_alpha:FLOATS, activation_beta:FLOATS, activations:STRINGS, clip:FLOAT, "           \
+    "direction:STRING, hidden_size:INT"
 
 static const imp_converter g_table[] = {
     /* unary elementwise */
@@ -242,6 +247,14 @@ static const imp_converter g_table[] = {
     {"DynamicQuantizeLinear", 11, NULL, cvt_dynamic_quantize_linear, IO(1, 1, 3, 3), NULL},
     {"QLinearMatMul", 10, NULL, cvt_qlinear_matmul, IO(8, 8, 1, 1), NULL},
     {"QLinearConv", 10, NULL, cvt_qlinear_conv, IO(8, 9, 1, 1), CONV_ATTRS},
+    /* recurrent networks (unrolled) and Einsum (onnx_convert_rnn.c) */
+    {"RNN", 7, NULL, cvt_rnn, IO(3, 6, 0, 2), RNN_ATTRS},
+    {"RNN", 14, NULL, cvt_rnn, IO(3, 6, 0, 2), RNN_ATTRS ", layout:INT"},
+    {"GRU", 7, NULL, cvt_rnn, IO(3, 6, 0, 2), RNN_ATTRS ", linear_before_reset:INT"},
+    {"GRU", 14, NULL, cvt_rnn, IO(3, 6, 0, 2), RNN_ATTRS ", layout:INT, linear_before_reset:INT"},
+    {"LSTM", 7, NULL, cvt_rnn, IO(3, 8, 0, 3), RNN_ATTRS ", input_forget:INT"},
+    {"LSTM", 14, NULL, cvt_rnn, IO(3, 8, 0, 3), RNN_ATTRS ", input_forget:INT, layout:INT"},
+    {"Einsum", 12, NULL, cvt_einsum, IO(1, ANY, 1, 1), "equation:STRING!"},
 };
 
 #define NROWS (sizeof g_table / sizeof g_table[0])

@@ -265,14 +265,8 @@ static void test_onnx_errors(void) {
         {"bad_gridsample_5d", "GridSample, opset 16", "needs a 4-D input"},
         {"bad_gridsample_batch", "GridSample, opset 16", "the grid's batch is 2, the input's 1"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char path[1024], node[128];
-        snprintf(path, sizeof path, "%s/image_bad/%s.onnx", getenv("KILN_TEST_DATA"),
-                 cases[i].file);
-        snprintf(node, sizeof node, ": node '%s' (%s): ", cases[i].file, cases[i].op);
-        const char *parts[2] = {node, cases[i].msg};
-        ou_expect_import_error(path, 2, parts);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        ou_expect_data_error("image_bad", cases[i].file, cases[i].op, cases[i].msg);
     static const char *const good[] = {"good_resize_sizes", "good_upsample7"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         char path[1024];
