@@ -76,6 +76,7 @@ int imp_fail(imp *I, const Onnx__NodeProto *n, const char *fmt, ...) {
     kiln_set_error(KILN_ERR_INVALID, "%s: node '%s' (%s, opset %lld): %s", I->path,
                    n->name && *n->name ? n->name : "(unnamed)", n->op_type, (long long)I->opset,
                    msg);
+    I->failed = n;
     return -1;
 }
 
@@ -379,6 +380,10 @@ static int fold_if_constant(imp *I, const Onnx__NodeProto *n, int id) {
 
 int imp_call(imp *I, const Onnx__NodeProto *n, const char *op, int nin, const int *in,
              const char *attrs) {
+    /* after a failed step of this node, keep its error: a later call that
+       succeeded would clear it, and a -1 operand is that step's result */
+    if (I->failed == n)
+        return -1;
     for (int i = 0; i < nin; i++)
         if (in[i] < 0)
             return imp_fail(I, n, "a required input of %s is missing", op);
