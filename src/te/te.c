@@ -36,7 +36,7 @@ kiln_expr kiln_int(kiln_ctx *ctx, int64_t v) {
 kiln_expr kiln_const(kiln_ctx *ctx, kiln_dtype dt, double v) {
     if (!ctx)
         return NULL;
-    if ((unsigned)dt >= KILN_HANDLE) {
+    if (!kiln_dtype_is_data(dt)) {
         kiln_set_error(KILN_ERR_INVALID, "const: invalid dtype %d", (int)dt);
         return NULL;
     }
@@ -230,7 +230,7 @@ kiln_expr kiln_select(kiln_expr cond, kiln_expr a, kiln_expr b) {
 kiln_expr kiln_cast(kiln_dtype dt, kiln_expr a) {
     if (!a)
         return NULL;
-    if ((unsigned)dt >= KILN_HANDLE) {
+    if (!kiln_dtype_is_data(dt)) {
         kiln_set_error(KILN_ERR_INVALID, "cast: invalid dtype %d", (int)dt);
         return NULL;
     }
@@ -460,7 +460,7 @@ kiln_tensor *kiln_placeholder(kiln_ctx *ctx, int ndim, const kiln_expr *shape, k
     tir_node sh[16];
     if (!check_shape("placeholder", name, ndim, shape, sh))
         return NULL;
-    if ((unsigned)dt >= KILN_HANDLE) {
+    if (!kiln_dtype_is_data(dt)) {
         kiln_set_error(KILN_ERR_INVALID, "placeholder '%s': invalid dtype %d", name, (int)dt);
         return NULL;
     }

@@ -210,7 +210,10 @@ tir_node tir_floatc(kiln_ctx *ctx, kiln_dtype dt, double v) {
 }
 
 tir_node tir_const(kiln_ctx *ctx, kiln_dtype dt, int lanes, double v) {
-    tir_node c = tir_is_float_dtype(dt) ? tir_floatc(ctx, dt, v) : tir_int(ctx, dt, (int64_t)v);
+    /* a uint64 past INT64_MAX is held as its int64 bit pattern */
+    int64_t iv =
+        dt == KILN_UINT64 && v >= 9223372036854775808.0 ? (int64_t)(uint64_t)v : (int64_t)v;
+    tir_node c = tir_is_float_dtype(dt) ? tir_floatc(ctx, dt, v) : tir_int(ctx, dt, iv);
     return lanes > 1 ? tir_broadcast(c, lanes) : c;
 }
 
@@ -361,7 +364,8 @@ int tir_is_stmt(tir_node n) {
 
 int tir_is_int_dtype(kiln_dtype dt) {
     return dt == KILN_INT8 || dt == KILN_UINT8 || dt == KILN_INT32 || dt == KILN_INT64 ||
-           dt == KILN_BOOL;
+           dt == KILN_BOOL || dt == KILN_INT16 || dt == KILN_UINT16 || dt == KILN_UINT32 ||
+           dt == KILN_UINT64;
 }
 
 int tir_is_float_dtype(kiln_dtype dt) {
