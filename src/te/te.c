@@ -98,8 +98,11 @@ static const char *op_symbol(tir_op op) {
 
 /* A constant operand takes the other operand's dtype. */
 static tir_node convert_const(tir_node c, kiln_dtype dt) {
-    if (c->op == TIR_INT)
-        return tir_const(c->ctx, dt, 1, (double)c->ival);
+    if (c->op == TIR_INT && tir_is_int_dtype(dt))
+        return tir_int(c->ctx, dt, c->ival); /* exact past 2^53 */
+    if (c->op == TIR_INT) /* a uint64 constant is held as its int64 bit pattern */
+        return tir_const(c->ctx, dt, 1,
+                         c->dtype == KILN_UINT64 ? (double)(uint64_t)c->ival : (double)c->ival);
     return tir_const(c->ctx, dt, 1, c->fval);
 }
 
