@@ -1362,7 +1362,14 @@ static void test_unsigned_compiled(void) {
     static const char *const ops[] = {"add",  "subtract",  "multiply",   "divide",
                                       "mod",  "floor_mod", "maximum",    "minimum",
                                       "less", "greater",   "left_shift", "right_shift"};
-    enum { ND = sizeof dts / sizeof dts[0], NO = sizeof ops / sizeof ops[0], N = 24 };
+    /* and reductions of x, whose identities are each dtype's bounds */
+    static const char *const reds[] = {"max", "min", "sum", "argmax", "argmin"};
+    enum {
+        ND = sizeof dts / sizeof dts[0],
+        NB = sizeof ops / sizeof ops[0],
+        NO = NB + sizeof reds / sizeof reds[0],
+        N = 24
+    };
     for (int pass = 0; pass < 2; pass++) {
         kiln_graph *g = kiln_graph_new();
         kiln_ndarray *vals[2 * ND];
@@ -1388,9 +1395,10 @@ static void test_unsigned_compiled(void) {
                 ids[k] = kiln_graph_var(g, vnames[2 * d + k], dts[d], 1, &n, NULL);
             }
             for (int o = 0; o < NO; o++) {
-                names[nouts] = ops[o];
+                names[nouts] = o < NB ? ops[o] : reds[o - NB];
                 owner[nouts] = d;
-                outs[nouts++] = kiln_graph_call(g, ops[o], 2, ids, NULL, NULL);
+                outs[nouts] = kiln_graph_call(g, names[nouts], o < NB ? 2 : 1, ids, NULL, NULL);
+                nouts++;
             }
         }
         compare_compiled(g, nouts, outs, names, owner, 2 * ND, vals, vnames, pass ? NULL : "naive");
