@@ -37,6 +37,10 @@ static inline void tu_fill(kiln_ndarray *a, uint64_t *seed) {
         case KILN_INT64: ((int64_t *)d)[i] = (int64_t)(v * 20); break;
         case KILN_INT8: ((int8_t *)d)[i] = (int8_t)(v * 20); break;
         case KILN_UINT8: ((uint8_t *)d)[i] = (uint8_t)(v * 20 + 50); break;
+        case KILN_INT16: ((int16_t *)d)[i] = (int16_t)(v * 20); break;
+        case KILN_UINT16: ((uint16_t *)d)[i] = (uint16_t)(v * 20 + 50); break;
+        case KILN_UINT32: ((uint32_t *)d)[i] = (uint32_t)(v * 20 + 50); break;
+        case KILN_UINT64: ((uint64_t *)d)[i] = (uint64_t)(v * 20 + 50); break;
         case KILN_BOOL: ((uint8_t *)d)[i] = v > 0; break;
         default:
             memset((char *)d + i * (int64_t)kiln_dtype_size(kiln_ndarray_dtype(a)), 0,
@@ -56,6 +60,10 @@ static inline double tu_get(const kiln_ndarray *a, int64_t i) {
     case KILN_INT8: return ((const int8_t *)d)[i];
     case KILN_UINT8:
     case KILN_BOOL: return ((const uint8_t *)d)[i];
+    case KILN_INT16: return ((const int16_t *)d)[i];
+    case KILN_UINT16: return ((const uint16_t *)d)[i];
+    case KILN_UINT32: return ((const uint32_t *)d)[i];
+    case KILN_UINT64: return (double)((const uint64_t *)d)[i];
     default: return 0;
     }
 }

@@ -215,6 +215,10 @@ static double get(const kiln_ndarray *a, int64_t i) {
     case KILN_BOOL: return ((const uint8_t *)d)[i];
     case KILN_INT32: return ((const int32_t *)d)[i];
     case KILN_INT64: return (double)((const int64_t *)d)[i];
+    case KILN_INT16: return ((const int16_t *)d)[i];
+    case KILN_UINT16: return ((const uint16_t *)d)[i];
+    case KILN_UINT32: return ((const uint32_t *)d)[i];
+    case KILN_UINT64: return (double)((const uint64_t *)d)[i];
     default: return 0;
     }
 }
@@ -238,6 +242,10 @@ static void set(kiln_ndarray *a, int64_t i, double v) {
     case KILN_BOOL: ((uint8_t *)d)[i] = v != 0; break;
     case KILN_INT32: ((int32_t *)d)[i] = (int32_t)v; break;
     case KILN_INT64: ((int64_t *)d)[i] = (int64_t)v; break;
+    case KILN_INT16: ((int16_t *)d)[i] = (int16_t)v; break;
+    case KILN_UINT16: ((uint16_t *)d)[i] = (uint16_t)v; break;
+    case KILN_UINT32: ((uint32_t *)d)[i] = (uint32_t)v; break;
+    case KILN_UINT64: ((uint64_t *)d)[i] = (uint64_t)v; break;
     default: break;
     }
 }

@@ -16,7 +16,8 @@ extern "C" {
 #define KILN_API
 #endif
 
-/* Element types. KILN_HANDLE is internal: a pointer-typed loop-IR variable. */
+/* Element types. KILN_HANDLE is internal: a pointer-typed loop-IR variable.
+ * The values are stored in packages: new dtypes are appended after it. */
 typedef enum {
     KILN_FLOAT32 = 0,
     KILN_FLOAT16,
@@ -28,6 +29,10 @@ typedef enum {
     KILN_BOOL,
     KILN_FLOAT64,
     KILN_HANDLE,
+    KILN_UINT16,
+    KILN_UINT32,
+    KILN_UINT64,
+    KILN_INT16,
     KILN_DTYPE_COUNT
 } kiln_dtype;
 

@@ -27,6 +27,39 @@ KILN_HIDDEN void kiln_error_prefix(const char *fmt, ...) KILN_PRINTF(1, 2);
 KILN_HIDDEN _Noreturn void kiln_assert_fail(const char *expr, const char *file, int line);
 #define KILN_ASSERT(c) ((c) ? (void)0 : kiln_assert_fail(#c, __FILE__, __LINE__))
 
+/* ---- dtypes ---------------------------------------------------------------- */
+/* Whether dt is an element dtype (a valid value other than KILN_HANDLE). */
+static inline int kiln_dtype_is_data(kiln_dtype dt) {
+    return (unsigned)dt < KILN_DTYPE_COUNT && dt != KILN_HANDLE;
+}
+/* Whether dt is an unsigned integer dtype (bool is not). */
+static inline int kiln_dtype_is_unsigned(kiln_dtype dt) {
+    return dt == KILN_UINT8 || dt == KILN_UINT16 || dt == KILN_UINT32 || dt == KILN_UINT64;
+}
+/* The least and greatest value of integer dtype dt (bool: 0 and 1) as
+ * int64 bit patterns: uint64's greatest is held as -1. */
+static inline int64_t kiln_dtype_int_min(kiln_dtype dt) {
+    if (dt == KILN_BOOL || kiln_dtype_is_unsigned(dt))
+        return 0;
+    return dt == KILN_INT8    ? INT8_MIN
+           : dt == KILN_INT16 ? INT16_MIN
+           : dt == KILN_INT32 ? INT32_MIN
+                              : INT64_MIN;
+}
+static inline int64_t kiln_dtype_int_max(kiln_dtype dt) {
+    switch (dt) {
+    case KILN_BOOL: return 1;
+    case KILN_INT8: return INT8_MAX;
+    case KILN_UINT8: return UINT8_MAX;
+    case KILN_INT16: return INT16_MAX;
+    case KILN_UINT16: return UINT16_MAX;
+    case KILN_INT32: return INT32_MAX;
+    case KILN_UINT32: return UINT32_MAX;
+    case KILN_UINT64: return -1;
+    default: return INT64_MAX;
+    }
+}
+
 /* ---- memory ---------------------------------------------------------------- */
 /* malloc/calloc/realloc that record KILN_ERR_NOMEM on failure. */
 KILN_HIDDEN void *kiln_malloc(size_t n);

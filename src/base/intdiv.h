@@ -10,7 +10,9 @@
  * division (floor), whose remainder has the divisor's sign. The helpers
  * need only <stdint.h> and have no dependency on the rest of kiln, so
  * generated C can carry the same text. Narrower types (int8, uint8, bool)
- * divide in the 32-bit helpers and wrap back to their width. */
+ * divide in the 32-bit helpers and wrap back to their width; uint32 and
+ * uint64 divide in the unsigned 64-bit ones (floor and truncating division
+ * agree on unsigned values). */
 #ifndef KILN_INTDIV_H
 #define KILN_INTDIV_H
 
@@ -74,6 +76,14 @@ static inline int32_t kiln_imod_floor_i32(int32_t a, int32_t b) {
         return 0;
     int32_t m = a % b;
     return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m;
+}
+
+static inline uint64_t kiln_udiv_u64(uint64_t a, uint64_t b) {
+    return b == 0 ? 0 : a / b;
+}
+
+static inline uint64_t kiln_umod_u64(uint64_t a, uint64_t b) {
+    return b == 0 ? 0 : a % b;
 }
 
 #endif

@@ -246,6 +246,8 @@ static const struct {
     [KILN_UINT8] = {"uint8", 1},       [KILN_INT32] = {"int32", 4},
     [KILN_INT64] = {"int64", 8},       [KILN_BOOL] = {"bool", 1},
     [KILN_FLOAT64] = {"float64", 8},   [KILN_HANDLE] = {"handle", 8},
+    [KILN_UINT16] = {"uint16", 2},     [KILN_UINT32] = {"uint32", 4},
+    [KILN_UINT64] = {"uint64", 8},     [KILN_INT16] = {"int16", 2},
 };
 
 size_t kiln_dtype_size(kiln_dtype dt) {

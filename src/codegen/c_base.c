@@ -19,12 +19,14 @@
 
 /* ---- dtype table ------------------------------------------------------------ */
 
-const cg_type cg_types[KILN_HANDLE] = {
+const cg_type cg_types[KILN_DTYPE_COUNT] = {
     [KILN_FLOAT32] = {"float", "f32", "f"},     [KILN_FLOAT16] = {"_Float16", "f16", "f"},
     [KILN_BFLOAT16] = {"uint16_t", "bf16", ""}, [KILN_INT8] = {"int8_t", "i8", NULL},
     [KILN_UINT8] = {"uint8_t", "u8", NULL},     [KILN_INT32] = {"int32_t", "i32", NULL},
     [KILN_INT64] = {"int64_t", "i64", NULL},    [KILN_BOOL] = {"uint8_t", "b8", NULL},
-    [KILN_FLOAT64] = {"double", "f64", ""},
+    [KILN_FLOAT64] = {"double", "f64", ""},     [KILN_INT16] = {"int16_t", "i16", NULL},
+    [KILN_UINT16] = {"uint16_t", "u16", NULL},  [KILN_UINT32] = {"uint32_t", "u32", NULL},
+    [KILN_UINT64] = {"uint64_t", "u64", NULL},
 };
 
 static const char *g_intrin_c[TIR_INTRIN_COUNT] = {
@@ -43,7 +45,7 @@ const char *const cg_binop_c[TIR_OP_COUNT] = {
 };
 
 int codegen_vector_ok(kiln_dtype dt, int lanes) {
-    if ((unsigned)dt >= KILN_HANDLE)
+    if (!kiln_dtype_is_data(dt))
         return 0;
     if (lanes == 1)
         return 1;
@@ -169,7 +171,12 @@ char *cg_const_int(kiln_dtype dt, int64_t v) {
     switch (dt) {
     case KILN_BOOL: return cg_sdup(v ? "1" : "0");
     case KILN_INT8:
-    case KILN_UINT8: return cg_sfmt("((%s)%lld)", cg_types[dt].c, (long long)v);
+    case KILN_UINT8:
+    case KILN_INT16:
+    case KILN_UINT16: return cg_sfmt("((%s)%lld)", cg_types[dt].c, (long long)v);
+    case KILN_UINT32:
+    case KILN_UINT64: /* uint64 constants are held as int64 bit patterns */
+        return cg_sfmt("((%s)%lluULL)", cg_types[dt].c, (unsigned long long)v);
     case KILN_INT32:
         if (v == INT32_MIN)
             return cg_sdup("(-2147483647 - 1)");
@@ -255,7 +262,7 @@ static char *scalar_helper_call(cg_render *r, const char *op, kiln_dtype dt, int
             body =
                 fl ? "    return ((a < b) | (a != a)) ? a : b;\n" : "    return a < b ? a : b;\n";
         else if (!strcmp(op, "shl") || !strcmp(op, "shr")) {
-            int bits = (int)kiln_dtype_size(dt) * 8, is_signed = dt != KILN_UINT8;
+            int bits = (int)kiln_dtype_size(dt) * 8, is_signed = !kiln_dtype_is_unsigned(dt);
             if (op[2] == 'l')
                 snprintf(buf, sizeof buf,
                          "    return (uint64_t)b < %d ? (T)((uint64_t)a << b) : (T)0;\n", bits);
@@ -306,6 +313,9 @@ const char *cg_intdiv_name(int op) {
 static char *intdiv_call(cg_render *r, int op, kiln_dtype dt, char **a) {
     cg_add_helper(r, "kiln_intdiv", cg_sdup(codegen_intdiv_text));
     const char *f = cg_intdiv_name(op);
+    if (dt == KILN_UINT32 || dt == KILN_UINT64)
+        return cg_sfmt("((%s)kiln_%s_u64(%s, %s))", cg_types[dt].c,
+                       op == TIR_DIV || op == TIR_FLOORDIV ? "udiv" : "umod", a[0], a[1]);
     if (dt == KILN_INT64 || dt == KILN_INT32)
         return cg_sfmt("kiln_%s_%s(%s, %s)", f, cg_types[dt].tag, a[0], a[1]);
     return cg_sfmt("((%s)kiln_%s_i32(%s, %s))", cg_types[dt].c, f, a[0], a[1]);

@@ -42,7 +42,7 @@ static void render_func(cg_render *r, kstr *out, const tir_func *f) {
     for (int i = 0; i < f->nparams; i++) {
         tir_node b = f->params[i].buf;
         kiln_dtype el = (kiln_dtype)b->aux;
-        if (b->op != TIR_VAR || b->dtype != KILN_HANDLE || (unsigned)el >= KILN_HANDLE) {
+        if (b->op != TIR_VAR || b->dtype != KILN_HANDLE || !kiln_dtype_is_data(el)) {
             cg_fail(r, KILN_ERR_INVALID, "parameter %d of '%s' has no buffer variable", i, f->name);
             break;
         }

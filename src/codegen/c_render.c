@@ -142,7 +142,7 @@ static char *ex(cg_render *r, tir_node e) {
         return cg_sdup(bound);
     int op = e->op, L = e->lanes;
     kiln_dtype dt = (kiln_dtype)e->dtype;
-    if (op < TIR_FOR && (unsigned)dt >= KILN_HANDLE && !(op == TIR_VAR)) {
+    if (op < TIR_FOR && !kiln_dtype_is_data(dt) && !(op == TIR_VAR)) {
         cg_fail(r, KILN_ERR_INVALID, "cannot render a %s of dtype %s", tir_op_name((tir_op)op),
                 kiln_dtype_name(dt));
         return cg_sdup("0");
@@ -436,7 +436,7 @@ static void stmt_parallel(cg_render *r, kstr *o, tir_node s, int ind) {
         char *un = cg_var_name(u), t[48];
         if (u->dtype == KILN_HANDLE) {
             kiln_dtype el = (kiln_dtype)u->aux;
-            if ((unsigned)el >= KILN_HANDLE)
+            if (!kiln_dtype_is_data(el))
                 el = KILN_UINT8;
             kstr_printf(pre, "    %s *%s;\n", cg_types[el].c, un);
             cg_line(&decl, 1, "%s *restrict %s = kiln__cl->%s;", cg_types[el].c, un, un);
@@ -527,7 +527,7 @@ static void stmt_for(cg_render *r, kstr *o, tir_node s, int ind) {
             v->name ? v->name : "?", s->name ? s->name : "a thread axis");
         return;
     }
-    if (v->op != TIR_VAR || (unsigned)v->dtype >= KILN_HANDLE || !tir_is_int_dtype(v->dtype)) {
+    if (v->op != TIR_VAR || !kiln_dtype_is_data(v->dtype) || !tir_is_int_dtype(v->dtype)) {
         cg_fail(r, KILN_ERR_INVALID, "loop variable must be an integer variable");
         return;
     }
@@ -566,7 +566,7 @@ static void stmt_for(cg_render *r, kstr *o, tir_node s, int ind) {
 static int alloc_begin(cg_render *r, kstr *o, tir_node s, int ind) {
     tir_node buf = s->src[0], cnt = s->src[1], body = s->src[2];
     kiln_dtype el = (kiln_dtype)buf->aux;
-    if (buf->op != TIR_VAR || buf->dtype != KILN_HANDLE || (unsigned)el >= KILN_HANDLE) {
+    if (buf->op != TIR_VAR || buf->dtype != KILN_HANDLE || !kiln_dtype_is_data(el)) {
         cg_fail(r, KILN_ERR_INVALID, "allocate needs a buffer variable");
         return 0;
     }
@@ -720,7 +720,7 @@ static int share_walk(struct cg_share *m, tir_node n, int cond) {
 
 static int share_worth(tir_node n) {
     return n->op < TIR_FOR && n->nsrc > 0 && n->op != TIR_BROADCAST && n->op != TIR_RAMP &&
-           (unsigned)n->dtype < KILN_HANDLE && n->dtype != KILN_BFLOAT16;
+           kiln_dtype_is_data(n->dtype) && n->dtype != KILN_BFLOAT16;
 }
 
 /* Write the bindings under n, children first. */
@@ -778,7 +778,7 @@ static void stmt_store(cg_render *r, kstr *o, tir_node s, int ind) {
 
 static void stmt_store_body(cg_render *r, kstr *o, tir_node s, int ind) {
     tir_node buf = s->src[0], idx = s->src[1], val = s->src[2];
-    if (buf->op != TIR_VAR || buf->dtype != KILN_HANDLE || (unsigned)buf->aux >= KILN_HANDLE) {
+    if (buf->op != TIR_VAR || buf->dtype != KILN_HANDLE || !kiln_dtype_is_data(buf->aux)) {
         cg_fail(r, KILN_ERR_INVALID, "store needs a buffer variable");
         return;
     }

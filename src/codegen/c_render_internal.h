@@ -21,7 +21,7 @@ typedef struct {
     const char *c, *tag, *fsuffix;
 } cg_type;
 
-KILN_HIDDEN extern const cg_type cg_types[KILN_HANDLE];
+KILN_HIDDEN extern const cg_type cg_types[KILN_DTYPE_COUNT];
 /* The C operator of a binary TIR op ("+", "<=", ...), NULL for the others. */
 KILN_HIDDEN extern const char *const cg_binop_c[TIR_OP_COUNT];
 
@@ -60,7 +60,8 @@ static inline int cg_is_float(kiln_dtype dt) {
 }
 /* Types C promotes to int in arithmetic: the result needs a cast back. */
 static inline int cg_is_narrow(kiln_dtype dt) {
-    return dt == KILN_INT8 || dt == KILN_UINT8 || dt == KILN_BOOL || dt == KILN_FLOAT16;
+    return dt == KILN_INT8 || dt == KILN_UINT8 || dt == KILN_BOOL || dt == KILN_FLOAT16 ||
+           dt == KILN_INT16 || dt == KILN_UINT16;
 }
 
 /* The aux of an integer div, mod, floordiv or floormod (in cg_scalar_text and

@@ -414,6 +414,10 @@ int imp_scalar_const(imp *I, const Onnx__NodeProto *n, kiln_dtype dt, double v) 
     case KILN_INT32: *(int32_t *)d = (int32_t)v; break;
     case KILN_INT8: *(int8_t *)d = (int8_t)v; break;
     case KILN_UINT8: *(uint8_t *)d = (uint8_t)v; break;
+    case KILN_INT16: *(int16_t *)d = (int16_t)v; break;
+    case KILN_UINT16: *(uint16_t *)d = (uint16_t)v; break;
+    case KILN_UINT32: *(uint32_t *)d = (uint32_t)v; break;
+    case KILN_UINT64: *(uint64_t *)d = (uint64_t)v; break;
     case KILN_BOOL: *(uint8_t *)d = v != 0; break;
     case KILN_FLOAT16: *(uint16_t *)d = te_float_to_half((float)v); break;
     case KILN_BFLOAT16: *(uint16_t *)d = te_float_to_bf16((float)v); break;
@@ -436,6 +440,10 @@ double cvt_get_d(const kiln_ndarray *a, int64_t i) {
     case KILN_INT8: return ((const int8_t *)d)[i];
     case KILN_UINT8:
     case KILN_BOOL: return ((const uint8_t *)d)[i];
+    case KILN_INT16: return ((const int16_t *)d)[i];
+    case KILN_UINT16: return ((const uint16_t *)d)[i];
+    case KILN_UINT32: return ((const uint32_t *)d)[i];
+    case KILN_UINT64: return (double)((const uint64_t *)d)[i];
     default: return 0;
     }
 }

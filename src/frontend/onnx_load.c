@@ -417,7 +417,7 @@ int64_t onnx_model_opset(const onnx_model *m, const char *domain) {
 
 /* ---- dtypes -------------------------------------------------------------------- */
 
-enum { F_NONE, F_INT32, F_INT64, F_FLOAT, F_DOUBLE };
+enum { F_NONE, F_INT32, F_INT64, F_FLOAT, F_DOUBLE, F_UINT64 };
 
 /* Per TensorProto.DataType: ONNX's name, kiln's dtype (-1: none) and the typed
  * field that carries it when raw_data is absent. */
@@ -430,16 +430,16 @@ static const struct {
     {"float", KILN_FLOAT32, F_FLOAT},
     {"uint8", KILN_UINT8, F_INT32},
     {"int8", KILN_INT8, F_INT32},
-    {"uint16", -1, F_NONE},
-    {"int16", -1, F_NONE},
+    {"uint16", KILN_UINT16, F_INT32},
+    {"int16", KILN_INT16, F_INT32},
     {"int32", KILN_INT32, F_INT32},
     {"int64", KILN_INT64, F_INT64},
     {"string", -1, F_NONE},
     {"bool", KILN_BOOL, F_INT32},
     {"float16", KILN_FLOAT16, F_INT32},
     {"double", KILN_FLOAT64, F_DOUBLE},
-    {"uint32", -1, F_NONE},
-    {"uint64", -1, F_NONE},
+    {"uint32", KILN_UINT32, F_UINT64},
+    {"uint64", KILN_UINT64, F_UINT64},
     {"complex64", -1, F_NONE},
     {"complex128", -1, F_NONE},
     {"bfloat16", KILN_BFLOAT16, F_INT32},
@@ -652,11 +652,13 @@ static size_t typed_count(const Onnx__TensorProto *t, int f) {
     case F_INT64: return t->n_int64_data;
     case F_FLOAT: return t->n_float_data;
     case F_DOUBLE: return t->n_double_data;
+    case F_UINT64: return t->n_uint64_data;
     default: return 0;
     }
 }
 
-static const char *k_field_names[] = {"", "int32_data", "int64_data", "float_data", "double_data"};
+static const char *k_field_names[] = {"",           "int32_data",  "int64_data",
+                                      "float_data", "double_data", "uint64_data"};
 
 /* Copy int32_data into dst of dtype dt, checking each value's range. */
 static kiln_status copy_int32_data(const tensor_src *s, const Onnx__TensorProto *t, kiln_dtype dt,
@@ -666,6 +668,10 @@ static kiln_status copy_int32_data(const tensor_src *s, const Onnx__TensorProto 
         lo = -128, hi = 127;
     if (dt == KILN_UINT8)
         lo = 0, hi = 255;
+    if (dt == KILN_INT16)
+        lo = INT16_MIN, hi = INT16_MAX;
+    if (dt == KILN_UINT16)
+        lo = 0, hi = UINT16_MAX;
     if (dt == KILN_FLOAT16 || dt == KILN_BFLOAT16)
         lo = -32768, hi = 65535;
     for (size_t i = 0; i < t->n_int32_data; i++) {
@@ -677,10 +683,27 @@ static kiln_status copy_int32_data(const tensor_src *s, const Onnx__TensorProto 
         case KILN_INT8: ((int8_t *)dst)[i] = (int8_t)v; break;
         case KILN_UINT8: ((uint8_t *)dst)[i] = (uint8_t)v; break;
         case KILN_BOOL: ((uint8_t *)dst)[i] = v != 0; break;
+        case KILN_INT16: ((int16_t *)dst)[i] = (int16_t)v; break;
+        case KILN_UINT16:
         case KILN_FLOAT16:
         case KILN_BFLOAT16: ((uint16_t *)dst)[i] = (uint16_t)(v & 0xffff); break;
         default: ((int32_t *)dst)[i] = v; break;
         }
+    }
+    return KILN_OK;
+}
+
+/* Copy uint64_data into dst of dtype uint32, checking each value's range. */
+static kiln_status copy_uint64_data_u32(const tensor_src *s, const Onnx__TensorProto *t,
+                                        void *dst) {
+    for (size_t i = 0; i < t->n_uint64_data; i++) {
+        uint64_t v = t->uint64_data[i];
+        if (v > UINT32_MAX)
+            return terr(s, KILN_ERR_IO,
+                        "uint64_data value %llu at index %zu is out of range for "
+                        "uint32",
+                        (unsigned long long)v, i);
+        ((uint32_t *)dst)[i] = (uint32_t)v;
     }
     return KILN_OK;
 }
@@ -732,7 +755,7 @@ static kiln_ndarray *tensor_convert(const tensor_src *s, const Onnx__TensorProto
                         (long long)nbytes),
                    NULL;
     } else {
-        for (int f = F_INT32; f <= F_DOUBLE; f++)
+        for (int f = F_INT32; f <= F_UINT64; f++)
             if (f != field && typed_count(t, f))
                 return terr(s, KILN_ERR_IO, "dtype %s cannot hold its values in %s",
                             onnx_dtype_name(odt), k_field_names[f]),
@@ -768,10 +791,13 @@ static kiln_ndarray *tensor_convert(const tensor_src *s, const Onnx__TensorProto
         le_to_host(dst, (size_t)numel, esize);
     } else if (field == F_INT32) {
         st = copy_int32_data(s, t, dt, dst);
+    } else if (dt == KILN_UINT32) {
+        st = copy_uint64_data_u32(s, t, dst);
     } else if (nbytes) {
-        const void *src = field == F_INT64   ? (const void *)t->int64_data
-                          : field == F_FLOAT ? (const void *)t->float_data
-                                             : (const void *)t->double_data;
+        const void *src = field == F_INT64    ? (const void *)t->int64_data
+                          : field == F_FLOAT  ? (const void *)t->float_data
+                          : field == F_UINT64 ? (const void *)t->uint64_data
+                                              : (const void *)t->double_data;
         memcpy(dst, src, (size_t)nbytes);
     }
     if (st == KILN_OK && dt == KILN_BOOL) {

@@ -399,7 +399,7 @@ int kiln_graph_var(kiln_graph *g, const char *name, kiln_dtype dt, int ndim, con
         return kiln_set_error(KILN_ERR_INVALID, "graph var '%s': rank %d is not in 0..%d", name,
                               ndim, KILN_MAX_NDIM),
                -1;
-    if ((unsigned)dt >= KILN_HANDLE)
+    if (!kiln_dtype_is_data(dt))
         return kiln_set_error(KILN_ERR_INVALID, "graph var '%s': invalid dtype", name), -1;
     gdim dd[KILN_MAX_NDIM];
     for (int i = 0; i < ndim; i++) {

@@ -77,7 +77,7 @@ static rel_result rel_shift(const struct kiln_graph *g, const gnode *call, const
                             gtype *out) {
     OPS_REQUIRE_KNOWN(2);
     kiln_dtype dt = in[0]->is_tuple ? KILN_INT64 : in[0]->t[0].dtype;
-    if (dt != KILN_INT8 && dt != KILN_UINT8 && dt != KILN_INT32 && dt != KILN_INT64)
+    if (!ops_is_int_dtype(dt))
         return ops_fail("needs integers, not %s", kiln_dtype_name(dt));
     return rel_broadcast(g, call, in, out);
 }

@@ -128,12 +128,8 @@ static kiln_expr red_identity(kiln_ctx *ctx, kiln_dtype dt, int red) {
     int hi = red == RED_MIN;
     if (ops_is_float_dtype(dt))
         return ops_const(ctx, dt, hi ? INFINITY : -INFINITY);
-    switch (dt) {
-    case KILN_INT8: return ops_const(ctx, dt, hi ? INT8_MAX : INT8_MIN);
-    case KILN_UINT8: return ops_const(ctx, dt, hi ? UINT8_MAX : 0);
-    case KILN_INT32: return ops_const(ctx, dt, hi ? INT32_MAX : INT32_MIN);
-    default: return ops_int(ctx, hi ? INT64_MAX : INT64_MIN);
-    }
+    /* the bounds as int64 bit patterns, wrapped to dt (uint64's greatest is -1) */
+    return kiln_cast(dt, ops_int(ctx, hi ? kiln_dtype_int_max(dt) : kiln_dtype_int_min(dt)));
 }
 
 static kiln_expr red_reduce(kiln_expr v, int red, int n, const kiln_expr *axes) {

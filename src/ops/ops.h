@@ -108,8 +108,11 @@ KILN_HIDDEN rel_result ops_rel_identity(const struct kiln_graph *g, const gnode 
                                         const gtype *const *in, gtype *out);
 KILN_HIDDEN rel_result ops_rel_float_unary(const struct kiln_graph *g, const gnode *call,
                                            const gtype *const *in, gtype *out);
-/* 1 if dt is an integer dtype an index may have (int8, uint8, int32, int64). */
+/* 1 if dt is an integer dtype an index may have: every one but bool and
+ * uint64 (int64 holds each value of the others exactly). */
 KILN_HIDDEN int ops_is_index_dtype(kiln_dtype dt);
+/* 1 for the integer dtypes other than bool, signed and unsigned. */
+KILN_HIDDEN int ops_is_int_dtype(kiln_dtype dt);
 /* 1 for float16, bfloat16, float32 and float64. */
 KILN_HIDDEN int ops_is_float_dtype(kiln_dtype dt);
 

@@ -107,8 +107,13 @@ int ops_is_float_dtype(kiln_dtype dt) {
     return dt == KILN_FLOAT32 || dt == KILN_FLOAT64 || dt == KILN_FLOAT16 || dt == KILN_BFLOAT16;
 }
 
+int ops_is_int_dtype(kiln_dtype dt) {
+    return tir_is_int_dtype(dt) && dt != KILN_BOOL;
+}
+
 int ops_is_index_dtype(kiln_dtype dt) {
-    return dt == KILN_INT8 || dt == KILN_UINT8 || dt == KILN_INT32 || dt == KILN_INT64;
+    /* not uint64: a value past INT64_MAX would read as an index from the end */
+    return ops_is_int_dtype(dt) && dt != KILN_UINT64;
 }
 
 /* ---- attributes ------------------------------------------------------------------ */

@@ -62,7 +62,7 @@ const char *kiln_op_call_attr_str(const kiln_op_call *c, const char *name, const
 kiln_status kiln_op_call_set_output(kiln_op_call *c, kiln_dtype dt, int ndim, const int64_t *dims) {
     if (!c || !c->out)
         return kiln_set_error(KILN_ERR_INVALID, "set_output outside a relation");
-    if (ndim < 0 || ndim > KILN_MAX_NDIM || (unsigned)dt >= KILN_HANDLE || (ndim && !dims))
+    if (ndim < 0 || ndim > KILN_MAX_NDIM || !kiln_dtype_is_data(dt) || (ndim && !dims))
         return kiln_op_call_error(c, "set_output: bad rank or dtype");
     gdim dd[KILN_MAX_NDIM];
     for (int d = 0; d < ndim; d++) {

@@ -234,11 +234,7 @@ static kiln_expr finish_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
 
 /* The lowest value of dt: max pooling's padding. */
 static double lowest(kiln_dtype dt) {
-    return ops_is_float_dtype(dt) ? -INFINITY
-           : dt == KILN_UINT8     ? 0
-           : dt == KILN_INT8      ? -128
-           : dt == KILN_INT32     ? -2147483648.0
-                                  : -9223372036854775808.0;
+    return ops_is_float_dtype(dt) ? -INFINITY : (double)kiln_dtype_int_min(dt);
 }
 
 /* The shared start of the windowed computes: attributes, the input padded

@@ -22,6 +22,7 @@ static const struct {
 } k_descr[] = {
     {"f4", KILN_FLOAT32}, {"f2", KILN_FLOAT16}, {"f8", KILN_FLOAT64}, {"i1", KILN_INT8},
     {"u1", KILN_UINT8},   {"i4", KILN_INT32},   {"i8", KILN_INT64},   {"b1", KILN_BOOL},
+    {"i2", KILN_INT16},   {"u2", KILN_UINT16},  {"u4", KILN_UINT32},  {"u8", KILN_UINT64},
 };
 
 /* ---- header parsing ---- */
@@ -310,6 +311,10 @@ static const char *dtype_descr(kiln_dtype dt) {
     case KILN_INT32: return "<i4";
     case KILN_INT64: return "<i8";
     case KILN_BOOL: return "|b1";
+    case KILN_INT16: return "<i2";
+    case KILN_UINT16: return "<u2";
+    case KILN_UINT32: return "<u4";
+    case KILN_UINT64: return "<u8";
     default: return NULL;
     }
 }

@@ -475,7 +475,7 @@ static int compute(ev *E, tir_node e, const uint8_t *m, val *out) {
     kiln_dtype dt = (kiln_dtype)e->dtype;
     if (e->lanes != 1)
         return fail_expr(E, "a vector is not a tensor expression:", e), 0;
-    if (tir_is_stmt(e) || (unsigned)dt >= KILN_HANDLE) {
+    if (tir_is_stmt(e) || !kiln_dtype_is_data(dt)) {
         if (e->op == TIR_VAR)
             return eval_var(E, e, out);
         return fail_expr(E, "not a scalar tensor expression:", e), 0;

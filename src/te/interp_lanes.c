@@ -75,37 +75,61 @@ int64_t te_wrap_int(kiln_dtype dt, int64_t v) {
     switch (dt) {
     case KILN_INT8: return (int8_t)(uint8_t)(uint64_t)v;
     case KILN_UINT8: return (uint8_t)(uint64_t)v;
+    case KILN_INT16: return (int16_t)(uint16_t)(uint64_t)v;
+    case KILN_UINT16: return (uint16_t)(uint64_t)v;
     case KILN_INT32: return (int32_t)(uint32_t)(uint64_t)v;
+    case KILN_UINT32: return (uint32_t)(uint64_t)v;
     case KILN_BOOL: return v != 0;
     default: return v;
     }
 }
 
-/* A float converted to integer dtype dt: truncated, saturating, NaN 0. */
+/* A float converted to integer dtype dt: truncated, saturating, NaN 0
+ * (a uint64 past INT64_MAX as its int64 bit pattern). */
 int64_t te_float_to_int(double x, kiln_dtype dt) {
     if (dt == KILN_BOOL)
         return x != 0; /* NaN too, as C converts */
     if (x != x)
         return 0;
-    int64_t lo = dt == KILN_INT8    ? -128
-                 : dt == KILN_UINT8 ? 0
-                 : dt == KILN_INT32 ? INT32_MIN
-                                    : INT64_MIN;
-    int64_t hi = dt == KILN_INT8    ? 127
-                 : dt == KILN_UINT8 ? 255
-                 : dt == KILN_INT32 ? INT32_MAX
-                                    : INT64_MAX;
+    int64_t lo = kiln_dtype_int_min(dt), hi = kiln_dtype_int_max(dt);
     if (x <= (double)lo)
         return lo;
-    if (x >= 9223372036854775808.0 || x >= (double)hi)
+    if (dt == KILN_UINT64 && x >= 9223372036854775808.0)
+        return x >= 18446744073709551616.0 ? -1 : (int64_t)(uint64_t)x;
+    if (dt != KILN_UINT64 && (x >= 9223372036854775808.0 || x >= (double)hi))
         return hi;
     return (int64_t)x;
 }
 
+/* x as a double: uint64 lanes hold bit patterns */
+static double int_to_double(kiln_dtype dt, int64_t x) {
+    return dt == KILN_UINT64 ? (double)(uint64_t)x : (double)x;
+}
+
 /* ---- lane arithmetic ------------------------------------------------------------------- */
+
+/* The ops of int_binary whose uint64 form differs from int64's (division,
+ * remainder, min, max); 0 for the others. Floor and truncating division
+ * agree on unsigned values; x / 0 = x % 0 = 0 (base/intdiv.h). */
+static int u64_binary(tir_op op, const int64_t *a, int sa, const int64_t *b, int sb, int64_t *r,
+                      int n) {
+    if (op != TIR_DIV && op != TIR_MOD && op != TIR_FLOORDIV && op != TIR_FLOORMOD &&
+        op != TIR_MIN && op != TIR_MAX)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t x = (uint64_t)a[i * sa], y = (uint64_t)b[i * sb];
+        r[i] = (int64_t)(op == TIR_DIV || op == TIR_FLOORDIV   ? kiln_udiv_u64(x, y)
+                         : op == TIR_MOD || op == TIR_FLOORMOD ? kiln_umod_u64(x, y)
+                         : op == TIR_MIN                       ? (x < y ? x : y)
+                                                               : (x > y ? x : y));
+    }
+    return 1;
+}
 
 static void int_binary(tir_op op, kiln_dtype dt, const int64_t *a, int sa, const int64_t *b, int sb,
                        int64_t *r, int n) {
+    if (dt == KILN_UINT64 && u64_binary(op, a, sa, b, sb, r, n))
+        return;
     switch (op) {
     case TIR_ADD:
         for (int i = 0; i < n; i++)
@@ -263,7 +287,12 @@ void te_lanes_arith(tir_op op, kiln_dtype dt, const void *a, int sa, const void 
 void te_lanes_compare(tir_op op, kiln_dtype dt, const void *av, int sa, const void *bv, int sb,
                       int64_t *r, int n) {
     switch (te_vkind_of(dt)) {
-    case TE_K_I64: COMPARE_AS(int64_t); break;
+    case TE_K_I64:
+        if (dt == KILN_UINT64)
+            COMPARE_AS(uint64_t);
+        else
+            COMPARE_AS(int64_t);
+        break;
     case TE_K_F32: COMPARE_AS(float); break;
     case TE_K_F64: COMPARE_AS(double); break;
     }
@@ -284,6 +313,11 @@ int te_lanes_call(tir_intrin f, kiln_dtype dt, const void *a, int sa, const void
     }
     const int64_t *x = a;
     int64_t *y = r;
+    if (f == TIR_ABS && kiln_dtype_is_unsigned(dt)) {
+        for (int i = 0; i < n; i++)
+            y[i] = x[i * sa];
+        return 1;
+    }
     if (f == TIR_ABS) {
         for (int i = 0; i < n; i++) {
             int64_t v = x[i * sa];
@@ -304,6 +338,8 @@ int te_lanes_call(tir_intrin f, kiln_dtype dt, const void *a, int sa, const void
             uint64_t k = (uint64_t)s[i * sb];
             if (f == TIR_SHL)
                 y[i] = k < bits ? te_wrap_int(dt, (int64_t)((uint64_t)v << k)) : 0;
+            else if (kiln_dtype_is_unsigned(dt)) /* logical: uint64 lanes are bit patterns */
+                y[i] = k < bits ? (int64_t)((uint64_t)v >> k) : 0;
             else
                 y[i] = k < bits ? v >> k : v < 0 ? -1 : 0;
         }
@@ -323,12 +359,12 @@ void te_lanes_convert(kiln_dtype to, kiln_dtype from, const void *src, void *dst
                                     : te_float_to_int(((const double *)src)[i], to);
         } else if (kt == TE_K_F32) {
             float *r = dst;
-            r[i] = kf == TE_K_I64   ? (float)((const int64_t *)src)[i]
+            r[i] = kf == TE_K_I64   ? (float)int_to_double(from, ((const int64_t *)src)[i])
                    : kf == TE_K_F32 ? ((const float *)src)[i]
                                     : (float)((const double *)src)[i];
         } else {
             double *r = dst;
-            r[i] = kf == TE_K_I64   ? (double)((const int64_t *)src)[i]
+            r[i] = kf == TE_K_I64   ? int_to_double(from, ((const int64_t *)src)[i])
                    : kf == TE_K_F32 ? (double)((const float *)src)[i]
                                     : ((const double *)src)[i];
         }
@@ -366,6 +402,10 @@ void te_lanes_gather(kiln_dtype dt, const char *data, const int64_t *off, int ma
     case KILN_BOOL: GATHER(uint8_t, int64_t, NONZERO); break;
     case KILN_INT32: GATHER(int32_t, int64_t, AS_IS); break;
     case KILN_INT64: GATHER(int64_t, int64_t, AS_IS); break;
+    case KILN_INT16: GATHER(int16_t, int64_t, AS_IS); break;
+    case KILN_UINT16: GATHER(uint16_t, int64_t, AS_IS); break;
+    case KILN_UINT32: GATHER(uint32_t, int64_t, AS_IS); break;
+    case KILN_UINT64: GATHER(uint64_t, int64_t, AS_IS); break;
     default: KILN_ASSERT(0);
     }
 }
@@ -389,6 +429,10 @@ void te_lanes_store(kiln_dtype dt, char *data, int64_t start, const void *v, int
     case KILN_BOOL: STORE(uint8_t, int64_t, NONZERO); break;
     case KILN_INT32: STORE(int32_t, int64_t, AS_IS); break;
     case KILN_INT64: STORE(int64_t, int64_t, AS_IS); break;
+    case KILN_INT16: STORE(int16_t, int64_t, AS_IS); break;
+    case KILN_UINT16: STORE(uint16_t, int64_t, AS_IS); break;
+    case KILN_UINT32: STORE(uint32_t, int64_t, AS_IS); break;
+    case KILN_UINT64: STORE(uint64_t, int64_t, AS_IS); break;
     default: KILN_ASSERT(0);
     }
 }
@@ -398,14 +442,8 @@ void te_reduce_identity(tir_combiner c, kiln_dtype dt, void *acc, int i) {
     if (k == TE_K_I64) {
         int64_t v = c == TIR_RSUM    ? 0
                     : c == TIR_RPROD ? 1
-                    : c == TIR_RMAX  ? (dt == KILN_INT8    ? -128
-                                        : dt == KILN_UINT8 ? 0
-                                        : dt == KILN_INT32 ? INT32_MIN
-                                                           : INT64_MIN)
-                                     : (dt == KILN_INT8    ? 127
-                                        : dt == KILN_UINT8 ? 255
-                                        : dt == KILN_INT32 ? INT32_MAX
-                                                           : INT64_MAX);
+                    : c == TIR_RMAX  ? kiln_dtype_int_min(dt)
+                                     : kiln_dtype_int_max(dt);
         ((int64_t *)acc)[i] = v;
         return;
     }

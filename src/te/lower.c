@@ -417,23 +417,17 @@ static tir_node reduce_identity(lower_ctx *L, tir_node red) {
     case TIR_RSUM: v = 0; break;
     case TIR_RPROD: v = 1; break;
     case TIR_RMAX:
-        v = fl                 ? -__builtin_inf()
-            : dt == KILN_INT8  ? -128
-            : dt == KILN_UINT8 ? 0
-            : dt == KILN_INT32 ? -2147483648.0
-                               : (double)INT64_MIN;
+        if (!fl)
+            return tir_int(L->ctx, dt, kiln_dtype_int_min(dt));
+        v = -__builtin_inf();
         break;
     case TIR_RMIN:
-        v = fl                 ? __builtin_inf()
-            : dt == KILN_INT8  ? 127
-            : dt == KILN_UINT8 ? 255
-            : dt == KILN_INT32 ? 2147483647.0
-                               : 9.2233720368547758e18;
+        if (!fl)
+            return tir_int(L->ctx, dt, kiln_dtype_int_max(dt));
+        v = __builtin_inf();
         break;
     default: KILN_ASSERT(0);
     }
-    if (!fl && (tir_combiner)red->aux == TIR_RMIN && dt == KILN_INT64)
-        return tir_int(L->ctx, dt, INT64_MAX);
     return tir_const(L->ctx, dt, 1, v);
 }
 

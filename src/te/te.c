@@ -42,7 +42,7 @@ kiln_expr kiln_int(kiln_ctx *ctx, int64_t v) {
 kiln_expr kiln_const(kiln_ctx *ctx, kiln_dtype dt, double v) {
     if (!ctx)
         return NULL;
-    if ((unsigned)dt >= KILN_HANDLE) {
+    if (!kiln_dtype_is_data(dt)) {
         kiln_set_error(KILN_ERR_INVALID, "const: invalid dtype %d", (int)dt);
         return NULL;
     }
@@ -104,8 +104,11 @@ static const char *op_symbol(tir_op op) {
 
 /* A constant operand takes the other operand's dtype. */
 static tir_node convert_const(tir_node c, kiln_dtype dt) {
-    if (c->op == TIR_INT)
-        return tir_const(c->ctx, dt, 1, (double)c->ival);
+    if (c->op == TIR_INT && tir_is_int_dtype(dt))
+        return tir_int(c->ctx, dt, c->ival); /* exact past 2^53 */
+    if (c->op == TIR_INT) /* a uint64 constant is held as its int64 bit pattern */
+        return tir_const(c->ctx, dt, 1,
+                         c->dtype == KILN_UINT64 ? (double)(uint64_t)c->ival : (double)c->ival);
     return tir_const(c->ctx, dt, 1, c->fval);
 }
 
@@ -236,7 +239,7 @@ kiln_expr kiln_select(kiln_expr cond, kiln_expr a, kiln_expr b) {
 kiln_expr kiln_cast(kiln_dtype dt, kiln_expr a) {
     if (!a)
         return NULL;
-    if ((unsigned)dt >= KILN_HANDLE) {
+    if (!kiln_dtype_is_data(dt)) {
         kiln_set_error(KILN_ERR_INVALID, "cast: invalid dtype %d", (int)dt);
         return NULL;
     }
@@ -466,7 +469,7 @@ kiln_tensor *kiln_placeholder(kiln_ctx *ctx, int ndim, const kiln_expr *shape, k
     tir_node sh[16];
     if (!check_shape("placeholder", name, ndim, shape, sh))
         return NULL;
-    if ((unsigned)dt >= KILN_HANDLE) {
+    if (!kiln_dtype_is_data(dt)) {
         kiln_set_error(KILN_ERR_INVALID, "placeholder '%s': invalid dtype %d", name, (int)dt);
         return NULL;
     }

@@ -113,6 +113,8 @@ static void print_expr(kstr *out, tir_node e) {
     case TIR_INT:
         if (e->dtype == KILN_BOOL)
             kstr_puts(out, e->ival ? "True" : "False");
+        else if (e->dtype == KILN_UINT64) /* held as its int64 bit pattern */
+            kstr_printf(out, "%llu", (unsigned long long)e->ival);
         else
             kstr_printf(out, "%lld", (long long)e->ival);
         return;

@@ -60,11 +60,55 @@ typedef tir_node (*rule_fn)(const simp *s, tir_node n);
 
 /* ---- constant folding ---- */
 
+/* A comparison or logic op on integer constants whose order is cmp (<0, 0,
+ * >0) and which are nonzero (an, bn); NULL for another op. */
+static tir_node fold_logic(tir_node n, int cmp, int an, int bn) {
+    int r;
+    switch ((tir_op)n->op) {
+    case TIR_EQ: r = cmp == 0; break;
+    case TIR_NE: r = cmp != 0; break;
+    case TIR_LT: r = cmp < 0; break;
+    case TIR_LE: r = cmp <= 0; break;
+    case TIR_GT: r = cmp > 0; break;
+    case TIR_GE: r = cmp >= 0; break;
+    case TIR_AND: r = an && bn; break;
+    case TIR_OR: r = an || bn; break;
+    default: return NULL;
+    }
+    return mk_bool(n->ctx, 1, r);
+}
+
+/* fold_int of uint64 operands (held as int64 bit patterns): unsigned
+ * division, min, max and comparisons */
+static tir_node fold_u64(tir_node n, uint64_t a, uint64_t b) {
+    kiln_ctx *ctx = n->ctx;
+    uint64_t r;
+    switch ((tir_op)n->op) {
+    case TIR_ADD: r = a + b; break;
+    case TIR_SUB: r = a - b; break;
+    case TIR_MUL: r = a * b; break;
+    case TIR_DIV:
+    case TIR_MOD:
+    case TIR_FLOORDIV:
+    case TIR_FLOORMOD:
+        if (b == 0)
+            return NULL; /* left for the runtime */
+        r = n->op == TIR_DIV || n->op == TIR_FLOORDIV ? a / b : a % b;
+        break;
+    case TIR_MIN: r = a < b ? a : b; break;
+    case TIR_MAX: r = a > b ? a : b; break;
+    default: return fold_logic(n, (a > b) - (a < b), a != 0, b != 0);
+    }
+    return tir_int(ctx, KILN_UINT64, (int64_t)r);
+}
+
 static tir_node fold_int(tir_node n, int64_t a, int64_t b) {
     kiln_ctx *ctx = n->ctx;
     kiln_dtype dt = (kiln_dtype)n->src[0]->dtype;
     uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
     int64_t r;
+    if (dt == KILN_UINT64)
+        return fold_u64(n, ua, ub);
     switch ((tir_op)n->op) {
     case TIR_ADD: r = (int64_t)(ua + ub); break;
     case TIR_SUB: r = (int64_t)(ua - ub); break;
@@ -82,15 +126,7 @@ static tir_node fold_int(tir_node n, int64_t a, int64_t b) {
         break;
     case TIR_MIN: r = a < b ? a : b; break;
     case TIR_MAX: r = a > b ? a : b; break;
-    case TIR_EQ: return mk_bool(ctx, 1, a == b);
-    case TIR_NE: return mk_bool(ctx, 1, a != b);
-    case TIR_LT: return mk_bool(ctx, 1, a < b);
-    case TIR_LE: return mk_bool(ctx, 1, a <= b);
-    case TIR_GT: return mk_bool(ctx, 1, a > b);
-    case TIR_GE: return mk_bool(ctx, 1, a >= b);
-    case TIR_AND: return mk_bool(ctx, 1, a && b);
-    case TIR_OR: return mk_bool(ctx, 1, a || b);
-    default: return NULL;
+    default: return fold_logic(n, (a > b) - (a < b), a != 0, b != 0);
     }
     return tir_int(ctx, dt, wrap_dt(r, dt));
 }
@@ -135,7 +171,7 @@ static tir_node fold_cast(tir_node n) {
     if (x->op == TIR_INT) {
         if (tir_is_int_dtype(to))
             return tir_int(ctx, to, wrap_dt(x->ival, to));
-        double v = (double)x->ival;
+        double v = x->dtype == KILN_UINT64 ? (double)(uint64_t)x->ival : (double)x->ival;
         return tir_is_float_dtype(to) && round_float(to, &v) ? tir_floatc(ctx, to, v) : NULL;
     }
     double v = x->fval;
@@ -144,6 +180,8 @@ static tir_node fold_cast(tir_node n) {
     if (tir_is_int_dtype(to)) { /* only in range: out of range is undefined in C */
         itv d = dtype_range(to);
         double t = trunc(v);
+        if (to == KILN_UINT64)
+            d = itv_make(0, INT64_MAX);
         if (isnan(v) || t < -9.2e18 || t > 9.2e18 || (int64_t)t < d.lo || (int64_t)t > d.hi)
             return NULL;
         return tir_int(ctx, to, (int64_t)t);

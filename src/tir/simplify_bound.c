@@ -185,11 +185,14 @@ static itv itv_clamp(itv r, kiln_dtype dt) {
 
 /* wrapped to the signed range of dt's width (a uint8 coefficient 255 is -1) */
 static int64_t wrap_signed(int64_t v, kiln_dtype dt) {
-    if (dt == KILN_INT8 || dt == KILN_UINT8)
-        return (int8_t)v;
-    if (dt == KILN_INT32)
-        return (int32_t)v;
-    return v;
+    if (dt == KILN_BOOL)
+        return v;
+    switch (kiln_dtype_size(dt)) {
+    case 1: return (int8_t)v;
+    case 2: return (int16_t)v;
+    case 4: return (int32_t)v;
+    default: return v;
+    }
 }
 
 /* ---- bounds -------------------------------------------------------------------- */
@@ -434,8 +437,7 @@ static tir_node lf_term_node(kiln_ctx *ctx, kiln_dtype dt, tir_node t, int64_t c
 tir_node tir_lf_rebuild(kiln_ctx *ctx, const lform *f) {
     kiln_dtype dt = f->dt;
     /* the most negative coefficient of the width has no negation: it leads as is */
-    int64_t cmin =
-        dt == KILN_INT64 ? INT64_MIN : wrap_signed(dt == KILN_INT32 ? INT32_MIN : -128, dt);
+    int64_t cmin = wrap_signed(INT64_MIN >> (64 - 8 * kiln_dtype_size(dt)), dt);
     int p = -1;
     for (int i = 0; i < f->n && p < 0; i++)
         if (f->v[i].c > 0 || f->v[i].c == cmin)

@@ -48,7 +48,10 @@ static inline itv dtype_range(kiln_dtype dt) {
     switch (dt) {
     case KILN_INT8: return itv_make(INT8_MIN, INT8_MAX);
     case KILN_UINT8: return itv_make(0, UINT8_MAX);
+    case KILN_INT16: return itv_make(INT16_MIN, INT16_MAX);
+    case KILN_UINT16: return itv_make(0, UINT16_MAX);
     case KILN_INT32: return itv_make(INT32_MIN, INT32_MAX);
+    case KILN_UINT32: return itv_make(0, UINT32_MAX);
     case KILN_BOOL: return itv_make(0, 1);
     default: return ITV_ALL;
     }
@@ -61,14 +64,19 @@ static inline int64_t wrap_dt(int64_t v, kiln_dtype dt) {
     switch (dt) {
     case KILN_INT8: return (int8_t)v;
     case KILN_UINT8: return (uint8_t)v;
+    case KILN_INT16: return (int16_t)v;
+    case KILN_UINT16: return (uint16_t)v;
     case KILN_INT32: return (int32_t)v;
+    case KILN_UINT32: return (uint32_t)v;
     case KILN_BOOL: return v != 0;
     default: return v;
     }
 }
 
+/* integer types the rules reason about; uint64 (held as int64 bit patterns)
+ * is left alone: the interval and linear-form reasoning is signed */
 static inline int is_int(tir_node n) {
-    return tir_is_int_dtype((kiln_dtype)n->dtype);
+    return tir_is_int_dtype((kiln_dtype)n->dtype) && n->dtype != KILN_UINT64;
 }
 /* integer types whose arithmetic is assumed exact (no overflow) */
 static inline int is_exact(tir_node n) {

@@ -209,8 +209,23 @@ tir_node tir_floatc(kiln_ctx *ctx, kiln_dtype dt, double v) {
     return tir_make(ctx, TIR_FLOAT, dt, 1, 0, 0, v, NULL, NULL, 0, NULL);
 }
 
+/* v as an integer constant's value: truncated, saturating at int64's range
+ * (C leaves the conversion undefined past it), NaN 0; a uint64 past
+ * INT64_MAX is held as its int64 bit pattern. */
+static int64_t const_ival(kiln_dtype dt, double v) {
+    if (v != v)
+        return 0;
+    if (v >= 9223372036854775808.0) {
+        if (dt != KILN_UINT64)
+            return INT64_MAX;
+        return v >= 18446744073709551616.0 ? -1 : (int64_t)(uint64_t)v;
+    }
+    return v < -9223372036854775808.0 ? INT64_MIN : (int64_t)v;
+}
+
 tir_node tir_const(kiln_ctx *ctx, kiln_dtype dt, int lanes, double v) {
-    tir_node c = tir_is_float_dtype(dt) ? tir_floatc(ctx, dt, v) : tir_int(ctx, dt, (int64_t)v);
+    int64_t iv = tir_is_float_dtype(dt) ? 0 : const_ival(dt, v);
+    tir_node c = tir_is_float_dtype(dt) ? tir_floatc(ctx, dt, v) : tir_int(ctx, dt, iv);
     return lanes > 1 ? tir_broadcast(c, lanes) : c;
 }
 
@@ -377,7 +392,8 @@ int tir_is_stmt(tir_node n) {
 
 int tir_is_int_dtype(kiln_dtype dt) {
     return dt == KILN_INT8 || dt == KILN_UINT8 || dt == KILN_INT32 || dt == KILN_INT64 ||
-           dt == KILN_BOOL;
+           dt == KILN_BOOL || dt == KILN_INT16 || dt == KILN_UINT16 || dt == KILN_UINT32 ||
+           dt == KILN_UINT64;
 }
 
 int tir_is_float_dtype(kiln_dtype dt) {

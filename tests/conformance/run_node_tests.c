@@ -19,7 +19,11 @@
  * stderr): `kiln_conformance --list-failures > expected_failures.txt`.
  * --sample N runs every Nth test (after --filter). --leak-check (for ASan
  * builds) makes a child that leaks fail. KILN_CONFORMANCE_FILTER in the
- * environment acts as --filter. */
+ * environment acts as --filter.
+ *
+ * The ONNX test data stores bfloat16 tensors as uint16 (numpy has no
+ * bfloat16): a uint16 .pb whose graph input or output is declared bfloat16
+ * is read as bfloat16, bit for bit. */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <dirent.h>
@@ -258,6 +262,10 @@ static int64_t get_i(const void *data, kiln_dtype dt, int64_t i) {
     case KILN_UINT8: return ((const uint8_t *)data)[i];
     case KILN_INT32: return ((const int32_t *)data)[i];
     case KILN_INT64: return ((const int64_t *)data)[i];
+    case KILN_INT16: return ((const int16_t *)data)[i];
+    case KILN_UINT16: return ((const uint16_t *)data)[i];
+    case KILN_UINT32: return ((const uint32_t *)data)[i];
+    case KILN_UINT64: return (int64_t)((const uint64_t *)data)[i]; /* compared as bit patterns */
     case KILN_BOOL: return ((const uint8_t *)data)[i] != 0;
     default: return 0;
     }
@@ -270,6 +278,26 @@ static void shape_str(char *out, size_t cap, const kiln_ndarray *a) {
                               (long long)kiln_ndarray_dim(a, d));
     if (o < cap)
         snprintf(out + o, cap - o, "]");
+}
+
+/* *a read as bfloat16 if it is uint16 and vi declares bfloat16 (see the top
+ * comment); 0 if out of memory. */
+static int bf16_as_declared(kiln_ndarray **a, const Onnx__ValueInfoProto *vi) {
+    if (kiln_ndarray_dtype(*a) != KILN_UINT16 || !vi || !vi->type ||
+        vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+        vi->type->tensor_type->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16)
+        return 1;
+    int64_t dims[KILN_MAX_NDIM];
+    int nd = kiln_ndarray_ndim(*a);
+    for (int d = 0; d < nd; d++)
+        dims[d] = kiln_ndarray_dim(*a, d);
+    kiln_ndarray *b = kiln_ndarray_empty(KILN_BFLOAT16, nd, dims);
+    if (!b)
+        return 0;
+    memcpy(kiln_ndarray_data(b), kiln_ndarray_data(*a), (size_t)kiln_ndarray_numel(*a) * 2);
+    kiln_ndarray_free(*a);
+    *a = b;
+    return 1;
 }
 
 /* 1 if `got` matches `exp`; else 0 with a reason. */
@@ -371,6 +399,7 @@ static int run_test(const char *data_dir, const char *name, const char *pkg, cha
     kiln_executor *ex = NULL;
     kiln_ndarray *ins[MAX_INPUTS] = {0}, *outs[MAX_INPUTS] = {0};
     const char *in_names[MAX_INPUTS] = {0};
+    const Onnx__ValueInfoProto *in_vis[MAX_INPUTS] = {0};
     int nin_files = count_pb(set, "input_"), nout_files = count_pb(set, "output_");
     int nin = 0;
     sbuf shapes = {0};
@@ -392,6 +421,7 @@ static int run_test(const char *data_dir, const char *name, const char *pkg, cha
             snprintf(reason, cap, "more than %d inputs", MAX_INPUTS);
             goto done;
         }
+        in_vis[nin] = gp->input[i];
         in_names[nin++] = gp->input[i]->name;
     }
     /* kiln runs tensors only: say so before the .pb files fail to parse */
@@ -427,7 +457,7 @@ static int run_test(const char *data_dir, const char *name, const char *pkg, cha
         char p[4200];
         snprintf(p, sizeof p, "%s/input_%d.pb", set, i);
         ins[i] = onnx_load_tensor_file(p, NULL);
-        if (!ins[i]) {
+        if (!ins[i] || !bf16_as_declared(&ins[i], in_vis[i])) {
             char pre[64];
             snprintf(pre, sizeof pre, "cannot read input_%d.pb: ", i);
             make_reason(reason, cap, pre, kiln_last_error(), p, NULL);
@@ -442,7 +472,8 @@ static int run_test(const char *data_dir, const char *name, const char *pkg, cha
         char p[4200];
         snprintf(p, sizeof p, "%s/output_%d.pb", set, i);
         outs[i] = onnx_load_tensor_file(p, NULL);
-        if (!outs[i]) {
+        if (!outs[i] ||
+            !bf16_as_declared(&outs[i], (size_t)i < gp->n_output ? gp->output[i] : NULL)) {
             char pre[64];
             snprintf(pre, sizeof pre, "cannot read output_%d.pb: ", i);
             make_reason(reason, cap, pre, kiln_last_error(), p, NULL);

@@ -139,8 +139,12 @@ static void test_npy_fixtures(void) {
 }
 
 static void test_npy_round_trip(void) {
-    kiln_dtype dts[] = {KILN_FLOAT32, KILN_FLOAT16, KILN_INT8, KILN_UINT8,
-                        KILN_INT32,   KILN_INT64,   KILN_BOOL, KILN_FLOAT64};
+    kiln_dtype dts[] = {KILN_FLOAT32, KILN_FLOAT16, KILN_INT8,   KILN_UINT8,
+                        KILN_INT32,   KILN_INT64,   KILN_BOOL,   KILN_FLOAT64,
+                        KILN_INT16,   KILN_UINT16,  KILN_UINT32, KILN_UINT64};
+    /* numpy's descr of each, as the header must spell it */
+    const char *descr[] = {"'<f4'", "'<f2'", "'|i1'", "'|u1'", "'<i4'", "'<i8'",
+                           "'|b1'", "'<f8'", "'<i2'", "'<u2'", "'<u4'", "'<u8'"};
     int64_t shape[3] = {3, 1, 5};
     const char *path = test_tmp_path("rt_round_trip.npy");
     for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
@@ -150,6 +154,12 @@ static void test_npy_round_trip(void) {
         for (size_t i = 0; i < nb; i++)
             d[i] = dts[t] == KILN_BOOL ? (unsigned char)(i % 3 == 0) : (unsigned char)(i * 37 + 1);
         CHECK_EQ_INT(kiln_npy_save(path, a), KILN_OK);
+        char hdr[129] = {0};
+        FILE *hf = fopen(path, "rb");
+        CHECK(hf && fread(hdr, 1, 128, hf) == 128);
+        if (hf)
+            fclose(hf);
+        CHECK_CONTAINS(hdr + 10, descr[t]);
         kiln_ndarray *b = kiln_npy_load(path);
         CHECK(shape_is(b, 3, shape));
         CHECK(b && kiln_ndarray_dtype(b) == dts[t]);

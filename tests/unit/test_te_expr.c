@@ -1,6 +1,7 @@
 /* test_te_expr.c: each tensor-expression construct: builders and their
  * errors, then built and run against values computed here in C. */
 #include <math.h>
+#include <string.h>
 
 #include "check.h"
 #include "te_util.h"
@@ -43,6 +44,26 @@ static void test_dtype_rules(void) {
     CHECK(kiln_select(n, x, x) == NULL);
     CHECK(kiln_lt(n, kiln_int(ctx, 3)) != NULL);
     CHECK(kiln_const(ctx, KILN_HANDLE, 1) == NULL);
+    /* integer constants: uint64 past 2^63 exact, saturating past the range
+       (C leaves the conversion undefined), NaN 0 */
+    kiln_expr_print(kiln_const(ctx, KILN_UINT64, 18446744073709549568.0), buf, sizeof buf);
+    CHECK_EQ_STR(buf, "18446744073709549568");
+    kiln_expr_print(kiln_const(ctx, KILN_UINT64, 1e30), buf, sizeof buf);
+    CHECK_EQ_STR(buf, "18446744073709551615");
+    kiln_expr_print(kiln_const(ctx, KILN_INT64, -1e30), buf, sizeof buf);
+    CHECK_EQ_STR(buf, "-9223372036854775808");
+    kiln_expr_print(kiln_const(ctx, KILN_INT32, NAN), buf, sizeof buf);
+    CHECK_EQ_STR(buf, "0");
+    /* an int64 constant takes an integer side's dtype exactly (past 2^53) */
+    kiln_expr_print(kiln_add(kiln_cast(KILN_UINT64, n), kiln_int(ctx, ((int64_t)1 << 60) + 1)), buf,
+                    sizeof buf);
+    CHECK_EQ_STR(buf, "uint64(n) + 1152921504606846977");
+    /* and a uint64 one a float side's as its unsigned value */
+    kiln_expr_print(
+        kiln_add(kiln_cast(KILN_FLOAT64, n), kiln_const(ctx, KILN_UINT64, 9223372036854775808.0)),
+        buf, sizeof buf);
+    CHECK_CONTAINS(buf, "9.22337203685477");
+    CHECK(strchr(buf, '-') == NULL);
     kiln_ctx_free(ctx);
 }
 

@@ -54,10 +54,19 @@ static kiln_ndarray *make(kiln_dtype dt, int nd, const int64_t *shape, const dou
         case KILN_BOOL: ((uint8_t *)d)[i] = (uint8_t)v[i]; break;
         case KILN_INT32: ((int32_t *)d)[i] = (int32_t)v[i]; break;
         case KILN_INT64: ((int64_t *)d)[i] = (int64_t)v[i]; break;
+        case KILN_INT16: ((int16_t *)d)[i] = (int16_t)v[i]; break;
+        case KILN_UINT16: ((uint16_t *)d)[i] = (uint16_t)v[i]; break;
+        case KILN_UINT32: ((uint32_t *)d)[i] = (uint32_t)v[i]; break;
+        case KILN_UINT64: ((uint64_t *)d)[i] = (uint64_t)v[i]; break;
         default: break;
         }
     }
     return a;
+}
+
+/* Element i of a uint64 array. */
+static uint64_t at_u64(const kiln_ndarray *a, int64_t i) {
+    return ((const uint64_t *)kiln_ndarray_data(a))[i];
 }
 
 static kiln_ndarray *make_i64(int64_t n, const int64_t *v) {
@@ -245,7 +254,8 @@ static void test_dtype_arithmetic(void) {
     kiln_ndarray_free(r);
     /* comparisons give bool, in every dtype */
     static const kiln_dtype all[] = {KILN_FLOAT32, KILN_FLOAT64, KILN_FLOAT16, KILN_BFLOAT16,
-                                     KILN_INT8,    KILN_UINT8,   KILN_INT32,   KILN_INT64};
+                                     KILN_INT8,    KILN_UINT8,   KILN_INT32,   KILN_INT64,
+                                     KILN_INT16,   KILN_UINT16,  KILN_UINT32,  KILN_UINT64};
     double ca[3] = {1, 2, 3}, cb[3] = {2, 2, 2};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
         r = run_binary(all[k], kiln_lt, 3, ca, cb);
@@ -279,6 +289,85 @@ static void test_dtype_arithmetic(void) {
     kiln_ndarray_free(r);
     r = run_binary(KILN_FLOAT64, kiln_floordiv, 2, fa, fb);
     CHECK(r && at(r, 0) == -4 && at(r, 1) == -4);
+    kiln_ndarray_free(r);
+}
+
+/* The unsigned dtypes wrap, compare, divide and shift as unsigned C does
+ * (uint64 past INT64_MAX included); int16 wraps at 16 bits. */
+static void test_unsigned_arithmetic(void) {
+    const double two63 = 9223372036854775808.0, big = 18446744073709549568.0; /* 2^64 - 2048 */
+    double ua[4] = {two63, big, 7, 0}, ub[4] = {1, two63, 0, 1};
+    kiln_ndarray *r = run_binary(KILN_UINT64, kiln_lt, 4, ua, ub);
+    CHECK(r && at(r, 0) == 0 && at(r, 1) == 0 && at(r, 2) == 0 && at(r, 3) == 1);
+    kiln_ndarray_free(r);
+    r = run_binary(KILN_UINT64, kiln_max, 4, ua, ub);
+    CHECK(r && at_u64(r, 0) == 1ull << 63 && at_u64(r, 1) == UINT64_MAX - 2047);
+    kiln_ndarray_free(r);
+    r = run_binary(KILN_UINT64, kiln_min, 4, ua, ub);
+    CHECK(r && at_u64(r, 0) == 1 && at_u64(r, 1) == 1ull << 63 && at_u64(r, 2) == 0);
+    kiln_ndarray_free(r);
+    r = run_binary(KILN_UINT64, kiln_div, 4, ua, ub); /* x / 0 = 0 */
+    CHECK(r && at_u64(r, 0) == 1ull << 63 && at_u64(r, 1) == 1 && at_u64(r, 2) == 0 &&
+          at_u64(r, 3) == 0);
+    kiln_ndarray_free(r);
+    r = run_binary(KILN_UINT64, kiln_floormod, 4, ua, ub);
+    CHECK(r && at_u64(r, 0) == 0 && at_u64(r, 1) == (1ull << 63) - 2048 && at_u64(r, 2) == 0);
+    kiln_ndarray_free(r);
+    r = run_binary(KILN_UINT64, kiln_add, 4, ua, ub);
+    CHECK(r && at_u64(r, 1) == (1ull << 63) - 2048); /* wraps */
+    kiln_ndarray_free(r);
+    double sa[3] = {two63, 5, 5}, sb[3] = {62, 64, 1};
+    r = run_binary(KILN_UINT64, kiln_shr, 3, sa, sb); /* logical */
+    CHECK(r && at_u64(r, 0) == 2 && at_u64(r, 1) == 0 && at_u64(r, 2) == 2);
+    kiln_ndarray_free(r);
+    double u32a[3] = {4294967295.0, 3000000000.0, 1}, u32b[3] = {1, 7, 2};
+    r = run_binary(KILN_UINT32, kiln_add, 3, u32a, u32b);
+    CHECK(r && at(r, 0) == 0 && at(r, 1) == 3000000007.0 && at(r, 2) == 3);
+    kiln_ndarray_free(r);
+    r = run_binary(KILN_UINT32, kiln_sub, 3, u32b, u32a);
+    CHECK(r && at(r, 0) == 2 && at(r, 2) == 1);
+    kiln_ndarray_free(r);
+    r = run_binary(KILN_UINT32, kiln_div, 3, u32a, u32b);
+    CHECK(r && at(r, 1) == 428571428 && at(r, 2) == 0);
+    kiln_ndarray_free(r);
+    double u16a[2] = {65535, 40000}, u16b[2] = {2, 40000};
+    r = run_binary(KILN_UINT16, kiln_add, 2, u16a, u16b);
+    CHECK(r && at(r, 0) == 1 && at(r, 1) == 14464);
+    kiln_ndarray_free(r);
+    r = run_binary(KILN_UINT16, kiln_gt, 2, u16b, u16a);
+    CHECK(r && at(r, 0) == 0 && at(r, 1) == 0);
+    kiln_ndarray_free(r);
+    double i16a[2] = {32767, -32768}, i16b[2] = {1, -1};
+    r = run_binary(KILN_INT16, kiln_add, 2, i16a, i16b);
+    CHECK(r && at(r, 0) == -32768 && at(r, 1) == 32767);
+    kiln_ndarray_free(r);
+    r = run_binary(KILN_INT16, kiln_floormod, 2, i16a, (double[]){-10, 7});
+    CHECK(r && at(r, 0) == -3 && at(r, 1) == 6);
+    kiln_ndarray_free(r);
+    /* casts: uint64 past 2^63 to float and back, saturating; wrap between ints */
+    double cf[4] = {big, two63, -5, 1e30};
+    r = run_cast(KILN_FLOAT64, KILN_UINT64, 4, cf);
+    CHECK(r && at_u64(r, 0) == UINT64_MAX - 2047 && at_u64(r, 1) == 1ull << 63 &&
+          at_u64(r, 2) == 0 && at_u64(r, 3) == UINT64_MAX);
+    kiln_ndarray_free(r);
+    r = run_cast(KILN_UINT64, KILN_FLOAT64, 2, cf);
+    CHECK(r && at(r, 0) == big && at(r, 1) == two63);
+    kiln_ndarray_free(r);
+    r = run_cast(KILN_UINT64, KILN_INT64, 1, cf);
+    CHECK(r && at(r, 0) == -2048);
+    kiln_ndarray_free(r);
+    double ci[3] = {-1, 70000, 65535};
+    r = run_cast(KILN_INT64, KILN_UINT16, 3, ci);
+    CHECK(r && at(r, 0) == 65535 && at(r, 1) == 4464 && at(r, 2) == 65535);
+    kiln_ndarray_free(r);
+    r = run_cast(KILN_INT32, KILN_INT16, 3, ci);
+    CHECK(r && at(r, 0) == -1 && at(r, 1) == 4464 && at(r, 2) == -1);
+    kiln_ndarray_free(r);
+    r = run_cast(KILN_INT64, KILN_UINT32, 1, ci);
+    CHECK(r && at(r, 0) == 4294967295.0);
+    kiln_ndarray_free(r);
+    r = run_cast(KILN_INT64, KILN_UINT64, 1, ci);
+    CHECK(r && at_u64(r, 0) == UINT64_MAX);
     kiln_ndarray_free(r);
 }
 
@@ -1136,12 +1225,23 @@ static int add_workload(kiln_graph *g, int widx, const char *op, const input_spe
     return n->type.n;
 }
 
-/* |a - b| within tol * (1 + |b|), NaN matching NaN, infinities equal. */
+/* |a - b| within tol * (1 + |b|), NaN matching NaN, infinities equal;
+ * integers and bools exactly. */
 static int agree(const kiln_ndarray *a, const kiln_ndarray *b, double tol, int64_t *where) {
-    if (kiln_ndarray_dtype(a) != kiln_ndarray_dtype(b) ||
-        kiln_ndarray_numel(a) != kiln_ndarray_numel(b)) {
+    kiln_dtype dt = kiln_ndarray_dtype(a);
+    if (dt != kiln_ndarray_dtype(b) || kiln_ndarray_numel(a) != kiln_ndarray_numel(b)) {
         *where = -1;
         return 0;
+    }
+    if (tir_is_int_dtype(dt)) {
+        size_t es = kiln_dtype_size(dt);
+        for (int64_t i = 0; i < kiln_ndarray_numel(a); i++)
+            if (memcmp((const char *)kiln_ndarray_data(a) + (size_t)i * es,
+                       (const char *)kiln_ndarray_data(b) + (size_t)i * es, es)) {
+                *where = i;
+                return 0;
+            }
+        return 1;
     }
     for (int64_t i = 0; i < kiln_ndarray_numel(a); i++) {
         double x = at(a, i), y = at(b, i);
@@ -1219,9 +1319,10 @@ static void compare_compiled(kiln_graph *g, int nouts, const int *outs, const ch
  * out of an integer dtype's range are left out: the interpreter saturates
  * them, the generated C converts them as the C compiler does. */
 static void test_cast_matrix(void) {
-    static const kiln_dtype dts[] = {KILN_FLOAT32,  KILN_FLOAT64, KILN_FLOAT16,
-                                     KILN_BFLOAT16, KILN_INT8,    KILN_UINT8,
-                                     KILN_INT32,    KILN_INT64,   KILN_BOOL};
+    static const kiln_dtype dts[] = {KILN_FLOAT32, KILN_FLOAT64, KILN_FLOAT16, KILN_BFLOAT16,
+                                     KILN_INT8,    KILN_UINT8,   KILN_INT32,   KILN_INT64,
+                                     KILN_BOOL,    KILN_INT16,   KILN_UINT16,  KILN_UINT32,
+                                     KILN_UINT64};
     enum { ND = sizeof dts / sizeof dts[0], N = 32 };
     for (int pass = 0; pass < 2; pass++) {
         kiln_graph *g = kiln_graph_new();
@@ -1248,6 +1349,61 @@ static void test_cast_matrix(void) {
         compare_compiled(g, nouts, outs, names, owner, ND, vals, vnames, pass ? NULL : "naive");
         for (int f = 0; f < ND; f++)
             kiln_ndarray_free(vals[f]);
+        kiln_graph_free(g);
+    }
+}
+
+/* The integer binary ops on int16 and the unsigned dtypes, on values across
+ * each range (uint64 past 2^63, zero divisors, shifts past the width),
+ * interpreted and compiled (naive, then the default vectorized schedule):
+ * unsigned compare, division and shifts agree exactly. */
+static void test_unsigned_compiled(void) {
+    static const kiln_dtype dts[] = {KILN_INT16, KILN_UINT16, KILN_UINT32, KILN_UINT64};
+    static const char *const ops[] = {"add",  "subtract",  "multiply",   "divide",
+                                      "mod",  "floor_mod", "maximum",    "minimum",
+                                      "less", "greater",   "left_shift", "right_shift"};
+    /* and reductions of x, whose identities are each dtype's bounds */
+    static const char *const reds[] = {"max", "min", "sum", "argmax", "argmin"};
+    enum {
+        ND = sizeof dts / sizeof dts[0],
+        NB = sizeof ops / sizeof ops[0],
+        NO = NB + sizeof reds / sizeof reds[0],
+        N = 24
+    };
+    for (int pass = 0; pass < 2; pass++) {
+        kiln_graph *g = kiln_graph_new();
+        kiln_ndarray *vals[2 * ND];
+        char vnames[2 * ND][32];
+        int outs[ND * NO], owner[ND * NO], nouts = 0;
+        const char *names[ND * NO];
+        int64_t n = N;
+        for (int d = 0; d < ND; d++) {
+            double hi = dts[d] == KILN_INT16    ? 32767.0
+                        : dts[d] == KILN_UINT16 ? 65535.0
+                        : dts[d] == KILN_UINT32 ? 4294967295.0
+                                                : 18446744073709549568.0;
+            double lo = dts[d] == KILN_INT16 ? -32768.0 : 0;
+            double x[N], y[N];
+            for (int i = 0; i < N; i++) {
+                x[i] = i % 3 == 0 ? hi - i : i % 3 == 1 ? lo + i * 7 : (double)(i * 1000 + 3);
+                y[i] = i % 4 == 0 ? 0 : i % 4 == 1 ? i % 17 : i % 4 == 2 ? hi - 3 * i : lo + i;
+            }
+            int ids[2];
+            for (int k = 0; k < 2; k++) {
+                vals[2 * d + k] = make(dts[d], 1, &n, k ? y : x);
+                snprintf(vnames[2 * d + k], 32, "%s_%c", kiln_dtype_name(dts[d]), k ? 'y' : 'x');
+                ids[k] = kiln_graph_var(g, vnames[2 * d + k], dts[d], 1, &n, NULL);
+            }
+            for (int o = 0; o < NO; o++) {
+                names[nouts] = o < NB ? ops[o] : reds[o - NB];
+                owner[nouts] = d;
+                outs[nouts] = kiln_graph_call(g, names[nouts], o < NB ? 2 : 1, ids, NULL, NULL);
+                nouts++;
+            }
+        }
+        compare_compiled(g, nouts, outs, names, owner, 2 * ND, vals, vnames, pass ? NULL : "naive");
+        for (int k = 0; k < 2 * ND; k++)
+            kiln_ndarray_free(vals[k]);
         kiln_graph_free(g);
     }
 }
@@ -1315,8 +1471,8 @@ static void test_op_table_against_compiled(void) {
     kiln_graph_free(g);
 }
 
-TEST_MAIN(TEST(test_division_rule), TEST(test_dtype_arithmetic), TEST(test_casts),
-          TEST(test_intrinsics), TEST(test_select_skips_lanes), TEST(test_reductions),
-          TEST(test_dependent_reduce_domains), TEST(test_argmax_two_stages),
+TEST_MAIN(TEST(test_division_rule), TEST(test_dtype_arithmetic), TEST(test_unsigned_arithmetic),
+          TEST(test_casts), TEST(test_intrinsics), TEST(test_select_skips_lanes),
+          TEST(test_reductions), TEST(test_dependent_reduce_domains), TEST(test_argmax_two_stages),
           TEST(test_stages_and_sizes), TEST(test_errors), TEST(test_cast_matrix),
-          TEST(test_op_table_against_compiled))
+          TEST(test_unsigned_compiled), TEST(test_op_table_against_compiled))

@@ -46,6 +46,7 @@ static void test_constants(void) {
     CHECK_EQ_STR(P(I(-7)), "-7");
     CHECK_EQ_STR(P(tir_int(ctx, KILN_INT8, -128)), "-128");
     CHECK_EQ_STR(P(tir_int(ctx, KILN_UINT8, 255)), "255");
+    CHECK_EQ_STR(P(tir_int(ctx, KILN_UINT64, -1)), "18446744073709551615");
     CHECK_EQ_STR(P(tir_int(ctx, KILN_BOOL, 1)), "True");
     CHECK_EQ_STR(P(tir_int(ctx, KILN_BOOL, 0)), "False");
     CHECK_EQ_STR(P(F(1)), "1.0f");

@@ -119,6 +119,17 @@ static void test_fold_narrow_ints(void) {
     CHECK_EQ_INT(r->ival, 44);
     CHECK_EQ_INT(r->dtype, KILN_UINT8);
     CHECK_EQ_INT(tir_simplify(an, SUB(IT(KILN_UINT8, 1), IT(KILN_UINT8, 2)))->ival, 255);
+    /* int16, uint16 and uint32 wrap at their width */
+    CHECK_EQ_INT(tir_simplify(an, ADD(IT(KILN_INT16, 32767), IT(KILN_INT16, 1)))->ival, -32768);
+    CHECK_EQ_INT(tir_simplify(an, SUB(IT(KILN_UINT16, 1), IT(KILN_UINT16, 2)))->ival, 65535);
+    CHECK_EQ_INT(tir_simplify(an, SUB(IT(KILN_UINT32, 1), IT(KILN_UINT32, 2)))->ival, 4294967295);
+    /* uint64 (held as int64 bit patterns) compares, divides and takes max unsigned */
+    CHECK_EQ_INT(tir_simplify(an, B(TIR_LT, IT(KILN_UINT64, -1), IT(KILN_UINT64, 1)))->ival, 0);
+    CHECK_EQ_INT(tir_simplify(an, B(TIR_DIV, IT(KILN_UINT64, -2), IT(KILN_UINT64, 2)))->ival,
+                 INT64_MAX);
+    CHECK_EQ_INT(tir_simplify(an, B(TIR_FLOORMOD, IT(KILN_UINT64, -1), IT(KILN_UINT64, 10)))->ival,
+                 5); /* 18446744073709551615 % 10 */
+    CHECK_EQ_INT(tir_simplify(an, B(TIR_MAX, IT(KILN_UINT64, -1), IT(KILN_UINT64, 1)))->ival, -1);
     /* int32 wraps */
     r = tir_simplify(an, ADD(IT(KILN_INT32, INT32_MAX), IT(KILN_INT32, 1)));
     CHECK_EQ_INT(r->ival, INT32_MIN);
@@ -159,6 +170,13 @@ static void test_fold_float(void) {
 static void test_fold_cast(void) {
     CHECK_EQ_INT(tir_simplify(an, tir_cast(KILN_INT8, I(300)))->ival, 44);
     CHECK_EQ_INT(tir_simplify(an, tir_cast(KILN_UINT8, I(-1)))->ival, 255);
+    CHECK_EQ_INT(tir_simplify(an, tir_cast(KILN_UINT16, I(-1)))->ival, 65535);
+    CHECK_EQ_INT(tir_simplify(an, tir_cast(KILN_INT16, I(40000)))->ival, -25536);
+    CHECK_EQ_INT(tir_simplify(an, tir_cast(KILN_UINT64, I(-1)))->ival, -1);
+    tir_node u = tir_simplify(an, tir_cast(KILN_FLOAT64, IT(KILN_UINT64, INT64_MIN)));
+    CHECK(u->op == TIR_FLOAT && u->fval == 9223372036854775808.0);
+    tir_node neg = tir_cast(KILN_UINT64, F(-1.0)); /* out of range: left for run time */
+    CHECK(tir_simplify(an, neg) == neg);
     CHECK_EQ_STR(SP(tir_cast(KILN_INT32, F(3.7))), "3");
     CHECK_EQ_STR(SP(tir_cast(KILN_INT64, F(-1.5))), "-1");
     tir_node big = tir_cast(KILN_INT32, F(1e30));
