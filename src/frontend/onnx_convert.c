@@ -49,6 +49,46 @@ int cvt_variadic(imp *I, const Onnx__NodeProto *n, int *outs) {
     return outs[0] = acc;
 }
 
+/* Add, Sub, Mul, Div and Pow before opset 7: no broadcasting unless broadcast=1,
+ * and then B's shape is a run of A's dims starting at `axis` (by default
+ * A's last dims), so the result has A's shape. B is reshaped with trailing
+ * 1s for numpy's rule. */
+int cvt_legacy_binary(imp *I, const Onnx__NodeProto *n, int *outs) {
+    const char *op = !strcmp(n->op_type, "Add")   ? "add"
+                     : !strcmp(n->op_type, "Sub") ? "subtract"
+                     : !strcmp(n->op_type, "Mul") ? "multiply"
+                     : !strcmp(n->op_type, "Pow") ? "power"
+                                                  : "divide";
+    int a = imp_input(I, n, 0), b = imp_input(I, n, 1);
+    const gtensor_type *ta = imp_type(I, a), *tb = imp_type(I, b);
+    if (!ta || !tb)
+        return -1;
+    if (!imp_attr_int(I, n, "broadcast", 0)) {
+        if (same_shapes(I, n) < 0)
+            return -1;
+        return outs[0] = cvt_binary_of(I, n, op, a, b);
+    }
+    int64_t axis = imp_attr_int(I, n, "axis", ta->ndim - tb->ndim);
+    if (axis < 0 || tb->ndim > ta->ndim || axis > ta->ndim - tb->ndim)
+        return imp_fail(I, n, "B (rank %d) does not fit A (rank %d) at axis %lld", tb->ndim,
+                        ta->ndim, (long long)axis);
+    int64_t dims[MAXD];
+    for (int d = 0; d < tb->ndim; d++) {
+        if (!gdim_equal(tb->dims[d], ta->dims[axis + d]) &&
+            !(tb->dims[d].v == 1 && !tb->dims[d].sym))
+            return imp_fail(I, n, "B's dim %d does not match A's dim %lld", d,
+                            (long long)(axis + d));
+        if (tb->dims[d].sym)
+            return imp_fail(I, n, "a symbolic dim in B is not supported here");
+        dims[d] = tb->dims[d].v;
+    }
+    int nb = tb->ndim;
+    while (nb < ta->ndim - axis)
+        dims[nb++] = 1;
+    int br = nb == tb->ndim ? b : cvt_reshape_to(I, n, b, nb, dims);
+    return outs[0] = cvt_binary_of(I, n, op, a, br);
+}
+
 /* Pow: the exponent may have another dtype than the base. */
 int cvt_power(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0), y = imp_input(I, n, 1);
@@ -158,6 +198,16 @@ int cvt_prelu(imp *I, const Onnx__NodeProto *n, int *outs) {
     const gtensor_type *t = imp_type(I, x);
     if (!t)
         return imp_fail(I, n, "the input has no tensor type");
+    /* before opset 7 a 1-D slope of C values is per channel (axis 1) */
+    const gtensor_type *st = imp_type(I, slope);
+    if (I->opset < 7 && st && st->ndim == 1 && t->ndim > 2 && !st->dims[0].sym &&
+        gdim_equal(st->dims[0], t->dims[1])) {
+        int64_t dims[MAXD];
+        dims[0] = st->dims[0].v;
+        for (int d = 1; d < t->ndim - 1; d++)
+            dims[d] = 1;
+        slope = cvt_reshape_to(I, n, slope, t->ndim - 1, dims);
+    }
     int neg = cvt_binary_of(I, n, "less", x, imp_scalar_const(I, n, t->dtype, 0));
     int scaled_x = cvt_binary_of(I, n, "multiply", x, slope);
     int in[3] = {neg, scaled_x, x};

@@ -16,6 +16,7 @@
 #define KILN_CVT(name) KILN_HIDDEN int name(imp *I, const Onnx__NodeProto *n, int *outs)
 /* onnx_convert.c */
 KILN_CVT(cvt_variadic);
+KILN_CVT(cvt_legacy_binary);
 KILN_CVT(cvt_power);
 KILN_CVT(cvt_mean);
 KILN_CVT(cvt_mod);

@@ -232,6 +232,9 @@ int cvt_loss(imp *I, const Onnx__NodeProto *n, int *outs) {
  * variance) as outputs 1 and 2. */
 int cvt_batch_norm(imp *I, const Onnx__NodeProto *n, int *outs) {
     int train = imp_attr_int(I, n, "training_mode", 0) != 0;
+    /* before opset 7, is_test (default 0: training) says which */
+    if (I->opset < 7 && !imp_attr_int(I, n, "is_test", 0))
+        return imp_fail(I, n, "is_test = 0 (training mode) is not supported before opset 7");
     if (imp_attr_int(I, n, "spatial", 1) != 1)
         return imp_fail(I, n, "attribute 'spatial' = 0 (statistics per element) is not supported");
     for (size_t k = 1; !train && k < n->n_output; k++)
@@ -313,8 +316,12 @@ int cvt_gemm(imp *I, const Onnx__NodeProto *n, int *outs) {
         return imp_fail(I, n, "the inner dims differ: %s in A (transA=%d), %s in B (transB=%d)",
                         dim_text(ka, s1, sizeof s1), ta, dim_text(kb, s2, sizeof s2), tb);
     }
-    /* C broadcasts one way, onto [M, N] */
+    /* C broadcasts one way, onto [M, N]; before opset 7 only with
+       broadcast=1, else it is [M, N] itself */
     gdim mn[2] = {at->dims[ta ? 1 : 0], nb};
+    if (I->opset < 7 && ct && !imp_attr_int(I, n, "broadcast", 0) &&
+        (ct->ndim != 2 || !gdim_equal(ct->dims[0], mn[0]) || !gdim_equal(ct->dims[1], mn[1])))
+        return imp_fail(I, n, "C must be [M, N] when broadcast = 0 (before opset 7)");
     for (int d = 0; ct && d < ct->ndim; d++) {
         gdim cd = ct->dims[d], want = mn[d + 2 - ct->ndim];
         if (ct->ndim > 2 || (!(!cd.sym && cd.v == 1) && !gdim_equal(cd, want)))

@@ -35,8 +35,8 @@ typedef struct {
     int *ids;
     size_t cap, count;
     const struct imp_converter *row; /* the row converting the current node */
-    const void *failed; /* the node (Onnx__NodeProto) whose conversion has failed:
-                           its later calls add nothing and keep the first error */
+    const void *failed;              /* the node (Onnx__NodeProto) whose conversion has failed:
+                                        its later calls add nothing and keep the first error */
 } imp;
 
 /* Convert one node: write the graph node id of each ONNX output to outs

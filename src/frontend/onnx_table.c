@@ -50,6 +50,8 @@
 #define UNARY IO(1, 1, 1, 1)
 #define BINARY IO(2, 2, 1, 1)
 #define REDUCE_ATTRS "axes:INTS, keepdims:INT"
+/* Add, Sub, Mul, Div before opset 7 (broadcasting on request) */
+#define LEGACY_BINARY_ATTRS "axis:INT, broadcast:INT"
 #define WINDOW_ATTRS "auto_pad:STRING, pads:INTS, strides:INTS"
 #define CONV_ATTRS WINDOW_ATTRS ", dilations:INTS, group:INT, kernel_shape:INTS"
 #define POOL_ATTRS "kernel_shape:INTS!, " WINDOW_ATTRS
@@ -86,6 +88,7 @@ static const imp_converter g_table[] = {
      "alpha:FLOAT=1.67326319217681884765625, gamma:FLOAT=1.05070102214813232421875"},
     {"Clip", 6, NULL, cvt_clip, UNARY, "min:FLOAT, max:FLOAT"},
     {"Clip", 11, NULL, cvt_clip, IO(1, 3, 1, 1), NULL},
+    {"PRelu", 6, NULL, cvt_prelu, BINARY, NULL},
     {"PRelu", 7, NULL, cvt_prelu, BINARY, NULL},
     {"HardSigmoid", 6, NULL, cvt_hard_sigmoid, UNARY, "alpha:FLOAT, beta:FLOAT"},
     {"HardSwish", 14, "nn.hard_swish", NULL, UNARY, NULL},
@@ -112,9 +115,17 @@ static const imp_converter g_table[] = {
     {"Dropout", 7, NULL, cvt_dropout, IO(1, 1, 1, 2), "ratio:FLOAT"},
     {"Dropout", 12, NULL, cvt_dropout, IO(1, 3, 1, 2), "seed:INT"},
     /* binary (numpy broadcasting) and variadic */
+    {"Add", 1, NULL, cvt_legacy_binary, BINARY, LEGACY_BINARY_ATTRS ", consumed_inputs:INTS"},
+    {"Add", 6, NULL, cvt_legacy_binary, BINARY, LEGACY_BINARY_ATTRS},
     {"Add", 7, "add", NULL, BINARY, NULL},
+    {"Sub", 1, NULL, cvt_legacy_binary, BINARY, LEGACY_BINARY_ATTRS ", consumed_inputs:INTS"},
+    {"Sub", 6, NULL, cvt_legacy_binary, BINARY, LEGACY_BINARY_ATTRS},
     {"Sub", 7, "subtract", NULL, BINARY, NULL},
+    {"Mul", 1, NULL, cvt_legacy_binary, BINARY, LEGACY_BINARY_ATTRS ", consumed_inputs:INTS"},
+    {"Mul", 6, NULL, cvt_legacy_binary, BINARY, LEGACY_BINARY_ATTRS},
     {"Mul", 7, "multiply", NULL, BINARY, NULL},
+    {"Div", 1, NULL, cvt_legacy_binary, BINARY, LEGACY_BINARY_ATTRS ", consumed_inputs:INTS"},
+    {"Div", 6, NULL, cvt_legacy_binary, BINARY, LEGACY_BINARY_ATTRS},
     {"Div", 7, "divide", NULL, BINARY, NULL},
     {"Equal", 7, "equal", NULL, BINARY, NULL},
     {"Less", 7, "less", NULL, BINARY, NULL},
@@ -127,12 +138,14 @@ static const imp_converter g_table[] = {
     {"Mod", 10, NULL, cvt_mod, BINARY, "fmod:INT"},
     {"BitShift", 11, NULL, cvt_bitshift, BINARY, "direction:STRING!"},
     {"Where", 9, "where", NULL, IO(3, 3, 1, 1), NULL},
+    {"Pow", 1, NULL, cvt_legacy_binary, BINARY, LEGACY_BINARY_ATTRS},
     {"Pow", 7, NULL, cvt_power, BINARY, NULL},
     {"Max", 6, NULL, cvt_variadic, IO(1, ANY, 1, 1), NULL},
     {"Min", 6, NULL, cvt_variadic, IO(1, ANY, 1, 1), NULL},
     {"Sum", 6, NULL, cvt_variadic, IO(1, ANY, 1, 1), NULL},
     {"Mean", 6, NULL, cvt_mean, IO(1, ANY, 1, 1), NULL},
     /* constants and shapes */
+    {"Constant", 1, NULL, cvt_constant, IO(0, 0, 1, 1), "value:TENSOR!"},
     {"Constant", 9, NULL, cvt_constant, IO(0, 0, 1, 1),
      "value:TENSOR, sparse_value:SPARSE_TENSOR, value_float:FLOAT, value_floats:FLOATS, "
      "value_int:INT, value_ints:INTS, value_string:STRING, value_strings:STRINGS"},
@@ -179,6 +192,8 @@ static const imp_converter g_table[] = {
     {"LRN", 1, "nn.lrn", NULL, UNARY,
      "alpha:FLOAT=0.0001, beta:FLOAT=0.75, bias:FLOAT=1.0, size:INT!="},
     {"MeanVarianceNormalization", 9, NULL, cvt_mvn, UNARY, "axes:INTS"},
+    {"BatchNormalization", 6, NULL, cvt_batch_norm, IO(5, 5, 1, 5),
+     "epsilon:FLOAT, is_test:INT, momentum:FLOAT, spatial:INT"},
     {"BatchNormalization", 7, NULL, cvt_batch_norm, IO(5, 5, 1, 5),
      "epsilon:FLOAT, momentum:FLOAT, spatial:INT"},
     {"BatchNormalization", 14, NULL, cvt_batch_norm, IO(5, 5, 1, 3),
@@ -206,6 +221,8 @@ static const imp_converter g_table[] = {
     {"GlobalAveragePool", 1, NULL, cvt_global_pool, UNARY, NULL},
     {"GlobalMaxPool", 1, NULL, cvt_global_pool, UNARY, NULL},
     {"GlobalLpPool", 2, NULL, cvt_global_pool, UNARY, "p:INT"},
+    {"Gemm", 6, NULL, cvt_gemm, IO(3, 3, 1, 1),
+     "alpha:FLOAT, beta:FLOAT, broadcast:INT, transA:INT, transB:INT"},
     {"Gemm", 7, NULL, cvt_gemm, IO(2, 3, 1, 1), "alpha:FLOAT, beta:FLOAT, transA:INT, transB:INT"},
     {"MatMul", 1, NULL, cvt_matmul, BINARY, NULL},
     {"MatMulInteger", 10, NULL, cvt_matmul_integer, IO(2, 4, 1, 1), NULL},
