@@ -265,8 +265,10 @@ static int apply(int o, int64_t a, int64_t b, int64_t *out) {
     if (b == 0)
         return -1;
     if (b == -1) { /* INT64_MIN / -1 overflows, and INT64_MIN % -1 is undefined in C */
+        if (o != OP_MOD && a == INT64_MIN)
+            return 0;
         *out = o == OP_MOD ? 0 : -a;
-        return o == OP_MOD || a != INT64_MIN;
+        return 1;
     }
     *out = o == OP_DIV ? kiln_floordiv_i64(a, b) : kiln_floormod_i64(a, b);
     return 1;
