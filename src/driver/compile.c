@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../base/json.h"
+#include "../ops/ops.h"
 #include "../passes/passes.h"
 #include "../te/te_internal.h"
 #include "driver_internal.h"
@@ -502,8 +503,19 @@ static char *make_json(plan *P, kiln_npz *params, const kiln_target *target, kil
         json_write_string(&js, on->name && *on->name ? on->name : gr->func);
         kstr_printf(&js,
                     ", \"attrs\": {\"func_name\": \"%s\", \"num_inputs\": \"%d\", "
-                    "\"num_outputs\": \"%d\", \"flatten_data\": \"0\"}, \"inputs\": [",
+                    "\"num_outputs\": \"%d\", \"flatten_data\": \"0\"",
                     gr->func, gr->nin, nout);
+        if (on->kind == GN_CALL && on->op->binds) {
+            /* a binder: its values are the dims these variables name later */
+            gdim names[64];
+            int nb = ops_bound_dims(g, on, names, 64);
+            KILN_ASSERT(nb >= 1); /* its relation checked it */
+            kstr_puts(&js, ", \"binds\": [");
+            for (int b = 0; b < nb; b++)
+                kstr_printf(&js, "%s\"%s\"", b ? ", " : "", names[b].sym);
+            kstr_putc(&js, ']');
+        }
+        kstr_puts(&js, "}, \"inputs\": [");
         for (int i = 0; i < gr->nin; i++) {
             int src = gr->in[i], idx = 0;
             if (g->nodes[src]->kind == GN_TUPLE_GET) {

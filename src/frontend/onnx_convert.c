@@ -499,6 +499,21 @@ int cvt_concat(imp *I, const Onnx__NodeProto *n, int *outs) {
     return outs[0] = imp_call(I, n, "concatenate", k, ids, attrs);
 }
 
+/* Reshape to dims computed when the package runs: from shape values that
+ * are data, or over symbolic dims. */
+static int cvt_reshape_run_time(imp *I, const Onnx__NodeProto *n, int x) {
+    int in[2] = {x, imp_input(I, n, 1)};
+    const gtensor_type *s = imp_type(I, in[1]);
+    if (I->opset < 5 || !s || s->ndim != 1 || s->dims[0].sym)
+        return imp_fail(I, n, "the shape input must have a length known at compile time");
+    if (s->dims[0].v == 0) /* to a scalar: nothing to compute */
+        return cvt_reshape_to(I, n, x, 0, NULL);
+    char attrs[32];
+    snprintf(attrs, sizeof attrs, "allowzero=%d", imp_attr_int(I, n, "allowzero", 0) != 0);
+    in[1] = cvt_bind_dims(I, n, imp_call(I, n, "reshape_dims", 2, in, attrs));
+    return in[1] < 0 ? -1 : imp_call(I, n, "reshape", 2, in, "");
+}
+
 int cvt_reshape(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0);
     const gtensor_type *t = imp_type(I, x);
@@ -508,24 +523,37 @@ int cvt_reshape(imp *I, const Onnx__NodeProto *n, int *outs) {
         nd = imp_attr_ints(I, n, "shape", dims, MAXD);
     } else {
         nd = cvt_const_ints(I, n, 1, dims);
-        if (nd == -2)
-            return imp_fail(I, n,
-                            "the shape input must be a constant (computed at compile "
-                            "time) of at most %d values",
-                            MAXD);
     }
-    if (!t || nd < 0)
+    if (!t || nd == -1)
         return imp_fail(I, n, "bad input or shape");
+    if (nd == -2) /* the dims are known when the package runs */
+        return outs[0] = cvt_reshape_run_time(I, n, x);
+    int allowzero = imp_attr_int(I, n, "allowzero", 0) != 0;
+    if (!cvt_concrete(t)) {
+        /* symbolic dims each copied in place (shape 0 there): the op keeps
+           them, and infers a -1 from the other dims */
+        int keep = !allowzero;
+        for (int d = 0; d < t->ndim; d++)
+            keep = keep && (!t->dims[d].sym || (d < nd && dims[d] == 0));
+        if (!keep)
+            return outs[0] = cvt_reshape_run_time(I, n, x);
+        for (int d = 0; d < nd; d++)
+            if (dims[d] == 0 && d < t->ndim && !t->dims[d].sym)
+                dims[d] = t->dims[d].v;
+        kstr a;
+        kstr_init(&a);
+        cvt_ints_attr(&a, "newshape", nd, dims);
+        outs[0] = a.oom ? imp_fail(I, n, "out of memory") : imp_call(I, n, "reshape", 1, &x, a.buf);
+        kstr_free(&a);
+        return outs[0];
+    }
     /* resolve 0 (copy, unless allowzero) and -1 here, so the op gets the shape */
     int64_t in_dims[MAXD], total, known = 1;
-    for (int d = 0; d < t->ndim; d++) {
-        if (t->dims[d].sym)
-            return imp_fail(I, n, "symbolic input dims are not supported yet");
+    for (int d = 0; d < t->ndim; d++)
         in_dims[d] = t->dims[d].v;
-    }
     if (!cvt_numel(I, n, t->ndim, in_dims, &total))
         return -1;
-    int allowzero = imp_attr_int(I, n, "allowzero", 0) != 0, infer = -1, has_zero = 0;
+    int infer = -1, has_zero = 0;
     for (int d = 0; d < nd; d++)
         has_zero |= dims[d] == 0;
     for (int d = 0; d < nd; d++) {

@@ -533,6 +533,33 @@ int cvt_const_ints(imp *I, const Onnx__NodeProto *n, int i, int64_t *v) {
     return (int)kiln_ndarray_numel(c);
 }
 
+/* 1 if a graph input has a dim named "<prefix>_..." */
+static int prefix_taken(const struct kiln_graph *g, const char *prefix) {
+    size_t len = strlen(prefix);
+    for (int id = 0; id < g->n; id++) {
+        const gnode *v = g->nodes[id];
+        for (int d = 0;
+             v->kind == GN_VAR && v->type.known && v->type.n == 1 && d < v->type.t[0].ndim; d++) {
+            const char *s = v->type.t[0].dims[d].sym;
+            if (s && !strncmp(s, prefix, len) && s[len] == '_')
+                return 1;
+        }
+    }
+    return 0;
+}
+
+int cvt_bind_dims(imp *I, const Onnx__NodeProto *n, int dims) {
+    if (dims < 0)
+        return -1;
+    char attrs[64];
+    do
+        snprintf(attrs, sizeof attrs, "_rt%d", ++I->nbinders);
+    while (prefix_taken(I->g, attrs));
+    char buf[80];
+    snprintf(buf, sizeof buf, "prefix=\"%s\"", attrs);
+    return imp_call(I, n, "bind_dims", 1, &dims, buf);
+}
+
 void cvt_ints_attr(kstr *a, const char *name, int k, const int64_t *v) {
     kstr_printf(a, "%s%s=[", a->len ? ", " : "", name);
     for (int i = 0; i < k; i++)

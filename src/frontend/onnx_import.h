@@ -37,6 +37,7 @@ typedef struct {
     const struct imp_converter *row; /* the row converting the current node */
     const void *failed;              /* the node (Onnx__NodeProto) whose conversion has failed:
                                         its later calls add nothing and keep the first error */
+    int nbinders;                    /* bind_dims calls made (cvt_bind_dims) */
 } imp;
 
 /* Convert one node: write the graph node id of each ONNX output to outs
@@ -176,6 +177,11 @@ KILN_HIDDEN int cvt_cast_to(imp *I, const Onnx__NodeProto *n, int x, kiln_dtype 
 /* Node x reshaped to dims[nd]. */
 KILN_HIDDEN int cvt_reshape_to(imp *I, const Onnx__NodeProto *n, int x, int nd,
                                const int64_t *dims);
+/* The dims that call `dims` (an int64 vector, a shape function of
+ * src/ops/shape.c) computes when the package runs, as size variables for
+ * the types after it: bind_dims(dims) with a prefix of its own; -1 with
+ * imp_fail's error. */
+KILN_HIDDEN int cvt_bind_dims(imp *I, const Onnx__NodeProto *n, int dims);
 /* Up to MAXD values of constant input i: the count, -1 if absent, -2 if not constant. */
 KILN_HIDDEN int cvt_const_ints(imp *I, const Onnx__NodeProto *n, int i, int64_t *v);
 /* Bind node n's outputs (at most 64) to the elements of the tuple call id

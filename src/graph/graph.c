@@ -272,6 +272,14 @@ const char *graph_attr_str(const gnode *n, const char *name, const char *def) {
 
 /* ---- types ------------------------------------------------------------------ */
 
+int graph_is_size_name(const char *s, size_t max_len) {
+    int ok = s && ((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_');
+    for (const char *c = s; ok && *c; c++)
+        ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+             *c == '_';
+    return ok && strlen(s) <= max_len;
+}
+
 gtype gtype_tensor(struct kiln_graph *g, kiln_dtype dt, int ndim, const gdim *dims) {
     gtype t = {1, 0, 1, arena_alloc(g->arena, sizeof(gtensor_type))};
     t.t->dtype = dt;
@@ -414,11 +422,7 @@ int kiln_graph_var(kiln_graph *g, const char *name, kiln_dtype dt, int ndim, con
                                       name, i),
                        -1;
             /* the name of a size variable in kernels and in mod.json */
-            int ok = (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_';
-            for (const char *c = s; ok && *c; c++)
-                ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-                     (*c >= '0' && *c <= '9') || *c == '_';
-            if (!ok || strlen(s) > 63)
+            if (!graph_is_size_name(s, 63))
                 return kiln_set_error(KILN_ERR_INVALID,
                                       "graph var '%s': dim %d's name '%s' is not an identifier "
                                       "([A-Za-z_][A-Za-z0-9_]*, at most 63 characters)",

@@ -177,6 +177,10 @@ typedef struct kiln_op_def {
     int sym_dims;            /* 1: its compute and schedule take symbolic (run-time) dims;
                                 the driver refuses a symbolic dim on an op without it
                                 (docs/DYNAMIC_SHAPES.md) */
+    int binds;               /* 1: its output, an int64 vector, holds sizes known only when
+                                it runs; element k names size variable "<prefix>_k" (its
+                                `prefix` attribute), which later types use as a dim. The
+                                driver makes its kernel a binder in the plan */
 } kiln_op_def;
 
 /* The ops a graph may use: the built-in table plus rows added by plugins. */
@@ -230,6 +234,10 @@ KILN_HIDDEN double graph_attr_float(const gnode *n, const char *name, double def
 /* INTS attribute: count, writes up to cap values; -1 if absent. */
 KILN_HIDDEN int graph_attr_ints(const gnode *n, const char *name, int64_t *out, int cap);
 KILN_HIDDEN const char *graph_attr_str(const gnode *n, const char *name, const char *def);
+
+/* 1 if s may name a size variable (a symbolic dim): an identifier,
+ * [A-Za-z_][A-Za-z0-9_]*, of at most max_len characters. */
+KILN_HIDDEN int graph_is_size_name(const char *s, size_t max_len);
 
 /* Types. */
 KILN_HIDDEN gtype gtype_tensor(struct kiln_graph *g, kiln_dtype dt, int ndim, const gdim *dims);

@@ -23,6 +23,7 @@ static const family g_families[] = {
     {ops_index_rows, &ops_index_count},
     {ops_image_rows, &ops_image_count},
     {ops_reduce_rows, &ops_reduce_count},
+    {ops_shape_rows, &ops_shape_count},
 };
 
 #define NFAMILIES ((int)(sizeof g_families / sizeof g_families[0]))

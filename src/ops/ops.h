@@ -24,6 +24,9 @@
  *                    take, broadcast_to, nn.pad, layout_transform, tile,
  *                    depth_to_space, space_to_depth, ...
  *   image.c          image.resize (any rank), image.grid_sample
+ *   shape.c          shapes known only at run time: bind_dims (the binder
+ *                    whose values later types use as dims) and the shape
+ *                    functions that compute them (reshape_dims, ...)
  *   op_table.c       the registry: the families' tables, concatenated
  *   plugin.c         user ops (kiln/plugin.h) as rows of the same kind
  * Files call downward only: families call ops_common.c (and conv.c calls
@@ -81,6 +84,7 @@ OPS_FAMILY(norm);
 OPS_FAMILY(transform);
 OPS_FAMILY(index);
 OPS_FAMILY(image);
+OPS_FAMILY(shape);
 #undef OPS_FAMILY
 
 /* ---- relations (ops_common.c) ---------------------------------------------- */
@@ -101,6 +105,16 @@ KILN_HIDDEN void ops_dim_str(gdim d, char *buf, size_t cap);
 /* numpy broadcasting of n types into *res, with the dtype of ts[dt_from]. */
 KILN_HIDDEN rel_result ops_broadcast(int n, const gtensor_type *const *ts, int dt_from,
                                      gtensor_type *res);
+/* The values of input i of the call, a 0-D or 1-D integer tensor, as dims
+ * when the graph knows them before it runs: a constant's values, or the
+ * size variables a binder call (a row with `binds`) names. Returns their
+ * count (at most cap), or -1 if they are known only as data. */
+KILN_HIDDEN int ops_value_dims(const struct kiln_graph *g, const gnode *call, int i, gdim *out,
+                               int cap);
+/* The size variables binder call v (of a row with `binds`) names, one per
+ * value of its output: "<prefix>_k" (its `prefix` attribute). Their count
+ * (at most cap), or -1 if v is not a binder. */
+KILN_HIDDEN int ops_bound_dims(const struct kiln_graph *g, const gnode *v, gdim *out, int cap);
 /* 1 if dims [from, to) of t are all concrete. */
 KILN_HIDDEN int ops_all_known(const gtensor_type *t, int from, int to);
 /* The output has input 0's type; with _float, input 0 must be a float. */

@@ -43,6 +43,44 @@ void ops_dim_str(gdim d, char *buf, size_t cap) {
         snprintf(buf, cap, "%lld", (long long)d.v);
 }
 
+int ops_value_dims(const struct kiln_graph *g, const gnode *call, int i, gdim *out, int cap) {
+    if (i >= call->nin)
+        return -1;
+    const gnode *v = g->nodes[call->in[i]];
+    if (!v->type.known || v->type.n != 1 || v->type.t[0].ndim > 1)
+        return -1;
+    if (v->kind == GN_CONST) {
+        kiln_dtype dt = kiln_ndarray_dtype(v->value);
+        int64_t n = kiln_ndarray_numel(v->value);
+        if ((dt != KILN_INT64 && dt != KILN_INT32) || n > cap)
+            return -1;
+        const void *p = kiln_ndarray_data(v->value);
+        for (int k = 0; k < n; k++)
+            out[k] =
+                (gdim){dt == KILN_INT64 ? ((const int64_t *)p)[k] : ((const int32_t *)p)[k], NULL};
+        return (int)n;
+    }
+    return ops_bound_dims(g, v, out, cap);
+}
+
+int ops_bound_dims(const struct kiln_graph *g, const gnode *v, gdim *out, int cap) {
+    if (v->kind != GN_CALL || !v->op->binds || !v->type.known || v->type.n != 1 ||
+        v->type.t[0].ndim != 1 || v->type.t[0].dims[0].sym || v->type.t[0].dims[0].v > cap)
+        return -1;
+    const char *prefix = graph_attr_str(v, "prefix", NULL);
+    if (!prefix)
+        return -1;
+    int n = (int)v->type.t[0].dims[0].v;
+    for (int k = 0; k < n; k++) {
+        char name[300];
+        snprintf(name, sizeof name, "%s_%d", prefix, k);
+        out[k] = (gdim){0, arena_strdup(g->arena, name)};
+        if (!out[k].sym)
+            return -1;
+    }
+    return n;
+}
+
 int ops_all_known(const gtensor_type *t, int from, int to) {
     for (int d = from; d < to; d++)
         if (t->dims[d].sym)

@@ -19,7 +19,7 @@
 
 static const attr_schema no_attrs[] = {{NULL, 0, 0, NULL}};
 static const attr_schema axis0_attrs[] = {{"axis", GA_INT, 0, "0"}, {NULL, 0, 0, NULL}};
-static const attr_schema reshape_attrs[] = {{"newshape", GA_INTS, 1, NULL}, {NULL, 0, 0, NULL}};
+static const attr_schema reshape_attrs[] = {{"newshape", GA_INTS, 0, NULL}, {NULL, 0, 0, NULL}};
 static const attr_schema transpose_attrs[] = {{"axes", GA_INTS, 0, NULL}, {NULL, 0, 0, NULL}};
 static const attr_schema split_attrs[] = {
     {"indices_or_sections", GA_INTS, 1, NULL}, {"axis", GA_INT, 0, "0"}, {NULL, 0, 0, NULL}};
@@ -45,6 +45,38 @@ static const attr_schema layout_transform_attrs[] = {{"src_layout", GA_STR, 1, N
 
 /* ---- reshape, nn.batch_flatten, transpose ------------------------------------------ */
 
+/* reshape(x, dims): the output's dims are the values of input 1, a
+ * constant or a binder's (the shape function before it resolved ONNX's 0
+ * and -1, and checks the element count when the sizes are known only as
+ * the package runs). */
+static rel_result rel_reshape_to_values(const struct kiln_graph *g, const gnode *call,
+                                        const gtensor_type *x, const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(2);
+    if (graph_attr(call, "newshape"))
+        return ops_fail("give the shape as newshape or as input 1, not both");
+    gtensor_type res = {x->dtype, 0, {{0, NULL}}};
+    res.ndim = ops_value_dims(g, call, 1, res.dims, KILN_MAX_NDIM);
+    if (res.ndim < 0)
+        return ops_fail("input 1 (the dims) must be a constant or a bind_dims vector of at most "
+                        "%d values",
+                        KILN_MAX_NDIM);
+    int64_t a = 1, b = 1;
+    for (int d = 0; d < res.ndim; d++)
+        if (!res.dims[d].sym && res.dims[d].v < 0)
+            return ops_fail("dim %d is %lld", d, (long long)res.dims[d].v);
+    if (ops_all_known(x, 0, x->ndim) && ops_all_known(&res, 0, res.ndim)) {
+        for (int d = 0; d < x->ndim; d++)
+            a *= x->dims[d].v; /* under GRAPH_MAX_ELEMENTS */
+        for (int d = 0; d < res.ndim; d++)
+            if (!kiln_mul_ok(b, res.dims[d].v, &b))
+                return ops_fail("size overflow");
+        if (a != b)
+            return ops_fail("the dims hold %lld elements, the input %lld", (long long)b,
+                            (long long)a);
+    }
+    return ops_set_out(g, out, &res);
+}
+
 static rel_result rel_reshape(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
                               gtype *out) {
     OPS_REQUIRE_KNOWN(1);
@@ -52,10 +84,13 @@ static rel_result rel_reshape(const struct kiln_graph *g, const gnode *call, con
     const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
     if (!x)
         return r;
+    if (call->nin == 2)
+        return rel_reshape_to_values(g, call, x, in, out);
     int64_t ns[KILN_MAX_NDIM + 1];
     int n = graph_attr_ints(call, "newshape", ns, KILN_MAX_NDIM + 1);
     if (n < 0 || n > KILN_MAX_NDIM)
-        return ops_fail("newshape must have 0 to %d dims", KILN_MAX_NDIM);
+        return ops_fail("newshape must have 0 to %d dims (and be given, without a shape input)",
+                        KILN_MAX_NDIM);
     /* a symbolic dim must be copied (newshape 0) to the same place: then
        both sides hold it once, and the rest is counted without it (dims
        that are products of symbols wait for dim expressions) */
@@ -971,8 +1006,9 @@ static kiln_status compute_depth_space(kiln_ctx *ctx, const gnode *call, kiln_te
     }
 
 const kiln_op_def ops_transform_rows[] = {
-    SYM_ROW("reshape", 1, 1, reshape_attrs, rel_reshape, compute_reshape, OP_INJECTIVE,
-            "new shape (0 copies, -1 infers)"),
+    SYM_ROW("reshape", 1, 2, reshape_attrs, rel_reshape, compute_reshape, OP_INJECTIVE,
+            "new shape (0 copies, -1 infers), or the values of input 1 (a constant or a "
+            "bind_dims)"),
     ROW("layout_transform", 1, 1, layout_transform_attrs, rel_layout_transform,
         compute_layout_transform, OP_INJECTIVE,
         "NCHW <-> NCHW[x]c; a last block past `channels` is zeros"),

@@ -209,9 +209,14 @@ static void describe_vars(kstr *s, const kiln_model *m, const dim_expr *x, const
     int first = 1;
     for (int k = 0; k < m->vars.n; k++)
         if (dim_expr_uses(x, k)) {
-            kstr_printf(s, "%s%s = %lld, from input '%s' dim %d", first ? "" : "; ",
-                        m->vars.names[k], (long long)vals[k], m->inputs[m->var_port[k]].name,
-                        m->var_dim[k]);
+            if (m->var_port[k] >= 0)
+                kstr_printf(s, "%s%s = %lld, from input '%s' dim %d", first ? "" : "; ",
+                            m->vars.names[k], (long long)vals[k], m->inputs[m->var_port[k]].name,
+                            m->var_dim[k]);
+            else
+                kstr_printf(s, "%s%s = %lld, value %d of node %d '%s'", first ? "" : "; ",
+                            m->vars.names[k], (long long)vals[k], m->var_dim[k], m->var_node[k],
+                            m->nodes[m->var_node[k]].name);
             first = 0;
         }
 }
@@ -233,8 +238,8 @@ static kiln_status add_vars(const kiln_model *m, const dim_expr *x, const int64_
  * constant dims are checked already. */
 static kiln_status bind_inputs(const kiln_model *m, const kiln_ndarray *const *in, int64_t *vals,
                                const char *what) {
-    for (int k = 0; k < m->vars.n; k++)
-        vals[k] = kiln_ndarray_dim(in[m->var_port[k]], m->var_dim[k]);
+    for (int k = 0; k < m->vars.n; k++) /* a binder's variables: set when it runs */
+        vals[k] = m->var_port[k] >= 0 ? kiln_ndarray_dim(in[m->var_port[k]], m->var_dim[k]) : 0;
     for (int i = 0; i < m->ninputs; i++) {
         const plan_entry *en = &m->entries[m->inputs[i].entry];
         const char *name = m->inputs[i].name;
@@ -286,10 +291,83 @@ static kiln_status entry_dims(const kiln_model *m, run_state *rs, int i, const c
     return KILN_OK;
 }
 
+/* Entry i's dims under rs->vals, and its storage grown to hold it. */
+static kiln_status entry_place(const kiln_model *m, run_state *rs, int i, const char *what) {
+    const plan_entry *en = &m->entries[i];
+    int s = en->storage;
+    if (m->weights[s])
+        return KILN_OK;
+    rs->need[s] = m->min_bytes[s];
+    if (en->expr && entry_dims(m, rs, i, what))
+        return KILN_ERR_INVALID;
+    if (grow(rs, s, rs->need[s])) {
+        kiln_error_prefix("%s", what);
+        return KILN_ERR_NOMEM;
+    }
+    return KILN_OK;
+}
+
+/* The view of input or output port i at its entry's dims in this run. */
+static void rewrap_port(const kiln_model *m, run_state *rs, int i) {
+    const plan_port *p = i < m->ninputs ? &m->inputs[i] : &m->outputs[i - m->ninputs];
+    const plan_entry *en = &m->entries[p->entry];
+    ndarray_rewrap(rs->views[i], entry_data(m, rs, en), rs->dims + en->dim0);
+}
+
+/* A staged plan (some node binds variables): the inputs' entries and
+ * views under the binding; every kernel is set up as it is reached
+ * (kernel_setup), the outputs' views after the run. */
+static kiln_status staged_setup(const kiln_model *m, run_state *rs, const char *what) {
+    rs->ready = 0;
+    memcpy(rs->vals, rs->bind, (size_t)m->vars.n * sizeof(int64_t));
+    for (int i = 0; i < m->ninputs; i++) {
+        if (entry_place(m, rs, m->inputs[i].entry, what))
+            return KILN_ERR_INVALID;
+        rewrap_port(m, rs, i);
+    }
+    return KILN_OK;
+}
+
+/* Staged plans: kernel node nid's outputs placed under the variables bound
+ * so far, its arguments pointed at them and its sizes bound. */
+static kiln_status kernel_setup(const kiln_model *m, run_state *rs, int nid, const char *what) {
+    const plan_node *n = &m->nodes[nid];
+    for (int o = 0; o < n->noutputs; o++)
+        if (entry_place(m, rs, n->first + o, what))
+            return KILN_ERR_INVALID;
+    for (int a = 0; a < n->ninputs + n->noutputs; a++) {
+        int s = m->arg_storage[n->arg0 + a];
+        rs->args[n->arg0 + a] = m->weights[s] ? m->weights[s] : rs->buf[s];
+    }
+    if (graph_plan_bind_kernel(m, nid, rs->dims, rs->kvars + n->kv0)) {
+        kiln_error_prefix("%s: node %d '%s'", what, nid, n->name);
+        return KILN_ERR_INVALID;
+    }
+    return KILN_OK;
+}
+
+/* After binder node nid ran: its output's values are its variables'. */
+static kiln_status read_binds(const kiln_model *m, run_state *rs, int nid, const char *what) {
+    const plan_node *n = &m->nodes[nid];
+    const int64_t *v = (const int64_t *)(const void *)rs->buf[m->entries[n->first].storage];
+    for (int k = 0; k < n->nbinds; k++) {
+        if (v[k] < 0 || v[k] > ((int64_t)1 << 48))
+            return kiln_set_error(KILN_ERR_INVALID,
+                                  "%s: node %d '%s': the size '%s' computed in this run is %lld, "
+                                  "not in [0, 2^48]: the values that decide the op's shape are "
+                                  "invalid for it",
+                                  what, nid, n->name, m->vars.names[n->binds[k]], (long long)v[k]);
+        rs->vals[n->binds[k]] = v[k];
+    }
+    return KILN_OK;
+}
+
 /* Set rs up for the binding rs->bind: nothing to do if it is set up for
  * it already; else every entry's dims, the buffers, the arguments, the
  * kernels' sizes and the views. */
 static kiln_status state_setup(const kiln_model *m, run_state *rs, const char *what) {
+    if (m->staged)
+        return staged_setup(m, rs, what);
     size_t vb = (size_t)m->vars.n * sizeof(int64_t);
     if (rs->ready && memcmp(rs->vals, rs->bind, vb) == 0)
         return KILN_OK;
@@ -315,11 +393,8 @@ static kiln_status state_setup(const kiln_model *m, run_state *rs, const char *w
             return KILN_ERR_INVALID;
         }
     }
-    for (int i = 0; i < m->ninputs + m->noutputs; i++) {
-        const plan_port *p = i < m->ninputs ? &m->inputs[i] : &m->outputs[i - m->ninputs];
-        const plan_entry *en = &m->entries[p->entry];
-        ndarray_rewrap(rs->views[i], entry_data(m, rs, en), rs->dims + en->dim0);
-    }
+    for (int i = 0; i < m->ninputs + m->noutputs; i++)
+        rewrap_port(m, rs, i);
     rs->ready = 1;
     return KILN_OK;
 }
@@ -359,10 +434,12 @@ static kiln_status kernel_status(const kiln_model *m, int nid, int32_t r, unsign
     return KILN_OK;
 }
 
-static kiln_status run_kernels(const kiln_model *m, run_state *rs, unsigned flags,
-                               double *seconds) {
+static kiln_status run_kernels(const kiln_model *m, run_state *rs, unsigned flags, double *seconds,
+                               const char *what) {
     for (int k = 0; k < m->nkernels; k++) {
         const plan_node *n = &m->nodes[m->kernels[k]];
+        if (m->staged && kernel_setup(m, rs, m->kernels[k], what))
+            return KILN_ERR_INVALID;
         double t0 = seconds ? now_seconds() : 0;
         int32_t r = n->fn(rs->args + n->arg0, m->dynamic ? rs->kvars + n->kv0 : n->vars);
         if (r) {
@@ -372,6 +449,13 @@ static kiln_status run_kernels(const kiln_model *m, run_state *rs, unsigned flag
         }
         if (seconds)
             seconds[k] = now_seconds() - t0;
+        if (n->nbinds && read_binds(m, rs, m->kernels[k], what))
+            return KILN_ERR_INVALID;
+    }
+    if (m->staged) { /* the outputs' views are this run's */
+        for (int i = m->ninputs; i < m->ninputs + m->noutputs; i++)
+            rewrap_port(m, rs, i);
+        rs->ready = 1;
     }
     return KILN_OK;
 }
@@ -413,6 +497,24 @@ static kiln_status check_run_output(const kiln_model *m, int i, const kiln_ndarr
                           graph_array_str(got, sizeof got, a));
 }
 
+/* Check the caller's output arrays against this run's output shapes (a
+ * dynamic plan), or make them (`made`). */
+static kiln_status prepare_outputs(const kiln_model *m, run_state *rs, kiln_ndarray *const *outputs,
+                                   kiln_ndarray **made, const char *what) {
+    for (int i = 0; i < m->noutputs && outputs && m->dynamic; i++)
+        if (outputs[i] && check_run_output(m, i, outputs[i], rs->views[m->ninputs + i], what))
+            return KILN_ERR_INVALID;
+    for (int i = 0; i < m->noutputs && made; i++) {
+        const kiln_ndarray *v = rs->views[m->ninputs + i];
+        int64_t shape[KILN_MAX_NDIM];
+        for (int d = 0; d < kiln_ndarray_ndim(v); d++)
+            shape[d] = kiln_ndarray_dim(v, d);
+        if (!(made[i] = kiln_ndarray_empty(kiln_ndarray_dtype(v), kiln_ndarray_ndim(v), shape)))
+            return KILN_ERR_NOMEM;
+    }
+    return KILN_OK;
+}
+
 /* kiln_model_run, and with `made` kiln_model_run_alloc: outputs[i] (may be
  * NULL) or made[i] (new arrays, NULL after a failure) receive the outputs. */
 static kiln_status model_run(kiln_model *m, const kiln_ndarray *const *inputs,
@@ -439,22 +541,16 @@ static kiln_status model_run(kiln_model *m, const kiln_ndarray *const *inputs,
         st = bind_inputs(m, inputs, rs->bind, what);
         if (!st)
             st = state_setup(m, rs, what);
-        for (int i = 0; i < m->noutputs && outputs && !st; i++)
-            if (outputs[i])
-                st = check_run_output(m, i, outputs[i], rs->views[m->ninputs + i], what);
     }
-    for (int i = 0; i < m->noutputs && made && !st; i++) {
-        const kiln_ndarray *v = rs->views[m->ninputs + i];
-        int64_t shape[KILN_MAX_NDIM];
-        for (int d = 0; d < kiln_ndarray_ndim(v); d++)
-            shape[d] = kiln_ndarray_dim(v, d);
-        if (!(made[i] = kiln_ndarray_empty(kiln_ndarray_dtype(v), kiln_ndarray_ndim(v), shape)))
-            st = KILN_ERR_NOMEM;
-    }
+    /* a staged plan's output shapes are known after the run */
+    if (!st && !m->staged)
+        st = prepare_outputs(m, rs, outputs, made, what);
     for (int i = 0; i < m->ninputs && !st; i++)
         st = kiln_ndarray_copy(rs->views[i], inputs[i]);
     if (!st)
-        st = run_kernels(m, rs, flags, NULL);
+        st = run_kernels(m, rs, flags, NULL, what);
+    if (!st && m->staged)
+        st = prepare_outputs(m, rs, outputs, made, what);
     for (int i = 0; i < m->noutputs && !st; i++) {
         kiln_ndarray *out = made ? made[i] : outputs[i];
         if (out)
@@ -511,7 +607,7 @@ kiln_status kiln_executor_run(kiln_executor *e) {
     if (!e)
         return kiln_set_error(KILN_ERR_INVALID, "executor_run: NULL executor");
     kiln_status st = executor_prepare(e, "executor_run");
-    return st ? st : run_kernels(e->m, e->rs, e->flags, NULL);
+    return st ? st : run_kernels(e->m, e->rs, e->flags, NULL, "executor_run");
 }
 
 kiln_status kiln_executor_run_profiled(kiln_executor *e, double *kernel_seconds) {
@@ -520,7 +616,7 @@ kiln_status kiln_executor_run_profiled(kiln_executor *e, double *kernel_seconds)
     if (!kernel_seconds)
         return kiln_set_error(KILN_ERR_INVALID, "executor_run_profiled: NULL time array");
     kiln_status st = executor_prepare(e, "executor_run_profiled");
-    return st ? st : run_kernels(e->m, e->rs, e->flags, kernel_seconds);
+    return st ? st : run_kernels(e->m, e->rs, e->flags, kernel_seconds, "executor_run_profiled");
 }
 
 kiln_status kiln_executor_set_check_div_zero(kiln_executor *e, int on) {

@@ -247,6 +247,11 @@ static kiln_status read_node(kiln_model *e, int nid, const json *jn, const int *
                         "attrs.num_outputs must be at least 1 and agree with "
                         "node_row_ptr (%d)",
                         n->noutputs);
+    n->binds_json = json_get(attrs, "binds");
+    if (n->binds_json && (!json_is(n->binds_json, JSON_ARRAY) || json_len(n->binds_json) < 1 ||
+                          json_len(n->binds_json) > KILN_MAX_BINDS))
+        return node_err(e, nid, "attrs.binds must be a list of 1 to %d variable names",
+                        KILN_MAX_BINDS);
     n->inputs = arena_alloc(e->ar, (size_t)n->ninputs * sizeof(int));
     for (int i = 0; i < n->ninputs; i++)
         if (!entry_ref(e, json_at(ins, i), nid, &n->inputs[i]))
@@ -254,6 +259,37 @@ static kiln_status read_node(kiln_model *e, int nid, const json *jn, const int *
                             "input %d must be [nid, index, version] naming an output of "
                             "an earlier node",
                             i);
+    return KILN_OK;
+}
+
+/* The binders' variables (attrs.binds, read_node): each a name alone,
+ * interned with the entries' variables. A binder's output is one int64
+ * vector of a constant length, one element per variable. */
+static kiln_status read_binds(kiln_model *e) {
+    for (int nid = 0; nid < e->nnodes; nid++) {
+        plan_node *n = &e->nodes[nid];
+        if (!n->binds_json)
+            continue;
+        n->nbinds = json_len(n->binds_json);
+        n->binds = arena_alloc(e->ar, (size_t)n->nbinds * sizeof(int));
+        for (int k = 0; k < n->nbinds; k++) {
+            const json *v = json_at(n->binds_json, k);
+            const dim_expr *x =
+                json_is(v, JSON_STRING) ? dim_expr_parse(&e->vars, v->s, v->slen) : NULL;
+            if (!x || x->var < 0)
+                return node_err(e, nid, "attrs.binds[%d] must be a variable name", k);
+            n->binds[k] = x->var;
+        }
+        const plan_entry *en = &e->entries[n->first];
+        if (n->noutputs != 1 || en->dtype != KILN_INT64 || en->ndim != 1 ||
+            en->shape[0] != n->nbinds)
+            return node_err(e, nid,
+                            "a binder's output must be one int64[%d] (one value per "
+                            "variable of attrs.binds)",
+                            n->nbinds);
+        e->dynamic = 1;
+        e->staged = 1;
+    }
     return KILN_OK;
 }
 
@@ -288,7 +324,8 @@ static kiln_status read_nodes(kiln_model *e, const json *root) {
             en->node = i;
             en->last_use = e->nodes[i].is_op ? i : INT_MAX;
         }
-    return read_entries(e, json_get(root, "attrs"));
+    kiln_status st = read_entries(e, json_get(root, "attrs"));
+    return st ? st : read_binds(e);
 }
 
 /* ---- parameters ----------------------------------------------------------------- */
@@ -434,8 +471,9 @@ static kiln_status bind_vars(kiln_model *e) {
     int n = e->vars.n;
     e->var_port = arena_alloc(e->ar, (size_t)(n ? n : 1) * sizeof(int));
     e->var_dim = arena_alloc(e->ar, (size_t)(n ? n : 1) * sizeof(int));
+    e->var_node = arena_alloc(e->ar, (size_t)(n ? n : 1) * sizeof(int));
     for (int k = 0; k < n; k++)
-        e->var_port[k] = -1;
+        e->var_port[k] = e->var_node[k] = -1;
     for (int i = 0; i < e->ninputs; i++) {
         const plan_entry *en = &e->entries[e->inputs[i].entry];
         for (int d = 0; en->expr && d < en->ndim; d++) {
@@ -446,8 +484,30 @@ static kiln_status bind_vars(kiln_model *e) {
             }
         }
     }
+    for (int nid = 0; nid < e->nnodes; nid++)
+        for (int j = 0; j < e->nodes[nid].nbinds; j++) {
+            int k = e->nodes[nid].binds[j];
+            if (e->var_port[k] >= 0 || e->var_node[k] >= 0)
+                return node_err(e, nid,
+                                "binds dim variable '%s', which %s binds already: a variable "
+                                "has one source",
+                                e->vars.names[k], e->var_port[k] >= 0 ? "an input" : "a node");
+            e->var_node[k] = nid;
+            e->var_dim[k] = j;
+        }
+    /* a variable a node binds is known only after that node ran */
+    for (int i = 0; i < e->nentries; i++) {
+        const plan_entry *en = &e->entries[i];
+        for (int d = 0; en->expr && d < en->ndim; d++)
+            for (int k = 0; en->expr[d] && k < n; k++)
+                if (e->var_node[k] >= en->node && dim_expr_uses(en->expr[d], k))
+                    return plan_err("entry %d dim %d ('%s') uses dim variable '%s', which node "
+                                    "%d binds, but node %d, which comes no later, makes it",
+                                    i, d, en->expr[d]->text, e->vars.names[k], e->var_node[k],
+                                    en->node);
+    }
     for (int k = 0; k < n; k++) {
-        if (e->var_port[k] >= 0)
+        if (e->var_port[k] >= 0 || e->var_node[k] >= 0)
             continue;
         for (int i = 0; i < e->nentries; i++) {
             const plan_entry *en = &e->entries[i];

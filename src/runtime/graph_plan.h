@@ -17,6 +17,9 @@
 #include "dim_expr.h"
 #include "runtime_internal.h"
 
+/* The most variables one binder node binds (its output's length). */
+#define KILN_MAX_BINDS 64
+
 /* The most bytes an entry, and a static plan's storage in all, may have: 1 TiB. */
 #define MAX_STORAGE_BYTES ((int64_t)1 << 40)
 
@@ -44,6 +47,11 @@ typedef struct {
     const kiln_function *f;
     int64_t *vars; /* symbolic sizes, bound at load (static plans) */
     int kv0;       /* dynamic plans: its sizes are a run state's kvars[kv0 ...] */
+    /* a binder (its attrs' "binds"): after it runs, element k of its output,
+       an int64 vector, is the value of dim variable binds[k] for this run */
+    int nbinds;
+    int *binds;
+    const struct json *binds_json; /* while loading */
 } plan_node;
 
 typedef struct {
@@ -73,10 +81,14 @@ struct kiln_model {
     /* dynamic plans (all 0 for a static one) */
     int dynamic;
     dim_vars vars;           /* the dim variables, named in vars.names */
-    int *var_port, *var_dim; /* variable k is dim var_dim[k] of input var_port[k] */
-    int ndims;               /* the dims of all entries: the size of a run's dims[] */
-    int nkvars;              /* the symbolic sizes of all kernels: a run's kvars[] */
-    int64_t *min_bytes;      /* per storage id: the most bytes its static entries need */
+    int *var_port, *var_dim; /* variable k is dim var_dim[k] of input var_port[k], or (port
+                                -1) element var_dim[k] of binder node var_node[k]'s output */
+    int *var_node;
+    int staged;         /* some node binds variables: a run sets each kernel up just
+                           before it runs, once its sizes are known */
+    int ndims;          /* the dims of all entries: the size of a run's dims[] */
+    int nkvars;         /* the symbolic sizes of all kernels: a run's kvars[] */
+    int64_t *min_bytes; /* per storage id: the most bytes its static entries need */
     pthread_mutex_t pool_mu;
     int pool_mu_ok;
     run_state *pool; /* idle run states for kiln_model_run */

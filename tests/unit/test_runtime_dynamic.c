@@ -678,6 +678,8 @@ static int32_t copy16(void *const *a, const int64_t *v) {
 
 static kiln_kernel_fn lookup(void *user, const char *name) {
     (void)user;
+    if (strcmp(name, "f") == 0) /* test_bad_binders: never run */
+        return copy16;
     return strcmp(name, "add2") == 0 ? add2 : strcmp(name, "copy16") == 0 ? copy16 : NULL;
 }
 
@@ -814,6 +816,46 @@ static void test_static_and_package(void) {
     kiln_package_info_free(info);
 }
 
+/* A plan's binders are checked at load. */
+static void test_bad_binders(void) {
+    kiln_module *mod = kiln_module_from_meta(
+        "binders", "kiln-module 1\nfunc f 2 0\narg X int64 1 2\narg Y int64 1 2\nend\n", lookup,
+        NULL);
+    CHECK(mod != NULL);
+    if (!mod)
+        return;
+    static const char *const head =
+        "{\"nodes\": [{\"op\": \"null\", \"name\": \"x\", \"inputs\": []},"
+        " {\"op\": \"tvm_op\", \"name\": \"b\", \"attrs\": {\"func_name\": \"f\", "
+        "\"num_inputs\": \"1\", \"num_outputs\": \"1\", ";
+    static const char *const tail =
+        "}, \"inputs\": [[0, 0, 0]]}], \"arg_nodes\": [0], \"heads\": [[1, 0, 0]], "
+        "\"node_row_ptr\": [0, 1, 2], \"attrs\": {\"dltype\": [\"list_str\", [\"int64\", "
+        "\"%s\"]], \"storage_id\": [\"list_int\", [0, 1]], \"shape\": [\"list_shape\", [[%s], "
+        "[%s]]]}}";
+    struct {
+        const char *binds, *dtype, *xshape, *oshape, *want;
+    } cases[] = {
+        {"\"binds\": []", "int64", "2", "2", "attrs.binds must be a list"},
+        {"\"binds\": [\"a\", 3]", "int64", "2", "2", "attrs.binds[1] must be a variable"},
+        {"\"binds\": [\"a+1\"]", "int64", "1", "1", "attrs.binds[0] must be a variable"},
+        {"\"binds\": [\"a\"]", "float32", "1", "1", "a binder's output must be one int64[1]"},
+        {"\"binds\": [\"a\", \"b\"]", "int64", "3", "3", "int64[2]"},
+        {"\"binds\": [\"n\"]", "int64", "\"n\"", "1", "which an input binds already"},
+        {"\"binds\": [\"a\"]", "int64", "\"a\"", "1", "which an input binds already"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char fmt[2048], json[2048];
+        snprintf(fmt, sizeof fmt, "%s%s%s", head, cases[k].binds, tail);
+        snprintf(json, sizeof json, fmt, cases[k].dtype, cases[k].xshape, cases[k].oshape);
+        kiln_model *m = kiln_model_create(json, strlen(json), mod, NULL);
+        CHECK(m == NULL);
+        kiln_model_free(m);
+        CHECK_CONTAINS(kiln_last_error(), cases[k].want);
+    }
+    kiln_module_free(mod);
+}
+
 TEST_MAIN(TEST(test_dim_expr), TEST(test_model_runs), TEST(test_executor), TEST(test_threads),
           TEST(test_load_errors), TEST(test_run_errors), TEST(test_meta_kernels),
-          TEST(test_static_and_package))
+          TEST(test_bad_binders), TEST(test_static_and_package))

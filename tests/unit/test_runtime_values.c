@@ -1,0 +1,119 @@
+/* test_runtime_values.c: shapes decided by values when the package runs
+ * (docs/DYNAMIC_SHAPES.md, part 3). A shape function computes the dims, a
+ * binder (bind_dims) names them, and the op and everything after it take
+ * them as size variables: the one package runs at every value, under the
+ * default and the naive schedules, equal to a reference computed here.
+ * Values the op cannot take fail that run with an error naming the node;
+ * the next run with good values works. (test_runtime_dynamic.c checks
+ * that malformed binders in a plan are refused at load.) */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "kiln/graph.h"
+#include "kiln/runtime.h"
+#include "kiln/schedule.h"
+
+/* y = relu(reshape(x, shape)) * 2, z = y + 1 (a second op over the bound
+ * dims), for x[2, 3, 4] and shape an int64[3] input. */
+static kiln_graph *make_graph(void) {
+    kiln_graph *g = kiln_graph_new();
+    int64_t xd[3] = {2, 3, 4}, sd[1] = {3};
+    int x = kiln_graph_var(g, "x", KILN_FLOAT32, 3, xd, NULL);
+    int s = kiln_graph_var(g, "shape", KILN_INT64, 1, sd, NULL);
+    int xs[2] = {x, s};
+    int d = kiln_graph_call(g, "reshape_dims", 2, xs, NULL, "dims");
+    int b = kiln_graph_call(g, "bind_dims", 1, &d, "prefix=\"r\"", "bind");
+    int xb[2] = {x, b};
+    int r = kiln_graph_call(g, "reshape", 2, xb, NULL, "reshaped");
+    int relu = kiln_graph_call(g, "nn.relu", 1, &r, NULL, "relu");
+    kiln_ndarray *two = kiln_ndarray_empty(KILN_FLOAT32, 0, NULL);
+    *(float *)kiln_ndarray_data(two) = 2;
+    int c = kiln_graph_const(g, "two", two);
+    kiln_ndarray_free(two);
+    int rc[2] = {relu, c};
+    int y = kiln_graph_call(g, "multiply", 2, rc, NULL, "y");
+    int yc[2] = {y, c};
+    int z = kiln_graph_call(g, "add", 2, yc, NULL, "z");
+    int outs[2] = {y, z};
+    CHECK_EQ_INT(kiln_graph_set_outputs(g, 2, outs, NULL), KILN_OK);
+    return g;
+}
+
+/* Run m with shape = sv; the dims it should give (NULL: the run fails). */
+static void run_one(kiln_model *m, const int64_t *sv, const int64_t *want) {
+    int64_t xd[3] = {2, 3, 4}, sd[1] = {3};
+    kiln_ndarray *x = kiln_ndarray_empty(KILN_FLOAT32, 3, xd);
+    kiln_ndarray *s = kiln_ndarray_empty(KILN_INT64, 1, sd);
+    float *xv = kiln_ndarray_data(x);
+    for (int i = 0; i < 24; i++)
+        xv[i] = (float)(i % 7) - 2.5f;
+    memcpy(kiln_ndarray_data(s), sv, 3 * sizeof(int64_t));
+    const kiln_ndarray *ins[2] = {x, s};
+    kiln_ndarray *outs[2] = {NULL, NULL};
+    kiln_status st = kiln_model_run_alloc(m, ins, outs, 0);
+    if (!want) {
+        CHECK_EQ_INT(st, KILN_ERR_INVALID);
+        CHECK_CONTAINS(kiln_last_error(), "node");
+        CHECK_CONTAINS(kiln_last_error(), "'bind'");
+        CHECK_CONTAINS(kiln_last_error(), "invalid");
+        CHECK(outs[0] == NULL && outs[1] == NULL);
+    } else {
+        CHECK_EQ_INT(st, KILN_OK);
+        if (st)
+            fprintf(stderr, "run: %s\n", kiln_last_error());
+        for (int o = 0; o < 2 && !st; o++) {
+            CHECK_EQ_INT(kiln_ndarray_ndim(outs[o]), 3);
+            for (int d = 0; d < 3; d++)
+                CHECK_EQ_INT(kiln_ndarray_dim(outs[o], d), want[d]);
+            const float *v = kiln_ndarray_data(outs[o]);
+            int bad = 0;
+            for (int i = 0; i < 24; i++) {
+                float e = (xv[i] > 0 ? xv[i] : 0) * 2 + (o ? 2 : 0);
+                bad += fabsf(v[i] - e) > 1e-6f;
+            }
+            CHECK_EQ_INT(bad, 0);
+        }
+    }
+    kiln_ndarray_free(outs[0]);
+    kiln_ndarray_free(outs[1]);
+    kiln_ndarray_free(x);
+    kiln_ndarray_free(s);
+}
+
+static void test_reshape_values(void) {
+    for (int naive = 0; naive < 2; naive++) {
+        kiln_graph *g = make_graph();
+        kiln_build_options *o = kiln_build_options_new();
+        if (naive)
+            CHECK_EQ_INT(kiln_build_options_set(o, "schedule", "naive"), KILN_OK);
+        const char *pkg = test_tmp_path(naive ? "values_naive.tar" : "values_default.tar");
+        kiln_status st = kiln_graph_compile(g, pkg, o);
+        CHECK_EQ_INT(st, KILN_OK);
+        kiln_build_options_free(o);
+        kiln_graph_free(g);
+        if (st) {
+            fprintf(stderr, "compile: %s\n", kiln_last_error());
+            continue;
+        }
+        kiln_model *m = kiln_model_load(pkg);
+        CHECK(m != NULL);
+        if (!m)
+            continue;
+        /* the output's dims are the binder's variables */
+        CHECK(kiln_model_output_dim_expr(m, 0, 1) &&
+              !strcmp(kiln_model_output_dim_expr(m, 0, 1), "r_1"));
+        run_one(m, (const int64_t[]){4, 6, 1}, (const int64_t[]){4, 6, 1});
+        run_one(m, (const int64_t[]){-1, 2, 0}, (const int64_t[]){3, 2, 4});  /* 0 copies */
+        run_one(m, (const int64_t[]){1, 1, 24}, (const int64_t[]){1, 1, 24}); /* grows */
+        run_one(m, (const int64_t[]){5, 5, 5}, NULL);                         /* 125 != 24 */
+        run_one(m, (const int64_t[]){-1, -1, 4}, NULL);                       /* two -1 */
+        run_one(m, (const int64_t[]){-7, 2, 2}, NULL);
+        run_one(m, (const int64_t[]){INT64_MAX, INT64_MAX, 2}, NULL);         /* no overflow */
+        run_one(m, (const int64_t[]){2, 12, 1}, (const int64_t[]){2, 12, 1}); /* fine again */
+        kiln_model_free(m);
+    }
+}
+
+TEST_MAIN(TEST(test_reshape_values))
