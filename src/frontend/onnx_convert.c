@@ -425,11 +425,19 @@ int cvt_size(imp *I, const Onnx__NodeProto *n, int *outs) {
  * broadcast to the constant shape. */
 int cvt_constant_of_shape(imp *I, const Onnx__NodeProto *n, int *outs) {
     int64_t dims[MAXD], count;
-    int nd = cvt_const_ints(I, n, 0, dims);
-    if (nd < 0)
+    int nd = cvt_const_ints(I, n, 0, dims), shape = -1;
+    if (nd == -2) { /* the dims are the values, known when the package runs */
+        int s = imp_input(I, n, 0);
+        const gtensor_type *t = imp_type(I, s);
+        if (!t || t->dtype != KILN_INT64 || t->ndim != 1 || t->dims[0].sym || t->dims[0].v < 1)
+            return imp_fail(I, n, "the shape input must be int64 with 1 to %d values", MAXD);
+        if ((shape = cvt_bind_dims(I, n, s)) < 0)
+            return -1;
+    } else if (nd < 0) {
         return imp_fail(I, n, "the shape input must be a constant of at most %d values", MAXD);
-    if (!cvt_numel(I, n, nd, dims, &count))
+    } else if (!cvt_numel(I, n, nd, dims, &count)) {
         return -1;
+    }
     const Onnx__AttributeProto *a =
         imp_attr(I, n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
     kiln_ndarray *v = NULL;
@@ -454,7 +462,12 @@ int cvt_constant_of_shape(imp *I, const Onnx__NodeProto *n, int *outs) {
     }
     if (!v)
         return imp_fail(I, n, "%s", kiln_last_error());
-    return outs[0] = cvt_filled(I, n, imp_add_const(I, n->name, v), nd, dims);
+    int c = imp_add_const(I, n->name, v);
+    if (shape >= 0) {
+        int in[2] = {c, shape};
+        return outs[0] = c < 0 ? -1 : imp_call(I, n, "broadcast_to", 2, in, "");
+    }
+    return outs[0] = cvt_filled(I, n, c, nd, dims);
 }
 
 /* Gather: the take op; constant indices are checked against the axis here. */
@@ -717,9 +730,14 @@ int cvt_expand(imp *I, const Onnx__NodeProto *n, int *outs) {
     const gtensor_type *t = imp_type(I, x);
     int64_t sh[MAXD], od[MAXD], count;
     int ns = cvt_const_ints(I, n, 1, sh);
-    if (ns < 0)
-        return imp_fail(I, n, "the shape input must be a constant of at most %d values", MAXD);
-    if (!t || !cvt_concrete(t))
+    if (!t || ns == -1)
+        return imp_fail(I, n, "bad input or shape");
+    if (ns == -2) { /* the dims, known when the package runs */
+        int in[2] = {x, imp_input(I, n, 1)};
+        in[1] = cvt_bind_dims(I, n, imp_call(I, n, "broadcast_dims", 2, in, ""));
+        return outs[0] = in[1] < 0 ? -1 : imp_call(I, n, "broadcast_to", 2, in, "");
+    }
+    if (!cvt_concrete(t))
         return imp_fail(I, n, "the input needs a concrete shape");
     int nd = ns > t->ndim ? ns : t->ndim, same = nd == t->ndim;
     for (int d = 0; d < nd; d++) {

@@ -61,12 +61,25 @@ int cvt_scatter(imp *I, const Onnx__NodeProto *n, int *outs) {
 }
 
 /* OneHot: indices, depth (a constant), values [off, on]. */
+/* 1 if input i of node n is there and is not a constant: a value known
+ * when the package runs, read by a shape function (src/ops/shape.c). */
+static int run_time_input(imp *I, const Onnx__NodeProto *n, int i) {
+    int id = imp_input(I, n, i);
+    return id >= 0 && !imp_const(I, id);
+}
+
 int cvt_one_hot(imp *I, const Onnx__NodeProto *n, int *outs) {
-    int in[2] = {imp_input(I, n, 0), imp_input(I, n, 2)};
+    int in[3] = {imp_input(I, n, 0), imp_input(I, n, 2), -1};
+    char attrs[96];
+    if (run_time_input(I, n, 1)) { /* the depth, known when the package runs */
+        int d = imp_input(I, n, 1);
+        in[2] = cvt_bind_dims(I, n, imp_call(I, n, "one_hot_dims", 1, &d, ""));
+        snprintf(attrs, sizeof attrs, "axis=%lld", (long long)imp_attr_int(I, n, "axis", -1));
+        return outs[0] = in[2] < 0 ? -1 : imp_call(I, n, "one_hot", 3, in, attrs);
+    }
     int64_t depth = 0;
     if (const_int(I, n, 1, "depth", &depth) < 0)
         return -1;
-    char attrs[96];
     snprintf(attrs, sizeof attrs, "depth=%lld, axis=%lld", (long long)depth,
              (long long)imp_attr_int(I, n, "axis", -1));
     return outs[0] = imp_call(I, n, "one_hot", 2, in, attrs);
@@ -88,10 +101,18 @@ int cvt_cumsum(imp *I, const Onnx__NodeProto *n, int *outs) {
  * from opset 11. The output is always sorted, which sorted = 0 allows. */
 int cvt_topk(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0);
-    int64_t k = imp_attr_int(I, n, "k", -1);
+    int64_t k = imp_attr_int(I, n, "k", -1), axis = imp_attr_int(I, n, "axis", -1);
+    char attrs[128];
+    if (I->opset >= 10 && run_time_input(I, n, 1)) { /* k, known when the package runs */
+        int in[2] = {x, imp_input(I, n, 1)};
+        snprintf(attrs, sizeof attrs, "axis=%lld", (long long)axis);
+        in[1] = cvt_bind_dims(I, n, imp_call(I, n, "topk_dims", 2, in, attrs));
+        snprintf(attrs, sizeof attrs, "axis=%lld, largest=%d", (long long)axis,
+                 imp_attr_int(I, n, "largest", 1) != 0);
+        return cvt_tuple_outputs(I, n, in[1] < 0 ? -1 : imp_call(I, n, "topk", 2, in, attrs), outs);
+    }
     if (I->opset >= 10 && const_int(I, n, 1, "k", &k) < 0)
         return -1;
-    char attrs[128];
     snprintf(attrs, sizeof attrs, "k=%lld, axis=%lld, largest=%d", (long long)k,
              (long long)imp_attr_int(I, n, "axis", -1), imp_attr_int(I, n, "largest", 1) != 0);
     return cvt_tuple_outputs(I, n, imp_call(I, n, "topk", 1, &x, attrs), outs);
@@ -125,6 +146,13 @@ static uint64_t range_count_int(int64_t s, int64_t l, int64_t d) {
  * max(ceil((limit - start) / delta), 0) elements, the count computed as
  * numpy's arange, in double for floats. */
 int cvt_range(imp *I, const Onnx__NodeProto *n, int *outs) {
+    if (run_time_input(I, n, 0) || run_time_input(I, n, 1) || run_time_input(I, n, 2)) {
+        /* the length, known when the package runs */
+        int in[3] = {imp_input(I, n, 0), imp_input(I, n, 1), imp_input(I, n, 2)};
+        int count = cvt_bind_dims(I, n, imp_call(I, n, "range_dims", 3, in, ""));
+        int args[3] = {in[0], in[2], count};
+        return outs[0] = count < 0 ? -1 : imp_call(I, n, "arange", 3, args, "");
+    }
     const kiln_ndarray *c[3];
     for (int i = 0; i < 3; i++) {
         int id = imp_input(I, n, i);
@@ -163,6 +191,11 @@ int cvt_range(imp *I, const Onnx__NodeProto *n, int *outs) {
 /* Tile: the repeats input (a constant, one per dim). */
 int cvt_tile(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0);
+    if (run_time_input(I, n, 1)) { /* the repeats, known when the package runs */
+        int in[2] = {x, imp_input(I, n, 1)};
+        in[1] = cvt_bind_dims(I, n, imp_call(I, n, "tile_dims", 2, in, ""));
+        return outs[0] = in[1] < 0 ? -1 : imp_call(I, n, "tile", 2, in, "");
+    }
     int64_t reps[MAXD];
     int nr = const_ints(I, n, 1, "repeats", reps);
     if (nr < 0)

@@ -38,19 +38,19 @@ static const attr_schema scatter_elements_attrs[] = {
 static const attr_schema scatter_nd_attrs[] = {{"reduction", GA_STR, 0, "\"none\""},
                                                {NULL, 0, 0, NULL}};
 static const attr_schema one_hot_attrs[] = {
-    {"depth", GA_INT, 1, NULL}, {"axis", GA_INT, 0, "-1"}, {NULL, 0, 0, NULL}};
+    {"depth", GA_INT, 0, NULL}, {"axis", GA_INT, 0, "-1"}, {NULL, 0, 0, NULL}};
 static const attr_schema reverse_sequence_attrs[] = {
     {"batch_axis", GA_INT, 0, "1"}, {"time_axis", GA_INT, 0, "0"}, {NULL, 0, 0, NULL}};
 static const attr_schema trilu_attrs[] = {{"upper", GA_INT, 0, "1"}, {NULL, 0, 0, NULL}};
 static const attr_schema eye_like_attrs[] = {
     {"k", GA_INT, 0, "0"}, {"dtype", GA_STR, 0, "\"\""}, {NULL, 0, 0, NULL}};
-static const attr_schema arange_attrs[] = {{"n", GA_INT, 1, NULL}, {NULL, 0, 0, NULL}};
+static const attr_schema arange_attrs[] = {{"n", GA_INT, 0, NULL}, {NULL, 0, 0, NULL}};
 static const attr_schema random_attrs[] = {{"seed", GA_INT, 0, "0"}, {NULL, 0, 0, NULL}};
 static const attr_schema cumsum_attrs[] = {{"axis", GA_INT, 0, "0"},
                                            {"exclusive", GA_INT, 0, "0"},
                                            {"reverse", GA_INT, 0, "0"},
                                            {NULL, 0, 0, NULL}};
-static const attr_schema topk_attrs[] = {{"k", GA_INT, 1, NULL},
+static const attr_schema topk_attrs[] = {{"k", GA_INT, 0, NULL},
                                          {"axis", GA_INT, 0, "-1"},
                                          {"largest", GA_INT, 0, "1"},
                                          {NULL, 0, 0, NULL}};
@@ -88,6 +88,30 @@ static int is_scalar_type(const gtensor_type *t) {
 static kiln_expr scalar_at(kiln_ctx *ctx, kiln_tensor *t) {
     kiln_expr zero = ops_int(ctx, 0);
     return kiln_tensor_at(t, kiln_tensor_ndim(t), &zero);
+}
+
+/* A count an op takes as int attribute `name` (min to 2^48) or, with an
+ * input i, as that input's one value (a binder's, known when the package
+ * runs: src/ops/shape.c); 0 with *r set if it is neither. */
+static int count_in(const struct kiln_graph *g, const gnode *call, int i, const char *name,
+                    int64_t min, gdim *n, rel_result *r) {
+    *r = REL_ERROR;
+    if (call->nin > i) {
+        if (!g->nodes[call->in[i]]->type.known)
+            return *r = REL_INCOMPLETE, 0;
+        if (graph_attr(call, name))
+            return ops_fail("give %s as an attribute or as input %d, not both", name, i), 0;
+        if (ops_value_dims(g, call, i, n, 1) != 1)
+            return ops_fail("input %d (%s) must be a constant or a bind_dims vector of one value",
+                            i, name),
+                   0;
+    } else {
+        *n = (gdim){graph_attr_int(call, name, -1), NULL};
+    }
+    if (!n->sym && (n->v < min || n->v > GRAPH_MAX_ELEMENTS))
+        return ops_fail("%s = %lld must be %lld to 2^48", name, (long long)n->v, (long long)min), 0;
+    *r = REL_OK;
+    return 1;
 }
 
 static kiln_status one_out(kiln_tensor **out, kiln_tensor *t) {
@@ -539,23 +563,23 @@ static rel_result rel_one_hot(const struct kiln_graph *g, const gnode *call, con
         return ops_fail("indices must be numbers, not bool");
     if (t[1]->ndim != 1 || t[1]->dims[0].sym || t[1]->dims[0].v != 2)
         return ops_fail("values must be [off, on], a 1-D tensor of 2 elements");
-    int64_t depth = graph_attr_int(call, "depth", 0);
-    if (depth < 1 || depth > GRAPH_MAX_ELEMENTS)
-        return ops_fail("depth %lld must be 1 to 2^48", (long long)depth);
+    gdim depth;
+    if (!count_in(g, call, 2, "depth", 1, &depth, &r))
+        return r;
     if (t[0]->ndim + 1 > MAXD)
         return ops_fail("the output would have more than %d dims", MAXD);
     if (!ops_attr_axis(call, "axis", -1, t[0]->ndim + 1, &axis))
         return REL_ERROR;
     gtensor_type res = {t[1]->dtype, t[0]->ndim + 1, {{0, NULL}}};
     for (int d = 0, s = 0; d < res.ndim; d++)
-        res.dims[d] = d == axis ? (gdim){depth, NULL} : t[0]->dims[s++];
+        res.dims[d] = d == axis ? depth : t[0]->dims[s++];
     return ops_set_out(g, out, &res);
 }
 
 typedef struct {
     kiln_tensor *idx, *val;
     int nd, axis;
-    int64_t depth;
+    kiln_expr depth; /* int64: a constant or a size variable */
 } hot_args;
 
 /* out[o] = on where idx[o without the axis], negative ones counted from
@@ -570,11 +594,11 @@ static kiln_expr one_hot_body(kiln_ctx *ctx, const kiln_expr *o, void *u) {
     kiln_expr v = kiln_tensor_at(a->idx, a->nd - 1, ic), pos = o[a->axis], depth;
     if (ops_is_index_dtype(kiln_tensor_dtype(a->idx))) {
         v = kiln_cast(KILN_INT64, v);
-        depth = ops_int(ctx, a->depth);
+        depth = a->depth;
     } else { /* floats compare as float64, exact for any depth */
         v = kiln_cast(KILN_FLOAT64, v);
         pos = kiln_cast(KILN_FLOAT64, pos);
-        depth = ops_const(ctx, KILN_FLOAT64, (double)a->depth);
+        depth = kiln_cast(KILN_FLOAT64, a->depth);
     }
     kiln_expr w = kiln_select(kiln_lt(v, ops_int(ctx, 0)), kiln_add(v, depth), v);
     kiln_expr one = ops_int(ctx, 1), zero = ops_int(ctx, 0);
@@ -585,8 +609,9 @@ static kiln_expr one_hot_body(kiln_ctx *ctx, const kiln_expr *o, void *u) {
 static kiln_status compute_one_hot(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                    kiln_tensor **out) {
     int64_t od[MAXD];
-    hot_args a = {in[0], in[1], ops_out_shape(call, od), 0, graph_attr_int(call, "depth", 1)};
+    hot_args a = {in[0], in[1], ops_out_shape(call, od), 0, NULL};
     a.axis = ops_norm_axis(call, -1, a.nd);
+    a.depth = ops_dim(ctx, call->type.t[0].dims[a.axis]);
     return one_out(out, ops_compute(ctx, call, "", a.nd, od, one_hot_body, &a));
 }
 
@@ -741,10 +766,10 @@ static rel_result rel_arange(const struct kiln_graph *g, const gnode *call, cons
     if (t[0]->dtype != t[1]->dtype || t[0]->dtype == KILN_BOOL)
         return ops_fail("start and delta must be numbers of one dtype, not %s and %s",
                         kiln_dtype_name(t[0]->dtype), kiln_dtype_name(t[1]->dtype));
-    int64_t n = graph_attr_int(call, "n", -1);
-    if (n < 0 || n > GRAPH_MAX_ELEMENTS)
-        return ops_fail("n = %lld must be 0 to 2^48", (long long)n);
-    gtensor_type res = {t[0]->dtype, 1, {{n, NULL}}};
+    gdim n;
+    if (!count_in(g, call, 2, "n", 0, &n, &r))
+        return r;
+    gtensor_type res = {t[0]->dtype, 1, {n}};
     return ops_set_out(g, out, &res);
 }
 
@@ -910,16 +935,18 @@ static rel_result rel_topk(const struct kiln_graph *g, const gnode *call, const 
         return r;
     if (!scan_check(call, x, -1, &axis))
         return REL_ERROR;
-    int64_t k = graph_attr_int(call, "k", -1);
-    if (k < 0 || k > x->dims[axis].v)
-        return ops_fail("k = %lld must be 0 to the axis length %lld", (long long)k,
+    gdim k;
+    if (!count_in(g, call, 1, "k", 0, &k, &r))
+        return r;
+    if (!k.sym && k.v > x->dims[axis].v)
+        return ops_fail("k = %lld must be 0 to the axis length %lld", (long long)k.v,
                         (long long)x->dims[axis].v);
     out->known = 1;
     out->is_tuple = 1;
     out->n = 2;
     out->t = arena_alloc(g->arena, sizeof(gtensor_type) * 2);
     out->t[0] = out->t[1] = *x;
-    out->t[0].dims[axis] = out->t[1].dims[axis] = (gdim){k, NULL};
+    out->t[0].dims[axis] = out->t[1].dims[axis] = k;
     out->t[1].dtype = KILN_INT64;
     return REL_OK;
 }
@@ -1005,6 +1032,12 @@ static kiln_status compute_topk(kiln_ctx *ctx, const gnode *call, kiln_tensor *c
         .name = nm, .min_in = nmin, .max_in = nmax, .attrs = schema, .rel = relation,              \
         .pattern = pat, .compute = fn, .summary = sum                                              \
     }
+/* a row whose relation, compute and schedule take symbolic (run-time) dims */
+#define SYM_ROW(nm, nmin, nmax, schema, relation, fn, pat, sum)                                    \
+    {                                                                                              \
+        .name = nm, .min_in = nmin, .max_in = nmax, .attrs = schema, .rel = relation,              \
+        .pattern = pat, .compute = fn, .summary = sum, .sym_dims = 1                               \
+    }
 
 const kiln_op_def ops_index_rows[] = {
     ROW("gather_elements", 2, 2, axis0_attrs, rel_gather_elements, compute_gather_elements,
@@ -1016,9 +1049,9 @@ const kiln_op_def ops_index_rows[] = {
         "data with updates written (or reduced) at indices along axis"),
     ROW("scatter_nd", 3, 3, scatter_nd_attrs, rel_scatter_nd, compute_scatter_nd, OP_COMM_REDUCE,
         "data with updates written (or reduced) at index tuples"),
-    ROW("one_hot", 2, 2, one_hot_attrs, rel_one_hot, compute_one_hot, OP_INJECTIVE,
-        "values[1] where the index (negative: from the end) is the position on axis, else "
-        "values[0]"),
+    SYM_ROW("one_hot", 2, 3, one_hot_attrs, rel_one_hot, compute_one_hot, OP_INJECTIVE,
+            "values[1] where the index (negative: from the end) is the position on axis, else "
+            "values[0]"),
     ROW("reverse_sequence", 2, 2, reverse_sequence_attrs, rel_reverse_sequence,
         compute_reverse_sequence, OP_INJECTIVE,
         "reverse the first lengths[b] steps of time_axis for each b of batch_axis"),
@@ -1026,17 +1059,17 @@ const kiln_op_def ops_index_rows[] = {
         "upper (or lower) triangle of the last 2 dims from diagonal k (input 1), else 0"),
     ROW("eye_like", 1, 1, eye_like_attrs, rel_eye_like, compute_eye_like, OP_INJECTIVE,
         "1 on diagonal k of a 2-D shape, else 0, in dtype"),
-    ROW("arange", 2, 2, arange_attrs, rel_arange, compute_arange, OP_INJECTIVE,
-        "start + i * delta for i < n"),
+    SYM_ROW("arange", 2, 3, arange_attrs, rel_arange, compute_arange, OP_INJECTIVE,
+            "start + i * delta for i < n"),
     ROW("random_uniform_like", 1, 1, random_attrs, ops_rel_float_unary, compute_random_uniform_like,
         OP_INJECTIVE,
         "pseudo-random numbers in [0, 1) of the input's shape and dtype, a hash of seed and "
         "position"),
     ROW("cumsum", 1, 1, cumsum_attrs, rel_cumsum, compute_cumsum, OP_COMM_REDUCE,
         "cumulative sum along axis (exclusive, reverse)"),
-    ROW("topk", 1, 1, topk_attrs, rel_topk, compute_topk, OP_OPAQUE,
-        "(values, int64 indices) of the k largest (smallest) along axis, sorted, ties by "
-        "position"),
+    SYM_ROW("topk", 1, 2, topk_attrs, rel_topk, compute_topk, OP_OPAQUE,
+            "(values, int64 indices) of the k largest (smallest) along axis, sorted, ties by "
+            "position"),
 };
 
 const int ops_index_count = (int)(sizeof ops_index_rows / sizeof ops_index_rows[0]);

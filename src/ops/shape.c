@@ -6,9 +6,12 @@
  *                    after it (ops_value_dims reads them); the plan marks
  *                    its kernel, and the executor binds the variables from
  *                    its output before it sets up the kernels that use them
- *   reshape_dims     the shape functions: the output dims of an op whose
- *                    shape depends on an input's values, computed from
- *                    those values and the data's dims
+ *   reshape_dims,    the shape functions: the output dims of an op whose
+ *   broadcast_dims,  shape depends on an input's values, computed from
+ *   tile_dims,       those values and the data's dims (Reshape, Expand,
+ *   range_dims,      Tile, Range, TopK's k, OneHot's depth)
+ *   topk_dims,
+ *   one_hot_dims
  *
  * A shape function never fails: a value the op cannot take (a reshape to
  * the wrong element count, two -1s) makes every dim it computes -1, and
@@ -24,6 +27,8 @@
 #include "ops.h"
 
 #define MAXD KILN_MAX_NDIM
+
+static const attr_schema no_attrs[] = {{NULL, 0, 0, NULL}};
 
 /* What a shape function computes, per output dim, before the select that
  * picks dim i. */
@@ -48,12 +53,17 @@ static kiln_status dims_out(kiln_ctx *ctx, const gnode *call, dims_fn *f, kiln_t
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
 }
 
-/* Element k of a 1-D tensor, as int64. */
-static kiln_expr elem(kiln_ctx *ctx, kiln_tensor *t, int k) {
+/* Element k of a 0-D or 1-D tensor, in dtype dt. */
+static kiln_expr elem_as(kiln_ctx *ctx, kiln_tensor *t, int k, kiln_dtype dt) {
     kiln_expr i = kiln_int(ctx, k);
     int nd = kiln_tensor_ndim(t);
     kiln_expr v = kiln_tensor_at(t, nd, nd ? &i : NULL);
-    return kiln_tensor_dtype(t) == KILN_INT64 ? v : kiln_cast(KILN_INT64, v);
+    return kiln_tensor_dtype(t) == dt ? v : kiln_cast(dt, v);
+}
+
+/* Element k of a 1-D tensor, as int64. */
+static kiln_expr elem(kiln_ctx *ctx, kiln_tensor *t, int k) {
+    return elem_as(ctx, t, k, KILN_INT64);
 }
 
 /* The relation of a shape function: input `vi` is a 1-D integer vector of
@@ -170,6 +180,191 @@ static kiln_status compute_reshape_dims(kiln_ctx *ctx, const gnode *call, kiln_t
     return dims_out(ctx, call, &f, out);
 }
 
+/* ---- broadcast_dims, tile_dims ----------------------------------------------------- */
+
+static rel_result rel_broadcast_dims(const struct kiln_graph *g, const gnode *call,
+                                     const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(2);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r), *s = x ? ops_tensor_in(in[1], 1, &r) : 0;
+    if (!s)
+        return r;
+    if (s->ndim != 1 || s->dims[0].sym)
+        return ops_fail("the shape must be a 1-D vector of a length known at compile time");
+    int64_t len = s->dims[0].v > x->ndim ? s->dims[0].v : x->ndim;
+    return dims_rel(g, s, "the shape", len, out);
+}
+
+/* |v| as a float64 size no value can overflow, and whether it is one. */
+static kiln_expr too_big(kiln_ctx *ctx, kiln_expr d) {
+    return kiln_gt(d, kiln_const(ctx, KILN_FLOAT64, (double)GRAPH_MAX_ELEMENTS));
+}
+
+/* ONNX Expand's dims: numpy broadcasting of the data's dims and the shape
+ * values, right-aligned; dims that do not broadcast (and negative values)
+ * give -1. */
+static kiln_status compute_broadcast_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                          kiln_tensor **out) {
+    static _Thread_local dims_fn f;
+    kiln_tensor *x = in[0], *s = in[1];
+    int64_t ns;
+    ops_shape(s, &ns);
+    int xn = kiln_tensor_ndim(x);
+    f.n = ns > xn ? (int)ns : xn;
+    kiln_expr one = kiln_int(ctx, 1), minus1 = kiln_int(ctx, -1);
+    for (int k = 0; k < f.n; k++) {
+        int kx = k - (f.n - xn), ks = k - (f.n - (int)ns);
+        kiln_expr a = kx >= 0 ? kiln_tensor_dim(x, kx) : one;
+        kiln_expr b = ks >= 0 ? elem(ctx, s, ks) : one;
+        kiln_expr d = kiln_select(kiln_eq(a, one), b,
+                                  kiln_select(kiln_or(kiln_eq(b, one), kiln_eq(b, a)), a, minus1));
+        f.dim[k] = kiln_select(kiln_lt(b, kiln_int(ctx, 0)), minus1, d);
+    }
+    return dims_out(ctx, call, &f, out);
+}
+
+static rel_result rel_tile_dims(const struct kiln_graph *g, const gnode *call,
+                                const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(2);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r), *s = x ? ops_tensor_in(in[1], 1, &r) : 0;
+    if (!s)
+        return r;
+    if (s->ndim != 1 || s->dims[0].sym || s->dims[0].v != x->ndim)
+        return ops_fail("the repeats must be a vector of one value per dim of the data (%d)",
+                        x->ndim);
+    return dims_rel(g, s, "the repeats", -1, out);
+}
+
+/* ONNX Tile's dims: dim k times repeats[k]; a negative repeat or a product
+ * past 2^48 gives -1. */
+static kiln_status compute_tile_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                     kiln_tensor **out) {
+    static _Thread_local dims_fn f;
+    kiln_tensor *x = in[0], *s = in[1];
+    f.n = kiln_tensor_ndim(x);
+    for (int k = 0; k < f.n; k++) {
+        kiln_expr a = kiln_tensor_dim(x, k), b = elem(ctx, s, k);
+        kiln_expr p = kiln_mul(kiln_cast(KILN_FLOAT64, a), kiln_cast(KILN_FLOAT64, b));
+        kiln_expr bad = kiln_or(kiln_lt(b, kiln_int(ctx, 0)), too_big(ctx, p));
+        /* the product only where it fits: min keeps the multiply in range */
+        f.dim[k] = kiln_select(bad, kiln_int(ctx, -1),
+                               kiln_mul(a, kiln_min(b, kiln_int(ctx, GRAPH_MAX_ELEMENTS))));
+    }
+    return dims_out(ctx, call, &f, out);
+}
+
+/* ---- range_dims, topk_dims, one_hot_dims -------------------------------------------- */
+
+/* A scalar (0-D or one element) input. */
+static int scalar_in(const gtensor_type *t) {
+    return t->ndim == 0 || (t->ndim == 1 && !t->dims[0].sym && t->dims[0].v == 1);
+}
+
+/* A number as a count: -1 unless it is finite (a float, truncated) and in
+ * [lo, hi]. */
+static kiln_expr as_count(kiln_ctx *ctx, kiln_expr v, kiln_dtype dt, kiln_expr lo, kiln_expr hi) {
+    if (ops_is_float_dtype(dt)) {
+        kiln_expr d = kiln_cast(KILN_FLOAT64, v);
+        kiln_expr ok = kiln_and(kiln_ge(d, kiln_cast(KILN_FLOAT64, lo)),
+                                kiln_le(d, kiln_cast(KILN_FLOAT64, hi))); /* false for NaN */
+        return kiln_select(
+            ok, kiln_cast(KILN_INT64, kiln_select(ok, d, kiln_const(ctx, KILN_FLOAT64, 0))),
+            kiln_int(ctx, -1));
+    }
+    if (dt == KILN_UINT64) /* above INT64_MAX reads as negative: then -1 */
+        v = kiln_cast(KILN_INT64, v);
+    v = kiln_cast(KILN_INT64, v);
+    return kiln_select(kiln_and(kiln_ge(v, lo), kiln_le(v, hi)), v, kiln_int(ctx, -1));
+}
+
+static rel_result rel_range_dims(const struct kiln_graph *g, const gnode *call,
+                                 const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(3);
+    rel_result r = REL_OK;
+    const gtensor_type *t[3];
+    for (int i = 0; i < 3; i++)
+        if (!(t[i] = ops_tensor_in(in[i], i, &r)))
+            return r;
+    for (int i = 0; i < 3; i++)
+        if (!scalar_in(t[i]) || t[i]->dtype != t[0]->dtype || t[i]->dtype == KILN_BOOL)
+            return ops_fail("start, limit and delta must be scalar numbers of one dtype");
+    gtensor_type res = {KILN_INT64, 1, {{1, NULL}}};
+    return ops_set_out(g, out, &res);
+}
+
+/* ONNX Range's length: max(ceil((limit - start) / delta), 0), in float64
+ * (exact below 2^53, and a length past 2^48 is refused anyway); a delta of
+ * 0 or a length that is not finite gives -1. */
+static kiln_status compute_range_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                      kiln_tensor **out) {
+    static _Thread_local dims_fn f;
+    kiln_expr v[3];
+    for (int i = 0; i < 3; i++)
+        v[i] = kiln_cast(KILN_FLOAT64, elem_as(ctx, in[i], 0, kiln_tensor_dtype(in[i])));
+    kiln_expr q = kiln_ceil(kiln_div(kiln_sub(v[1], v[0]), v[2]));
+    kiln_expr zero = kiln_const(ctx, KILN_FLOAT64, 0);
+    q = kiln_select(kiln_lt(q, zero), zero, q); /* NaN stays NaN: then -1 */
+    f.n = 1;
+    f.dim[0] = kiln_select(
+        kiln_eq(v[2], zero), kiln_int(ctx, -1),
+        as_count(ctx, q, KILN_FLOAT64, kiln_int(ctx, 0), kiln_int(ctx, GRAPH_MAX_ELEMENTS)));
+    return dims_out(ctx, call, &f, out);
+}
+
+static const attr_schema axis_attrs[] = {{"axis", GA_INT, 0, "-1"}, {NULL, 0, 0, NULL}};
+
+static rel_result rel_topk_dims(const struct kiln_graph *g, const gnode *call,
+                                const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(2);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r), *k = x ? ops_tensor_in(in[1], 1, &r) : 0;
+    int axis;
+    if (!k)
+        return r;
+    if (!scalar_in(k) || !ops_is_index_dtype(k->dtype))
+        return ops_fail("k must be an integer scalar (or a vector of one)");
+    if (!ops_attr_axis(call, "axis", -1, x->ndim, &axis))
+        return REL_ERROR;
+    gtensor_type res = {KILN_INT64, 1, {{1, NULL}}};
+    return ops_set_out(g, out, &res);
+}
+
+/* TopK's k: in [0, the axis length], else -1. */
+static kiln_status compute_topk_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                     kiln_tensor **out) {
+    static _Thread_local dims_fn f;
+    int axis = ops_norm_axis(call, -1, kiln_tensor_ndim(in[0]));
+    f.n = 1;
+    f.dim[0] = as_count(ctx, elem_as(ctx, in[1], 0, kiln_tensor_dtype(in[1])),
+                        kiln_tensor_dtype(in[1]), kiln_int(ctx, 0), kiln_tensor_dim(in[0], axis));
+    return dims_out(ctx, call, &f, out);
+}
+
+static rel_result rel_one_hot_dims(const struct kiln_graph *g, const gnode *call,
+                                   const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(1);
+    rel_result r = REL_OK;
+    const gtensor_type *d = ops_tensor_in(in[0], 0, &r);
+    if (!d)
+        return r;
+    if (!scalar_in(d) || d->dtype == KILN_BOOL)
+        return ops_fail("depth must be a scalar number (or a vector of one)");
+    gtensor_type res = {KILN_INT64, 1, {{1, NULL}}};
+    return ops_set_out(g, out, &res);
+}
+
+/* OneHot's depth: a number (a float truncated) in [1, 2^48], else -1. */
+static kiln_status compute_one_hot_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                        kiln_tensor **out) {
+    static _Thread_local dims_fn f;
+    kiln_dtype dt = kiln_tensor_dtype(in[0]);
+    f.n = 1;
+    f.dim[0] = as_count(ctx, elem_as(ctx, in[0], 0, dt), dt, kiln_int(ctx, 1),
+                        kiln_int(ctx, GRAPH_MAX_ELEMENTS));
+    return dims_out(ctx, call, &f, out);
+}
+
 /* ---- the table ------------------------------------------------------------------- */
 
 const kiln_op_def ops_shape_rows[] = {
@@ -191,6 +386,51 @@ const kiln_op_def ops_shape_rows[] = {
      .pattern = OP_INJECTIVE,
      .compute = compute_reshape_dims,
      .summary = "ONNX Reshape's output dims from its shape values (-1 each if invalid)",
+     .sym_dims = 1},
+    {.name = "broadcast_dims",
+     .min_in = 2,
+     .max_in = 2,
+     .attrs = no_attrs,
+     .rel = rel_broadcast_dims,
+     .pattern = OP_INJECTIVE,
+     .compute = compute_broadcast_dims,
+     .summary = "ONNX Expand's output dims: the data's dims broadcast with the shape values",
+     .sym_dims = 1},
+    {.name = "tile_dims",
+     .min_in = 2,
+     .max_in = 2,
+     .attrs = no_attrs,
+     .rel = rel_tile_dims,
+     .pattern = OP_INJECTIVE,
+     .compute = compute_tile_dims,
+     .summary = "ONNX Tile's output dims: each dim times its repeat",
+     .sym_dims = 1},
+    {.name = "range_dims",
+     .min_in = 3,
+     .max_in = 3,
+     .attrs = no_attrs,
+     .rel = rel_range_dims,
+     .pattern = OP_INJECTIVE,
+     .compute = compute_range_dims,
+     .summary = "ONNX Range's length from start, limit and delta",
+     .sym_dims = 1},
+    {.name = "topk_dims",
+     .min_in = 2,
+     .max_in = 2,
+     .attrs = axis_attrs,
+     .rel = rel_topk_dims,
+     .pattern = OP_INJECTIVE,
+     .compute = compute_topk_dims,
+     .summary = "TopK's k from its value, checked against the axis",
+     .sym_dims = 1},
+    {.name = "one_hot_dims",
+     .min_in = 1,
+     .max_in = 1,
+     .attrs = no_attrs,
+     .rel = rel_one_hot_dims,
+     .pattern = OP_INJECTIVE,
+     .compute = compute_one_hot_dims,
+     .summary = "OneHot's depth from its value",
      .sym_dims = 1},
 };
 

@@ -28,12 +28,12 @@ static const attr_schema strided_slice_attrs[] = {{"begin", GA_INTS, 1, NULL},
                                                   {"strides", GA_INTS, 0, NULL},
                                                   {"axes", GA_INTS, 0, NULL},
                                                   {NULL, 0, 0, NULL}};
-static const attr_schema broadcast_to_attrs[] = {{"shape", GA_INTS, 1, NULL}, {NULL, 0, 0, NULL}};
+static const attr_schema broadcast_to_attrs[] = {{"shape", GA_INTS, 0, NULL}, {NULL, 0, 0, NULL}};
 static const attr_schema pad_attrs[] = {{"pad_width", GA_INTS, 1, NULL},
                                         {"pad_value", GA_FLOAT, 0, "0"},
                                         {"pad_mode", GA_STR, 0, "\"constant\""},
                                         {NULL, 0, 0, NULL}};
-static const attr_schema tile_attrs[] = {{"reps", GA_INTS, 1, NULL}, {NULL, 0, 0, NULL}};
+static const attr_schema tile_attrs[] = {{"reps", GA_INTS, 0, NULL}, {NULL, 0, 0, NULL}};
 static const attr_schema depth_to_space_attrs[] = {
     {"block_size", GA_INT, 1, NULL}, {"mode", GA_STR, 0, "\"DCR\""}, {NULL, 0, 0, NULL}};
 static const attr_schema space_to_depth_attrs[] = {{"block_size", GA_INT, 1, NULL},
@@ -45,25 +45,55 @@ static const attr_schema layout_transform_attrs[] = {{"src_layout", GA_STR, 1, N
 
 /* ---- reshape, nn.batch_flatten, transpose ------------------------------------------ */
 
+/* The dims an op takes as attribute `name` (1 input) or as the values of
+ * input 1 (a constant or a binder's, ops_value_dims): their count, or -1
+ * with *r = REL_ERROR (REL_INCOMPLETE while input 1 is untyped). */
+static int values_or_attr(const struct kiln_graph *g, const gnode *call, const char *name,
+                          gdim *dims, rel_result *r) {
+    *r = REL_ERROR;
+    if (call->nin == 1) {
+        int64_t v[KILN_MAX_NDIM + 1];
+        int n = graph_attr_ints(call, name, v, KILN_MAX_NDIM + 1);
+        if (n < 0 || n > KILN_MAX_NDIM)
+            return ops_fail("%s must have 0 to %d values (and be given, without input 1)", name,
+                            KILN_MAX_NDIM),
+                   -1;
+        for (int d = 0; d < n; d++) {
+            if (v[d] < 0)
+                return ops_fail("%s[%d] = %lld is negative", name, d, (long long)v[d]), -1;
+            dims[d] = (gdim){v[d], NULL};
+        }
+        return n;
+    }
+    if (!g->nodes[call->in[1]]->type.known)
+        return *r = REL_INCOMPLETE, -1;
+    if (graph_attr(call, name))
+        return ops_fail("give %s as an attribute or as input 1, not both", name), -1;
+    int n = ops_value_dims(g, call, 1, dims, KILN_MAX_NDIM);
+    if (n < 0)
+        return ops_fail("input 1 (the %s) must be a constant or a bind_dims vector of at most %d "
+                        "values",
+                        name, KILN_MAX_NDIM),
+               -1;
+    for (int d = 0; d < n; d++)
+        if (!dims[d].sym && dims[d].v < 0)
+            return ops_fail("%s[%d] = %lld is negative", name, d, (long long)dims[d].v), -1;
+    *r = REL_OK;
+    return n;
+}
+
 /* reshape(x, dims): the output's dims are the values of input 1, a
  * constant or a binder's (the shape function before it resolved ONNX's 0
  * and -1, and checks the element count when the sizes are known only as
  * the package runs). */
 static rel_result rel_reshape_to_values(const struct kiln_graph *g, const gnode *call,
-                                        const gtensor_type *x, const gtype *const *in, gtype *out) {
-    OPS_REQUIRE_KNOWN(2);
-    if (graph_attr(call, "newshape"))
-        return ops_fail("give the shape as newshape or as input 1, not both");
+                                        const gtensor_type *x, gtype *out) {
+    rel_result r;
     gtensor_type res = {x->dtype, 0, {{0, NULL}}};
-    res.ndim = ops_value_dims(g, call, 1, res.dims, KILN_MAX_NDIM);
+    res.ndim = values_or_attr(g, call, "newshape", res.dims, &r);
     if (res.ndim < 0)
-        return ops_fail("input 1 (the dims) must be a constant or a bind_dims vector of at most "
-                        "%d values",
-                        KILN_MAX_NDIM);
+        return r;
     int64_t a = 1, b = 1;
-    for (int d = 0; d < res.ndim; d++)
-        if (!res.dims[d].sym && res.dims[d].v < 0)
-            return ops_fail("dim %d is %lld", d, (long long)res.dims[d].v);
     if (ops_all_known(x, 0, x->ndim) && ops_all_known(&res, 0, res.ndim)) {
         for (int d = 0; d < x->ndim; d++)
             a *= x->dims[d].v; /* under GRAPH_MAX_ELEMENTS */
@@ -85,7 +115,7 @@ static rel_result rel_reshape(const struct kiln_graph *g, const gnode *call, con
     if (!x)
         return r;
     if (call->nin == 2)
-        return rel_reshape_to_values(g, call, x, in, out);
+        return rel_reshape_to_values(g, call, x, out);
     int64_t ns[KILN_MAX_NDIM + 1];
     int n = graph_attr_ints(call, "newshape", ns, KILN_MAX_NDIM + 1);
     if (n < 0 || n > KILN_MAX_NDIM)
@@ -195,6 +225,7 @@ typedef struct {
     int64_t odims[KILN_MAX_NDIM];
     int64_t idims[KILN_MAX_NDIM];
     kiln_expr oe[KILN_MAX_NDIM], ie[KILN_MAX_NDIM]; /* reshape: the dims as expressions */
+    kiln_expr numel; /* reshape to dims from values: the input's element count, else NULL */
     int ind;
     int64_t perm[KILN_MAX_NDIM];
     int axis;
@@ -208,6 +239,8 @@ static kiln_expr reshape_body(kiln_ctx *ctx, const kiln_expr *idx, void *u) {
     for (int d = 0; d < l->e.nd; d++)
         flat = kiln_add(kiln_mul(flat, l->oe[d]), idx[d]);
     kiln_expr ix[KILN_MAX_NDIM];
+    if (l->numel) /* dims from values: an element count that differs is an error */
+        flat = kiln_checked_index(flat, l->numel, 0);
     for (int d = l->ind - 1; d >= 0; d--) {
         ix[d] = d ? kiln_floormod(flat, l->ie[d]) : flat;
         flat = kiln_floordiv(flat, l->ie[d]);
@@ -225,6 +258,16 @@ static kiln_status compute_reshape(kiln_ctx *ctx, const gnode *call, kiln_tensor
         l.oe[d] = ops_dim(ctx, call->type.t[0].dims[d]);
     for (int d = 0; d < l.ind; d++)
         l.ie[d] = kiln_tensor_dim(in[0], d);
+    /* dims from a binder's values (a shape function checked them; a graph
+       may pair any binder with any data): every read stays in bounds */
+    int sym = 0;
+    for (int d = 0; d < l.e.nd; d++)
+        sym |= l.odims[d] < 0;
+    if (call->nin == 2 && sym) {
+        l.numel = ops_int(ctx, 1);
+        for (int d = 0; d < l.ind; d++)
+            l.numel = kiln_mul(l.numel, l.ie[d]);
+    }
     out[0] = ops_compute(ctx, call, "", l.e.nd, l.odims, reshape_body, &l);
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
 }
@@ -625,26 +668,30 @@ static rel_result rel_broadcast_to(const struct kiln_graph *g, const gnode *call
     const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
     if (!x)
         return r;
-    int64_t sh[KILN_MAX_NDIM + 1];
-    int n = graph_attr_ints(call, "shape", sh, KILN_MAX_NDIM + 1);
-    if (n < 0 || n > KILN_MAX_NDIM)
-        return ops_fail("shape must have 0 to %d dims", KILN_MAX_NDIM);
+    gdim sh[KILN_MAX_NDIM];
+    int n = values_or_attr(g, call, "shape", sh, &r);
+    if (n < 0)
+        return r;
     if (n < x->ndim)
         return ops_fail("shape has %d dims, fewer than the input's %d", n, x->ndim);
     gtensor_type res = {x->dtype, n, {{0, NULL}}};
     for (int d = 0; d < n; d++) {
-        if (sh[d] < 0)
-            return ops_fail("shape[%d] = %lld is negative", d, (long long)sh[d]);
-        res.dims[d].v = sh[d];
+        res.dims[d] = sh[d];
         int k = d - (n - x->ndim);
         if (k < 0)
             continue;
         gdim xd = x->dims[k];
         if (xd.sym)
             return ops_fail("dim %d of the input is symbolic", k);
-        if (xd.v != 1 && xd.v != sh[d])
+        if (xd.v == 1)
+            continue;
+        /* a dim known only at run time is the input's (its shape function
+           checks it): so the kernel never reads past the input */
+        if (sh[d].sym)
+            res.dims[d] = xd;
+        else if (xd.v != sh[d].v)
             return ops_fail("dim %d of size %lld cannot broadcast to %lld", k, (long long)xd.v,
-                            (long long)sh[d]);
+                            (long long)sh[d].v);
     }
     return ops_set_out(g, out, &res);
 }
@@ -872,6 +919,18 @@ static rel_result rel_tile(const struct kiln_graph *g, const gnode *call, const 
     const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
     if (!x)
         return r;
+    if (call->nin == 2) { /* the output's dims are input 1's values (tile_dims) */
+        gtensor_type res = *x;
+        int n = values_or_attr(g, call, "reps", res.dims, &r);
+        if (n < 0)
+            return r;
+        if (n != x->ndim)
+            return ops_fail("input 1 has %d dims for a %d-D input", n, x->ndim);
+        for (int d = 0; d < n; d++)
+            if (x->dims[d].sym)
+                return ops_fail("dim %d of the input is symbolic", d);
+        return ops_set_out(g, out, &res);
+    }
     int64_t reps[KILN_MAX_NDIM + 1];
     int n = graph_attr_ints(call, "reps", reps, KILN_MAX_NDIM + 1);
     if (n != x->ndim)
@@ -895,7 +954,9 @@ static kiln_expr tile_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     lay *l = u;
     kiln_expr ix[KILN_MAX_NDIM];
     for (int d = 0; d < l->e.nd; d++)
-        ix[d] = l->idims[d] == l->odims[d] ? i[d] : kiln_floormod(i[d], ops_int(ctx, l->idims[d]));
+        ix[d] = l->idims[d] == l->odims[d] || l->idims[d] == 0
+                    ? i[d]
+                    : kiln_floormod(i[d], ops_int(ctx, l->idims[d]));
     return kiln_tensor_at(l->e.in[0], l->e.nd, ix);
 }
 
@@ -1024,12 +1085,12 @@ const kiln_op_def ops_transform_rows[] = {
         OP_INJECTIVE, "x[begin:end:strides] on axes (numpy clamping)"),
     ROW("take", 2, 2, axis0_attrs, rel_take, compute_take, OP_INJECTIVE,
         "gather along axis; negative indices count from the end"),
-    ROW("broadcast_to", 1, 1, broadcast_to_attrs, rel_broadcast_to, compute_broadcast_to,
-        OP_BROADCAST, "broadcast to shape"),
+    SYM_ROW("broadcast_to", 1, 2, broadcast_to_attrs, rel_broadcast_to, compute_broadcast_to,
+            OP_BROADCAST, "broadcast to shape"),
     ROW("nn.pad", 1, 1, pad_attrs, rel_pad, compute_pad, OP_INJECTIVE,
         "pad_width [before0, after0, ...]; constant, edge or reflect"),
-    ROW("tile", 1, 1, tile_attrs, rel_tile, compute_tile, OP_INJECTIVE,
-        "repeat reps[d] times along each dim d"),
+    SYM_ROW("tile", 1, 2, tile_attrs, rel_tile, compute_tile, OP_INJECTIVE,
+            "repeat reps[d] times along each dim d"),
     {.name = "depth_to_space",
      .min_in = 1,
      .max_in = 1,

@@ -116,4 +116,102 @@ static void test_reshape_values(void) {
     }
 }
 
-TEST_MAIN(TEST(test_reshape_values))
+/* ONNX Expand and Range over values that change from run to run: the
+ * broadcast and the length follow them; an Expand to dims that do not
+ * broadcast and a Range with delta 0 fail the run, naming the binder. */
+static kiln_graph *make_expand_range(void) {
+    kiln_graph *g = kiln_graph_new();
+    int64_t xd[2] = {3, 1}, sd[1] = {3};
+    int x = kiln_graph_var(g, "x", KILN_FLOAT32, 2, xd, NULL);
+    int s = kiln_graph_var(g, "shape", KILN_INT64, 1, sd, NULL);
+    int lim[3];
+    static const char *const names[3] = {"start", "limit", "delta"};
+    for (int i = 0; i < 3; i++)
+        lim[i] = kiln_graph_var(g, names[i], KILN_FLOAT32, 0, NULL, NULL);
+    int xs[2] = {x, s};
+    int d = kiln_graph_call(g, "broadcast_dims", 2, xs, NULL, "edims");
+    xs[1] = kiln_graph_call(g, "bind_dims", 1, &d, "prefix=\"e\"", "ebind");
+    int y = kiln_graph_call(g, "broadcast_to", 2, xs, NULL, "expanded");
+    int n = kiln_graph_call(g, "range_dims", 3, lim, NULL, "rdims");
+    n = kiln_graph_call(g, "bind_dims", 1, &n, "prefix=\"len\"", "rbind");
+    int args[3] = {lim[0], lim[2], n};
+    int r = kiln_graph_call(g, "arange", 3, args, NULL, "range");
+    int outs[2] = {y, r};
+    CHECK_EQ_INT(kiln_graph_set_outputs(g, 2, outs, NULL), KILN_OK);
+    return g;
+}
+
+/* One run: shape sv (3 values) and Range(a, b, c); want the dims of the
+ * expanded output (NULL: the run fails naming `bad`) and the range length. */
+static void run_expand_range(kiln_model *m, const int64_t *sv, float a, float b, float c,
+                             const int64_t *want, int64_t len, const char *bad) {
+    int64_t xd[2] = {3, 1}, sd[1] = {3};
+    kiln_ndarray *in[5] = {
+        kiln_ndarray_empty(KILN_FLOAT32, 2, xd), kiln_ndarray_empty(KILN_INT64, 1, sd),
+        kiln_ndarray_empty(KILN_FLOAT32, 0, NULL), kiln_ndarray_empty(KILN_FLOAT32, 0, NULL),
+        kiln_ndarray_empty(KILN_FLOAT32, 0, NULL)};
+    for (int i = 0; i < 3; i++)
+        ((float *)kiln_ndarray_data(in[0]))[i] = (float)i + 0.5f;
+    memcpy(kiln_ndarray_data(in[1]), sv, 3 * sizeof(int64_t));
+    *(float *)kiln_ndarray_data(in[2]) = a;
+    *(float *)kiln_ndarray_data(in[3]) = b;
+    *(float *)kiln_ndarray_data(in[4]) = c;
+    kiln_ndarray *outs[2] = {NULL, NULL};
+    kiln_status st = kiln_model_run_alloc(m, (const kiln_ndarray *const *)in, outs, 0);
+    if (bad) {
+        CHECK_EQ_INT(st, KILN_ERR_INVALID);
+        CHECK_CONTAINS(kiln_last_error(), bad);
+    } else {
+        CHECK_EQ_INT(st, KILN_OK);
+        if (st)
+            fprintf(stderr, "run: %s\n", kiln_last_error());
+    }
+    if (!st && !bad) {
+        int64_t total = 1;
+        for (int d = 0; d < 3; d++) {
+            CHECK_EQ_INT(kiln_ndarray_dim(outs[0], d), want[d]);
+            total *= want[d];
+        }
+        const float *y = kiln_ndarray_data(outs[0]);
+        int wrong = 0;
+        for (int64_t i = 0; i < total; i++) /* row (i / want[2]) % 3 of x */
+            wrong += y[i] != (float)((i / want[2]) % 3) + 0.5f;
+        CHECK_EQ_INT(wrong, 0);
+        CHECK_EQ_INT(kiln_ndarray_dim(outs[1], 0), len);
+        const float *r = kiln_ndarray_data(outs[1]);
+        for (int64_t i = 0; i < len; i++)
+            wrong += fabsf(r[i] - (a + (float)i * c)) > 1e-5f;
+        CHECK_EQ_INT(wrong, 0);
+    }
+    for (int i = 0; i < 2; i++)
+        kiln_ndarray_free(outs[i]);
+    for (int i = 0; i < 5; i++)
+        kiln_ndarray_free(in[i]);
+}
+
+static void test_expand_range_values(void) {
+    kiln_graph *g = make_expand_range();
+    const char *pkg = test_tmp_path("values_expand.tar");
+    kiln_status st = kiln_graph_compile(g, pkg, NULL);
+    kiln_graph_free(g);
+    CHECK_EQ_INT(st, KILN_OK);
+    kiln_model *m = st ? NULL : kiln_model_load(pkg);
+    CHECK(m != NULL);
+    if (!m) {
+        fprintf(stderr, "%s\n", kiln_last_error());
+        return;
+    }
+    run_expand_range(m, (const int64_t[]){2, 3, 4}, 0, 5, 1, (const int64_t[]){2, 3, 4}, 5, NULL);
+    run_expand_range(m, (const int64_t[]){1, 1, 1}, 1, 0, -0.25f, (const int64_t[]){1, 3, 1}, 4,
+                     NULL);
+    run_expand_range(m, (const int64_t[]){7, 3, 9}, 3, 3, 1, (const int64_t[]){7, 3, 9}, 0, NULL);
+    run_expand_range(m, (const int64_t[]){2, 2, 4}, 0, 5, 1, NULL, 0, "'ebind'");  /* 3 vs 2 */
+    run_expand_range(m, (const int64_t[]){1, -3, 1}, 0, 5, 1, NULL, 0, "'ebind'"); /* negative */
+    run_expand_range(m, (const int64_t[]){1, 3, 1}, 0, 5, 0, NULL, 0, "'rbind'");  /* delta 0 */
+    run_expand_range(m, (const int64_t[]){1, 3, 1}, 0, 1e30f, 1e-30f, NULL, 0, "'rbind'");
+    run_expand_range(m, (const int64_t[]){2, 3, 2}, -1, 1, 0.5f, (const int64_t[]){2, 3, 2}, 4,
+                     NULL);
+    kiln_model_free(m);
+}
+
+TEST_MAIN(TEST(test_reshape_values), TEST(test_expand_range_values))
