@@ -40,8 +40,7 @@ static void test_relation_errors(void) {
     ot_expect_error(tf, "mode=\"BM25\"", 3, T(I64(5), I64(3, 3), I64(3)),
                     "mode 'BM25' is not one of TF, IDF, TFIDF");
     /* the last token an n-gram may reach is computed without overflow */
-    ot_expect_error(tf, NULL, 3, T(I64(1, 1LL << 40), I64(2, 1LL << 24), I64(3)),
-                    "overflow int64");
+    ot_expect_error(tf, NULL, 3, T(I64(1, 1LL << 40), I64(2, 1LL << 24), I64(3)), "overflow int64");
     const char *det = "det";
     ot_expect_error(det, NULL, 1, T(F32(3)), "needs matrices [*, M, M], not a 1-D input");
     ot_expect_error(det, NULL, 1, T(F32(2, 3, 4)), "the matrices are 3 x 4, not square");
@@ -90,7 +89,8 @@ static void test_onnx_errors(void) {
          "output_height and output_width must be 1 to 2^48, not 0 and 1"},
         {"bad_roialign_sampling_ratio", "RoiAlign, opset 16",
          "sampling_ratio = -1 must be 0 (adaptive) to 65536"},
-        {"bad_roialign_rois_shape", "RoiAlign, opset 16", "the rois are [3, 5] for 3 batch indices"},
+        {"bad_roialign_rois_shape", "RoiAlign, opset 16",
+         "the rois are [3, 5] for 3 batch indices"},
         {"bad_roialign_index_count", "RoiAlign, opset 16",
          "the rois are [3, 4] for 2 batch indices"},
         {"bad_roialign_3d", "RoiAlign, opset 16", "needs an input [N, C, H, W]"},
