@@ -161,7 +161,8 @@ static kiln_status compute_tfidf(kiln_ctx *ctx, const gnode *call, kiln_tensor *
     if ((a.mode = ops_attr_choice(call, "mode", "TF", g_tfidf_modes)) < 0)
         return KILN_ERR_INVALID;
     int64_t skip = graph_attr_int(call, "max_skip_count", 0);
-    int64_t dists = a.c >= 2 && skip > a.c - 2 ? a.c - 1 : skip + 1;
+    /* distances 1 .. skip + 1, of which at most C - 1 fit a 2-gram */
+    int64_t dists = a.c >= 2 ? (skip < a.c - 2 ? skip : a.c - 2) + 1 : 1;
     int64_t per = graph_attr_int(call, "max_per_index", 1);
     if (a.c > 0) {
         a.r = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, per), "r");

@@ -1077,9 +1077,12 @@ static const workload g_work[] = {
     {"text.tfidf", "i32T[2,6];i64T[5,3];i64S[5]", "max_skip_count=2, max_per_index=2"},
     {"text.tfidf", "i64T[7];i64T[4,3];i64S[4];f32[3]", "max_skip_count=9, mode=\"TFIDF\""},
     {"text.tfidf", "i32T[3,9];i64T[6,2];i64S[6];f32[5]", "max_skip_count=1, mode=\"IDF\""},
+    {"text.tfidf", "i64T[1];i64T[2,2];i64S[3]", "max_skip_count=9223372036854775807"},
+    {"text.tfidf", "i64T[2,3];i64T[2,3];i64S[3]", "max_skip_count=9223372036854775807"},
     {"det", "f32[3,4,4]", NULL},
     {"det", "f64[5,5]", NULL},
     {"det", "f32[2,2,1,1]", NULL},
+    {"det", "f16[2,3,3]", NULL},
     {"random_uniform_like", "f64[6]", "seed=99"},
     {"cumsum", "f32[3,6]", "axis=1, exclusive=1"},
     {"cumsum", "i32[5,4]", "reverse=1"},
@@ -1108,6 +1111,7 @@ static const workload g_work[] = {
      "mode=\"max\", sampling_ratio=2, coordinate_transformation_mode=\"output_half_pixel\", "
      "spatial_scale=4"},
     {"image.roi_align", "f32[3,1,4,3];f32[5,4];i64S[5]", "mode=\"max\", spatial_scale=9"},
+    {"image.roi_align", "f16[1,2,3,3];f16[2,4];i64S[2]", "output_height=2, spatial_scale=2"},
 };
 
 static int parse_dtype(const char *s, size_t len, kiln_dtype *dt) {
