@@ -206,7 +206,7 @@ static const imp_converter g_table[] = {
      "ignore_index:INT, reduction:STRING"},
     {"SoftmaxCrossEntropyLoss", 12, NULL, cvt_loss, IO(2, 3, 1, 2),
      "ignore_index:INT, reduction:STRING"},
-    /* convolution, pooling, matmul */
+    /* convolution, pooling, matmul; Det (src/ops/linalg.c) */
     {"Conv", 1, NULL, cvt_conv, IO(2, 3, 1, 1), CONV_ATTRS},
     {"ConvInteger", 10, NULL, cvt_conv_integer, IO(2, 4, 1, 1), CONV_ATTRS},
     {"ConvTranspose", 1, NULL, cvt_conv_transpose, IO(2, 3, 1, 1),
