@@ -10,7 +10,8 @@ extern "C" {
 
 /* Import the ONNX model at `path` (opsets 1 to 17 of the default domain).
  * `input_shapes` may be NULL, or tvmc's syntax "name:[1,3,224,224],other:[1,128]"
- * to give inputs concrete shapes (a dynamic batch dim, for example).
+ * to give inputs concrete shapes (a dynamic batch dim, for example); a shape
+ * given there replaces the model's declared one, rank included.
  * Every unsupported op is listed in one error (op type, opset, node name).
  * Errors name the file and, where there is one, the node. */
 KILN_API kiln_graph *kiln_onnx_import(const char *path, const char *input_shapes);

@@ -4,7 +4,8 @@
  * losses, matmul and layout; onnx_convert_conv.c convolutions and pooling;
  * onnx_convert_index.c has the indexing ops (gather, scatter, TopK, ...)
  * and Tile, DepthToSpace and SpaceToDepth; onnx_convert_image.c has Resize,
- * Upsample and GridSample; onnx_convert_quant.c the quantization ops
+ * Upsample, GridSample and RoiAlign; onnx_convert_text.c TfIdfVectorizer;
+ * onnx_convert_quant.c the quantization ops
  * (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul,
  * QLinearConv); onnx_convert_rnn.c has RNN, GRU and LSTM (unrolled over the
  * time steps) and Einsum. Each is an imp_convert_fn. */
@@ -74,6 +75,9 @@ KILN_CVT(cvt_depth_space);
 /* onnx_convert_image.c: resizing and sampling */
 KILN_CVT(cvt_resize);
 KILN_CVT(cvt_grid_sample);
+KILN_CVT(cvt_roi_align);
+/* onnx_convert_text.c: text */
+KILN_CVT(cvt_tfidf);
 /* onnx_convert_quant.c: quantization */
 KILN_CVT(cvt_quantize_linear);
 KILN_CVT(cvt_dequantize_linear);

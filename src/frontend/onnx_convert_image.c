@@ -1,6 +1,7 @@
 /* onnx_convert_image.c: converters of the image ops (src/ops/image.c):
  * Resize (opsets 10, 11 and 13) and Upsample (7 and 9) to image.resize,
- * GridSample (16) to image.grid_sample.
+ * GridSample (16) to image.grid_sample, RoiAlign (10 and 16) to
+ * image.roi_align.
  *
  * Resize's scales, sizes and roi decide the output's shape and the
  * sampling: they must be constants (computed at compile time), as
@@ -192,4 +193,27 @@ int cvt_grid_sample(imp *I, const Onnx__NodeProto *n, int *outs) {
              padding, imp_attr_int(I, n, "align_corners", 0) != 0);
     int in[2] = {imp_input(I, n, 0), imp_input(I, n, 1)};
     return outs[0] = imp_call(I, n, "image.grid_sample", 2, in, attrs);
+}
+
+/* RoiAlign: X [N, C, H, W], rois [R, 4], batch_indices [R]. Opset 10
+ * places pixels without the half-pixel shift (output_half_pixel, opset
+ * 16's name for it); opset 16 chooses, half_pixel by default. */
+int cvt_roi_align(imp *I, const Onnx__NodeProto *n, int *outs) {
+    static const char *const modes[] = {"avg", "max", NULL};
+    static const char *const coords[] = {"half_pixel", "output_half_pixel", NULL};
+    char mode[32], coord[32], attrs[320];
+    if (attr_one_of(I, n, "mode", "avg", modes, mode, sizeof mode) < 0 ||
+        attr_one_of(I, n, "coordinate_transformation_mode",
+                    I->opset >= 16 ? "half_pixel" : "output_half_pixel", coords, coord,
+                    sizeof coord) < 0)
+        return -1;
+    snprintf(attrs, sizeof attrs,
+             "mode=\"%s\", coordinate_transformation_mode=\"%s\", output_height=%lld, "
+             "output_width=%lld, sampling_ratio=%lld, spatial_scale=%.9gf",
+             mode, coord, (long long)imp_attr_int(I, n, "output_height", 1),
+             (long long)imp_attr_int(I, n, "output_width", 1),
+             (long long)imp_attr_int(I, n, "sampling_ratio", 0),
+             (double)imp_attr_float(I, n, "spatial_scale", 1.0f));
+    int in[3] = {imp_input(I, n, 0), imp_input(I, n, 1), imp_input(I, n, 2)};
+    return outs[0] = imp_call(I, n, "image.roi_align", 3, in, attrs);
 }

@@ -4,7 +4,8 @@
  *   onnx_import.c       the driver: model -> graph, node by node
  *     -> onnx_table.c   the converter table: one row per ONNX op type
  *       -> onnx_convert.c, onnx_convert_nn.c, onnx_convert_conv.c,
- *          onnx_convert_index.c, onnx_convert_image.c, onnx_convert_rnn.c
+ *          onnx_convert_index.c, onnx_convert_image.c, onnx_convert_text.c,
+ *          onnx_convert_quant.c, onnx_convert_rnn.c
  *                         converter functions
  *         -> onnx_helpers.c   what converters share (this header); it calls
  *                             nothing above it

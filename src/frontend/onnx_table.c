@@ -30,8 +30,8 @@
  * several kiln ops, inputs that must be constant) is a converter function
  * (imp_convert_fn, declared in onnx_convert.h, in onnx_convert.c,
  * onnx_convert_nn.c, onnx_convert_conv.c, onnx_convert_index.c,
- * onnx_convert_image.c, onnx_convert_quant.c or onnx_convert_rnn.c by
- * family) named in the fourth field, with NULL for
+ * onnx_convert_image.c, onnx_convert_text.c, onnx_convert_quant.c or
+ * onnx_convert_rnn.c by family) named in the fourth field, with NULL for
  * the kiln op:
  *
  *     {"Gemm", 7, NULL, cvt_gemm, IO(2, 3, 1, 1), "alpha:FLOAT, beta:FLOAT, ..."},
@@ -58,6 +58,9 @@
 #define RESIZE_ATTRS                                                                               \
     "coordinate_transformation_mode:STRING, cubic_coeff_a:FLOAT, exclude_outside:INT, "            \
     "extrapolation_value:FLOAT, mode:STRING, nearest_mode:STRING"
+
+#define ROI_ALIGN_ATTRS                                                                            \
+    "mode:STRING, output_height:INT, output_width:INT, sampling_ratio:INT, spatial_scale:FLOAT"
 
 #define RNN_ATTRS                                                                                  \
     "activation_alpha:FLOATS, activation_beta:FLOATS, activations:STRINGS, clip:FLOAT, "           \
@@ -203,7 +206,7 @@ static const imp_converter g_table[] = {
      "ignore_index:INT, reduction:STRING"},
     {"SoftmaxCrossEntropyLoss", 12, NULL, cvt_loss, IO(2, 3, 1, 2),
      "ignore_index:INT, reduction:STRING"},
-    /* convolution, pooling, matmul */
+    /* convolution, pooling, matmul; Det (src/ops/linalg.c) */
     {"Conv", 1, NULL, cvt_conv, IO(2, 3, 1, 1), CONV_ATTRS},
     {"ConvInteger", 10, NULL, cvt_conv_integer, IO(2, 4, 1, 1), CONV_ATTRS},
     {"ConvTranspose", 1, NULL, cvt_conv_transpose, IO(2, 3, 1, 1),
@@ -226,6 +229,7 @@ static const imp_converter g_table[] = {
     {"Gemm", 7, NULL, cvt_gemm, IO(2, 3, 1, 1), "alpha:FLOAT, beta:FLOAT, transA:INT, transB:INT"},
     {"MatMul", 1, NULL, cvt_matmul, BINARY, NULL},
     {"MatMulInteger", 10, NULL, cvt_matmul_integer, IO(2, 4, 1, 1), NULL},
+    {"Det", 11, "det", NULL, UNARY, NULL},
     /* indexing and layout (src/ops/index.c, transform.c; onnx_convert_index.c) */
     {"GatherElements", 11, "gather_elements", NULL, BINARY, "axis:INT=0"},
     {"GatherND", 11, "gather_nd", NULL, BINARY, NULL},
@@ -256,6 +260,14 @@ static const imp_converter g_table[] = {
     {"Resize", 13, NULL, cvt_resize, IO(1, 4, 1, 1), RESIZE_ATTRS},
     {"GridSample", 16, NULL, cvt_grid_sample, BINARY,
      "align_corners:INT, mode:STRING, padding_mode:STRING"},
+    {"RoiAlign", 10, NULL, cvt_roi_align, IO(3, 3, 1, 1), ROI_ALIGN_ATTRS},
+    {"RoiAlign", 16, NULL, cvt_roi_align, IO(3, 3, 1, 1),
+     ROI_ALIGN_ATTRS ", coordinate_transformation_mode:STRING"},
+    /* text (src/ops/text.c; onnx_convert_text.c) */
+    {"TfIdfVectorizer", 9, NULL, cvt_tfidf, UNARY,
+     "max_gram_length:INT!, max_skip_count:INT!, min_gram_length:INT!, mode:STRING!, "
+     "ngram_counts:INTS!, ngram_indexes:INTS!, pool_int64s:INTS, pool_strings:STRINGS, "
+     "weights:FLOATS"},
     /* quantization (onnx_convert_quant.c) */
     {"QuantizeLinear", 10, NULL, cvt_quantize_linear, IO(2, 3, 1, 1), NULL},
     {"QuantizeLinear", 13, NULL, cvt_quantize_linear, IO(2, 3, 1, 1), "axis:INT"},

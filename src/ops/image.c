@@ -8,6 +8,9 @@
  *                      come from a grid, that is from data (bilinear,
  *                      nearest or bicubic; padding zeros, border or
  *                      reflection)
+ *   image.roi_align    ONNX RoiAlign (4-D NCHW): each region of interest
+ *                      (boxes from data) pooled to a fixed grid of bins,
+ *                      each bin the average or max of bilinear samples
  *
  * Resize's coordinates are computed in float64 as ONNX's reference
  * implementation computes them, with its float32 steps where it has them
@@ -23,7 +26,8 @@
  * integer, so no conversion overflows; a tap outside the input is clamped
  * to the edge (Resize, as ONNX's edge padding) or reads zero (GridSample's
  * zeros padding). A grid coordinate outside the image is padding, not an
- * error, so no index here goes through ops_checked_index. */
+ * error; the one index from data is RoiAlign's batch index of each region,
+ * which goes through ops_checked_index. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -50,30 +54,20 @@ static const attr_schema resize_attrs[] = {
     {"exclude_outside", GA_INT, 0, "0"},
     {"extrapolation_value", GA_FLOAT, 0, "0"},
     {NULL, 0, 0, NULL}};
+static const attr_schema roi_align_attrs[] = {
+    {"mode", GA_STR, 0, "\"avg\""},
+    {"output_height", GA_INT, 0, "1"},
+    {"output_width", GA_INT, 0, "1"},
+    {"sampling_ratio", GA_INT, 0, "0"},
+    {"spatial_scale", GA_FLOAT, 0, "1"},
+    {"coordinate_transformation_mode", GA_STR, 0, "\"half_pixel\""},
+    {NULL, 0, 0, NULL}};
 static const attr_schema grid_sample_attrs[] = {{"method", GA_STR, 0, "\"bilinear\""},
                                                 {"padding_mode", GA_STR, 0, "\"zeros\""},
                                                 {"align_corners", GA_INT, 0, "0"},
                                                 {NULL, 0, 0, NULL}};
 
 /* ---- shared helpers ------------------------------------------------------------------ */
-
-/* The position of string attribute `name` (default def) in names
- * (NULL-ended), or -1 with an error listing them. */
-static int attr_choice(const gnode *call, const char *name, const char *def,
-                       const char *const *names) {
-    const char *s = graph_attr_str(call, name, def);
-    char list[256] = "";
-    size_t len = 0;
-    for (int i = 0; names[i]; i++) {
-        if (!strcmp(s, names[i]))
-            return i;
-        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", names[i]);
-        if (len >= sizeof list)
-            len = sizeof list - 1;
-    }
-    ops_fail("%s '%s' is not one of %s", name, s, list);
-    return -1;
-}
 
 /* An integer attribute that must be 0 or 1 into *v; 0 with an error if not. */
 static int attr_flag(const gnode *call, const char *name, int *v) {
@@ -191,11 +185,11 @@ static int resize_read(const gnode *call, int nd, const int64_t *in, resize_para
     int ns = graph_attr_ints(call, "size", size, MAXD + 1);
     if (ns != nd)
         return ops_fail("size has %d values for a %d-D input", ns, nd), 0;
-    if ((p->method = attr_choice(call, "method", "nearest", g_resize_methods)) < 0 ||
-        (p->coord = attr_choice(call, "coordinate_transformation_mode", "half_pixel",
-                                g_coord_modes)) < 0 ||
-        (p->rounding = attr_choice(call, "rounding_method", "round_prefer_floor", g_roundings)) <
-            0 ||
+    if ((p->method = ops_attr_choice(call, "method", "nearest", g_resize_methods)) < 0 ||
+        (p->coord = ops_attr_choice(call, "coordinate_transformation_mode", "half_pixel",
+                                    g_coord_modes)) < 0 ||
+        (p->rounding =
+             ops_attr_choice(call, "rounding_method", "round_prefer_floor", g_roundings)) < 0 ||
         !attr_flag(call, "exclude_outside", &p->exclude))
         return 0;
     p->alpha = graph_attr_float(call, "cubic_alpha", -0.75);
@@ -437,8 +431,8 @@ typedef struct {
 } gs_args;
 
 static int gs_read_attrs(const gnode *call, gs_args *a) {
-    return (a->method = attr_choice(call, "method", "bilinear", g_gs_methods)) >= 0 &&
-           (a->padding = attr_choice(call, "padding_mode", "zeros", g_gs_paddings)) >= 0 &&
+    return (a->method = ops_attr_choice(call, "method", "bilinear", g_gs_methods)) >= 0 &&
+           (a->padding = ops_attr_choice(call, "padding_mode", "zeros", g_gs_paddings)) >= 0 &&
            attr_flag(call, "align_corners", &a->align);
 }
 
@@ -598,6 +592,240 @@ static kiln_status compute_grid_sample(kiln_ctx *ctx, const gnode *call, kiln_te
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
 }
 
+/* ---- image.roi_align ---------------------------------------------------------------- */
+
+/* RoiAlign as ONNX's reference and ONNX Runtime compute it (from Caffe2):
+ * region r of rois [R, (x1, y1, x2, y2)], scaled by spatial_scale and, with
+ * half_pixel, shifted by -0.5, is cut into output_height x output_width
+ * bins. Bin (ph, pw) takes gh x gw samples, sampling_ratio each way, or
+ * when it is 0 ceil(the region's height / output_height) and likewise for
+ * the width: sample (iy, ix) is at y = y1 + ph * bin_h + (iy + 0.5) *
+ * bin_h / gh. A sample outside [-1, H] x [-1, W] counts as 0; one inside
+ * is clamped to the image and interpolated from its four neighbours. The
+ * bin is the sum of its samples over max(gh * gw, 1) (avg), or the largest
+ * of its samples, each the largest of the four weighted neighbours (max:
+ * ONNX Runtime's definition, which the ONNX tests hold).
+ *
+ * With sampling_ratio 0 the sample counts depend on the regions, that is
+ * on data, so the loops run a bound fixed by the input instead: a bin's
+ * samples are at most one pixel apart (bin_h / ceil(bin_h)), so at most
+ * H + 3 of them fall inside [-1, H]. The loop over a bin's rows runs
+ * H + 8 steps from an offset: 0 when the bin has no more samples than
+ * that (a guard skips the rows past gh), else just before its first
+ * sample inside the image, computed from the coordinates (the rows it
+ * skips are all outside, that is 0). Coordinates are float64, as the
+ * reference computes them; the counts are clamped while they are floats,
+ * so no conversion overflows. Cost: R * C * output_height * output_width
+ * * (H + 8) * (W + 8) samples with sampling_ratio 0, else times
+ * sampling_ratio^2. */
+enum { ROI_AVG, ROI_MAX };
+static const char *const g_roi_modes[] = {"avg", "max", NULL};
+static const char *const g_roi_coords[] = {"half_pixel", "output_half_pixel", NULL};
+#define ROI_SLACK 8               /* the loop bound past H (W) with sampling_ratio 0 */
+#define ROI_MAX_GRID 1073741824.0 /* 2^30: sample counts are clamped to it */
+
+typedef struct {
+    kiln_tensor *x, *rois, *idx, *acc;
+    int mode, half;
+    int64_t n, h, w, oh, ow, ratio, th, tw; /* th x tw: the sample loops */
+    double scale;
+    kiln_expr ty, tx;
+} roi_args;
+
+static int roi_read_attrs(const gnode *call, roi_args *a) {
+    a->oh = graph_attr_int(call, "output_height", 1);
+    a->ow = graph_attr_int(call, "output_width", 1);
+    a->ratio = graph_attr_int(call, "sampling_ratio", 0);
+    a->scale = graph_attr_float(call, "spatial_scale", 1);
+    int coord;
+    if ((a->mode = ops_attr_choice(call, "mode", "avg", g_roi_modes)) < 0 ||
+        (coord = ops_attr_choice(call, "coordinate_transformation_mode", "half_pixel",
+                                 g_roi_coords)) < 0)
+        return 0;
+    a->half = coord == 0;
+    if (a->oh < 1 || a->ow < 1 || a->oh > GRAPH_MAX_ELEMENTS || a->ow > GRAPH_MAX_ELEMENTS)
+        return ops_fail("output_height and output_width must be 1 to 2^48, not %lld and %lld",
+                        (long long)a->oh, (long long)a->ow),
+               0;
+    if (a->ratio < 0 || a->ratio > 65536)
+        return ops_fail("sampling_ratio = %lld must be 0 (adaptive) to 65536", (long long)a->ratio),
+               0;
+    if (!isfinite(a->scale))
+        return ops_fail("spatial_scale = %g must be finite", a->scale), 0;
+    return 1;
+}
+
+static rel_result rel_roi_align(const struct kiln_graph *g, const gnode *call,
+                                const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(3);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r),
+                       *rois = x ? ops_tensor_in(in[1], 1, &r) : NULL,
+                       *bi = rois ? ops_tensor_in(in[2], 2, &r) : NULL;
+    if (!bi)
+        return r;
+    if (x->ndim != 4 || rois->ndim != 2 || bi->ndim != 1)
+        return ops_fail("needs an input [N, C, H, W], rois [R, 4] and batch indices [R], not "
+                        "%d-D, %d-D and %d-D",
+                        x->ndim, rois->ndim, bi->ndim);
+    if (!ops_all_known(x, 0, 4) || !ops_all_known(rois, 0, 2) || !ops_all_known(bi, 0, 1))
+        return ops_fail("symbolic dims are not supported by image.roi_align yet");
+    if (!ops_is_float_dtype(x->dtype) || x->dtype == KILN_BFLOAT16 || rois->dtype != x->dtype)
+        return ops_fail("needs a float16, float32 or float64 input and rois of its dtype, not %s "
+                        "and %s",
+                        kiln_dtype_name(x->dtype), kiln_dtype_name(rois->dtype));
+    if (!ops_is_index_dtype(bi->dtype))
+        return ops_fail("the batch indices must be integers, not %s", kiln_dtype_name(bi->dtype));
+    if (rois->dims[1].v != 4 || rois->dims[0].v != bi->dims[0].v)
+        return ops_fail("the rois are [%lld, %lld] for %lld batch indices; they must be [R, 4] "
+                        "for R",
+                        (long long)rois->dims[0].v, (long long)rois->dims[1].v,
+                        (long long)bi->dims[0].v);
+    if (x->dims[0].v < 1 || x->dims[2].v < 1 || x->dims[3].v < 1)
+        return ops_fail("the input's N, H and W must not be empty (%lld, %lld x %lld)",
+                        (long long)x->dims[0].v, (long long)x->dims[2].v, (long long)x->dims[3].v);
+    roi_args a;
+    if (!roi_read_attrs(call, &a))
+        return REL_ERROR;
+    gtensor_type res = {x->dtype, 4, {rois->dims[0], x->dims[1], {a.oh, NULL}, {a.ow, NULL}}};
+    return ops_set_out(g, out, &res);
+}
+
+/* Along one axis of `size` pixels, for the bin at output index o: the
+ * region's start and bin size, the sample count g (float, clamped) and
+ * the float64 coordinate of the loop's step t, with its sample index (the
+ * loop runs `loop` steps). */
+typedef struct {
+    kiln_expr start, bin, g, gi, coord, index;
+} roi_axis;
+
+static void roi_axis_at(kiln_ctx *ctx, const roi_args *a, const kiln_expr *o, int col, int64_t bins,
+                        int64_t loop, kiln_expr o_bin, kiln_expr t, roi_axis *ax) {
+    kiln_dtype f = KILN_FLOAT64;
+    kiln_expr r0[2] = {o[0], ops_int(ctx, col)}, r1[2] = {o[0], ops_int(ctx, col + 2)};
+    kiln_expr off = fconst(ctx, f, a->half ? 0.5 : 0), sc = fconst(ctx, f, a->scale);
+    ax->start = kiln_sub(kiln_mul(kiln_cast(f, kiln_tensor_at(a->rois, 2, r0)), sc), off);
+    kiln_expr end = kiln_sub(kiln_mul(kiln_cast(f, kiln_tensor_at(a->rois, 2, r1)), sc), off);
+    kiln_expr len = kiln_sub(end, ax->start), one = fconst(ctx, f, 1);
+    if (!a->half) /* malformed regions become 1 x 1 */
+        len = kiln_select(kiln_gt(len, one), len, one);
+    ax->bin = kiln_div(len, fconst(ctx, f, (double)bins));
+    kiln_expr g = a->ratio > 0 ? fconst(ctx, f, (double)a->ratio) : kiln_ceil(ax->bin);
+    kiln_expr lo = fconst(ctx, f, -ROI_MAX_GRID), hi = fconst(ctx, f, ROI_MAX_GRID);
+    ax->g = kiln_select(kiln_ge(g, lo), kiln_select(kiln_le(g, hi), g, hi), lo);
+    ax->gi = kiln_cast(KILN_INT64, ax->g);
+    kiln_expr first = kiln_add(ax->start, kiln_mul(kiln_cast(f, o_bin), ax->bin));
+    kiln_expr skip = ops_int(ctx, 0);
+    if (a->ratio == 0) {
+        /* more samples than the loop: start 2 before the first at y >= -1 */
+        kiln_expr est =
+            kiln_sub(kiln_floor(kiln_sub(
+                         kiln_div(kiln_mul(kiln_sub(fconst(ctx, f, -1), first), ax->g), ax->bin),
+                         fconst(ctx, f, 0.5))),
+                     fconst(ctx, f, 2));
+        kiln_expr most = kiln_sub(ax->g, fconst(ctx, f, (double)loop)), z = fconst(ctx, f, 0);
+        est = kiln_select(kiln_le(est, most), est, most);
+        est = kiln_select(kiln_ge(est, z), est, z);
+        skip = kiln_select(kiln_gt(ax->gi, ops_int(ctx, loop)), kiln_cast(KILN_INT64, est), skip);
+    }
+    ax->index = kiln_add(skip, t);
+    kiln_expr at = kiln_add(kiln_cast(f, ax->index), fconst(ctx, f, 0.5));
+    ax->coord = kiln_add(first, kiln_div(kiln_mul(at, ax->bin), ax->g));
+}
+
+/* The two neighbours of coordinate c (inside [-1, size]) and the weight
+ * of the upper one: c below 0 reads pixel 0, past size - 1 the last. */
+static void roi_taps(kiln_ctx *ctx, kiln_expr c, int64_t size, kiln_expr *lo, kiln_expr *hi,
+                     kiln_expr *frac) {
+    kiln_dtype f = KILN_FLOAT64;
+    kiln_expr z = fconst(ctx, f, 0);
+    c = kiln_select(kiln_gt(c, z), c, z);
+    kiln_expr low = float_index(ctx, f, c, 0, size - 1);
+    kiln_expr last = kiln_ge(low, ops_int(ctx, size - 1));
+    *lo = low;
+    *hi = kiln_select(last, low, kiln_add(low, ops_int(ctx, 1)));
+    *frac = kiln_select(last, z, kiln_sub(c, kiln_cast(f, low)));
+}
+
+/* one bin's samples, summed (avg) or maxed (max) over the loops */
+static kiln_expr roi_acc_body(kiln_ctx *ctx, const kiln_expr *o, void *u) {
+    roi_args *a = u;
+    kiln_dtype f = KILN_FLOAT64;
+    roi_axis ay, ax;
+    roi_axis_at(ctx, a, o, 1, a->oh, a->th, o[2], a->ty, &ay);
+    roi_axis_at(ctx, a, o, 0, a->ow, a->tw, o[3], a->tx, &ax);
+    kiln_expr valid = kiln_and(kiln_lt(ay.index, ay.gi), kiln_lt(ax.index, ax.gi));
+    kiln_expr m1 = fconst(ctx, f, -1);
+    kiln_expr outside =
+        kiln_or(kiln_or(kiln_lt(ay.coord, m1), kiln_gt(ay.coord, fconst(ctx, f, (double)a->h))),
+                kiln_or(kiln_lt(ax.coord, m1), kiln_gt(ax.coord, fconst(ctx, f, (double)a->w))));
+    kiln_expr y0, y1, ly, x0, x1, lx, one = fconst(ctx, f, 1), z = fconst(ctx, f, 0);
+    roi_taps(ctx, ay.coord, a->h, &y0, &y1, &ly);
+    roi_taps(ctx, ax.coord, a->w, &x0, &x1, &lx);
+    kiln_expr zi = ops_int(ctx, 0);
+    kiln_expr ys[2] = {kiln_select(outside, zi, y0), kiln_select(outside, zi, y1)};
+    kiln_expr xs[2] = {kiln_select(outside, zi, x0), kiln_select(outside, zi, x1)};
+    kiln_expr wy[2] = {kiln_sub(one, ly), ly}, wx[2] = {kiln_sub(one, lx), lx};
+    kiln_expr b = ops_checked_index(ctx, kiln_tensor_at(a->idx, 1, o), a->n, 0), v = NULL;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            kiln_expr at[4] = {b, o[1], ys[i], xs[j]};
+            kiln_expr w = kiln_select(outside, z, kiln_mul(wy[i], wx[j]));
+            kiln_expr t = kiln_mul(w, kiln_cast(f, kiln_tensor_at(a->x, 4, at)));
+            v = !v ? t : a->mode == ROI_AVG ? kiln_add(v, t) : kiln_max(v, t);
+        }
+    kiln_expr axes[2] = {a->ty, a->tx};
+    if (a->mode == ROI_AVG)
+        return kiln_sum(kiln_select(valid, v, z), 2, axes);
+    return kiln_max_reduce(kiln_select(valid, v, fconst(ctx, f, -INFINITY)), 2, axes);
+}
+
+/* avg: the sum over max(gh * gw, 1); max: the largest sample, 0 where the
+ * loops skipped samples (outside the image, so 0) or the bin has none */
+static kiln_expr roi_out_body(kiln_ctx *ctx, const kiln_expr *o, void *u) {
+    roi_args *a = u;
+    kiln_dtype f = KILN_FLOAT64;
+    roi_axis ay, ax;
+    kiln_expr zi = ops_int(ctx, 0), z = fconst(ctx, f, 0);
+    roi_axis_at(ctx, a, o, 1, a->oh, a->th, o[2], zi, &ay);
+    roi_axis_at(ctx, a, o, 0, a->ow, a->tw, o[3], zi, &ax);
+    kiln_expr acc = kiln_tensor_at(a->acc, 4, o), v;
+    if (a->mode == ROI_AVG) {
+        kiln_expr count = kiln_mul(ay.g, ax.g), one = fconst(ctx, f, 1);
+        v = kiln_div(acc, kiln_select(kiln_gt(count, one), count, one));
+    } else {
+        kiln_expr any = kiln_and(kiln_gt(ay.gi, zi), kiln_gt(ax.gi, zi));
+        kiln_expr skipped =
+            kiln_or(kiln_gt(ay.gi, ops_int(ctx, a->th)), kiln_gt(ax.gi, ops_int(ctx, a->tw)));
+        v = kiln_select(any, kiln_select(skipped, kiln_max(acc, z), acc), z);
+    }
+    return kiln_cast(kiln_tensor_dtype(a->x), v);
+}
+
+static kiln_status compute_roi_align(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                     kiln_tensor **out) {
+    roi_args a;
+    memset(&a, 0, sizeof a);
+    if (!roi_read_attrs(call, &a))
+        return KILN_ERR_INVALID;
+    int64_t xd[4], od[4];
+    ops_shape(in[0], xd);
+    ops_out_shape(call, od);
+    a.x = in[0];
+    a.rois = in[1];
+    a.idx = in[2];
+    a.n = xd[0];
+    a.h = xd[2];
+    a.w = xd[3];
+    a.th = a.ratio > 0 ? a.ratio : a.h + ROI_SLACK;
+    a.tw = a.ratio > 0 ? a.ratio : a.w + ROI_SLACK;
+    a.ty = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, a.th), "ty");
+    a.tx = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, a.tw), "tx");
+    a.acc = ops_compute(ctx, call, ".acc", 4, od, roi_acc_body, &a);
+    out[0] = a.acc ? ops_compute(ctx, call, "", 4, od, roi_out_body, &a) : NULL;
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
 /* ---- the table ------------------------------------------------------------------------ */
 
 const kiln_op_def ops_image_rows[] = {
@@ -619,6 +847,16 @@ const kiln_op_def ops_image_rows[] = {
      .compute = compute_grid_sample,
      .summary = "NCHW input sampled at a grid [N, H_out, W_out, (x, y)] in [-1, 1] (ONNX "
                 "GridSample)"},
+    {.name = "image.roi_align",
+     .min_in = 3,
+     .max_in = 3,
+     .attrs = roi_align_attrs,
+     .rel = rel_roi_align,
+     .pattern = OP_OPAQUE,
+     .compute = compute_roi_align,
+     .summary = "regions rois [R, (x1, y1, x2, y2)] of NCHW images batch_indices [R] pooled to "
+                "output_height x output_width bins of bilinear samples, avg or max (ONNX "
+                "RoiAlign)"},
 };
 
 const int ops_image_count = (int)(sizeof ops_image_rows / sizeof ops_image_rows[0]);

@@ -22,6 +22,8 @@ static const family g_families[] = {
     {ops_transform_rows, &ops_transform_count},
     {ops_index_rows, &ops_index_count},
     {ops_image_rows, &ops_image_count},
+    {ops_text_rows, &ops_text_count},
+    {ops_linalg_rows, &ops_linalg_count},
     {ops_reduce_rows, &ops_reduce_count},
     {ops_shape_rows, &ops_shape_count},
 };

@@ -23,7 +23,10 @@
  *   transform.c      reshape, transpose, concatenate, split, strided_slice,
  *                    take, broadcast_to, nn.pad, layout_transform, tile,
  *                    depth_to_space, space_to_depth, ...
- *   image.c          image.resize (any rank), image.grid_sample
+ *   image.c          image.resize (any rank), image.grid_sample,
+ *                    image.roi_align
+ *   text.c           text.tfidf (ONNX TfIdfVectorizer)
+ *   linalg.c         det
  *   shape.c          shapes known only at run time: bind_dims (the binder
  *                    whose values later types use as dims) and the shape
  *                    functions that compute them (reshape_dims, ...)
@@ -84,6 +87,8 @@ OPS_FAMILY(norm);
 OPS_FAMILY(transform);
 OPS_FAMILY(index);
 OPS_FAMILY(image);
+OPS_FAMILY(text);
+OPS_FAMILY(linalg);
 OPS_FAMILY(shape);
 #undef OPS_FAMILY
 
@@ -138,6 +143,10 @@ KILN_HIDDEN int ops_norm_axis(const gnode *call, int64_t def, int nd);
  * input, negative counted from the end, into *axis; 0 with an error if it
  * is out of range. */
 KILN_HIDDEN int ops_attr_axis(const gnode *call, const char *name, int64_t def, int nd, int *axis);
+/* The position of string attribute `name` (default def) in names
+ * (NULL-ended), or -1 with an error listing them. */
+KILN_HIDDEN int ops_attr_choice(const gnode *call, const char *name, const char *def,
+                                const char *const *names);
 /* The spatial attributes of a window over dims 2 .. 2+nsp of an
  * N, C, spatial... tensor (nsp 1 to OPS_MAX_SPATIAL). An int attribute of
  * one value per spatial dim, e.g. strides (one given value repeats;

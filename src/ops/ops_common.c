@@ -166,6 +166,22 @@ int ops_attr_axis(const gnode *call, const char *name, int64_t def, int nd, int 
     return 1;
 }
 
+int ops_attr_choice(const gnode *call, const char *name, const char *def,
+                    const char *const *names) {
+    const char *s = graph_attr_str(call, name, def);
+    char list[256] = "";
+    size_t len = 0;
+    for (int i = 0; names[i]; i++) {
+        if (!strcmp(s, names[i]))
+            return i;
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", names[i]);
+        if (len >= sizeof list)
+            len = sizeof list - 1;
+    }
+    ops_fail("%s '%s' is not one of %s", name, s, list);
+    return -1;
+}
+
 int ops_norm_axis(const gnode *call, int64_t def, int nd) {
     int64_t a = graph_attr_int(call, "axis", def);
     return (int)(a < 0 ? a + nd : a);

@@ -123,6 +123,34 @@ static void test_relation_errors(void) {
                     "padding_mode 'wrap' is not one of zeros, border, reflection");
     ot_expect_error(gs, "align_corners=2", 2, T(F32(1, 1, 2, 2), F32(1, 2, 2, 2)),
                     "align_corners = 2 must be 0 or 1");
+    const char *ra = "image.roi_align";
+    ot_expect_error(ra, NULL, 3, T(F32(1, 2, 3), F32(2, 4), I64(2)),
+                    "needs an input [N, C, H, W], rois [R, 4] and batch indices [R], not 3-D, "
+                    "2-D and 1-D");
+    ot_expect_error(ra, NULL, 3, T(F32(1, 1, 2, 3), F32(2, 3), I64(2)),
+                    "the rois are [2, 3] for 2 batch indices");
+    ot_expect_error(ra, NULL, 3, T(F32(1, 1, 2, 3), F32(2, 4), I64(3)),
+                    "the rois are [2, 4] for 3 batch indices");
+    ot_expect_error(ra, NULL, 3, T(I32(1, 1, 2, 3), I32(2, 4), I64(2)),
+                    "needs a float16, float32 or float64 input and rois of its dtype, not int32");
+    ot_expect_error(ra, NULL, 3, T(F32(1, 1, 2, 3), F32(2, 4), F32(2)),
+                    "the batch indices must be integers, not float32");
+    ot_expect_error(ra, NULL, 3, T(F32(1, 1, 0, 3), F32(2, 4), I64(2)),
+                    "the input's N, H and W must not be empty (1, 0 x 3)");
+    ot_expect_error(ra, NULL, 3, T(F32(0, 1, 2, 3), F32(2, 4), I64(2)),
+                    "the input's N, H and W must not be empty (0, 2 x 3)");
+    ot_expect_error(ra, "mode=\"sum\"", 3, T(F32(1, 1, 2, 3), F32(2, 4), I64(2)),
+                    "mode 'sum' is not one of avg, max");
+    ot_expect_error(ra, "coordinate_transformation_mode=\"asymmetric\"", 3,
+                    T(F32(1, 1, 2, 3), F32(2, 4), I64(2)),
+                    "coordinate_transformation_mode 'asymmetric' is not one of half_pixel, "
+                    "output_half_pixel");
+    ot_expect_error(ra, "output_width=0", 3, T(F32(1, 1, 2, 3), F32(2, 4), I64(2)),
+                    "output_height and output_width must be 1 to 2^48, not 1 and 0");
+    ot_expect_error(ra, "sampling_ratio=100000", 3, T(F32(1, 1, 2, 3), F32(2, 4), I64(2)),
+                    "sampling_ratio = 100000 must be 0 (adaptive) to 65536");
+    ot_expect_error(ra, "spatial_scale=inff", 3, T(F32(1, 1, 2, 3), F32(2, 4), I64(2)),
+                    "spatial_scale = inf must be finite");
 }
 
 /* ---- hostile grids ------------------------------------------------------------------ */

@@ -319,6 +319,19 @@ static void test_runtime_range(void) {
     const double *lv[3] = {data, lt, data}, *lbad[2] = {lb0, lb1};
     check_range("nn.nll_loss", "ignore_index=-2", 3, nl, lv, 1, lbad, 2);
     check_range("nn.nll_loss_weight", "ignore_index=-2", 3, nl, lv, 1, lbad, 2);
+    /* image.roi_align: each region's batch index, into a batch of 2 */
+    const ot_type ra[3] = {
+        {KILN_FLOAT32, 4, {2, 1, 2, 3}}, {KILN_FLOAT32, 2, {3, 4}}, {KILN_INT64, 1, {3}}};
+    const double rois[12] = {0, 0, 2, 1, 1, 0, 3, 2, -1, -1, 1, 1};
+    const double ai[3] = {1, 0, 1}, ab0[3] = {0, 2, 0}, ab1[3] = {-1, 0, 0};
+    const double *av[3] = {data, rois, ai}, *abad[2] = {ab0, ab1};
+    check_range("image.roi_align", "output_height=2, output_width=2", 3, ra, av, 2, abad, 2);
+    /* text.tfidf: the starts pick rows of the n-grams (3 of them) */
+    const ot_type tf[3] = {{KILN_INT64, 2, {2, 4}}, {KILN_INT64, 2, {3, 3}}, {KILN_INT64, 1, {3}}};
+    const double toks[8] = {1, 2, 1, 2, 2, 2, 1, 1}, grams[9] = {1, 1, 0, 2, 1, 2, 1, 2, 0};
+    const double st[3] = {0, 2, 3}, stb0[3] = {0, 4, 5}, stb1[3] = {-2, 0, 1};
+    const double *tv2[3] = {toks, grams, st}, *tbad2[2] = {stb0, stb1};
+    check_range("text.tfidf", "max_per_index=2", 3, tf, tv2, 2, tbad2, 2);
 }
 
 /* Constant inputs with an index out of range: compiling fails in

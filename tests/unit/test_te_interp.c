@@ -935,7 +935,8 @@ static void test_errors(void) {
  * kiln's rule, at run time as in the interpreter); an 'I' makes indices in
  * [-5, 4], negative and not, for a dim of 5 (an index out of range is an
  * error, tested in test_te_checks.c); a 'T' makes class targets in [-1, 4]
- * (for 5 classes, -1 the ignore_index). */
+ * (for 5 classes, -1 the ignore_index); an 'S' makes i / 2 at position i
+ * (0, 0, 1, 1, 2, ...: a rising table of starts, or batch indices). */
 typedef struct {
     const char *op, *inputs, *attrs;
 } workload;
@@ -1085,6 +1086,15 @@ static const workload g_work[] = {
     {"arange", "i32[];i32[]", "n=5"},
     {"random_uniform_like", "f32[3,4,5]", "seed=-3"},
     {"random_uniform_like", "f16[7,3]", NULL},
+    {"text.tfidf", "i32T[2,6];i64T[5,3];i64S[5]", "max_skip_count=2, max_per_index=2"},
+    {"text.tfidf", "i64T[7];i64T[4,3];i64S[4];f32[3]", "max_skip_count=9, mode=\"TFIDF\""},
+    {"text.tfidf", "i32T[3,9];i64T[6,2];i64S[6];f32[5]", "max_skip_count=1, mode=\"IDF\""},
+    {"text.tfidf", "i64T[1];i64T[2,2];i64S[3]", "max_skip_count=9223372036854775807"},
+    {"text.tfidf", "i64T[2,3];i64T[2,3];i64S[3]", "max_skip_count=9223372036854775807"},
+    {"det", "f32[3,4,4]", NULL},
+    {"det", "f64[5,5]", NULL},
+    {"det", "f32[2,2,1,1]", NULL},
+    {"det", "f16[2,3,3]", NULL},
     {"random_uniform_like", "f64[6]", "seed=99"},
     {"cumsum", "f32[3,6]", "axis=1, exclusive=1"},
     {"cumsum", "i32[5,4]", "reverse=1"},
@@ -1107,6 +1117,13 @@ static const workload g_work[] = {
      "method=\"bicubic\", padding_mode=\"reflection\""},
     {"image.grid_sample", "f64[1,2,3,4];f64[1,3,3,2]",
      "method=\"nearest\", padding_mode=\"border\", align_corners=1"},
+    {"image.roi_align", "f32[2,3,6,7];f32[4,4];i64S[4]",
+     "output_height=3, output_width=2, spatial_scale=3"},
+    {"image.roi_align", "f64[2,2,5,5];f64[3,4];i32S[3]",
+     "mode=\"max\", sampling_ratio=2, coordinate_transformation_mode=\"output_half_pixel\", "
+     "spatial_scale=4"},
+    {"image.roi_align", "f32[3,1,4,3];f32[5,4];i64S[5]", "mode=\"max\", spatial_scale=9"},
+    {"image.roi_align", "f16[1,2,3,3];f16[2,4];i64S[2]", "output_height=2, spatial_scale=2"},
 };
 
 static int parse_dtype(const char *s, size_t len, kiln_dtype *dt) {
@@ -1127,7 +1144,7 @@ static int parse_dtype(const char *s, size_t len, kiln_dtype *dt) {
 typedef struct {
     int n;
     kiln_dtype dt[8];
-    char positive[8]; /* '+', 'M', 'Z', 'I', 'T' or 0 */
+    char positive[8]; /* '+', 'M', 'Z', 'I', 'T', 'S' or 0 */
     int nd[8];
     int64_t dims[8][8];
 } input_specs;
@@ -1139,7 +1156,7 @@ static int parse_inputs(const char *s, input_specs *in) {
         if (!b)
             return 0;
         int k = in->n;
-        in->positive[k] = strchr("+MZIT", b[-1]) ? b[-1] : 0;
+        in->positive[k] = strchr("+MZITS", b[-1]) ? b[-1] : 0;
         if (!parse_dtype(s, (size_t)(b - s - (in->positive[k] != 0)), &in->dt[k]))
             return 0;
         in->nd[k] = 0;
@@ -1168,9 +1185,11 @@ static kiln_ndarray *workload_value(const input_specs *in, int k, uint64_t *seed
     }
     if (!in->positive[k])
         return a;
-    if (in->positive[k] == 'I' || in->positive[k] == 'T') {
+    if (in->positive[k] == 'I' || in->positive[k] == 'T' || in->positive[k] == 'S') {
         for (int64_t i = 0; i < kiln_ndarray_numel(a); i++) {
-            int64_t v = in->positive[k] == 'I' ? (i * 7) % 10 - 5 : (i * 7) % 6 - 1;
+            int64_t v = in->positive[k] == 'I'   ? (i * 7) % 10 - 5
+                        : in->positive[k] == 'T' ? (i * 7) % 6 - 1
+                                                 : i / 2;
             if (in->dt[k] == KILN_INT32)
                 ((int32_t *)kiln_ndarray_data(a))[i] = (int32_t)v;
             else
