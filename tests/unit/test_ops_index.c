@@ -407,7 +407,7 @@ static void test_relation_errors(void) {
                     "dim 1 of the updates does not match");
     ot_expect_error("scatter_nd", NULL, 3, T(F32(3, 4), I64(2, 1), I64(2, 4)),
                     "updates are int64, the data float32");
-    ot_expect_error("one_hot", "depth=0", 2, T(I64(3), F32(2)), "depth 0 must be 1 to 2^48");
+    ot_expect_error("one_hot", "depth=0", 2, T(I64(3), F32(2)), "depth = 0 must be 1 to 2^48");
     ot_expect_error("one_hot", "depth=4", 2, T(I64(3), F32(3)), "values must be [off, on]");
     ot_expect_error("one_hot", "depth=4, axis=2", 2, T(I64(3), F32(2)), "axis 2 is out of range");
     ot_expect_error("reverse_sequence", "batch_axis=1, time_axis=1", 2, T(F32(3, 4), I64(4)),

@@ -214,4 +214,55 @@ static void test_expand_range_values(void) {
     kiln_model_free(m);
 }
 
-TEST_MAIN(TEST(test_reshape_values), TEST(test_expand_range_values))
+/* Call op on the inputs named by the letters of `ins` (x: float32[2, 3],
+ * s: int64[2], f: float32[2], m: int64[65], b: bind_dims(s)) and infer:
+ * the error must contain want (NULL: no error). */
+static void relation(const char *op, const char *ins, const char *attrs, const char *want) {
+    kiln_graph *g = kiln_graph_new();
+    int64_t xd[2] = {2, 3}, sd[1] = {2}, md[1] = {65};
+    int v[5] = {kiln_graph_var(g, "x", KILN_FLOAT32, 2, xd, NULL),
+                kiln_graph_var(g, "s", KILN_INT64, 1, sd, NULL),
+                kiln_graph_var(g, "f", KILN_FLOAT32, 1, sd, NULL),
+                kiln_graph_var(g, "m", KILN_INT64, 1, md, NULL), -1};
+    v[4] = kiln_graph_call(g, "bind_dims", 1, &v[1], "prefix=\"p\"", NULL);
+    int in[4], n = 0;
+    for (const char *c = ins; *c; c++)
+        in[n++] = v[strchr("xsfmb", *c) - "xsfmb"];
+    int id = kiln_graph_call(g, op, n, in, attrs, "call");
+    kiln_status st = id < 0 ? KILN_ERR_INVALID : kiln_graph_set_outputs(g, 1, &id, NULL);
+    if (!st)
+        st = kiln_graph_infer_types(g);
+    if (want) {
+        CHECK(st != KILN_OK);
+        CHECK_CONTAINS(kiln_last_error(), want);
+    } else {
+        CHECK_EQ_INT(st, KILN_OK);
+        if (st)
+            fprintf(stderr, "%s: %s\n", op, kiln_last_error());
+    }
+    kiln_graph_free(g);
+}
+
+/* The relations refuse what a binder or a shape function cannot take. */
+static void test_relation_errors(void) {
+    relation("bind_dims", "s", "prefix=\"1x\"", "prefix must be an identifier");
+    relation("bind_dims", "f", "prefix=\"q\"", "int64 vector of 1 to 64 values");
+    relation("bind_dims", "m", "prefix=\"q\"", "int64 vector of 1 to 64 values");
+    /* dims from a value that is data, not a binder's */
+    relation("reshape", "xs", NULL, "must be a constant or a bind_dims vector");
+    relation("reshape", "xb", "newshape=[6]", "not both");
+    relation("reshape", "xb", NULL, NULL);
+    relation("topk", "xb", "axis=1", "bind_dims vector of one value");
+    relation("tile", "xb", NULL, NULL);
+    relation("broadcast_to", "xb", NULL, NULL);
+    relation("broadcast_to", "xs", NULL, "must be a constant or a bind_dims vector");
+    /* the shape functions check their inputs */
+    relation("reshape_dims", "xf", NULL, "the shape must be int64");
+    relation("tile_dims", "xm", NULL, "one value per dim");
+    relation("range_dims", "sss", NULL, "scalar numbers of one dtype");
+    relation("topk_dims", "xs", "axis=1", "k must be an integer scalar");
+    relation("one_hot_dims", "x", NULL, "depth must be a scalar");
+    relation("broadcast_dims", "xm", NULL, "1 to 16 dims");
+}
+
+TEST_MAIN(TEST(test_reshape_values), TEST(test_expand_range_values), TEST(test_relation_errors))
