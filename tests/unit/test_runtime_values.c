@@ -214,6 +214,118 @@ static void test_expand_range_values(void) {
     kiln_model_free(m);
 }
 
+/* ONNX Slice over starts, ends, axes and steps given as inputs, on x[4, 5]
+ * (x[i][j] = 10 i + j), then a Pad of the result by pads given as an input
+ * (constant 7): one package at several values, negative and clamped ones
+ * too, against a reference computed here. */
+static kiln_graph *make_slice_pad(void) {
+    kiln_graph *g = kiln_graph_new();
+    int64_t xd[2] = {4, 5}, two[1] = {2}, four[1] = {4};
+    int in[5] = {kiln_graph_var(g, "x", KILN_FLOAT32, 2, xd, NULL)};
+    static const char *const names[4] = {"starts", "ends", "axes", "steps"};
+    for (int i = 1; i < 5; i++)
+        in[i] = kiln_graph_var(g, names[i - 1], KILN_INT64, 1, two, NULL);
+    int pads = kiln_graph_var(g, "pads", KILN_INT64, 1, four, NULL);
+    int p = kiln_graph_call(g, "slice_params", 5, in, NULL, "params");
+    int lens = kiln_graph_call(g, "strided_slice", 1, &p, "begin=[0], end=[2]", "lens");
+    int b = kiln_graph_call(g, "bind_dims", 1, &lens, "prefix=\"s\"", "sbind");
+    int y = kiln_graph_call(g, "strided_slice", 3, (int[]){in[0], p, b}, NULL, "sliced");
+    int pd = kiln_graph_call(g, "pad_dims", 2, (int[]){y, pads}, NULL, "pdims");
+    int pb = kiln_graph_call(g, "bind_dims", 1, &pd, "prefix=\"q\"", "pbind");
+    int z = kiln_graph_call(g, "nn.pad", 3, (int[]){y, pads, pb}, "pad_value=7", "padded");
+    CHECK_EQ_INT(kiln_graph_set_outputs(g, 1, &z, NULL), KILN_OK);
+    return g;
+}
+
+/* numpy's slice of one dim of n: the indices it takes into idx; the count. */
+static int ref_slice(int64_t n, int64_t st, int64_t en, int64_t sp, int64_t *idx) {
+    st = st < 0 ? st + n : st;
+    en = en < 0 ? en + n : en;
+    int64_t lo = sp > 0 ? 0 : -1, hi = sp > 0 ? n : n - 1;
+    st = st < lo ? lo : st > hi ? hi : st;
+    en = en < lo ? lo : en > hi ? hi : en;
+    int c = 0;
+    for (int64_t i = st; sp > 0 ? i < en : i > en; i += sp)
+        idx[c++] = i;
+    return c;
+}
+
+static void run_slice_pad(kiln_model *m, const int64_t *v, const int64_t *pads, int ok) {
+    int64_t xd[2] = {4, 5}, two[1] = {2}, four[1] = {4};
+    kiln_ndarray *in[6] = {kiln_ndarray_empty(KILN_FLOAT32, 2, xd)};
+    for (int i = 0; i < 20; i++)
+        ((float *)kiln_ndarray_data(in[0]))[i] = (float)(10 * (i / 5) + i % 5);
+    for (int i = 1; i < 5; i++) {
+        in[i] = kiln_ndarray_empty(KILN_INT64, 1, two);
+        memcpy(kiln_ndarray_data(in[i]), v + 2 * (i - 1), 2 * sizeof(int64_t));
+    }
+    in[5] = kiln_ndarray_empty(KILN_INT64, 1, four);
+    memcpy(kiln_ndarray_data(in[5]), pads, 4 * sizeof(int64_t));
+    kiln_ndarray *out = NULL;
+    kiln_status st = kiln_model_run_alloc(m, (const kiln_ndarray *const *)in, &out, 0);
+    CHECK_EQ_INT(st, ok ? KILN_OK : KILN_ERR_INVALID);
+    if (st && ok)
+        fprintf(stderr, "run: %s\n", kiln_last_error());
+    if (!st) {
+        /* the reference: per dim, the indices taken (axes v[4], v[5]) */
+        int64_t idx[2][8], cnt[2] = {4, 5};
+        for (int d = 0; d < 2; d++)
+            for (int i = 0; i < cnt[d]; i++)
+                idx[d][i] = i;
+        for (int k = 0; k < 2; k++) {
+            int a = (int)(v[4 + k] < 0 ? v[4 + k] + 2 : v[4 + k]);
+            cnt[a] = ref_slice(a ? 5 : 4, v[k], v[2 + k], v[6 + k], idx[a]);
+        }
+        int64_t od[2] = {cnt[0] + pads[0] + pads[2], cnt[1] + pads[1] + pads[3]};
+        CHECK_EQ_INT(kiln_ndarray_dim(out, 0), od[0]);
+        CHECK_EQ_INT(kiln_ndarray_dim(out, 1), od[1]);
+        const float *z = kiln_ndarray_data(out);
+        int wrong = 0;
+        for (int64_t i = 0; i < od[0] && kiln_ndarray_dim(out, 1) == od[1]; i++)
+            for (int64_t j = 0; j < od[1]; j++) {
+                int64_t si = i - pads[0], sj = j - pads[1];
+                float want = si >= 0 && si < cnt[0] && sj >= 0 && sj < cnt[1]
+                                 ? (float)(10 * idx[0][si] + idx[1][sj])
+                                 : 7;
+                wrong += z[i * od[1] + j] != want;
+            }
+        CHECK_EQ_INT(wrong, 0);
+    }
+    kiln_ndarray_free(out);
+    for (int i = 0; i < 6; i++)
+        kiln_ndarray_free(in[i]);
+}
+
+static void test_slice_pad_values(void) {
+    kiln_graph *g = make_slice_pad();
+    const char *pkg = test_tmp_path("values_slice.tar");
+    kiln_status st = kiln_graph_compile(g, pkg, NULL);
+    kiln_graph_free(g);
+    CHECK_EQ_INT(st, KILN_OK);
+    kiln_model *m = st ? NULL : kiln_model_load(pkg);
+    CHECK(m != NULL);
+    if (!m) {
+        fprintf(stderr, "%s\n", kiln_last_error());
+        return;
+    }
+    /* starts[2], ends[2], axes[2], steps[2] */
+    run_slice_pad(m, (const int64_t[]){0, 1, 4, 5, 0, 1, 1, 2}, (const int64_t[]){0, 0, 0, 0}, 1);
+    run_slice_pad(m, (const int64_t[]){-1, 3, -100, 0, 0, -1, -1, -1},
+                  (const int64_t[]){1, 0, 2, 3}, 1);
+    run_slice_pad(m, (const int64_t[]){1, INT64_MIN, INT64_MAX, INT64_MAX, 1, 0, 2, 1},
+                  (const int64_t[]){-1, 1, 0, -1}, 1);
+    run_slice_pad(m, (const int64_t[]){2, 2, 1, 1, 0, 1, 1, 1}, (const int64_t[]){0, 0, 0, 0},
+                  1); /* empty */
+    run_slice_pad(m, (const int64_t[]){0, 0, 1, 1, 0, 0, 1, 1}, (const int64_t[]){0, 0, 0, 0},
+                  0); /* an axis twice */
+    run_slice_pad(m, (const int64_t[]){0, 0, 1, 1, 0, 1, 0, 1}, (const int64_t[]){0, 0, 0, 0},
+                  0); /* a step of 0 */
+    run_slice_pad(m, (const int64_t[]){0, 0, 4, 5, 0, 1, 1, 1}, (const int64_t[]){-5, 0, 0, 0},
+                  0); /* pads remove more than the dim */
+    run_slice_pad(m, (const int64_t[]){0, 0, 4, 5, 0, 1, 1, 1}, (const int64_t[]){2, 2, 2, 2}, 1);
+    kiln_model_free(m);
+}
+
 /* Call op on the inputs named by the letters of `ins` (x: float32[2, 3],
  * s: int64[2], f: float32[2], m: int64[65], b: bind_dims(s)) and infer:
  * the error must contain want (NULL: no error). */
@@ -265,4 +377,5 @@ static void test_relation_errors(void) {
     relation("broadcast_dims", "xm", NULL, "1 to 16 dims");
 }
 
-TEST_MAIN(TEST(test_reshape_values), TEST(test_expand_range_values), TEST(test_relation_errors))
+TEST_MAIN(TEST(test_reshape_values), TEST(test_expand_range_values), TEST(test_slice_pad_values),
+          TEST(test_relation_errors))
