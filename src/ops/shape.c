@@ -11,7 +11,8 @@
  *   tile_dims,       those values and the data's dims (Reshape, Expand,
  *   range_dims,      Tile, Range, TopK's k, OneHot's depth)
  *   topk_dims,
- *   one_hot_dims
+ *   one_hot_dims,
+ *   resize_dims      (and Resize's scales or sizes)
  *
  * A shape function never fails: a value the op cannot take (a reshape to
  * the wrong element count, two -1s) makes every dim it computes -1, and
@@ -21,6 +22,7 @@
  * dims from the binder (reshape, whose second input is then its shape).
  * Where every value is a constant, FoldConstant folds the first two and
  * the op is static again. */
+#include <float.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -66,13 +68,15 @@ static kiln_expr elem(kiln_ctx *ctx, kiln_tensor *t, int k) {
     return elem_as(ctx, t, k, KILN_INT64);
 }
 
-/* The relation of a shape function: input `vi` is a 1-D integer vector of
- * known length (or a scalar, with scalar_ok), the output an int64 vector
- * of `len` dims (len < 0: the vector's length). */
+/* The relation of a shape function: input v is a 1-D integer (or, with
+ * is_float, float) vector of known length, the output an int64 vector of
+ * `len` dims (len < 0: the vector's length). */
 static rel_result dims_rel(const struct kiln_graph *g, const gtensor_type *v, const char *what,
-                           int64_t len, gtype *out) {
-    if (!ops_is_index_dtype(v->dtype) || v->ndim != 1 || v->dims[0].sym)
-        return ops_fail("%s must be a 1-D integer tensor of a length known at compile time", what);
+                           int is_float, int64_t len, gtype *out) {
+    if (!(is_float ? ops_is_float_dtype(v->dtype) : ops_is_index_dtype(v->dtype)) || v->ndim != 1 ||
+        v->dims[0].sym)
+        return ops_fail("%s must be a 1-D %s tensor of a length known at compile time", what,
+                        is_float ? "float" : "integer");
     if (len < 0)
         len = v->dims[0].v;
     if (len < 1 || len > MAXD)
@@ -133,7 +137,7 @@ static rel_result rel_reshape_dims(const struct kiln_graph *g, const gnode *call
         return r;
     if (s->dtype != KILN_INT64)
         return ops_fail("the shape must be int64, not %s", kiln_dtype_name(s->dtype));
-    return dims_rel(g, s, "the shape", -1, out);
+    return dims_rel(g, s, "the shape", 0, -1, out);
 }
 
 /* ONNX Reshape's dims: shape[k], where 0 copies the data's dim k (unless
@@ -192,7 +196,7 @@ static rel_result rel_broadcast_dims(const struct kiln_graph *g, const gnode *ca
     if (s->ndim != 1 || s->dims[0].sym)
         return ops_fail("the shape must be a 1-D vector of a length known at compile time");
     int64_t len = s->dims[0].v > x->ndim ? s->dims[0].v : x->ndim;
-    return dims_rel(g, s, "the shape", len, out);
+    return dims_rel(g, s, "the shape", 0, len, out);
 }
 
 /* |v| as a float64 size no value can overflow, and whether it is one. */
@@ -233,7 +237,7 @@ static rel_result rel_tile_dims(const struct kiln_graph *g, const gnode *call,
     if (s->ndim != 1 || s->dims[0].sym || s->dims[0].v != x->ndim)
         return ops_fail("the repeats must be a vector of one value per dim of the data (%d)",
                         x->ndim);
-    return dims_rel(g, s, "the repeats", -1, out);
+    return dims_rel(g, s, "the repeats", 0, -1, out);
 }
 
 /* ONNX Tile's dims: dim k times repeats[k]; a negative repeat or a product
@@ -380,7 +384,7 @@ static rel_result rel_axes_dims(const struct kiln_graph *g, const gnode *call,
     int64_t len = call->op->variant ? x->ndim - a->dims[0].v : x->ndim + a->dims[0].v;
     if (len < 1)
         return ops_fail("%lld axes for a %d-D input", (long long)a->dims[0].v, x->ndim);
-    return dims_rel(g, a, "the axes", len, out);
+    return dims_rel(g, a, "the axes", 0, len, out);
 }
 
 /* Axis value v (int64) of an nd-D tensor, negative from the end. */
@@ -544,7 +548,7 @@ static rel_result rel_pad_dims(const struct kiln_graph *g, const gnode *call,
         return ops_fail("the pads must be an integer vector of 2 values per dim (%d)", 2 * x->ndim);
     if (x->ndim < 1)
         return ops_fail("cannot pad a scalar");
-    return dims_rel(g, p, "the pads", x->ndim, out);
+    return dims_rel(g, p, "the pads", 0, x->ndim, out);
 }
 
 /* ONNX Pad's dims: n + begin + end per dim (the pads as ONNX orders them,
@@ -570,6 +574,71 @@ static kiln_status compute_pad_dims(kiln_ctx *ctx, const gnode *call, kiln_tenso
             bad, kiln_int(ctx, -1),
             kiln_cast(KILN_INT64, kiln_select(bad, kiln_const(ctx, KILN_FLOAT64, 0), sum)));
     }
+    return dims_out(ctx, call, &f, out);
+}
+
+/* ---- resize_dims ----------------------------------------------------------------- */
+
+static const attr_schema resize_dims_attrs[] = {
+    {"sizes", GA_INT, 0, "0"}, {"upsample", GA_INT, 0, "0"}, {NULL, 0, 0, NULL}};
+
+static rel_result rel_resize_dims(const struct kiln_graph *g, const gnode *call,
+                                  const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(2);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r), *v = x ? ops_tensor_in(in[1], 1, &r) : 0;
+    if (!v)
+        return r;
+    int64_t sizes = graph_attr_int(call, "sizes", 0), up = graph_attr_int(call, "upsample", 0);
+    if ((sizes != 0 && sizes != 1) || (up != 0 && up != 1) || (sizes && up))
+        return ops_fail("sizes and upsample must be 0 or 1, and not both 1");
+    if (sizes && v->dtype != KILN_INT64)
+        return ops_fail("the sizes must be int64, not %s", kiln_dtype_name(v->dtype));
+    if (x->ndim < 1 || v->ndim != 1 || v->dims[0].sym || v->dims[0].v != x->ndim)
+        return ops_fail("the %s must be a vector of one value per dim of the %d-D input",
+                        sizes ? "sizes" : "scales", x->ndim);
+    return dims_rel(g, v, sizes ? "the sizes" : "the scales", !sizes, -1, out);
+}
+
+/* ONNX Resize's (and Upsample's) output dims: sizes[d], or
+ * floor(dim d * scales[d]) in float64 (ONNX's reference multiplies its
+ * float32 scales by the int64 dims). A scale that is not positive and
+ * finite (below 1 for Upsample), a size below 0 or one that resizes an
+ * empty dim, and a dim past 2^48 are invalid. */
+static kiln_status compute_resize_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                       kiln_tensor **out) {
+    static _Thread_local dims_fn f;
+    kiln_tensor *x = in[0], *v = in[1];
+    int sizes = graph_attr_int(call, "sizes", 0) != 0,
+        up = graph_attr_int(call, "upsample", 0) != 0;
+    f.n = kiln_tensor_ndim(x);
+    kiln_dtype f64 = KILN_FLOAT64;
+    kiln_expr zero = kiln_int(ctx, 0), limit = kiln_int(ctx, GRAPH_MAX_ELEMENTS);
+    kiln_expr flimit = kiln_const(ctx, f64, (double)GRAPH_MAX_ELEMENTS);
+    kiln_expr bad = kiln_const(ctx, KILN_BOOL, 0), w[MAXD];
+    for (int d = 0; d < f.n; d++) {
+        kiln_expr n = kiln_tensor_dim(x, d);
+        if (sizes) {
+            w[d] = elem(ctx, v, d);
+            bad = kiln_or(bad, kiln_or(kiln_or(kiln_lt(w[d], zero), kiln_gt(w[d], limit)),
+                                       kiln_and(kiln_eq(n, zero), kiln_gt(w[d], zero))));
+            continue;
+        }
+        kiln_expr i = kiln_int(ctx, d);
+        kiln_expr s = kiln_cast(f64, kiln_tensor_at(v, 1, &i));
+        kiln_expr p = kiln_floor(kiln_mul(s, kiln_cast(f64, n)));
+        /* NaN fails every comparison: not ok */
+        kiln_expr ok = kiln_and(kiln_and(kiln_gt(s, kiln_const(ctx, f64, 0)),
+                                         kiln_le(s, kiln_const(ctx, f64, DBL_MAX))),
+                                kiln_and(kiln_ge(p, kiln_const(ctx, f64, 0)), kiln_le(p, flimit)));
+        if (up)
+            ok = kiln_and(ok, kiln_ge(s, kiln_const(ctx, f64, 1)));
+        bad = kiln_or(bad, kiln_not(ok));
+        /* converted only where it is in range, so the conversion is defined */
+        w[d] = kiln_cast(KILN_INT64, kiln_select(ok, p, kiln_const(ctx, f64, 0)));
+    }
+    for (int d = 0; d < f.n; d++)
+        f.dim[d] = kiln_select(bad, kiln_int(ctx, -1), w[d]);
     return dims_out(ctx, call, &f, out);
 }
 
@@ -622,6 +691,8 @@ const kiln_op_def ops_shape_rows[] = {
              "steps)"),
     DIMS_ROW("pad_dims", 2, 2, pad_dims_attrs, rel_pad_dims, compute_pad_dims,
              "ONNX Pad's output dims from its pads values"),
+    DIMS_ROW("resize_dims", 2, 2, resize_dims_attrs, rel_resize_dims, compute_resize_dims,
+             "ONNX Resize's output dims from its scales or (sizes=1) sizes (-1 each if invalid)"),
 };
 
 const int ops_shape_count = (int)(sizeof ops_shape_rows / sizeof ops_shape_rows[0]);

@@ -7,6 +7,7 @@
  * the next run with good values works. (test_runtime_dynamic.c checks
  * that malformed binders in a plan are refused at load.) */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -377,5 +378,166 @@ static void test_relation_errors(void) {
     relation("broadcast_dims", "xm", NULL, "1 to 16 dims");
 }
 
+/* g (freed) compiled under the default schedule or the naive one, to a
+ * package named after tag, and loaded; NULL (checked) if that failed. */
+static kiln_model *compile_load(kiln_graph *g, int naive, const char *tag) {
+    kiln_build_options *o = kiln_build_options_new();
+    if (naive)
+        CHECK_EQ_INT(kiln_build_options_set(o, "schedule", "naive"), KILN_OK);
+    char name[64];
+    snprintf(name, sizeof name, "%s_%s.tar", tag, naive ? "naive" : "default");
+    const char *pkg = test_tmp_path(name);
+    kiln_status st = kiln_graph_compile(g, pkg, o);
+    CHECK_EQ_INT(st, KILN_OK);
+    kiln_build_options_free(o);
+    kiln_graph_free(g);
+    if (st) {
+        fprintf(stderr, "compile: %s\n", kiln_last_error());
+        return NULL;
+    }
+    kiln_model *m = kiln_model_load(pkg);
+    CHECK(m != NULL);
+    return m;
+}
+
+/* ---- image.resize at run-time scales or sizes ------------------------------------ */
+
+enum { RH = 3, RW = 4 }; /* x is [1, 2, RH, RW] */
+
+/* y = image.resize(x, bind_dims(resize_dims(x, v)), [v]) + 1, linear
+ * (half_pixel) or nearest (asymmetric, floor), for v the scales (float32)
+ * or the sizes (int64), a graph input of 4 values. */
+static kiln_graph *make_resize_graph(int sizes, int linear) {
+    kiln_graph *g = kiln_graph_new();
+    int64_t xd[4] = {1, 2, RH, RW}, vd[1] = {4};
+    int x = kiln_graph_var(g, "x", KILN_FLOAT32, 4, xd, NULL);
+    int v = kiln_graph_var(g, "v", sizes ? KILN_INT64 : KILN_FLOAT32, 1, vd, NULL);
+    int xv[3] = {x, v, v};
+    int d = kiln_graph_call(g, "resize_dims", 2, xv, sizes ? "sizes=1" : NULL, "dims");
+    xv[1] = kiln_graph_call(g, "bind_dims", 1, &d, "prefix=\"s\"", "bind");
+    char attrs[200];
+    snprintf(attrs, sizeof attrs, "scales_input=%d, method=\"%s\", %s", !sizes,
+             linear ? "linear" : "nearest",
+             linear ? "coordinate_transformation_mode=\"half_pixel\""
+                    : "coordinate_transformation_mode=\"asymmetric\", rounding_method=\"floor\"");
+    int r = kiln_graph_call(g, "image.resize", sizes ? 2 : 3, xv, attrs, "resized");
+    kiln_ndarray *one = kiln_ndarray_empty(KILN_FLOAT32, 0, NULL);
+    *(float *)kiln_ndarray_data(one) = 1;
+    int rc[2] = {r, kiln_graph_const(g, "one", one)};
+    kiln_ndarray_free(one);
+    int y = kiln_graph_call(g, "add", 2, rc, NULL, "y");
+    CHECK_EQ_INT(kiln_graph_set_outputs(g, 1, &y, NULL), KILN_OK);
+    return g;
+}
+
+/* ONNX's 1-D sampling of output index o on an axis of n inputs at scale s:
+ * taps i[0..1] (clamped to the edge) with weights w. */
+static void ref_taps(int linear, int o, int n, double s, int *i, double *w) {
+    double c = linear ? (o + 0.5) / s - 0.5 : o / s, f = floor(c);
+    i[0] = (int)fmin(fmax(f, 0), n - 1);
+    i[1] = (int)fmin(fmax(f + 1, 0), n - 1);
+    w[0] = linear ? 1 - (c - f) : 1;
+    w[1] = linear ? c - f : 0;
+}
+
+/* Run m at values val (the scales, or the sizes); want: the output's H and
+ * W, or NULL: the run fails with an error containing err. */
+static void run_resize(kiln_model *m, int sizes, int linear, const double *val, const int64_t *want,
+                       const char *err) {
+    int64_t xd[4] = {1, 2, RH, RW}, vd[1] = {4};
+    kiln_ndarray *x = kiln_ndarray_empty(KILN_FLOAT32, 4, xd);
+    kiln_ndarray *v = kiln_ndarray_empty(sizes ? KILN_INT64 : KILN_FLOAT32, 1, vd);
+    float *xv = kiln_ndarray_data(x);
+    for (int i = 0; i < 2 * RH * RW; i++)
+        xv[i] = (float)((i * 5) % 11) - 3.5f;
+    for (int k = 0; k < 4; k++)
+        if (sizes)
+            ((int64_t *)kiln_ndarray_data(v))[k] = (int64_t)val[k];
+        else
+            ((float *)kiln_ndarray_data(v))[k] = (float)val[k];
+    const kiln_ndarray *ins[2] = {x, v};
+    kiln_ndarray *out = NULL;
+    kiln_status st = kiln_model_run_alloc(m, ins, &out, 0);
+    if (!want) {
+        CHECK_EQ_INT(st, KILN_ERR_INVALID);
+        CHECK_CONTAINS(kiln_last_error(), err);
+        CHECK(out == NULL);
+    } else {
+        CHECK_EQ_INT(st, KILN_OK);
+        if (st)
+            fprintf(stderr, "run: %s\n", kiln_last_error());
+        int64_t oh = want[0], ow = want[1];
+        CHECK(!st && kiln_ndarray_ndim(out) == 4 && kiln_ndarray_dim(out, 1) == 2 &&
+              kiln_ndarray_dim(out, 2) == oh && kiln_ndarray_dim(out, 3) == ow);
+        /* the scales of H and W: given, or out / in */
+        double sh = sizes ? (double)oh / RH : (double)(float)val[2];
+        double sw = sizes ? (double)ow / RW : (double)(float)val[3];
+        const float *y = st ? NULL : kiln_ndarray_data(out);
+        int bad = 0;
+        for (int c = 0; y && c < 2; c++)
+            for (int h = 0; h < oh; h++)
+                for (int w = 0; w < ow; w++) {
+                    int ih[2], iw[2];
+                    double wh[2], ww[2], e = 1;
+                    ref_taps(linear, h, RH, sh, ih, wh);
+                    ref_taps(linear, w, RW, sw, iw, ww);
+                    for (int a = 0; a < 2; a++)
+                        for (int b = 0; b < 2; b++)
+                            e += wh[a] * ww[b] * xv[(c * RH + ih[a]) * RW + iw[b]];
+                    bad += fabs(y[(c * oh + h) * ow + w] - e) > 1e-5;
+                }
+        CHECK_EQ_INT(bad, 0);
+    }
+    kiln_ndarray_free(out);
+    kiln_ndarray_free(x);
+    kiln_ndarray_free(v);
+}
+
+/* The binder's error for values resize_dims finds invalid. */
+#define BAD "'bind': the size 's_0' computed in this run is -1"
+
+/* One package per form, run at several scales or sizes: up, down, bad
+ * values (the run fails naming the binder), then good ones again. */
+static void test_resize_values(void) {
+    for (int naive = 0; naive < 2; naive++)
+        for (int sizes = 0; sizes < 2; sizes++) {
+            int linear = !sizes;
+            kiln_model *m = compile_load(make_resize_graph(sizes, linear), naive,
+                                         sizes ? "resize_sizes" : "resize_scales");
+            if (!m)
+                continue;
+            CHECK(kiln_model_output_dim_expr(m, 0, 2) &&
+                  !strcmp(kiln_model_output_dim_expr(m, 0, 2), "s_2"));
+            if (!sizes) {
+                run_resize(m, 0, linear, (const double[]){1, 1, 2, 1.5}, (const int64_t[]){6, 6},
+                           NULL);
+                run_resize(m, 0, linear, (const double[]){1, 1, 0.5, 0.6}, (const int64_t[]){1, 2},
+                           NULL);
+                run_resize(m, 0, linear, (const double[]){1, 1, 1.7, 0.3}, (const int64_t[]){5, 1},
+                           NULL);
+                run_resize(m, 0, linear, (const double[]){1, 1, -1, 2}, NULL, BAD);
+                run_resize(m, 0, linear, (const double[]){1, 1, NAN, 2}, NULL, BAD);
+                run_resize(m, 0, linear, (const double[]){1, 1, 2, INFINITY}, NULL, BAD);
+                run_resize(m, 0, linear, (const double[]){1, 1, 1e30, 1}, NULL,
+                           BAD); /* past 2^48 */
+                run_resize(m, 0, linear, (const double[]){1, 1, 3, 0.5}, (const int64_t[]){9, 2},
+                           NULL);
+            } else {
+                run_resize(m, 1, linear, (const double[]){1, 2, 7, 9}, (const int64_t[]){7, 9},
+                           NULL);
+                run_resize(m, 1, linear, (const double[]){1, 2, 2, 1}, (const int64_t[]){2, 1},
+                           NULL);
+                run_resize(m, 1, linear, (const double[]){1, 2, -3, 4}, NULL, BAD);
+                run_resize(m, 1, linear, (const double[]){1, 2, 0, 3}, (const int64_t[]){0, 3},
+                           NULL);
+                run_resize(m, 1, linear, (const double[]){1, 2, 1 << 24, 1 << 24}, NULL,
+                           "more than 1 TiB");
+                run_resize(m, 1, linear, (const double[]){1, 2, 5, 8}, (const int64_t[]){5, 8},
+                           NULL);
+            }
+            kiln_model_free(m);
+        }
+}
+
 TEST_MAIN(TEST(test_reshape_values), TEST(test_expand_range_values), TEST(test_slice_pad_values),
-          TEST(test_relation_errors))
+          TEST(test_resize_values), TEST(test_relation_errors))

@@ -1053,6 +1053,12 @@ static const workload g_work[] = {
     {"slice_params", "f32[4,5,3];i32[2];i32[2]", NULL},
     {"pad_dims", "f32[3,4];i64T[4]", NULL},
     {"pad_dims", "f32[3,0];i64T[4]", "pad_mode=\"reflect\""},
+    {"resize_dims", "f32[2,3,4,5];f32+[4]", NULL},
+    {"resize_dims", "f64[3,4];f64[2]", NULL}, /* scales below 0: invalid */
+    {"resize_dims", "f32[3,4,2];f32+[3]", "upsample=1"},
+    {"resize_dims", "i32[2,3,4];i64+[3]", "sizes=1"},
+    {"resize_dims", "f32[3,4,5];i64[3]", "sizes=1"},
+    {"resize_dims", "f32[2,0,4];i64+[3]", "sizes=1"}, /* an empty dim resized: invalid */
     {"layout_transform", "f32[1,6,3,3]", "src_layout=\"NCHW\", dst_layout=\"NCHW4c\""},
     {"transpose", "i64[3,4,5]", "axes=[2, 0, 1]"},
     {"nn.batch_flatten", "f32[3,4,5]", NULL},
