@@ -73,7 +73,7 @@ int cvt_one_hot(imp *I, const Onnx__NodeProto *n, int *outs) {
     char attrs[96];
     if (run_time_input(I, n, 1)) { /* the depth, known when the package runs */
         int d = imp_input(I, n, 1);
-        in[2] = cvt_bind_dims(I, n, imp_call(I, n, "one_hot_dims", 1, &d, ""));
+        in[2] = cvt_bind_dims(I, n, imp_call(I, n, "count_dims", 1, &d, "min=1"));
         snprintf(attrs, sizeof attrs, "axis=%lld", (long long)imp_attr_int(I, n, "axis", -1));
         return outs[0] = in[2] < 0 ? -1 : imp_call(I, n, "one_hot", 3, in, attrs);
     }

@@ -451,6 +451,27 @@ int cvt_transpose(imp *I, const Onnx__NodeProto *n, int *outs) {
     return outs[0];
 }
 
+/* Split whose sizes are data: each output a slice (strided_slice's value
+ * form) whose params split_params gives and whose dims a binder names. */
+static int cvt_split_run_time(imp *I, const Onnx__NodeProto *n, int x, int sizes, int64_t axis,
+                              int *outs) {
+    const gtensor_type *t = imp_type(I, x), *st = imp_type(I, sizes);
+    if (!st || st->ndim != 1 || st->dims[0].sym || st->dims[0].v != (int64_t)n->n_output)
+        return imp_fail(I, n, "input 'split' must have one size per output (%zu)", n->n_output);
+    for (size_t k = 0; k < n->n_output && k < 64; k++) {
+        char attrs[96];
+        int in[2] = {x, sizes};
+        snprintf(attrs, sizeof attrs, "axis=%lld, index=%zu", (long long)axis, k);
+        int params = imp_call(I, n, "split_params", 2, in, attrs);
+        snprintf(attrs, sizeof attrs, "begin=[0], end=[%d]", t->ndim);
+        int lens = params < 0 ? -1 : imp_call(I, n, "strided_slice", 1, &params, attrs);
+        int args[3] = {x, params, cvt_bind_dims(I, n, lens)};
+        if (args[2] < 0 || (outs[k] = imp_call(I, n, "strided_slice", 3, args, "")) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 int cvt_split(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0);
     const gtensor_type *t = imp_type(I, x);
@@ -467,8 +488,10 @@ int cvt_split(imp *I, const Onnx__NodeProto *n, int *outs) {
     } else {
         int sid = imp_input(I, n, 1);
         const kiln_ndarray *c = sid >= 0 ? imp_const(I, sid) : NULL;
-        if (sid >= 0 && (!c || kiln_ndarray_numel(c) > 64))
-            return imp_fail(I, n, "split must be constant");
+        if (sid >= 0 && !c)
+            return cvt_split_run_time(I, n, x, sid, axis, outs);
+        if (c && kiln_ndarray_numel(c) > 64)
+            return imp_fail(I, n, "split has more than 64 values");
         np = c ? (int)kiln_ndarray_numel(c) : -1;
         for (int i = 0; i < np; i++)
             parts[i] = cvt_get_i(c, i);

@@ -11,7 +11,8 @@
  *   tile_dims,       those values and the data's dims (Reshape, Expand,
  *   range_dims,      Tile, Range, TopK's k, OneHot's depth)
  *   topk_dims,
- *   one_hot_dims,
+ *   count_dims,      (and OneHot's depth, a window's size)
+ *   split_params,
  *   resize_dims      (and Resize's scales or sizes)
  *
  * A shape function never fails: a value the op cannot take (a reshape to
@@ -258,7 +259,7 @@ static kiln_status compute_tile_dims(kiln_ctx *ctx, const gnode *call, kiln_tens
     return dims_out(ctx, call, &f, out);
 }
 
-/* ---- range_dims, topk_dims, one_hot_dims -------------------------------------------- */
+/* ---- range_dims, topk_dims, count_dims -------------------------------------------- */
 
 /* A scalar (0-D or one element) input. */
 static int scalar_in(const gtensor_type *t) {
@@ -345,27 +346,93 @@ static kiln_status compute_topk_dims(kiln_ctx *ctx, const gnode *call, kiln_tens
     return dims_out(ctx, call, &f, out);
 }
 
-static rel_result rel_one_hot_dims(const struct kiln_graph *g, const gnode *call,
-                                   const gtype *const *in, gtype *out) {
+static const attr_schema count_dims_attrs[] = {{"min", GA_INT, 0, "0"}, {NULL, 0, 0, NULL}};
+
+static rel_result rel_count_dims(const struct kiln_graph *g, const gnode *call,
+                                 const gtype *const *in, gtype *out) {
     OPS_REQUIRE_KNOWN(1);
     rel_result r = REL_OK;
     const gtensor_type *d = ops_tensor_in(in[0], 0, &r);
     if (!d)
         return r;
     if (!scalar_in(d) || d->dtype == KILN_BOOL)
-        return ops_fail("depth must be a scalar number (or a vector of one)");
+        return ops_fail("the count must be a scalar number (or a vector of one)");
+    int64_t min = graph_attr_int(call, "min", 0);
+    if (min < 0 || min > GRAPH_MAX_ELEMENTS)
+        return ops_fail("min = %lld must be 0 to 2^48", (long long)min);
     gtensor_type res = {KILN_INT64, 1, {{1, NULL}}};
     return ops_set_out(g, out, &res);
 }
 
-/* OneHot's depth: a number (a float truncated) in [1, 2^48], else -1. */
-static kiln_status compute_one_hot_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
-                                        kiln_tensor **out) {
+/* A count from a scalar (OneHot's depth, a window's size): a number (a
+ * float truncated) in [min, 2^48], else -1. */
+static kiln_status compute_count_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                      kiln_tensor **out) {
     static _Thread_local dims_fn f;
     kiln_dtype dt = kiln_tensor_dtype(in[0]);
     f.n = 1;
-    f.dim[0] = as_count(ctx, elem_as(ctx, in[0], 0, dt), dt, kiln_int(ctx, 1),
+    f.dim[0] = as_count(ctx, elem_as(ctx, in[0], 0, dt), dt,
+                        kiln_int(ctx, graph_attr_int(call, "min", 0)),
                         kiln_int(ctx, GRAPH_MAX_ELEMENTS));
+    return dims_out(ctx, call, &f, out);
+}
+
+/* ---- split_params ----------------------------------------------------------------- */
+
+static const attr_schema split_params_attrs[] = {
+    {"axis", GA_INT, 0, "0"}, {"index", GA_INT, 1, NULL}, {NULL, 0, 0, NULL}};
+
+static rel_result rel_split_params(const struct kiln_graph *g, const gnode *call,
+                                   const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(2);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r), *p = x ? ops_tensor_in(in[1], 1, &r) : 0;
+    int axis;
+    if (!p)
+        return r;
+    if (!ops_is_index_dtype(p->dtype) || p->ndim != 1 || p->dims[0].sym || p->dims[0].v < 1)
+        return ops_fail("the sizes must be a non-empty integer vector of a length known at "
+                        "compile time");
+    if (!ops_attr_axis(call, "axis", 0, x->ndim, &axis))
+        return REL_ERROR;
+    int64_t k = graph_attr_int(call, "index", -1);
+    if (k < 0 || k >= p->dims[0].v)
+        return ops_fail("index %lld is not one of the %lld parts", (long long)k,
+                        (long long)p->dims[0].v);
+    gtensor_type res = {KILN_INT64, 1, {{3 * (int64_t)x->ndim, NULL}}};
+    return ops_set_out(g, out, &res);
+}
+
+/* ONNX Split with sizes given as data: part `index` as slice_params gives
+ * a slice (lengths, starts, steps): on the axis, its size from the sum of
+ * the sizes before it; elsewhere whole. Sizes below 0, or not summing to
+ * the axis, give -1 lengths. */
+static kiln_status compute_split_params(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                        kiln_tensor **out) {
+    static _Thread_local dims_fn f;
+    kiln_tensor *x = in[0];
+    int nd = kiln_tensor_ndim(x), axis = ops_norm_axis(call, 0, nd);
+    int64_t np, k = graph_attr_int(call, "index", 0);
+    ops_shape(in[1], &np);
+    kiln_expr zero = kiln_int(ctx, 0), sum = zero, start = zero;
+    kiln_expr bad = kiln_const(ctx, KILN_BOOL, 0);
+    for (int j = 0; j < np; j++) {
+        kiln_expr v = elem(ctx, in[1], j);
+        bad = kiln_or(bad, kiln_or(kiln_lt(v, zero),
+                                   kiln_gt(v, kiln_int(ctx, GRAPH_MAX_ELEMENTS))));
+        /* each under 2^48: the sum of 64 of them fits */
+        sum = kiln_add(sum, kiln_min(kiln_max(v, zero), kiln_int(ctx, GRAPH_MAX_ELEMENTS)));
+        if (j < k)
+            start = sum;
+    }
+    bad = kiln_or(bad, kiln_ne(sum, kiln_tensor_dim(x, axis)));
+    f.n = 3 * nd;
+    for (int d = 0; d < nd; d++) {
+        kiln_expr len = d == axis ? elem(ctx, in[1], (int)k) : kiln_tensor_dim(x, d);
+        f.dim[d] = kiln_select(bad, kiln_int(ctx, -1), len);
+        f.dim[nd + d] = d == axis ? start : zero;
+        f.dim[2 * nd + d] = kiln_int(ctx, 1);
+    }
     return dims_out(ctx, call, &f, out);
 }
 
@@ -672,8 +739,10 @@ const kiln_op_def ops_shape_rows[] = {
              "ONNX Range's length from start, limit and delta"),
     DIMS_ROW("topk_dims", 2, 2, axis_attrs, rel_topk_dims, compute_topk_dims,
              "TopK's k from its value, checked against the axis"),
-    DIMS_ROW("one_hot_dims", 1, 1, no_attrs, rel_one_hot_dims, compute_one_hot_dims,
-             "OneHot's depth from its value"),
+    DIMS_ROW("count_dims", 1, 1, count_dims_attrs, rel_count_dims, compute_count_dims,
+             "a count (OneHot's depth, a window's size) from a scalar value, at least min"),
+    DIMS_ROW("split_params", 2, 2, split_params_attrs, rel_split_params, compute_split_params,
+             "ONNX Split with sizes as data: part index as slice_params gives a slice"),
     DIMS_ROW("unsqueeze_dims", 2, 2, no_attrs, rel_axes_dims, compute_axes_dims,
              "ONNX Unsqueeze's output dims from its axes values"),
     {.name = "squeeze_dims",

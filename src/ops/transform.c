@@ -228,6 +228,12 @@ typedef struct {
     int64_t offset[4097];
 } lay;
 
+/* 0 of the input's dtype (the reshape of an empty tensor) */
+static kiln_expr zero_body(kiln_ctx *ctx, const kiln_expr *idx, void *u) {
+    (void)idx;
+    return ops_const(ctx, kiln_tensor_dtype(u), 0);
+}
+
 /* Row-major reshape: flat index of idx in odims, unflattened in idims. */
 static kiln_expr reshape_body(kiln_ctx *ctx, const kiln_expr *idx, void *u) {
     lay *l = u;
@@ -263,6 +269,13 @@ static kiln_status compute_reshape(kiln_ctx *ctx, const gnode *call, kiln_tensor
         l.numel = ops_int(ctx, 1);
         for (int d = 0; d < l.ind; d++)
             l.numel = kiln_mul(l.numel, l.ie[d]);
+        int empty = 0;
+        for (int d = 0; d < l.ind; d++)
+            empty |= l.idims[d] == 0;
+        if (empty) { /* nothing to read (a valid shape is empty too) */
+            out[0] = ops_compute(ctx, call, "", l.e.nd, l.odims, zero_body, in[0]);
+            return out[0] ? KILN_OK : KILN_ERR_INVALID;
+        }
     }
     out[0] = ops_compute(ctx, call, "", l.e.nd, l.odims, reshape_body, &l);
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
@@ -560,9 +573,12 @@ static rel_result rel_slice_by_params(const struct kiln_graph *g, const gnode *c
     if (ops_value_dims(g, call, 2, res.dims, KILN_MAX_NDIM) != x->ndim)
         return ops_fail("input 2 (the dims) must be a constant or a bind_dims vector of %d values",
                         x->ndim);
-    for (int d = 0; d < x->ndim; d++)
+    for (int d = 0; d < x->ndim; d++) {
         if (x->dims[d].sym)
             return ops_fail("dim %d of the input is symbolic", d);
+        if (x->dims[d].v == 0) /* a slice of nothing is empty, whatever the values */
+            res.dims[d] = x->dims[d];
+    }
     return ops_set_out(g, out, &res);
 }
 
@@ -606,7 +622,8 @@ static kiln_expr slice_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
         kiln_expr s = ops_int(ctx, a->nd + d), t = ops_int(ctx, 2 * a->nd + d);
         kiln_expr v = kiln_add(kiln_tensor_at(a->params, 1, &s),
                                kiln_mul(i[d], kiln_tensor_at(a->params, 1, &t)));
-        ix[d] = ops_checked_index(ctx, v, a->len[d], 0);
+        /* (a dim of 0: the output's is 0 too, so nothing is read) */
+        ix[d] = a->len[d] > 0 ? ops_checked_index(ctx, v, a->len[d], 0) : v;
     }
     return kiln_tensor_at(a->x, a->nd, ix);
 }

@@ -374,7 +374,8 @@ static void test_relation_errors(void) {
     relation("tile_dims", "xm", NULL, "one value per dim");
     relation("range_dims", "sss", NULL, "scalar numbers of one dtype");
     relation("topk_dims", "xs", "axis=1", "k must be an integer scalar");
-    relation("one_hot_dims", "x", NULL, "depth must be a scalar");
+    relation("count_dims", "x", NULL, "the count must be a scalar");
+    relation("split_params", "xs", "axis=1, index=2", "index 2 is not one of the 2 parts");
     relation("broadcast_dims", "xm", NULL, "1 to 16 dims");
 }
 
