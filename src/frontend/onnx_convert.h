@@ -69,6 +69,7 @@ KILN_CVT(cvt_one_hot);
 KILN_CVT(cvt_cumsum);
 KILN_CVT(cvt_topk);
 KILN_CVT(cvt_eye_like);
+KILN_CVT(cvt_window);
 KILN_CVT(cvt_range);
 KILN_CVT(cvt_tile);
 KILN_CVT(cvt_depth_space);

@@ -134,6 +134,25 @@ int cvt_eye_like(imp *I, const Onnx__NodeProto *n, int *outs) {
     return outs[0] = imp_call(I, n, "eye_like", 1, &x, attrs);
 }
 
+/* HannWindow, HammingWindow and BlackmanWindow: the window op over the
+ * size's value as a count (a constant folds at import; data is bound when
+ * the package runs). */
+int cvt_window(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int size = imp_input(I, n, 0);
+    int64_t to = imp_attr_int(I, n, "output_datatype", 1);
+    kiln_dtype dt;
+    if (!onnx_dtype_to_kiln((int)to, &dt) || dt == KILN_BOOL)
+        return imp_fail(I, n, "attribute 'output_datatype' = %s is not a number type",
+                        onnx_dtype_name((int)to));
+    const char *kind =
+        n->op_type[1] == 'a' ? (n->op_type[2] == 'n' ? "hann" : "hamming") : "blackman";
+    char attrs[96];
+    snprintf(attrs, sizeof attrs, "kind=\"%s\", periodic=%d, dtype=\"%s\"", kind,
+             imp_attr_int(I, n, "periodic", 1) != 0, kiln_dtype_name(dt));
+    int len = cvt_bind_dims(I, n, imp_call(I, n, "count_dims", 1, &size, ""));
+    return outs[0] = len < 0 ? -1 : imp_call(I, n, "window", 1, &len, attrs);
+}
+
 /* The element count of Range(start, limit, delta) of integers,
  * max(ceil((limit - start) / delta), 0), without overflowing int64. */
 static uint64_t range_count_int(int64_t s, int64_t l, int64_t d) {

@@ -27,6 +27,7 @@ static const family g_families[] = {
     {ops_linalg_rows, &ops_linalg_count},
     {ops_reduce_rows, &ops_reduce_count},
     {ops_shape_rows, &ops_shape_count},
+    {ops_signal_rows, &ops_signal_count},
 };
 
 #define NFAMILIES ((int)(sizeof g_families / sizeof g_families[0]))

@@ -27,6 +27,7 @@
  *                    image.roi_align
  *   text.c           text.tfidf (ONNX TfIdfVectorizer)
  *   linalg.c         det
+ *   signal.c         window (ONNX's Hann, Hamming and Blackman windows)
  *   shape.c          shapes known only at run time: bind_dims (the binder
  *                    whose values later types use as dims) and the shape
  *                    functions that compute them (reshape_dims, ...)
@@ -91,6 +92,7 @@ OPS_FAMILY(image);
 OPS_FAMILY(text);
 OPS_FAMILY(linalg);
 OPS_FAMILY(shape);
+OPS_FAMILY(signal);
 #undef OPS_FAMILY
 
 /* ---- relations (ops_common.c) ---------------------------------------------- */

@@ -371,9 +371,9 @@ static kiln_status compute_count_dims(kiln_ctx *ctx, const gnode *call, kiln_ten
     static _Thread_local dims_fn f;
     kiln_dtype dt = kiln_tensor_dtype(in[0]);
     f.n = 1;
-    f.dim[0] = as_count(ctx, elem_as(ctx, in[0], 0, dt), dt,
-                        kiln_int(ctx, graph_attr_int(call, "min", 0)),
-                        kiln_int(ctx, GRAPH_MAX_ELEMENTS));
+    f.dim[0] =
+        as_count(ctx, elem_as(ctx, in[0], 0, dt), dt, kiln_int(ctx, graph_attr_int(call, "min", 0)),
+                 kiln_int(ctx, GRAPH_MAX_ELEMENTS));
     return dims_out(ctx, call, &f, out);
 }
 
@@ -418,8 +418,8 @@ static kiln_status compute_split_params(kiln_ctx *ctx, const gnode *call, kiln_t
     kiln_expr bad = kiln_const(ctx, KILN_BOOL, 0);
     for (int j = 0; j < np; j++) {
         kiln_expr v = elem(ctx, in[1], j);
-        bad = kiln_or(bad, kiln_or(kiln_lt(v, zero),
-                                   kiln_gt(v, kiln_int(ctx, GRAPH_MAX_ELEMENTS))));
+        bad =
+            kiln_or(bad, kiln_or(kiln_lt(v, zero), kiln_gt(v, kiln_int(ctx, GRAPH_MAX_ELEMENTS))));
         /* each under 2^48: the sum of 64 of them fits */
         sum = kiln_add(sum, kiln_min(kiln_max(v, zero), kiln_int(ctx, GRAPH_MAX_ELEMENTS)));
         if (j < k)

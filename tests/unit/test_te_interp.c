@@ -936,7 +936,9 @@ static void test_errors(void) {
  * [-5, 4], negative and not, for a dim of 5 (an index out of range is an
  * error, tested in test_te_checks.c); a 'T' makes class targets in [-1, 4]
  * (for 5 classes, -1 the ignore_index); an 'S' makes i / 2 at position i
- * (0, 0, 1, 1, 2, ...: a rising table of starts, or batch indices). */
+ * (0, 0, 1, 1, 2, ...: a rising table of starts, or batch indices); a 'K'
+ * makes the input a constant of the graph with positive values (for the
+ * ops that take dims from one). */
 typedef struct {
     const char *op, *inputs, *attrs;
 } workload;
@@ -1047,6 +1049,9 @@ static const workload g_work[] = {
     {"count_dims", "f64[]", "min=1"},
     {"split_params", "f32[3,6];i64T[3]", "axis=1, index=1"},
     {"split_params", "f32[3,6];i32[2]", "axis=-1, index=1"},
+    {"window", "i64K[1]", "kind=\"hann\""},
+    {"window", "i64K[1]", "kind=\"hamming\", periodic=0, dtype=\"float64\""},
+    {"window", "i32K[1]", "kind=\"blackman\", dtype=\"float16\""},
     {"count_dims", "i32T[1]", NULL},
     {"unsqueeze_dims", "f32[2,3];i64T[2]", NULL},
     {"unsqueeze_dims", "f32[2,3];i32[2]", NULL},
@@ -1159,7 +1164,7 @@ static int parse_dtype(const char *s, size_t len, kiln_dtype *dt) {
 typedef struct {
     int n;
     kiln_dtype dt[8];
-    char positive[8]; /* '+', 'M', 'Z', 'I', 'T', 'S' or 0 */
+    char positive[8]; /* '+', 'M', 'Z', 'I', 'T', 'S', 'K' or 0 */
     int nd[8];
     int64_t dims[8][8];
 } input_specs;
@@ -1171,7 +1176,7 @@ static int parse_inputs(const char *s, input_specs *in) {
         if (!b)
             return 0;
         int k = in->n;
-        in->positive[k] = strchr("+MZITS", b[-1]) ? b[-1] : 0;
+        in->positive[k] = strchr("+MZITSK", b[-1]) ? b[-1] : 0;
         if (!parse_dtype(s, (size_t)(b - s - (in->positive[k] != 0)), &in->dt[k]))
             return 0;
         in->nd[k] = 0;
@@ -1212,7 +1217,7 @@ static kiln_ndarray *workload_value(const input_specs *in, int k, uint64_t *seed
         }
         return a;
     }
-    if (in->positive[k] != '+') {
+    if (in->positive[k] != '+' && in->positive[k] != 'K') {
         for (int64_t i = 0; i < kiln_ndarray_numel(a); i++) {
             double v = in->positive[k] == 'Z' ? (i % 4 == 0   ? 0
                                                  : i % 4 == 1 ? -1
@@ -1251,6 +1256,13 @@ static int add_workload(kiln_graph *g, int widx, const char *op, const input_spe
     for (int k = 0; k < in->n; k++) {
         char nm[32];
         snprintf(nm, sizeof nm, "w%d_in%d", widx, k);
+        if (in->positive[k] == 'K') { /* a constant input (positive values) */
+            uint64_t seed = 77 + (uint64_t)k;
+            kiln_ndarray *a = workload_value(in, k, &seed);
+            ids[k] = kiln_graph_const(g, nm, a);
+            kiln_ndarray_free(a);
+            continue;
+        }
         ids[k] = kiln_graph_var(g, nm, in->dt[k], in->nd[k], in->dims[k], NULL);
     }
     char nm[64];
@@ -1492,6 +1504,8 @@ static void test_op_table_against_compiled(void) {
                 break;
             }
             for (int j = 0; j < in.n; j++) {
+                if (in.positive[j] == 'K') /* a constant of the graph */
+                    continue;
                 snprintf(vnames[nvals], sizeof vnames[nvals], "w%d_in%d", nw, j);
                 vals[nvals++] = workload_value(&in, j, &seed);
             }
