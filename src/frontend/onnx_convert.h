@@ -70,6 +70,8 @@ KILN_CVT(cvt_cumsum);
 KILN_CVT(cvt_topk);
 KILN_CVT(cvt_eye_like);
 KILN_CVT(cvt_window);
+KILN_CVT(cvt_nonzero);
+KILN_CVT(cvt_compress);
 KILN_CVT(cvt_range);
 KILN_CVT(cvt_tile);
 KILN_CVT(cvt_depth_space);

@@ -134,6 +134,44 @@ int cvt_eye_like(imp *I, const Onnx__NodeProto *n, int *outs) {
     return outs[0] = imp_call(I, n, "eye_like", 1, &x, attrs);
 }
 
+/* NonZero: the count of nonzero elements, bound when the package runs,
+ * then their coordinates. */
+int cvt_nonzero(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0);
+    const gtensor_type *t = imp_type(I, x);
+    if (t && t->ndim == 0) /* a scalar: as a 1-D tensor of one, whose coordinates are [1, k] */
+        return imp_fail(I, n, "the input must have at least 1 dim");
+    int in[2] = {x, cvt_bind_dims(I, n, imp_call(I, n, "nonzero_dims", 1, &x, ""))};
+    return outs[0] = in[1] < 0 ? -1 : imp_call(I, n, "nonzero", 2, in, "");
+}
+
+/* Compress: without an axis, of the flattened input; the count of true
+ * conditions (within the axis) bound when the package runs. */
+int cvt_compress(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0), c = imp_input(I, n, 1);
+    const gtensor_type *t = imp_type(I, x);
+    if (!t)
+        return imp_fail(I, n, "the input has no tensor type");
+    int64_t axis = 0;
+    if (imp_attr(I, n, "axis", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT)) {
+        if (cvt_axis_attr(I, n, 0, t->ndim, &axis) < 0)
+            return -1;
+    } else if (t->ndim != 1) {
+        int64_t numel;
+        int64_t dims[MAXD];
+        for (int d = 0; d < t->ndim; d++)
+            dims[d] = t->dims[d].sym ? -1 : t->dims[d].v;
+        if (!cvt_concrete(t) || !cvt_numel(I, n, t->ndim, dims, &numel))
+            return imp_fail(I, n, "the input's dims must be known at compile time");
+        x = cvt_reshape_to(I, n, x, 1, &numel);
+    }
+    char attrs[32];
+    snprintf(attrs, sizeof attrs, "axis=%lld", (long long)axis);
+    int in[3] = {x, c, -1};
+    in[2] = cvt_bind_dims(I, n, imp_call(I, n, "compress_dims", 2, in, attrs));
+    return outs[0] = in[2] < 0 ? -1 : imp_call(I, n, "compress", 3, in, attrs);
+}
+
 /* HannWindow, HammingWindow and BlackmanWindow: the window op over the
  * size's value as a count (a constant folds at import; data is bound when
  * the package runs). */

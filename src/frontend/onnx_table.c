@@ -243,6 +243,8 @@ static const imp_converter g_table[] = {
     {"ReverseSequence", 10, "reverse_sequence", NULL, BINARY, "batch_axis:INT=1, time_axis:INT=0"},
     {"Trilu", 14, "trilu", NULL, IO(1, 2, 1, 1), "upper:INT=1"},
     {"EyeLike", 9, NULL, cvt_eye_like, UNARY, "dtype:INT, k:INT"},
+    {"NonZero", 9, NULL, cvt_nonzero, UNARY, NULL},
+    {"Compress", 9, NULL, cvt_compress, BINARY, "axis:INT"},
     {"HannWindow", 17, NULL, cvt_window, UNARY, "output_datatype:INT, periodic:INT"},
     {"HammingWindow", 17, NULL, cvt_window, UNARY, "output_datatype:INT, periodic:INT"},
     {"BlackmanWindow", 17, NULL, cvt_window, UNARY, "output_datatype:INT, periodic:INT"},

@@ -28,6 +28,7 @@
  *   text.c           text.tfidf (ONNX TfIdfVectorizer)
  *   linalg.c         det
  *   signal.c         window (ONNX's Hann, Hamming and Blackman windows)
+ *   compress.c       nonzero, compress: outputs sized by the data
  *   shape.c          shapes known only at run time: bind_dims (the binder
  *                    whose values later types use as dims) and the shape
  *                    functions that compute them (reshape_dims, ...)
@@ -93,6 +94,7 @@ OPS_FAMILY(text);
 OPS_FAMILY(linalg);
 OPS_FAMILY(shape);
 OPS_FAMILY(signal);
+OPS_FAMILY(compress);
 #undef OPS_FAMILY
 
 /* ---- relations (ops_common.c) ---------------------------------------------- */

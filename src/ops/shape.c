@@ -13,6 +13,8 @@
  *   topk_dims,
  *   count_dims,      (and OneHot's depth, a window's size)
  *   split_params,
+ *   nonzero_dims,    (and how many elements NonZero and Compress select)
+ *   compress_dims,
  *   resize_dims      (and Resize's scales or sizes)
  *
  * A shape function never fails: a value the op cannot take (a reshape to
@@ -32,6 +34,7 @@
 #define MAXD KILN_MAX_NDIM
 
 static const attr_schema no_attrs[] = {{NULL, 0, 0, NULL}};
+static const attr_schema axis0_attrs[] = {{"axis", GA_INT, 0, "0"}, {NULL, 0, 0, NULL}};
 
 /* What a shape function computes, per output dim, before the select that
  * picks dim i. */
@@ -374,6 +377,62 @@ static kiln_status compute_count_dims(kiln_ctx *ctx, const gnode *call, kiln_ten
     f.dim[0] =
         as_count(ctx, elem_as(ctx, in[0], 0, dt), dt, kiln_int(ctx, graph_attr_int(call, "min", 0)),
                  kiln_int(ctx, GRAPH_MAX_ELEMENTS));
+    return dims_out(ctx, call, &f, out);
+}
+
+/* ---- nonzero_dims, compress_dims ------------------------------------------------------ */
+
+static rel_result rel_selected_dims(const struct kiln_graph *g, const gnode *call,
+                                    const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(call->nin);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
+    if (!x)
+        return r;
+    if (!ops_all_known(x, 0, x->ndim))
+        return ops_fail("the data's dims must be known at compile time");
+    if (call->nin > 1) {
+        int axis;
+        const gtensor_type *c = ops_tensor_in(in[1], 1, &r);
+        if (!c)
+            return r;
+        if (c->ndim != 1 || c->dims[0].sym)
+            return ops_fail("the condition must be a 1-D vector of a length known at compile "
+                            "time");
+        if (!ops_attr_axis(call, "axis", 0, x->ndim, &axis))
+            return REL_ERROR;
+    }
+    gtensor_type res = {KILN_INT64, 1, {{1, NULL}}};
+    return ops_set_out(g, out, &res);
+}
+
+/* How many elements NonZero (1 input: the nonzero ones) or Compress (2:
+ * the true conditions within the axis) selects. */
+static kiln_status compute_selected_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                         kiln_tensor **out) {
+    static _Thread_local dims_fn f;
+    kiln_tensor *t = in[call->nin - 1];
+    int64_t dims[MAXD];
+    int nd = ops_shape(t, dims);
+    if (call->nin > 1) { /* the condition, within the axis */
+        int64_t xd[MAXD];
+        int axis = ops_norm_axis(call, 0, ops_shape(in[0], xd));
+        dims[0] = dims[0] < xd[axis] ? dims[0] : xd[axis];
+    }
+    int64_t numel = 1;
+    kiln_expr r[MAXD], one = kiln_int(ctx, 1), zero = kiln_int(ctx, 0);
+    for (int d = 0; d < nd; d++) {
+        numel *= dims[d];
+        r[d] = kiln_reduce_axis(ctx, zero, kiln_int(ctx, dims[d]), d ? "r" : "q");
+    }
+    f.n = 1;
+    if (numel == 0) {
+        f.dim[0] = zero;
+        return dims_out(ctx, call, &f, out);
+    }
+    kiln_expr v = kiln_tensor_at(t, nd, r);
+    kiln_expr nz = kiln_ne(v, ops_const(ctx, kiln_tensor_dtype(t), 0));
+    f.dim[0] = kiln_sum(kiln_select(nz, one, zero), nd, r);
     return dims_out(ctx, call, &f, out);
 }
 
@@ -741,6 +800,10 @@ const kiln_op_def ops_shape_rows[] = {
              "TopK's k from its value, checked against the axis"),
     DIMS_ROW("count_dims", 1, 1, count_dims_attrs, rel_count_dims, compute_count_dims,
              "a count (OneHot's depth, a window's size) from a scalar value, at least min"),
+    DIMS_ROW("nonzero_dims", 1, 1, no_attrs, rel_selected_dims, compute_selected_dims,
+             "how many nonzero elements NonZero selects"),
+    DIMS_ROW("compress_dims", 2, 2, axis0_attrs, rel_selected_dims, compute_selected_dims,
+             "how many slices Compress selects: the true conditions within the axis"),
     DIMS_ROW("split_params", 2, 2, split_params_attrs, rel_split_params, compute_split_params,
              "ONNX Split with sizes as data: part index as slice_params gives a slice"),
     DIMS_ROW("unsqueeze_dims", 2, 2, no_attrs, rel_axes_dims, compute_axes_dims,

@@ -54,14 +54,17 @@ static kiln_expr window_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     kiln_expr x = kiln_div(kiln_mul(ops_const(ctx, f64, 2 * M_PI), kiln_cast(f64, i[0])), a->n);
     kiln_expr c1 = kiln_cos(x), v;
     switch (a->kind) {
-    case WIN_HANN: v = kiln_sub(ops_const(ctx, f64, 0.5), kiln_mul(ops_const(ctx, f64, 0.5), c1)); break;
+    case WIN_HANN:
+        v = kiln_sub(ops_const(ctx, f64, 0.5), kiln_mul(ops_const(ctx, f64, 0.5), c1));
+        break;
     case WIN_HAMMING:
-        v = kiln_sub(ops_const(ctx, f64, 25.0 / 46.0), kiln_mul(ops_const(ctx, f64, 21.0 / 46.0), c1));
+        v = kiln_sub(ops_const(ctx, f64, 25.0 / 46.0),
+                     kiln_mul(ops_const(ctx, f64, 21.0 / 46.0), c1));
         break;
     default:
-        v = kiln_add(kiln_sub(ops_const(ctx, f64, 0.42), kiln_mul(ops_const(ctx, f64, 0.5), c1)),
-                     kiln_mul(ops_const(ctx, f64, 0.08),
-                              kiln_cos(kiln_mul(ops_const(ctx, f64, 2), x))));
+        v = kiln_add(
+            kiln_sub(ops_const(ctx, f64, 0.42), kiln_mul(ops_const(ctx, f64, 0.5), c1)),
+            kiln_mul(ops_const(ctx, f64, 0.08), kiln_cos(kiln_mul(ops_const(ctx, f64, 2), x))));
         break;
     }
     return a->dt == f64 ? v : kiln_cast(a->dt, v);

@@ -327,6 +327,68 @@ static void test_slice_pad_values(void) {
     kiln_model_free(m);
 }
 
+/* NonZero and Compress, whose output sizes the data decides: one package
+ * run on data with 0, some and all elements selected. */
+static void test_selected_by_data(void) {
+    kiln_graph *g = kiln_graph_new();
+    int64_t xd[2] = {2, 3}, cd[1] = {2};
+    int x = kiln_graph_var(g, "x", KILN_FLOAT32, 2, xd, NULL);
+    int c = kiln_graph_var(g, "c", KILN_BOOL, 1, cd, NULL);
+    int cnt = kiln_graph_call(g, "nonzero_dims", 1, &x, NULL, "nzdims");
+    cnt = kiln_graph_call(g, "bind_dims", 1, &cnt, "prefix=\"nz\"", "nzbind");
+    int nz = kiln_graph_call(g, "nonzero", 2, (int[]){x, cnt}, NULL, "nonzero");
+    int k = kiln_graph_call(g, "compress_dims", 2, (int[]){x, c}, "axis=0", "cdims");
+    k = kiln_graph_call(g, "bind_dims", 1, &k, "prefix=\"k\"", "cbind");
+    int cp = kiln_graph_call(g, "compress", 3, (int[]){x, c, k}, "axis=0", "compressed");
+    CHECK_EQ_INT(kiln_graph_set_outputs(g, 2, (int[]){nz, cp}, NULL), KILN_OK);
+    const char *pkg = test_tmp_path("values_nonzero.tar");
+    kiln_status st = kiln_graph_compile(g, pkg, NULL);
+    kiln_graph_free(g);
+    CHECK_EQ_INT(st, KILN_OK);
+    kiln_model *m = st ? NULL : kiln_model_load(pkg);
+    if (!m) {
+        fprintf(stderr, "%s\n", kiln_last_error());
+        CHECK(0);
+        return;
+    }
+    static const float data[3][6] = {{0, 0, 0, 0, 0, 0}, {0, 5, 0, -1, 0, 2}, {1, 2, 3, 4, 5, 6}};
+    static const uint8_t conds[3][2] = {{0, 0}, {0, 1}, {1, 1}};
+    for (int r = 0; r < 3; r++) {
+        kiln_ndarray *in[2] = {kiln_ndarray_empty(KILN_FLOAT32, 2, xd),
+                               kiln_ndarray_empty(KILN_BOOL, 1, cd)};
+        memcpy(kiln_ndarray_data(in[0]), data[r], sizeof data[r]);
+        memcpy(kiln_ndarray_data(in[1]), conds[r], 2);
+        kiln_ndarray *out[2] = {NULL, NULL};
+        CHECK_EQ_INT(kiln_model_run_alloc(m, (const kiln_ndarray *const *)in, out, 0), KILN_OK);
+        int64_t want[2][6], nw = 0, rows = 0;
+        for (int i = 0; i < 6; i++)
+            if (data[r][i] != 0) {
+                want[0][nw] = i / 3;
+                want[1][nw++] = i % 3;
+            }
+        for (int i = 0; i < 2; i++)
+            rows += conds[r][i];
+        if (out[0] && out[1]) {
+            CHECK_EQ_INT(kiln_ndarray_dim(out[0], 1), nw);
+            const int64_t *v = kiln_ndarray_data(out[0]);
+            for (int d = 0; d < 2; d++)
+                for (int64_t j = 0; j < nw; j++)
+                    CHECK_EQ_INT(v[d * nw + j], want[d][j]);
+            CHECK_EQ_INT(kiln_ndarray_dim(out[1], 0), rows);
+            const float *y = kiln_ndarray_data(out[1]);
+            for (int64_t j = 0, q = 0; j < 2; j++)
+                if (conds[r][j])
+                    for (int i = 0; i < 3; i++, q++)
+                        CHECK(y[q] == data[r][j * 3 + i]);
+        }
+        for (int i = 0; i < 2; i++) {
+            kiln_ndarray_free(out[i]);
+            kiln_ndarray_free(in[i]);
+        }
+    }
+    kiln_model_free(m);
+}
+
 /* Call op on the inputs named by the letters of `ins` (x: float32[2, 3],
  * s: int64[2], f: float32[2], m: int64[65], b: bind_dims(s)) and infer:
  * the error must contain want (NULL: no error). */
@@ -541,4 +603,4 @@ static void test_resize_values(void) {
 }
 
 TEST_MAIN(TEST(test_reshape_values), TEST(test_expand_range_values), TEST(test_slice_pad_values),
-          TEST(test_resize_values), TEST(test_relation_errors))
+          TEST(test_resize_values), TEST(test_selected_by_data), TEST(test_relation_errors))

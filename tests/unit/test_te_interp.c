@@ -937,8 +937,8 @@ static void test_errors(void) {
  * error, tested in test_te_checks.c); a 'T' makes class targets in [-1, 4]
  * (for 5 classes, -1 the ignore_index); an 'S' makes i / 2 at position i
  * (0, 0, 1, 1, 2, ...: a rising table of starts, or batch indices); a 'K'
- * makes the input a constant of the graph with positive values (for the
- * ops that take dims from one). */
+ * makes the input a constant of the graph of integers i + 3 (for the ops
+ * that take dims or counts from one). */
 typedef struct {
     const char *op, *inputs, *attrs;
 } workload;
@@ -1050,6 +1050,12 @@ static const workload g_work[] = {
     {"split_params", "f32[3,6];i64T[3]", "axis=1, index=1"},
     {"split_params", "f32[3,6];i32[2]", "axis=-1, index=1"},
     {"window", "i64K[1]", "kind=\"hann\""},
+    {"nonzero", "f32+[2,3];i64K[1]", NULL},
+    {"nonzero", "i32[7];i64K[1]", NULL},
+    {"compress", "f32[3,5];i32+[4];i64K[1]", "axis=1"},
+    {"compress", "f32[6,2];u8+[6];i64K[1]", NULL},
+    {"nonzero_dims", "f32Z[3,4]", NULL},
+    {"compress_dims", "f32[3,5];i32Z[7]", "axis=1"},
     {"window", "i64K[1]", "kind=\"hamming\", periodic=0, dtype=\"float64\""},
     {"window", "i32K[1]", "kind=\"blackman\", dtype=\"float16\""},
     {"count_dims", "i32T[1]", NULL},
@@ -1205,10 +1211,12 @@ static kiln_ndarray *workload_value(const input_specs *in, int k, uint64_t *seed
     }
     if (!in->positive[k])
         return a;
-    if (in->positive[k] == 'I' || in->positive[k] == 'T' || in->positive[k] == 'S') {
+    if (in->positive[k] == 'I' || in->positive[k] == 'T' || in->positive[k] == 'S' ||
+        in->positive[k] == 'K') {
         for (int64_t i = 0; i < kiln_ndarray_numel(a); i++) {
             int64_t v = in->positive[k] == 'I'   ? (i * 7) % 10 - 5
                         : in->positive[k] == 'T' ? (i * 7) % 6 - 1
+                        : in->positive[k] == 'K' ? i + 3
                                                  : i / 2;
             if (in->dt[k] == KILN_INT32)
                 ((int32_t *)kiln_ndarray_data(a))[i] = (int32_t)v;
@@ -1217,7 +1225,7 @@ static kiln_ndarray *workload_value(const input_specs *in, int k, uint64_t *seed
         }
         return a;
     }
-    if (in->positive[k] != '+' && in->positive[k] != 'K') {
+    if (in->positive[k] != '+') {
         for (int64_t i = 0; i < kiln_ndarray_numel(a); i++) {
             double v = in->positive[k] == 'Z' ? (i % 4 == 0   ? 0
                                                  : i % 4 == 1 ? -1
