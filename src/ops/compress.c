@@ -50,8 +50,8 @@ static kiln_expr zero_body(kiln_ctx *ctx, const kiln_expr *o, void *u) {
 
 /* ---- nonzero ----------------------------------------------------------------------- */
 
-static rel_result rel_nonzero(const struct kiln_graph *g, const gnode *call,
-                              const gtype *const *in, gtype *out) {
+static rel_result rel_nonzero(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
+                              gtype *out) {
     OPS_REQUIRE_KNOWN(2);
     rel_result r = REL_OK;
     const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
@@ -87,8 +87,9 @@ static kiln_expr flat(kiln_ctx *ctx, const int64_t *dims, int nd, const kiln_exp
 /* rank[i] = how many nonzero elements come before i (row-major) */
 static kiln_expr nz_rank_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     nz_args *a = u;
-    kiln_expr before = kiln_and(kiln_lt(flat(ctx, a->dims, a->nd, a->r), flat(ctx, a->dims, a->nd, i)),
-                                nonzero_at(ctx, a->x, a->nd, a->r));
+    kiln_expr before =
+        kiln_and(kiln_lt(flat(ctx, a->dims, a->nd, a->r), flat(ctx, a->dims, a->nd, i)),
+                 nonzero_at(ctx, a->x, a->nd, a->r));
     return kiln_sum(kiln_select(before, ops_int(ctx, 1), ops_int(ctx, 0)), a->nd, a->r);
 }
 
@@ -180,8 +181,8 @@ static kiln_expr cp_rank_body(kiln_ctx *ctx, const kiln_expr *q, void *u) {
 /* pos[k] = the position of the true condition of rank k */
 static kiln_expr cp_pos_body(kiln_ctx *ctx, const kiln_expr *k, void *u) {
     cp_args *a = u;
-    kiln_expr hit = kiln_and(cond_at(ctx, a->cond, a->p),
-                             kiln_eq(kiln_tensor_at(a->rank, 1, &a->p), k[0]));
+    kiln_expr hit =
+        kiln_and(cond_at(ctx, a->cond, a->p), kiln_eq(kiln_tensor_at(a->rank, 1, &a->p), k[0]));
     return kiln_max_reduce(kiln_select(hit, a->p, ops_int(ctx, -1)), 1, &a->p);
 }
 

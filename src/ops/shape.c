@@ -391,7 +391,7 @@ static rel_result rel_selected_dims(const struct kiln_graph *g, const gnode *cal
         return r;
     if (!ops_all_known(x, 0, x->ndim))
         return ops_fail("the data's dims must be known at compile time");
-    if (call->nin > 1) {
+    if (call->op->variant) {
         int axis;
         const gtensor_type *c = ops_tensor_in(in[1], 1, &r);
         if (!c)
@@ -406,15 +406,15 @@ static rel_result rel_selected_dims(const struct kiln_graph *g, const gnode *cal
     return ops_set_out(g, out, &res);
 }
 
-/* How many elements NonZero (1 input: the nonzero ones) or Compress (2:
- * the true conditions within the axis) selects. */
+/* How many elements NonZero (variant 0: the nonzero ones) or Compress
+ * (variant 1: the true conditions within the axis) selects. */
 static kiln_status compute_selected_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                          kiln_tensor **out) {
     static _Thread_local dims_fn f;
-    kiln_tensor *t = in[call->nin - 1];
+    kiln_tensor *t = in[call->op->variant];
     int64_t dims[MAXD];
     int nd = ops_shape(t, dims);
-    if (call->nin > 1) { /* the condition, within the axis */
+    if (call->op->variant) { /* the condition, within the axis */
         int64_t xd[MAXD];
         int axis = ops_norm_axis(call, 0, ops_shape(in[0], xd));
         dims[0] = dims[0] < xd[axis] ? dims[0] : xd[axis];
@@ -802,8 +802,16 @@ const kiln_op_def ops_shape_rows[] = {
              "a count (OneHot's depth, a window's size) from a scalar value, at least min"),
     DIMS_ROW("nonzero_dims", 1, 1, no_attrs, rel_selected_dims, compute_selected_dims,
              "how many nonzero elements NonZero selects"),
-    DIMS_ROW("compress_dims", 2, 2, axis0_attrs, rel_selected_dims, compute_selected_dims,
-             "how many slices Compress selects: the true conditions within the axis"),
+    {.name = "compress_dims",
+     .min_in = 2,
+     .max_in = 2,
+     .attrs = axis0_attrs,
+     .rel = rel_selected_dims,
+     .pattern = OP_INJECTIVE,
+     .compute = compute_selected_dims,
+     .summary = "how many slices Compress selects: the true conditions within the axis",
+     .sym_dims = 1,
+     .variant = 1},
     DIMS_ROW("split_params", 2, 2, split_params_attrs, rel_split_params, compute_split_params,
              "ONNX Split with sizes as data: part index as slice_params gives a slice"),
     DIMS_ROW("unsqueeze_dims", 2, 2, no_attrs, rel_axes_dims, compute_axes_dims,
