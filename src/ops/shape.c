@@ -9,9 +9,10 @@
  *   reshape_dims,    the shape functions: the output dims of an op whose
  *   broadcast_dims,  shape depends on an input's values, computed from
  *   tile_dims,       those values and the data's dims (Reshape, Expand,
- *   range_dims,      Tile, Range, TopK's k, OneHot's depth)
- *   topk_dims,
- *   one_hot_dims
+ *   range_dims,      Tile, Range, TopK's k, OneHot's depth,
+ *   topk_dims,       ReduceX's axes)
+ *   one_hot_dims,
+ *   reduce_dims
  *
  * A shape function never fails: a value the op cannot take (a reshape to
  * the wrong element count, two -1s) makes every dim it computes -1, and
@@ -365,6 +366,74 @@ static kiln_status compute_one_hot_dims(kiln_ctx *ctx, const gnode *call, kiln_t
     return dims_out(ctx, call, &f, out);
 }
 
+/* ---- reduce_dims --------------------------------------------------------------------- */
+
+static const attr_schema reduce_dims_attrs[] = {{"keepdims", GA_INT, 0, "1"}, {NULL, 0, 0, NULL}};
+
+static rel_result rel_reduce_dims(const struct kiln_graph *g, const gnode *call,
+                                  const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(2);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r), *a = x ? ops_tensor_in(in[1], 1, &r) : 0;
+    if (!a)
+        return r;
+    if (x->ndim < 1)
+        return ops_fail("the data must have at least 1 dim");
+    if (a->ndim != 1 || a->dims[0].sym || a->dims[0].v < 1 || a->dims[0].v > x->ndim)
+        return ops_fail("the axes must be a vector of 1 to %d values (the data's rank) of a "
+                        "length known at compile time",
+                        x->ndim);
+    int64_t len = x->ndim;
+    if (!graph_attr_int(call, "keepdims", 1) && (len -= a->dims[0].v) < 1)
+        return ops_fail("keepdims = 0 over as many axes as dims leaves no dims");
+    return dims_rel(g, a, "the axes", len, out);
+}
+
+/* ONNX ReduceX's dims over run-time axes (negative: from the end): with
+ * keepdims, one per dim of the data, 1 where reduced, else the data's;
+ * without, the dims not reduced. An axis out of range or given twice gives
+ * -1. */
+static kiln_status compute_reduce_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                       kiln_tensor **out) {
+    static _Thread_local dims_fn f;
+    kiln_tensor *x = in[0], *axes = in[1];
+    int nd = kiln_tensor_ndim(x);
+    int64_t na;
+    ops_shape(axes, &na);
+    kiln_expr zero = kiln_int(ctx, 0), one = kiln_int(ctx, 1), minus1 = kiln_int(ctx, -1);
+    kiln_expr nred = zero, bad = kiln_const(ctx, KILN_BOOL, 0), red[MAXD];
+    for (int d = 0; d < nd; d++)
+        red[d] = kiln_const(ctx, KILN_BOOL, 0);
+    for (int k = 0; k < (int)na; k++) {
+        kiln_expr v = elem(ctx, axes, k);
+        v = kiln_select(kiln_lt(v, zero), kiln_add(v, kiln_int(ctx, nd)), v);
+        bad = kiln_or(bad, kiln_or(kiln_lt(v, zero), kiln_ge(v, kiln_int(ctx, nd))));
+        for (int d = 0; d < nd; d++)
+            red[d] = kiln_or(red[d], kiln_eq(v, kiln_int(ctx, d)));
+    }
+    for (int d = 0; d < nd; d++)
+        nred = kiln_add(nred, kiln_select(red[d], one, zero));
+    bad = kiln_or(bad, kiln_ne(nred, kiln_int(ctx, na))); /* an axis given twice */
+    if (graph_attr_int(call, "keepdims", 1)) {
+        f.n = nd;
+        for (int d = 0; d < nd; d++)
+            f.dim[d] = kiln_select(bad, minus1, kiln_select(red[d], one, kiln_tensor_dim(x, d)));
+        return dims_out(ctx, call, &f, out);
+    }
+    /* kept dim j: the data's dim d that is not reduced and has j kept before it */
+    f.n = nd - (int)na;
+    for (int j = 0; j < f.n; j++) {
+        kiln_expr e = minus1, before = zero;
+        for (int d = 0; d < nd; d++) {
+            e = kiln_select(kiln_and(kiln_not(red[d]), kiln_eq(before, kiln_int(ctx, j))),
+                            kiln_tensor_dim(x, d), e);
+            before = kiln_add(before, kiln_select(red[d], zero, one));
+        }
+        f.dim[j] = kiln_select(bad, minus1, e);
+    }
+    return dims_out(ctx, call, &f, out);
+}
+
 /* ---- the table ------------------------------------------------------------------- */
 
 /* a shape function: its output is an int64 vector of dims */
@@ -397,6 +466,8 @@ const kiln_op_def ops_shape_rows[] = {
              "TopK's k from its value, checked against the axis"),
     DIMS_ROW("one_hot_dims", 1, 1, no_attrs, rel_one_hot_dims, compute_one_hot_dims,
              "OneHot's depth from its value"),
+    DIMS_ROW("reduce_dims", 2, 2, reduce_dims_attrs, rel_reduce_dims, compute_reduce_dims,
+             "ReduceX's output dims over axes values (keepdims: 1 where reduced; else the rest)"),
 };
 
 const int ops_shape_count = (int)(sizeof ops_shape_rows / sizeof ops_shape_rows[0]);
