@@ -635,13 +635,23 @@ static int axes_of(imp *I, const Onnx__NodeProto *n, int64_t *axes) {
     return cvt_const_ints(I, n, 1, axes);
 }
 
+/* Unsqueeze (variant "unsqueeze_dims") or Squeeze whose axes are known
+ * when the package runs: a reshape to the dims its shape function gives. */
+static int cvt_axes_run_time(imp *I, const Onnx__NodeProto *n, int x, const char *dims_op) {
+    int in[2] = {x, imp_input(I, n, 1)};
+    in[1] = cvt_bind_dims(I, n, imp_call(I, n, dims_op, 2, in, ""));
+    return in[1] < 0 ? -1 : imp_call(I, n, "reshape", 2, in, "");
+}
+
 int cvt_unsqueeze(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0);
     const gtensor_type *t = imp_type(I, x);
     int64_t axes[MAXD], dims[MAXD];
     int na = axes_of(I, n, axes);
+    if (t && na == -2)
+        return outs[0] = cvt_axes_run_time(I, n, x, "unsqueeze_dims");
     if (!t || na < 0)
-        return imp_fail(I, n, "axes must be given and constant");
+        return imp_fail(I, n, "axes must be given");
     int nd = t->ndim + na;
     if (nd > MAXD)
         return imp_fail(I, n, "too many dims");
@@ -669,8 +679,10 @@ int cvt_squeeze(imp *I, const Onnx__NodeProto *n, int *outs) {
     const gtensor_type *t = imp_type(I, x);
     int64_t axes[MAXD], dims[MAXD];
     int na = axes_of(I, n, axes);
-    if (!t || na == -2)
-        return imp_fail(I, n, "axes must be constant");
+    if (t && na == -2)
+        return outs[0] = cvt_axes_run_time(I, n, x, "squeeze_dims");
+    if (!t)
+        return imp_fail(I, n, "the input has no tensor type");
     int drop[MAXD] = {0}, nd = 0;
     for (int d = 0; d < t->ndim; d++) {
         if (t->dims[d].sym)
@@ -689,6 +701,25 @@ int cvt_squeeze(imp *I, const Onnx__NodeProto *n, int *outs) {
     return outs[0] = cvt_reshape_to(I, n, x, nd, dims);
 }
 
+/* Slice whose starts, ends, axes or steps are known when the package
+ * runs: slice_params gives each dim's length, start and step; a binder
+ * names the lengths (the first rank values) as the output's dims. */
+static int cvt_slice_run_time(imp *I, const Onnx__NodeProto *n, int x) {
+    const gtensor_type *t = imp_type(I, x);
+    int in[5], k = imp_ninputs(n) < 5 ? imp_ninputs(n) : 5;
+    for (int i = 0; i < k; i++)
+        if ((in[i] = imp_input(I, n, i)) < 0) /* an absent axes with steps given */
+            return imp_fail(I, n, "a Slice with steps but no axes needs axes given");
+    if (!t || t->ndim < 1)
+        return imp_fail(I, n, "the data must have at least 1 dim");
+    int params = imp_call(I, n, "slice_params", k, in, "");
+    char attrs[64];
+    snprintf(attrs, sizeof attrs, "begin=[0], end=[%d]", t->ndim);
+    int lens = params < 0 ? -1 : imp_call(I, n, "strided_slice", 1, &params, attrs);
+    int args[3] = {x, params, cvt_bind_dims(I, n, lens)};
+    return args[2] < 0 ? -1 : imp_call(I, n, "strided_slice", 3, args, "");
+}
+
 /* Slice: starts, ends, axes, steps (attributes before opset 10, constant
  * inputs after) -> strided_slice. */
 int cvt_slice(imp *I, const Onnx__NodeProto *n, int *outs) {
@@ -705,9 +736,10 @@ int cvt_slice(imp *I, const Onnx__NodeProto *n, int *outs) {
         na = cvt_const_ints(I, n, 3, ax);
         nsp = cvt_const_ints(I, n, 4, sp);
     }
-    if (ns < 0 || ne != ns || na == -2 || nsp == -2 || (na >= 0 && na != ns) ||
-        (nsp >= 0 && nsp != ns))
-        return imp_fail(I, n, "starts, ends, axes and steps must be constant and of one length");
+    if (I->opset >= 10 && (ns == -2 || ne == -2 || na == -2 || nsp == -2))
+        return outs[0] = cvt_slice_run_time(I, n, x);
+    if (ns < 0 || ne != ns || (na >= 0 && na != ns) || (nsp >= 0 && nsp != ns))
+        return imp_fail(I, n, "starts, ends, axes and steps must be of one length");
     for (int i = 0; i < nsp; i++)
         if (sp[i] == 0)
             return imp_fail(I, n, "a slice step must not be 0");
@@ -756,6 +788,19 @@ int cvt_expand(imp *I, const Onnx__NodeProto *n, int *outs) {
 }
 
 /* Pad: ONNX pads [b0, b1, ..., e0, e1, ...] -> pad_width [b0, e0, b1, e1, ...]. */
+/* Pad (opset 11+) whose pads or constant value are known when the package
+ * runs: nn.pad(x, pads, dims[, value]) with dims from pad_dims. */
+static int cvt_pad_run_time(imp *I, const Onnx__NodeProto *n, int x) {
+    char buf[32], attrs[64];
+    const char *mode = imp_attr_str(I, n, "mode", "constant", buf, sizeof buf);
+    if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge"))
+        return imp_fail(I, n, "attribute 'mode' = '%s' is not constant, reflect or edge", mode);
+    snprintf(attrs, sizeof attrs, "pad_mode=\"%s\"", mode);
+    int in[4] = {x, imp_input(I, n, 1), -1, imp_input(I, n, 2)};
+    in[2] = cvt_bind_dims(I, n, imp_call(I, n, "pad_dims", 2, in, attrs));
+    return in[2] < 0 ? -1 : imp_call(I, n, "nn.pad", in[3] >= 0 ? 4 : 3, in, attrs);
+}
+
 int cvt_pad(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0);
     const gtensor_type *t = imp_type(I, x);
@@ -768,14 +813,15 @@ int cvt_pad(imp *I, const Onnx__NodeProto *n, int *outs) {
         np = imp_attr_ints(I, n, "pads", p, 2 * MAXD);
         value = imp_attr_float(I, n, "value", 0);
     } else {
-        int id = imp_input(I, n, 1);
+        int id = imp_input(I, n, 1), vid = imp_input(I, n, 2);
         const kiln_ndarray *c = id >= 0 ? imp_const(I, id) : NULL;
+        if (id >= 0 && (!c || (vid >= 0 && !imp_const(I, vid))))
+            return outs[0] = cvt_pad_run_time(I, n, x);
         if (!c || kiln_ndarray_numel(c) > 2 * MAXD)
-            return imp_fail(I, n, "pads must be constant");
+            return imp_fail(I, n, "pads must be given, with at most %d values", 2 * MAXD);
         np = (int)kiln_ndarray_numel(c);
         for (int i = 0; i < np; i++)
             p[i] = cvt_get_i(c, i);
-        int vid = imp_input(I, n, 2);
         const kiln_ndarray *v = vid >= 0 ? imp_const(I, vid) : NULL;
         if (vid >= 0 && (!v || kiln_ndarray_numel(v) != 1))
             return imp_fail(I, n, "constant_value must be a constant scalar");

@@ -4,9 +4,12 @@
  * image.roi_align.
  *
  * Resize's scales, sizes and roi decide the output's shape and the
- * sampling: they must be constants (computed at compile time), as
- * Reshape's shape; values known only at run time are
- * docs/DYNAMIC_SHAPES.md's. With scales, the output is
+ * sampling. Constants (computed at compile time) become image.resize's
+ * attributes. Scales or sizes known only when the package runs (and a
+ * tf_crop_and_resize roi) are inputs instead, as Reshape's shape
+ * (docs/DYNAMIC_SHAPES.md, part 3): resize_dims computes the output dims,
+ * bind_dims names them, and image.resize takes them as input 1, the scales
+ * and the roi after it (cvt_resize_run_time). With scales, the output is
  * floor(input * scale) per axis, computed in float64 from the float32
  * scales as ONNX's reference computes it (like ONNX Runtime, it does not
  * multiply by tf_crop_and_resize's roi extent).
@@ -59,6 +62,14 @@ static int const_values(imp *I, const Onnx__NodeProto *n, int i, const char *wha
     for (int64_t j = 0; j < k; j++)
         v[j] = cvt_get_d(c, j);
     return (int)k;
+}
+
+/* 1 if input i is given, not empty, and known only when the package runs. */
+static int run_time_input(imp *I, const Onnx__NodeProto *n, int i) {
+    int id = imp_input(I, n, i);
+    const gtensor_type *t = id < 0 ? NULL : imp_type(I, id);
+    int empty = t && t->ndim == 1 && !t->dims[0].sym && t->dims[0].v == 0;
+    return id >= 0 && !imp_const(I, id) && !empty;
 }
 
 /* Append ", name=[v0, v1, ...]" with every double exact. */
@@ -114,6 +125,54 @@ static int resize_sampling(imp *I, const Onnx__NodeProto *n, int legacy, kstr *a
     return 0;
 }
 
+/* Resize with its scales or sizes (input vi), or its roi, known only when
+ * the package runs: image.resize(x, bind_dims(resize_dims(x, values)),
+ * [scales], [roi]). */
+static int cvt_resize_run_time(imp *I, const Onnx__NodeProto *n, int x, const gtensor_type *t,
+                               int legacy, int upsample, int vi) {
+    int sizes = vi == 3, other = sizes ? 2 : legacy ? -1 : 3;
+    int v = imp_input(I, n, vi), o = other < 0 ? -1 : imp_input(I, n, other);
+    const kiln_ndarray *oc = o < 0 ? NULL : imp_const(I, o);
+    if (run_time_input(I, n, other) || (oc && kiln_ndarray_numel(oc) > 0))
+        return imp_fail(I, n, "exactly one of scales and sizes must be given (non-empty)");
+    const gtensor_type *vt = imp_type(I, v);
+    if (!vt || vt->ndim != 1 || vt->dims[0].sym || vt->dims[0].v != t->ndim)
+        return imp_fail(I, n, "the %s input must be a vector of %d values, one per dim",
+                        sizes ? "sizes" : "scales", t->ndim);
+    int in[4] = {x, v, v, -1}, nin = 2 + !sizes, crop = 0, nr;
+    char buf[64];
+    snprintf(buf, sizeof buf, "sizes=%d, upsample=%d", sizes, upsample);
+    in[1] = cvt_bind_dims(I, n, imp_call(I, n, "resize_dims", 2, in, buf));
+    if (in[1] < 0)
+        return -1;
+    kstr a;
+    kstr_init(&a);
+    kstr_printf(&a, "scales_input=%d", !sizes);
+    if (resize_sampling(I, n, legacy, &a, &crop) < 0) {
+        kstr_free(&a);
+        return -1;
+    }
+    if (crop && run_time_input(I, n, 1)) {
+        kstr_puts(&a, ", roi_input=1");
+        in[nin++] = imp_input(I, n, 1);
+    } else if (crop) {
+        double roi[2 * MAXD];
+        if ((nr = const_values(I, n, 1, "roi", 2 * MAXD, roi)) != 2 * t->ndim) {
+            kstr_free(&a);
+            return nr < 0 ? -1
+                          : imp_fail(I, n,
+                                     "tf_crop_and_resize needs a roi of %d values (starts, then "
+                                     "ends), not %d",
+                                     2 * t->ndim, nr);
+        }
+        floats_attr(&a, "roi", nr, roi);
+    }
+    int id =
+        a.oom ? imp_fail(I, n, "out of memory") : imp_call(I, n, "image.resize", nin, in, a.buf);
+    kstr_free(&a);
+    return id;
+}
+
 /* Resize (X, scales at opset 10; X, roi, scales, sizes from 11) and
  * Upsample (X with attribute scales at opset 7; X, scales at 9). */
 int cvt_resize(imp *I, const Onnx__NodeProto *n, int *outs) {
@@ -124,6 +183,13 @@ int cvt_resize(imp *I, const Onnx__NodeProto *n, int *outs) {
     const gtensor_type *t = imp_type(I, x);
     if (!t || !cvt_concrete(t))
         return imp_fail(I, n, "the input needs a concrete shape");
+    if (!(upsample && I->opset < 9)) {
+        int si = legacy ? 1 : 2;
+        if (run_time_input(I, n, si))
+            return outs[0] = cvt_resize_run_time(I, n, x, t, legacy, upsample, si);
+        if (!legacy && run_time_input(I, n, 3))
+            return outs[0] = cvt_resize_run_time(I, n, x, t, legacy, upsample, 3);
+    }
     double scales[MAXD], sizes[MAXD], roi[2 * MAXD];
     int ns = 0, nz = 0, nr = 0;
     if (upsample && I->opset < 9) {

@@ -3,7 +3,11 @@
  *   image.resize       ONNX Resize and Upsample, of any rank: each output
  *                      element reads the input around a source coordinate
  *                      computed, axis by axis, from its own index (nearest,
- *                      linear or cubic; six coordinate transformations)
+ *                      linear or cubic; six coordinate transformations).
+ *                      Its output dims are the `size` attribute, or input 1
+ *                      (a constant or a bind_dims of resize_dims, known
+ *                      when the package runs); then the scales and the roi
+ *                      may be inputs too, read when it runs
  *   image.grid_sample  ONNX GridSample (4-D NCHW): the source coordinates
  *                      come from a grid, that is from data (bilinear,
  *                      nearest or bicubic; padding zeros, border or
@@ -44,9 +48,11 @@
 /* ---- attribute schemas ------------------------------------------------------------ */
 
 static const attr_schema resize_attrs[] = {
-    {"size", GA_INTS, 1, NULL},
+    {"size", GA_INTS, 0, NULL},
     {"scales", GA_FLOATS, 0, NULL},
     {"roi", GA_FLOATS, 0, NULL},
+    {"scales_input", GA_INT, 0, "0"},
+    {"roi_input", GA_INT, 0, "0"},
     {"method", GA_STR, 0, "\"nearest\""},
     {"coordinate_transformation_mode", GA_STR, 0, "\"half_pixel\""},
     {"rounding_method", GA_STR, 0, "\"round_prefer_floor\""},
@@ -144,13 +150,21 @@ static const char *const g_roundings[] = {
  * axis: the scale of the coordinate transformation (`scales`, else
  * size / in), the resized length (in * scale, in float32 when `scales`
  * gives it, as ONNX's reference computes with its float32 scales) and the
- * roi's extent and offset in input pixels (float32 steps likewise). */
+ * roi's extent and offset in input pixels (float32 steps likewise).
+ *
+ * With the dims as input 1, the inputs are x, the dims, then the scales if
+ * scales_input, then the roi (starts, then ends) if roi_input: an output
+ * dim known only at run time is -1 in out, and an axis whose scale is
+ * known only then (scales_input, or a run-time size without `scales`) is
+ * `dyn`: its scale and length are computed in the kernel (resize_geom). */
 typedef struct {
     int nd, method, coord, rounding, exclude;
+    int scales_in, roi_in; /* the input index of the scales, the roi; 0: none */
     double alpha, extrapolation;
     int64_t in[MAXD], out[MAXD];
     double scale[MAXD], length[MAXD], roi_len[MAXD], roi_off[MAXD];
     int plain[MAXD]; /* the axis maps each output index to itself */
+    int dyn[MAXD];
 } resize_params;
 
 /* v rounded to float32 where it is within float32's range. */
@@ -178,13 +192,45 @@ static int resize_axis_plain(const resize_params *p, int d) {
     }
 }
 
-static int resize_read(const gnode *call, int nd, const int64_t *in, resize_params *p) {
+/* The output dims: the `size` attribute, or (with input 1) dims[nd], -1
+ * where known only at run time; the input layout checked. */
+static int resize_read_size(const gnode *call, int nd, const int64_t *dims, resize_params *p,
+                            int64_t *size) {
+    int64_t sin = graph_attr_int(call, "scales_input", 0),
+            rin = graph_attr_int(call, "roi_input", 0);
+    if ((sin != 0 && sin != 1) || (rin != 0 && rin != 1))
+        return ops_fail("scales_input and roi_input must be 0 or 1"), 0;
+    p->scales_in = sin ? 2 : 0;
+    p->roi_in = rin ? 2 + (int)sin : 0;
+    if (call->nin == 1) {
+        int ns = graph_attr_ints(call, "size", size, MAXD + 1);
+        if (sin || rin)
+            return ops_fail("scales_input and roi_input need the dims as input 1"), 0;
+        if (ns < 0)
+            return ops_fail("give the output dims as size or as input 1"), 0;
+        if (ns != nd)
+            return ops_fail("size has %d values for a %d-D input", ns, nd), 0;
+        return 1;
+    }
+    if (graph_attr(call, "size"))
+        return ops_fail("give the output dims as size or as input 1, not both"), 0;
+    if (call->nin != 2 + sin + rin)
+        return ops_fail("takes %lld inputs (x, the dims%s%s), not %d", (long long)(2 + sin + rin),
+                        sin ? ", the scales" : "", rin ? ", the roi" : "", call->nin),
+               0;
+    for (int d = 0; d < nd; d++)
+        if ((size[d] = dims[d]) < -1)
+            return ops_fail("output dim %d is %lld", d, (long long)size[d]), 0;
+    return 1;
+}
+
+static int resize_read(const gnode *call, int nd, const int64_t *in, const int64_t *dims,
+                       resize_params *p) {
     memset(p, 0, sizeof *p);
     p->nd = nd;
     int64_t size[MAXD + 1];
-    int ns = graph_attr_ints(call, "size", size, MAXD + 1);
-    if (ns != nd)
-        return ops_fail("size has %d values for a %d-D input", ns, nd), 0;
+    if (!resize_read_size(call, nd, dims, p, size))
+        return 0;
     if ((p->method = ops_attr_choice(call, "method", "nearest", g_resize_methods)) < 0 ||
         (p->coord = ops_attr_choice(call, "coordinate_transformation_mode", "half_pixel",
                                     g_coord_modes)) < 0 ||
@@ -200,6 +246,10 @@ static int resize_read(const gnode *call, int nd, const int64_t *in, resize_para
     int has_scales = sc && sc->n > 0, has_roi = roi && roi->n > 0;
     if (has_scales && sc->n != nd)
         return ops_fail("scales has %d values for a %d-D input", sc->n, nd), 0;
+    if ((has_scales && p->scales_in) || (has_roi && p->roi_in))
+        return ops_fail("give the scales and the roi as attributes or as inputs, not both"), 0;
+    if (p->roi_in && p->coord != CT_CROP)
+        return ops_fail("roi_input is read by tf_crop_and_resize only"), 0;
     if (has_roi && roi->n != 2 * nd)
         return ops_fail("roi has %d values for a %d-D input (it needs the %d starts, then the "
                         "%d ends)",
@@ -208,14 +258,18 @@ static int resize_read(const gnode *call, int nd, const int64_t *in, resize_para
     int64_t taps = 1;
     for (int d = 0; d < nd; d++) {
         p->in[d] = in[d];
-        if (size[d] < 0 || size[d] > GRAPH_MAX_ELEMENTS)
+        int run_time = call->nin > 1 && size[d] == -1; /* resize_dims checks it */
+        if (!run_time && (size[d] < 0 || size[d] > GRAPH_MAX_ELEMENTS))
             return ops_fail("size[%d] = %lld must be 0 to 2^48", d, (long long)size[d]), 0;
         if (in[d] == 0 && size[d] > 0)
             return ops_fail("dim %d is empty and cannot be resized to %lld", d, (long long)size[d]),
                    0;
         p->out[d] = size[d];
         double n = (double)in[d];
-        if (has_scales) {
+        p->dyn[d] = p->scales_in || (run_time && !has_scales);
+        if (p->dyn[d]) {
+            /* the kernel computes scale and length (resize_geom) */
+        } else if (has_scales) {
             double s = sc->floats[d];
             if (!(s > 0) || !isfinite(s))
                 return ops_fail("scales[%d] = %g must be positive and finite", d, s), 0;
@@ -230,7 +284,7 @@ static int resize_read(const gnode *call, int nd, const int64_t *in, resize_para
             return ops_fail("roi[%d] must be finite", isfinite(start) ? nd + d : d), 0;
         p->roi_len[d] = round_f32(end - start);
         p->roi_off[d] = round_f32(start * (n - 1));
-        p->plain[d] = resize_axis_plain(p, d);
+        p->plain[d] = !p->dyn[d] && !p->roi_in && resize_axis_plain(p, d);
         if (!p->plain[d])
             taps *= p->method == RS_CUBIC ? 4 : p->method == RS_LINEAR ? 2 : 1;
         if (taps > RESIZE_MAX_TAPS)
@@ -242,9 +296,21 @@ static int resize_read(const gnode *call, int nd, const int64_t *in, resize_para
     return 1;
 }
 
+/* Input i of the call a 1-D float vector of n values: REL_OK, or an error
+ * naming it `what`. */
+static rel_result resize_vector_in(const gtype *const *in, int i, const char *what, int n) {
+    rel_result r = REL_OK;
+    const gtensor_type *v = ops_tensor_in(in[i], i, &r);
+    if (!v)
+        return r;
+    if (!ops_is_float_dtype(v->dtype) || v->ndim != 1 || v->dims[0].sym || v->dims[0].v != n)
+        return ops_fail("input %d (the %s) must be a float vector of %d values", i, what, n);
+    return REL_OK;
+}
+
 static rel_result rel_resize(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
                              gtype *out) {
-    OPS_REQUIRE_KNOWN(1);
+    OPS_REQUIRE_KNOWN(call->nin);
     rel_result r = REL_OK;
     const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
     if (!x)
@@ -253,12 +319,28 @@ static rel_result rel_resize(const struct kiln_graph *g, const gnode *call, cons
         return ops_fail("needs an input of at least 1 dim");
     if (!ops_all_known(x, 0, x->ndim))
         return ops_fail("symbolic dims are not supported by image.resize yet");
-    int64_t dims[MAXD];
+    int64_t dims[MAXD], size[MAXD];
+    gdim vd[MAXD];
     for (int d = 0; d < x->ndim; d++)
         dims[d] = x->dims[d].v;
+    if (call->nin > 1) { /* the output dims from input 1 */
+        if (ops_value_dims(g, call, 1, vd, MAXD) != x->ndim)
+            return ops_fail("input 1 (the dims) must be a constant or a bind_dims vector of %d "
+                            "values",
+                            x->ndim);
+        for (int d = 0; d < x->ndim; d++) {
+            if (!vd[d].sym && vd[d].v < 0)
+                return ops_fail("output dim %d is %lld", d, (long long)vd[d].v);
+            size[d] = vd[d].sym ? -1 : vd[d].v;
+        }
+    }
     resize_params p;
-    if (!resize_read(call, x->ndim, dims, &p))
+    if (!resize_read(call, x->ndim, dims, size, &p))
         return REL_ERROR;
+    if (p.scales_in && (r = resize_vector_in(in, p.scales_in, "scales", x->ndim)) != REL_OK)
+        return r;
+    if (p.roi_in && (r = resize_vector_in(in, p.roi_in, "roi", 2 * x->ndim)) != REL_OK)
+        return r;
     if (p.method != RS_NEAREST && !ops_is_float_dtype(x->dtype))
         return ops_fail("%s interpolation needs a float input, not %s", g_resize_methods[p.method],
                         kiln_dtype_name(x->dtype));
@@ -269,34 +351,99 @@ static rel_result rel_resize(const struct kiln_graph *g, const gnode *call, cons
                         kiln_dtype_name(x->dtype));
     gtensor_type res = *x;
     for (int d = 0; d < x->ndim; d++)
-        res.dims[d].v = p.out[d];
+        res.dims[d] = p.out[d] < 0 ? vd[d] : (gdim){p.out[d], NULL};
     return ops_set_out(g, out, &res);
+}
+
+/* One axis's scale, resized length and roi as float64 expressions:
+ * constants, or computed in the kernel from the values known when it runs
+ * (len_one, the test length == 1, is then an expression; NULL when the
+ * length is a constant). len_m1 is length - 1 (1 where the length is 1, so
+ * that no select divides by 0), roi_mid the roi's middle in input pixels
+ * (the coordinate where the length is 1). */
+typedef struct {
+    kiln_expr scale, length, len_m1, len_one, roi_len, roi_off, roi_mid;
+} resize_geom;
+
+/* v rounded to float32 where it is within float32's range, in the kernel. */
+static kiln_expr round_f32_expr(kiln_ctx *ctx, kiln_expr v) {
+    kiln_dtype f = KILN_FLOAT64;
+    return kiln_select(kiln_le(kiln_abs(v), fconst(ctx, f, FLT_MAX)),
+                       kiln_cast(f, kiln_cast(KILN_FLOAT32, v)), v);
+}
+
+/* Element k of a 1-D tensor as float64. */
+static kiln_expr f64_elem(kiln_ctx *ctx, kiln_tensor *t, int k) {
+    kiln_expr i = ops_int(ctx, k);
+    return kiln_cast(KILN_FLOAT64, kiln_tensor_at(t, 1, &i));
+}
+
+/* Axis d's geometry (in: the call's inputs; outd: its output dims). */
+static void resize_geom_of(kiln_ctx *ctx, const resize_params *p, int d, kiln_tensor *const *in,
+                           const kiln_expr *outd, resize_geom *g) {
+    kiln_dtype f = KILN_FLOAT64;
+    double n = (double)p->in[d];
+    kiln_expr one = fconst(ctx, f, 1), nf = fconst(ctx, f, n), n1 = fconst(ctx, f, n - 1);
+    memset(g, 0, sizeof *g);
+    if (!p->dyn[d]) {
+        g->scale = fconst(ctx, f, p->scale[d]);
+        g->length = fconst(ctx, f, p->length[d]);
+        g->len_m1 = fconst(ctx, f, p->length[d] - 1);
+    } else {
+        if (p->scales_in) { /* ONNX's float32 scale times the dim, in float32 */
+            g->scale = f64_elem(ctx, in[p->scales_in], d);
+            g->length = round_f32_expr(ctx, kiln_mul(g->scale, nf));
+        } else { /* out / in, as the static path computes it */
+            g->scale = p->in[d] ? kiln_div(kiln_cast(f, outd[d]), nf) : one;
+            g->length = kiln_mul(g->scale, nf);
+        }
+        g->len_one = kiln_eq(g->length, one);
+        g->len_m1 = kiln_select(g->len_one, one, kiln_sub(g->length, one));
+    }
+    if (!p->roi_in) {
+        g->roi_len = fconst(ctx, f, p->roi_len[d]);
+        g->roi_off = fconst(ctx, f, p->roi_off[d]);
+        g->roi_mid = fconst(ctx, f, round_f32(p->roi_len[d] * (n - 1)) / 2);
+    } else {
+        kiln_expr start = f64_elem(ctx, in[p->roi_in], d);
+        kiln_expr end = f64_elem(ctx, in[p->roi_in], p->nd + d);
+        g->roi_len = round_f32_expr(ctx, kiln_sub(end, start));
+        g->roi_off = round_f32_expr(ctx, kiln_mul(start, n1));
+        g->roi_mid = kiln_div(round_f32_expr(ctx, kiln_mul(g->roi_len, n1)), fconst(ctx, f, 2));
+    }
+}
+
+/* `other`, or `if_one` where the axis's length is 1. */
+static kiln_expr where_len_one(const resize_geom *g, kiln_expr if_one, kiln_expr other) {
+    return g->len_one ? kiln_select(g->len_one, if_one, other) : other;
 }
 
 /* The source coordinate of output index o (int64) on axis d, in float64,
  * in the order of operations of ONNX's reference. */
-static kiln_expr resize_coord(kiln_ctx *ctx, const resize_params *p, int d, kiln_expr o) {
+static kiln_expr resize_coord(kiln_ctx *ctx, const resize_params *p, const resize_geom *g, int d,
+                              kiln_expr o) {
     kiln_dtype f = KILN_FLOAT64;
     kiln_expr x = kiln_cast(f, o), half = fconst(ctx, f, 0.5);
-    double s = p->scale[d], len = p->length[d], n1 = (double)(p->in[d] - 1);
+    kiln_expr n1 = fconst(ctx, f, (double)(p->in[d] - 1));
+    int one = !g->len_one && p->length[d] == 1; /* a constant length of 1 */
     switch (p->coord) {
     case CT_PYTORCH_HALF_PIXEL:
-        if (len == 1)
+        if (one)
             return fconst(ctx, f, -0.5);
-        /* fall through */
-    case CT_HALF_PIXEL: return kiln_sub(kiln_div(kiln_add(x, half), fconst(ctx, f, s)), half);
+        return where_len_one(g, fconst(ctx, f, -0.5),
+                             kiln_sub(kiln_div(kiln_add(x, half), g->scale), half));
+    case CT_HALF_PIXEL: return kiln_sub(kiln_div(kiln_add(x, half), g->scale), half);
     case CT_ALIGN_CORNERS:
-        return len == 1 ? fconst(ctx, f, 0)
-                        : kiln_div(kiln_mul(x, fconst(ctx, f, n1)), fconst(ctx, f, len - 1));
-    case CT_ASYMMETRIC: return kiln_div(x, fconst(ctx, f, s));
-    case CT_HALF_PIXEL_NN: return kiln_div(kiln_add(x, half), fconst(ctx, f, s));
+        return one ? fconst(ctx, f, 0)
+                   : where_len_one(g, fconst(ctx, f, 0), kiln_div(kiln_mul(x, n1), g->len_m1));
+    case CT_ASYMMETRIC: return kiln_div(x, g->scale);
+    case CT_HALF_PIXEL_NN: return kiln_div(kiln_add(x, half), g->scale);
     default: {
         kiln_expr base =
-            len == 1
-                ? fconst(ctx, f, round_f32(p->roi_len[d] * n1) / 2)
-                : kiln_div(kiln_mul(kiln_mul(x, fconst(ctx, f, p->roi_len[d])), fconst(ctx, f, n1)),
-                           fconst(ctx, f, len - 1));
-        return kiln_add(base, fconst(ctx, f, p->roi_off[d]));
+            one ? g->roi_mid
+                : where_len_one(g, g->roi_mid,
+                                kiln_div(kiln_mul(kiln_mul(x, g->roi_len), n1), g->len_m1));
+        return kiln_add(base, g->roi_off);
     }
     }
 }
@@ -309,7 +456,8 @@ typedef struct {
     kiln_expr idx[4], w[4], outside;
 } axis_taps;
 
-static void resize_axis(kiln_ctx *ctx, const resize_params *p, int d, kiln_expr o, axis_taps *t) {
+static void resize_axis(kiln_ctx *ctx, const resize_params *p, const resize_geom *g, int d,
+                        kiln_expr o, axis_taps *t) {
     kiln_dtype f = KILN_FLOAT64;
     memset(t, 0, sizeof *t);
     t->n = 1;
@@ -317,7 +465,7 @@ static void resize_axis(kiln_ctx *ctx, const resize_params *p, int d, kiln_expr 
     if (p->plain[d])
         return;
     int64_t n = p->in[d];
-    kiln_expr c = resize_coord(ctx, p, d, o), one = fconst(ctx, f, 1), zero = fconst(ctx, f, 0);
+    kiln_expr c = resize_coord(ctx, p, g, d, o), one = fconst(ctx, f, 1), zero = fconst(ctx, f, 0);
     kiln_expr hi = fconst(ctx, f, (double)(n - 1));
     if (p->coord == CT_CROP)
         t->outside = kiln_or(kiln_lt(c, zero), kiln_gt(c, hi));
@@ -328,8 +476,11 @@ static void resize_axis(kiln_ctx *ctx, const resize_params *p, int d, kiln_expr 
             up = kiln_gt(frac, half);
         else if (p->rounding == RND_PREFER_CEIL)
             up = kiln_ge(frac, half);
-        else if (p->rounding == RND_CEIL || (p->rounding == RND_SIMPLE && p->scale[d] < 1))
+        else if (p->rounding == RND_CEIL ||
+                 (p->rounding == RND_SIMPLE && !p->dyn[d] && p->scale[d] < 1))
             up = kiln_gt(frac, zero);
+        else if (p->rounding == RND_SIMPLE && p->dyn[d]) /* the scale known at run time */
+            up = kiln_and(kiln_lt(g->scale, one), kiln_gt(frac, zero));
         t->idx[0] = float_index(ctx, f, up ? kiln_select(up, kiln_add(fl, one), fl) : fl, 0, n - 1);
         return;
     }
@@ -362,6 +513,7 @@ static void resize_axis(kiln_ctx *ctx, const resize_params *p, int d, kiln_expr 
 typedef struct {
     const resize_params *p;
     kiln_tensor *x;
+    resize_geom g[MAXD];
     axis_taps t[MAXD];
 } resize_args;
 
@@ -389,7 +541,7 @@ static kiln_expr resize_body(kiln_ctx *ctx, const kiln_expr *o, void *u) {
     resize_args *a = u;
     kiln_expr outside = NULL, idx[MAXD];
     for (int d = 0; d < a->p->nd; d++) {
-        resize_axis(ctx, a->p, d, o[d], &a->t[d]);
+        resize_axis(ctx, a->p, &a->g[d], d, o[d], &a->t[d]);
         if (a->t[d].outside)
             outside = outside ? kiln_or(outside, a->t[d].outside) : a->t[d].outside;
     }
@@ -406,12 +558,16 @@ static kiln_status compute_resize(kiln_ctx *ctx, const gnode *call, kiln_tensor 
     int nd = ops_shape(in[0], xd);
     ops_out_shape(call, od);
     resize_params p;
-    if (!resize_read(call, nd, xd, &p))
+    if (!resize_read(call, nd, xd, od, &p))
         return KILN_ERR_INVALID;
     resize_args a;
     memset(&a, 0, sizeof a);
     a.p = &p;
     a.x = in[0];
+    kiln_expr outd[MAXD];
+    ops_out_dims(ctx, call, outd);
+    for (int d = 0; d < nd; d++)
+        resize_geom_of(ctx, &p, d, in, outd, &a.g[d]);
     out[0] = ops_compute(ctx, call, "", nd, od, resize_body, &a);
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
 }
@@ -831,13 +987,14 @@ static kiln_status compute_roi_align(kiln_ctx *ctx, const gnode *call, kiln_tens
 const kiln_op_def ops_image_rows[] = {
     {.name = "image.resize",
      .min_in = 1,
-     .max_in = 1,
+     .max_in = 4,
      .attrs = resize_attrs,
      .rel = rel_resize,
      .pattern = OP_INJECTIVE,
      .compute = compute_resize,
-     .summary = "resize to `size` (ONNX Resize): nearest, linear or cubic around a source "
-                "coordinate per axis"},
+     .summary = "resize to `size` or the dims of input 1 (ONNX Resize): nearest, linear or "
+                "cubic around a source coordinate per axis",
+     .sym_dims = 1},
     {.name = "image.grid_sample",
      .min_in = 2,
      .max_in = 2,

@@ -21,8 +21,8 @@
  *                    eye_like, arange, random_uniform_like, cumsum, topk
  *   norm.c           nn.layer_norm, nn.batch_norm, nn.lrn
  *   transform.c      reshape, transpose, concatenate, split, strided_slice,
- *                    take, broadcast_to, nn.pad, layout_transform, tile,
- *                    depth_to_space, space_to_depth, ...
+ *                    take, broadcast_to, nn.pad, layout_transform, tile
+ *   depth_space.c    depth_to_space, space_to_depth
  *   image.c          image.resize (any rank), image.grid_sample,
  *                    image.roi_align
  *   text.c           text.tfidf (ONNX TfIdfVectorizer)
@@ -85,6 +85,7 @@ OPS_FAMILY(pool);
 OPS_FAMILY(reduce);
 OPS_FAMILY(norm);
 OPS_FAMILY(transform);
+OPS_FAMILY(depth_space);
 OPS_FAMILY(index);
 OPS_FAMILY(image);
 OPS_FAMILY(text);

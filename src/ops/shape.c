@@ -12,7 +12,8 @@
  *   range_dims,      Tile, Range, TopK's k, OneHot's depth,
  *   topk_dims,       ReduceX's axes)
  *   one_hot_dims,
- *   reduce_dims
+ *   reduce_dims,
+ *   resize_dims      (and Resize's scales or sizes)
  *
  * A shape function never fails: a value the op cannot take (a reshape to
  * the wrong element count, two -1s) makes every dim it computes -1, and
@@ -22,6 +23,7 @@
  * dims from the binder (reshape, whose second input is then its shape).
  * Where every value is a constant, FoldConstant folds the first two and
  * the op is static again. */
+#include <float.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,7 +37,7 @@ static const attr_schema no_attrs[] = {{NULL, 0, 0, NULL}};
  * picks dim i. */
 typedef struct {
     int n;
-    kiln_expr dim[MAXD];
+    kiln_expr dim[3 * MAXD];
 } dims_fn;
 
 static kiln_expr pick_body(kiln_ctx *ctx, const kiln_expr *idx, void *u) {
@@ -67,13 +69,15 @@ static kiln_expr elem(kiln_ctx *ctx, kiln_tensor *t, int k) {
     return elem_as(ctx, t, k, KILN_INT64);
 }
 
-/* The relation of a shape function: input `vi` is a 1-D integer vector of
- * known length (or a scalar, with scalar_ok), the output an int64 vector
- * of `len` dims (len < 0: the vector's length). */
+/* The relation of a shape function: input v is a 1-D integer (or, with
+ * is_float, float) vector of known length, the output an int64 vector of
+ * `len` dims (len < 0: the vector's length). */
 static rel_result dims_rel(const struct kiln_graph *g, const gtensor_type *v, const char *what,
-                           int64_t len, gtype *out) {
-    if (!ops_is_index_dtype(v->dtype) || v->ndim != 1 || v->dims[0].sym)
-        return ops_fail("%s must be a 1-D integer tensor of a length known at compile time", what);
+                           int is_float, int64_t len, gtype *out) {
+    if (!(is_float ? ops_is_float_dtype(v->dtype) : ops_is_index_dtype(v->dtype)) || v->ndim != 1 ||
+        v->dims[0].sym)
+        return ops_fail("%s must be a 1-D %s tensor of a length known at compile time", what,
+                        is_float ? "float" : "integer");
     if (len < 0)
         len = v->dims[0].v;
     if (len < 1 || len > MAXD)
@@ -134,7 +138,7 @@ static rel_result rel_reshape_dims(const struct kiln_graph *g, const gnode *call
         return r;
     if (s->dtype != KILN_INT64)
         return ops_fail("the shape must be int64, not %s", kiln_dtype_name(s->dtype));
-    return dims_rel(g, s, "the shape", -1, out);
+    return dims_rel(g, s, "the shape", 0, -1, out);
 }
 
 /* ONNX Reshape's dims: shape[k], where 0 copies the data's dim k (unless
@@ -193,7 +197,7 @@ static rel_result rel_broadcast_dims(const struct kiln_graph *g, const gnode *ca
     if (s->ndim != 1 || s->dims[0].sym)
         return ops_fail("the shape must be a 1-D vector of a length known at compile time");
     int64_t len = s->dims[0].v > x->ndim ? s->dims[0].v : x->ndim;
-    return dims_rel(g, s, "the shape", len, out);
+    return dims_rel(g, s, "the shape", 0, len, out);
 }
 
 /* |v| as a float64 size no value can overflow, and whether it is one. */
@@ -234,7 +238,7 @@ static rel_result rel_tile_dims(const struct kiln_graph *g, const gnode *call,
     if (s->ndim != 1 || s->dims[0].sym || s->dims[0].v != x->ndim)
         return ops_fail("the repeats must be a vector of one value per dim of the data (%d)",
                         x->ndim);
-    return dims_rel(g, s, "the repeats", -1, out);
+    return dims_rel(g, s, "the repeats", 0, -1, out);
 }
 
 /* ONNX Tile's dims: dim k times repeats[k]; a negative repeat or a product
@@ -366,6 +370,90 @@ static kiln_status compute_one_hot_dims(kiln_ctx *ctx, const gnode *call, kiln_t
     return dims_out(ctx, call, &f, out);
 }
 
+/* ---- unsqueeze_dims, squeeze_dims ---------------------------------------------------- */
+
+static rel_result rel_axes_dims(const struct kiln_graph *g, const gnode *call,
+                                const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(2);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r), *a = x ? ops_tensor_in(in[1], 1, &r) : 0;
+    if (!a)
+        return r;
+    if (!ops_is_index_dtype(a->dtype) || a->ndim != 1 || a->dims[0].sym || a->dims[0].v < 1)
+        return ops_fail("the axes must be a non-empty integer vector of a length known at "
+                        "compile time");
+    int64_t len = call->op->variant ? x->ndim - a->dims[0].v : x->ndim + a->dims[0].v;
+    if (len < 1)
+        return ops_fail("%lld axes for a %d-D input", (long long)a->dims[0].v, x->ndim);
+    return dims_rel(g, a, "the axes", 0, len, out);
+}
+
+/* Axis value v (int64) of an nd-D tensor, negative from the end. */
+static kiln_expr norm_axis(kiln_ctx *ctx, kiln_expr v, int nd) {
+    return kiln_select(kiln_lt(v, kiln_int(ctx, 0)), kiln_add(v, kiln_int(ctx, nd)), v);
+}
+
+/* hit[p] = how many axes name position p of an nd-D tensor; *bad is set
+ * where an axis is outside it or named twice. */
+static void axes_hits(kiln_ctx *ctx, kiln_tensor *axes, int nd, kiln_expr *hit, kiln_expr *bad) {
+    int64_t na;
+    ops_shape(axes, &na);
+    kiln_expr zero = kiln_int(ctx, 0), one = kiln_int(ctx, 1), total = zero;
+    for (int p = 0; p < nd; p++)
+        hit[p] = zero;
+    for (int k = 0; k < na; k++) {
+        kiln_expr a = norm_axis(ctx, elem(ctx, axes, k), nd);
+        for (int p = 0; p < nd; p++)
+            hit[p] = kiln_add(hit[p], kiln_select(kiln_eq(a, kiln_int(ctx, p)), one, zero));
+    }
+    *bad = kiln_const(ctx, KILN_BOOL, 0);
+    for (int p = 0; p < nd; p++) {
+        total = kiln_add(total, hit[p]);
+        *bad = kiln_or(*bad, kiln_gt(hit[p], one));
+    }
+    *bad = kiln_or(*bad, kiln_ne(total, kiln_int(ctx, na))); /* one out of range */
+}
+
+/* ONNX Unsqueeze's dims (variant 0): a 1 at each axis of the output, the
+ * data's dims in order elsewhere; Squeeze's (variant 1): the data's dims
+ * but those at the axes, which must be 1. Bad axes give -1. */
+static kiln_status compute_axes_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                     kiln_tensor **out) {
+    static _Thread_local dims_fn f;
+    kiln_tensor *x = in[0];
+    int xn = kiln_tensor_ndim(x), squeeze = call->op->variant;
+    int64_t na;
+    ops_shape(in[1], &na);
+    int nd = squeeze ? xn : xn + (int)na; /* where the axes count */
+    f.n = squeeze ? xn - (int)na : nd;
+    kiln_expr hit[MAXD], bad, zero = kiln_int(ctx, 0), one = kiln_int(ctx, 1);
+    axes_hits(ctx, in[1], nd, hit, &bad);
+    /* src[p]: the data dim output p shows (unsqueeze), or the output
+       position data dim p goes to (squeeze): the unmarked ones before it */
+    kiln_expr before = zero;
+    for (int p = 0; p < f.n; p++)
+        f.dim[p] = kiln_int(ctx, -1);
+    for (int p = 0; p < nd; p++) {
+        kiln_expr marked = kiln_gt(hit[p], zero);
+        if (!squeeze) {
+            kiln_expr d = kiln_int(ctx, -1);
+            for (int j = xn - 1; j >= 0; j--)
+                d = kiln_select(kiln_eq(before, kiln_int(ctx, j)), kiln_tensor_dim(x, j), d);
+            f.dim[p] = kiln_select(marked, one, d);
+        } else {
+            bad = kiln_or(bad, kiln_and(marked, kiln_ne(kiln_tensor_dim(x, p), one)));
+            for (int q = 0; q < f.n; q++)
+                f.dim[q] =
+                    kiln_select(kiln_and(kiln_not(marked), kiln_eq(before, kiln_int(ctx, q))),
+                                kiln_tensor_dim(x, p), f.dim[q]);
+        }
+        before = kiln_add(before, kiln_select(marked, zero, one));
+    }
+    for (int p = 0; p < f.n; p++)
+        f.dim[p] = kiln_select(bad, kiln_int(ctx, -1), f.dim[p]);
+    return dims_out(ctx, call, &f, out);
+}
+
 /* ---- reduce_dims --------------------------------------------------------------------- */
 
 static const attr_schema reduce_dims_attrs[] = {{"keepdims", GA_INT, 0, "1"}, {NULL, 0, 0, NULL}};
@@ -386,38 +474,28 @@ static rel_result rel_reduce_dims(const struct kiln_graph *g, const gnode *call,
     int64_t len = x->ndim;
     if (!graph_attr_int(call, "keepdims", 1) && (len -= a->dims[0].v) < 1)
         return ops_fail("keepdims = 0 over as many axes as dims leaves no dims");
-    return dims_rel(g, a, "the axes", len, out);
+    return dims_rel(g, a, "the axes", 0, len, out);
 }
 
 /* ONNX ReduceX's dims over run-time axes (negative: from the end): with
  * keepdims, one per dim of the data, 1 where reduced, else the data's;
- * without, the dims not reduced. An axis out of range or given twice gives
- * -1. */
+ * without, the dims not reduced, in order. An axis out of range or given
+ * twice gives -1. */
 static kiln_status compute_reduce_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                        kiln_tensor **out) {
     static _Thread_local dims_fn f;
-    kiln_tensor *x = in[0], *axes = in[1];
+    kiln_tensor *x = in[0];
     int nd = kiln_tensor_ndim(x);
     int64_t na;
-    ops_shape(axes, &na);
-    kiln_expr zero = kiln_int(ctx, 0), one = kiln_int(ctx, 1), minus1 = kiln_int(ctx, -1);
-    kiln_expr nred = zero, bad = kiln_const(ctx, KILN_BOOL, 0), red[MAXD];
-    for (int d = 0; d < nd; d++)
-        red[d] = kiln_const(ctx, KILN_BOOL, 0);
-    for (int k = 0; k < (int)na; k++) {
-        kiln_expr v = elem(ctx, axes, k);
-        v = kiln_select(kiln_lt(v, zero), kiln_add(v, kiln_int(ctx, nd)), v);
-        bad = kiln_or(bad, kiln_or(kiln_lt(v, zero), kiln_ge(v, kiln_int(ctx, nd))));
-        for (int d = 0; d < nd; d++)
-            red[d] = kiln_or(red[d], kiln_eq(v, kiln_int(ctx, d)));
-    }
-    for (int d = 0; d < nd; d++)
-        nred = kiln_add(nred, kiln_select(red[d], one, zero));
-    bad = kiln_or(bad, kiln_ne(nred, kiln_int(ctx, na))); /* an axis given twice */
+    ops_shape(in[1], &na);
+    kiln_expr hit[MAXD], bad, zero = kiln_int(ctx, 0), one = kiln_int(ctx, 1);
+    kiln_expr minus1 = kiln_int(ctx, -1);
+    axes_hits(ctx, in[1], nd, hit, &bad);
     if (graph_attr_int(call, "keepdims", 1)) {
         f.n = nd;
         for (int d = 0; d < nd; d++)
-            f.dim[d] = kiln_select(bad, minus1, kiln_select(red[d], one, kiln_tensor_dim(x, d)));
+            f.dim[d] = kiln_select(bad, minus1,
+                                   kiln_select(kiln_gt(hit[d], zero), one, kiln_tensor_dim(x, d)));
         return dims_out(ctx, call, &f, out);
     }
     /* kept dim j: the data's dim d that is not reduced and has j kept before it */
@@ -425,12 +503,202 @@ static kiln_status compute_reduce_dims(kiln_ctx *ctx, const gnode *call, kiln_te
     for (int j = 0; j < f.n; j++) {
         kiln_expr e = minus1, before = zero;
         for (int d = 0; d < nd; d++) {
-            e = kiln_select(kiln_and(kiln_not(red[d]), kiln_eq(before, kiln_int(ctx, j))),
+            kiln_expr kept = kiln_eq(hit[d], zero);
+            e = kiln_select(kiln_and(kept, kiln_eq(before, kiln_int(ctx, j))),
                             kiln_tensor_dim(x, d), e);
-            before = kiln_add(before, kiln_select(red[d], zero, one));
+            before = kiln_add(before, kiln_select(kept, one, zero));
         }
         f.dim[j] = kiln_select(bad, minus1, e);
     }
+    return dims_out(ctx, call, &f, out);
+}
+
+/* ---- slice_params, pad_dims ---------------------------------------------------------- */
+
+/* The inputs a rank-nd slice or pad reads: vector i of n integers. */
+static int int_vector(const gtensor_type *t, int64_t n) {
+    return ops_is_index_dtype(t->dtype) && t->ndim == 1 && !t->dims[0].sym && t->dims[0].v == n;
+}
+
+static rel_result rel_slice_params(const struct kiln_graph *g, const gnode *call,
+                                   const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(call->nin);
+    rel_result r = REL_OK;
+    const gtensor_type *t[5];
+    for (int i = 0; i < call->nin; i++)
+        if (!(t[i] = ops_tensor_in(in[i], i, &r)))
+            return r;
+    if (t[1]->ndim != 1 || t[1]->dims[0].sym || t[1]->dims[0].v < 1 || t[1]->dims[0].v > t[0]->ndim)
+        return ops_fail("starts must be a vector of 1 to %d values (the data's rank)", t[0]->ndim);
+    for (int i = 1; i < call->nin; i++)
+        if (!int_vector(t[i], t[1]->dims[0].v))
+            return ops_fail("starts, ends, axes and steps must be integer vectors of one length");
+    gtensor_type res = {KILN_INT64, 1, {{3 * (int64_t)t[0]->ndim, NULL}}};
+    return ops_set_out(g, out, &res);
+}
+
+/* ONNX Slice, per data dim d of n elements: [length, start, step], as three
+ * runs of nd values. A dim no axis names is whole (0, step 1). Starts and
+ * ends count from the end when negative and clamp to [0, n] (a positive
+ * step) or [-1, n - 1] (a negative one); length max(ceil((end - start) /
+ * step), 0). A step of 0, an axis out of range or named twice gives -1
+ * lengths. */
+static kiln_status compute_slice_params(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                        kiln_tensor **out) {
+    static _Thread_local dims_fn f;
+    kiln_tensor *x = in[0];
+    int nd = kiln_tensor_ndim(x);
+    int64_t ns;
+    ops_shape(in[1], &ns);
+    f.n = 3 * nd;
+    kiln_expr zero = kiln_int(ctx, 0), one = kiln_int(ctx, 1), minus1 = kiln_int(ctx, -1);
+    kiln_expr bad = kiln_const(ctx, KILN_BOOL, 0), hit[MAXD], ax[MAXD];
+    for (int p = 0; p < nd; p++)
+        hit[p] = zero;
+    for (int k = 0; k < ns; k++) {
+        ax[k] = call->nin > 3 ? norm_axis(ctx, elem(ctx, in[3], k), nd) : kiln_int(ctx, k);
+        for (int p = 0; p < nd; p++)
+            hit[p] = kiln_add(hit[p], kiln_select(kiln_eq(ax[k], kiln_int(ctx, p)), one, zero));
+        if (call->nin > 4)
+            bad = kiln_or(bad, kiln_eq(elem(ctx, in[4], k), zero));
+    }
+    kiln_expr total = zero;
+    for (int p = 0; p < nd; p++) {
+        total = kiln_add(total, hit[p]);
+        bad = kiln_or(bad, kiln_gt(hit[p], one));
+    }
+    bad = kiln_or(bad, kiln_ne(total, kiln_int(ctx, ns)));
+    for (int d = 0; d < nd; d++) {
+        kiln_expr n = kiln_tensor_dim(x, d), len = n, start = zero, step = one;
+        for (int k = 0; k < ns; k++) {
+            kiln_expr st = elem(ctx, in[1], k), en = elem(ctx, in[2], k);
+            kiln_expr sp = call->nin > 4 ? elem(ctx, in[4], k) : one;
+            kiln_expr up = kiln_gt(sp, zero);
+            st = kiln_select(kiln_lt(st, zero), kiln_add(st, n), st);
+            en = kiln_select(kiln_lt(en, zero), kiln_add(en, n), en);
+            kiln_expr lo = kiln_select(up, zero, minus1), hi = kiln_select(up, n, kiln_sub(n, one));
+            st = kiln_min(kiln_max(st, lo), hi);
+            en = kiln_min(kiln_max(en, lo), hi);
+            /* ceil((en - st) / sp) for either sign, as a floor division */
+            kiln_expr l =
+                kiln_neg(kiln_floordiv(kiln_sub(st, en), kiln_select(kiln_eq(sp, zero), one, sp)));
+            kiln_expr mine = kiln_eq(ax[k], kiln_int(ctx, d));
+            len = kiln_select(mine, kiln_max(l, zero), len);
+            start = kiln_select(mine, st, start);
+            step = kiln_select(mine, sp, step);
+        }
+        f.dim[d] = kiln_select(bad, minus1, len);
+        f.dim[nd + d] = start;
+        f.dim[2 * nd + d] = step;
+    }
+    return dims_out(ctx, call, &f, out);
+}
+
+static const attr_schema pad_dims_attrs[] = {{"pad_mode", GA_STR, 0, "\"constant\""},
+                                             {NULL, 0, 0, NULL}};
+
+static rel_result rel_pad_dims(const struct kiln_graph *g, const gnode *call,
+                               const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(2);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r), *p = x ? ops_tensor_in(in[1], 1, &r) : 0;
+    if (!p)
+        return r;
+    if (!int_vector(p, 2 * (int64_t)x->ndim))
+        return ops_fail("the pads must be an integer vector of 2 values per dim (%d)", 2 * x->ndim);
+    if (x->ndim < 1)
+        return ops_fail("cannot pad a scalar");
+    return dims_rel(g, p, "the pads", 0, x->ndim, out);
+}
+
+/* ONNX Pad's dims: n + begin + end per dim (the pads as ONNX orders them,
+ * the begins then the ends); a dim below 0 or past 2^48, a negative pad in
+ * a mode other than constant, or an empty dim padded by edge or reflect
+ * gives -1. */
+static kiln_status compute_pad_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                    kiln_tensor **out) {
+    static _Thread_local dims_fn f;
+    kiln_tensor *x = in[0];
+    f.n = kiln_tensor_ndim(x);
+    int constant = !strcmp(graph_attr_str(call, "pad_mode", "constant"), "constant");
+    kiln_expr zero = kiln_int(ctx, 0);
+    for (int d = 0; d < f.n; d++) {
+        kiln_expr n = kiln_tensor_dim(x, d), b = elem(ctx, in[1], d), e = elem(ctx, in[1], f.n + d);
+        kiln_expr sum = kiln_add(kiln_cast(KILN_FLOAT64, n),
+                                 kiln_add(kiln_cast(KILN_FLOAT64, b), kiln_cast(KILN_FLOAT64, e)));
+        kiln_expr bad = kiln_or(too_big(ctx, sum), kiln_lt(sum, kiln_const(ctx, KILN_FLOAT64, 0)));
+        if (!constant)
+            bad = kiln_or(bad, kiln_or(kiln_or(kiln_lt(b, zero), kiln_lt(e, zero)),
+                                       kiln_and(kiln_eq(n, zero), kiln_ne(kiln_add(b, e), zero))));
+        f.dim[d] = kiln_select(
+            bad, kiln_int(ctx, -1),
+            kiln_cast(KILN_INT64, kiln_select(bad, kiln_const(ctx, KILN_FLOAT64, 0), sum)));
+    }
+    return dims_out(ctx, call, &f, out);
+}
+
+/* ---- resize_dims ----------------------------------------------------------------- */
+
+static const attr_schema resize_dims_attrs[] = {
+    {"sizes", GA_INT, 0, "0"}, {"upsample", GA_INT, 0, "0"}, {NULL, 0, 0, NULL}};
+
+static rel_result rel_resize_dims(const struct kiln_graph *g, const gnode *call,
+                                  const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(2);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r), *v = x ? ops_tensor_in(in[1], 1, &r) : 0;
+    if (!v)
+        return r;
+    int64_t sizes = graph_attr_int(call, "sizes", 0), up = graph_attr_int(call, "upsample", 0);
+    if ((sizes != 0 && sizes != 1) || (up != 0 && up != 1) || (sizes && up))
+        return ops_fail("sizes and upsample must be 0 or 1, and not both 1");
+    if (sizes && v->dtype != KILN_INT64)
+        return ops_fail("the sizes must be int64, not %s", kiln_dtype_name(v->dtype));
+    if (x->ndim < 1 || v->ndim != 1 || v->dims[0].sym || v->dims[0].v != x->ndim)
+        return ops_fail("the %s must be a vector of one value per dim of the %d-D input",
+                        sizes ? "sizes" : "scales", x->ndim);
+    return dims_rel(g, v, sizes ? "the sizes" : "the scales", !sizes, -1, out);
+}
+
+/* ONNX Resize's (and Upsample's) output dims: sizes[d], or
+ * floor(dim d * scales[d]) in float64 (ONNX's reference multiplies its
+ * float32 scales by the int64 dims). A scale that is not positive and
+ * finite (below 1 for Upsample), a size below 0 or one that resizes an
+ * empty dim, and a dim past 2^48 are invalid. */
+static kiln_status compute_resize_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                       kiln_tensor **out) {
+    static _Thread_local dims_fn f;
+    kiln_tensor *x = in[0], *v = in[1];
+    int sizes = graph_attr_int(call, "sizes", 0) != 0,
+        up = graph_attr_int(call, "upsample", 0) != 0;
+    f.n = kiln_tensor_ndim(x);
+    kiln_dtype f64 = KILN_FLOAT64;
+    kiln_expr zero = kiln_int(ctx, 0), limit = kiln_int(ctx, GRAPH_MAX_ELEMENTS);
+    kiln_expr flimit = kiln_const(ctx, f64, (double)GRAPH_MAX_ELEMENTS);
+    kiln_expr bad = kiln_const(ctx, KILN_BOOL, 0), w[MAXD];
+    for (int d = 0; d < f.n; d++) {
+        kiln_expr n = kiln_tensor_dim(x, d);
+        if (sizes) {
+            w[d] = elem(ctx, v, d);
+            bad = kiln_or(bad, kiln_or(kiln_or(kiln_lt(w[d], zero), kiln_gt(w[d], limit)),
+                                       kiln_and(kiln_eq(n, zero), kiln_gt(w[d], zero))));
+            continue;
+        }
+        kiln_expr i = kiln_int(ctx, d);
+        kiln_expr s = kiln_cast(f64, kiln_tensor_at(v, 1, &i));
+        kiln_expr p = kiln_floor(kiln_mul(s, kiln_cast(f64, n)));
+        /* NaN fails every comparison: not ok */
+        kiln_expr ok = kiln_and(kiln_and(kiln_gt(s, kiln_const(ctx, f64, 0)),
+                                         kiln_le(s, kiln_const(ctx, f64, DBL_MAX))),
+                                kiln_and(kiln_ge(p, kiln_const(ctx, f64, 0)), kiln_le(p, flimit)));
+        if (up)
+            ok = kiln_and(ok, kiln_ge(s, kiln_const(ctx, f64, 1)));
+        bad = kiln_or(bad, kiln_not(ok));
+        /* converted only where it is in range, so the conversion is defined */
+        w[d] = kiln_cast(KILN_INT64, kiln_select(ok, p, kiln_const(ctx, f64, 0)));
+    }
+    for (int d = 0; d < f.n; d++)
+        f.dim[d] = kiln_select(bad, kiln_int(ctx, -1), w[d]);
     return dims_out(ctx, call, &f, out);
 }
 
@@ -466,8 +734,27 @@ const kiln_op_def ops_shape_rows[] = {
              "TopK's k from its value, checked against the axis"),
     DIMS_ROW("one_hot_dims", 1, 1, no_attrs, rel_one_hot_dims, compute_one_hot_dims,
              "OneHot's depth from its value"),
+    DIMS_ROW("unsqueeze_dims", 2, 2, no_attrs, rel_axes_dims, compute_axes_dims,
+             "ONNX Unsqueeze's output dims from its axes values"),
+    {.name = "squeeze_dims",
+     .min_in = 2,
+     .max_in = 2,
+     .attrs = no_attrs,
+     .rel = rel_axes_dims,
+     .pattern = OP_INJECTIVE,
+     .compute = compute_axes_dims,
+     .summary = "ONNX Squeeze's output dims from its axes values (each a dim of 1)",
+     .sym_dims = 1,
+     .variant = 1},
     DIMS_ROW("reduce_dims", 2, 2, reduce_dims_attrs, rel_reduce_dims, compute_reduce_dims,
              "ReduceX's output dims over axes values (keepdims: 1 where reduced; else the rest)"),
+    DIMS_ROW("slice_params", 3, 5, no_attrs, rel_slice_params, compute_slice_params,
+             "ONNX Slice per dim: lengths, then starts, then steps (from starts, ends, axes, "
+             "steps)"),
+    DIMS_ROW("pad_dims", 2, 2, pad_dims_attrs, rel_pad_dims, compute_pad_dims,
+             "ONNX Pad's output dims from its pads values"),
+    DIMS_ROW("resize_dims", 2, 2, resize_dims_attrs, rel_resize_dims, compute_resize_dims,
+             "ONNX Resize's output dims from its scales or (sizes=1) sizes (-1 each if invalid)"),
 };
 
 const int ops_shape_count = (int)(sizeof ops_shape_rows / sizeof ops_shape_rows[0]);

@@ -2,8 +2,8 @@
  * (the injective ops): reshape, nn.batch_flatten, transpose, concatenate,
  * split, strided_slice (any steps, negative too), take (gather along an
  * axis, negative indices counted from the end), broadcast_to, nn.pad
- * (constant, edge and reflect), layout_transform (NCHW <-> NCHW[x]c),
- * tile, depth_to_space (DCR and CRD) and space_to_depth.
+ * (constant, edge and reflect), layout_transform (NCHW <-> NCHW[x]c) and
+ * tile (depth_to_space and space_to_depth are in depth_space.c).
  * Each output element reads input elements at indices derived from its
  * own; every read stays in bounds: indices are clamped where the value
  * read is not selected, and an index that comes from data is checked
@@ -23,21 +23,17 @@ static const attr_schema reshape_attrs[] = {{"newshape", GA_INTS, 0, NULL}, {NUL
 static const attr_schema transpose_attrs[] = {{"axes", GA_INTS, 0, NULL}, {NULL, 0, 0, NULL}};
 static const attr_schema split_attrs[] = {
     {"indices_or_sections", GA_INTS, 1, NULL}, {"axis", GA_INT, 0, "0"}, {NULL, 0, 0, NULL}};
-static const attr_schema strided_slice_attrs[] = {{"begin", GA_INTS, 1, NULL},
-                                                  {"end", GA_INTS, 1, NULL},
+static const attr_schema strided_slice_attrs[] = {{"begin", GA_INTS, 0, NULL},
+                                                  {"end", GA_INTS, 0, NULL},
                                                   {"strides", GA_INTS, 0, NULL},
                                                   {"axes", GA_INTS, 0, NULL},
                                                   {NULL, 0, 0, NULL}};
 static const attr_schema broadcast_to_attrs[] = {{"shape", GA_INTS, 0, NULL}, {NULL, 0, 0, NULL}};
-static const attr_schema pad_attrs[] = {{"pad_width", GA_INTS, 1, NULL},
+static const attr_schema pad_attrs[] = {{"pad_width", GA_INTS, 0, NULL},
                                         {"pad_value", GA_FLOAT, 0, "0"},
                                         {"pad_mode", GA_STR, 0, "\"constant\""},
                                         {NULL, 0, 0, NULL}};
 static const attr_schema tile_attrs[] = {{"reps", GA_INTS, 0, NULL}, {NULL, 0, 0, NULL}};
-static const attr_schema depth_to_space_attrs[] = {
-    {"block_size", GA_INT, 1, NULL}, {"mode", GA_STR, 0, "\"DCR\""}, {NULL, 0, 0, NULL}};
-static const attr_schema space_to_depth_attrs[] = {{"block_size", GA_INT, 1, NULL},
-                                                   {NULL, 0, 0, NULL}};
 static const attr_schema layout_transform_attrs[] = {{"src_layout", GA_STR, 1, NULL},
                                                      {"dst_layout", GA_STR, 1, NULL},
                                                      {"channels", GA_INT, 0, "0"},
@@ -544,6 +540,32 @@ static int slice_params(const gnode *call, int nd, const int64_t *dims, int64_t 
     return 0;
 }
 
+/* strided_slice(x, params, dims): each dim's start and step are values of
+ * params (slice_params: lengths, starts, steps), the output's dims a
+ * binder's values (the lengths); the attributes are not given. */
+static rel_result rel_slice_by_params(const struct kiln_graph *g, const gnode *call,
+                                      const gtensor_type *x, const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(3);
+    rel_result r = REL_OK;
+    const gtensor_type *p = ops_tensor_in(in[1], 1, &r);
+    if (!p)
+        return r;
+    if (graph_attr(call, "begin") || graph_attr(call, "end"))
+        return ops_fail("give begin and end, or params and dims inputs, not both");
+    if (p->dtype != KILN_INT64 || p->ndim != 1 || p->dims[0].sym ||
+        p->dims[0].v != 3 * (int64_t)x->ndim)
+        return ops_fail("params must be int64[%d] (lengths, starts and steps per dim)",
+                        3 * x->ndim);
+    gtensor_type res = *x;
+    if (ops_value_dims(g, call, 2, res.dims, KILN_MAX_NDIM) != x->ndim)
+        return ops_fail("input 2 (the dims) must be a constant or a bind_dims vector of %d values",
+                        x->ndim);
+    for (int d = 0; d < x->ndim; d++)
+        if (x->dims[d].sym)
+            return ops_fail("dim %d of the input is symbolic", d);
+    return ops_set_out(g, out, &res);
+}
+
 static rel_result rel_strided_slice(const struct kiln_graph *g, const gnode *call,
                                     const gtype *const *in, gtype *out) {
     OPS_REQUIRE_KNOWN(1);
@@ -551,6 +573,8 @@ static rel_result rel_strided_slice(const struct kiln_graph *g, const gnode *cal
     const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
     if (!x)
         return r;
+    if (call->nin == 3)
+        return rel_slice_by_params(g, call, x, in, out);
     int64_t dims[KILN_MAX_NDIM], start[KILN_MAX_NDIM], step[KILN_MAX_NDIM], len[KILN_MAX_NDIM];
     for (int d = 0; d < x->ndim; d++)
         dims[d] = x->dims[d].sym ? -1 : x->dims[d].v;
@@ -567,13 +591,23 @@ typedef struct {
     kiln_tensor *x;
     int nd;
     int64_t start[KILN_MAX_NDIM], step[KILN_MAX_NDIM], len[KILN_MAX_NDIM];
+    kiln_tensor *params; /* the 3-input form: starts and steps read from it */
 } slice_args;
 
 static kiln_expr slice_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     slice_args *a = u;
     kiln_expr ix[KILN_MAX_NDIM];
-    for (int d = 0; d < a->nd; d++)
-        ix[d] = kiln_add(ops_int(ctx, a->start[d]), kiln_mul(i[d], ops_int(ctx, a->step[d])));
+    for (int d = 0; d < a->nd; d++) {
+        if (!a->params) {
+            ix[d] = kiln_add(ops_int(ctx, a->start[d]), kiln_mul(i[d], ops_int(ctx, a->step[d])));
+            continue;
+        }
+        /* from values: checked, so that params that do not fit x are an error */
+        kiln_expr s = ops_int(ctx, a->nd + d), t = ops_int(ctx, 2 * a->nd + d);
+        kiln_expr v = kiln_add(kiln_tensor_at(a->params, 1, &s),
+                               kiln_mul(i[d], kiln_tensor_at(a->params, 1, &t)));
+        ix[d] = ops_checked_index(ctx, v, a->len[d], 0);
+    }
     return kiln_tensor_at(a->x, a->nd, ix);
 }
 
@@ -584,6 +618,14 @@ static kiln_status compute_strided_slice(kiln_ctx *ctx, const gnode *call, kiln_
     memset(&a, 0, sizeof a);
     a.x = in[0];
     a.nd = ops_shape(in[0], xd);
+    if (call->nin == 3) { /* len: the input's dims, which the reads are checked against */
+        a.params = in[1];
+        memcpy(a.len, xd, sizeof xd);
+        int64_t od[KILN_MAX_NDIM];
+        ops_out_shape(call, od);
+        out[0] = ops_compute(ctx, call, "", a.nd, od, slice_body, &a);
+        return out[0] ? KILN_OK : KILN_ERR_INVALID;
+    }
     if (slice_params(call, a.nd, xd, a.start, a.step, a.len) < 0)
         return KILN_ERR_INVALID;
     out[0] = ops_compute(ctx, call, "", a.nd, a.len, slice_body, &a);
@@ -716,6 +758,36 @@ static kiln_status compute_broadcast_to(kiln_ctx *ctx, const gnode *call, kiln_t
 
 /* ---- nn.pad ----------------------------------------------------------------------------- */
 
+/* nn.pad(x, pads, dims[, value]): the pads are values (ONNX's order: the
+ * begins, then the ends), the output's dims a binder's (pad_dims), and the
+ * constant to pad with a scalar input (else pad_value). */
+static rel_result rel_pad_by_values(const struct kiln_graph *g, const gnode *call,
+                                    const gtensor_type *x, const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(call->nin);
+    rel_result r = REL_OK;
+    const gtensor_type *p = ops_tensor_in(in[1], 1, &r);
+    const gtensor_type *v = p && call->nin > 3 ? ops_tensor_in(in[3], 3, &r) : NULL;
+    if (!p || (call->nin > 3 && !v))
+        return r;
+    if (call->nin < 3)
+        return ops_fail("pads given as input 1 need the dims as input 2");
+    if (graph_attr(call, "pad_width"))
+        return ops_fail("give pad_width or pads and dims inputs, not both");
+    if (!ops_is_index_dtype(p->dtype) || p->ndim != 1 || p->dims[0].sym ||
+        p->dims[0].v != 2 * (int64_t)x->ndim)
+        return ops_fail("pads must be an integer vector of 2 values per dim (%d)", 2 * x->ndim);
+    if (v && (v->dtype != x->dtype || v->ndim > 1 || (v->ndim == 1 && v->dims[0].v != 1)))
+        return ops_fail("the pad value must be a scalar of the input's dtype");
+    const char *mode = graph_attr_str(call, "pad_mode", "constant");
+    if (strcmp(mode, "constant") && strcmp(mode, "edge") && strcmp(mode, "reflect"))
+        return ops_fail("pad_mode '%s' is not constant, edge or reflect", mode);
+    gtensor_type res = *x;
+    if (ops_value_dims(g, call, 2, res.dims, KILN_MAX_NDIM) != x->ndim)
+        return ops_fail("input 2 (the dims) must be a constant or a bind_dims vector of %d values",
+                        x->ndim);
+    return ops_set_out(g, out, &res);
+}
+
 static rel_result rel_pad(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
                           gtype *out) {
     OPS_REQUIRE_KNOWN(1);
@@ -723,6 +795,8 @@ static rel_result rel_pad(const struct kiln_graph *g, const gnode *call, const g
     const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
     if (!x)
         return r;
+    if (call->nin > 1)
+        return rel_pad_by_values(g, call, x, in, out);
     int64_t pw[2 * KILN_MAX_NDIM + 1];
     int n = graph_attr_ints(call, "pad_width", pw, 2 * KILN_MAX_NDIM + 1);
     if (n != 2 * x->ndim)
@@ -761,6 +835,7 @@ typedef struct {
     pad_mode mode;
     double value;
     int64_t xd[KILN_MAX_NDIM], before[KILN_MAX_NDIM], after[KILN_MAX_NDIM];
+    kiln_tensor *pads, *pad_value; /* the value form: both read when it runs (or NULL) */
 } npad_args;
 
 static kiln_expr npad_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
@@ -768,31 +843,37 @@ static kiln_expr npad_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     kiln_expr ix[KILN_MAX_NDIM], inside = NULL;
     kiln_expr zero = ops_int(ctx, 0);
     for (int d = 0; d < a->nd; d++) {
-        if (!a->before[d] && !a->after[d]) {
+        if (!a->pads && !a->before[d] && !a->after[d]) {
             ix[d] = i[d];
             continue;
         }
-        int64_t n = a->xd[d];
-        kiln_expr s = kiln_sub(i[d], ops_int(ctx, a->before[d]));
-        kiln_expr last = ops_int(ctx, n > 0 ? n - 1 : 0);
-        kiln_expr clamped = kiln_min(kiln_max(s, zero), last);
-        if (a->mode == PAD_REFLECT && n > 1) {
-            /* mirror without repeating the edge: period 2(n-1) */
-            kiln_expr m = kiln_floormod(s, ops_int(ctx, 2 * (n - 1)));
-            ix[d] =
-                kiln_select(kiln_lt(m, ops_int(ctx, n)), m, kiln_sub(ops_int(ctx, 2 * (n - 1)), m));
-        } else {
-            ix[d] = clamped;
+        kiln_expr k = ops_int(ctx, d);
+        kiln_expr b = a->pads ? kiln_cast(KILN_INT64, kiln_tensor_at(a->pads, 1, &k))
+                              : ops_int(ctx, a->before[d]);
+        kiln_expr s = kiln_sub(i[d], b), n = kiln_tensor_dim(a->x, d), one = ops_int(ctx, 1);
+        kiln_expr clamped = kiln_min(kiln_max(s, zero), kiln_max(kiln_sub(n, one), zero));
+        ix[d] = clamped;
+        if (a->mode == PAD_REFLECT && (a->pads || a->xd[d] > 1)) {
+            /* mirror without repeating the edge: period 2(n-1) (a dim of 1:
+               the clamp, which a dim known only when it runs selects) */
+            kiln_expr period = kiln_mul(ops_int(ctx, 2), kiln_sub(n, one));
+            kiln_expr m = kiln_floormod(s, kiln_max(period, one));
+            kiln_expr r = kiln_select(kiln_lt(m, n), m, kiln_sub(period, m));
+            ix[d] = a->pads ? kiln_select(kiln_gt(n, one), r, clamped) : r;
         }
         if (a->mode == PAD_CONSTANT) {
-            kiln_expr in_d = kiln_and(kiln_ge(s, zero), kiln_lt(s, ops_int(ctx, n)));
+            kiln_expr in_d = kiln_and(kiln_ge(s, zero), kiln_lt(s, n));
             inside = inside ? kiln_and(inside, in_d) : in_d;
         }
     }
     kiln_expr v = kiln_tensor_at(a->x, a->nd, ix);
     if (!inside)
         return v;
-    return kiln_select(inside, v, ops_const(ctx, kiln_tensor_dtype(a->x), a->value));
+    kiln_expr zero_idx = ops_int(ctx, 0);
+    kiln_expr c = a->pad_value
+                      ? kiln_tensor_at(a->pad_value, kiln_tensor_ndim(a->pad_value), &zero_idx)
+                      : ops_const(ctx, kiln_tensor_dtype(a->x), a->value);
+    return kiln_select(inside, v, c);
 }
 
 static kiln_status compute_pad(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
@@ -803,10 +884,15 @@ static kiln_status compute_pad(kiln_ctx *ctx, const gnode *call, kiln_tensor *co
     a.x = in[0];
     a.nd = ops_shape(in[0], a.xd);
     ops_out_shape(call, od);
-    graph_attr_ints(call, "pad_width", pw, 2 * KILN_MAX_NDIM);
-    for (int d = 0; d < a.nd; d++) {
-        a.before[d] = pw[2 * d];
-        a.after[d] = pw[2 * d + 1];
+    if (call->nin > 1) {
+        a.pads = in[1];
+        a.pad_value = call->nin > 3 ? in[3] : NULL;
+    } else {
+        graph_attr_ints(call, "pad_width", pw, 2 * KILN_MAX_NDIM);
+        for (int d = 0; d < a.nd; d++) {
+            a.before[d] = pw[2 * d];
+            a.after[d] = pw[2 * d + 1];
+        }
     }
     const char *mode = graph_attr_str(call, "pad_mode", "constant");
     a.mode = !strcmp(mode, "edge")      ? PAD_EDGE
@@ -970,87 +1056,6 @@ static kiln_status compute_tile(kiln_ctx *ctx, const gnode *call, kiln_tensor *c
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
 }
 
-/* ---- depth_to_space, space_to_depth ------------------------------------------------------ */
-
-enum { TO_SPACE, TO_DEPTH };
-
-/* NCHW: depth_to_space moves blocks of b x b channels into b x b pixels,
- * space_to_depth the reverse. */
-static rel_result rel_depth_space(const struct kiln_graph *g, const gnode *call,
-                                  const gtype *const *in, gtype *out) {
-    OPS_REQUIRE_KNOWN(1);
-    rel_result r = REL_OK;
-    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
-    if (!x)
-        return r;
-    if (x->ndim != 4 || !ops_all_known(x, 1, 4))
-        return ops_fail("needs a 4-D NCHW input with concrete C, H and W");
-    int64_t b = graph_attr_int(call, "block_size", 0), bb;
-    if (b < 1 || !kiln_mul_ok(b, b, &bb))
-        return ops_fail("block_size %lld must be positive", (long long)b);
-    const char *mode = graph_attr_str(call, "mode", "DCR");
-    if (strcmp(mode, "DCR") && strcmp(mode, "CRD"))
-        return ops_fail("mode '%s' is not DCR or CRD", mode);
-    gtensor_type res = *x;
-    int64_t c = x->dims[1].v, h = x->dims[2].v, w = x->dims[3].v;
-    if (call->op->variant == TO_SPACE) {
-        if (c % bb)
-            return ops_fail("%lld channels are not a multiple of block_size^2 = %lld", (long long)c,
-                            (long long)bb);
-        res.dims[1].v = c / bb;
-        if (!kiln_mul_ok(h, b, &res.dims[2].v) || !kiln_mul_ok(w, b, &res.dims[3].v))
-            return ops_fail("the output size overflows int64");
-    } else {
-        if (h % b || w % b)
-            return ops_fail("H = %lld and W = %lld must be multiples of block_size %lld",
-                            (long long)h, (long long)w, (long long)b);
-        if (!kiln_mul_ok(c, bb, &res.dims[1].v))
-            return ops_fail("the output size overflows int64");
-        res.dims[2].v = h / b;
-        res.dims[3].v = w / b;
-    }
-    return ops_set_out(g, out, &res);
-}
-
-typedef struct {
-    kiln_tensor *x;
-    int64_t b, c; /* the block; the channels of the side with fewer (out or in) */
-    int variant, crd;
-} ds_args;
-
-/* The channel of a block offset (bh, bw) and a plain channel c of the side
- * with fewer channels: DCR (and space_to_depth) (bh * b + bw) * C + c, CRD
- * c * b * b + bh * b + bw. */
-static kiln_expr ds_body(kiln_ctx *ctx, const kiln_expr *o, void *u) {
-    ds_args *a = u;
-    kiln_expr b = ops_int(ctx, a->b), bb = ops_int(ctx, a->b * a->b);
-    if (a->variant == TO_SPACE) {
-        kiln_expr bh = kiln_floormod(o[2], b), bw = kiln_floormod(o[3], b);
-        kiln_expr blk = kiln_add(kiln_mul(bh, b), bw);
-        kiln_expr c = a->crd ? kiln_add(kiln_mul(o[1], bb), blk)
-                             : kiln_add(kiln_mul(blk, ops_int(ctx, a->c)), o[1]);
-        kiln_expr ix[4] = {o[0], c, kiln_floordiv(o[2], b), kiln_floordiv(o[3], b)};
-        return kiln_tensor_at(a->x, 4, ix);
-    }
-    kiln_expr blk = kiln_floordiv(o[1], ops_int(ctx, a->c));
-    kiln_expr ix[4] = {o[0], kiln_floormod(o[1], ops_int(ctx, a->c)),
-                       kiln_add(kiln_mul(o[2], b), kiln_floordiv(blk, b)),
-                       kiln_add(kiln_mul(o[3], b), kiln_floormod(blk, b))};
-    return kiln_tensor_at(a->x, 4, ix);
-}
-
-static kiln_status compute_depth_space(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
-                                       kiln_tensor **out) {
-    int64_t xd[4], od[4];
-    ops_shape(in[0], xd);
-    ops_out_shape(call, od);
-    ds_args a = {in[0], graph_attr_int(call, "block_size", 1), 0, call->op->variant,
-                 !strcmp(graph_attr_str(call, "mode", "DCR"), "CRD")};
-    a.c = a.variant == TO_SPACE ? od[1] : xd[1];
-    out[0] = ops_compute(ctx, call, "", 4, od, ds_body, &a);
-    return out[0] ? KILN_OK : KILN_ERR_INVALID;
-}
-
 /* ---- the table ------------------------------------------------------------------------ */
 
 #define MAXIN 4096
@@ -1081,34 +1086,16 @@ const kiln_op_def ops_transform_rows[] = {
         "join along axis"),
     ROW("split", 1, 1, split_attrs, rel_split, compute_split, OP_INJECTIVE,
         "split along axis (a tuple)"),
-    ROW("strided_slice", 1, 1, strided_slice_attrs, rel_strided_slice, compute_strided_slice,
-        OP_INJECTIVE, "x[begin:end:strides] on axes (numpy clamping)"),
+    SYM_ROW("strided_slice", 1, 3, strided_slice_attrs, rel_strided_slice, compute_strided_slice,
+            OP_INJECTIVE, "x[begin:end:strides] on axes (numpy clamping)"),
     ROW("take", 2, 2, axis0_attrs, rel_take, compute_take, OP_INJECTIVE,
         "gather along axis; negative indices count from the end"),
     SYM_ROW("broadcast_to", 1, 2, broadcast_to_attrs, rel_broadcast_to, compute_broadcast_to,
             OP_BROADCAST, "broadcast to shape"),
-    ROW("nn.pad", 1, 1, pad_attrs, rel_pad, compute_pad, OP_INJECTIVE,
-        "pad_width [before0, after0, ...]; constant, edge or reflect"),
+    SYM_ROW("nn.pad", 1, 4, pad_attrs, rel_pad, compute_pad, OP_INJECTIVE,
+            "pad_width [before0, after0, ...]; constant, edge or reflect"),
     SYM_ROW("tile", 1, 2, tile_attrs, rel_tile, compute_tile, OP_INJECTIVE,
             "repeat reps[d] times along each dim d"),
-    {.name = "depth_to_space",
-     .min_in = 1,
-     .max_in = 1,
-     .attrs = depth_to_space_attrs,
-     .rel = rel_depth_space,
-     .pattern = OP_INJECTIVE,
-     .compute = compute_depth_space,
-     .summary = "NCHW: block_size^2 channels to block_size^2 pixels (mode DCR or CRD)",
-     .variant = TO_SPACE},
-    {.name = "space_to_depth",
-     .min_in = 1,
-     .max_in = 1,
-     .attrs = space_to_depth_attrs,
-     .rel = rel_depth_space,
-     .pattern = OP_INJECTIVE,
-     .compute = compute_depth_space,
-     .summary = "NCHW: block_size^2 pixels to block_size^2 channels",
-     .variant = TO_DEPTH},
 };
 
 const int ops_transform_count = (int)(sizeof ops_transform_rows / sizeof ops_transform_rows[0]);

@@ -5,8 +5,10 @@
  * edge shapes (an empty output, a one-pixel input under every coordinate
  * mode, a cubic exclude_outside where only one tap is inside); and the
  * importer's errors for Resize, Upsample and GridSample models
- * (tests/data/image_bad, written by make_image_node_tests.py) and for the
- * Debian tests whose scales and sizes are graph inputs. */
+ * (tests/data/image_bad, written by make_image_node_tests.py); and the
+ * errors of the run-time form, image.resize with its dims from a binder of
+ * resize_dims (its values: test_runtime_values.c and the Debian tests
+ * whose scales and sizes are graph inputs). */
 #include <math.h>
 
 #include "check.h"
@@ -307,21 +309,69 @@ static void test_onnx_errors(void) {
     }
 }
 
-/* The Debian node tests feed scales and sizes as graph inputs: an error
- * naming the input, as Reshape's shape (their copies with Constant inputs
- * are in tests/data/image_nodes). */
-static void test_onnx_not_constant(void) {
-    static const struct {
-        const char *test, *msg;
-    } cases[] = {
-        {"test_resize_upsample_scales_nearest",
-         "the scales input must be a constant (computed at compile time)"},
-        {"test_resize_downsample_sizes_cubic", "the sizes input must be a constant"},
-        {"test_upsample_nearest", "the scales input must be a constant"},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        ou_expect_node_test_error(cases[i].test, cases[i].msg);
+/* ---- the run-time form ------------------------------------------------------------------ */
+
+/* image.resize(x, dims, in2, in3) with x f32[1, 2, 3, 4], dims a binder of
+ * resize_dims (the scales v), or v itself when var_dims; in2 v, in3 a roi
+ * f32[8]. Checks it is refused with msg (NULL: accepted). */
+static void expect_run_time(const char *attrs, int nin, int var_dims, const char *msg) {
+    kiln_graph *g = kiln_graph_new();
+    int64_t xd[4] = {1, 2, 3, 4}, vd[1] = {4}, rd[1] = {8};
+    int x = kiln_graph_var(g, "x", KILN_FLOAT32, 4, xd, NULL);
+    int v = kiln_graph_var(g, "v", KILN_FLOAT32, 1, vd, NULL);
+    int r = kiln_graph_var(g, "roi", KILN_FLOAT32, 1, rd, NULL);
+    int xv[4] = {x, v, v, r};
+    int d = kiln_graph_call(g, "resize_dims", 2, xv, NULL, "dims");
+    CHECK_EQ_INT(graph_infer_node(g, d), KILN_OK);
+    if (!var_dims) {
+        xv[1] = kiln_graph_call(g, "bind_dims", 1, &d, "prefix=\"s\"", "bind");
+        CHECK_EQ_INT(graph_infer_node(g, xv[1]), KILN_OK);
+    }
+    int c = kiln_graph_call(g, "image.resize", nin, xv, attrs, "resize");
+    kiln_status st = c < 0 ? KILN_ERR_INVALID : graph_infer_node(g, c);
+    if (!msg) {
+        CHECK_EQ_INT(st, KILN_OK);
+        if (st)
+            fprintf(stderr, "%s: %s\n", attrs, kiln_last_error());
+    } else {
+        CHECK_EQ_INT(st, KILN_ERR_INVALID);
+        CHECK_CONTAINS(kiln_last_error(), msg);
+    }
+    kiln_graph_free(g);
+}
+
+static void test_run_time_errors(void) {
+    const char *crop = "coordinate_transformation_mode=\"tf_crop_and_resize\"";
+    char attrs[200];
+    expect_run_time("scales_input=1", 3, 0, NULL);
+    expect_run_time("", 2, 0, NULL); /* the scale out / in */
+    snprintf(attrs, sizeof attrs, "scales_input=1, roi_input=1, %s", crop);
+    expect_run_time(attrs, 4, 0, NULL);
+    expect_run_time("", 2, 1, "input 1 (the dims) must be a constant or a bind_dims vector of 4");
+    expect_run_time("size=[1, 2, 3, 4]", 2, 0,
+                    "give the output dims as size or as input 1, not both");
+    expect_run_time("", 1, 0, "give the output dims as size or as input 1");
+    expect_run_time("scales_input=1", 2, 0, "takes 3 inputs (x, the dims, the scales), not 2");
+    expect_run_time("roi_input=1", 2, 0, "takes 3 inputs (x, the dims, the roi), not 2");
+    expect_run_time("scales_input=2", 3, 0, "scales_input and roi_input must be 0 or 1");
+    expect_run_time("scales_input=1, scales=[1, 1, 2, 2]", 3, 0,
+                    "give the scales and the roi as attributes or as inputs, not both");
+    expect_run_time("roi_input=1", 3, 0, "roi_input is read by tf_crop_and_resize only");
+    snprintf(attrs, sizeof attrs, "roi_input=1, %s", crop); /* input 2 is v: 4 values */
+    expect_run_time(attrs, 3, 0, "input 2 (the roi) must be a float vector of 8 values");
+    /* resize_dims */
+    const char *rd = "resize_dims";
+    ot_expect_error(rd, NULL, 2, T(F32(1, 2, 3), F32(2)),
+                    "the scales must be a vector of one value per dim of the 3-D input");
+    ot_expect_error(rd, NULL, 2, T(F32(1, 2, 3), I64(3)),
+                    "the scales must be a 1-D float tensor of a length known at compile time");
+    ot_expect_error(rd, "sizes=1", 2, T(F32(1, 2, 3), F32(3)),
+                    "the sizes must be int64, not float32");
+    ot_expect_error(rd, "sizes=1, upsample=1", 2, T(F32(1, 2, 3), I64(3)),
+                    "sizes and upsample must be 0 or 1, and not both 1");
+    ot_expect_error(rd, "sizes=1", 2, T(SCALAR(KILN_FLOAT32), I64(1)),
+                    "the sizes must be a vector of one value per dim of the 0-D input");
 }
 
 TEST_MAIN(TEST(test_relation_errors), TEST(test_hostile_grids), TEST(test_edges),
-          TEST(test_onnx_errors), TEST(test_onnx_not_constant))
+          TEST(test_onnx_errors), TEST(test_run_time_errors))

@@ -7,6 +7,7 @@
  * the next run with good values works. (test_runtime_dynamic.c checks
  * that malformed binders in a plan are refused at load.) */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -214,6 +215,118 @@ static void test_expand_range_values(void) {
     kiln_model_free(m);
 }
 
+/* ONNX Slice over starts, ends, axes and steps given as inputs, on x[4, 5]
+ * (x[i][j] = 10 i + j), then a Pad of the result by pads given as an input
+ * (constant 7): one package at several values, negative and clamped ones
+ * too, against a reference computed here. */
+static kiln_graph *make_slice_pad(void) {
+    kiln_graph *g = kiln_graph_new();
+    int64_t xd[2] = {4, 5}, two[1] = {2}, four[1] = {4};
+    int in[5] = {kiln_graph_var(g, "x", KILN_FLOAT32, 2, xd, NULL)};
+    static const char *const names[4] = {"starts", "ends", "axes", "steps"};
+    for (int i = 1; i < 5; i++)
+        in[i] = kiln_graph_var(g, names[i - 1], KILN_INT64, 1, two, NULL);
+    int pads = kiln_graph_var(g, "pads", KILN_INT64, 1, four, NULL);
+    int p = kiln_graph_call(g, "slice_params", 5, in, NULL, "params");
+    int lens = kiln_graph_call(g, "strided_slice", 1, &p, "begin=[0], end=[2]", "lens");
+    int b = kiln_graph_call(g, "bind_dims", 1, &lens, "prefix=\"s\"", "sbind");
+    int y = kiln_graph_call(g, "strided_slice", 3, (int[]){in[0], p, b}, NULL, "sliced");
+    int pd = kiln_graph_call(g, "pad_dims", 2, (int[]){y, pads}, NULL, "pdims");
+    int pb = kiln_graph_call(g, "bind_dims", 1, &pd, "prefix=\"q\"", "pbind");
+    int z = kiln_graph_call(g, "nn.pad", 3, (int[]){y, pads, pb}, "pad_value=7", "padded");
+    CHECK_EQ_INT(kiln_graph_set_outputs(g, 1, &z, NULL), KILN_OK);
+    return g;
+}
+
+/* numpy's slice of one dim of n: the indices it takes into idx; the count. */
+static int ref_slice(int64_t n, int64_t st, int64_t en, int64_t sp, int64_t *idx) {
+    st = st < 0 ? st + n : st;
+    en = en < 0 ? en + n : en;
+    int64_t lo = sp > 0 ? 0 : -1, hi = sp > 0 ? n : n - 1;
+    st = st < lo ? lo : st > hi ? hi : st;
+    en = en < lo ? lo : en > hi ? hi : en;
+    int c = 0;
+    for (int64_t i = st; sp > 0 ? i < en : i > en; i += sp)
+        idx[c++] = i;
+    return c;
+}
+
+static void run_slice_pad(kiln_model *m, const int64_t *v, const int64_t *pads, int ok) {
+    int64_t xd[2] = {4, 5}, two[1] = {2}, four[1] = {4};
+    kiln_ndarray *in[6] = {kiln_ndarray_empty(KILN_FLOAT32, 2, xd)};
+    for (int i = 0; i < 20; i++)
+        ((float *)kiln_ndarray_data(in[0]))[i] = (float)(10 * (i / 5) + i % 5);
+    for (int i = 1; i < 5; i++) {
+        in[i] = kiln_ndarray_empty(KILN_INT64, 1, two);
+        memcpy(kiln_ndarray_data(in[i]), v + 2 * (i - 1), 2 * sizeof(int64_t));
+    }
+    in[5] = kiln_ndarray_empty(KILN_INT64, 1, four);
+    memcpy(kiln_ndarray_data(in[5]), pads, 4 * sizeof(int64_t));
+    kiln_ndarray *out = NULL;
+    kiln_status st = kiln_model_run_alloc(m, (const kiln_ndarray *const *)in, &out, 0);
+    CHECK_EQ_INT(st, ok ? KILN_OK : KILN_ERR_INVALID);
+    if (st && ok)
+        fprintf(stderr, "run: %s\n", kiln_last_error());
+    if (!st) {
+        /* the reference: per dim, the indices taken (axes v[4], v[5]) */
+        int64_t idx[2][8], cnt[2] = {4, 5};
+        for (int d = 0; d < 2; d++)
+            for (int i = 0; i < cnt[d]; i++)
+                idx[d][i] = i;
+        for (int k = 0; k < 2; k++) {
+            int a = (int)(v[4 + k] < 0 ? v[4 + k] + 2 : v[4 + k]);
+            cnt[a] = ref_slice(a ? 5 : 4, v[k], v[2 + k], v[6 + k], idx[a]);
+        }
+        int64_t od[2] = {cnt[0] + pads[0] + pads[2], cnt[1] + pads[1] + pads[3]};
+        CHECK_EQ_INT(kiln_ndarray_dim(out, 0), od[0]);
+        CHECK_EQ_INT(kiln_ndarray_dim(out, 1), od[1]);
+        const float *z = kiln_ndarray_data(out);
+        int wrong = 0;
+        for (int64_t i = 0; i < od[0] && kiln_ndarray_dim(out, 1) == od[1]; i++)
+            for (int64_t j = 0; j < od[1]; j++) {
+                int64_t si = i - pads[0], sj = j - pads[1];
+                float want = si >= 0 && si < cnt[0] && sj >= 0 && sj < cnt[1]
+                                 ? (float)(10 * idx[0][si] + idx[1][sj])
+                                 : 7;
+                wrong += z[i * od[1] + j] != want;
+            }
+        CHECK_EQ_INT(wrong, 0);
+    }
+    kiln_ndarray_free(out);
+    for (int i = 0; i < 6; i++)
+        kiln_ndarray_free(in[i]);
+}
+
+static void test_slice_pad_values(void) {
+    kiln_graph *g = make_slice_pad();
+    const char *pkg = test_tmp_path("values_slice.tar");
+    kiln_status st = kiln_graph_compile(g, pkg, NULL);
+    kiln_graph_free(g);
+    CHECK_EQ_INT(st, KILN_OK);
+    kiln_model *m = st ? NULL : kiln_model_load(pkg);
+    CHECK(m != NULL);
+    if (!m) {
+        fprintf(stderr, "%s\n", kiln_last_error());
+        return;
+    }
+    /* starts[2], ends[2], axes[2], steps[2] */
+    run_slice_pad(m, (const int64_t[]){0, 1, 4, 5, 0, 1, 1, 2}, (const int64_t[]){0, 0, 0, 0}, 1);
+    run_slice_pad(m, (const int64_t[]){-1, 3, -100, 0, 0, -1, -1, -1},
+                  (const int64_t[]){1, 0, 2, 3}, 1);
+    run_slice_pad(m, (const int64_t[]){1, INT64_MIN, INT64_MAX, INT64_MAX, 1, 0, 2, 1},
+                  (const int64_t[]){-1, 1, 0, -1}, 1);
+    run_slice_pad(m, (const int64_t[]){2, 2, 1, 1, 0, 1, 1, 1}, (const int64_t[]){0, 0, 0, 0},
+                  1); /* empty */
+    run_slice_pad(m, (const int64_t[]){0, 0, 1, 1, 0, 0, 1, 1}, (const int64_t[]){0, 0, 0, 0},
+                  0); /* an axis twice */
+    run_slice_pad(m, (const int64_t[]){0, 0, 1, 1, 0, 1, 0, 1}, (const int64_t[]){0, 0, 0, 0},
+                  0); /* a step of 0 */
+    run_slice_pad(m, (const int64_t[]){0, 0, 4, 5, 0, 1, 1, 1}, (const int64_t[]){-5, 0, 0, 0},
+                  0); /* pads remove more than the dim */
+    run_slice_pad(m, (const int64_t[]){0, 0, 4, 5, 0, 1, 1, 1}, (const int64_t[]){2, 2, 2, 2}, 1);
+    kiln_model_free(m);
+}
+
 /* Call op on the inputs named by the letters of `ins` (x: float32[2, 3],
  * s: int64[2], f: float32[2], m: int64[65], b: bind_dims(s)) and infer:
  * the error must contain want (NULL: no error). */
@@ -276,4 +389,166 @@ static void test_relation_errors(void) {
     relation("cumsum", "xs", "axis=0", "not both");
 }
 
-TEST_MAIN(TEST(test_reshape_values), TEST(test_expand_range_values), TEST(test_relation_errors))
+/* g (freed) compiled under the default schedule or the naive one, to a
+ * package named after tag, and loaded; NULL (checked) if that failed. */
+static kiln_model *compile_load(kiln_graph *g, int naive, const char *tag) {
+    kiln_build_options *o = kiln_build_options_new();
+    if (naive)
+        CHECK_EQ_INT(kiln_build_options_set(o, "schedule", "naive"), KILN_OK);
+    char name[64];
+    snprintf(name, sizeof name, "%s_%s.tar", tag, naive ? "naive" : "default");
+    const char *pkg = test_tmp_path(name);
+    kiln_status st = kiln_graph_compile(g, pkg, o);
+    CHECK_EQ_INT(st, KILN_OK);
+    kiln_build_options_free(o);
+    kiln_graph_free(g);
+    if (st) {
+        fprintf(stderr, "compile: %s\n", kiln_last_error());
+        return NULL;
+    }
+    kiln_model *m = kiln_model_load(pkg);
+    CHECK(m != NULL);
+    return m;
+}
+
+/* ---- image.resize at run-time scales or sizes ------------------------------------ */
+
+enum { RH = 3, RW = 4 }; /* x is [1, 2, RH, RW] */
+
+/* y = image.resize(x, bind_dims(resize_dims(x, v)), [v]) + 1, linear
+ * (half_pixel) or nearest (asymmetric, floor), for v the scales (float32)
+ * or the sizes (int64), a graph input of 4 values. */
+static kiln_graph *make_resize_graph(int sizes, int linear) {
+    kiln_graph *g = kiln_graph_new();
+    int64_t xd[4] = {1, 2, RH, RW}, vd[1] = {4};
+    int x = kiln_graph_var(g, "x", KILN_FLOAT32, 4, xd, NULL);
+    int v = kiln_graph_var(g, "v", sizes ? KILN_INT64 : KILN_FLOAT32, 1, vd, NULL);
+    int xv[3] = {x, v, v};
+    int d = kiln_graph_call(g, "resize_dims", 2, xv, sizes ? "sizes=1" : NULL, "dims");
+    xv[1] = kiln_graph_call(g, "bind_dims", 1, &d, "prefix=\"s\"", "bind");
+    char attrs[200];
+    snprintf(attrs, sizeof attrs, "scales_input=%d, method=\"%s\", %s", !sizes,
+             linear ? "linear" : "nearest",
+             linear ? "coordinate_transformation_mode=\"half_pixel\""
+                    : "coordinate_transformation_mode=\"asymmetric\", rounding_method=\"floor\"");
+    int r = kiln_graph_call(g, "image.resize", sizes ? 2 : 3, xv, attrs, "resized");
+    kiln_ndarray *one = kiln_ndarray_empty(KILN_FLOAT32, 0, NULL);
+    *(float *)kiln_ndarray_data(one) = 1;
+    int rc[2] = {r, kiln_graph_const(g, "one", one)};
+    kiln_ndarray_free(one);
+    int y = kiln_graph_call(g, "add", 2, rc, NULL, "y");
+    CHECK_EQ_INT(kiln_graph_set_outputs(g, 1, &y, NULL), KILN_OK);
+    return g;
+}
+
+/* ONNX's 1-D sampling of output index o on an axis of n inputs at scale s:
+ * taps i[0..1] (clamped to the edge) with weights w. */
+static void ref_taps(int linear, int o, int n, double s, int *i, double *w) {
+    double c = linear ? (o + 0.5) / s - 0.5 : o / s, f = floor(c);
+    i[0] = (int)fmin(fmax(f, 0), n - 1);
+    i[1] = (int)fmin(fmax(f + 1, 0), n - 1);
+    w[0] = linear ? 1 - (c - f) : 1;
+    w[1] = linear ? c - f : 0;
+}
+
+/* Run m at values val (the scales, or the sizes); want: the output's H and
+ * W, or NULL: the run fails with an error containing err. */
+static void run_resize(kiln_model *m, int sizes, int linear, const double *val, const int64_t *want,
+                       const char *err) {
+    int64_t xd[4] = {1, 2, RH, RW}, vd[1] = {4};
+    kiln_ndarray *x = kiln_ndarray_empty(KILN_FLOAT32, 4, xd);
+    kiln_ndarray *v = kiln_ndarray_empty(sizes ? KILN_INT64 : KILN_FLOAT32, 1, vd);
+    float *xv = kiln_ndarray_data(x);
+    for (int i = 0; i < 2 * RH * RW; i++)
+        xv[i] = (float)((i * 5) % 11) - 3.5f;
+    for (int k = 0; k < 4; k++)
+        if (sizes)
+            ((int64_t *)kiln_ndarray_data(v))[k] = (int64_t)val[k];
+        else
+            ((float *)kiln_ndarray_data(v))[k] = (float)val[k];
+    const kiln_ndarray *ins[2] = {x, v};
+    kiln_ndarray *out = NULL;
+    kiln_status st = kiln_model_run_alloc(m, ins, &out, 0);
+    if (!want) {
+        CHECK_EQ_INT(st, KILN_ERR_INVALID);
+        CHECK_CONTAINS(kiln_last_error(), err);
+        CHECK(out == NULL);
+    } else {
+        CHECK_EQ_INT(st, KILN_OK);
+        if (st)
+            fprintf(stderr, "run: %s\n", kiln_last_error());
+        int64_t oh = want[0], ow = want[1];
+        CHECK(!st && kiln_ndarray_ndim(out) == 4 && kiln_ndarray_dim(out, 1) == 2 &&
+              kiln_ndarray_dim(out, 2) == oh && kiln_ndarray_dim(out, 3) == ow);
+        /* the scales of H and W: given, or out / in */
+        double sh = sizes ? (double)oh / RH : (double)(float)val[2];
+        double sw = sizes ? (double)ow / RW : (double)(float)val[3];
+        const float *y = st ? NULL : kiln_ndarray_data(out);
+        int bad = 0;
+        for (int c = 0; y && c < 2; c++)
+            for (int h = 0; h < oh; h++)
+                for (int w = 0; w < ow; w++) {
+                    int ih[2], iw[2];
+                    double wh[2], ww[2], e = 1;
+                    ref_taps(linear, h, RH, sh, ih, wh);
+                    ref_taps(linear, w, RW, sw, iw, ww);
+                    for (int a = 0; a < 2; a++)
+                        for (int b = 0; b < 2; b++)
+                            e += wh[a] * ww[b] * xv[(c * RH + ih[a]) * RW + iw[b]];
+                    bad += fabs(y[(c * oh + h) * ow + w] - e) > 1e-5;
+                }
+        CHECK_EQ_INT(bad, 0);
+    }
+    kiln_ndarray_free(out);
+    kiln_ndarray_free(x);
+    kiln_ndarray_free(v);
+}
+
+/* The binder's error for values resize_dims finds invalid. */
+#define BAD "'bind': the size 's_0' computed in this run is -1"
+
+/* One package per form, run at several scales or sizes: up, down, bad
+ * values (the run fails naming the binder), then good ones again. */
+static void test_resize_values(void) {
+    for (int naive = 0; naive < 2; naive++)
+        for (int sizes = 0; sizes < 2; sizes++) {
+            int linear = !sizes;
+            kiln_model *m = compile_load(make_resize_graph(sizes, linear), naive,
+                                         sizes ? "resize_sizes" : "resize_scales");
+            if (!m)
+                continue;
+            CHECK(kiln_model_output_dim_expr(m, 0, 2) &&
+                  !strcmp(kiln_model_output_dim_expr(m, 0, 2), "s_2"));
+            if (!sizes) {
+                run_resize(m, 0, linear, (const double[]){1, 1, 2, 1.5}, (const int64_t[]){6, 6},
+                           NULL);
+                run_resize(m, 0, linear, (const double[]){1, 1, 0.5, 0.6}, (const int64_t[]){1, 2},
+                           NULL);
+                run_resize(m, 0, linear, (const double[]){1, 1, 1.7, 0.3}, (const int64_t[]){5, 1},
+                           NULL);
+                run_resize(m, 0, linear, (const double[]){1, 1, -1, 2}, NULL, BAD);
+                run_resize(m, 0, linear, (const double[]){1, 1, NAN, 2}, NULL, BAD);
+                run_resize(m, 0, linear, (const double[]){1, 1, 2, INFINITY}, NULL, BAD);
+                run_resize(m, 0, linear, (const double[]){1, 1, 1e30, 1}, NULL,
+                           BAD); /* past 2^48 */
+                run_resize(m, 0, linear, (const double[]){1, 1, 3, 0.5}, (const int64_t[]){9, 2},
+                           NULL);
+            } else {
+                run_resize(m, 1, linear, (const double[]){1, 2, 7, 9}, (const int64_t[]){7, 9},
+                           NULL);
+                run_resize(m, 1, linear, (const double[]){1, 2, 2, 1}, (const int64_t[]){2, 1},
+                           NULL);
+                run_resize(m, 1, linear, (const double[]){1, 2, -3, 4}, NULL, BAD);
+                run_resize(m, 1, linear, (const double[]){1, 2, 0, 3}, (const int64_t[]){0, 3},
+                           NULL);
+                run_resize(m, 1, linear, (const double[]){1, 2, 1 << 24, 1 << 24}, NULL,
+                           "more than 1 TiB");
+                run_resize(m, 1, linear, (const double[]){1, 2, 5, 8}, (const int64_t[]){5, 8},
+                           NULL);
+            }
+            kiln_model_free(m);
+        }
+}
+
+TEST_MAIN(TEST(test_reshape_values), TEST(test_expand_range_values), TEST(test_slice_pad_values),
+          TEST(test_resize_values), TEST(test_relation_errors))
