@@ -7,9 +7,10 @@
  *
  * An input that decides the output's shape or the loop structure (TopK's
  * k, Tile's repeats, OneHot's depth, Range's start, limit and delta,
- * CumSum's axis) must be a constant: computed at compile time, as the
- * importer folds shape sub-graphs. Shapes known only at run time are
- * docs/DYNAMIC_SHAPES.md's. */
+ * CumSum's axis) is a constant (computed at compile time, as the importer
+ * folds shape sub-graphs) or a value read when the package runs, through
+ * a shape function and a binder (docs/DYNAMIC_SHAPES.md, part 3; CumSum's
+ * axis, which decides no shape, goes to cumsum as its input 1). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -85,15 +86,22 @@ int cvt_one_hot(imp *I, const Onnx__NodeProto *n, int *outs) {
     return outs[0] = imp_call(I, n, "one_hot", 2, in, attrs);
 }
 
-/* CumSum: x and the axis (a constant). */
+/* CumSum: x and the axis, a constant or a value read when the package
+ * runs (cumsum's input 1: a cumsum along each axis, one picked). */
 int cvt_cumsum(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0);
     int64_t axis = 0;
+    char attrs[96];
+    int len =
+        snprintf(attrs, sizeof attrs, "exclusive=%d, reverse=%d",
+                 imp_attr_int(I, n, "exclusive", 0) != 0, imp_attr_int(I, n, "reverse", 0) != 0);
+    if (run_time_input(I, n, 1)) {
+        int in[2] = {x, imp_input(I, n, 1)};
+        return outs[0] = imp_call(I, n, "cumsum", 2, in, attrs);
+    }
     if (const_int(I, n, 1, "axis", &axis) < 0)
         return -1;
-    char attrs[96];
-    snprintf(attrs, sizeof attrs, "axis=%lld, exclusive=%d, reverse=%d", (long long)axis,
-             imp_attr_int(I, n, "exclusive", 0) != 0, imp_attr_int(I, n, "reverse", 0) != 0);
+    snprintf(attrs + len, sizeof attrs - (size_t)len, ", axis=%lld", (long long)axis);
     return outs[0] = imp_call(I, n, "cumsum", 1, &x, attrs);
 }
 

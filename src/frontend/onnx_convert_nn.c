@@ -13,9 +13,37 @@
 /* ---- reductions ------------------------------------------------------------------- */
 
 /* Reduce*: sum, mean, max, min, prod, and the composites (L1, L2, LogSum,
- * LogSumExp, SumSquare) over constant axes. */
+ * LogSumExp, SumSquare) over constant axes; ReduceSum from opset 13 also
+ * over axes known only when the package runs (reduce_sum_run_time). */
 static int reduce_of(imp *I, const Onnx__NodeProto *n, const char *op, int x, const char *attrs) {
     return x < 0 ? -1 : imp_call(I, n, op, 1, &x, attrs);
+}
+
+/* ReduceSum over axes that are a value when the package runs (na >= 1 of
+ * them, a length known at compile time): sum(x, bind_dims(reduce_dims(x,
+ * axes))) gives the keepdims dims, and without keepdims a reshape to the
+ * dims not reduced (a second binder; none are left when na is the rank).
+ * Axes out of range or given twice fail the run, naming the binder. */
+static int reduce_sum_run_time(imp *I, const Onnx__NodeProto *n, int x, int na, int ndim) {
+    int in[2] = {x, imp_input(I, n, 1)};
+    int keep = imp_attr_int(I, n, "keepdims", 1) != 0;
+    int dims = cvt_bind_dims(I, n, imp_call(I, n, "reduce_dims", 2, in, "keepdims=1"));
+    int kept = -1;
+    if (!keep && na < ndim) {
+        kept = cvt_bind_dims(I, n, imp_call(I, n, "reduce_dims", 2, in, "keepdims=0"));
+    } else if (!keep) { /* every dim reduced: a scalar */
+        int64_t zero = 0;
+        kiln_ndarray *none = kiln_ndarray_empty(KILN_INT64, 1, &zero);
+        kept = none ? imp_add_const(I, n->name, none) : imp_fail(I, n, "%s", kiln_last_error());
+    }
+    if (dims < 0 || (!keep && kept < 0))
+        return -1;
+    in[1] = dims;
+    int y = imp_call(I, n, "sum", 2, in, "");
+    if (keep || y < 0)
+        return y;
+    int args[2] = {y, kept};
+    return imp_call(I, n, "reshape", 2, args, "");
 }
 
 int cvt_reduce(imp *I, const Onnx__NodeProto *n, int *outs) {
@@ -27,8 +55,16 @@ int cvt_reduce(imp *I, const Onnx__NodeProto *n, int *outs) {
     int na;
     if (!strcmp(n->op_type, "ReduceSum") && I->opset >= 13) {
         na = cvt_const_ints(I, n, 1, axes);
+        const gtensor_type *at = na == -2 ? imp_type(I, imp_input(I, n, 1)) : NULL;
+        if (na == -2 && (!at || at->ndim != 1 || at->dims[0].sym || at->dims[0].v > t->ndim))
+            return imp_fail(I, n,
+                            "the axes must be a constant or a vector of at most %d values "
+                            "(the data's rank) of a length known at compile time",
+                            t->ndim);
+        if (na == -2 && at->dims[0].v > 0)
+            return outs[0] = reduce_sum_run_time(I, n, x, (int)at->dims[0].v, t->ndim);
         if (na == -2)
-            return imp_fail(I, n, "axes must be constant");
+            na = 0; /* no axes: a length of 0 needs no values */
     } else {
         na = imp_attr_ints(I, n, "axes", axes, MAXD);
     }

@@ -879,17 +879,29 @@ static int scan_check(const gnode *call, const gtensor_type *x, int64_t def, int
 
 static rel_result rel_cumsum(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
                              gtype *out) {
-    OPS_REQUIRE_KNOWN(1);
+    OPS_REQUIRE_KNOWN(call->nin);
     rel_result r = REL_OK;
-    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r), *a = NULL;
     int axis;
-    if (!x)
+    if (!x || (call->nin == 2 && !(a = ops_tensor_in(in[1], 1, &r))))
         return r;
-    return scan_check(call, x, 0, &axis) ? ops_set_out(g, out, x) : REL_ERROR;
+    if (!a)
+        return scan_check(call, x, 0, &axis) ? ops_set_out(g, out, x) : REL_ERROR;
+    /* the axis as a value (input 1), read when the package runs */
+    if (graph_attr(call, "axis"))
+        return ops_fail("give axis as an attribute or as input 1, not both");
+    if (!is_scalar_type(a) || !ops_is_index_dtype(a->dtype))
+        return ops_fail("input 1 (the axis) must be an integer scalar (or a vector of one)");
+    if (!scan_check(call, x, 0, &axis))
+        return REL_ERROR;
+    if (!ops_all_known(x, 0, x->ndim))
+        return ops_fail("with the axis as a value, every dim must be known at compile time");
+    return ops_set_out(g, out, x);
 }
 
 typedef struct {
     kiln_tensor *x, *rank, *pick;
+    kiln_tensor *axis_value, **per_axis; /* cumsum's axis as a value; a cumsum per axis */
     int nd, axis, exclusive, reverse, largest;
     int64_t n;
     kiln_expr m, e;
@@ -911,6 +923,25 @@ static kiln_expr cumsum_body(kiln_ctx *ctx, const kiln_expr *o, void *u) {
     return kiln_sum(at_axis(a->x, a->nd, o, a->axis, src), 1, &k);
 }
 
+/* With the axis as a value: out = the cumsum along that axis, picked
+ * from one stage per axis (the rank is known; the axis read from data goes
+ * through ops_checked_index, so one out of range is an error). At rank 1
+ * the checked axis can only be 0, so a comparison with it folds and would
+ * drop the check: there it is added to the index instead. */
+static kiln_expr cumsum_pick_body(kiln_ctx *ctx, const kiln_expr *o, void *u) {
+    scan_args *a = u;
+    kiln_expr axis = ops_checked_index(ctx, scalar_at(ctx, a->axis_value), a->nd, 1);
+    if (a->nd == 1) {
+        kiln_expr at = kiln_add(o[0], axis);
+        return kiln_tensor_at(a->per_axis[0], 1, &at);
+    }
+    kiln_expr e = kiln_tensor_at(a->per_axis[a->nd - 1], a->nd, o);
+    for (int d = a->nd - 2; d >= 0; d--)
+        e = kiln_select(kiln_eq(axis, ops_int(ctx, d)), kiln_tensor_at(a->per_axis[d], a->nd, o),
+                        e);
+    return e;
+}
+
 static kiln_status compute_cumsum(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                   kiln_tensor **out) {
     int64_t xd[MAXD];
@@ -918,11 +949,24 @@ static kiln_status compute_cumsum(kiln_ctx *ctx, const gnode *call, kiln_tensor 
     memset(&a, 0, sizeof a);
     a.x = in[0];
     a.nd = ops_shape(in[0], xd);
-    a.axis = ops_norm_axis(call, 0, a.nd);
-    a.n = xd[a.axis];
     a.exclusive = graph_attr_int(call, "exclusive", 0) != 0;
     a.reverse = graph_attr_int(call, "reverse", 0) != 0;
-    return one_out(out, ops_compute(ctx, call, "", a.nd, xd, cumsum_body, &a));
+    if (call->nin == 1) {
+        a.axis = ops_norm_axis(call, 0, a.nd);
+        a.n = xd[a.axis];
+        return one_out(out, ops_compute(ctx, call, "", a.nd, xd, cumsum_body, &a));
+    }
+    kiln_tensor *per_axis[MAXD];
+    for (a.axis = 0; a.axis < a.nd; a.axis++) {
+        char suffix[24];
+        snprintf(suffix, sizeof suffix, ".axis%d", a.axis);
+        a.n = xd[a.axis];
+        if (!(per_axis[a.axis] = ops_compute(ctx, call, suffix, a.nd, xd, cumsum_body, &a)))
+            return KILN_ERR_INVALID;
+    }
+    a.axis_value = in[1];
+    a.per_axis = per_axis;
+    return one_out(out, ops_compute(ctx, call, "", a.nd, xd, cumsum_pick_body, &a));
 }
 
 static rel_result rel_topk(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
@@ -1065,8 +1109,9 @@ const kiln_op_def ops_index_rows[] = {
         OP_INJECTIVE,
         "pseudo-random numbers in [0, 1) of the input's shape and dtype, a hash of seed and "
         "position"),
-    ROW("cumsum", 1, 1, cumsum_attrs, rel_cumsum, compute_cumsum, OP_COMM_REDUCE,
-        "cumulative sum along axis (exclusive, reverse)"),
+    ROW("cumsum", 1, 2, cumsum_attrs, rel_cumsum, compute_cumsum, OP_COMM_REDUCE,
+        "cumulative sum along axis (an attribute, or the scalar input 1 read when it runs; "
+        "exclusive, reverse)"),
     SYM_ROW("topk", 1, 2, topk_attrs, rel_topk, compute_topk, OP_OPAQUE,
             "(values, int64 indices) of the k largest (smallest) along axis, sorted, ties by "
             "position"),

@@ -9,8 +9,9 @@
  *   reshape_dims,    the shape functions: the output dims of an op whose
  *   broadcast_dims,  shape depends on an input's values, computed from
  *   tile_dims,       those values and the data's dims (Reshape, Expand,
- *   range_dims,      Tile, Range, TopK's k, OneHot's depth)
+ *   range_dims,      Tile, Range, TopK's k, ReduceX's axes)
  *   topk_dims,
+ *   reduce_dims,
  *   count_dims,      (and OneHot's depth, a window's size)
  *   split_params,
  *   nonzero_dims,    (and how many elements NonZero and Compress select)
@@ -579,6 +580,65 @@ static kiln_status compute_axes_dims(kiln_ctx *ctx, const gnode *call, kiln_tens
     return dims_out(ctx, call, &f, out);
 }
 
+/* ---- reduce_dims --------------------------------------------------------------------- */
+
+static const attr_schema reduce_dims_attrs[] = {{"keepdims", GA_INT, 0, "1"}, {NULL, 0, 0, NULL}};
+
+static rel_result rel_reduce_dims(const struct kiln_graph *g, const gnode *call,
+                                  const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(2);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r), *a = x ? ops_tensor_in(in[1], 1, &r) : 0;
+    if (!a)
+        return r;
+    if (x->ndim < 1)
+        return ops_fail("the data must have at least 1 dim");
+    if (a->ndim != 1 || a->dims[0].sym || a->dims[0].v < 1 || a->dims[0].v > x->ndim)
+        return ops_fail("the axes must be a vector of 1 to %d values (the data's rank) of a "
+                        "length known at compile time",
+                        x->ndim);
+    int64_t len = x->ndim;
+    if (!graph_attr_int(call, "keepdims", 1) && (len -= a->dims[0].v) < 1)
+        return ops_fail("keepdims = 0 over as many axes as dims leaves no dims");
+    return dims_rel(g, a, "the axes", 0, len, out);
+}
+
+/* ONNX ReduceX's dims over run-time axes (negative: from the end): with
+ * keepdims, one per dim of the data, 1 where reduced, else the data's;
+ * without, the dims not reduced, in order. An axis out of range or given
+ * twice gives -1. */
+static kiln_status compute_reduce_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                       kiln_tensor **out) {
+    static _Thread_local dims_fn f;
+    kiln_tensor *x = in[0];
+    int nd = kiln_tensor_ndim(x);
+    int64_t na;
+    ops_shape(in[1], &na);
+    kiln_expr hit[MAXD], bad, zero = kiln_int(ctx, 0), one = kiln_int(ctx, 1);
+    kiln_expr minus1 = kiln_int(ctx, -1);
+    axes_hits(ctx, in[1], nd, hit, &bad);
+    if (graph_attr_int(call, "keepdims", 1)) {
+        f.n = nd;
+        for (int d = 0; d < nd; d++)
+            f.dim[d] = kiln_select(bad, minus1,
+                                   kiln_select(kiln_gt(hit[d], zero), one, kiln_tensor_dim(x, d)));
+        return dims_out(ctx, call, &f, out);
+    }
+    /* kept dim j: the data's dim d that is not reduced and has j kept before it */
+    f.n = nd - (int)na;
+    for (int j = 0; j < f.n; j++) {
+        kiln_expr e = minus1, before = zero;
+        for (int d = 0; d < nd; d++) {
+            kiln_expr kept = kiln_eq(hit[d], zero);
+            e = kiln_select(kiln_and(kept, kiln_eq(before, kiln_int(ctx, j))),
+                            kiln_tensor_dim(x, d), e);
+            before = kiln_add(before, kiln_select(kept, one, zero));
+        }
+        f.dim[j] = kiln_select(bad, minus1, e);
+    }
+    return dims_out(ctx, call, &f, out);
+}
+
 /* ---- slice_params, pad_dims ---------------------------------------------------------- */
 
 /* The inputs a rank-nd slice or pad reads: vector i of n integers. */
@@ -826,6 +886,8 @@ const kiln_op_def ops_shape_rows[] = {
      .summary = "ONNX Squeeze's output dims from its axes values (each a dim of 1)",
      .sym_dims = 1,
      .variant = 1},
+    DIMS_ROW("reduce_dims", 2, 2, reduce_dims_attrs, rel_reduce_dims, compute_reduce_dims,
+             "ReduceX's output dims over axes values (keepdims: 1 where reduced; else the rest)"),
     DIMS_ROW("slice_params", 3, 5, no_attrs, rel_slice_params, compute_slice_params,
              "ONNX Slice per dim: lengths, then starts, then steps (from starts, ends, axes, "
              "steps)"),

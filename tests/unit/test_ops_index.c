@@ -6,15 +6,14 @@
  * read); an index out of range when the kernel runs (KILN_ERR_RANGE, for
  * each op that reads indices from data) and when the call is folded (an
  * error naming the node); relation errors; edge shapes (k = 0, a scatter
- * without updates, a one-step scan); and the importer's error for a
- * shape-deciding input that is not a constant. */
+ * without updates, a one-step scan). (Shape-deciding inputs given as data,
+ * and CumSum's axis, are read when the package runs: test_runtime_axes,
+ * test_runtime_values and the node tests.) */
 #include <stdarg.h>
 
 #include "check.h"
 #include "graph/graph_internal.h"
 #include "kiln/graph.h"
-#include "kiln/onnx.h"
-#include "onnx_util.h"
 #include "op_util.h"
 #include "te/interp.h"
 #include "te_util.h"
@@ -434,23 +433,6 @@ static void test_relation_errors(void) {
                     "H = 3 and W = 4 must be multiples of block_size 2");
 }
 
-/* ---- ONNX: inputs that must be constants -------------------------------------------------- */
-
-/* The Debian node tests feed k, repeats, depth, CumSum's axis and Range's
- * inputs as graph inputs: an error naming the input, as Reshape's shape. */
-static void test_onnx_not_constant(void) {
-    static const struct {
-        const char *test, *msg;
-    } cases[] = {
-        /* TopK's k, Tile's repeats, OneHot's depth and Range's inputs given as
-           data are read when the package runs (src/ops/shape.c), the node
-           tests checking them; CumSum's axis is not yet */
-        {"test_cumsum_1d", "the axis input must be a constant"},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        ou_expect_node_test_error(cases[i].test, cases[i].msg);
-}
-
 TEST_MAIN(TEST(test_scatter_max_min), TEST(test_edges), TEST(test_nll_loss),
           TEST(test_random_uniform), TEST(test_runtime_range), TEST(test_fold_range),
-          TEST(test_relation_errors), TEST(test_onnx_not_constant))
+          TEST(test_relation_errors))

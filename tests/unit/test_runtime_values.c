@@ -439,6 +439,17 @@ static void test_relation_errors(void) {
     relation("count_dims", "x", NULL, "the count must be a scalar");
     relation("split_params", "xs", "axis=1, index=2", "index 2 is not one of the 2 parts");
     relation("broadcast_dims", "xm", NULL, "1 to 16 dims");
+    relation("reduce_dims", "xf", NULL, "the axes must be a 1-D integer tensor");
+    relation("reduce_dims", "xm", NULL, "a vector of 1 to 2 values");
+    relation("reduce_dims", "xs", "keepdims=0", "leaves no dims");
+    relation("reduce_dims", "xs", NULL, NULL);
+    /* a reduction to a binder's dims (one per dim of the data), CumSum's
+       axis as a value */
+    relation("sum", "xb", NULL, NULL);
+    relation("mean", "xb", "keepdims=1", "give none of axis, keepdims and exclude");
+    relation("max", "xs", NULL, "a constant or a bind_dims vector of one value per dim");
+    relation("cumsum", "xs", NULL, "the axis) must be an integer scalar");
+    relation("cumsum", "xs", "axis=0", "not both");
 }
 
 /* g (freed) compiled under the default schedule or the naive one, to a

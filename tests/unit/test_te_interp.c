@@ -1072,6 +1072,9 @@ static const workload g_work[] = {
     {"resize_dims", "i32[2,3,4];i64+[3]", "sizes=1"},
     {"resize_dims", "f32[3,4,5];i64[3]", "sizes=1"},
     {"resize_dims", "f32[2,0,4];i64+[3]", "sizes=1"}, /* an empty dim resized: invalid */
+    {"reduce_dims", "f32[3,4,5];i64T[2]", NULL},
+    {"reduce_dims", "f32[3,4,5];i32T[2]", "keepdims=0"},
+    {"reduce_dims", "f32[2,3];i64I[2]", NULL},
     {"layout_transform", "f32[1,6,3,3]", "src_layout=\"NCHW\", dst_layout=\"NCHW4c\""},
     {"transpose", "i64[3,4,5]", "axes=[2, 0, 1]"},
     {"nn.batch_flatten", "f32[3,4,5]", NULL},
@@ -1125,6 +1128,7 @@ static const workload g_work[] = {
     {"cumsum", "f32[3,6]", "axis=1, exclusive=1"},
     {"cumsum", "i32[5,4]", "reverse=1"},
     {"cumsum", "f64[3,17]", "axis=-1, reverse=1, exclusive=1"},
+    {"cumsum", "f32[3,6];i64T[]", "exclusive=1"},
     {"topk", "f32[3,7]", "k=3, axis=1"},
     {"topk", "i8[6,4]", "k=4, axis=0, largest=0"},
     {"nn.nll_loss", "f32[3,5,4];i64T[3,4];f32[5]", "ignore_index=-1"},
