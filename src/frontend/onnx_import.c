@@ -97,15 +97,18 @@ typedef struct {
     const char *name;
     int found, ndim;
     int64_t *dims;
+    char (*syms)[64]; /* a named (symbolic) dim's name, else "" */
 } shape_find;
 
 static kiln_status find_shape(const char *name, size_t nlen, int ndim, const int64_t *dims,
-                              void *user) {
+                              const char *const *syms, void *user) {
     shape_find *f = user;
     if (nlen == strlen(f->name) && strncmp(name, f->name, nlen) == 0) {
         f->found = 1;
         f->ndim = ndim;
         memcpy(f->dims, dims, sizeof(int64_t) * (size_t)ndim);
+        for (int d = 0; d < ndim; d++)
+            snprintf(f->syms[d], 64, "%s", syms[d] ? syms[d] : "");
     }
     return KILN_OK;
 }
@@ -117,9 +120,10 @@ typedef struct {
 } shape_names;
 
 static kiln_status check_shape_name(const char *p, size_t nlen, int ndim, const int64_t *dims,
-                                    void *user) {
+                                    const char *const *syms, void *user) {
     (void)ndim;
     (void)dims;
+    (void)syms;
     shape_names *c = user;
     const Onnx__GraphProto *gp = c->gp;
     for (size_t i = 0; i < gp->n_input; i++)
@@ -191,11 +195,13 @@ static int add_input(imp *I, const Onnx__ValueInfoProto *vi, const char *shapes)
     char symbuf[KILN_MAX_NDIM][64];
     int nd = 0, found = 0;
     if (shapes) {
-        shape_find f = {vi->name, 0, 0, dims};
+        shape_find f = {vi->name, 0, 0, dims, symbuf};
         if (onnx_shapes_parse(shapes, find_shape, &f) != KILN_OK)
             return 0;
         found = f.found;
         nd = f.ndim;
+        for (int d = 0; d < nd; d++)
+            syms[d] = symbuf[d][0] ? symbuf[d] : NULL;
     }
     const Onnx__TensorShapeProto *sh = tp->tensor_type->shape;
     if (!found) {
@@ -230,7 +236,7 @@ static int add_input(imp *I, const Onnx__ValueInfoProto *vi, const char *shapes)
             }
         }
     }
-    int id = kiln_graph_var(I->g, vi->name, dt, nd, dims, found ? NULL : syms);
+    int id = kiln_graph_var(I->g, vi->name, dt, nd, dims, syms);
     if (id < 0) {
         kiln_error_prefix("%s: input '%s'", I->path, vi->name);
         return 0;

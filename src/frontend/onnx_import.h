@@ -81,10 +81,11 @@ KILN_HIDDEN struct kiln_graph *onnx_import_model(const onnx_model *m, const char
  * at most opset), or NULL; with opset -1 any row of the op type. */
 /* --input-shapes (onnx_shapes.c): parse `spec` strictly, calling fn (may
  * be NULL) with each entry's name (not NUL-terminated: `nlen` bytes), rank
- * and dims in order; an error names the input and dimension. A non-zero
- * status from fn stops the walk and is returned. */
+ * and dims in order, and per dim its name if it is one (a symbolic dim,
+ * -1 in dims: "x:[batch,3,224,224]") or NULL; an error names the input and
+ * dimension. A non-zero status from fn stops the walk and is returned. */
 typedef kiln_status (*onnx_shape_fn)(const char *name, size_t nlen, int ndim, const int64_t *dims,
-                                     void *user);
+                                     const char *const *syms, void *user);
 KILN_HIDDEN kiln_status onnx_shapes_parse(const char *spec, onnx_shape_fn fn, void *user);
 
 KILN_HIDDEN const imp_converter *imp_find_converter(const char *op_type, int64_t opset);

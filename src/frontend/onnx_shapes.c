@@ -25,6 +25,8 @@ kiln_status onnx_shapes_parse(const char *spec, onnx_shape_fn fn, void *user) {
         size_t nlen = (size_t)(colon - p);
         int pn = nlen > 100 ? 100 : (int)nlen, nd = 0;
         int64_t dims[KILN_MAX_NDIM], count = 1;
+        char symbuf[KILN_MAX_NDIM][64];
+        const char *syms[KILN_MAX_NDIM];
         for (const char *q = colon + 2; q < close;) {
             while (*q == ' ')
                 q++;
@@ -39,13 +41,32 @@ kiln_status onnx_shapes_parse(const char *spec, onnx_shape_fn fn, void *user) {
                 break; /* "x:[]", a scalar */
             char num[128], *end = num;
             snprintf(num, sizeof num, "%.*s", len, q);
+            if ((*num >= 'a' && *num <= 'z') || (*num >= 'A' && *num <= 'Z') || *num == '_') {
+                /* a name: the dim is symbolic, a size the package takes when it runs */
+                if (nd >= KILN_MAX_NDIM)
+                    return kiln_set_error(KILN_ERR_INVALID,
+                                          "--input-shapes: input '%.*s' has more than %d "
+                                          "dimensions",
+                                          pn, p, KILN_MAX_NDIM);
+                if (len > 63)
+                    return kiln_set_error(KILN_ERR_INVALID,
+                                          "--input-shapes: input '%.*s': the dim name '%s' is "
+                                          "longer than 63 characters",
+                                          pn, p, num);
+                snprintf(symbuf[nd], sizeof symbuf[nd], "%.63s", num);
+                syms[nd] = symbuf[nd];
+                dims[nd++] = -1;
+                q = e < close ? e + 1 : e;
+                continue;
+            }
+            syms[nd] = NULL;
             errno = 0;
             long long v = *num >= '0' && *num <= '9' ? strtoll(num, &end, 10) : 0;
             const char *why = NULL;
             if (*num == '-')
                 why = "is negative";
             else if (!(*num >= '0' && *num <= '9') || *end)
-                why = "is not a whole number";
+                why = "is not a whole number or a name";
             else if (errno == ERANGE)
                 why = "is out of range (more than 9223372036854775807)";
             else if (nd >= KILN_MAX_NDIM)
@@ -61,7 +82,7 @@ kiln_status onnx_shapes_parse(const char *spec, onnx_shape_fn fn, void *user) {
             q = e < close ? e + 1 : e;
         }
         if (fn) {
-            kiln_status st = fn(p, nlen, nd, dims, user);
+            kiln_status st = fn(p, nlen, nd, dims, syms, user);
             if (st)
                 return st;
         }

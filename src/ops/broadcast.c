@@ -170,7 +170,7 @@ static int alter_bias_add(const gnode *call, const layout_query *q, layout_rewri
     const gnode *x = g->nodes[call->in[0]], *bias = g->nodes[call->in[1]];
     const gtensor_type *ot = ops_node_type(call), *xt = ops_node_type(x), *bt = ops_node_type(bias);
     int b = q->block[x->id];
-    if (!ot || ot->ndim != 4 || !ops_all_known(ot, 0, 4) || !xt || xt->ndim != 4 || !b ||
+    if (!ot || ot->ndim != 4 || !ops_all_known(ot, 1, 4) || !xt || xt->ndim != 4 || !b ||
         graph_attr_int(call, "axis", 1) != 1 || bias->kind != GN_CONST || !bt || bt->ndim != 1)
         return 0;
     int64_t d4[4] = {1, bt->dims[0].v, 1, 1};
@@ -239,7 +239,8 @@ const kiln_op_def ops_broadcast_rows[] = {
      .compute = compute_bias_add,
      .summary = "x + bias on axis",
      .layout = LAYOUT_PLAIN,
-     .alter = alter_bias_add},
+     .alter = alter_bias_add,
+     .sym_dims = 1},
 };
 
 const int ops_broadcast_count = (int)(sizeof ops_broadcast_rows / sizeof ops_broadcast_rows[0]);

@@ -417,8 +417,9 @@ static int alter_conv2d(const gnode *n, const layout_query *q, layout_rewrite *r
     const struct kiln_graph *g = n->graph;
     const gnode *x = g->nodes[n->in[0]], *w = g->nodes[n->in[1]];
     const gtensor_type *xt = ops_node_type(x), *ot = ops_node_type(n);
+    /* the batch may be symbolic: the NCHW[x]c compute and schedule take it */
     if (w->kind != GN_CONST || !xt || !ot || xt->dtype != KILN_FLOAT32 || xt->ndim != 4 ||
-        !ops_all_known(xt, 0, 4) || !ops_all_known(ot, 0, ot->ndim) ||
+        !ops_all_known(xt, 1, 4) || !ops_all_known(ot, 1, ot->ndim) ||
         kiln_ndarray_dtype(w->value) != KILN_FLOAT32 || kiln_ndarray_ndim(w->value) != 4 ||
         strcmp(graph_attr_str(n, "data_layout", "NCHW"), "NCHW") ||
         strcmp(graph_attr_str(n, "kernel_layout", "OIHW"), "OIHW"))
@@ -472,7 +473,8 @@ static int alter_conv2d(const gnode *n, const layout_query *q, layout_rewrite *r
             scale = kiln_ndarray_data(sc->value);
     }
     const float *src = kiln_ndarray_data(w->value);
-    int wm = dw ? 0 : winograd_tile(q, n, O, C, KH, KW, groups, ot);
+    /* (Winograd's tiles count the batch: a symbolic one takes the direct form) */
+    int wm = dw || xt->dims[0].sym ? 0 : winograd_tile(q, n, O, C, KH, KW, groups, ot);
     if (wm)
         return winograd_conv(n, w, src, scale, mul, wm, ib, ob, rw);
     if (dw)
@@ -742,7 +744,8 @@ const kiln_op_def ops_conv_rows[] = {
      .pattern = OP_OUT_ELEMWISE_FUSABLE,
      .compute = compute_conv2d_nchwc,
      .summary = "2-D convolution in NCHW[x]c x OIHW[x]i[y]o (nn.conv2d's layout hook makes it)",
-     .schedule = schedule_conv2d_nchwc},
+     .schedule = schedule_conv2d_nchwc,
+     .sym_dims = 1},
     {CONV_ROW("nn.conv3d", conv3d_attrs, rel_conv, compute_conv, 3,
               "3-D convolution, NCDHW x OIDHW")},
     {CONV_ROW("nn.conv2d_transpose", conv2d_transpose_attrs, rel_conv_transpose,

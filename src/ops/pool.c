@@ -499,7 +499,7 @@ static int alter_pool(const gnode *call, const layout_query *q, layout_rewrite *
     {                                                                                              \
         .name = nm, .min_in = 1, .max_in = 1, .attrs = schema, .rel = relation,                    \
         .pattern = OP_OUT_ELEMWISE_FUSABLE, .compute = fn, .summary = sum, .schedule = sched,      \
-        .variant = POOL_VARIANT(kind, nsp), .alter = hook                                          \
+        .variant = POOL_VARIANT(kind, nsp), .alter = hook, .sym_dims = 1                           \
     }
 #define ARGMAX(nm, schema, nsp, sum)                                                               \
     {                                                                                              \

@@ -1092,9 +1092,9 @@ const kiln_op_def ops_transform_rows[] = {
     SYM_ROW("reshape", 1, 2, reshape_attrs, rel_reshape, compute_reshape, OP_INJECTIVE,
             "new shape (0 copies, -1 infers), or the values of input 1 (a constant or a "
             "bind_dims)"),
-    ROW("layout_transform", 1, 1, layout_transform_attrs, rel_layout_transform,
-        compute_layout_transform, OP_INJECTIVE,
-        "NCHW <-> NCHW[x]c; a last block past `channels` is zeros"),
+    SYM_ROW("layout_transform", 1, 1, layout_transform_attrs, rel_layout_transform,
+            compute_layout_transform, OP_INJECTIVE,
+            "NCHW <-> NCHW[x]c; a last block past `channels` is zeros"),
     SYM_ROW("transpose", 1, 1, transpose_attrs, rel_transpose, compute_transpose, OP_INJECTIVE,
             "permute axes"),
     SYM_ROW("nn.batch_flatten", 1, 1, no_attrs, rel_batch_flatten, compute_reshape, OP_INJECTIVE,

@@ -17,6 +17,9 @@
  * scale), the import and compile times in seconds and the run time (a
  * second, warm run; the first is in parentheses); a FAIL
  * says why, with kiln's error (an op kiln lacks fails at import, naming it).
+ * Then the models of g_dynamic are compiled once with their batch left
+ * symbolic (--input-shapes "input:[N,...]") and that one package runs at
+ * two batch sizes against ONNX Runtime's outputs (NAME_dyn_io.npz).
  * Each model runs in a forked child so a crash is that model's FAIL
  * (KILN_E2E_NO_FORK=1 runs them in the process, for a debugger).
  * Exit status: 0 if every model passed, 1 otherwise, 2 on bad arguments. */
@@ -232,6 +235,81 @@ done:
     return pass ? 0 : 1;
 }
 
+/* ---- one package at several batch sizes ------------------------------------------ */
+
+/* The models run with a symbolic batch: the --input-shapes that leaves it
+ * so, and the sizes NAME_dyn_io.npz has ONNX Runtime's outputs for (member
+ * OUTPUT_B; models/e2e/make_dynamic_refs.py writes them). */
+static const struct {
+    const char *name, *shapes, *input, *output;
+    int sizes[2];
+} g_dynamic[] = {{"resnet50_narrow", "input:[N,3,64,64]", "input", "logits", {2, 3}}};
+
+/* make_dynamic_refs.py's inputs: x[i] = ((i * 7919) % 2003) / 1001.5 - 1 */
+static kiln_ndarray *formula_input(int ndim, const int64_t *shape) {
+    kiln_ndarray *a = kiln_ndarray_empty(KILN_FLOAT32, ndim, shape);
+    float *v = a ? kiln_ndarray_data(a) : NULL;
+    for (int64_t i = 0; v && i < kiln_ndarray_numel(a); i++)
+        v[i] = (float)((double)((i * 7919) % 2003) / 1001.5 - 1);
+    return a;
+}
+
+/* Compile model k once with its batch symbolic, then run that one package at
+ * each size against ONNX Runtime. Returns 0 on PASS, 1 on FAIL. */
+static int run_dynamic(const char *dir, int k) {
+    const char *name = g_dynamic[k].name;
+    char onnx[4096], io[4096], pkg[4096], why[16384] = "";
+    snprintf(onnx, sizeof onnx, "%s/%s.onnx", dir, name);
+    snprintf(io, sizeof io, "%s/%s_dyn_io.npz", dir, name);
+    snprintf(pkg, sizeof pkg, "%s/e2e_%s_dyn.tar", tmp_dir(), name);
+    kiln_npz *z = kiln_npz_load(io);
+    kiln_graph *g = z ? kiln_onnx_import(onnx, g_dynamic[k].shapes) : NULL;
+    kiln_model *m = NULL;
+    int pass = g && kiln_graph_compile(g, pkg, NULL) == KILN_OK && (m = kiln_model_load(pkg));
+    if (!pass)
+        snprintf(why, sizeof why, "%s", kiln_last_error());
+    for (int b = 0; pass && b < 2; b++) {
+        int size = g_dynamic[k].sizes[b];
+        int64_t shape[KILN_MAX_NDIM];
+        int nd = kiln_model_input_ndim(m, 0);
+        for (int d = 0; d < nd; d++)
+            shape[d] = d ? kiln_model_input_dim(m, 0, d) : size;
+        kiln_ndarray *x = formula_input(nd, shape), *y = NULL;
+        char member[128];
+        snprintf(member, sizeof member, "%s_%d", g_dynamic[k].output, size);
+        const kiln_ndarray *exp = kiln_npz_get(z, member);
+        double err = 0, scale = 0;
+        const kiln_ndarray *ins[1] = {x};
+        if (!exp) {
+            snprintf(why, sizeof why, "%s has no '%s'", io, member);
+            pass = 0;
+        } else if (kiln_model_run_alloc(m, ins, &y, 0) != KILN_OK) {
+            snprintf(why, sizeof why, "batch %d: %s", size, kiln_last_error());
+            pass = 0;
+        } else {
+            char w[1024];
+            pass = compare(y, exp, &err, &scale, w, sizeof w);
+            if (!pass)
+                snprintf(why, sizeof why, "batch %d: %s", size, w);
+            printf("    %s (batch %s) at %d: max |err| %.3g, scale %.4g\n", name,
+                   kiln_model_input_dim_expr(m, 0, 0), size, err, scale);
+        }
+        kiln_ndarray_free(x);
+        kiln_ndarray_free(y);
+    }
+    if (pass)
+        printf("PASS %-22s one package (%s) at batch %d and %d\n", name, g_dynamic[k].shapes,
+               g_dynamic[k].sizes[0], g_dynamic[k].sizes[1]);
+    else
+        printf("FAIL %-22s symbolic batch (%s): %s\n", name, g_dynamic[k].shapes, why);
+    fflush(stdout);
+    kiln_model_free(m);
+    kiln_graph_free(g);
+    kiln_npz_free(z);
+    remove(pkg);
+    return pass ? 0 : 1;
+}
+
 static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -303,6 +381,30 @@ int main(int argc, char **argv) {
         fflush(stdout);
         free(names[i]);
     }
-    printf("e2e: %d passed, %d failed\n", passed, n - passed);
-    return passed == n ? 0 : 1;
+    /* the dynamic-batch runs, of the models chosen */
+    int ndyn = 0;
+    for (int k = 0; k < (int)(sizeof g_dynamic / sizeof g_dynamic[0]); k++) {
+        int chosen = argc <= 2;
+        for (int i = 2; i < argc; i++)
+            chosen |= !strcmp(argv[i], g_dynamic[k].name);
+        if (!chosen)
+            continue;
+        ndyn++;
+        fflush(stdout);
+        pid_t pid = no_fork ? -1 : fork();
+        if (pid == 0)
+            exit(run_dynamic(dir, k));
+        int status = 0;
+        if (pid < 0)
+            status = run_dynamic(dir, k) ? 1 << 8 : 0;
+        else if (waitpid(pid, &status, 0) < 0)
+            status = 1 << 8;
+        if (WIFSIGNALED(status))
+            printf("FAIL %-22s symbolic batch: crashed: signal %d\n", g_dynamic[k].name,
+                   WTERMSIG(status));
+        else if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+            passed++;
+    }
+    printf("e2e: %d passed, %d failed\n", passed, n + ndyn - passed);
+    return passed == n + ndyn ? 0 : 1;
 }
