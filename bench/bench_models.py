@@ -196,6 +196,12 @@ class Kiln:
         self.p.wait()
 
 
+class KilnDynamic(Kiln):
+    """The same model compiled with its batch symbolic (MODEL_dyn.tar), run at
+    the static package's batch: what leaving a dim to run time costs."""
+    name = "kiln dyn"
+
+
 class Ort:
     name = "ORT"
 
@@ -497,6 +503,9 @@ def main():
             unpin()
             engines = [Kiln(args.build, st["tar"], st["io"], T),
                        Ort(ort, st["onnx"], st["feeds"], T)]
+            dyn_tar = os.path.join(args.models_dir, name + "_dyn.tar")
+            if os.path.exists(dyn_tar):
+                engines.append(KilnDynamic(args.build, dyn_tar, st["io"], T))
             if tm is not None:
                 engines.append(Torch(torch, tm, tin, T))
             if tv is not None:
@@ -544,6 +553,9 @@ def main():
         hdr += ["PyTorch ms", "kiln/PyTorch"]
     if have_tvm:
         hdr += ["TVM ms", "kiln/TVM"]
+    have_dyn = any("kiln dyn" in r for r in rows)
+    if have_dyn:
+        hdr += ["kiln dyn-batch ms", "dyn/static"]
     hdr += ["kiln % peak", "ORT % peak"]
     table = ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
     for r in rows:
@@ -553,6 +565,9 @@ def main():
             c += [cell(r, "PyTorch"), ratio(r, "PyTorch")]
         if have_tvm:
             c += [cell(r, "TVM"), ratio(r, "TVM")]
+        if have_dyn:
+            c += [cell(r, "kiln dyn"),
+                  f"{r['kiln dyn'][0] / r['kiln'][0]:.2f}" if "kiln dyn" in r else "–"]
         c += [pct(r, "kiln"), pct(r, "ORT")]
         table.append("| " + " | ".join(c) + " |")
 

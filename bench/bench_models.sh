@@ -101,6 +101,13 @@ if [ "$COMPILE" = 1 ]; then
     build/kiln compile "$OUT/$m.onnx" -o "$OUT/$m.tar"
     t=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
     echo "   kiln compile $m: $t s"
+    # the CNNs again with their batch left symbolic: the dynamic package's
+    # cost against the static one's, at the same batch (bench_models.py)
+    case $m in
+      resnet50|mobilenetv2|shufflenetv2)
+        build/kiln compile "$OUT/$m.onnx" --input-shapes "input:[N,3,224,224]" -o "$OUT/${m}_dyn.tar" ||
+          echo "   kiln compile $m with a symbolic batch failed" ;;
+    esac
     printf '%s "%s": %s\n' "$sep" "$m" "$t" >> "$CT.tmp"
     sep=,
   done

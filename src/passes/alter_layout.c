@@ -80,8 +80,10 @@ static int as_blocked(alter *A, int id, int b) {
     return t;
 }
 
-static int all_static(const gtensor_type *t) {
-    for (int d = 0; d < t->ndim; d++)
+/* 1 if every dim of t is static but, in a 4-D NCHW one, the batch: a
+ * symbolic batch stays dim 0 of the blocked layout too. */
+static int static_but_batch(const gtensor_type *t) {
+    for (int d = t->ndim == 4 ? 1 : 0; d < t->ndim; d++)
         if (t->dims[d].sym)
             return 0;
     return 1;
@@ -200,7 +202,7 @@ static int operand(alter *A, int id, int b, int64_t C) {
     if (A->blk[id] == b)
         return A->map[id];
     const gtensor_type *t = ops_node_type(p);
-    if (!t || t->ndim > 4 || !all_static(t))
+    if (!t || t->ndim > 4 || !static_but_batch(t))
         return -2;
     int64_t d4[4] = {1, 1, 1, 1};
     for (int d = 0; d < t->ndim; d++)
@@ -213,9 +215,10 @@ static int operand(alter *A, int id, int b, int64_t C) {
         return block_const(A, p, d4, b);
     int src = A->map[id];
     char nm[600], attrs[160];
-    if (d4[1] == 1) { /* [.., 1, h, w] -> [n, 1, h, w, 1] */
-        snprintf(attrs, sizeof attrs, "newshape=[%lld, 1, %lld, %lld, 1]", (long long)d4[0],
-                 (long long)d4[2], (long long)d4[3]);
+    if (d4[1] == 1) { /* [.., 1, h, w] -> [n, 1, h, w, 1] (a symbolic n copied: 0) */
+        snprintf(attrs, sizeof attrs, "newshape=[%lld, 1, %lld, %lld, 1]",
+                 t->ndim == 4 && t->dims[0].sym ? 0 : (long long)d4[0], (long long)d4[2],
+                 (long long)d4[3]);
         snprintf(nm, sizeof nm, "%s.5d", p->name);
         return call(A, "reshape", 1, &src, attrs, nm);
     }
@@ -240,7 +243,7 @@ static int operand(alter *A, int id, int b, int64_t C) {
  * against it. */
 static int alter_elemwise(alter *A, const gnode *n) {
     const gtensor_type *ot = ops_node_type(n);
-    if (!ot || ot->ndim != 4 || !all_static(ot) || n->nin > LAYOUT_MAX_IN)
+    if (!ot || ot->ndim != 4 || !static_but_batch(ot) || n->nin > LAYOUT_MAX_IN)
         return REBUILD_COPY;
     int b = 0;
     for (int i = 0; i < n->nin && !b; i++) {
