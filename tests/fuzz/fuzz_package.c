@@ -58,6 +58,9 @@ static char *g_names[NKERNELS]; /* the function behind kernel k */
 static const kiln_function *g_funcs[NKERNELS];
 static int g_nkernels;
 static volatile unsigned char g_sink;
+/* What the kernels write into int64 arguments: the run's size (2 or 3),
+   so the variables a binder node binds from its output get that value. */
+static int64_t g_fill = 2;
 
 /* Kernel k: every argument, as its function's signature and vars size it,
    is read whole and then written whole. */
@@ -77,7 +80,11 @@ static int32_t touch(int k, void *const *args, const int64_t *vars) {
         unsigned char *p = args[a];
         for (int64_t i = 0; i < n; i++)
             acc ^= p[i];
-        memset(p, 0x3c, (size_t)n);
+        if (dt == KILN_INT64) /* small values: a binder's are this run's sizes */
+            for (int64_t i = 0; i < n / 8; i++)
+                memcpy(p + 8 * i, &g_fill, 8);
+        else
+            memset(p, 0x3c, (size_t)n);
     }
     g_sink = acc;
     return 0;
@@ -179,7 +186,9 @@ static void run_plan(const char *text, size_t len, const kiln_npz *params) {
         return;
     static const int64_t sizes[3] = {2, 3, 2};
     for (int round = 0; round < 3; round++) {
-        int dynamic = set_inputs(e, sizes[round]);
+        g_fill = sizes[round];
+        /* a staged plan's sizes come from kernels: any run may fail */
+        int dynamic = set_inputs(e, sizes[round]) || kiln_executor_model(e)->staged;
         if (kiln_executor_run(e) != KILN_OK) {
             if (!dynamic || !kiln_last_error()[0]) {
                 fprintf(stderr, "fuzz_package: a plan of kernels that cannot fail failed: %s\n",

@@ -297,6 +297,43 @@ for n_ops in (300, 5000, 20000):
     nodes = [helper.make_node("Relu" if k % 2 else "Neg", ["t%d" % k if k else "x"],
                               ["t%d" % (k + 1) if k + 1 < n_ops else "y"]) for k in range(n_ops)]
     save("chain_%d" % n_ops, nodes, x4, y4)
+# Shape-deciding inputs given as data: each op imports as a shape function, a
+# binder and the op reading the binder's dims (src/ops/shape.c)
+I64 = TensorProto.INT64
+F32 = TensorProto.FLOAT
+for op, ins, shapes, attrs in (
+        ("Reshape", ["x", "s"], [[2, 3, 4], [3]], {}),
+        ("Reshape", ["x", "s"], [[2, 3, 4], [0]], {"allowzero": 1}),
+        ("Expand", ["x", "s"], [[3, 1], [3]], {}),
+        ("Tile", ["x", "s"], [[2, 3], [2]], {}),
+        ("Unsqueeze", ["x", "s"], [[2, 3], [2]], {}),
+        ("Squeeze", ["x", "s"], [[1, 3, 1], [2]], {}),
+        ("Pad", ["x", "s"], [[2, 3], [4]], {"mode": "reflect"}),
+        ("Slice", ["x", "s", "s", "s", "s"], [[4, 5], [2]], {}),
+        ("Split", ["x", "s"], [[6, 2], [3]], {}),
+        ("ReduceSum", ["x", "s"], [[2, 3, 4], [2]], {"keepdims": 0}),
+        ("CumSum", ["x", "s"], [[2, 3], []], {}),
+        ("TopK", ["x", "s"], [[2, 5], [1]], {}),
+        ("NonZero", ["x"], [[2, 3]], {}),
+        ("Resize", ["x", "", "s"], [[1, 1, 2, 3], [4]], {"mode": "linear"})):
+    nout = 3 if op == "Split" else 2 if op == "TopK" else 1
+    types = [F32 if i == 0 else (F32 if op == "Resize" else I64) for i in range(len(shapes))]
+    inputs = [vi(n, t, sh) for n, t, sh in zip(dict.fromkeys(i for i in ins if i), types, shapes)]
+    save("run_time_%s_%d" % (op.lower(), len(attrs)),
+         [helper.make_node(op, ins, ["y%d" % k for k in range(nout)], **attrs)], inputs,
+         [vi("y%d" % k, TensorProto.UNDEFINED, None) for k in range(nout)])
+save("run_time_constant_of_shape", [helper.make_node("ConstantOfShape", ["s"], ["y"])],
+     [vi("s", I64, [3])], [vi("y", F32, None)])
+save("run_time_range", [helper.make_node("Range", ["a", "b", "c"], ["y"])],
+     [vi("a", F32, []), vi("b", F32, []), vi("c", F32, [])], [vi("y", F32, None)])
+save("run_time_one_hot", [helper.make_node("OneHot", ["i", "d", "v"], ["y"], axis=-1)],
+     [vi("i", I64, [3]), vi("d", F32, []), vi("v", F32, [2])], [vi("y", F32, None)], opset=11)
+save("run_time_compress", [helper.make_node("Compress", ["x", "c"], ["y"], axis=1)],
+     [vi("x", F32, [2, 3]), vi("c", TensorProto.BOOL, [3])], [vi("y", F32, None)], opset=11)
+for op in ("HannWindow", "HammingWindow", "BlackmanWindow"):
+    save("run_time_%s" % op.lower(), [helper.make_node(op, ["n"], ["y"], periodic=0)],
+         [vi("n", I64, [])], [vi("y", F32, None)], opset=17)
+
 nodes = [helper.make_node("Add", ["x", "x"], ["a%d" % k]) for k in range(2000)]
 nodes.append(helper.make_node("Sum", ["a%d" % k for k in range(2000)], ["y"]))
 save("fan_2000", nodes, x4, y4)
