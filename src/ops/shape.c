@@ -6,6 +6,7 @@
  *                    after it (ops_value_dims reads them); the plan marks
  *                    its kernel, and the executor binds the variables from
  *                    its output before it sets up the kernels that use them
+ *   shape_of         ONNX Shape over symbolic dims: the dims as values
  *   reshape_dims,    the shape functions: the output dims of an op whose
  *   broadcast_dims,  shape depends on an input's values, computed from
  *   tile_dims,       those values and the data's dims (Reshape, Expand,
@@ -828,6 +829,51 @@ static kiln_status compute_resize_dims(kiln_ctx *ctx, const gnode *call, kiln_te
     return dims_out(ctx, call, &f, out);
 }
 
+/* ---- shape_of ----------------------------------------------------------------------- */
+
+static const attr_schema shape_of_attrs[] = {
+    {"start", GA_INT, 0, "0"}, {"end", GA_INT, 0, "-1"}, {NULL, 0, 0, NULL}};
+
+/* ONNX Shape's [start, end) of the data's dims (negative from the end,
+ * clamped): an empty range is refused (a constant, not this op). */
+static int shape_range(const gnode *call, int nd, int *start, int *end) {
+    int64_t s = graph_attr_int(call, "start", 0), e = graph_attr_int(call, "end", nd);
+    s = s < 0 ? s + nd : s;
+    e = e < 0 ? e + nd : e;
+    s = s < 0 ? 0 : s > nd ? nd : s;
+    e = e < s ? s : e > nd ? nd : e;
+    *start = (int)s;
+    *end = (int)e;
+    return e > s;
+}
+
+static rel_result rel_shape_of(const struct kiln_graph *g, const gnode *call,
+                               const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(1);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
+    int s, e;
+    if (!x)
+        return r;
+    if (!shape_range(call, x->ndim, &s, &e))
+        return ops_fail("the range of dims [start, end) is empty");
+    gtensor_type res = {KILN_INT64, 1, {{e - s, NULL}}};
+    return ops_set_out(g, out, &res);
+}
+
+/* The data's dims as values, a symbolic one read from the kernel's own
+ * size variable: what a shape sub-graph over symbolic dims computes from. */
+static kiln_status compute_shape_of(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                    kiln_tensor **out) {
+    static _Thread_local dims_fn f;
+    int s, e;
+    shape_range(call, kiln_tensor_ndim(in[0]), &s, &e);
+    f.n = e - s;
+    for (int d = s; d < e; d++)
+        f.dim[d - s] = kiln_tensor_dim(in[0], d);
+    return dims_out(ctx, call, &f, out);
+}
+
 /* ---- the table ------------------------------------------------------------------- */
 
 /* a shape function: its output is an int64 vector of dims */
@@ -848,6 +894,8 @@ const kiln_op_def ops_shape_rows[] = {
      .summary = "int64 sizes known at run time; value k is size variable <prefix>_k after it",
      .sym_dims = 1,
      .binds = 1},
+    DIMS_ROW("shape_of", 1, 1, shape_of_attrs, rel_shape_of, compute_shape_of,
+             "ONNX Shape: the data's dims [start, end) as int64 values, symbolic ones too"),
     DIMS_ROW("reshape_dims", 2, 2, reshape_dims_attrs, rel_reshape_dims, compute_reshape_dims,
              "ONNX Reshape's output dims from its shape values (-1 each if invalid)"),
     DIMS_ROW("broadcast_dims", 2, 2, no_attrs, rel_broadcast_dims, compute_broadcast_dims,

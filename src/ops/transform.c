@@ -740,8 +740,10 @@ static rel_result rel_broadcast_to(const struct kiln_graph *g, const gnode *call
         if (k < 0)
             continue;
         gdim xd = x->dims[k];
-        if (xd.sym)
+        if (xd.sym && call->nin == 1)
             return ops_fail("dim %d of the input is symbolic", k);
+        if (xd.sym) /* the run decides: the data's size or 1 (the kernel clamps) */
+            continue;
         if (xd.v == 1)
             continue;
         /* a dim known only at run time is the input's (its shape function
@@ -762,7 +764,21 @@ typedef struct {
 
 static kiln_expr bcast_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     bcast_args *a = u;
-    return ops_bcast_read(ctx, a->x, a->nd, i);
+    int64_t dims[KILN_MAX_NDIM];
+    int nd = ops_shape(a->x, dims), sym = 0;
+    for (int k = 0; k < nd; k++)
+        sym |= dims[k] < 0;
+    if (!sym)
+        return ops_bcast_read(ctx, a->x, a->nd, i);
+    /* a symbolic dim is 1 (read 0) or the output's (read i) as the run
+       decides: min(i, dim - 1) is both, and in bounds whatever the dims */
+    kiln_expr ix[KILN_MAX_NDIM], one = ops_int(ctx, 1), zero = ops_int(ctx, 0);
+    for (int k = 0; k < nd; k++)
+        ix[k] = dims[k] == 1  ? zero
+                : dims[k] < 0 ? kiln_min(i[k + a->nd - nd],
+                                         kiln_max(kiln_sub(kiln_tensor_dim(a->x, k), one), zero))
+                              : i[k + a->nd - nd];
+    return kiln_tensor_at(a->x, nd, ix);
 }
 
 static kiln_status compute_broadcast_to(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,

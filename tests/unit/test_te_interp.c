@@ -1047,6 +1047,7 @@ static const workload g_work[] = {
     {"range_dims", "i32[];i32[];i32Z[]", NULL},
     {"topk_dims", "f32[3,5];i64T[1]", "axis=1"},
     {"count_dims", "f64[]", "min=1"},
+    {"shape_of", "f32[2,3,4]", "start=1"},
     {"split_params", "f32[3,6];i64T[3]", "axis=1, index=1"},
     {"split_params", "f32[3,6];i32[2]", "axis=-1, index=1"},
     {"window", "i64K[1]", "kind=\"hann\""},
