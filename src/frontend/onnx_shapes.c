@@ -41,7 +41,7 @@ kiln_status onnx_shapes_parse(const char *spec, onnx_shape_fn fn, void *user) {
                 break; /* "x:[]", a scalar */
             char num[128], *end = num;
             snprintf(num, sizeof num, "%.*s", len, q);
-            if ((*num >= 'a' && *num <= 'z') || (*num >= 'A' && *num <= 'Z') || *num == '_') {
+            if (graph_is_size_name(num, sizeof num)) {
                 /* a name: the dim is symbolic, a size the package takes when it runs */
                 if (nd >= KILN_MAX_NDIM)
                     return kiln_set_error(KILN_ERR_INVALID,

@@ -147,7 +147,23 @@ static void test_bad_input(void) {
     CHECK_EQ_INT(kiln_onnx_check_input_shapes("a:[4294967296,4294967296]"), KILN_ERR_INVALID);
     CHECK_CONTAINS(kiln_last_error(), "overflow");
     CHECK_EQ_INT(kiln_onnx_check_input_shapes("a:[1x]"), KILN_ERR_INVALID);
-    CHECK_CONTAINS(kiln_last_error(), "'1x' is not a whole number");
+    CHECK_CONTAINS(kiln_last_error(), "'1x' is not a whole number or a name");
+    /* a name leaves the dim symbolic; one past 63 characters is refused */
+    CHECK_EQ_INT(kiln_onnx_check_input_shapes("a:[N, 3, seq_len],b:[N]"), KILN_OK);
+    CHECK_EQ_INT(kiln_onnx_check_input_shapes("a:[n-1]"), KILN_ERR_INVALID);
+    char longname[128] = "a:[";
+    memset(longname + 3, 'n', 70);
+    strcpy(longname + 73, "]");
+    CHECK_EQ_INT(kiln_onnx_check_input_shapes(longname), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "longer than 63 characters");
+    kiln_graph *sym = kiln_onnx_import(onnx, "input:[n,1,8,8]");
+    CHECK(sym != NULL);
+    if (sym) {
+        char *counts = kiln_graph_op_counts(sym);
+        CHECK_CONTAINS(counts, "input: Tensor[(n, 1, 8, 8), float32]");
+        free(counts);
+        kiln_graph_free(sym);
+    }
     /* a shape that does not fit the weights is a type error naming the node */
     CHECK(kiln_onnx_import(onnx, "input:[1,3,8,8]") == NULL);
     CHECK_CONTAINS(kiln_last_error(), "Conv");
