@@ -72,6 +72,7 @@ KILN_CVT(cvt_eye_like);
 KILN_CVT(cvt_window);
 KILN_CVT(cvt_nonzero);
 KILN_CVT(cvt_compress);
+KILN_CVT(cvt_unique);
 KILN_CVT(cvt_range);
 KILN_CVT(cvt_tile);
 KILN_CVT(cvt_depth_space);

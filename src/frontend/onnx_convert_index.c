@@ -180,6 +180,32 @@ int cvt_compress(imp *I, const Onnx__NodeProto *n, int *outs) {
     return outs[0] = in[2] < 0 ? -1 : imp_call(I, n, "compress", 3, in, attrs);
 }
 
+/* Unique: without an axis, of the flattened input; the count of distinct
+ * slices bound when the package runs, then the four outputs. */
+int cvt_unique(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int x = imp_input(I, n, 0);
+    const gtensor_type *t = imp_type(I, x);
+    if (!t || !cvt_concrete(t))
+        return imp_fail(I, n, "the input's dims must be known at compile time");
+    int64_t axis = 0;
+    if (imp_attr(I, n, "axis", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT)) {
+        if (cvt_axis_attr(I, n, 0, t->ndim, &axis) < 0)
+            return -1;
+    } else if (t->ndim != 1) {
+        int64_t dims[MAXD], numel;
+        for (int d = 0; d < t->ndim; d++)
+            dims[d] = t->dims[d].v;
+        if (!cvt_numel(I, n, t->ndim, dims, &numel))
+            return -1;
+        x = cvt_reshape_to(I, n, x, 1, &numel);
+    }
+    char attrs[64];
+    snprintf(attrs, sizeof attrs, "axis=%lld, sorted=%d", (long long)axis,
+             imp_attr_int(I, n, "sorted", 1) != 0);
+    int in[2] = {x, cvt_bind_dims(I, n, imp_call(I, n, "unique_dims", 1, &x, attrs))};
+    return cvt_tuple_outputs(I, n, in[1] < 0 ? -1 : imp_call(I, n, "unique", 2, in, attrs), outs);
+}
+
 /* HannWindow, HammingWindow and BlackmanWindow: the window op over the
  * size's value as a count (a constant folds at import; data is bound when
  * the package runs). */

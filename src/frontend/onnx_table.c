@@ -245,6 +245,7 @@ static const imp_converter g_table[] = {
     {"EyeLike", 9, NULL, cvt_eye_like, UNARY, "dtype:INT, k:INT"},
     {"NonZero", 9, NULL, cvt_nonzero, UNARY, NULL},
     {"Compress", 9, NULL, cvt_compress, BINARY, "axis:INT"},
+    {"Unique", 11, NULL, cvt_unique, IO(1, 1, 1, 4), "axis:INT, sorted:INT"},
     {"HannWindow", 17, NULL, cvt_window, UNARY, "output_datatype:INT, periodic:INT"},
     {"HammingWindow", 17, NULL, cvt_window, UNARY, "output_datatype:INT, periodic:INT"},
     {"BlackmanWindow", 17, NULL, cvt_window, UNARY, "output_datatype:INT, periodic:INT"},

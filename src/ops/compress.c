@@ -8,6 +8,7 @@
  *   compress(x, cond, count)     the slices of x along `axis` whose
  *                                condition is true, in order (a condition
  *                                shorter than the axis leaves the rest out)
+ *   unique(x, count)             ONNX Unique's four outputs along `axis`
  *
  * The k-th selected element is found by its rank among the selected ones:
  * a reduction counts the selected ones before each position, then output
@@ -221,6 +222,249 @@ static kiln_status compute_compress(kiln_ctx *ctx, const gnode *call, kiln_tenso
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
 }
 
+/* ---- unique ----------------------------------------------------------------------- */
+
+static const attr_schema unique_attrs[] = {
+    {"axis", GA_INT, 0, "0"}, {"sorted", GA_INT, 0, "1"}, {NULL, 0, 0, NULL}};
+
+static rel_result rel_unique(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
+                             gtype *out) {
+    OPS_REQUIRE_KNOWN(2);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
+    int axis;
+    gdim n;
+    if (!x)
+        return r;
+    if (x->ndim < 1 || !ops_all_known(x, 0, x->ndim))
+        return ops_fail("the data must have 1 or more dims, all known at compile time");
+    if (!ops_attr_axis(call, "axis", 0, x->ndim, &axis) || !count_of(g, call, 1, &n))
+        return REL_ERROR;
+    out->known = 1;
+    out->is_tuple = 1;
+    out->n = 4;
+    out->t = arena_alloc(g->arena, sizeof(gtensor_type) * 4);
+    out->t[0] = *x;
+    out->t[0].dims[axis] = n;
+    out->t[1] = (gtensor_type){KILN_INT64, 1, {n}};
+    out->t[2] = (gtensor_type){KILN_INT64, 1, {x->dims[axis]}};
+    out->t[3] = out->t[1];
+    return REL_OK;
+}
+
+typedef struct {
+    kiln_tensor *x, *eq, *first, *fd, *rank, *firstof, *pos;
+    int nd, axis, sorted;
+    int64_t dims[MAXD], len, inner, outer, slice; /* slice = outer * inner */
+    kiln_expr r;                                  /* the current stage's reduce axis */
+} uq_args;
+
+/* x's element p (0 <= p < slice, row-major over the other dims) of slice j */
+static kiln_expr uq_at(kiln_ctx *ctx, const uq_args *a, kiln_expr j, kiln_expr p) {
+    kiln_expr ix[MAXD], o = kiln_floordiv(p, ops_int(ctx, a->inner));
+    kiln_expr i = kiln_floormod(p, ops_int(ctx, a->inner));
+    for (int d = a->nd - 1; d > a->axis; d--) {
+        ix[d] = d > a->axis + 1 ? kiln_floormod(i, ops_int(ctx, a->dims[d])) : i;
+        i = kiln_floordiv(i, ops_int(ctx, a->dims[d]));
+    }
+    for (int d = a->axis - 1; d >= 0; d--) {
+        ix[d] = d ? kiln_floormod(o, ops_int(ctx, a->dims[d])) : o;
+        o = kiln_floordiv(o, ops_int(ctx, a->dims[d]));
+    }
+    ix[a->axis] = j;
+    return kiln_tensor_at(a->x, a->nd, ix);
+}
+
+static kiln_expr one_if(kiln_ctx *ctx, kiln_expr c) {
+    return kiln_select(c, ops_int(ctx, 1), ops_int(ctx, 0));
+}
+
+/* eq[j, k] = 1 if slices j and k are equal element by element */
+static kiln_expr uq_eq_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    uq_args *a = u;
+    return kiln_min_reduce(
+        one_if(ctx, kiln_eq(uq_at(ctx, a, i[0], a->r), uq_at(ctx, a, i[1], a->r))), 1, &a->r);
+}
+
+/* fd[j, k] = the first element where slices j and k differ, or slice */
+static kiln_expr uq_fd_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    uq_args *a = u;
+    kiln_expr ne = kiln_ne(uq_at(ctx, a, i[0], a->r), uq_at(ctx, a, i[1], a->r));
+    return kiln_min_reduce(kiln_select(ne, a->r, ops_int(ctx, a->slice)), 1, &a->r);
+}
+
+static kiln_expr at2(kiln_tensor *t, kiln_expr a, kiln_expr b) {
+    kiln_expr ix[2] = {a, b};
+    return kiln_tensor_at(t, 2, ix);
+}
+
+/* first[j] = 1 if no earlier slice equals slice j */
+static kiln_expr uq_first_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    uq_args *a = u;
+    kiln_expr dup = kiln_and(kiln_lt(a->r, i[0]), kiln_eq(at2(a->eq, i[0], a->r), ops_int(ctx, 1)));
+    return kiln_min_reduce(kiln_select(dup, ops_int(ctx, 0), ops_int(ctx, 1)), 1, &a->r);
+}
+
+/* rank[j] = the place of slice j's value among the first occurrences:
+ * those before it (sorted = 0), or those smaller (sorted = 1: compared at
+ * their first differing element) */
+static kiln_expr uq_rank_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    uq_args *a = u;
+    kiln_expr before, first = kiln_eq(kiln_tensor_at(a->first, 1, &a->r), ops_int(ctx, 1));
+    if (a->sorted) {
+        kiln_expr fd = at2(a->fd, a->r, i[0]);
+        kiln_expr p = kiln_min(fd, ops_int(ctx, a->slice - 1));
+        before = kiln_and(kiln_lt(fd, ops_int(ctx, a->slice)),
+                          kiln_lt(uq_at(ctx, a, a->r, p), uq_at(ctx, a, i[0], p)));
+    } else {
+        before = kiln_lt(a->r, i[0]);
+    }
+    return kiln_sum(one_if(ctx, kiln_and(first, before)), 1, &a->r);
+}
+
+/* firstof[j] = the first slice equal to slice j */
+static kiln_expr uq_firstof_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    uq_args *a = u;
+    kiln_expr same = kiln_eq(at2(a->eq, i[0], a->r), ops_int(ctx, 1));
+    return kiln_min_reduce(kiln_select(same, a->r, ops_int(ctx, a->len - 1)), 1, &a->r);
+}
+
+/* pos[k] = the first occurrence of rank k (-1 past the last) */
+static kiln_expr uq_pos_body(kiln_ctx *ctx, const kiln_expr *k, void *u) {
+    uq_args *a = u;
+    kiln_expr hit = kiln_and(kiln_eq(kiln_tensor_at(a->first, 1, &a->r), ops_int(ctx, 1)),
+                             kiln_eq(kiln_tensor_at(a->rank, 1, &a->r), k[0]));
+    return kiln_max_reduce(kiln_select(hit, a->r, ops_int(ctx, -1)), 1, &a->r);
+}
+
+static kiln_expr uq_pos_at(kiln_ctx *ctx, const uq_args *a, kiln_expr k) {
+    return ops_checked_index(ctx, kiln_tensor_at(a->pos, 1, &k), a->len, 0);
+}
+
+static kiln_expr uq_y_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    uq_args *a = u;
+    kiln_expr ix[MAXD];
+    memcpy(ix, i, sizeof(kiln_expr) * (size_t)a->nd);
+    ix[a->axis] = uq_pos_at(ctx, a, i[a->axis]);
+    return kiln_tensor_at(a->x, a->nd, ix);
+}
+
+static kiln_expr uq_index_body(kiln_ctx *ctx, const kiln_expr *k, void *u) {
+    (void)ctx;
+    return kiln_tensor_at(((uq_args *)u)->pos, 1, k);
+}
+
+static kiln_expr uq_inverse_body(kiln_ctx *ctx, const kiln_expr *j, void *u) {
+    uq_args *a = u;
+    kiln_expr f = kiln_tensor_at(a->firstof, 1, j); /* in [0, len) by its reduction */
+    return kiln_tensor_at(a->rank, 1, &f);
+}
+
+static kiln_expr uq_count_body(kiln_ctx *ctx, const kiln_expr *k, void *u) {
+    uq_args *a = u;
+    kiln_expr same = kiln_eq(at2(a->eq, uq_pos_at(ctx, a, k[0]), a->r), ops_int(ctx, 1));
+    return kiln_sum(one_if(ctx, same), 1, &a->r);
+}
+
+static kiln_expr new_axis(kiln_ctx *ctx, int64_t n, const char *name) {
+    return kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, n), name);
+}
+
+/* ONNX Unique along `axis` (the converter flattens for none): the distinct
+ * slices (sorted, or in order of first occurrence), the index of each one's
+ * first occurrence, every slice's place among them, and how often each
+ * occurs. Slices compare element by element; NaN equals nothing, so each
+ * NaN is distinct. Cost: len^2 * slice compares, as compress's. */
+/* a's shape and the eq and first stages of unique (and unique_dims) */
+static kiln_status uq_init(kiln_ctx *ctx, const gnode *call, kiln_tensor *x, uq_args *a) {
+    memset(a, 0, sizeof *a);
+    a->x = x;
+    a->nd = ops_shape(x, a->dims);
+    a->axis = ops_norm_axis(call, 0, a->nd);
+    a->sorted = graph_attr_int(call, "sorted", 1) != 0;
+    a->len = a->dims[a->axis];
+    a->inner = a->outer = 1;
+    for (int d = 0; d < a->nd; d++)
+        if (d < a->axis)
+            a->outer *= a->dims[d];
+        else if (d > a->axis)
+            a->inner *= a->dims[d];
+    a->slice = a->outer * a->inner;
+    if (a->len == 0 || a->slice == 0)
+        return kiln_set_error(KILN_ERR_UNSUPPORTED, "unique of an empty tensor is not supported");
+    int64_t ll[2] = {a->len, a->len};
+    a->r = new_axis(ctx, a->slice, "p");
+    a->eq = ops_compute(ctx, call, ".eq", 2, ll, uq_eq_body, a);
+    a->r = new_axis(ctx, a->len, "j");
+    a->first = a->eq ? ops_compute(ctx, call, ".first", 1, &a->len, uq_first_body, a) : NULL;
+    return a->first ? KILN_OK : KILN_ERR_INVALID;
+}
+
+static kiln_status compute_unique(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                  kiln_tensor **out) {
+    static _Thread_local uq_args a;
+    if (uq_init(ctx, call, in[0], &a))
+        return KILN_ERR_INVALID;
+    gdim n = call->type.t[1].dims[0];
+    kiln_expr count = ops_dim(ctx, n), len = ops_int(ctx, a.len);
+    int64_t ll[2] = {a.len, a.len};
+    if (a.sorted) {
+        a.r = new_axis(ctx, a.slice, "q");
+        a.fd = ops_compute(ctx, call, ".fd", 2, ll, uq_fd_body, &a);
+    }
+    a.r = new_axis(ctx, a.len, "k");
+    a.rank = ops_compute(ctx, call, ".rank", 1, &a.len, uq_rank_body, &a);
+    a.r = new_axis(ctx, a.len, "m");
+    a.firstof = ops_compute(ctx, call, ".firstof", 1, &a.len, uq_firstof_body, &a);
+    a.r = new_axis(ctx, a.len, "s");
+    a.pos = ops_compute_e(ctx, call, ".pos", 1, &count, uq_pos_body, &a);
+    if (!a.eq || !a.first || !a.rank || !a.firstof || !a.pos || (a.sorted && !a.fd))
+        return KILN_ERR_INVALID;
+    kiln_expr yd[MAXD];
+    for (int d = 0; d < a.nd; d++)
+        yd[d] = d == a.axis ? count : ops_int(ctx, a.dims[d]);
+    out[0] = ops_compute_e(ctx, call, "", a.nd, yd, uq_y_body, &a);
+    out[1] = ops_compute_e(ctx, call, ".indices", 1, &count, uq_index_body, &a);
+    out[2] = ops_compute_e(ctx, call, ".inverse", 1, &len, uq_inverse_body, &a);
+    a.r = new_axis(ctx, a.len, "c");
+    out[3] = ops_compute_e(ctx, call, ".counts", 1, &count, uq_count_body, &a);
+    return out[0] && out[1] && out[2] && out[3] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* unique_dims(x): how many distinct slices unique finds (its shape
+ * function: here, as it shares unique's stages) */
+static rel_result rel_unique_dims(const struct kiln_graph *g, const gnode *call,
+                                  const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(1);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
+    int axis;
+    if (!x)
+        return r;
+    if (x->ndim < 1 || !ops_all_known(x, 0, x->ndim))
+        return ops_fail("the data must have 1 or more dims, all known at compile time");
+    if (!ops_attr_axis(call, "axis", 0, x->ndim, &axis))
+        return REL_ERROR;
+    gtensor_type res = {KILN_INT64, 1, {{1, NULL}}};
+    return ops_set_out(g, out, &res);
+}
+
+static kiln_expr uq_total_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    (void)i;
+    uq_args *a = u;
+    return kiln_sum(kiln_tensor_at(a->first, 1, &a->r), 1, &a->r);
+}
+
+static kiln_status compute_unique_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                       kiln_tensor **out) {
+    static _Thread_local uq_args a;
+    if (uq_init(ctx, call, in[0], &a))
+        return KILN_ERR_INVALID;
+    a.r = new_axis(ctx, a.len, "u");
+    out[0] = ops_compute(ctx, call, "", 1, (int64_t[]){1}, uq_total_body, &a);
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
 const kiln_op_def ops_compress_rows[] = {
     {.name = "nonzero",
      .min_in = 2,
@@ -239,6 +483,24 @@ const kiln_op_def ops_compress_rows[] = {
      .pattern = OP_OPAQUE,
      .compute = compute_compress,
      .summary = "the slices along axis whose condition is true (count: input 2)",
+     .sym_dims = 1},
+    {.name = "unique",
+     .min_in = 2,
+     .max_in = 2,
+     .attrs = unique_attrs,
+     .rel = rel_unique,
+     .pattern = OP_OPAQUE,
+     .compute = compute_unique,
+     .summary = "(distinct slices along axis, first indices, inverse, counts); count: input 1",
+     .sym_dims = 1},
+    {.name = "unique_dims",
+     .min_in = 1,
+     .max_in = 1,
+     .attrs = unique_attrs,
+     .rel = rel_unique_dims,
+     .pattern = OP_OPAQUE,
+     .compute = compute_unique_dims,
+     .summary = "how many distinct slices along axis unique finds",
      .sym_dims = 1},
 };
 
