@@ -103,6 +103,8 @@ static void derive_iters(lower_ctx *L, lstage *ls) {
         int64_t e;
         if (tir_const_int(ls->ext[it], &e) && e > 0)
             tir_analyzer_bind(L->an, st->iters[it].var, 0, e - 1);
+        else if (!tir_const_int(ls->ext[it], &e)) /* a symbolic extent (a size variable) */
+            tir_analyzer_bind_extent(L->an, st->iters[it].var, ls->ext[it]);
     }
     for (int r = st->nrels - 1; r >= 0; r--) {
         te_rel *rel = &st->rels[r];

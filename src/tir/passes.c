@@ -2,6 +2,7 @@
  * constant extent by copies of its body; vectorizing turns a loop of
  * constant extent into one vector statement of RAMP/BROADCAST expressions,
  * or leaves it serial when the body cannot be vectorized safely. */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "tir.h"
@@ -299,6 +300,8 @@ static void bind_loops(tir_analyzer *an, tir_node s) {
         int64_t mn, ext;
         if (tir_const_int(s->src[1], &mn) && tir_const_int(s->src[2], &ext) && ext > 0)
             tir_analyzer_bind(an, s->src[0], mn, mn + ext - 1);
+        else if (tir_const_int(s->src[1], &mn) && mn >= 0) /* a symbolic extent: v >= mn */
+            tir_analyzer_bind(an, s->src[0], mn, INT64_MAX);
         bind_loops(an, s->src[3]);
     } else if (s->op == TIR_SEQ) {
         for (uint32_t i = 0; i < s->nsrc; i++)

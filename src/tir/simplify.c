@@ -618,11 +618,42 @@ tir_node tir_simplify(tir_analyzer *an, tir_node e) {
     return e;
 }
 
+/* 1 if a - b simplifies to a constant >= 0 */
+static int diff_nonneg(tir_analyzer *an, tir_node a, tir_node b) {
+    int64_t v;
+    return cint(tir_simplify(an, tir_sub(a, b)), &v) && v >= 0;
+}
+
+/* a < b from a loop variable's symbolic extent (tir_analyzer_bind_extent):
+ * v < b when ext <= b; floordiv(v, c) < b (c > 0) when ext <= c * b; and
+ * either plus a term whose constant bound is [lo, hi] when the same holds
+ * for b - hi (a stage computed at a loop adds its own index, often [0, 0]). */
+static int prove_by_extent(tir_analyzer *an, tir_node a, tir_node b) {
+    if (a->op == TIR_ADD)
+        for (int k = 0; k < 2; k++) {
+            itv rest = tir_bound(an, a->src[1 - k]);
+            if (rest.hi != POS_INF && rest.lo != NEG_INF &&
+                prove_by_extent(an, a->src[k], tir_sub(b, tir_i64(b->ctx, rest.hi))))
+                return 1;
+        }
+    int64_t c = 1;
+    if (a->op == TIR_FLOORDIV && cint(a->src[1], &c) && c > 0)
+        a = a->src[0];
+    else if (a->op == TIR_FLOORDIV)
+        return 0;
+    var_range *r = a->op == TIR_VAR ? tir_analyzer_find(an, a) : NULL;
+    if (!r || !r->ext)
+        return 0;
+    return diff_nonneg(an, c == 1 ? b : tir_mul(b, tir_i64(b->ctx, c)), r->ext);
+}
+
 int tir_prove(tir_analyzer *an, tir_node cond) {
     int64_t v;
     tir_node r = tir_simplify(an, cond);
     if (cint(r, &v))
         return v != 0;
+    if (r->op == TIR_LT && prove_by_extent(an, r->src[0], r->src[1]))
+        return 1;
     return tir_bound(an, r).lo > 0;
 }
 

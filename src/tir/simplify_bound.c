@@ -56,6 +56,12 @@ void tir_analyzer_bind(tir_analyzer *an, tir_node v, int64_t lo, int64_t hi) {
     }
     r->lo = lo;
     r->hi = hi;
+    r->ext = NULL;
+}
+
+void tir_analyzer_bind_extent(tir_analyzer *an, tir_node v, tir_node ext) {
+    tir_analyzer_bind(an, v, 0, POS_INF);
+    tir_analyzer_find(an, v)->ext = ext;
 }
 
 void tir_analyzer_unbind(tir_analyzer *an, tir_node v) {

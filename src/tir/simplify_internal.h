@@ -17,6 +17,7 @@
 typedef struct {
     tir_node var;
     int64_t lo, hi;
+    tir_node ext; /* or, with lo 0: var < ext, a symbolic extent (hi unknown) */
 } var_range;
 
 /* the innermost binding of v, or NULL (also when an is NULL) */

@@ -242,6 +242,9 @@ KILN_HIDDEN void tir_analyzer_free(tir_analyzer *an);
 /* Record lo <= v <= hi (inclusive). A later bind of v replaces it. */
 KILN_HIDDEN void tir_analyzer_bind(tir_analyzer *an, tir_node v, int64_t lo, int64_t hi);
 KILN_HIDDEN void tir_analyzer_unbind(tir_analyzer *an, tir_node v);
+/* v is a loop variable in [0, ext) for a symbolic extent ext: tir_prove
+ * then proves v < e and floordiv(v, c) < e where ext is at most e (c * e). */
+KILN_HIDDEN void tir_analyzer_bind_extent(tir_analyzer *an, tir_node v, tir_node ext);
 /* Constant bounds of an integer expression (INT64_MIN/INT64_MAX if unknown). */
 KILN_HIDDEN void tir_const_bound(tir_analyzer *an, tir_node e, int64_t *lo, int64_t *hi);
 /* 1 if cond is provably true. */
