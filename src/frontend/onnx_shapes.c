@@ -59,7 +59,6 @@ kiln_status onnx_shapes_parse(const char *spec, onnx_shape_fn fn, void *user) {
                 q = e < close ? e + 1 : e;
                 continue;
             }
-            syms[nd] = NULL;
             errno = 0;
             long long v = *num >= '0' && *num <= '9' ? strtoll(num, &end, 10) : 0;
             const char *why = NULL;
@@ -77,6 +76,7 @@ kiln_status onnx_shapes_parse(const char *spec, onnx_shape_fn fn, void *user) {
                 return kiln_set_error(KILN_ERR_INVALID,
                                       "--input-shapes: input '%.*s': dimension '%s' %s", pn, p,
                                       len ? num : "", why);
+            syms[nd] = NULL;
             dims[nd++] = v;
             count *= v;
             q = e < close ? e + 1 : e;

@@ -151,6 +151,13 @@ static void test_bad_input(void) {
     /* a name leaves the dim symbolic; one past 63 characters is refused */
     CHECK_EQ_INT(kiln_onnx_check_input_shapes("a:[N, 3, seq_len],b:[N]"), KILN_OK);
     CHECK_EQ_INT(kiln_onnx_check_input_shapes("a:[n-1]"), KILN_ERR_INVALID);
+    /* 17 dims, numbers or names: refused before the 17th is stored */
+    CHECK_EQ_INT(kiln_onnx_check_input_shapes("y:[0,0,0,0,0,0,0,0,0,0,0,1,0,0,0,0,8]"),
+                 KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "past the most dimensions");
+    CHECK_EQ_INT(kiln_onnx_check_input_shapes("y:[a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q]"),
+                 KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "more than 16 dimensions");
     char longname[128] = "a:[";
     memset(longname + 3, 'n', 70);
     strcpy(longname + 73, "]");
