@@ -121,13 +121,13 @@ static kiln_status compute_nonzero(kiln_ctx *ctx, const gnode *call, kiln_tensor
         return out[0] ? KILN_OK : KILN_ERR_INVALID;
     }
     for (int d = 0; d < a.nd; d++) {
-        char nm[8];
+        char nm[16];
         snprintf(nm, sizeof nm, "r%d", d);
         a.r[d] = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, a.dims[d]), nm);
     }
     a.rank = ops_compute(ctx, call, ".rank", a.nd, a.dims, nz_rank_body, &a);
     for (int d = 0; d < a.nd; d++) { /* fresh axes for the second reduction */
-        char nm[8];
+        char nm[16];
         snprintf(nm, sizeof nm, "s%d", d);
         a.r[d] = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, a.dims[d]), nm);
     }
