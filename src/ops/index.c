@@ -1076,12 +1076,6 @@ static kiln_status compute_topk(kiln_ctx *ctx, const gnode *call, kiln_tensor *c
         .name = nm, .min_in = nmin, .max_in = nmax, .attrs = schema, .rel = relation,              \
         .pattern = pat, .compute = fn, .summary = sum                                              \
     }
-/* a row whose relation, compute and schedule take symbolic (run-time) dims */
-#define SYM_ROW(nm, nmin, nmax, schema, relation, fn, pat, sum)                                    \
-    {                                                                                              \
-        .name = nm, .min_in = nmin, .max_in = nmax, .attrs = schema, .rel = relation,              \
-        .pattern = pat, .compute = fn, .summary = sum, .sym_dims = 1                               \
-    }
 
 const kiln_op_def ops_index_rows[] = {
     ROW("gather_elements", 2, 2, axis0_attrs, rel_gather_elements, compute_gather_elements,
@@ -1093,9 +1087,9 @@ const kiln_op_def ops_index_rows[] = {
         "data with updates written (or reduced) at indices along axis"),
     ROW("scatter_nd", 3, 3, scatter_nd_attrs, rel_scatter_nd, compute_scatter_nd, OP_COMM_REDUCE,
         "data with updates written (or reduced) at index tuples"),
-    SYM_ROW("one_hot", 2, 3, one_hot_attrs, rel_one_hot, compute_one_hot, OP_INJECTIVE,
-            "values[1] where the index (negative: from the end) is the position on axis, else "
-            "values[0]"),
+    OPS_SYM_ROW("one_hot", 2, 3, one_hot_attrs, rel_one_hot, compute_one_hot, OP_INJECTIVE,
+                "values[1] where the index (negative: from the end) is the position on axis, else "
+                "values[0]"),
     ROW("reverse_sequence", 2, 2, reverse_sequence_attrs, rel_reverse_sequence,
         compute_reverse_sequence, OP_INJECTIVE,
         "reverse the first lengths[b] steps of time_axis for each b of batch_axis"),
@@ -1103,8 +1097,8 @@ const kiln_op_def ops_index_rows[] = {
         "upper (or lower) triangle of the last 2 dims from diagonal k (input 1), else 0"),
     ROW("eye_like", 1, 1, eye_like_attrs, rel_eye_like, compute_eye_like, OP_INJECTIVE,
         "1 on diagonal k of a 2-D shape, else 0, in dtype"),
-    SYM_ROW("arange", 2, 3, arange_attrs, rel_arange, compute_arange, OP_INJECTIVE,
-            "start + i * delta for i < n"),
+    OPS_SYM_ROW("arange", 2, 3, arange_attrs, rel_arange, compute_arange, OP_INJECTIVE,
+                "start + i * delta for i < n"),
     ROW("random_uniform_like", 1, 1, random_attrs, ops_rel_float_unary, compute_random_uniform_like,
         OP_INJECTIVE,
         "pseudo-random numbers in [0, 1) of the input's shape and dtype, a hash of seed and "
@@ -1112,9 +1106,9 @@ const kiln_op_def ops_index_rows[] = {
     ROW("cumsum", 1, 2, cumsum_attrs, rel_cumsum, compute_cumsum, OP_COMM_REDUCE,
         "cumulative sum along axis (an attribute, or the scalar input 1 read when it runs; "
         "exclusive, reverse)"),
-    SYM_ROW("topk", 1, 2, topk_attrs, rel_topk, compute_topk, OP_OPAQUE,
-            "(values, int64 indices) of the k largest (smallest) along axis, sorted, ties by "
-            "position"),
+    OPS_SYM_ROW("topk", 1, 2, topk_attrs, rel_topk, compute_topk, OP_OPAQUE,
+                "(values, int64 indices) of the k largest (smallest) along axis, sorted, ties by "
+                "position"),
 };
 
 const int ops_index_count = (int)(sizeof ops_index_rows / sizeof ops_index_rows[0]);

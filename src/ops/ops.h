@@ -97,6 +97,16 @@ OPS_FAMILY(signal);
 OPS_FAMILY(compress);
 #undef OPS_FAMILY
 
+/* A row whose relation, compute and schedule take symbolic (run-time) dims
+ * (docs/DYNAMIC_SHAPES.md), of variant `var` (OPS_SYM_ROW: variant 0). */
+#define OPS_SYM_ROW_V(nm, nmin, nmax, schema, relation, fn, pat, var, sum)                         \
+    {                                                                                              \
+        .name = nm, .min_in = nmin, .max_in = nmax, .attrs = schema, .rel = relation,              \
+        .pattern = pat, .compute = fn, .summary = sum, .variant = var, .sym_dims = 1               \
+    }
+#define OPS_SYM_ROW(nm, nmin, nmax, schema, relation, fn, pat, sum)                                \
+    OPS_SYM_ROW_V(nm, nmin, nmax, schema, relation, fn, pat, 0, sum)
+
 /* ---- relations (ops_common.c) ---------------------------------------------- */
 
 /* In a relation: REL_INCOMPLETE until the first n inputs' types are known. */

@@ -878,10 +878,7 @@ static kiln_status compute_shape_of(kiln_ctx *ctx, const gnode *call, kiln_tenso
 
 /* a shape function: its output is an int64 vector of dims */
 #define DIMS_ROW(nm, nmin, nmax, schema, relation, fn, sum)                                        \
-    {                                                                                              \
-        .name = nm, .min_in = nmin, .max_in = nmax, .attrs = schema, .rel = relation,              \
-        .pattern = OP_INJECTIVE, .compute = fn, .summary = sum, .sym_dims = 1                      \
-    }
+    OPS_SYM_ROW(nm, nmin, nmax, schema, relation, fn, OP_INJECTIVE, sum)
 
 const kiln_op_def ops_shape_rows[] = {
     {.name = "bind_dims",
@@ -910,30 +907,15 @@ const kiln_op_def ops_shape_rows[] = {
              "a count (OneHot's depth, a window's size) from a scalar value, at least min"),
     DIMS_ROW("nonzero_dims", 1, 1, no_attrs, rel_selected_dims, compute_selected_dims,
              "how many nonzero elements NonZero selects"),
-    {.name = "compress_dims",
-     .min_in = 2,
-     .max_in = 2,
-     .attrs = axis0_attrs,
-     .rel = rel_selected_dims,
-     .pattern = OP_INJECTIVE,
-     .compute = compute_selected_dims,
-     .summary = "how many slices Compress selects: the true conditions within the axis",
-     .sym_dims = 1,
-     .variant = 1},
+    OPS_SYM_ROW_V("compress_dims", 2, 2, axis0_attrs, rel_selected_dims, compute_selected_dims,
+                  OP_INJECTIVE, 1,
+                  "how many slices Compress selects: the true conditions within the axis"),
     DIMS_ROW("split_params", 2, 2, split_params_attrs, rel_split_params, compute_split_params,
              "ONNX Split with sizes as data: part index as slice_params gives a slice"),
     DIMS_ROW("unsqueeze_dims", 2, 2, no_attrs, rel_axes_dims, compute_axes_dims,
              "ONNX Unsqueeze's output dims from its axes values"),
-    {.name = "squeeze_dims",
-     .min_in = 2,
-     .max_in = 2,
-     .attrs = no_attrs,
-     .rel = rel_axes_dims,
-     .pattern = OP_INJECTIVE,
-     .compute = compute_axes_dims,
-     .summary = "ONNX Squeeze's output dims from its axes values (each a dim of 1)",
-     .sym_dims = 1,
-     .variant = 1},
+    OPS_SYM_ROW_V("squeeze_dims", 2, 2, no_attrs, rel_axes_dims, compute_axes_dims, OP_INJECTIVE, 1,
+                  "ONNX Squeeze's output dims from its axes values (each a dim of 1)"),
     DIMS_ROW("reduce_dims", 2, 2, reduce_dims_attrs, rel_reduce_dims, compute_reduce_dims,
              "ReduceX's output dims over axes values (keepdims: 1 where reduced; else the rest)"),
     DIMS_ROW("slice_params", 3, 5, no_attrs, rel_slice_params, compute_slice_params,

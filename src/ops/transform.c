@@ -1097,38 +1097,33 @@ static kiln_status compute_tile(kiln_ctx *ctx, const gnode *call, kiln_tensor *c
         .name = nm, .min_in = nmin, .max_in = nmax, .attrs = schema, .rel = relation,              \
         .pattern = pat, .compute = fn, .summary = sum                                              \
     }
-/* a row whose compute and relation take symbolic dims (docs/DYNAMIC_SHAPES.md) */
-#define SYM_ROW(nm, nmin, nmax, schema, relation, fn, pat, sum)                                    \
-    {                                                                                              \
-        .name = nm, .min_in = nmin, .max_in = nmax, .attrs = schema, .rel = relation,              \
-        .pattern = pat, .compute = fn, .summary = sum, .sym_dims = 1                               \
-    }
 
 const kiln_op_def ops_transform_rows[] = {
-    SYM_ROW("reshape", 1, 2, reshape_attrs, rel_reshape, compute_reshape, OP_INJECTIVE,
-            "new shape (0 copies, -1 infers), or the values of input 1 (a constant or a "
-            "bind_dims)"),
-    SYM_ROW("layout_transform", 1, 1, layout_transform_attrs, rel_layout_transform,
-            compute_layout_transform, OP_INJECTIVE,
-            "NCHW <-> NCHW[x]c; a last block past `channels` is zeros"),
-    SYM_ROW("transpose", 1, 1, transpose_attrs, rel_transpose, compute_transpose, OP_INJECTIVE,
-            "permute axes"),
-    SYM_ROW("nn.batch_flatten", 1, 1, no_attrs, rel_batch_flatten, compute_reshape, OP_INJECTIVE,
-            "[N, ...] -> [N, rest]"),
+    OPS_SYM_ROW("reshape", 1, 2, reshape_attrs, rel_reshape, compute_reshape, OP_INJECTIVE,
+                "new shape (0 copies, -1 infers), or the values of input 1 (a constant or a "
+                "bind_dims)"),
+    OPS_SYM_ROW("layout_transform", 1, 1, layout_transform_attrs, rel_layout_transform,
+                compute_layout_transform, OP_INJECTIVE,
+                "NCHW <-> NCHW[x]c; a last block past `channels` is zeros"),
+    OPS_SYM_ROW("transpose", 1, 1, transpose_attrs, rel_transpose, compute_transpose, OP_INJECTIVE,
+                "permute axes"),
+    OPS_SYM_ROW("nn.batch_flatten", 1, 1, no_attrs, rel_batch_flatten, compute_reshape,
+                OP_INJECTIVE, "[N, ...] -> [N, rest]"),
     ROW("concatenate", 1, MAXIN, axis0_attrs, rel_concatenate, compute_concatenate, OP_INJECTIVE,
         "join along axis"),
     ROW("split", 1, 1, split_attrs, rel_split, compute_split, OP_INJECTIVE,
         "split along axis (a tuple)"),
-    SYM_ROW("strided_slice", 1, 3, strided_slice_attrs, rel_strided_slice, compute_strided_slice,
-            OP_INJECTIVE, "x[begin:end:strides] on axes (numpy clamping)"),
+    OPS_SYM_ROW("strided_slice", 1, 3, strided_slice_attrs, rel_strided_slice,
+                compute_strided_slice, OP_INJECTIVE,
+                "x[begin:end:strides] on axes (numpy clamping)"),
     ROW("take", 2, 2, axis0_attrs, rel_take, compute_take, OP_INJECTIVE,
         "gather along axis; negative indices count from the end"),
-    SYM_ROW("broadcast_to", 1, 2, broadcast_to_attrs, rel_broadcast_to, compute_broadcast_to,
-            OP_BROADCAST, "broadcast to shape"),
-    SYM_ROW("nn.pad", 1, 4, pad_attrs, rel_pad, compute_pad, OP_INJECTIVE,
-            "pad_width [before0, after0, ...]; constant, edge or reflect"),
-    SYM_ROW("tile", 1, 2, tile_attrs, rel_tile, compute_tile, OP_INJECTIVE,
-            "repeat reps[d] times along each dim d"),
+    OPS_SYM_ROW("broadcast_to", 1, 2, broadcast_to_attrs, rel_broadcast_to, compute_broadcast_to,
+                OP_BROADCAST, "broadcast to shape"),
+    OPS_SYM_ROW("nn.pad", 1, 4, pad_attrs, rel_pad, compute_pad, OP_INJECTIVE,
+                "pad_width [before0, after0, ...]; constant, edge or reflect"),
+    OPS_SYM_ROW("tile", 1, 2, tile_attrs, rel_tile, compute_tile, OP_INJECTIVE,
+                "repeat reps[d] times along each dim d"),
 };
 
 const int ops_transform_count = (int)(sizeof ops_transform_rows / sizeof ops_transform_rows[0]);
