@@ -58,4 +58,25 @@ static inline kiln_ndarray *gu_compile_run(kiln_graph *g, const kiln_build_optio
     return r;
 }
 
+/* g (freed) compiled under the default schedule or (naive) the naive one,
+ * to a package named after tag, and loaded as a model; NULL (a failed
+ * check, the error printed) if that failed. */
+static inline kiln_model *gu_compile_load(kiln_graph *g, int naive, const char *tag) {
+    kiln_build_options *o = kiln_build_options_new();
+    if (naive)
+        CHECK_EQ_INT(kiln_build_options_set(o, "schedule", "naive"), KILN_OK);
+    char name[64];
+    snprintf(name, sizeof name, "%s_%s.tar", tag, naive ? "naive" : "default");
+    const char *pkg = test_tmp_path(name);
+    kiln_status st = kiln_graph_compile(g, pkg, o);
+    CHECK_EQ_INT(st, KILN_OK);
+    if (st)
+        fprintf(stderr, "compile: %s\n", kiln_last_error());
+    kiln_build_options_free(o);
+    kiln_graph_free(g);
+    kiln_model *m = st ? NULL : kiln_model_load(pkg);
+    CHECK(st || m != NULL);
+    return m;
+}
+
 #endif

@@ -147,6 +147,19 @@ class BertLayer(nn.Module):
         return self.ln2(x + self.ffn_out(self.gelu(self.ffn_in(x))))
 
 
+def bert_init(model):
+    """BERT's init: N(0, 0.02) weights and biases; LayerNorm's affine part
+    random too (not 1/0), so that it matters."""
+    for mod in model.modules():
+        if isinstance(mod, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(mod.weight, std=0.02)
+        if isinstance(mod, nn.Linear):
+            nn.init.normal_(mod.bias, std=0.02)
+        if isinstance(mod, nn.LayerNorm):
+            nn.init.uniform_(mod.weight, 0.5, 1.5)
+            nn.init.normal_(mod.bias, std=0.1)
+
+
 class BertEncoder(nn.Module):
     """BERT: word + position + token-type embeddings, LayerNorm, post-LN
     encoder layers, and the pooler (tanh of a linear map of token 0).
@@ -164,14 +177,7 @@ class BertEncoder(nn.Module):
         self.register_buffer("position_ids", torch.arange(seq).unsqueeze(0), persistent=False)
         self.register_buffer("token_type_ids", torch.zeros(1, seq, dtype=torch.long),
                              persistent=False)
-        for mod in self.modules():     # BERT's init: N(0, 0.02) weights
-            if isinstance(mod, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(mod.weight, std=0.02)
-            if isinstance(mod, nn.Linear):
-                nn.init.normal_(mod.bias, std=0.02)
-            if isinstance(mod, nn.LayerNorm):   # not 1/0, so the affine part matters
-                nn.init.uniform_(mod.weight, 0.5, 1.5)
-                nn.init.normal_(mod.bias, std=0.1)
+        bert_init(self)
 
     def forward(self, input_ids):
         b, s = 1, self.seq

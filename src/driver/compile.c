@@ -512,7 +512,10 @@ static char *make_json(plan *P, kiln_npz *params, const kiln_target *target, kil
             KILN_ASSERT(nb >= 1); /* its relation checked it */
             kstr_puts(&js, ", \"binds\": [");
             for (int b = 0; b < nb; b++)
-                kstr_printf(&js, "%s\"%s\"", b ? ", " : "", names[b].sym);
+                if (names[b].sym) /* bound here, or checked against an earlier binding */
+                    kstr_printf(&js, "%s\"%s\"", b ? ", " : "", names[b].sym);
+                else /* checked against a size */
+                    kstr_printf(&js, "%s%lld", b ? ", " : "", (long long)names[b].v);
             kstr_putc(&js, ']');
         }
         kstr_puts(&js, "}, \"inputs\": [");

@@ -634,10 +634,21 @@ static int axes_of(imp *I, const Onnx__NodeProto *n, int64_t *axes) {
     return cvt_const_ints(I, n, 1, axes);
 }
 
-/* Unsqueeze (variant "unsqueeze_dims") or Squeeze whose axes are known
- * when the package runs: a reshape to the dims its shape function gives. */
-static int cvt_axes_run_time(imp *I, const Onnx__NodeProto *n, int x, const char *dims_op) {
+/* Unsqueeze (dims_op "unsqueeze_dims") or Squeeze whose axes are known
+ * when the package runs, or whose data has symbolic dims (then the na
+ * constant axes are given): a reshape to the dims its shape function
+ * gives (cvt_bind_dims: with no binder where the graph knows them). */
+static int cvt_axes_run_time(imp *I, const Onnx__NodeProto *n, int x, const char *dims_op, int na,
+                             const int64_t *axes) {
     int in[2] = {x, imp_input(I, n, 1)};
+    if (na >= 0) {
+        int64_t len = na;
+        kiln_ndarray *a = kiln_ndarray_empty(KILN_INT64, 1, &len);
+        if (!a)
+            return imp_fail(I, n, "%s", kiln_last_error());
+        memcpy(kiln_ndarray_data(a), axes, (size_t)na * sizeof(int64_t));
+        in[1] = imp_add_const(I, "", a);
+    }
     in[1] = cvt_bind_dims(I, n, imp_call(I, n, dims_op, 2, in, ""));
     return in[1] < 0 ? -1 : imp_call(I, n, "reshape", 2, in, "");
 }
@@ -648,9 +659,11 @@ int cvt_unsqueeze(imp *I, const Onnx__NodeProto *n, int *outs) {
     int64_t axes[MAXD], dims[MAXD];
     int na = axes_of(I, n, axes);
     if (t && na == -2)
-        return outs[0] = cvt_axes_run_time(I, n, x, "unsqueeze_dims");
+        return outs[0] = cvt_axes_run_time(I, n, x, "unsqueeze_dims", -1, NULL);
     if (!t || na < 0)
         return imp_fail(I, n, "axes must be given");
+    if (!cvt_concrete(t) && na >= 1)
+        return outs[0] = cvt_axes_run_time(I, n, x, "unsqueeze_dims", na, axes);
     int nd = t->ndim + na;
     if (nd > MAXD)
         return imp_fail(I, n, "too many dims");
@@ -666,8 +679,6 @@ int cvt_unsqueeze(imp *I, const Onnx__NodeProto *n, int *outs) {
             dims[d] = 1;
             continue;
         }
-        if (t->dims[k].sym)
-            return imp_fail(I, n, "symbolic dims are not supported here yet");
         dims[d] = t->dims[k++].v;
     }
     return outs[0] = cvt_reshape_to(I, n, x, nd, dims);
@@ -679,15 +690,17 @@ int cvt_squeeze(imp *I, const Onnx__NodeProto *n, int *outs) {
     int64_t axes[MAXD], dims[MAXD];
     int na = axes_of(I, n, axes);
     if (t && na == -2)
-        return outs[0] = cvt_axes_run_time(I, n, x, "squeeze_dims");
+        return outs[0] = cvt_axes_run_time(I, n, x, "squeeze_dims", -1, NULL);
     if (!t)
         return imp_fail(I, n, "the input has no tensor type");
-    int drop[MAXD] = {0}, nd = 0;
-    for (int d = 0; d < t->ndim; d++) {
-        if (t->dims[d].sym)
-            return imp_fail(I, n, "symbolic dims are not supported here yet");
-        drop[d] = na < 0 && t->dims[d].v == 1;
+    if (!cvt_concrete(t)) {
+        if (na < 1) /* which dims are 1 is known when the package runs */
+            return imp_fail(I, n, "a Squeeze of symbolic dims needs its axes given");
+        return outs[0] = cvt_axes_run_time(I, n, x, "squeeze_dims", na, axes);
     }
+    int drop[MAXD] = {0}, nd = 0;
+    for (int d = 0; d < t->ndim; d++)
+        drop[d] = na < 0 && t->dims[d].v == 1;
     for (int i = 0; i < na; i++) {
         int64_t a = axes[i] < 0 ? axes[i] + t->ndim : axes[i];
         if (a < 0 || a >= t->ndim || t->dims[a].v != 1)

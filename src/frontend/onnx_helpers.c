@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ops/ops.h"
 #include "../te/interp.h"
 #include "onnx_import.h"
 
@@ -551,13 +552,37 @@ static int prefix_taken(const struct kiln_graph *g, const char *prefix) {
 int cvt_bind_dims(imp *I, const Onnx__NodeProto *n, int dims) {
     if (dims < 0)
         return -1;
-    char attrs[64];
+    /* what the graph knows of the dims (docs/DYNAMIC_SHAPES.md, part 2):
+       when each is exact (a constant, or a size the model's inputs have),
+       the op takes them as they are; else a binder names the exact and
+       assumed ones (checked as the package runs) and new sizes the rest */
+    gval v[GVAL_MAX];
+    int nv = ops_values(I->g, dims, v, GVAL_MAX), exact = nv >= 1;
+    for (int k = 0; k < nv; k++)
+        exact &= v[k].kind == GVAL_EXACT;
+    if (exact)
+        return dims;
+    char prefix[64];
     do
-        snprintf(attrs, sizeof attrs, "_rt%d", ++I->nbinders);
-    while (prefix_taken(I->g, attrs));
-    char buf[80];
-    snprintf(buf, sizeof buf, "prefix=\"%s\"", attrs);
-    return imp_call(I, n, "bind_dims", 1, &dims, buf);
+        snprintf(prefix, sizeof prefix, "_rt%d", ++I->nbinders);
+    while (prefix_taken(I->g, prefix));
+    kstr a;
+    kstr_init(&a);
+    kstr_printf(&a, "prefix=\"%s\"", prefix);
+    if (nv >= 1) {
+        kstr_puts(&a, ", names=\"");
+        for (int k = 0; k < nv; k++) {
+            kstr_puts(&a, k ? "," : "");
+            if (v[k].kind != GVAL_UNKNOWN && v[k].d.sym)
+                kstr_puts(&a, v[k].d.sym);
+            else if (v[k].kind != GVAL_UNKNOWN && v[k].d.v >= 0)
+                kstr_printf(&a, "%lld", (long long)v[k].d.v);
+        }
+        kstr_putc(&a, '"');
+    }
+    int id = a.oom ? imp_fail(I, n, "out of memory") : imp_call(I, n, "bind_dims", 1, &dims, a.buf);
+    kstr_free(&a);
+    return id;
 }
 
 void cvt_ints_attr(kstr *a, const char *name, int k, const int64_t *v) {

@@ -111,6 +111,32 @@ typedef kiln_status (*op_schedule_fn)(kiln_schedule *s, const struct gnode *call
 typedef kiln_expr (*op_elem_fn)(kiln_ctx *ctx, const struct gnode *call, kiln_dtype dt,
                                 const kiln_expr *args);
 
+/* ---- shape values: what the graph knows of a small integer value ----
+ * An element of a 0-D or 1-D integer value of at most GVAL_MAX elements
+ * (a shape computation: Shape -> Gather -> Concat -> Reshape), as far as
+ * the graph can tell before it runs (docs/DYNAMIC_SHAPES.md, part 2). */
+#define GVAL_MAX 64
+typedef enum {
+    GVAL_UNKNOWN = 0, /* known only as the package runs */
+    GVAL_EXACT,       /* d, for every run: a constant or a size variable */
+    GVAL_ASSUMED      /* d in every run the op can take (a slice end that
+                         is within the dim, say), else the op's shape
+                         function gives another value: a binder checks it */
+} gval_kind;
+typedef struct {
+    gval_kind kind;
+    gdim d;
+} gval;
+
+/* Partial evaluation of an op on shape values: the elements of the call's
+ * output (a 0-D or 1-D integer value, of its type's element count) from
+ * its inputs', in[i] holding nin[i] elements (nin[i] = -1: nothing known
+ * of input i, in[i] NULL). Returns the count (at most cap), or -1 if the
+ * op knows nothing of its output. Elements it cannot tell are
+ * GVAL_UNKNOWN. */
+typedef int (*op_values_fn)(const struct kiln_graph *g, const struct gnode *call,
+                            const gval *const *in, const int *nin, gval *out, int cap);
+
 /* What AlterOpLayout does with an op that its alter hook (if any) leaves
  * alone. */
 typedef enum {
@@ -177,6 +203,7 @@ typedef struct kiln_op_def {
     int sym_dims;            /* 1: its compute and schedule take symbolic (run-time) dims;
                                 the driver refuses a symbolic dim on an op without it
                                 (docs/DYNAMIC_SHAPES.md) */
+    op_values_fn values;     /* (optional) its output as shape values, from its inputs' */
     int binds;               /* 1: its output, an int64 vector, holds sizes known only when
                                 it runs; element k names size variable "<prefix>_k" (its
                                 `prefix` attribute), which later types use as a dim. The

@@ -188,13 +188,136 @@ static int alter_bias_add(const gnode *call, const layout_query *q, layout_rewri
     return 1;
 }
 
+/* ---- shape values (ops_values): integer arithmetic on sizes --------------------------
+ * Constants fold (in checked int64, C's truncating division as kiln_div
+ * has for integers); a size variable passes through what leaves it as it
+ * is (v + 0, v * 1, v / 1, max(v, c <= 0), v == v, ...) and compares
+ * unequal to a negative number, since a size is never negative. */
+
+typedef enum { A_ADD, A_SUB, A_MUL, A_DIV, A_MAX, A_MIN, A_EQ, A_NE, A_LT, A_GT, A_LE, A_GE } arith;
+
+static int arith_of(const char *name, arith *a) {
+    static const char *const names[] = {"add",     "subtract", "multiply",   "divide",
+                                        "maximum", "minimum",  "equal",      "not_equal",
+                                        "less",    "greater",  "less_equal", "greater_equal"};
+    for (int k = 0; k < (int)(sizeof names / sizeof names[0]); k++)
+        if (!strcmp(name, names[k]))
+            return *a = (arith)k, 1;
+    return 0;
+}
+
+static int arith_const(arith op, int64_t a, int64_t b, int64_t *r) {
+    switch (op) {
+    case A_ADD: return kiln_add_ok(a, b, r);
+    case A_SUB: return b != INT64_MIN && kiln_add_ok(a, -b, r);
+    case A_MUL: return kiln_mul_ok(a, b, r);
+    case A_DIV: return b != 0 && !(a == INT64_MIN && b == -1) && (*r = a / b, 1);
+    case A_MAX: return *r = a > b ? a : b, 1;
+    case A_MIN: return *r = a < b ? a : b, 1;
+    case A_EQ: return *r = a == b, 1;
+    case A_NE: return *r = a != b, 1;
+    case A_LT: return *r = a < b, 1;
+    case A_GT: return *r = a > b, 1;
+    case A_LE: return *r = a <= b, 1;
+    case A_GE: return *r = a >= b, 1;
+    }
+    return 0;
+}
+
+/* a op b where a or b (or both) is a size variable: 1 with *r, or 0. */
+static int arith_sym(arith op, gdim a, gdim b, gdim *r) {
+    int same = gdim_equal(a, b);
+    int64_t c = a.sym ? b.v : a.v; /* the constant side, if one is */
+    int csym = a.sym && b.sym;
+    gdim v = a.sym ? a : b;
+    switch (op) {
+    case A_ADD: return !csym && c == 0 && (*r = v, 1);
+    case A_SUB: return (same && (*r = (gdim){0, NULL}, 1)) || (!b.sym && b.v == 0 && (*r = a, 1));
+    case A_MUL: return !csym && (c == 1 ? (*r = v, 1) : c == 0 ? (*r = (gdim){0, NULL}, 1) : 0);
+    case A_DIV: return !b.sym && b.v == 1 && (*r = a, 1);
+    case A_MAX: return (same || (!csym && c <= 0)) && (*r = v, 1);
+    case A_MIN: return same && (*r = v, 1);
+    case A_EQ:
+    case A_NE:
+        if (same)
+            return *r = (gdim){op == A_EQ, NULL}, 1;
+        return !csym && c < 0 && (*r = (gdim){op == A_NE, NULL}, 1);
+    case A_LT:
+    case A_GT:
+    case A_LE:
+    case A_GE: return 0;
+    }
+    return 0;
+}
+
+/* The element count of a broadcast of small values, each of n[i]
+ * elements (1 broadcasts), or -1. */
+static int values_count(int nin, const int *n, int cap) {
+    int count = 1;
+    for (int i = 0; i < nin; i++) {
+        if (n[i] < 0)
+            return -1;
+        if (n[i] != 1 && count != 1 && n[i] != count)
+            return -1;
+        count = n[i] != 1 ? n[i] : count;
+    }
+    return count <= cap ? count : -1;
+}
+
+static int values_arith(const struct kiln_graph *g, const gnode *call, const gval *const *in,
+                        const int *nin, gval *out, int cap) {
+    (void)g;
+    arith op;
+    int count = values_count(2, nin, cap);
+    if (count < 0 || !arith_of(call->op->name, &op))
+        return -1;
+    for (int k = 0; k < count; k++) {
+        gval a = in[0][nin[0] == 1 ? 0 : k], b = in[1][nin[1] == 1 ? 0 : k];
+        gval_kind kind = a.kind == GVAL_EXACT && b.kind == GVAL_EXACT ? GVAL_EXACT
+                         : a.kind && b.kind                           ? GVAL_ASSUMED
+                                                                      : GVAL_UNKNOWN;
+        out[k] = (gval){GVAL_UNKNOWN, {0, NULL}};
+        if (kind == GVAL_UNKNOWN)
+            continue;
+        if (!a.d.sym && !b.d.sym) {
+            int64_t r;
+            if (arith_const(op, a.d.v, b.d.v, &r))
+                out[k] = (gval){kind, {r, NULL}};
+        } else if (arith_sym(op, a.d, b.d, &out[k].d)) {
+            out[k].kind = kind;
+        }
+    }
+    return count;
+}
+
+static int values_where(const struct kiln_graph *g, const gnode *call, const gval *const *in,
+                        const int *nin, gval *out, int cap) {
+    (void)g, (void)call;
+    int count = values_count(3, nin, cap);
+    if (count < 0)
+        return -1;
+    for (int k = 0; k < count; k++) {
+        gval c = in[0][nin[0] == 1 ? 0 : k], a = in[1][nin[1] == 1 ? 0 : k],
+             b = in[2][nin[2] == 1 ? 0 : k];
+        if (c.kind != GVAL_UNKNOWN && !c.d.sym)
+            out[k] = c.d.v ? a : b;
+        else if (a.kind == GVAL_EXACT && b.kind == GVAL_EXACT && gdim_equal(a.d, b.d))
+            out[k] = a;
+        else
+            out[k] = (gval){GVAL_UNKNOWN, {0, NULL}};
+        if (c.kind == GVAL_ASSUMED && out[k].kind == GVAL_EXACT)
+            out[k].kind = GVAL_ASSUMED;
+    }
+    return count;
+}
+
 /* ---- the table --------------------------------------------------------------------- */
 
 #define BINARY(nm, relation, scalar, sum)                                                          \
     {                                                                                              \
         .name = nm, .min_in = 2, .max_in = 2, .attrs = no_attrs, .rel = relation,                  \
         .pattern = OP_BROADCAST, .compute = ops_compute_elemwise, .summary = sum, .elem = scalar,  \
-        .layout = LAYOUT_FOLLOWS, .sym_dims = 1                                                    \
+        .layout = LAYOUT_FOLLOWS, .sym_dims = 1, .values = values_arith                            \
     }
 
 const kiln_op_def ops_broadcast_rows[] = {
@@ -229,7 +352,8 @@ const kiln_op_def ops_broadcast_rows[] = {
      .summary = "cond ? a : b",
      .elem = where_elem,
      .layout = LAYOUT_FOLLOWS,
-     .sym_dims = 1},
+     .sym_dims = 1,
+     .values = values_where},
     {.name = "nn.bias_add",
      .min_in = 2,
      .max_in = 2,

@@ -74,6 +74,28 @@ static rel_result rel_cast(const struct kiln_graph *g, const gnode *call, const 
     return ops_set_out(g, out, &res);
 }
 
+/* cast's shape values (ops_values): between int64, int32 and bool, a value
+ * the target holds passes; to bool, a constant is != 0 and a size variable
+ * unknown (it may be 0). */
+static int values_cast(const struct kiln_graph *g, const gnode *call, const gval *const *in,
+                       const int *nin, gval *out, int cap) {
+    const gtensor_type *t = ops_node_type(call);
+    (void)g;
+    if (!t || nin[0] < 0 || nin[0] > cap)
+        return -1;
+    for (int k = 0; k < nin[0]; k++) {
+        gval v = in[0][k];
+        out[k] = v;
+        if (v.kind == GVAL_UNKNOWN)
+            continue;
+        if (t->dtype == KILN_BOOL)
+            out[k] = v.d.sym ? (gval){GVAL_UNKNOWN, {0, NULL}} : (gval){v.kind, {v.d.v != 0, NULL}};
+        else if (t->dtype == KILN_INT32 && !v.d.sym && (v.d.v < INT32_MIN || v.d.v > INT32_MAX))
+            out[k].kind = GVAL_UNKNOWN;
+    }
+    return nin[0];
+}
+
 /* ---- the scalars ------------------------------------------------------------------ */
 
 /* clang-format off */
@@ -242,7 +264,18 @@ const kiln_op_def ops_elemwise_rows[] = {
     UNARY("nn.selu", selu_attrs, FLOAT, selu_elem, "gamma * (x <= 0 ? alpha*(e^x - 1) : x)"),
     UNARY("clip", clip_attrs, ID, clip_elem, "min(max(x, a_min), a_max)"),
     UNARY("nn.leaky_relu", leaky_attrs, ID, leaky_relu_elem, "x < 0 ? alpha*x : x"),
-    UNARY("cast", cast_attrs, rel_cast, cast_elem, "convert to dtype"),
+    {.name = "cast",
+     .min_in = 1,
+     .max_in = 1,
+     .attrs = cast_attrs,
+     .rel = rel_cast,
+     .pattern = OP_ELEMWISE,
+     .compute = ops_compute_elemwise,
+     .summary = "convert to dtype",
+     .elem = cast_elem,
+     .layout = LAYOUT_FOLLOWS,
+     .sym_dims = 1,
+     .values = values_cast},
     UNARY("nn.hard_swish", no_attrs, FLOAT, hard_swish_elem, "x * clip(x/6 + 1/2, 0, 1)"),
     UNARY("sin", no_attrs, FLOAT, sin_elem, "sine"),
     UNARY("cos", no_attrs, FLOAT, cos_elem, "cosine"),

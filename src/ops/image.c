@@ -8,6 +8,8 @@
  *                      (a constant or a bind_dims of resize_dims, known
  *                      when the package runs); then the scales and the roi
  *                      may be inputs too, read when it runs
+ *   resize_dims        its shape function: the output dims from the scales
+ *                      or sizes values (docs/DYNAMIC_SHAPES.md, part 3)
  *   image.grid_sample  ONNX GridSample (4-D NCHW): the source coordinates
  *                      come from a grid, that is from data (bilinear,
  *                      nearest or bicubic; padding zeros, border or
@@ -982,9 +984,78 @@ static kiln_status compute_roi_align(kiln_ctx *ctx, const gnode *call, kiln_tens
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
 }
 
+/* ---- resize_dims ----------------------------------------------------------------- */
+
+/* (a shape function of docs/DYNAMIC_SHAPES.md, part 3, beside the op it serves) */
+static const attr_schema resize_dims_attrs[] = {
+    {"sizes", GA_INT, 0, "0"}, {"upsample", GA_INT, 0, "0"}, {NULL, 0, 0, NULL}};
+
+static rel_result rel_resize_dims(const struct kiln_graph *g, const gnode *call,
+                                  const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(2);
+    rel_result r = REL_OK;
+    const gtensor_type *x = ops_tensor_in(in[0], 0, &r), *v = x ? ops_tensor_in(in[1], 1, &r) : 0;
+    if (!v)
+        return r;
+    int64_t sizes = graph_attr_int(call, "sizes", 0), up = graph_attr_int(call, "upsample", 0);
+    if ((sizes != 0 && sizes != 1) || (up != 0 && up != 1) || (sizes && up))
+        return ops_fail("sizes and upsample must be 0 or 1, and not both 1");
+    if (sizes && v->dtype != KILN_INT64)
+        return ops_fail("the sizes must be int64, not %s", kiln_dtype_name(v->dtype));
+    if (x->ndim < 1 || v->ndim != 1 || v->dims[0].sym || v->dims[0].v != x->ndim)
+        return ops_fail("the %s must be a vector of one value per dim of the %d-D input",
+                        sizes ? "sizes" : "scales", x->ndim);
+    return ops_dims_rel(g, v, sizes ? "the sizes" : "the scales", !sizes, -1, out);
+}
+
+/* ONNX Resize's (and Upsample's) output dims: sizes[d], or
+ * floor(dim d * scales[d]) in float64 (ONNX's reference multiplies its
+ * float32 scales by the int64 dims). A scale that is not positive and
+ * finite (below 1 for Upsample), a size below 0 or one that resizes an
+ * empty dim, and a dim past 2^48 are invalid. */
+static kiln_status compute_resize_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                       kiln_tensor **out) {
+    static _Thread_local ops_dims_fn f;
+    kiln_tensor *x = in[0], *v = in[1];
+    int sizes = graph_attr_int(call, "sizes", 0) != 0,
+        up = graph_attr_int(call, "upsample", 0) != 0;
+    f.n = kiln_tensor_ndim(x);
+    kiln_dtype f64 = KILN_FLOAT64;
+    kiln_expr zero = kiln_int(ctx, 0), limit = kiln_int(ctx, GRAPH_MAX_ELEMENTS);
+    kiln_expr flimit = kiln_const(ctx, f64, (double)GRAPH_MAX_ELEMENTS);
+    kiln_expr bad = kiln_const(ctx, KILN_BOOL, 0), w[KILN_MAX_NDIM];
+    for (int d = 0; d < f.n; d++) {
+        kiln_expr n = kiln_tensor_dim(x, d);
+        if (sizes) {
+            w[d] = ops_elem_i64(ctx, v, d);
+            bad = kiln_or(bad, kiln_or(kiln_or(kiln_lt(w[d], zero), kiln_gt(w[d], limit)),
+                                       kiln_and(kiln_eq(n, zero), kiln_gt(w[d], zero))));
+            continue;
+        }
+        kiln_expr i = kiln_int(ctx, d);
+        kiln_expr s = kiln_cast(f64, kiln_tensor_at(v, 1, &i));
+        kiln_expr p = kiln_floor(kiln_mul(s, kiln_cast(f64, n)));
+        /* NaN fails every comparison: not ok */
+        kiln_expr ok = kiln_and(kiln_and(kiln_gt(s, kiln_const(ctx, f64, 0)),
+                                         kiln_le(s, kiln_const(ctx, f64, DBL_MAX))),
+                                kiln_and(kiln_ge(p, kiln_const(ctx, f64, 0)), kiln_le(p, flimit)));
+        if (up)
+            ok = kiln_and(ok, kiln_ge(s, kiln_const(ctx, f64, 1)));
+        bad = kiln_or(bad, kiln_not(ok));
+        /* converted only where it is in range, so the conversion is defined */
+        w[d] = kiln_cast(KILN_INT64, kiln_select(ok, p, kiln_const(ctx, f64, 0)));
+    }
+    for (int d = 0; d < f.n; d++)
+        f.dim[d] = kiln_select(bad, kiln_int(ctx, -1), w[d]);
+    return ops_dims_out(ctx, call, &f, out);
+}
+
 /* ---- the table ------------------------------------------------------------------------ */
 
 const kiln_op_def ops_image_rows[] = {
+    OPS_SYM_ROW(
+        "resize_dims", 2, 2, resize_dims_attrs, rel_resize_dims, compute_resize_dims, OP_INJECTIVE,
+        "ONNX Resize's output dims from its scales or (sizes=1) sizes (-1 each if invalid)"),
     {.name = "image.resize",
      .min_in = 1,
      .max_in = 4,

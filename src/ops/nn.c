@@ -198,7 +198,10 @@ static kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tens
        need no tail; the leading dims are plain outer loops either way */
     int64_t m = nd >= 2 && od[nd - 2] >= 0 ? od[nd - 2] : 1, mr, nr, vl;
     const gtensor_type *xt = &call->graph->nodes[call->in[0]]->type.t[0];
-    int64_t kext = xt->dims[xt->ndim - 1 - (bmm && graph_attr_int(call, "transpose_a", 0))].v;
+    gdim kd = xt->dims[xt->ndim - 1 - (bmm && graph_attr_int(call, "transpose_a", 0))];
+    int64_t kext = kd.sym ? 128 : kd.v; /* a symbolic one: a typical length */
+    if (od[nd - 1] < 0)                 /* symbolic columns: the default schedule */
+        return KILN_OK;
     dense_tile(m, od[nd - 1], kext, target, &mr, &nr, &vl);
     int pn = dense_layout(layout);
     if (!nr || (pn > 0 && pn % nr && nr % pn))
@@ -311,16 +314,13 @@ static rel_result rel_softmax(const struct kiln_graph *g, const gnode *call, con
     int64_t axis = graph_attr_int(call, "axis", -1), nd = in[0]->t[0].ndim;
     if (axis < -nd || axis >= nd)
         return ops_fail("axis %lld is out of range", (long long)axis);
-    if (in[0]->t[0].dims[axis < 0 ? axis + nd : axis].sym)
-        return ops_fail("the axis (dim %lld) must not be symbolic",
-                        (long long)(axis < 0 ? axis + nd : axis));
     return REL_OK;
 }
 
 typedef struct {
     kiln_tensor *x, *mx, *ex, *sum; /* hardmax: sum is the index of the max */
     int nd, axis;
-    int64_t n; /* the axis' extent */
+    kiln_expr n; /* the axis' extent (an expression: it may be symbolic) */
     kiln_expr k1, k2;
 } sm_args;
 
@@ -379,7 +379,7 @@ static kiln_expr hm_pick(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     with_axis(s, i, s->k2, ix);
     kiln_expr x = kiln_tensor_at(s->x, s->nd, ix);
     kiln_expr hit = kiln_or(kiln_eq(x, kiln_tensor_at(s->mx, s->nd - 1, i)), kiln_ne(x, x));
-    return kiln_min_reduce(kiln_select(hit, s->k2, ops_int(ctx, s->n)), 1, &s->k2);
+    return kiln_min_reduce(kiln_select(hit, s->k2, s->n), 1, &s->k2);
 }
 
 /* hardmax: 1 at the picked index, 0 elsewhere */
@@ -452,8 +452,8 @@ static int softmax_lanes_form(const gnode *call, int nd, const int64_t *od, int 
 
 static kiln_status compute_softmax(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                    kiln_tensor **out) {
-    /* the axis is a constant (rel_softmax); other dims may be symbolic, so
-       the shapes are expressions */
+    /* any dim may be symbolic, the axis too, so the shapes are expressions
+       (the lane-parallel form needs a constant last axis) */
     int64_t od[KILN_MAX_NDIM];
     kiln_expr oe[KILN_MAX_NDIM], rd[KILN_MAX_NDIM];
     int nd = ops_out_shape(call, od), axis;
@@ -488,9 +488,9 @@ static kiln_status compute_softmax(kiln_ctx *ctx, const gnode *call, kiln_tensor
     for (int d = 0; d < s.nd; d++)
         if (d != s.axis)
             rd[j++] = oe[d];
-    s.n = od[s.axis];
-    s.k1 = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, s.n), "k");
-    s.k2 = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, s.n), "k");
+    s.n = oe[s.axis];
+    s.k1 = kiln_reduce_axis(ctx, ops_int(ctx, 0), s.n, "k");
+    s.k2 = kiln_reduce_axis(ctx, ops_int(ctx, 0), s.n, "k");
     s.mx = ops_compute_e(ctx, call, ".max", s.nd - 1, rd, sm_max, &s);
     if (call->op->variant == SM_HARDMAX) {
         s.sum = s.mx ? ops_compute_e(ctx, call, ".pick", s.nd - 1, rd, hm_pick, &s) : NULL;
@@ -708,9 +708,11 @@ static kiln_status compute_batch_matmul(kiln_ctx *ctx, const gnode *call, kiln_t
     a.nb = ops_shape(in[1], a.bd);
     a.ta = graph_attr_int(call, "transpose_a", 0) != 0;
     a.tb = graph_attr_int(call, "transpose_b", 0) != 0;
-    int64_t kdim = a.ad[a.na - 1 - a.ta];
-    a.k = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, kdim), "k");
-    out[0] = ops_compute(ctx, call, "", a.nd, od, bmm_body, &a);
+    /* any dim may be symbolic (a sequence length), the reduced one too */
+    kiln_expr oe[KILN_MAX_NDIM];
+    ops_out_dims(ctx, call, oe);
+    a.k = kiln_reduce_axis(ctx, ops_int(ctx, 0), kiln_tensor_dim(in[0], a.na - 1 - a.ta), "k");
+    out[0] = ops_compute_e(ctx, call, "", a.nd, oe, bmm_body, &a);
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
 }
 
@@ -751,7 +753,8 @@ const kiln_op_def ops_nn_rows[] = {
      .compute = compute_batch_matmul,
      .summary = "numpy matmul: [..., M, K] x [..., K, N], batch dims broadcast",
      .schedule = schedule_dense,
-     .variant = MM_BATCH},
+     .variant = MM_BATCH,
+     .sym_dims = 1},
     SOFTMAX("nn.softmax", SM_SOFTMAX, schedule_softmax, "softmax over axis"),
     SOFTMAX("nn.log_softmax", SM_LOG_SOFTMAX, NULL, "log of softmax over axis"),
     SOFTMAX("nn.hardmax", SM_HARDMAX, NULL, "1 at the first max along axis, 0 elsewhere"),

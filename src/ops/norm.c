@@ -168,7 +168,10 @@ static kiln_status compute_layer_norm(kiln_ctx *ctx, const gnode *call, kiln_ten
                                       kiln_tensor **out) {
     ln_args a;
     memset(&a, 0, sizeof a);
-    int64_t xd[KILN_MAX_NDIM], sd[KILN_MAX_NDIM];
+    /* the normalized dims are constants (rel_layer_norm); the leading ones
+       may be symbolic, so the shapes are expressions */
+    int64_t xd[KILN_MAX_NDIM];
+    kiln_expr xe[KILN_MAX_NDIM], se[KILN_MAX_NDIM], one = ops_int(ctx, 1);
     a.x = in[0];
     a.gamma = call->nin > 1 ? in[1] : NULL;
     a.beta = call->nin > 2 ? in[2] : NULL;
@@ -178,7 +181,8 @@ static kiln_status compute_layer_norm(kiln_ctx *ctx, const gnode *call, kiln_ten
     a.eps = graph_attr_float(call, "epsilon", 1e-5);
     a.count = 1;
     for (int d = 0; d < a.nd; d++) {
-        sd[d] = d < a.axis ? xd[d] : 1;
+        xe[d] = kiln_tensor_dim(in[0], d);
+        se[d] = d < a.axis ? xe[d] : one;
         if (d < a.axis)
             continue;
         a.count *= xd[d];
@@ -186,23 +190,23 @@ static kiln_status compute_layer_norm(kiln_ctx *ctx, const gnode *call, kiln_ten
         a.r2[d - a.axis] = kiln_reduce_axis(ctx, ops_int(ctx, 0), ops_int(ctx, xd[d]), "r");
     }
     if (ln_lanes_form(a.nd, xd, a.axis)) {
-        int64_t pd[KILN_MAX_NDIM];
-        memcpy(pd, sd, sizeof pd);
-        pd[a.nd - 1] = LN_LANES;
+        kiln_expr pe[KILN_MAX_NDIM];
+        memcpy(pe, se, sizeof pe);
+        pe[a.nd - 1] = ops_int(ctx, LN_LANES);
         kiln_expr ko_ext = ops_int(ctx, xd[a.nd - 1] / LN_LANES), l = ops_int(ctx, LN_LANES);
         lnv_args v1 = {&a, NULL, kiln_reduce_axis(ctx, ops_int(ctx, 0), ko_ext, "ko"),
                        kiln_reduce_axis(ctx, ops_int(ctx, 0), l, "ki")};
         lnv_args v2 = {&a, NULL, kiln_reduce_axis(ctx, ops_int(ctx, 0), ko_ext, "ko"),
                        kiln_reduce_axis(ctx, ops_int(ctx, 0), l, "ki")};
-        v1.part = ops_compute(ctx, call, ".sump", a.nd, pd, lnv_sump, &v1); /* a.sum NULL: plain */
-        a.sum = v1.part ? ops_compute(ctx, call, ".sum", a.nd, sd, lnv_total, &v1) : NULL;
-        v2.part = a.sum ? ops_compute(ctx, call, ".sqsump", a.nd, pd, lnv_sump, &v2) : NULL;
-        a.sqsum = v2.part ? ops_compute(ctx, call, ".sqsum", a.nd, sd, lnv_total, &v2) : NULL;
+        v1.part = ops_compute_e(ctx, call, ".sump", a.nd, pe, lnv_sump, &v1); /* plain sums */
+        a.sum = v1.part ? ops_compute_e(ctx, call, ".sum", a.nd, se, lnv_total, &v1) : NULL;
+        v2.part = a.sum ? ops_compute_e(ctx, call, ".sqsump", a.nd, pe, lnv_sump, &v2) : NULL;
+        a.sqsum = v2.part ? ops_compute_e(ctx, call, ".sqsum", a.nd, se, lnv_total, &v2) : NULL;
     } else {
-        a.sum = ops_compute(ctx, call, ".sum", a.nd, sd, ln_sum_body, &a);
-        a.sqsum = a.sum ? ops_compute(ctx, call, ".sqsum", a.nd, sd, ln_sq_body, &a) : NULL;
+        a.sum = ops_compute_e(ctx, call, ".sum", a.nd, se, ln_sum_body, &a);
+        a.sqsum = a.sum ? ops_compute_e(ctx, call, ".sqsum", a.nd, se, ln_sq_body, &a) : NULL;
     }
-    out[0] = a.sqsum ? ops_compute(ctx, call, "", a.nd, xd, ln_out_body, &a) : NULL;
+    out[0] = a.sqsum ? ops_compute_e(ctx, call, "", a.nd, xe, ln_out_body, &a) : NULL;
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
 }
 
@@ -384,6 +388,7 @@ const kiln_op_def ops_norm_rows[] = {
      .rel = rel_layer_norm,
      .pattern = OP_OPAQUE,
      .compute = compute_layer_norm,
+     .sym_dims = 1,
      .summary = "normalize over dims axis.. (data, gamma, beta)",
      .schedule = schedule_layer_norm},
     {.name = "nn.batch_norm",

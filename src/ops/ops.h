@@ -99,11 +99,14 @@ OPS_FAMILY(compress);
 
 /* A row whose relation, compute and schedule take symbolic (run-time) dims
  * (docs/DYNAMIC_SHAPES.md), of variant `var` (OPS_SYM_ROW: variant 0). */
-#define OPS_SYM_ROW_V(nm, nmin, nmax, schema, relation, fn, pat, var, sum)                         \
+#define OPS_SYM_ROW_VALS(nm, nmin, nmax, schema, relation, fn, pat, var, vals, sum)                \
     {                                                                                              \
         .name = nm, .min_in = nmin, .max_in = nmax, .attrs = schema, .rel = relation,              \
-        .pattern = pat, .compute = fn, .summary = sum, .variant = var, .sym_dims = 1               \
+        .pattern = pat, .compute = fn, .summary = sum, .variant = var, .sym_dims = 1,              \
+        .values = vals                                                                             \
     }
+#define OPS_SYM_ROW_V(nm, nmin, nmax, schema, relation, fn, pat, var, sum)                         \
+    OPS_SYM_ROW_VALS(nm, nmin, nmax, schema, relation, fn, pat, var, NULL, sum)
 #define OPS_SYM_ROW(nm, nmin, nmax, schema, relation, fn, pat, sum)                                \
     OPS_SYM_ROW_V(nm, nmin, nmax, schema, relation, fn, pat, 0, sum)
 
@@ -125,16 +128,28 @@ KILN_HIDDEN void ops_dim_str(gdim d, char *buf, size_t cap);
 /* numpy broadcasting of n types into *res, with the dtype of ts[dt_from]. */
 KILN_HIDDEN rel_result ops_broadcast(int n, const gtensor_type *const *ts, int dt_from,
                                      gtensor_type *res);
-/* The values of input i of the call, a 0-D or 1-D integer tensor, as dims
- * when the graph knows them before it runs: a constant's values, or the
- * size variables a binder call (a row with `binds`) names. Returns their
- * count (at most cap), or -1 if they are known only as data. */
+/* The shape values of node id (graph.h, gval): a constant's values, a
+ * binder's variables, or what the ops' `values` functions tell of a call
+ * from its inputs'. Returns the element count (at most cap), or -1 if id
+ * is not a 0-D or 1-D integer (int64, int32, bool) value of at most cap
+ * elements, or nothing is known of it. */
+KILN_HIDDEN int ops_values(const struct kiln_graph *g, int id, gval *out, int cap);
+/* The values of input i of the call, a 0-D or 1-D int64 or int32 tensor,
+ * as dims when the graph knows them before it runs (every one of its
+ * ops_values GVAL_EXACT): a constant's values, the size variables a
+ * binder call (a row with `binds`) names, or a shape computation over
+ * symbolic dims (Shape -> Gather -> Concat). Returns their count (at most
+ * cap), or -1 if they are known only as data. */
 KILN_HIDDEN int ops_value_dims(const struct kiln_graph *g, const gnode *call, int i, gdim *out,
                                int cap);
-/* The size variables binder call v (of a row with `binds`) names, one per
- * value of its output: "<prefix>_k" (its `prefix` attribute). Their count
- * (at most cap), or -1 if v is not a binder. */
+/* The sizes binder call v (of a row with `binds`) names, one per value of
+ * its output: entry k of its `names` attribute (comma-separated: a size
+ * variable, a size, or empty), an empty one "<prefix>_k". Their count (at
+ * most cap), or -1 if v is not a binder. */
 KILN_HIDDEN int ops_bound_dims(const struct kiln_graph *g, const gnode *v, gdim *out, int cap);
+/* The same for binder call v (typed or not) of n values: n, or -1 if its
+ * attributes do not name n sizes. */
+KILN_HIDDEN int ops_binder_names(const struct kiln_graph *g, const gnode *v, int n, gdim *out);
 /* 1 if dims [from, to) of t are all concrete. */
 KILN_HIDDEN int ops_all_known(const gtensor_type *t, int from, int to);
 /* The output has input 0's type; with _float, input 0 must be a float. */
@@ -149,6 +164,27 @@ KILN_HIDDEN int ops_is_index_dtype(kiln_dtype dt);
 KILN_HIDDEN int ops_is_int_dtype(kiln_dtype dt);
 /* 1 for float16, bfloat16, float32 and float64. */
 KILN_HIDDEN int ops_is_float_dtype(kiln_dtype dt);
+
+/* ---- shape functions (ops_common.c): the building blocks of the ops that
+ * compute dims as int64 vectors (shape.c, and image.c's resize_dims) ---- */
+
+/* What a shape function computes, per output dim (at most 3 per data dim:
+ * slice_params' lengths, starts and steps). */
+typedef struct {
+    int n;
+    kiln_expr dim[3 * KILN_MAX_NDIM];
+} ops_dims_fn;
+/* The call's output, an int64[f->n] of the dims f computed (n >= 1). */
+KILN_HIDDEN kiln_status ops_dims_out(kiln_ctx *ctx, const gnode *call, ops_dims_fn *f,
+                                     kiln_tensor **out);
+/* Element k of a 0-D or 1-D tensor, in dtype dt; ops_elem_i64: as int64. */
+KILN_HIDDEN kiln_expr ops_elem_as(kiln_ctx *ctx, kiln_tensor *t, int k, kiln_dtype dt);
+KILN_HIDDEN kiln_expr ops_elem_i64(kiln_ctx *ctx, kiln_tensor *t, int k);
+/* The relation of a shape function: input v is a 1-D integer (or, with
+ * is_float, float) vector of known length, the output an int64 vector of
+ * `len` dims (len < 0: the vector's length). */
+KILN_HIDDEN rel_result ops_dims_rel(const struct kiln_graph *g, const gtensor_type *v,
+                                    const char *what, int is_float, int64_t len, gtype *out);
 
 /* ---- attributes (ops_common.c) ------------------------------------------------ */
 

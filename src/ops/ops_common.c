@@ -43,37 +43,172 @@ void ops_dim_str(gdim d, char *buf, size_t cap) {
         snprintf(buf, cap, "%lld", (long long)d.v);
 }
 
+/* ---- shape functions ---------------------------------------------------------------- */
+
+static kiln_expr pick_body(kiln_ctx *ctx, const kiln_expr *idx, void *u) {
+    const ops_dims_fn *f = u;
+    kiln_expr e = f->dim[f->n - 1];
+    for (int k = f->n - 2; k >= 0; k--)
+        e = kiln_select(kiln_eq(idx[0], kiln_int(ctx, k)), f->dim[k], e);
+    return e;
+}
+
+kiln_status ops_dims_out(kiln_ctx *ctx, const gnode *call, ops_dims_fn *f, kiln_tensor **out) {
+    int64_t n = f->n;
+    KILN_ASSERT(n >= 1);
+    out[0] = ops_compute(ctx, call, "", 1, &n, pick_body, f);
+    return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+kiln_expr ops_elem_as(kiln_ctx *ctx, kiln_tensor *t, int k, kiln_dtype dt) {
+    kiln_expr i = kiln_int(ctx, k);
+    int nd = kiln_tensor_ndim(t);
+    kiln_expr v = kiln_tensor_at(t, nd, nd ? &i : NULL);
+    return kiln_tensor_dtype(t) == dt ? v : kiln_cast(dt, v);
+}
+
+kiln_expr ops_elem_i64(kiln_ctx *ctx, kiln_tensor *t, int k) {
+    return ops_elem_as(ctx, t, k, KILN_INT64);
+}
+
+rel_result ops_dims_rel(const struct kiln_graph *g, const gtensor_type *v, const char *what,
+                        int is_float, int64_t len, gtype *out) {
+    if (!(is_float ? ops_is_float_dtype(v->dtype) : ops_is_index_dtype(v->dtype)) || v->ndim != 1 ||
+        v->dims[0].sym)
+        return ops_fail("%s must be a 1-D %s tensor of a length known at compile time", what,
+                        is_float ? "float" : "integer");
+    if (len < 0)
+        len = v->dims[0].v;
+    if (len < 1 || len > KILN_MAX_NDIM)
+        return ops_fail("%s has %lld values; 1 to %d dims are supported", what, (long long)len,
+                        KILN_MAX_NDIM);
+    gtensor_type res = {KILN_INT64, 1, {{len, NULL}}};
+    return ops_set_out(g, out, &res);
+}
+
+/* ---- shape values ---------------------------------------------------------------- */
+
+/* The most nodes one evaluation visits: a shape sub-graph is small, and a
+ * DAG that shares a deep chain cannot make it exponential. */
+#define VALUES_BUDGET 4096
+#define VALUES_DEPTH 64
+
+static int const_values(const kiln_ndarray *a, gval *out, int cap) {
+    kiln_dtype dt = kiln_ndarray_dtype(a);
+    int64_t n = kiln_ndarray_numel(a);
+    if (n > cap || (dt != KILN_INT64 && dt != KILN_INT32 && dt != KILN_BOOL))
+        return -1;
+    const void *p = kiln_ndarray_data(a);
+    for (int k = 0; k < n; k++) {
+        int64_t v = dt == KILN_INT64   ? ((const int64_t *)p)[k]
+                    : dt == KILN_INT32 ? ((const int32_t *)p)[k]
+                                       : ((const uint8_t *)p)[k] != 0;
+        out[k] = (gval){GVAL_EXACT, {v, NULL}};
+    }
+    return (int)n;
+}
+
+static int values_rec(const struct kiln_graph *g, int id, gval *out, int cap, int depth,
+                      int *budget) {
+    const gnode *v = graph_node(g, id);
+    if (!v || depth > VALUES_DEPTH || --*budget < 0 || !v->type.known || v->type.n != 1 ||
+        v->type.t[0].ndim > 1 || (v->type.t[0].ndim == 1 && v->type.t[0].dims[0].sym))
+        return -1;
+    kiln_dtype dt = v->type.t[0].dtype;
+    if (dt != KILN_INT64 && dt != KILN_INT32 && dt != KILN_BOOL)
+        return -1;
+    int64_t count = v->type.t[0].ndim ? v->type.t[0].dims[0].v : 1;
+    if (count > cap)
+        return -1;
+    if (v->kind == GN_CONST)
+        return const_values(v->value, out, cap);
+    if (v->kind != GN_CALL)
+        return -1;
+    if (v->op->binds) {
+        gdim d[GVAL_MAX];
+        int n = ops_bound_dims(g, v, d, GVAL_MAX);
+        for (int k = 0; k < n && k < cap; k++)
+            out[k] = (gval){GVAL_EXACT, d[k]};
+        return n <= cap ? n : -1;
+    }
+    if (!v->op->values)
+        return -1;
+    gval *buf = malloc((size_t)(v->nin ? v->nin : 1) * GVAL_MAX * sizeof(gval));
+    const gval **in = malloc((size_t)(v->nin ? v->nin : 1) * sizeof(gval *));
+    int *nin = malloc((size_t)(v->nin ? v->nin : 1) * sizeof(int));
+    int n = -1;
+    if (buf && in && nin) {
+        for (int i = 0; i < v->nin; i++) {
+            nin[i] =
+                values_rec(g, v->in[i], buf + (size_t)i * GVAL_MAX, GVAL_MAX, depth + 1, budget);
+            in[i] = nin[i] >= 0 ? buf + (size_t)i * GVAL_MAX : NULL;
+        }
+        n = v->op->values(g, v, in, nin, out, cap);
+        if (n != count)
+            n = -1;
+    }
+    free(buf);
+    free(in);
+    free(nin);
+    return n;
+}
+
+int ops_values(const struct kiln_graph *g, int id, gval *out, int cap) {
+    int budget = VALUES_BUDGET;
+    return values_rec(g, id, out, cap, 0, &budget);
+}
+
 int ops_value_dims(const struct kiln_graph *g, const gnode *call, int i, gdim *out, int cap) {
     if (i >= call->nin)
         return -1;
     const gnode *v = g->nodes[call->in[i]];
     if (!v->type.known || v->type.n != 1 || v->type.t[0].ndim > 1)
         return -1;
-    if (v->kind == GN_CONST) {
-        kiln_dtype dt = kiln_ndarray_dtype(v->value);
-        int64_t n = kiln_ndarray_numel(v->value);
-        if ((dt != KILN_INT64 && dt != KILN_INT32) || n > cap)
+    if (v->type.t[0].dtype != KILN_INT64 && v->type.t[0].dtype != KILN_INT32)
+        return -1;
+    gval e[GVAL_MAX];
+    int n = ops_values(g, v->id, e, cap < GVAL_MAX ? cap : GVAL_MAX);
+    for (int k = 0; k < n; k++) {
+        if (e[k].kind != GVAL_EXACT)
             return -1;
-        const void *p = kiln_ndarray_data(v->value);
-        for (int k = 0; k < n; k++)
-            out[k] =
-                (gdim){dt == KILN_INT64 ? ((const int64_t *)p)[k] : ((const int32_t *)p)[k], NULL};
-        return (int)n;
+        out[k] = e[k].d;
     }
-    return ops_bound_dims(g, v, out, cap);
+    return n;
 }
 
 int ops_bound_dims(const struct kiln_graph *g, const gnode *v, gdim *out, int cap) {
     if (v->kind != GN_CALL || !v->op->binds || !v->type.known || v->type.n != 1 ||
         v->type.t[0].ndim != 1 || v->type.t[0].dims[0].sym || v->type.t[0].dims[0].v > cap)
         return -1;
+    return ops_binder_names(g, v, (int)v->type.t[0].dims[0].v, out);
+}
+
+int ops_binder_names(const struct kiln_graph *g, const gnode *v, int n, gdim *out) {
     const char *prefix = graph_attr_str(v, "prefix", NULL);
-    if (!prefix)
+    const char *names = graph_attr_str(v, "names", "");
+    if (!prefix || !names)
         return -1;
-    int n = (int)v->type.t[0].dims[0].v;
     for (int k = 0; k < n; k++) {
+        /* entry k of `names` (comma-separated): a name, a size, or empty */
+        const char *e = names;
+        for (int j = 0; j < k && e; j++)
+            e = strchr(e, ',') ? strchr(e, ',') + 1 : NULL;
+        size_t len = e ? strcspn(e, ",") : 0;
         char name[300];
-        snprintf(name, sizeof name, "%s_%d", prefix, k);
+        if (len == 0)
+            snprintf(name, sizeof name, "%s_%d", prefix, k);
+        else
+            snprintf(name, sizeof name, "%.*s", (int)(len < 200 ? len : 200), e);
+        if (name[0] >= '0' && name[0] <= '9') {
+            char *end;
+            long long c = strtoll(name, &end, 10);
+            if (*end || c < 0 || c > GRAPH_MAX_ELEMENTS)
+                return -1;
+            out[k] = (gdim){c, NULL};
+            continue;
+        }
+        if (!graph_is_size_name(name, 64))
+            return -1;
         out[k] = (gdim){0, arena_strdup(g->arena, name)};
         if (!out[k].sym)
             return -1;

@@ -17,7 +17,6 @@
  *   split_params,
  *   nonzero_dims,    (and how many elements NonZero and Compress select)
  *   compress_dims,
- *   resize_dims      (and Resize's scales or sizes)
  *
  * A shape function never fails: a value the op cannot take (a reshape to
  * the wrong element count, two -1s) makes every dim it computes -1, and
@@ -38,63 +37,10 @@
 static const attr_schema no_attrs[] = {{NULL, 0, 0, NULL}};
 static const attr_schema axis0_attrs[] = {{"axis", GA_INT, 0, "0"}, {NULL, 0, 0, NULL}};
 
-/* What a shape function computes, per output dim, before the select that
- * picks dim i. */
-typedef struct {
-    int n;
-    kiln_expr dim[3 * MAXD];
-} dims_fn;
-
-static kiln_expr pick_body(kiln_ctx *ctx, const kiln_expr *idx, void *u) {
-    const dims_fn *f = u;
-    kiln_expr e = f->dim[f->n - 1];
-    for (int k = f->n - 2; k >= 0; k--)
-        e = kiln_select(kiln_eq(idx[0], kiln_int(ctx, k)), f->dim[k], e);
-    return e;
-}
-
-/* The call's output, an int64[f->n] of the dims f computed (n >= 1). */
-static kiln_status dims_out(kiln_ctx *ctx, const gnode *call, dims_fn *f, kiln_tensor **out) {
-    int64_t n = f->n;
-    KILN_ASSERT(n >= 1);
-    out[0] = ops_compute(ctx, call, "", 1, &n, pick_body, f);
-    return out[0] ? KILN_OK : KILN_ERR_INVALID;
-}
-
-/* Element k of a 0-D or 1-D tensor, in dtype dt. */
-static kiln_expr elem_as(kiln_ctx *ctx, kiln_tensor *t, int k, kiln_dtype dt) {
-    kiln_expr i = kiln_int(ctx, k);
-    int nd = kiln_tensor_ndim(t);
-    kiln_expr v = kiln_tensor_at(t, nd, nd ? &i : NULL);
-    return kiln_tensor_dtype(t) == dt ? v : kiln_cast(dt, v);
-}
-
-/* Element k of a 1-D tensor, as int64. */
-static kiln_expr elem(kiln_ctx *ctx, kiln_tensor *t, int k) {
-    return elem_as(ctx, t, k, KILN_INT64);
-}
-
-/* The relation of a shape function: input v is a 1-D integer (or, with
- * is_float, float) vector of known length, the output an int64 vector of
- * `len` dims (len < 0: the vector's length). */
-static rel_result dims_rel(const struct kiln_graph *g, const gtensor_type *v, const char *what,
-                           int is_float, int64_t len, gtype *out) {
-    if (!(is_float ? ops_is_float_dtype(v->dtype) : ops_is_index_dtype(v->dtype)) || v->ndim != 1 ||
-        v->dims[0].sym)
-        return ops_fail("%s must be a 1-D %s tensor of a length known at compile time", what,
-                        is_float ? "float" : "integer");
-    if (len < 0)
-        len = v->dims[0].v;
-    if (len < 1 || len > MAXD)
-        return ops_fail("%s has %lld values; 1 to %d dims are supported", what, (long long)len,
-                        MAXD);
-    gtensor_type res = {KILN_INT64, 1, {{len, NULL}}};
-    return ops_set_out(g, out, &res);
-}
-
 /* ---- bind_dims ------------------------------------------------------------------- */
 
-static const attr_schema bind_attrs[] = {{"prefix", GA_STR, 1, NULL}, {NULL, 0, 0, NULL}};
+static const attr_schema bind_attrs[] = {
+    {"prefix", GA_STR, 1, NULL}, {"names", GA_STR, 0, "\"\""}, {NULL, 0, 0, NULL}};
 
 /* The most values one binder may name (the plan's limit, KILN_MAX_BINDS). */
 #define MAX_BINDS 64
@@ -114,6 +60,17 @@ static rel_result rel_bind(const struct kiln_graph *g, const gnode *call, const 
     /* "<prefix>_63" stays a size name of at most 63 characters */
     if (!graph_is_size_name(graph_attr_str(call, "prefix", NULL), 60))
         return ops_fail("prefix must be an identifier of at most 60 characters");
+    /* names: one entry per value (a size variable, a size, or empty) */
+    const char *names = graph_attr_str(call, "names", "");
+    int commas = 0;
+    for (const char *c = names; *c; c++)
+        commas += *c == ',';
+    gdim d[MAX_BINDS];
+    if (*names &&
+        (commas + 1 != v->dims[0].v || ops_binder_names(g, call, (int)v->dims[0].v, d) < 0))
+        return ops_fail("names must list one entry per value (%lld): a size variable (an "
+                        "identifier of at most 63 characters), a size from 0 to 2^48, or empty",
+                        (long long)v->dims[0].v);
     return ops_set_out(g, out, v);
 }
 
@@ -143,14 +100,14 @@ static rel_result rel_reshape_dims(const struct kiln_graph *g, const gnode *call
         return r;
     if (s->dtype != KILN_INT64)
         return ops_fail("the shape must be int64, not %s", kiln_dtype_name(s->dtype));
-    return dims_rel(g, s, "the shape", 0, -1, out);
+    return ops_dims_rel(g, s, "the shape", 0, -1, out);
 }
 
 /* ONNX Reshape's dims: shape[k], where 0 copies the data's dim k (unless
  * allowzero) and one -1 takes what is left of the element count. */
 static kiln_status compute_reshape_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                         kiln_tensor **out) {
-    static _Thread_local dims_fn f;
+    static _Thread_local ops_dims_fn f;
     kiln_tensor *x = in[0], *s = in[1];
     int xn = kiln_tensor_ndim(x), allowzero = graph_attr_int(call, "allowzero", 0) != 0;
     int64_t n;
@@ -163,7 +120,7 @@ static kiln_status compute_reshape_dims(kiln_ctx *ctx, const gnode *call, kiln_t
     kiln_expr w[MAXD], nneg = zero, bad = kiln_const(ctx, KILN_BOOL, 0);
     kiln_expr knownd = kiln_const(ctx, KILN_FLOAT64, 1);
     for (int k = 0; k < f.n; k++) {
-        kiln_expr v = elem(ctx, s, k);
+        kiln_expr v = ops_elem_i64(ctx, s, k);
         if (!allowzero) /* 0 past the data's rank is invalid: -2 */
             v = kiln_select(kiln_eq(v, zero), k < xn ? kiln_tensor_dim(x, k) : kiln_int(ctx, -2),
                             v);
@@ -187,7 +144,7 @@ static kiln_status compute_reshape_dims(kiln_ctx *ctx, const gnode *call, kiln_t
     for (int k = 0; k < f.n; k++)
         f.dim[k] = kiln_select(
             bad, minus1, kiln_select(kiln_eq(w[k], minus1), kiln_floordiv(numel, safe), w[k]));
-    return dims_out(ctx, call, &f, out);
+    return ops_dims_out(ctx, call, &f, out);
 }
 
 /* ---- broadcast_dims, tile_dims ----------------------------------------------------- */
@@ -202,7 +159,7 @@ static rel_result rel_broadcast_dims(const struct kiln_graph *g, const gnode *ca
     if (s->ndim != 1 || s->dims[0].sym)
         return ops_fail("the shape must be a 1-D vector of a length known at compile time");
     int64_t len = s->dims[0].v > x->ndim ? s->dims[0].v : x->ndim;
-    return dims_rel(g, s, "the shape", 0, len, out);
+    return ops_dims_rel(g, s, "the shape", 0, len, out);
 }
 
 /* |v| as a float64 size no value can overflow, and whether it is one. */
@@ -215,7 +172,7 @@ static kiln_expr too_big(kiln_ctx *ctx, kiln_expr d) {
  * give -1. */
 static kiln_status compute_broadcast_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                           kiln_tensor **out) {
-    static _Thread_local dims_fn f;
+    static _Thread_local ops_dims_fn f;
     kiln_tensor *x = in[0], *s = in[1];
     int64_t ns;
     ops_shape(s, &ns);
@@ -225,12 +182,12 @@ static kiln_status compute_broadcast_dims(kiln_ctx *ctx, const gnode *call, kiln
     for (int k = 0; k < f.n; k++) {
         int kx = k - (f.n - xn), ks = k - (f.n - (int)ns);
         kiln_expr a = kx >= 0 ? kiln_tensor_dim(x, kx) : one;
-        kiln_expr b = ks >= 0 ? elem(ctx, s, ks) : one;
+        kiln_expr b = ks >= 0 ? ops_elem_i64(ctx, s, ks) : one;
         kiln_expr d = kiln_select(kiln_eq(a, one), b,
                                   kiln_select(kiln_or(kiln_eq(b, one), kiln_eq(b, a)), a, minus1));
         f.dim[k] = kiln_select(kiln_lt(b, kiln_int(ctx, 0)), minus1, d);
     }
-    return dims_out(ctx, call, &f, out);
+    return ops_dims_out(ctx, call, &f, out);
 }
 
 static rel_result rel_tile_dims(const struct kiln_graph *g, const gnode *call,
@@ -243,25 +200,25 @@ static rel_result rel_tile_dims(const struct kiln_graph *g, const gnode *call,
     if (s->ndim != 1 || s->dims[0].sym || s->dims[0].v != x->ndim)
         return ops_fail("the repeats must be a vector of one value per dim of the data (%d)",
                         x->ndim);
-    return dims_rel(g, s, "the repeats", 0, -1, out);
+    return ops_dims_rel(g, s, "the repeats", 0, -1, out);
 }
 
 /* ONNX Tile's dims: dim k times repeats[k]; a negative repeat or a product
  * past 2^48 gives -1. */
 static kiln_status compute_tile_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                      kiln_tensor **out) {
-    static _Thread_local dims_fn f;
+    static _Thread_local ops_dims_fn f;
     kiln_tensor *x = in[0], *s = in[1];
     f.n = kiln_tensor_ndim(x);
     for (int k = 0; k < f.n; k++) {
-        kiln_expr a = kiln_tensor_dim(x, k), b = elem(ctx, s, k);
+        kiln_expr a = kiln_tensor_dim(x, k), b = ops_elem_i64(ctx, s, k);
         kiln_expr p = kiln_mul(kiln_cast(KILN_FLOAT64, a), kiln_cast(KILN_FLOAT64, b));
         kiln_expr bad = kiln_or(kiln_lt(b, kiln_int(ctx, 0)), too_big(ctx, p));
         /* the product only where it fits: min keeps the multiply in range */
         f.dim[k] = kiln_select(bad, kiln_int(ctx, -1),
                                kiln_mul(a, kiln_min(b, kiln_int(ctx, GRAPH_MAX_ELEMENTS))));
     }
-    return dims_out(ctx, call, &f, out);
+    return ops_dims_out(ctx, call, &f, out);
 }
 
 /* ---- range_dims, topk_dims, count_dims -------------------------------------------- */
@@ -308,10 +265,10 @@ static rel_result rel_range_dims(const struct kiln_graph *g, const gnode *call,
  * 0 or a length that is not finite gives -1. */
 static kiln_status compute_range_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                       kiln_tensor **out) {
-    static _Thread_local dims_fn f;
+    static _Thread_local ops_dims_fn f;
     kiln_expr v[3];
     for (int i = 0; i < 3; i++)
-        v[i] = kiln_cast(KILN_FLOAT64, elem_as(ctx, in[i], 0, kiln_tensor_dtype(in[i])));
+        v[i] = kiln_cast(KILN_FLOAT64, ops_elem_as(ctx, in[i], 0, kiln_tensor_dtype(in[i])));
     kiln_expr q = kiln_ceil(kiln_div(kiln_sub(v[1], v[0]), v[2]));
     kiln_expr zero = kiln_const(ctx, KILN_FLOAT64, 0);
     q = kiln_select(kiln_lt(q, zero), zero, q); /* NaN stays NaN: then -1 */
@@ -319,7 +276,7 @@ static kiln_status compute_range_dims(kiln_ctx *ctx, const gnode *call, kiln_ten
     f.dim[0] = kiln_select(
         kiln_eq(v[2], zero), kiln_int(ctx, -1),
         as_count(ctx, q, KILN_FLOAT64, kiln_int(ctx, 0), kiln_int(ctx, GRAPH_MAX_ELEMENTS)));
-    return dims_out(ctx, call, &f, out);
+    return ops_dims_out(ctx, call, &f, out);
 }
 
 static const attr_schema axis_attrs[] = {{"axis", GA_INT, 0, "-1"}, {NULL, 0, 0, NULL}};
@@ -343,12 +300,12 @@ static rel_result rel_topk_dims(const struct kiln_graph *g, const gnode *call,
 /* TopK's k: in [0, the axis length], else -1. */
 static kiln_status compute_topk_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                      kiln_tensor **out) {
-    static _Thread_local dims_fn f;
+    static _Thread_local ops_dims_fn f;
     int axis = ops_norm_axis(call, -1, kiln_tensor_ndim(in[0]));
     f.n = 1;
-    f.dim[0] = as_count(ctx, elem_as(ctx, in[1], 0, kiln_tensor_dtype(in[1])),
+    f.dim[0] = as_count(ctx, ops_elem_as(ctx, in[1], 0, kiln_tensor_dtype(in[1])),
                         kiln_tensor_dtype(in[1]), kiln_int(ctx, 0), kiln_tensor_dim(in[0], axis));
-    return dims_out(ctx, call, &f, out);
+    return ops_dims_out(ctx, call, &f, out);
 }
 
 static const attr_schema count_dims_attrs[] = {{"min", GA_INT, 0, "0"}, {NULL, 0, 0, NULL}};
@@ -373,13 +330,13 @@ static rel_result rel_count_dims(const struct kiln_graph *g, const gnode *call,
  * float truncated) in [min, 2^48], else -1. */
 static kiln_status compute_count_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                       kiln_tensor **out) {
-    static _Thread_local dims_fn f;
+    static _Thread_local ops_dims_fn f;
     kiln_dtype dt = kiln_tensor_dtype(in[0]);
     f.n = 1;
     f.dim[0] =
-        as_count(ctx, elem_as(ctx, in[0], 0, dt), dt, kiln_int(ctx, graph_attr_int(call, "min", 0)),
-                 kiln_int(ctx, GRAPH_MAX_ELEMENTS));
-    return dims_out(ctx, call, &f, out);
+        as_count(ctx, ops_elem_as(ctx, in[0], 0, dt), dt,
+                 kiln_int(ctx, graph_attr_int(call, "min", 0)), kiln_int(ctx, GRAPH_MAX_ELEMENTS));
+    return ops_dims_out(ctx, call, &f, out);
 }
 
 /* ---- nonzero_dims, compress_dims ------------------------------------------------------ */
@@ -412,7 +369,7 @@ static rel_result rel_selected_dims(const struct kiln_graph *g, const gnode *cal
  * (variant 1: the true conditions within the axis) selects. */
 static kiln_status compute_selected_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                          kiln_tensor **out) {
-    static _Thread_local dims_fn f;
+    static _Thread_local ops_dims_fn f;
     kiln_tensor *t = in[call->op->variant];
     int64_t dims[MAXD];
     int nd = ops_shape(t, dims);
@@ -430,12 +387,12 @@ static kiln_status compute_selected_dims(kiln_ctx *ctx, const gnode *call, kiln_
     f.n = 1;
     if (numel == 0) {
         f.dim[0] = zero;
-        return dims_out(ctx, call, &f, out);
+        return ops_dims_out(ctx, call, &f, out);
     }
     kiln_expr v = kiln_tensor_at(t, nd, r);
     kiln_expr nz = kiln_ne(v, ops_const(ctx, kiln_tensor_dtype(t), 0));
     f.dim[0] = kiln_sum(kiln_select(nz, one, zero), nd, r);
-    return dims_out(ctx, call, &f, out);
+    return ops_dims_out(ctx, call, &f, out);
 }
 
 /* ---- split_params ----------------------------------------------------------------- */
@@ -470,7 +427,7 @@ static rel_result rel_split_params(const struct kiln_graph *g, const gnode *call
  * the axis, give -1 lengths. */
 static kiln_status compute_split_params(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                         kiln_tensor **out) {
-    static _Thread_local dims_fn f;
+    static _Thread_local ops_dims_fn f;
     kiln_tensor *x = in[0];
     int nd = kiln_tensor_ndim(x), axis = ops_norm_axis(call, 0, nd);
     int64_t np, k = graph_attr_int(call, "index", 0);
@@ -478,7 +435,7 @@ static kiln_status compute_split_params(kiln_ctx *ctx, const gnode *call, kiln_t
     kiln_expr zero = kiln_int(ctx, 0), sum = zero, start = zero;
     kiln_expr bad = kiln_const(ctx, KILN_BOOL, 0);
     for (int j = 0; j < np; j++) {
-        kiln_expr v = elem(ctx, in[1], j);
+        kiln_expr v = ops_elem_i64(ctx, in[1], j);
         bad =
             kiln_or(bad, kiln_or(kiln_lt(v, zero), kiln_gt(v, kiln_int(ctx, GRAPH_MAX_ELEMENTS))));
         /* each under 2^48: the sum of 64 of them fits */
@@ -489,12 +446,12 @@ static kiln_status compute_split_params(kiln_ctx *ctx, const gnode *call, kiln_t
     bad = kiln_or(bad, kiln_ne(sum, kiln_tensor_dim(x, axis)));
     f.n = 3 * nd;
     for (int d = 0; d < nd; d++) {
-        kiln_expr len = d == axis ? elem(ctx, in[1], (int)k) : kiln_tensor_dim(x, d);
+        kiln_expr len = d == axis ? ops_elem_i64(ctx, in[1], (int)k) : kiln_tensor_dim(x, d);
         f.dim[d] = kiln_select(bad, kiln_int(ctx, -1), len);
         f.dim[nd + d] = d == axis ? start : zero;
         f.dim[2 * nd + d] = kiln_int(ctx, 1);
     }
-    return dims_out(ctx, call, &f, out);
+    return ops_dims_out(ctx, call, &f, out);
 }
 
 /* ---- unsqueeze_dims, squeeze_dims ---------------------------------------------------- */
@@ -512,7 +469,7 @@ static rel_result rel_axes_dims(const struct kiln_graph *g, const gnode *call,
     int64_t len = call->op->variant ? x->ndim - a->dims[0].v : x->ndim + a->dims[0].v;
     if (len < 1)
         return ops_fail("%lld axes for a %d-D input", (long long)a->dims[0].v, x->ndim);
-    return dims_rel(g, a, "the axes", 0, len, out);
+    return ops_dims_rel(g, a, "the axes", 0, len, out);
 }
 
 /* Axis value v (int64) of an nd-D tensor, negative from the end. */
@@ -529,7 +486,7 @@ static void axes_hits(kiln_ctx *ctx, kiln_tensor *axes, int nd, kiln_expr *hit, 
     for (int p = 0; p < nd; p++)
         hit[p] = zero;
     for (int k = 0; k < na; k++) {
-        kiln_expr a = norm_axis(ctx, elem(ctx, axes, k), nd);
+        kiln_expr a = norm_axis(ctx, ops_elem_i64(ctx, axes, k), nd);
         for (int p = 0; p < nd; p++)
             hit[p] = kiln_add(hit[p], kiln_select(kiln_eq(a, kiln_int(ctx, p)), one, zero));
     }
@@ -546,7 +503,7 @@ static void axes_hits(kiln_ctx *ctx, kiln_tensor *axes, int nd, kiln_expr *hit, 
  * but those at the axes, which must be 1. Bad axes give -1. */
 static kiln_status compute_axes_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                      kiln_tensor **out) {
-    static _Thread_local dims_fn f;
+    static _Thread_local ops_dims_fn f;
     kiln_tensor *x = in[0];
     int xn = kiln_tensor_ndim(x), squeeze = call->op->variant;
     int64_t na;
@@ -578,7 +535,7 @@ static kiln_status compute_axes_dims(kiln_ctx *ctx, const gnode *call, kiln_tens
     }
     for (int p = 0; p < f.n; p++)
         f.dim[p] = kiln_select(bad, kiln_int(ctx, -1), f.dim[p]);
-    return dims_out(ctx, call, &f, out);
+    return ops_dims_out(ctx, call, &f, out);
 }
 
 /* ---- reduce_dims --------------------------------------------------------------------- */
@@ -601,7 +558,7 @@ static rel_result rel_reduce_dims(const struct kiln_graph *g, const gnode *call,
     int64_t len = x->ndim;
     if (!graph_attr_int(call, "keepdims", 1) && (len -= a->dims[0].v) < 1)
         return ops_fail("keepdims = 0 over as many axes as dims leaves no dims");
-    return dims_rel(g, a, "the axes", 0, len, out);
+    return ops_dims_rel(g, a, "the axes", 0, len, out);
 }
 
 /* ONNX ReduceX's dims over run-time axes (negative: from the end): with
@@ -610,7 +567,7 @@ static rel_result rel_reduce_dims(const struct kiln_graph *g, const gnode *call,
  * twice gives -1. */
 static kiln_status compute_reduce_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                        kiln_tensor **out) {
-    static _Thread_local dims_fn f;
+    static _Thread_local ops_dims_fn f;
     kiln_tensor *x = in[0];
     int nd = kiln_tensor_ndim(x);
     int64_t na;
@@ -623,7 +580,7 @@ static kiln_status compute_reduce_dims(kiln_ctx *ctx, const gnode *call, kiln_te
         for (int d = 0; d < nd; d++)
             f.dim[d] = kiln_select(bad, minus1,
                                    kiln_select(kiln_gt(hit[d], zero), one, kiln_tensor_dim(x, d)));
-        return dims_out(ctx, call, &f, out);
+        return ops_dims_out(ctx, call, &f, out);
     }
     /* kept dim j: the data's dim d that is not reduced and has j kept before it */
     f.n = nd - (int)na;
@@ -637,7 +594,7 @@ static kiln_status compute_reduce_dims(kiln_ctx *ctx, const gnode *call, kiln_te
         }
         f.dim[j] = kiln_select(bad, minus1, e);
     }
-    return dims_out(ctx, call, &f, out);
+    return ops_dims_out(ctx, call, &f, out);
 }
 
 /* ---- slice_params, pad_dims ---------------------------------------------------------- */
@@ -672,7 +629,7 @@ static rel_result rel_slice_params(const struct kiln_graph *g, const gnode *call
  * lengths. */
 static kiln_status compute_slice_params(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                         kiln_tensor **out) {
-    static _Thread_local dims_fn f;
+    static _Thread_local ops_dims_fn f;
     kiln_tensor *x = in[0];
     int nd = kiln_tensor_ndim(x);
     int64_t ns;
@@ -683,11 +640,11 @@ static kiln_status compute_slice_params(kiln_ctx *ctx, const gnode *call, kiln_t
     for (int p = 0; p < nd; p++)
         hit[p] = zero;
     for (int k = 0; k < ns; k++) {
-        ax[k] = call->nin > 3 ? norm_axis(ctx, elem(ctx, in[3], k), nd) : kiln_int(ctx, k);
+        ax[k] = call->nin > 3 ? norm_axis(ctx, ops_elem_i64(ctx, in[3], k), nd) : kiln_int(ctx, k);
         for (int p = 0; p < nd; p++)
             hit[p] = kiln_add(hit[p], kiln_select(kiln_eq(ax[k], kiln_int(ctx, p)), one, zero));
         if (call->nin > 4)
-            bad = kiln_or(bad, kiln_eq(elem(ctx, in[4], k), zero));
+            bad = kiln_or(bad, kiln_eq(ops_elem_i64(ctx, in[4], k), zero));
     }
     kiln_expr total = zero;
     for (int p = 0; p < nd; p++) {
@@ -698,8 +655,8 @@ static kiln_status compute_slice_params(kiln_ctx *ctx, const gnode *call, kiln_t
     for (int d = 0; d < nd; d++) {
         kiln_expr n = kiln_tensor_dim(x, d), len = n, start = zero, step = one;
         for (int k = 0; k < ns; k++) {
-            kiln_expr st = elem(ctx, in[1], k), en = elem(ctx, in[2], k);
-            kiln_expr sp = call->nin > 4 ? elem(ctx, in[4], k) : one;
+            kiln_expr st = ops_elem_i64(ctx, in[1], k), en = ops_elem_i64(ctx, in[2], k);
+            kiln_expr sp = call->nin > 4 ? ops_elem_i64(ctx, in[4], k) : one;
             kiln_expr up = kiln_gt(sp, zero);
             st = kiln_select(kiln_lt(st, zero), kiln_add(st, n), st);
             en = kiln_select(kiln_lt(en, zero), kiln_add(en, n), en);
@@ -718,7 +675,7 @@ static kiln_status compute_slice_params(kiln_ctx *ctx, const gnode *call, kiln_t
         f.dim[nd + d] = start;
         f.dim[2 * nd + d] = step;
     }
-    return dims_out(ctx, call, &f, out);
+    return ops_dims_out(ctx, call, &f, out);
 }
 
 static const attr_schema pad_dims_attrs[] = {{"pad_mode", GA_STR, 0, "\"constant\""},
@@ -735,7 +692,7 @@ static rel_result rel_pad_dims(const struct kiln_graph *g, const gnode *call,
         return ops_fail("the pads must be an integer vector of 2 values per dim (%d)", 2 * x->ndim);
     if (x->ndim < 1)
         return ops_fail("cannot pad a scalar");
-    return dims_rel(g, p, "the pads", 0, x->ndim, out);
+    return ops_dims_rel(g, p, "the pads", 0, x->ndim, out);
 }
 
 /* ONNX Pad's dims: n + begin + end per dim (the pads as ONNX orders them,
@@ -744,13 +701,14 @@ static rel_result rel_pad_dims(const struct kiln_graph *g, const gnode *call,
  * gives -1. */
 static kiln_status compute_pad_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                     kiln_tensor **out) {
-    static _Thread_local dims_fn f;
+    static _Thread_local ops_dims_fn f;
     kiln_tensor *x = in[0];
     f.n = kiln_tensor_ndim(x);
     int constant = !strcmp(graph_attr_str(call, "pad_mode", "constant"), "constant");
     kiln_expr zero = kiln_int(ctx, 0);
     for (int d = 0; d < f.n; d++) {
-        kiln_expr n = kiln_tensor_dim(x, d), b = elem(ctx, in[1], d), e = elem(ctx, in[1], f.n + d);
+        kiln_expr n = kiln_tensor_dim(x, d), b = ops_elem_i64(ctx, in[1], d),
+                  e = ops_elem_i64(ctx, in[1], f.n + d);
         kiln_expr sum = kiln_add(kiln_cast(KILN_FLOAT64, n),
                                  kiln_add(kiln_cast(KILN_FLOAT64, b), kiln_cast(KILN_FLOAT64, e)));
         kiln_expr bad = kiln_or(too_big(ctx, sum), kiln_lt(sum, kiln_const(ctx, KILN_FLOAT64, 0)));
@@ -761,78 +719,13 @@ static kiln_status compute_pad_dims(kiln_ctx *ctx, const gnode *call, kiln_tenso
             bad, kiln_int(ctx, -1),
             kiln_cast(KILN_INT64, kiln_select(bad, kiln_const(ctx, KILN_FLOAT64, 0), sum)));
     }
-    return dims_out(ctx, call, &f, out);
-}
-
-/* ---- resize_dims ----------------------------------------------------------------- */
-
-static const attr_schema resize_dims_attrs[] = {
-    {"sizes", GA_INT, 0, "0"}, {"upsample", GA_INT, 0, "0"}, {NULL, 0, 0, NULL}};
-
-static rel_result rel_resize_dims(const struct kiln_graph *g, const gnode *call,
-                                  const gtype *const *in, gtype *out) {
-    OPS_REQUIRE_KNOWN(2);
-    rel_result r = REL_OK;
-    const gtensor_type *x = ops_tensor_in(in[0], 0, &r), *v = x ? ops_tensor_in(in[1], 1, &r) : 0;
-    if (!v)
-        return r;
-    int64_t sizes = graph_attr_int(call, "sizes", 0), up = graph_attr_int(call, "upsample", 0);
-    if ((sizes != 0 && sizes != 1) || (up != 0 && up != 1) || (sizes && up))
-        return ops_fail("sizes and upsample must be 0 or 1, and not both 1");
-    if (sizes && v->dtype != KILN_INT64)
-        return ops_fail("the sizes must be int64, not %s", kiln_dtype_name(v->dtype));
-    if (x->ndim < 1 || v->ndim != 1 || v->dims[0].sym || v->dims[0].v != x->ndim)
-        return ops_fail("the %s must be a vector of one value per dim of the %d-D input",
-                        sizes ? "sizes" : "scales", x->ndim);
-    return dims_rel(g, v, sizes ? "the sizes" : "the scales", !sizes, -1, out);
-}
-
-/* ONNX Resize's (and Upsample's) output dims: sizes[d], or
- * floor(dim d * scales[d]) in float64 (ONNX's reference multiplies its
- * float32 scales by the int64 dims). A scale that is not positive and
- * finite (below 1 for Upsample), a size below 0 or one that resizes an
- * empty dim, and a dim past 2^48 are invalid. */
-static kiln_status compute_resize_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
-                                       kiln_tensor **out) {
-    static _Thread_local dims_fn f;
-    kiln_tensor *x = in[0], *v = in[1];
-    int sizes = graph_attr_int(call, "sizes", 0) != 0,
-        up = graph_attr_int(call, "upsample", 0) != 0;
-    f.n = kiln_tensor_ndim(x);
-    kiln_dtype f64 = KILN_FLOAT64;
-    kiln_expr zero = kiln_int(ctx, 0), limit = kiln_int(ctx, GRAPH_MAX_ELEMENTS);
-    kiln_expr flimit = kiln_const(ctx, f64, (double)GRAPH_MAX_ELEMENTS);
-    kiln_expr bad = kiln_const(ctx, KILN_BOOL, 0), w[MAXD];
-    for (int d = 0; d < f.n; d++) {
-        kiln_expr n = kiln_tensor_dim(x, d);
-        if (sizes) {
-            w[d] = elem(ctx, v, d);
-            bad = kiln_or(bad, kiln_or(kiln_or(kiln_lt(w[d], zero), kiln_gt(w[d], limit)),
-                                       kiln_and(kiln_eq(n, zero), kiln_gt(w[d], zero))));
-            continue;
-        }
-        kiln_expr i = kiln_int(ctx, d);
-        kiln_expr s = kiln_cast(f64, kiln_tensor_at(v, 1, &i));
-        kiln_expr p = kiln_floor(kiln_mul(s, kiln_cast(f64, n)));
-        /* NaN fails every comparison: not ok */
-        kiln_expr ok = kiln_and(kiln_and(kiln_gt(s, kiln_const(ctx, f64, 0)),
-                                         kiln_le(s, kiln_const(ctx, f64, DBL_MAX))),
-                                kiln_and(kiln_ge(p, kiln_const(ctx, f64, 0)), kiln_le(p, flimit)));
-        if (up)
-            ok = kiln_and(ok, kiln_ge(s, kiln_const(ctx, f64, 1)));
-        bad = kiln_or(bad, kiln_not(ok));
-        /* converted only where it is in range, so the conversion is defined */
-        w[d] = kiln_cast(KILN_INT64, kiln_select(ok, p, kiln_const(ctx, f64, 0)));
-    }
-    for (int d = 0; d < f.n; d++)
-        f.dim[d] = kiln_select(bad, kiln_int(ctx, -1), w[d]);
-    return dims_out(ctx, call, &f, out);
+    return ops_dims_out(ctx, call, &f, out);
 }
 
 /* ---- shape_of ----------------------------------------------------------------------- */
 
 static const attr_schema shape_of_attrs[] = {
-    {"start", GA_INT, 0, "0"}, {"end", GA_INT, 0, "-1"}, {NULL, 0, 0, NULL}};
+    {"start", GA_INT, 0, "0"}, {"end", GA_INT, 0, "2147483647"}, {NULL, 0, 0, NULL}};
 
 /* ONNX Shape's [start, end) of the data's dims (negative from the end,
  * clamped): an empty range is refused (a constant, not this op). */
@@ -865,13 +758,292 @@ static rel_result rel_shape_of(const struct kiln_graph *g, const gnode *call,
  * size variable: what a shape sub-graph over symbolic dims computes from. */
 static kiln_status compute_shape_of(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                     kiln_tensor **out) {
-    static _Thread_local dims_fn f;
+    static _Thread_local ops_dims_fn f;
     int s, e;
     shape_range(call, kiln_tensor_ndim(in[0]), &s, &e);
     f.n = e - s;
     for (int d = s; d < e; d++)
         f.dim[d - s] = kiln_tensor_dim(in[0], d);
-    return dims_out(ctx, call, &f, out);
+    return ops_dims_out(ctx, call, &f, out);
+}
+
+/* ---- shape values (docs/DYNAMIC_SHAPES.md, part 2) --------------------------------------
+ * What each shape function computes, told before the package runs: the
+ * importer then needs no binder where every dim is EXACT, and a binder's
+ * names check the ASSUMED ones (ops_values, graph.h's gval). */
+
+static gval val_c(int64_t v) {
+    return (gval){GVAL_EXACT, {v, NULL}};
+}
+static gval val_unknown(void) {
+    return (gval){GVAL_UNKNOWN, {0, NULL}};
+}
+static int is_c(gval v, int64_t c) {
+    return v.kind == GVAL_EXACT && !v.d.sym && v.d.v == c;
+}
+/* The weaker of two kinds: UNKNOWN < ASSUMED < EXACT. */
+static gval_kind weaker(gval_kind a, gval_kind b) {
+    return a == GVAL_UNKNOWN || b == GVAL_UNKNOWN   ? GVAL_UNKNOWN
+           : a == GVAL_ASSUMED || b == GVAL_ASSUMED ? GVAL_ASSUMED
+                                                    : GVAL_EXACT;
+}
+/* The dims of input i's type. */
+static const gtensor_type *in_type(const struct kiln_graph *g, const gnode *call, int i) {
+    return ops_node_type(g->nodes[call->in[i]]);
+}
+
+static int values_shape_of(const struct kiln_graph *g, const gnode *call, const gval *const *in,
+                           const int *nin, gval *out, int cap) {
+    (void)in, (void)nin;
+    const gtensor_type *x = in_type(g, call, 0);
+    int st, en;
+    if (!x || !shape_range(call, x->ndim, &st, &en) || en - st > cap)
+        return -1;
+    for (int d = st; d < en; d++)
+        out[d - st] = (gval){GVAL_EXACT, x->dims[d]};
+    return en - st;
+}
+
+/* A product of dims: a constant times size variables. */
+typedef struct {
+    int64_t c;
+    int n;
+    const char *sym[2 * MAXD];
+} sym_product;
+
+static int product_add(sym_product *p, gdim d) {
+    if (d.sym) {
+        p->sym[p->n++] = d.sym;
+        return 1;
+    }
+    return kiln_mul_ok(p->c, d.v, &p->c);
+}
+
+/* Takes b's variables out of a: 1 if each was there. */
+static int product_cancel(sym_product *a, const sym_product *b) {
+    for (int j = 0; j < b->n; j++) {
+        int k = 0;
+        while (k < a->n && strcmp(a->sym[k], b->sym[j]))
+            k++;
+        if (k == a->n)
+            return 0;
+        a->sym[k] = a->sym[--a->n];
+    }
+    return 1;
+}
+
+/* Reshape's dims as reshape_dims computes them: 0 copies (unless
+ * allowzero), one -1 takes the rest. EXACT where the element counts are
+ * equal as products of the same variables; a -1 left a constant ratio or
+ * one variable is that; otherwise what the values say, ASSUMED (a binder
+ * checks them, as the run computes -1s for a reshape that does not fit). */
+static int values_reshape_dims(const struct kiln_graph *g, const gnode *call, const gval *const *in,
+                               const int *nin, gval *out, int cap) {
+    const gtensor_type *x = in_type(g, call, 0);
+    int n = nin[1], allowzero = graph_attr_int(call, "allowzero", 0) != 0, infer = -1;
+    if (!x || n < 0 || n > cap || n > MAXD)
+        return -1;
+    sym_product pin = {1, 0, {0}}, pout = {1, 0, {0}};
+    gval_kind kind = GVAL_EXACT;
+    for (int d = 0; d < x->ndim; d++)
+        if (!product_add(&pin, x->dims[d]))
+            return -1;
+    for (int k = 0; k < n; k++) {
+        gval v = in[1][k];
+        if (v.kind != GVAL_UNKNOWN && !v.d.sym && v.d.v == 0 && !allowzero) {
+            if (k >= x->ndim)
+                return -1; /* invalid: the run fails at the binder */
+            v = (gval){v.kind, x->dims[k]};
+        }
+        out[k] = v;
+        kind = weaker(kind, v.kind);
+        if (v.kind != GVAL_UNKNOWN && !v.d.sym && v.d.v == -1) {
+            if (infer >= 0)
+                return -1;
+            infer = k;
+            continue;
+        }
+        if (v.kind != GVAL_UNKNOWN && ((!v.d.sym && v.d.v < 0) || !product_add(&pout, v.d)))
+            return -1;
+    }
+    if (kind == GVAL_UNKNOWN) {
+        if (infer >= 0)
+            out[infer] = val_unknown();
+        return n;
+    }
+    int same = product_cancel(&pin, &pout);
+    if (infer < 0) {
+        if (!(same && pin.n == 0 && pin.c == pout.c))
+            for (int k = 0; k < n; k++)
+                out[k].kind = GVAL_ASSUMED;
+        return n;
+    }
+    if (same && pin.n == 0 && pout.c > 0 && pin.c % pout.c == 0)
+        out[infer] = (gval){kind, {pin.c / pout.c, NULL}};
+    else if (same && pin.n == 1 && pin.c == pout.c)
+        out[infer] = (gval){kind, {0, pin.sym[0]}};
+    else
+        out[infer] = val_unknown();
+    return n;
+}
+
+/* Expand's dims: a dim of 1 takes the other side's; equal dims stay;
+ * a constant against a variable is the constant, ASSUMED (the variable
+ * must be 1 or it). */
+static int values_broadcast_dims(const struct kiln_graph *g, const gnode *call,
+                                 const gval *const *in, const int *nin, gval *out, int cap) {
+    const gtensor_type *x = in_type(g, call, 0);
+    int ns = nin[1];
+    if (!x || ns < 0)
+        return -1;
+    int n = ns > x->ndim ? ns : x->ndim;
+    if (n > cap)
+        return -1;
+    for (int k = 0; k < n; k++) {
+        int kx = k - (n - x->ndim), ks = k - (n - ns);
+        gval a = kx >= 0 ? (gval){GVAL_EXACT, x->dims[kx]} : val_c(1);
+        gval b = ks >= 0 ? in[1][ks] : val_c(1);
+        if (b.kind == GVAL_UNKNOWN || (!b.d.sym && b.d.v < 0))
+            out[k] = val_unknown();
+        else if (is_c(a, 1))
+            out[k] = b;
+        else if (!b.d.sym && b.d.v == 1)
+            out[k] = (gval){b.kind, a.d};
+        else if (gdim_equal(a.d, b.d))
+            out[k] = b;
+        else if (!a.d.sym && !b.d.sym)
+            return -1; /* invalid: the run fails at the binder */
+        else if (!a.d.sym || !b.d.sym)
+            out[k] = (gval){GVAL_ASSUMED, a.d.sym ? b.d : a.d};
+        else
+            out[k] = val_unknown();
+    }
+    return n;
+}
+
+/* Range's length from integer start, limit and delta: from constants, or
+ * limit itself when start is 0 and delta 1 (a size is never negative). */
+static int values_range_dims(const struct kiln_graph *g, const gnode *call, const gval *const *in,
+                             const int *nin, gval *out, int cap) {
+    const gtensor_type *t = in_type(g, call, 0);
+    if (!t || !ops_is_int_dtype(t->dtype) || cap < 1 || nin[0] != 1 || nin[1] != 1 || nin[2] != 1)
+        return -1;
+    gval st = in[0][0], lim = in[1][0], dl = in[2][0];
+    out[0] = val_unknown();
+    if (is_c(st, 0) && is_c(dl, 1) && lim.kind == GVAL_EXACT && lim.d.sym)
+        out[0] = lim;
+    else if (st.kind == GVAL_EXACT && lim.kind == GVAL_EXACT && dl.kind == GVAL_EXACT &&
+             !st.d.sym && !lim.d.sym && !dl.d.sym && dl.d.v != 0 && st.d.v > -GRAPH_MAX_ELEMENTS &&
+             st.d.v < GRAPH_MAX_ELEMENTS && lim.d.v > -GRAPH_MAX_ELEMENTS &&
+             lim.d.v < GRAPH_MAX_ELEMENTS) {
+        int64_t num = lim.d.v - st.d.v, q = num / dl.d.v;
+        if (q * dl.d.v != num && (num < 0) == (dl.d.v < 0))
+            q++; /* ceil */
+        out[0] = val_c(q > 0 ? q : 0);
+    }
+    return 1;
+}
+
+/* Unsqueeze's and Squeeze's dims from constant axes; squeezing a variable
+ * makes them ASSUMED (it must be 1). */
+static int values_axes_dims(const struct kiln_graph *g, const gnode *call, const gval *const *in,
+                            const int *nin, gval *out, int cap) {
+    const gtensor_type *x = in_type(g, call, 0);
+    int squeeze = call->op->variant, na = nin[1];
+    if (!x || na < 1 || na > MAXD)
+        return -1;
+    int nd = squeeze ? x->ndim : x->ndim + na, hit[2 * MAXD] = {0};
+    int n = squeeze ? x->ndim - na : nd;
+    if (nd > MAXD || n < 1 || n > cap)
+        return -1;
+    for (int k = 0; k < na; k++) {
+        if (in[1][k].kind != GVAL_EXACT || in[1][k].d.sym)
+            return -1;
+        int64_t a = in[1][k].d.v < 0 ? in[1][k].d.v + nd : in[1][k].d.v;
+        if (a < 0 || a >= nd || hit[a]++)
+            return -1;
+    }
+    gval_kind kind = GVAL_EXACT;
+    for (int p = 0, j = 0; p < nd; p++) {
+        if (!squeeze) {
+            out[p] = hit[p] ? val_c(1) : (gval){GVAL_EXACT, x->dims[j++]};
+        } else if (!hit[p]) {
+            out[j++] = (gval){GVAL_EXACT, x->dims[p]};
+        } else if (x->dims[p].sym) {
+            kind = GVAL_ASSUMED;
+        } else if (x->dims[p].v != 1) {
+            return -1;
+        }
+    }
+    for (int k = 0; k < n; k++)
+        out[k].kind = kind;
+    return n;
+}
+
+/* Slice's lengths, starts and steps, where the values tell them: from
+ * constants; the whole of a variable dim (start 0, step 1, an end past
+ * 2^48 or the variable itself); a prefix [0, end) of step 1 where one of
+ * the dim and the end is a variable and the other a constant is the
+ * variable, ASSUMED (the shorter one when the package runs). */
+static int values_slice_params(const struct kiln_graph *g, const gnode *call, const gval *const *in,
+                               const int *nin, gval *out, int cap) {
+    const gtensor_type *x = in_type(g, call, 0);
+    int nd = x ? x->ndim : 0, ns = nin[1];
+    if (!x || 3 * nd > cap || ns < 1 || nin[2] != ns || (call->nin > 3 && nin[3] != ns) ||
+        (call->nin > 4 && nin[4] != ns))
+        return -1;
+    int which[MAXD];
+    for (int d = 0; d < nd; d++) {
+        which[d] = -1;
+        out[d] = (gval){GVAL_EXACT, x->dims[d]};
+        out[nd + d] = val_c(0);
+        out[2 * nd + d] = val_c(1);
+    }
+    for (int k = 0; k < ns; k++) {
+        gval a = call->nin > 3 ? in[3][k] : val_c(k);
+        if (a.kind != GVAL_EXACT || a.d.sym)
+            return -1;
+        int64_t ax = a.d.v < 0 ? a.d.v + nd : a.d.v;
+        if (ax < 0 || ax >= nd || which[ax] >= 0)
+            return -1;
+        which[ax] = k;
+    }
+    for (int d = 0; d < nd; d++) {
+        int k = which[d];
+        if (k < 0)
+            continue;
+        gval st = in[1][k], en = in[2][k], sp = call->nin > 4 ? in[4][k] : val_c(1);
+        gdim n = x->dims[d];
+        out[d] = out[nd + d] = out[2 * nd + d] = val_unknown();
+        if (st.kind != GVAL_EXACT || en.kind != GVAL_EXACT || sp.kind != GVAL_EXACT || st.d.sym ||
+            sp.d.sym || sp.d.v == 0)
+            continue;
+        out[2 * nd + d] = val_c(sp.d.v);
+        if (!n.sym && !en.d.sym) { /* all constant: as compute_slice_params */
+            int64_t s0 = st.d.v, e0 = en.d.v, step = sp.d.v;
+            s0 = s0 < 0 ? (s0 < -n.v ? -n.v - 1 : s0) + n.v : s0;
+            e0 = e0 < 0 ? (e0 < -n.v ? -n.v - 1 : e0) + n.v : e0;
+            int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? n.v : n.v - 1;
+            s0 = s0 < lo ? lo : s0 > hi ? hi : s0;
+            e0 = e0 < lo ? lo : e0 > hi ? hi : e0;
+            int64_t diff = e0 - s0, len = diff / step;
+            if (len * step != diff && (diff < 0) == (step < 0))
+                len++;
+            out[d] = val_c(len > 0 ? len : 0);
+            out[nd + d] = val_c(s0);
+            continue;
+        }
+        if (st.d.v != 0 || sp.d.v != 1)
+            continue;
+        out[nd + d] = val_c(0);
+        if (n.sym && ((!en.d.sym && en.d.v >= GRAPH_MAX_ELEMENTS) || gdim_equal(en.d, n)))
+            out[d] = (gval){GVAL_EXACT, n};
+        else if (n.sym != NULL) /* a constant end >= 0 within a variable dim */
+            out[d] = en.d.v >= 0 ? (gval){GVAL_ASSUMED, en.d} : val_unknown();
+        else /* a variable end within a constant dim */
+            out[d] = (gval){GVAL_ASSUMED, en.d};
+    }
+    return 3 * nd;
 }
 
 /* ---- the table ------------------------------------------------------------------- */
@@ -879,6 +1051,9 @@ static kiln_status compute_shape_of(kiln_ctx *ctx, const gnode *call, kiln_tenso
 /* a shape function: its output is an int64 vector of dims */
 #define DIMS_ROW(nm, nmin, nmax, schema, relation, fn, sum)                                        \
     OPS_SYM_ROW(nm, nmin, nmax, schema, relation, fn, OP_INJECTIVE, sum)
+/* one that tells its values before the package runs too */
+#define DIMS_ROW_VALS(nm, nmin, nmax, schema, relation, fn, var, vals, sum)                        \
+    OPS_SYM_ROW_VALS(nm, nmin, nmax, schema, relation, fn, OP_INJECTIVE, var, vals, sum)
 
 const kiln_op_def ops_shape_rows[] = {
     {.name = "bind_dims",
@@ -891,16 +1066,19 @@ const kiln_op_def ops_shape_rows[] = {
      .summary = "int64 sizes known at run time; value k is size variable <prefix>_k after it",
      .sym_dims = 1,
      .binds = 1},
-    DIMS_ROW("shape_of", 1, 1, shape_of_attrs, rel_shape_of, compute_shape_of,
-             "ONNX Shape: the data's dims [start, end) as int64 values, symbolic ones too"),
-    DIMS_ROW("reshape_dims", 2, 2, reshape_dims_attrs, rel_reshape_dims, compute_reshape_dims,
-             "ONNX Reshape's output dims from its shape values (-1 each if invalid)"),
-    DIMS_ROW("broadcast_dims", 2, 2, no_attrs, rel_broadcast_dims, compute_broadcast_dims,
-             "ONNX Expand's output dims: the data's dims broadcast with the shape values"),
+    DIMS_ROW_VALS("shape_of", 1, 1, shape_of_attrs, rel_shape_of, compute_shape_of, 0,
+                  values_shape_of,
+                  "ONNX Shape: the data's dims [start, end) as int64 values, symbolic ones too"),
+    DIMS_ROW_VALS("reshape_dims", 2, 2, reshape_dims_attrs, rel_reshape_dims, compute_reshape_dims,
+                  0, values_reshape_dims,
+                  "ONNX Reshape's output dims from its shape values (-1 each if invalid)"),
+    DIMS_ROW_VALS("broadcast_dims", 2, 2, no_attrs, rel_broadcast_dims, compute_broadcast_dims, 0,
+                  values_broadcast_dims,
+                  "ONNX Expand's output dims: the data's dims broadcast with the shape values"),
     DIMS_ROW("tile_dims", 2, 2, no_attrs, rel_tile_dims, compute_tile_dims,
              "ONNX Tile's output dims: each dim times its repeat"),
-    DIMS_ROW("range_dims", 3, 3, no_attrs, rel_range_dims, compute_range_dims,
-             "ONNX Range's length from start, limit and delta"),
+    DIMS_ROW_VALS("range_dims", 3, 3, no_attrs, rel_range_dims, compute_range_dims, 0,
+                  values_range_dims, "ONNX Range's length from start, limit and delta"),
     DIMS_ROW("topk_dims", 2, 2, axis_attrs, rel_topk_dims, compute_topk_dims,
              "TopK's k from its value, checked against the axis"),
     DIMS_ROW("count_dims", 1, 1, count_dims_attrs, rel_count_dims, compute_count_dims,
@@ -912,19 +1090,19 @@ const kiln_op_def ops_shape_rows[] = {
                   "how many slices Compress selects: the true conditions within the axis"),
     DIMS_ROW("split_params", 2, 2, split_params_attrs, rel_split_params, compute_split_params,
              "ONNX Split with sizes as data: part index as slice_params gives a slice"),
-    DIMS_ROW("unsqueeze_dims", 2, 2, no_attrs, rel_axes_dims, compute_axes_dims,
-             "ONNX Unsqueeze's output dims from its axes values"),
-    OPS_SYM_ROW_V("squeeze_dims", 2, 2, no_attrs, rel_axes_dims, compute_axes_dims, OP_INJECTIVE, 1,
+    DIMS_ROW_VALS("unsqueeze_dims", 2, 2, no_attrs, rel_axes_dims, compute_axes_dims, 0,
+                  values_axes_dims, "ONNX Unsqueeze's output dims from its axes values"),
+    DIMS_ROW_VALS("squeeze_dims", 2, 2, no_attrs, rel_axes_dims, compute_axes_dims, 1,
+                  values_axes_dims,
                   "ONNX Squeeze's output dims from its axes values (each a dim of 1)"),
     DIMS_ROW("reduce_dims", 2, 2, reduce_dims_attrs, rel_reduce_dims, compute_reduce_dims,
              "ReduceX's output dims over axes values (keepdims: 1 where reduced; else the rest)"),
-    DIMS_ROW("slice_params", 3, 5, no_attrs, rel_slice_params, compute_slice_params,
-             "ONNX Slice per dim: lengths, then starts, then steps (from starts, ends, axes, "
-             "steps)"),
+    DIMS_ROW_VALS("slice_params", 3, 5, no_attrs, rel_slice_params, compute_slice_params, 0,
+                  values_slice_params,
+                  "ONNX Slice per dim: lengths, then starts, then steps (from starts, ends, axes, "
+                  "steps)"),
     DIMS_ROW("pad_dims", 2, 2, pad_dims_attrs, rel_pad_dims, compute_pad_dims,
              "ONNX Pad's output dims from its pads values"),
-    DIMS_ROW("resize_dims", 2, 2, resize_dims_attrs, rel_resize_dims, compute_resize_dims,
-             "ONNX Resize's output dims from its scales or (sizes=1) sizes (-1 each if invalid)"),
 };
 
 const int ops_shape_count = (int)(sizeof ops_shape_rows / sizeof ops_shape_rows[0]);

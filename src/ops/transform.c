@@ -666,9 +666,7 @@ static rel_result rel_take(const struct kiln_graph *g, const gnode *call, const 
         return ops_fail("axis %lld is out of range for a %d-D input", (long long)axis, x->ndim);
     if (axis < 0)
         axis += x->ndim;
-    if (x->dims[axis].sym)
-        return ops_fail("the indexed axis must not be symbolic");
-    if (x->dims[axis].v == 0)
+    if (!x->dims[axis].sym && x->dims[axis].v == 0)
         return ops_fail("cannot take from an empty axis");
     if (x->ndim - 1 + ix->ndim > KILN_MAX_NDIM)
         return ops_fail("too many dims");
@@ -685,14 +683,15 @@ static rel_result rel_take(const struct kiln_graph *g, const gnode *call, const 
 typedef struct {
     kiln_tensor *x, *idx;
     int nd, ni, axis;
-    int64_t n;
+    kiln_expr n; /* the axis' extent (it may be symbolic) */
 } take_args;
 
 static kiln_expr take_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     take_args *a = u;
     kiln_expr ix[KILN_MAX_NDIM];
     /* negative: from the end; out of range: reported, never clamped */
-    kiln_expr j = ops_checked_index(ctx, kiln_tensor_at(a->idx, a->ni, i + a->axis), a->n, 1);
+    (void)ctx;
+    kiln_expr j = kiln_checked_index(kiln_tensor_at(a->idx, a->ni, i + a->axis), a->n, 1);
     for (int d = 0; d < a->axis; d++)
         ix[d] = i[d];
     ix[a->axis] = j;
@@ -704,17 +703,17 @@ static kiln_expr take_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
 static kiln_status compute_take(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                 kiln_tensor **out) {
     take_args a;
-    int64_t xd[KILN_MAX_NDIM], id[KILN_MAX_NDIM], od[KILN_MAX_NDIM];
+    kiln_expr od[KILN_MAX_NDIM];
     memset(&a, 0, sizeof a);
     a.x = in[0];
     a.idx = in[1];
-    a.nd = ops_shape(in[0], xd);
-    a.ni = ops_shape(in[1], id);
+    a.nd = kiln_tensor_ndim(in[0]);
+    a.ni = kiln_tensor_ndim(in[1]);
     int64_t axis = graph_attr_int(call, "axis", 0);
     a.axis = (int)(axis < 0 ? axis + a.nd : axis);
-    a.n = xd[a.axis];
-    int ond = ops_out_shape(call, od);
-    out[0] = ops_compute(ctx, call, "", ond, od, take_body, &a);
+    a.n = kiln_tensor_dim(in[0], a.axis);
+    int ond = ops_out_dims(ctx, call, od);
+    out[0] = ops_compute_e(ctx, call, "", ond, od, take_body, &a);
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
 }
 
@@ -1092,6 +1091,66 @@ static kiln_status compute_tile(kiln_ctx *ctx, const gnode *call, kiln_tensor *c
 /* ---- the table ------------------------------------------------------------------------ */
 
 #define MAXIN 4096
+/* ---- shape values (ops_values): the elements these ops move ---------------------- */
+
+/* reshape of a small integer value (0-D <-> 1-D): its elements as they are. */
+static int values_reshape(const struct kiln_graph *g, const gnode *call, const gval *const *in,
+                          const int *nin, gval *out, int cap) {
+    (void)g, (void)call;
+    if (nin[0] < 0 || nin[0] > cap)
+        return -1;
+    memcpy(out, in[0], (size_t)nin[0] * sizeof(gval));
+    return nin[0];
+}
+
+/* concatenate of 1-D values: their elements in order; an input nothing is
+ * known of gives UNKNOWN elements, as many as its type has. */
+static int values_concatenate(const struct kiln_graph *g, const gnode *call, const gval *const *in,
+                              const int *nin, gval *out, int cap) {
+    int n = 0;
+    for (int i = 0; i < call->nin; i++) {
+        const gtensor_type *t = ops_node_type(g->nodes[call->in[i]]);
+        if (!t || t->ndim != 1 || t->dims[0].sym || t->dims[0].v > cap - n)
+            return -1;
+        for (int k = 0; k < t->dims[0].v; k++)
+            out[n + k] = nin[i] == t->dims[0].v ? in[i][k] : (gval){GVAL_UNKNOWN, {0, NULL}};
+        n += (int)t->dims[0].v;
+    }
+    return n;
+}
+
+/* take of a 1-D value at constant indices. */
+static int values_take(const struct kiln_graph *g, const gnode *call, const gval *const *in,
+                       const int *nin, gval *out, int cap) {
+    (void)g;
+    int64_t axis = graph_attr_int(call, "axis", 0);
+    if (nin[0] < 0 || nin[1] < 0 || nin[1] > cap || (axis != 0 && axis != -1))
+        return -1;
+    for (int k = 0; k < nin[1]; k++) {
+        gval j = in[1][k];
+        if (j.kind != GVAL_EXACT || j.d.sym)
+            return -1;
+        int64_t at = j.d.v < 0 ? j.d.v + nin[0] : j.d.v;
+        if (at < 0 || at >= nin[0])
+            return -1;
+        out[k] = in[0][at];
+    }
+    return nin[1];
+}
+
+/* strided_slice (attributes) of a 1-D value. */
+static int values_strided_slice(const struct kiln_graph *g, const gnode *call,
+                                const gval *const *in, const int *nin, gval *out, int cap) {
+    (void)g;
+    int64_t dims[1] = {nin[0]}, start[1], step[1], len[1];
+    if (call->nin != 1 || nin[0] < 0 || slice_params(call, 1, dims, start, step, len) < 0 ||
+        len[0] > cap)
+        return -1;
+    for (int64_t k = 0; k < len[0]; k++)
+        out[k] = in[0][start[0] + k * step[0]];
+    return (int)len[0];
+}
+
 #define ROW(nm, nmin, nmax, schema, relation, fn, pat, sum)                                        \
     {                                                                                              \
         .name = nm, .min_in = nmin, .max_in = nmax, .attrs = schema, .rel = relation,              \
@@ -1099,9 +1158,10 @@ static kiln_status compute_tile(kiln_ctx *ctx, const gnode *call, kiln_tensor *c
     }
 
 const kiln_op_def ops_transform_rows[] = {
-    OPS_SYM_ROW("reshape", 1, 2, reshape_attrs, rel_reshape, compute_reshape, OP_INJECTIVE,
-                "new shape (0 copies, -1 infers), or the values of input 1 (a constant or a "
-                "bind_dims)"),
+    OPS_SYM_ROW_VALS("reshape", 1, 2, reshape_attrs, rel_reshape, compute_reshape, OP_INJECTIVE, 0,
+                     values_reshape,
+                     "new shape (0 copies, -1 infers), or the values of input 1 (a constant or a "
+                     "bind_dims)"),
     OPS_SYM_ROW("layout_transform", 1, 1, layout_transform_attrs, rel_layout_transform,
                 compute_layout_transform, OP_INJECTIVE,
                 "NCHW <-> NCHW[x]c; a last block past `channels` is zeros"),
@@ -1109,15 +1169,22 @@ const kiln_op_def ops_transform_rows[] = {
                 "permute axes"),
     OPS_SYM_ROW("nn.batch_flatten", 1, 1, no_attrs, rel_batch_flatten, compute_reshape,
                 OP_INJECTIVE, "[N, ...] -> [N, rest]"),
-    ROW("concatenate", 1, MAXIN, axis0_attrs, rel_concatenate, compute_concatenate, OP_INJECTIVE,
-        "join along axis"),
+    {.name = "concatenate",
+     .min_in = 1,
+     .max_in = MAXIN,
+     .attrs = axis0_attrs,
+     .rel = rel_concatenate,
+     .pattern = OP_INJECTIVE,
+     .compute = compute_concatenate,
+     .summary = "join along axis",
+     .values = values_concatenate},
     ROW("split", 1, 1, split_attrs, rel_split, compute_split, OP_INJECTIVE,
         "split along axis (a tuple)"),
-    OPS_SYM_ROW("strided_slice", 1, 3, strided_slice_attrs, rel_strided_slice,
-                compute_strided_slice, OP_INJECTIVE,
-                "x[begin:end:strides] on axes (numpy clamping)"),
-    ROW("take", 2, 2, axis0_attrs, rel_take, compute_take, OP_INJECTIVE,
-        "gather along axis; negative indices count from the end"),
+    OPS_SYM_ROW_VALS("strided_slice", 1, 3, strided_slice_attrs, rel_strided_slice,
+                     compute_strided_slice, OP_INJECTIVE, 0, values_strided_slice,
+                     "x[begin:end:strides] on axes (numpy clamping)"),
+    OPS_SYM_ROW_VALS("take", 2, 2, axis0_attrs, rel_take, compute_take, OP_INJECTIVE, 0,
+                     values_take, "gather along axis; negative indices count from the end"),
     OPS_SYM_ROW("broadcast_to", 1, 2, broadcast_to_attrs, rel_broadcast_to, compute_broadcast_to,
                 OP_BROADCAST, "broadcast to shape"),
     OPS_SYM_ROW("nn.pad", 1, 4, pad_attrs, rel_pad, compute_pad, OP_INJECTIVE,

@@ -356,8 +356,25 @@ static kiln_status read_binds(const kiln_model *m, run_state *rs, int nid, const
                                   "%s: node %d '%s': the size '%s' computed in this run is %lld, "
                                   "not in [0, 2^48]: the values that decide the op's shape are "
                                   "invalid for it",
-                                  what, nid, n->name, m->vars.names[n->binds[k]], (long long)v[k]);
-        rs->vals[n->binds[k]] = v[k];
+                                  what, nid, n->name,
+                                  n->binds[k] >= 0 ? m->vars.names[n->binds[k]] : "(a constant)",
+                                  (long long)v[k]);
+        int64_t want = n->binds[k] < 0 ? n->bind_size[k] : rs->vals[n->binds[k]];
+        if (n->check[k] && v[k] != want) {
+            char what_dim[80];
+            if (n->binds[k] < 0)
+                snprintf(what_dim, sizeof what_dim, "%lld", (long long)want);
+            else
+                snprintf(what_dim, sizeof what_dim, "'%.60s' = %lld", m->vars.names[n->binds[k]],
+                         (long long)want);
+            return kiln_set_error(KILN_ERR_INVALID,
+                                  "%s: node %d '%s': size %d computed in this run is %lld, but the "
+                                  "compiled graph needs it to be %s: the values that decide the "
+                                  "op's shape do not fit this run's sizes",
+                                  what, nid, n->name, k, (long long)v[k], what_dim);
+        }
+        if (!n->check[k])
+            rs->vals[n->binds[k]] = v[k];
     }
     return KILN_OK;
 }

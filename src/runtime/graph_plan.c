@@ -250,7 +250,7 @@ static kiln_status read_node(kiln_model *e, int nid, const json *jn, const int *
     n->binds_json = json_get(attrs, "binds");
     if (n->binds_json && (!json_is(n->binds_json, JSON_ARRAY) || json_len(n->binds_json) < 1 ||
                           json_len(n->binds_json) > KILN_MAX_BINDS))
-        return node_err(e, nid, "attrs.binds must be a list of 1 to %d variable names",
+        return node_err(e, nid, "attrs.binds must be a list of 1 to %d variable names or sizes",
                         KILN_MAX_BINDS);
     n->inputs = arena_alloc(e->ar, (size_t)n->ninputs * sizeof(int));
     for (int i = 0; i < n->ninputs; i++)
@@ -263,8 +263,9 @@ static kiln_status read_node(kiln_model *e, int nid, const json *jn, const int *
 }
 
 /* The binders' variables (attrs.binds, read_node): each a name alone,
- * interned with the entries' variables. A binder's output is one int64
- * vector of a constant length, one element per variable. */
+ * interned with the entries' variables, or a size (0 to 2^48) the value
+ * must be. A binder's output is one int64 vector of a constant length,
+ * one element per entry. */
 static kiln_status read_binds(kiln_model *e) {
     for (int nid = 0; nid < e->nnodes; nid++) {
         plan_node *n = &e->nodes[nid];
@@ -272,12 +273,25 @@ static kiln_status read_binds(kiln_model *e) {
             continue;
         n->nbinds = json_len(n->binds_json);
         n->binds = arena_alloc(e->ar, (size_t)n->nbinds * sizeof(int));
+        n->check = arena_alloc(e->ar, (size_t)n->nbinds);
+        n->bind_size = arena_alloc(e->ar, (size_t)n->nbinds * sizeof(int64_t));
         for (int k = 0; k < n->nbinds; k++) {
             const json *v = json_at(n->binds_json, k);
+            n->check[k] = 0;
+            n->bind_size[k] = -1;
+            if (json_is(v, JSON_INT) || json_is(v, JSON_DOUBLE)) {
+                int size;
+                if (!int_in(v, 0, INT_MAX, &size))
+                    return node_err(e, nid, "attrs.binds[%d] must be a variable name or a size", k);
+                n->binds[k] = -1;
+                n->check[k] = 1;
+                n->bind_size[k] = size;
+                continue;
+            }
             const dim_expr *x =
                 json_is(v, JSON_STRING) ? dim_expr_parse(&e->vars, v->s, v->slen) : NULL;
             if (!x || x->var < 0)
-                return node_err(e, nid, "attrs.binds[%d] must be a variable name", k);
+                return node_err(e, nid, "attrs.binds[%d] must be a variable name or a size", k);
             n->binds[k] = x->var;
         }
         const plan_entry *en = &e->entries[n->first];
@@ -484,14 +498,19 @@ static kiln_status bind_vars(kiln_model *e) {
             }
         }
     }
+    /* the first binder of a variable no input binds binds it; a later
+       mention (of one an input or an earlier binder binds) checks it */
     for (int nid = 0; nid < e->nnodes; nid++)
         for (int j = 0; j < e->nodes[nid].nbinds; j++) {
             int k = e->nodes[nid].binds[j];
-            if (e->var_port[k] >= 0 || e->var_node[k] >= 0)
-                return node_err(e, nid,
-                                "binds dim variable '%s', which %s binds already: a variable "
-                                "has one source",
-                                e->vars.names[k], e->var_port[k] >= 0 ? "an input" : "a node");
+            if (k < 0)
+                continue;
+            if (e->var_port[k] >= 0 || e->var_node[k] >= 0) {
+                if (e->var_node[k] == nid)
+                    return node_err(e, nid, "binds dim variable '%s' twice", e->vars.names[k]);
+                e->nodes[nid].check[j] = 1;
+                continue;
+            }
             e->var_node[k] = nid;
             e->var_dim[k] = j;
         }

@@ -48,9 +48,13 @@ typedef struct {
     int64_t *vars; /* symbolic sizes, bound at load (static plans) */
     int kv0;       /* dynamic plans: its sizes are a run state's kvars[kv0 ...] */
     /* a binder (its attrs' "binds"): after it runs, element k of its output,
-       an int64 vector, is the value of dim variable binds[k] for this run */
+       an int64 vector, is the value of dim variable binds[k] for this run,
+       or, where check[k], must equal it (a variable bound before: an input
+       dim or an earlier binder) or, where binds[k] < 0, the size bind_size[k] */
     int nbinds;
     int *binds;
+    unsigned char *check;
+    int64_t *bind_size;
     const struct json *binds_json; /* while loading */
 } plan_node;
 

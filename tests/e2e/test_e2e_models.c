@@ -17,9 +17,9 @@
  * scale), the import and compile times in seconds and the run time (a
  * second, warm run; the first is in parentheses); a FAIL
  * says why, with kiln's error (an op kiln lacks fails at import, naming it).
- * Then the models of g_dynamic are compiled once with their batch left
- * symbolic (--input-shapes "input:[N,...]") and that one package runs at
- * two batch sizes against ONNX Runtime's outputs (NAME_dyn_io.npz).
+ * Then the models of g_dynamic are compiled once with their batch (and a
+ * BERT encoder's sequence) left symbolic and that one package runs at two
+ * sizes against ONNX Runtime's outputs (NAME_dyn_io.npz).
  * Each model runs in a forked child so a crash is that model's FAIL
  * (KILN_E2E_NO_FORK=1 runs them in the process, for a debugger).
  * Exit status: 0 if every model passed, 1 otherwise, 2 on bad arguments. */
@@ -237,16 +237,25 @@ done:
 
 /* ---- one package at several batch sizes ------------------------------------------ */
 
-/* The models run with a symbolic batch: the --input-shapes that leaves it
- * so, and the sizes NAME_dyn_io.npz has ONNX Runtime's outputs for (member
- * OUTPUT_B; models/e2e/make_dynamic_refs.py writes them). */
+/* The models run with symbolic dims: the --input-shapes that leaves the
+ * batch so (NULL: the model's own dim_params, a batch and a sequence), the
+ * inputs (IMAGE: one float input from image_input's formula, its dim 0
+ * the size; TOKENS: input_ids and attention_mask [b, s] from
+ * token_inputs'), and the sizes NAME_dyn_io.npz has ONNX Runtime's outputs
+ * for: member OUTPUT_B (IMAGE) or OUTPUT_B_S (TOKENS), written by
+ * models/e2e/make_dynamic_refs.py and export_dynamic_bert.py. */
+enum { IMAGE, TOKENS };
 static const struct {
-    const char *name, *shapes, *input, *output;
-    int sizes[2];
-} g_dynamic[] = {{"resnet50_narrow", "input:[N,3,64,64]", "input", "logits", {2, 3}}};
+    const char *name, *shapes;
+    int kind;
+    int sizes[2][2];
+} g_dynamic[] = {
+    {"resnet50_narrow", "input:[N,3,64,64]", IMAGE, {{2, 0}, {3, 0}}},
+    {"bert_tiny_seq", NULL, TOKENS, {{2, 64}, {1, 128}}},
+};
 
-/* make_dynamic_refs.py's inputs: x[i] = ((i * 7919) % 2003) / 1001.5 - 1 */
-static kiln_ndarray *formula_input(int ndim, const int64_t *shape) {
+/* make_dynamic_refs.py's input: x[i] = ((i * 7919) % 2003) / 1001.5 - 1 */
+static kiln_ndarray *image_input(int ndim, const int64_t *shape) {
     kiln_ndarray *a = kiln_ndarray_empty(KILN_FLOAT32, ndim, shape);
     float *v = a ? kiln_ndarray_data(a) : NULL;
     for (int64_t i = 0; v && i < kiln_ndarray_numel(a); i++)
@@ -254,54 +263,84 @@ static kiln_ndarray *formula_input(int ndim, const int64_t *shape) {
     return a;
 }
 
-/* Compile model k once with its batch symbolic, then run that one package at
- * each size against ONNX Runtime. Returns 0 on PASS, 1 on FAIL. */
+/* export_dynamic_bert.py's inputs [b, s]: input_ids[i] = (i * 7919) % 1000;
+ * attention_mask 0 where the row is odd and t >= s - 5, else 1. */
+static void token_inputs(int64_t b, int64_t s, kiln_ndarray **ins) {
+    int64_t shape[2] = {b, s};
+    ins[0] = kiln_ndarray_empty(KILN_INT64, 2, shape);
+    ins[1] = kiln_ndarray_empty(KILN_INT64, 2, shape);
+    int64_t *ids = ins[0] ? kiln_ndarray_data(ins[0]) : NULL;
+    int64_t *mask = ins[1] ? kiln_ndarray_data(ins[1]) : NULL;
+    for (int64_t i = 0; ids && mask && i < b * s; i++) {
+        ids[i] = (i * 7919) % 1000;
+        mask[i] = (i / s) % 2 == 1 && i % s >= s - 5 ? 0 : 1;
+    }
+}
+
+/* Compile model k once with its dims symbolic, then run that one package
+ * at each size against ONNX Runtime. Returns 0 on PASS, 1 on FAIL. */
 static int run_dynamic(const char *dir, int k) {
-    const char *name = g_dynamic[k].name;
-    char onnx[4096], io[4096], pkg[4096], why[16384] = "";
+    const char *name = g_dynamic[k].name, *shapes = g_dynamic[k].shapes;
+    char onnx[4096], io[4096], pkg[4096], why[16384] = "", sizes[2][64];
     snprintf(onnx, sizeof onnx, "%s/%s.onnx", dir, name);
     snprintf(io, sizeof io, "%s/%s_dyn_io.npz", dir, name);
     snprintf(pkg, sizeof pkg, "%s/e2e_%s_dyn.tar", tmp_dir(), name);
     kiln_npz *z = kiln_npz_load(io);
-    kiln_graph *g = z ? kiln_onnx_import(onnx, g_dynamic[k].shapes) : NULL;
+    kiln_graph *g = z ? kiln_onnx_import(onnx, shapes) : NULL;
     kiln_model *m = NULL;
     int pass = g && kiln_graph_compile(g, pkg, NULL) == KILN_OK && (m = kiln_model_load(pkg));
     if (!pass)
         snprintf(why, sizeof why, "%s", kiln_last_error());
     for (int b = 0; pass && b < 2; b++) {
-        int size = g_dynamic[k].sizes[b];
-        int64_t shape[KILN_MAX_NDIM];
-        int nd = kiln_model_input_ndim(m, 0);
-        for (int d = 0; d < nd; d++)
-            shape[d] = d ? kiln_model_input_dim(m, 0, d) : size;
-        kiln_ndarray *x = formula_input(nd, shape), *y = NULL;
-        char member[128];
-        snprintf(member, sizeof member, "%s_%d", g_dynamic[k].output, size);
-        const kiln_ndarray *exp = kiln_npz_get(z, member);
-        double err = 0, scale = 0;
-        const kiln_ndarray *ins[1] = {x};
-        if (!exp) {
-            snprintf(why, sizeof why, "%s has no '%s'", io, member);
-            pass = 0;
-        } else if (kiln_model_run_alloc(m, ins, &y, 0) != KILN_OK) {
-            snprintf(why, sizeof why, "batch %d: %s", size, kiln_last_error());
-            pass = 0;
+        const int *sz = g_dynamic[k].sizes[b];
+        kiln_ndarray *ins[2] = {NULL, NULL};
+        if (g_dynamic[k].kind == IMAGE) {
+            int64_t shape[KILN_MAX_NDIM];
+            int nd = kiln_model_input_ndim(m, 0);
+            for (int d = 0; d < nd; d++)
+                shape[d] = d ? kiln_model_input_dim(m, 0, d) : sz[0];
+            ins[0] = image_input(nd, shape);
+            snprintf(sizes[b], sizeof sizes[b], "%d", sz[0]);
         } else {
-            char w[1024];
-            pass = compare(y, exp, &err, &scale, w, sizeof w);
-            if (!pass)
-                snprintf(why, sizeof why, "batch %d: %s", size, w);
-            printf("    %s (batch %s) at %d: max |err| %.3g, scale %.4g\n", name,
-                   kiln_model_input_dim_expr(m, 0, 0), size, err, scale);
+            token_inputs(sz[0], sz[1], ins);
+            snprintf(sizes[b], sizeof sizes[b], "%d_%d", sz[0], sz[1]);
         }
-        kiln_ndarray_free(x);
-        kiln_ndarray_free(y);
+        int nout = kiln_model_num_outputs(m);
+        kiln_ndarray *y[8] = {NULL};
+        if (nout > 8) {
+            snprintf(why, sizeof why, "%d outputs (at most 8 here)", nout);
+            pass = 0;
+        } else if (kiln_model_run_alloc(m, (const kiln_ndarray *const *)ins, y, 0) != KILN_OK) {
+            snprintf(why, sizeof why, "sizes %s: %s", sizes[b], kiln_last_error());
+            pass = 0;
+        }
+        for (int o = 0; pass && o < nout; o++) {
+            char member[256], w[1024];
+            snprintf(member, sizeof member, "%s_%s", kiln_model_output_name(m, o), sizes[b]);
+            const kiln_ndarray *exp = kiln_npz_get(z, member);
+            double err = 0, scale = 0;
+            if (!exp) {
+                snprintf(why, sizeof why, "%s has no '%s'", io, member);
+                pass = 0;
+                break;
+            }
+            pass = compare(y[o], exp, &err, &scale, w, sizeof w);
+            if (!pass)
+                snprintf(why, sizeof why, "sizes %s: %s: %s", sizes[b], member, w);
+            printf("    %s %s at %s: max |err| %.3g, scale %.4g\n", name,
+                   kiln_model_output_name(m, o), sizes[b], err, scale);
+        }
+        for (int o = 0; o < 8; o++)
+            kiln_ndarray_free(y[o]);
+        kiln_ndarray_free(ins[0]);
+        kiln_ndarray_free(ins[1]);
     }
     if (pass)
-        printf("PASS %-22s one package (%s) at batch %d and %d\n", name, g_dynamic[k].shapes,
-               g_dynamic[k].sizes[0], g_dynamic[k].sizes[1]);
+        printf("PASS %-22s one package (%s) at sizes %s and %s\n", name,
+               shapes ? shapes : "the model's dim_params", sizes[0], sizes[1]);
     else
-        printf("FAIL %-22s symbolic batch (%s): %s\n", name, g_dynamic[k].shapes, why);
+        printf("FAIL %-22s symbolic dims (%s): %s\n", name,
+               shapes ? shapes : "the model's dim_params", why);
     fflush(stdout);
     kiln_model_free(m);
     kiln_graph_free(g);
@@ -400,7 +439,7 @@ int main(int argc, char **argv) {
         else if (waitpid(pid, &status, 0) < 0)
             status = 1 << 8;
         if (WIFSIGNALED(status))
-            printf("FAIL %-22s symbolic batch: crashed: signal %d\n", g_dynamic[k].name,
+            printf("FAIL %-22s symbolic dims: crashed: signal %d\n", g_dynamic[k].name,
                    WTERMSIG(status));
         else if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
             passed++;

@@ -837,12 +837,14 @@ static void test_bad_binders(void) {
         const char *binds, *dtype, *xshape, *oshape, *want;
     } cases[] = {
         {"\"binds\": []", "int64", "2", "2", "attrs.binds must be a list"},
-        {"\"binds\": [\"a\", 3]", "int64", "2", "2", "attrs.binds[1] must be a variable"},
+        {"\"binds\": [\"a\", -3]", "int64", "2", "2",
+         "attrs.binds[1] must be a variable name or a size"},
+        {"\"binds\": [\"a\", 2.5]", "int64", "2", "2",
+         "attrs.binds[1] must be a variable name or a size"},
         {"\"binds\": [\"a+1\"]", "int64", "1", "1", "attrs.binds[0] must be a variable"},
         {"\"binds\": [\"a\"]", "float32", "1", "1", "a binder's output must be one int64[1]"},
         {"\"binds\": [\"a\", \"b\"]", "int64", "3", "3", "int64[2]"},
-        {"\"binds\": [\"n\"]", "int64", "\"n\"", "1", "which an input binds already"},
-        {"\"binds\": [\"a\"]", "int64", "\"a\"", "1", "which an input binds already"},
+        {"\"binds\": [\"a\", \"a\"]", "int64", "2", "2", "binds dim variable 'a' twice"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char fmt[2048], json[2048];

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "graph_util.h"
 #include "kiln/graph.h"
 #include "kiln/runtime.h"
 #include "kiln/schedule.h"
@@ -452,28 +453,6 @@ static void test_relation_errors(void) {
     relation("cumsum", "xs", "axis=0", "not both");
 }
 
-/* g (freed) compiled under the default schedule or the naive one, to a
- * package named after tag, and loaded; NULL (checked) if that failed. */
-static kiln_model *compile_load(kiln_graph *g, int naive, const char *tag) {
-    kiln_build_options *o = kiln_build_options_new();
-    if (naive)
-        CHECK_EQ_INT(kiln_build_options_set(o, "schedule", "naive"), KILN_OK);
-    char name[64];
-    snprintf(name, sizeof name, "%s_%s.tar", tag, naive ? "naive" : "default");
-    const char *pkg = test_tmp_path(name);
-    kiln_status st = kiln_graph_compile(g, pkg, o);
-    CHECK_EQ_INT(st, KILN_OK);
-    kiln_build_options_free(o);
-    kiln_graph_free(g);
-    if (st) {
-        fprintf(stderr, "compile: %s\n", kiln_last_error());
-        return NULL;
-    }
-    kiln_model *m = kiln_model_load(pkg);
-    CHECK(m != NULL);
-    return m;
-}
-
 /* ---- image.resize at run-time scales or sizes ------------------------------------ */
 
 enum { RH = 3, RW = 4 }; /* x is [1, 2, RH, RW] */
@@ -576,8 +555,8 @@ static void test_resize_values(void) {
     for (int naive = 0; naive < 2; naive++)
         for (int sizes = 0; sizes < 2; sizes++) {
             int linear = !sizes;
-            kiln_model *m = compile_load(make_resize_graph(sizes, linear), naive,
-                                         sizes ? "resize_sizes" : "resize_scales");
+            kiln_model *m = gu_compile_load(make_resize_graph(sizes, linear), naive,
+                                            sizes ? "resize_sizes" : "resize_scales");
             if (!m)
                 continue;
             CHECK(kiln_model_output_dim_expr(m, 0, 2) &&
