@@ -60,8 +60,8 @@ static kiln_expr scan_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     case 4:                                              /* a later one */
         return kiln_add(x, kiln_select(first, y_at(s, i, nd, kiln_add(t, one), NULL), zero));
     case 5: /* an earlier one, but of another row */
-        return kiln_add(x, kiln_select(first, y_at(s, i, nd, kiln_sub(t, one), kiln_int(ctx, 0)),
-                                       zero));
+        return kiln_add(
+            x, kiln_select(first, y_at(s, i, nd, kiln_sub(t, one), kiln_int(ctx, 0)), zero));
     case 6: { /* a reduction over [0, t], one step too far */
         s->q = kiln_reduce_axis(ctx, kiln_int(ctx, 0), kiln_add(t, one), "q");
         return kiln_sum(y_at(s, i, nd, s->q, NULL), 1, &s->q);
@@ -158,8 +158,8 @@ static void check_scan(int axis, int mode, int sched) {
     CHECK_EQ_INT(te_eval(1, &y, 1, &s.x, (const kiln_ndarray *const *)arr, NULL, &ref), KILN_OK);
     int bad = count_bad(&s, arr[0], arr[1], 1, 1e-5) + count_bad(&s, arr[0], ref, 1, 1e-5);
     if (bad)
-        fprintf(stderr, "scan axis %d mode %d schedule %d: %d elements differ\n", axis, mode,
-                sched, bad);
+        fprintf(stderr, "scan axis %d mode %d schedule %d: %d elements differ\n", axis, mode, sched,
+                bad);
     CHECK_EQ_INT(bad, 0);
     kiln_ndarray_free(ref);
     kiln_ndarray_free(arr[0]);
@@ -220,7 +220,7 @@ static void test_consumer(void) {
 
 static void test_bad_bodies(void) {
     static const char *const why[] = {"not provably before", "not provably before",
-                                      "another index", "not provably before",
+                                      "another index",       "not provably before",
                                       "not provably before", "declared float32"};
     for (int mode = 3; mode <= 8; mode++) {
         kiln_ctx *ctx = kiln_ctx_new();
