@@ -92,8 +92,8 @@ static rel_result rel_nms(const struct kiln_graph *g, const gnode *call, const g
         return ops_fail("center_point_box (%lld) and has_score_threshold (%lld) must be 0 or 1",
                         (long long)cpb, (long long)hst);
     int64_t bc, bcn;
-    if (!kiln_mul_ok(sc->dims[0].v, sc->dims[1].v, &bc) ||
-        !kiln_mul_ok(bc, sc->dims[2].v, &bcn) || bcn > GRAPH_MAX_ELEMENTS)
+    if (!kiln_mul_ok(sc->dims[0].v, sc->dims[1].v, &bc) || !kiln_mul_ok(bc, sc->dims[2].v, &bcn) ||
+        bcn > GRAPH_MAX_ELEMENTS)
         return ops_fail("batches * classes * boxes is over 2^48");
     gtensor_type res = {KILN_INT64, 1, {{1, NULL}}};
     if (call->op->variant == 0) {
@@ -170,8 +170,7 @@ static kiln_expr rank_body(kiln_ctx *ctx, const kiln_expr *o, void *u) {
     kiln_expr cj = cand(ctx, a, o[0], o[1], j), ci = cand(ctx, a, o[0], o[1], i);
     kiln_expr kj = key(ctx, a, o[0], o[1], j), ki = key(ctx, a, o[0], o[1], i);
     kiln_expr better = kiln_or(kiln_gt(kj, ki), kiln_and(kiln_eq(kj, ki), kiln_lt(j, i)));
-    kiln_expr before =
-        kiln_or(kiln_and(cj, kiln_not(ci)), kiln_and(kiln_eq(cj, ci), better));
+    kiln_expr before = kiln_or(kiln_and(cj, kiln_not(ci)), kiln_and(kiln_eq(cj, ci), better));
     return kiln_sum(kiln_select(before, ops_int(ctx, 1), ops_int(ctx, 0)), 1, &j);
 }
 
@@ -269,8 +268,8 @@ static kiln_expr pos_body(kiln_ctx *ctx, const kiln_expr *o, void *u) {
     kiln_expr n = at3(a->kept, b, c, r); /* its number, from 1, if kept */
     kiln_expr off[2] = {b, c};
     kiln_expr row = kiln_add(kiln_tensor_at(a->off, 2, off), kiln_sub(n, ops_int(ctx, 1)));
-    kiln_expr hit = kiln_and(kiln_and(keep(ctx, a, b, c, r), kiln_le(n, max_out(ctx, a))),
-                             kiln_eq(row, o[0]));
+    kiln_expr hit =
+        kiln_and(kiln_and(keep(ctx, a, b, c, r), kiln_le(n, max_out(ctx, a))), kiln_eq(row, o[0]));
     kiln_expr flat = kiln_add(kiln_mul(flat2(ctx, a, b, c), ops_int(ctx, a->N)), r);
     return kiln_max_reduce(kiln_select(hit, flat, ops_int(ctx, -1)), 3, a->r);
 }
@@ -360,8 +359,7 @@ static kiln_status compute_nms(kiln_ctx *ctx, const gnode *call, kiln_tensor *co
 }
 
 const kiln_op_def ops_vision_rows[] = {
-    OPS_SYM_ROW_V("vision.non_max_suppression", 6, 6, nms_attrs, rel_nms, compute_nms, OP_OPAQUE,
-                  0,
+    OPS_SYM_ROW_V("vision.non_max_suppression", 6, 6, nms_attrs, rel_nms, compute_nms, OP_OPAQUE, 0,
                   "ONNX NonMaxSuppression: int64[count, 3] (batch, class, box) of the boxes kept "
                   "(count: input 5)"),
     OPS_SYM_ROW_V("nms_dims", 5, 5, nms_attrs, rel_nms, compute_nms, OP_OPAQUE, 1,

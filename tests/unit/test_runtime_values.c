@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "graph_util.h"
 #include "kiln/graph.h"
 #include "kiln/runtime.h"
 #include "kiln/schedule.h"
@@ -403,19 +404,7 @@ static void relation(const char *op, const char *ins, const char *attrs, const c
     int in[4], n = 0;
     for (const char *c = ins; *c; c++)
         in[n++] = v[strchr("xsfmb", *c) - "xsfmb"];
-    int id = kiln_graph_call(g, op, n, in, attrs, "call");
-    kiln_status st = id < 0 ? KILN_ERR_INVALID : kiln_graph_set_outputs(g, 1, &id, NULL);
-    if (!st)
-        st = kiln_graph_infer_types(g);
-    if (want) {
-        CHECK(st != KILN_OK);
-        CHECK_CONTAINS(kiln_last_error(), want);
-    } else {
-        CHECK_EQ_INT(st, KILN_OK);
-        if (st)
-            fprintf(stderr, "%s: %s\n", op, kiln_last_error());
-    }
-    kiln_graph_free(g);
+    gu_expect_infer(g, kiln_graph_call(g, op, n, in, attrs, "call"), op, want);
 }
 
 /* The relations refuse what a binder or a shape function cannot take. */
@@ -455,23 +444,9 @@ static void test_relation_errors(void) {
 /* g (freed) compiled under the default schedule or the naive one, to a
  * package named after tag, and loaded; NULL (checked) if that failed. */
 static kiln_model *compile_load(kiln_graph *g, int naive, const char *tag) {
-    kiln_build_options *o = kiln_build_options_new();
-    if (naive)
-        CHECK_EQ_INT(kiln_build_options_set(o, "schedule", "naive"), KILN_OK);
     char name[64];
     snprintf(name, sizeof name, "%s_%s.tar", tag, naive ? "naive" : "default");
-    const char *pkg = test_tmp_path(name);
-    kiln_status st = kiln_graph_compile(g, pkg, o);
-    CHECK_EQ_INT(st, KILN_OK);
-    kiln_build_options_free(o);
-    kiln_graph_free(g);
-    if (st) {
-        fprintf(stderr, "compile: %s\n", kiln_last_error());
-        return NULL;
-    }
-    kiln_model *m = kiln_model_load(pkg);
-    CHECK(m != NULL);
-    return m;
+    return gu_compile_load(g, naive, name);
 }
 
 /* ---- image.resize at run-time scales or sizes ------------------------------------ */
