@@ -105,7 +105,8 @@ static kiln_model *make_nms(const nms_shape *s, int naive) {
                  kiln_graph_var(g, "scores", KILN_FLOAT32, 3, sd, NULL),
                  kiln_graph_var(g, "max_output", KILN_INT64, 1, &one, NULL),
                  kiln_graph_var(g, "iou", KILN_FLOAT32, 1, &one, NULL),
-                 kiln_graph_var(g, "score_threshold", KILN_FLOAT32, 1, &one, NULL), -1};
+                 kiln_graph_var(g, "score_threshold", KILN_FLOAT32, 1, &one, NULL),
+                 -1};
     char attrs[64];
     snprintf(attrs, sizeof attrs, "center_point_box=%d, has_score_threshold=%d", s->center,
              s->has_thr);
@@ -126,10 +127,10 @@ static kiln_ndarray *array_of(kiln_dtype dt, int nd, const int64_t *dims, const 
 static int64_t run_nms(kiln_model *m, const nms_shape *s, const float *boxes, const float *scores,
                        int64_t maxo, float iou, float thr) {
     int64_t bd[3] = {s->B, s->N, 4}, sd[3] = {s->B, s->C, s->N}, one = 1;
-    kiln_ndarray *in[5] = {array_of(KILN_FLOAT32, 3, bd, boxes),
-                           array_of(KILN_FLOAT32, 3, sd, scores),
-                           array_of(KILN_INT64, 1, &one, &maxo), array_of(KILN_FLOAT32, 1, &one, &iou),
-                           array_of(KILN_FLOAT32, 1, &one, &thr)};
+    kiln_ndarray *in[5] = {
+        array_of(KILN_FLOAT32, 3, bd, boxes), array_of(KILN_FLOAT32, 3, sd, scores),
+        array_of(KILN_INT64, 1, &one, &maxo), array_of(KILN_FLOAT32, 1, &one, &iou),
+        array_of(KILN_FLOAT32, 1, &one, &thr)};
     kiln_ndarray *out = NULL;
     int64_t want[3 * 256], n = reference(s, boxes, scores, maxo, iou, thr, want);
     CHECK_EQ_INT(kiln_model_run_alloc(m, (const kiln_ndarray *const *)in, &out, 0), KILN_OK);
