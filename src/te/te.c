@@ -521,6 +521,25 @@ static kiln_tensor *undefined_read_rec(tir_set *seen, tir_node e, const kiln_ten
     return NULL;
 }
 
+/* 1 if e reads tensor t. */
+static int reads_rec(tir_set *seen, tir_node e, const kiln_tensor *t) {
+    if (tir_set_add(seen, e))
+        return 0;
+    if (e->op == TIR_TENSOR_READ && e->ptr == t)
+        return 1;
+    for (uint32_t i = 0; i < e->nsrc; i++)
+        if (reads_rec(seen, e->src[i], t))
+            return 1;
+    return 0;
+}
+
+static int reads(tir_node e, const kiln_tensor *t) {
+    tir_set seen = {0};
+    int r = reads_rec(&seen, e, t);
+    tir_set_free(&seen);
+    return r;
+}
+
 /* Make the axes of a compute over sh and call fn for its body; checks the
  * body. NULL with an error naming the compute. */
 static tir_node make_body(kiln_ctx *ctx, const char *name, int ndim, const tir_node *sh,
@@ -664,7 +683,7 @@ kiln_status kiln_scan_define(kiln_tensor *t, kiln_compute_fn fn, void *user) {
         for (int k = 0; k < c.nred; k++) {
             tir_node v = body->src[1 + k];
             const te_dom *dom = te_axis_dom(v);
-            if (te_reads(dom->min, t) || te_reads(dom->extent, t)) {
+            if (reads(dom->min, t) || reads(dom->extent, t)) {
                 for (int i = 0; i < t->ndim; i++)
                     t->axis[i] = NULL;
                 return kiln_set_error(KILN_ERR_INVALID,

@@ -68,7 +68,13 @@ static kiln_expr scan_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     }
     case 7: /* an index read from data: not provably earlier */
         return kiln_add(x, y_at(s, i, nd, kiln_cast(KILN_INT64, x), NULL));
-    default: return kiln_cast(KILN_INT32, x); /* 8: the wrong dtype */
+    case 8: return kiln_cast(KILN_INT32, x); /* the wrong dtype */
+    default: {                               /* 9: a reduce domain that reads the scan */
+        s->q = kiln_reduce_axis(ctx, kiln_int(ctx, 0), kiln_cast(KILN_INT64, prev), "q");
+        kiln_expr xq[2] = {i[0], i[1]};
+        xq[s->axis] = s->q;
+        return kiln_sum(kiln_tensor_at(s->x, nd, xq), 1, &s->q);
+    }
     }
 }
 
@@ -219,10 +225,10 @@ static void test_consumer(void) {
 /* ---- errors ------------------------------------------------------------------------------ */
 
 static void test_bad_bodies(void) {
-    static const char *const why[] = {"not provably before", "not provably before",
-                                      "another index",       "not provably before",
-                                      "not provably before", "declared float32"};
-    for (int mode = 3; mode <= 8; mode++) {
+    static const char *const why[] = {
+        "not provably before", "not provably before", "another index",        "not provably before",
+        "not provably before", "declared float32",    "reads the scan itself"};
+    for (int mode = 3; mode <= 9; mode++) {
         kiln_ctx *ctx = kiln_ctx_new();
         scan_t s;
         CHECK(make_scan(ctx, &s, 1, mode) == NULL);
