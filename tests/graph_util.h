@@ -58,25 +58,41 @@ static inline kiln_ndarray *gu_compile_run(kiln_graph *g, const kiln_build_optio
     return r;
 }
 
-/* g (freed) compiled under the default schedule or (naive) the naive one,
- * to a package named after tag, and loaded as a model; NULL (a failed
- * check, the error printed) if that failed. */
-static inline kiln_model *gu_compile_load(kiln_graph *g, int naive, const char *tag) {
+/* g (freed) compiled under the default schedule or (naive) the naive one
+ * into the package pkg in the test folder, and loaded; NULL (checked, the
+ * error printed) if that failed. */
+static inline kiln_model *gu_compile_load(kiln_graph *g, int naive, const char *pkg) {
     kiln_build_options *o = kiln_build_options_new();
     if (naive)
         CHECK_EQ_INT(kiln_build_options_set(o, "schedule", "naive"), KILN_OK);
-    char name[64];
-    snprintf(name, sizeof name, "%s_%s.tar", tag, naive ? "naive" : "default");
-    const char *pkg = test_tmp_path(name);
-    kiln_status st = kiln_graph_compile(g, pkg, o);
-    CHECK_EQ_INT(st, KILN_OK);
-    if (st)
-        fprintf(stderr, "compile: %s\n", kiln_last_error());
+    kiln_status st = kiln_graph_compile(g, test_tmp_path(pkg), o);
     kiln_build_options_free(o);
     kiln_graph_free(g);
-    kiln_model *m = st ? NULL : kiln_model_load(pkg);
-    CHECK(st || m != NULL);
+    CHECK_EQ_INT(st, KILN_OK);
+    if (st) {
+        fprintf(stderr, "compile: %s\n", kiln_last_error());
+        return NULL;
+    }
+    kiln_model *m = kiln_model_load(test_tmp_path(pkg));
+    CHECK(m != NULL);
     return m;
+}
+
+/* CHECK that node id of g (freed; -1: the call was refused) type-checks
+ * as g's output, or (want non-NULL) fails with an error containing want. */
+static inline void gu_expect_infer(kiln_graph *g, int id, const char *what, const char *want) {
+    kiln_status st = id < 0 ? KILN_ERR_INVALID : kiln_graph_set_outputs(g, 1, &id, NULL);
+    if (!st)
+        st = kiln_graph_infer_types(g);
+    if (want) {
+        CHECK(st != KILN_OK);
+        CHECK_CONTAINS(kiln_last_error(), want);
+    } else {
+        CHECK_EQ_INT(st, KILN_OK);
+        if (st)
+            fprintf(stderr, "%s: %s\n", what, kiln_last_error());
+    }
+    kiln_graph_free(g);
 }
 
 #endif

@@ -77,7 +77,7 @@ KILN_API char *kiln_lower_to_string(kiln_schedule *s, int nargs, kiln_tensor *co
  * or a comma-separated list; may repeat), "dump-ir" (a folder for the
  * graph before and after each pass, then the target, the kernels' loop IR
  * and C), "fuse" ("0": one kernel per op),
- * "schedule" ("default", or "naive": every stage inlined and no loop
+ * "schedule" ("default", or "naive": every stage inlined but scans, and no loop
  * transformed, the reference for testing schedules), "winograd"
  * (auto|off|2|4). A bad value is an error naming it. NULL options mean
  * the defaults. */

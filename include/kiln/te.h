@@ -124,6 +124,40 @@ typedef kiln_expr (*kiln_compute_fn)(kiln_ctx *ctx, const kiln_expr *idx, void *
 /* A tensor defined elementwise by fn. NULL with an error if fn fails. */
 KILN_API kiln_tensor *kiln_compute(kiln_ctx *ctx, int ndim, const kiln_expr *shape,
                                    kiln_compute_fn fn, void *user, const char *name);
+/* ---- recurrent computes (scans) ---------------------------------------------
+ * A compute whose element may read the compute's own earlier elements along
+ * one declared scan axis (like TVM's te.scan, simpler): a prefix sum
+ * y[t] = x[t] + y[t-1], a first-order IIR filter, a greedy selection such
+ * as non-maximum suppression. The self-reference is explicit, in two steps:
+ *
+ *     kiln_tensor *y = kiln_scan_declare(ctx, 1, &n, KILN_FLOAT32, 0, "y");
+ *     kiln_scan_define(y, body, user);   (body reads y with kiln_tensor_at)
+ *
+ * The rule, checked by kiln_scan_define (a body it cannot prove follows it
+ * is refused with an error naming the read): every read of y in its body is
+ * at the element's own index on every axis but the scan axis, and on the
+ * scan axis at an index provably below the element's own (t - 1, t - k, or
+ * a reduce axis whose domain ends before t: a reduction over [0, t) may
+ * read y at it). A read at t - 1 must be guarded for t = 0 by a select
+ * (kiln_select(kiln_gt(t, 0), y[t-1], init)); the lanes a select does not
+ * pick are never read. The reduce axes' domains may not read y.
+ * Until it is defined, y may be read only by its own body (other computes
+ * that read it are refused). The dtype is declared: the body must have it.
+ *
+ * Schedules (kiln/schedule.h): the stage is always materialized, and its
+ * scan axis stays one serial loop around the stage's reduce axes: split,
+ * fuse, reorder, parallel, vectorize or bind of the scan axis, a reorder
+ * that puts a reduce axis outside it, compute_inline, compute_at and
+ * cache_write of the stage, and a cache_read of y for y itself are refused
+ * with an error. The other data axes may be split, reordered, vectorized
+ * or run in parallel: elements at one scan index do not read each other. */
+KILN_API kiln_tensor *kiln_scan_declare(kiln_ctx *ctx, int ndim, const kiln_expr *shape,
+                                        kiln_dtype dt, int scan_axis, const char *name);
+/* Give a declared scan its body; KILN_OK, or an error (the scan stays
+ * declared and undefined) on a body that breaks the rule above. */
+KILN_API kiln_status kiln_scan_define(kiln_tensor *t, kiln_compute_fn fn, void *user);
+/* The scan axis of a scan, or -1 for any other tensor. */
+KILN_API int kiln_tensor_scan_axis(const kiln_tensor *t);
 /* t[idx...]; NULL (error) on a wrong index count or non-integer index. */
 KILN_API kiln_expr kiln_tensor_at(kiln_tensor *t, int n, const kiln_expr *idx);
 KILN_API int kiln_tensor_ndim(const kiln_tensor *t);

@@ -206,7 +206,7 @@ static int domain_uses(const kiln_stage *st, tir_node v) {
  * reduce domain depends on that axis (a cumsum along it): the reduce loops
  * cannot move outside the axis their extents read. */
 static void vectorize_reduction(kiln_stage *st) {
-    if (st->ndata < 1 || st->nroot == st->ndata)
+    if (st->ndata < 1 || st->nroot == st->ndata || te_is_scan(st->tensor))
         return;
     tir_node w = st->iters[st->ndata - 1].var;
     if (domain_uses(st, w) || domain_uses(st, st->tensor->axis[st->tensor->ndim - 1]))
@@ -231,14 +231,15 @@ static void vectorize_reduction(kiln_stage *st) {
 }
 
 /* Fuse a stage's leading data axes until there is enough parallel work, and
- * run them in parallel. */
+ * run them in parallel; for a scan, only axes outside its scan axis. */
 static void parallel_outer(kiln_stage *st) {
-    if (st->ndata == 0)
+    int nd = te_is_scan(st->tensor) ? st->tensor->scan_axis : st->ndata;
+    if (nd == 0)
         return;
     kiln_expr ax = st->iters[0].var;
     int64_t ext = 1;
     tir_const_int(st->tensor->shape[0], &ext);
-    for (int d = 1; d < st->ndata && ext < 64; d++) {
+    for (int d = 1; d < nd && ext < 64; d++) {
         int64_t e = 1;
         tir_const_int(st->tensor->shape[d], &e);
         kiln_expr f;
@@ -258,15 +259,16 @@ static void parallel_outer(kiln_stage *st) {
  * run in parallel. When the group's anchor op (its out-elemwise-fusable
  * op) has a schedule of its own in the op table, that schedule places the
  * anchor's stage and the group's output; the rest stays as above. With
- * `naive`, every stage but padding is inlined and nothing else is done:
+ * `naive`, every stage but padding (and scans, kiln/te.h) is inlined and
+ * nothing else is done:
  * the reference every schedule is tested against. */
 static kiln_status default_schedule(kiln_schedule *s, int nout, kiln_tensor **outs,
                                     const gnode *anchor_node, kiln_tensor *anchor, int naive,
                                     const kiln_target *target) {
     for (int i = 0; i < s->nstages; i++) {
         kiln_stage *st = s->stages[i];
-        if (st->is_output || st->body->op == TIR_REDUCE)
-            continue;
+        if (st->is_output || st->body->op == TIR_REDUCE || te_is_scan(st->tensor))
+            continue; /* a scan is always materialized */
         if (has_select(st->body) && read_by_reduction(s, st->tensor))
             continue;
         kiln_status r = kiln_compute_inline(st);

@@ -80,6 +80,7 @@ KILN_CVT(cvt_depth_space);
 KILN_CVT(cvt_resize);
 KILN_CVT(cvt_grid_sample);
 KILN_CVT(cvt_roi_align);
+KILN_CVT(cvt_nms);
 /* onnx_convert_text.c: text */
 KILN_CVT(cvt_tfidf);
 /* onnx_convert_quant.c: quantization */

@@ -1,7 +1,8 @@
 /* onnx_convert_image.c: converters of the image ops (src/ops/image.c):
  * Resize (opsets 10, 11 and 13) and Upsample (7 and 9) to image.resize,
  * GridSample (16) to image.grid_sample, RoiAlign (10 and 16) to
- * image.roi_align.
+ * image.roi_align, and NonMaxSuppression (10) to nms_dims, bind_dims and
+ * vision.non_max_suppression (src/ops/vision.c).
  *
  * Resize's scales, sizes and roi decide the output's shape and the
  * sampling. Constants (computed at compile time) become image.resize's
@@ -282,4 +283,31 @@ int cvt_roi_align(imp *I, const Onnx__NodeProto *n, int *outs) {
              (double)imp_attr_float(I, n, "spatial_scale", 1.0f));
     int in[3] = {imp_input(I, n, 0), imp_input(I, n, 1), imp_input(I, n, 2)};
     return outs[0] = imp_call(I, n, "image.roi_align", 3, in, attrs);
+}
+
+/* NonMaxSuppression (10, 11): an absent optional input takes its default
+ * (max_output_boxes_per_class 0: no box is kept; iou_threshold 0; no
+ * score threshold); the count of boxes kept is bound when the package
+ * runs, then vision.non_max_suppression lists them. An iou_threshold
+ * outside [0, 1] is an error when it is a constant (ONNX Runtime's check);
+ * one read when the package runs is used as it is. */
+int cvt_nms(imp *I, const Onnx__NodeProto *n, int *outs) {
+    int in[6] = {imp_input(I, n, 0), imp_input(I, n, 1), imp_input(I, n, 2),
+                 imp_input(I, n, 3), imp_input(I, n, 4), -1};
+    int has_thr = in[4] >= 0;
+    if (in[2] < 0)
+        in[2] = imp_scalar_const(I, n, KILN_INT64, 0);
+    for (int i = 3; i < 5; i++)
+        if (in[i] < 0)
+            in[i] = cvt_float_const_like(I, n, in[0], 0);
+    if (in[2] < 0 || in[3] < 0 || in[4] < 0)
+        return -1;
+    const kiln_ndarray *iou = imp_const(I, in[3]);
+    if (iou && kiln_ndarray_numel(iou) == 1 && !(cvt_get_d(iou, 0) >= 0 && cvt_get_d(iou, 0) <= 1))
+        return imp_fail(I, n, "iou_threshold %g is not in [0, 1]", cvt_get_d(iou, 0));
+    char attrs[64];
+    snprintf(attrs, sizeof attrs, "center_point_box=%lld, has_score_threshold=%d",
+             (long long)imp_attr_int(I, n, "center_point_box", 0), has_thr);
+    in[5] = cvt_bind_dims(I, n, imp_call(I, n, "nms_dims", 5, in, attrs));
+    return outs[0] = in[5] < 0 ? -1 : imp_call(I, n, "vision.non_max_suppression", 6, in, attrs);
 }

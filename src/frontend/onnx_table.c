@@ -269,6 +269,7 @@ static const imp_converter g_table[] = {
     {"RoiAlign", 10, NULL, cvt_roi_align, IO(3, 3, 1, 1), ROI_ALIGN_ATTRS},
     {"RoiAlign", 16, NULL, cvt_roi_align, IO(3, 3, 1, 1),
      ROI_ALIGN_ATTRS ", coordinate_transformation_mode:STRING"},
+    {"NonMaxSuppression", 10, NULL, cvt_nms, IO(2, 5, 1, 1), "center_point_box:INT"},
     /* text (src/ops/text.c; onnx_convert_text.c) */
     {"TfIdfVectorizer", 9, NULL, cvt_tfidf, UNARY,
      "max_gram_length:INT!, max_skip_count:INT!, min_gram_length:INT!, mode:STRING!, "

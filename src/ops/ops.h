@@ -28,7 +28,9 @@
  *   text.c           text.tfidf (ONNX TfIdfVectorizer)
  *   linalg.c         det
  *   signal.c         window (ONNX's Hann, Hamming and Blackman windows)
- *   compress.c       nonzero, compress: outputs sized by the data
+ *   compress.c       nonzero, compress, unique: outputs sized by the data
+ *   vision.c         vision.non_max_suppression (ONNX NonMaxSuppression,
+ *                    through scans) and its shape function nms_dims
  *   shape.c          shapes known only at run time: bind_dims (the binder
  *                    whose values later types use as dims) and the shape
  *                    functions that compute them (reshape_dims, ...)
@@ -95,6 +97,7 @@ OPS_FAMILY(linalg);
 OPS_FAMILY(shape);
 OPS_FAMILY(signal);
 OPS_FAMILY(compress);
+OPS_FAMILY(vision);
 #undef OPS_FAMILY
 
 /* A row whose relation, compute and schedule take symbolic (run-time) dims
@@ -266,6 +269,12 @@ KILN_HIDDEN kiln_tensor *ops_compute(kiln_ctx *ctx, const gnode *call, const cha
 KILN_HIDDEN kiln_tensor *ops_compute_e(kiln_ctx *ctx, const gnode *call, const char *suffix,
                                        int ndim, const kiln_expr *shape, kiln_compute_fn fn,
                                        void *user);
+/* A scan (kiln/te.h) of dtype dt over the constant dims of `shape` along
+ * `axis`, named like ops_compute's: declared into *self (which fn reads),
+ * then defined by fn. NULL with an error. */
+KILN_HIDDEN kiln_tensor *ops_scan(kiln_ctx *ctx, const gnode *call, const char *suffix, int ndim,
+                                  const int64_t *shape, kiln_dtype dt, int axis, kiln_compute_fn fn,
+                                  void *user, kiln_tensor **self);
 /* The compute of an op with an `elem` scalar: each output element is
  * call->op->elem of its inputs' elements at the broadcast index. */
 KILN_HIDDEN kiln_status ops_compute_elemwise(kiln_ctx *ctx, const gnode *call,

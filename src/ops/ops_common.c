@@ -482,12 +482,29 @@ kiln_tensor *ops_compute(kiln_ctx *ctx, const gnode *call, const char *suffix, i
     return ops_compute_e(ctx, call, suffix, ndim, sh, fn, user);
 }
 
+/* A stage's name: the call's (or its op's) plus suffix. */
+static void stage_name(const gnode *call, const char *suffix, char *name, size_t cap) {
+    const char *base = call->name && *call->name ? call->name : call->op->name;
+    snprintf(name, cap, "%s%s", base, suffix);
+}
+
 kiln_tensor *ops_compute_e(kiln_ctx *ctx, const gnode *call, const char *suffix, int ndim,
                            const kiln_expr *sh, kiln_compute_fn fn, void *user) {
     char name[256];
-    const char *base = call->name && *call->name ? call->name : call->op->name;
-    snprintf(name, sizeof name, "%s%s", base, suffix);
+    stage_name(call, suffix, name, sizeof name);
     return kiln_compute(ctx, ndim, sh, fn, user, name);
+}
+
+kiln_tensor *ops_scan(kiln_ctx *ctx, const gnode *call, const char *suffix, int ndim,
+                      const int64_t *shape, kiln_dtype dt, int axis, kiln_compute_fn fn, void *user,
+                      kiln_tensor **self) {
+    char name[256];
+    kiln_expr sh[KILN_MAX_NDIM];
+    stage_name(call, suffix, name, sizeof name);
+    for (int d = 0; d < ndim; d++)
+        sh[d] = kiln_int(ctx, shape[d]);
+    kiln_tensor *t = *self = kiln_scan_declare(ctx, ndim, sh, dt, axis, name);
+    return t && kiln_scan_define(t, fn, user) == KILN_OK ? t : NULL;
 }
 
 kiln_expr ops_bcast_read(kiln_ctx *ctx, kiln_tensor *t, int out_nd, const kiln_expr *idx) {

@@ -249,7 +249,9 @@ static int eval_read(ev *E, tir_node e, const uint8_t *m, val *out) {
         si = E->slots[slot_i].stage;
     if (si < 0)
         si = pm_get(&E->stage_of, e->ptr);
-    if (si < 0 || E->st[si].state != 2)
+    /* a scan reads its own elements written by earlier passes */
+    int self = si >= 0 && E->cur == &E->st[si] && te_is_scan(E->cur->t);
+    if (si < 0 || (E->st[si].state != 2 && !self))
         return fail_expr(E, "reads a tensor that is not evaluated:", e), 0;
     const stage *S = &E->st[si];
     if ((int)e->nsrc != S->ndim)
@@ -580,12 +582,12 @@ static int run_stage(ev *E, int si);
 
 /* Evaluate every stage that e reads (through reduce domains too) that is
  * not evaluated yet; seen marks the nodes visited. */
-static int eval_deps(ev *E, tir_node e, ptrmap *seen) {
+static int eval_deps(ev *E, tir_node e, const kiln_tensor *self, ptrmap *seen) {
     if (pm_get(seen, e) >= 0)
         return 1;
     if (!pm_put(seen, e, 1))
         return 0;
-    if (e->op == TIR_TENSOR_READ) {
+    if (e->op == TIR_TENSOR_READ && e->ptr != self) {
         int si = stage_index(E, (kiln_tensor *)e->ptr);
         if (si < 0)
             return 0;
@@ -597,10 +599,10 @@ static int eval_deps(ev *E, tir_node e, ptrmap *seen) {
             return 0;
     }
     const te_dom *dom = e->op == TIR_VAR && e->aux == TE_AXIS_REDUCE ? te_axis_dom(e) : NULL;
-    if (dom && (!eval_deps(E, dom->min, seen) || !eval_deps(E, dom->extent, seen)))
+    if (dom && (!eval_deps(E, dom->min, self, seen) || !eval_deps(E, dom->extent, self, seen)))
         return 0;
     for (uint32_t i = 0; i < e->nsrc; i++)
-        if (!eval_deps(E, e->src[i], seen))
+        if (!eval_deps(E, e->src[i], self, seen))
             return 0;
     return 1;
 }
@@ -834,7 +836,7 @@ static int run_stage(ev *E, int si) {
         return kiln_set_error(KILN_ERR_INVALID, "te_eval: tensor '%s' has no compute", t->name), 0;
     tir_node body = t->body;
     ptrmap seen = {0};
-    int ok = eval_deps(E, body, &seen);
+    int ok = eval_deps(E, body, te_is_scan(t) ? t : NULL, &seen);
     pm_free(&seen);
     if (!ok)
         return 0;
@@ -878,8 +880,17 @@ static int run_stage(ev *E, int si) {
     E->cur = S;
     kiln_dtype dt = t->dtype;
     int64_t step = E->lane_rvar >= 0 ? 1 : CH;
-    for (int64_t start = 0; ok && start < S->numel; start += step) {
-        int n = (int)(S->numel - start < step ? S->numel - start : step);
+    /* a scan: elements in row-major order (each reads only earlier ones
+       along the scan axis, at its own index on the others), a pass never
+       crossing a step of the scan axis (elements of one step do not read
+       each other) */
+    int64_t inner = 1;
+    for (int d = te_is_scan(t) ? t->scan_axis + 1 : 0; d < S->ndim; d++)
+        inner *= S->dims[d];
+    int n = 0;
+    for (int64_t start = 0; ok && start < S->numel; start += n) {
+        int64_t left = inner - start % inner;
+        n = (int)(left < step ? left : step);
         set_axes(E, S, start, n);
         new_pass(E, n, 1);
         val x = {acc, 0};

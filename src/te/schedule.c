@@ -145,6 +145,13 @@ static int visit(kiln_schedule *s, kiln_tensor *root) {
         visit_frame *f = &fr[nfr - 1];
         if (f->next < reads.n) {
             kiln_tensor *r = reads.v[f->next++];
+            if (r == f->t && te_is_scan(r))
+                continue; /* a scan reads its own earlier elements */
+            if (!r->body && r->kind == TE_COMPUTE) {
+                kiln_set_error(KILN_ERR_INVALID, "scan '%s' is declared but not defined", r->name);
+                ok = -1;
+                break;
+            }
             if (r->visiting == s) {
                 kiln_set_error(KILN_ERR_INVALID, "tensor graph has a cycle through '%s'", r->name);
                 ok = -1;
@@ -189,6 +196,12 @@ kiln_schedule *kiln_schedule_create(kiln_ctx *ctx, int n, kiln_tensor *const *ou
         if (outputs[i]->kind != TE_COMPUTE) {
             kiln_set_error(KILN_ERR_INVALID,
                            "create_schedule: output '%s' is a placeholder, not a compute",
+                           outputs[i]->name);
+            return NULL;
+        }
+        if (!outputs[i]->body) {
+            kiln_set_error(KILN_ERR_INVALID,
+                           "create_schedule: scan '%s' is declared but not defined",
                            outputs[i]->name);
             return NULL;
         }
@@ -270,6 +283,30 @@ static int stage_ok(kiln_stage *st, const char *prim) {
     return 1;
 }
 
+/* 1 if iter it of st is the scan axis of a scan (the axis it computes in
+ * order); then an error naming prim. */
+static int is_scan_iter(kiln_stage *st, const char *prim, int it) {
+    if (!te_is_scan(st->tensor) || it != st->tensor->scan_axis)
+        return 0;
+    kiln_set_error(KILN_ERR_INVALID,
+                   "%s: axis '%s' is the scan axis of stage '%s', which reads its own earlier "
+                   "elements along it: it stays one serial loop",
+                   prim, axis_name(st->iters[it].var), st->tensor->name);
+    return 1;
+}
+
+/* 1 (with an error naming prim) if st is a scan: it is always computed
+ * into its own buffer at the top level. */
+static int is_scan_stage(kiln_stage *st, const char *prim) {
+    if (!te_is_scan(st->tensor))
+        return 0;
+    kiln_set_error(KILN_ERR_INVALID,
+                   "%s: stage '%s' is a scan (it reads its own earlier elements); it is always "
+                   "computed whole, into its own buffer",
+                   prim, st->tensor->name);
+    return 1;
+}
+
 static int new_iter(kiln_stage *st, const char *name, int is_reduce) {
     if (st->niters >= TE_MAX_ITERS || st->nrels >= TE_MAX_RELS) {
         kiln_set_error(KILN_ERR_INVALID, "stage '%s' has too many axes", st->tensor->name);
@@ -294,6 +331,8 @@ static kiln_status do_split(kiln_stage *st, kiln_expr axis, int64_t f, int npart
         return kiln_set_error(KILN_ERR_INVALID, "%s: %s %lld of axis '%s' must be >= 1", prim,
                               nparts ? "nparts" : "factor", (long long)f, axis_name(axis));
     int p = st->leaves[pos];
+    if (is_scan_iter(st, prim, p))
+        return KILN_ERR_INVALID;
     char no[256], ni[256];
     snprintf(no, sizeof no, "%s.outer", axis_name(axis));
     snprintf(ni, sizeof ni, "%s.inner", axis_name(axis));
@@ -366,6 +405,8 @@ kiln_status kiln_fuse(kiln_stage *st, kiln_expr outer, kiln_expr inner, kiln_exp
                               "order (outer first)",
                               axis_name(outer), axis_name(inner), st->tensor->name);
     int o = st->leaves[po], in = st->leaves[pi];
+    if (is_scan_iter(st, "fuse", o) || is_scan_iter(st, "fuse", in))
+        return KILN_ERR_INVALID;
     if (st->iters[o].is_reduce != st->iters[in].is_reduce)
         return kiln_set_error(KILN_ERR_INVALID,
                               "fuse: cannot fuse reduce axis and data axis ('%s', '%s') of stage "
@@ -398,6 +439,8 @@ kiln_status kiln_reorder(kiln_stage *st, int n, const kiln_expr *axes) {
         if (pos[i] < 0)
             return KILN_ERR_INVALID;
         its[i] = st->leaves[pos[i]];
+        if (is_scan_iter(st, "reorder", its[i]))
+            return KILN_ERR_INVALID;
         for (int j = 0; j < i; j++)
             if (pos[j] == pos[i])
                 return kiln_set_error(KILN_ERR_INVALID, "reorder: axis '%s' is given twice",
@@ -412,8 +455,21 @@ kiln_status kiln_reorder(kiln_stage *st, int n, const kiln_expr *axes) {
             slots[j] = slots[j - 1];
             slots[j - 1] = t;
         }
+    int leaves[TE_MAX_ITERS];
+    memcpy(leaves, st->leaves, sizeof(int) * (size_t)st->nleaves);
     for (int i = 0; i < n; i++)
-        st->leaves[slots[i]] = its[i];
+        leaves[slots[i]] = its[i];
+    if (te_is_scan(st->tensor)) /* the reduce loops stay inside the scan axis */
+        for (int i = 0; i < st->nleaves && leaves[i] != st->tensor->scan_axis; i++)
+            if (st->iters[leaves[i]].is_reduce)
+                return kiln_set_error(KILN_ERR_INVALID,
+                                      "reorder: reduce axis '%s' would run outside the scan axis "
+                                      "'%s' of stage '%s', whose elements read earlier ones "
+                                      "once they are complete",
+                                      axis_name(st->iters[leaves[i]].var),
+                                      axis_name(st->iters[st->tensor->scan_axis].var),
+                                      st->tensor->name);
+    memcpy(st->leaves, leaves, sizeof(int) * (size_t)st->nleaves);
     st->touched = 1;
     return KILN_OK;
 }
@@ -426,6 +482,8 @@ static kiln_status annotate(kiln_stage *st, const char *prim, kiln_expr axis, ti
     if (pos < 0)
         return KILN_ERR_INVALID;
     te_iter *it = &st->iters[st->leaves[pos]];
+    if (kind != TIR_FOR_UNROLLED && is_scan_iter(st, prim, st->leaves[pos]))
+        return KILN_ERR_INVALID;
     if (it->is_reduce &&
         (kind == TIR_FOR_PARALLEL || kind == TIR_FOR_VECTORIZED || kind == TIR_FOR_THREAD))
         return kiln_set_error(KILN_ERR_INVALID,
@@ -498,6 +556,8 @@ kiln_status kiln_compute_at(kiln_stage *st, kiln_stage *parent, kiln_expr axis) 
                               name);
     if (st->sch != parent->sch)
         return kiln_set_error(KILN_ERR_INVALID, "compute_at: stages from different schedules");
+    if (is_scan_stage(st, "compute_at"))
+        return KILN_ERR_INVALID;
     int pos = leaf_pos(parent, "compute_at", axis);
     if (pos < 0)
         return KILN_ERR_INVALID;
@@ -545,7 +605,7 @@ kiln_status kiln_compute_at(kiln_stage *st, kiln_stage *parent, kiln_expr axis) 
 }
 
 kiln_status kiln_compute_inline(kiln_stage *st) {
-    if (!stage_ok(st, "compute_inline"))
+    if (!stage_ok(st, "compute_inline") || is_scan_stage(st, "compute_inline"))
         return KILN_ERR_INVALID;
     if (st->body->op == TIR_REDUCE)
         return kiln_set_error(KILN_ERR_INVALID,
@@ -647,6 +707,13 @@ kiln_tensor *kiln_cache_read(kiln_schedule *s, kiln_tensor *t, const char *scope
                            t->name, i);
             return NULL;
         }
+        if (rs[i]->tensor == t) {
+            kiln_set_error(KILN_ERR_INVALID,
+                           "cache_read of scan '%s' for itself: it reads its own elements as "
+                           "it writes them",
+                           t->name);
+            return NULL;
+        }
         if (!te_reads(rs[i]->body, t)) {
             kiln_set_error(KILN_ERR_INVALID, "cache_read: '%s' does not read '%s'",
                            readers[i]->name, t->name);
@@ -676,7 +743,7 @@ kiln_tensor *kiln_cache_write(kiln_schedule *s, kiln_tensor *t, const char *scop
     if (!scope_ok("cache_write", scope))
         return NULL;
     kiln_stage *st = kiln_schedule_stage(s, t);
-    if (!st)
+    if (!st || is_scan_stage(st, "cache_write"))
         return NULL;
     if (st->touched || st->nleaves != st->nroot || st->attach != TE_ATTACH_ROOT) {
         kiln_set_error(KILN_ERR_INVALID,

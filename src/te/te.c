@@ -436,6 +436,7 @@ kiln_tensor *te_tensor_new(kiln_ctx *ctx, te_kind kind, const char *name, kiln_d
     t->axis = arena_alloc(a, sizeof(tir_node) * (size_t)(ndim ? ndim : 1));
     for (int i = 0; i < ndim; i++)
         t->shape[i] = shape[i];
+    t->scan_axis = -1;
     return t;
 }
 
@@ -461,19 +462,26 @@ static int check_shape(const char *what, const char *name, int ndim, const kiln_
     return 1;
 }
 
-kiln_tensor *kiln_placeholder(kiln_ctx *ctx, int ndim, const kiln_expr *shape, kiln_dtype dt,
-                              const char *name) {
+/* A tensor whose shape and dtype are given (a placeholder, a scan): what
+ * (also its default name) in errors. */
+static kiln_tensor *declared(kiln_ctx *ctx, te_kind kind, const char *what, int ndim,
+                             const kiln_expr *shape, kiln_dtype dt, const char *name) {
     if (!ctx)
         return NULL;
-    name = name && *name ? name : "placeholder";
+    name = name && *name ? name : what;
     tir_node sh[16];
-    if (!check_shape("placeholder", name, ndim, shape, sh))
+    if (!check_shape(what, name, ndim, shape, sh))
         return NULL;
     if (!kiln_dtype_is_data(dt)) {
-        kiln_set_error(KILN_ERR_INVALID, "placeholder '%s': invalid dtype %d", name, (int)dt);
+        kiln_set_error(KILN_ERR_INVALID, "%s '%s': invalid dtype %d", what, name, (int)dt);
         return NULL;
     }
-    return te_tensor_new(ctx, TE_PLACEHOLDER, name, dt, ndim, sh);
+    return te_tensor_new(ctx, kind, name, dt, ndim, sh);
+}
+
+kiln_tensor *kiln_placeholder(kiln_ctx *ctx, int ndim, const kiln_expr *shape, kiln_dtype dt,
+                              const char *name) {
+    return declared(ctx, TE_PLACEHOLDER, "placeholder", ndim, shape, dt, name);
 }
 
 /* Find a REDUCE anywhere but at the root of the body. */
@@ -495,20 +503,52 @@ static int nested_reduce(tir_node e, int at_root) {
     return r;
 }
 
-kiln_tensor *kiln_compute(kiln_ctx *ctx, int ndim, const kiln_expr *shape, kiln_compute_fn fn,
-                          void *user, const char *name) {
-    if (!ctx)
+/* A tensor read in e that is declared as a scan and not defined yet (other
+ * than `self`), or NULL. */
+static kiln_tensor *undefined_read_rec(tir_set *seen, tir_node e, const kiln_tensor *self) {
+    if (tir_set_add(seen, e))
         return NULL;
-    name = name && *name ? name : "compute";
-    tir_node sh[16];
-    if (!check_shape("compute", name, ndim, shape, sh))
-        return NULL;
+    if (e->op == TIR_TENSOR_READ) {
+        kiln_tensor *t = e->ptr;
+        if (t != self && t->kind == TE_COMPUTE && !t->body)
+            return t;
+    }
+    for (uint32_t i = 0; i < e->nsrc; i++) {
+        kiln_tensor *t = undefined_read_rec(seen, e->src[i], self);
+        if (t)
+            return t;
+    }
+    return NULL;
+}
+
+/* 1 if e reads tensor t. */
+static int reads_rec(tir_set *seen, tir_node e, const kiln_tensor *t) {
+    if (tir_set_add(seen, e))
+        return 0;
+    if (e->op == TIR_TENSOR_READ && e->ptr == t)
+        return 1;
+    for (uint32_t i = 0; i < e->nsrc; i++)
+        if (reads_rec(seen, e->src[i], t))
+            return 1;
+    return 0;
+}
+
+static int reads(tir_node e, const kiln_tensor *t) {
+    tir_set seen = {0};
+    int r = reads_rec(&seen, e, t);
+    tir_set_free(&seen);
+    return r;
+}
+
+/* Make the axes of a compute over sh and call fn for its body; checks the
+ * body. NULL with an error naming the compute. */
+static tir_node make_body(kiln_ctx *ctx, const char *name, int ndim, const tir_node *sh,
+                          kiln_compute_fn fn, void *user, tir_node *axis, const kiln_tensor *self) {
     if (!fn) {
         kiln_set_error(KILN_ERR_INVALID, "compute '%s': no body function", name);
         return NULL;
     }
     static const char *axis_names[] = {"i", "j", "k", "l"};
-    tir_node axis[16];
     for (int i = 0; i < ndim; i++) {
         char nm[16];
         if (ndim <= 4)
@@ -534,11 +574,151 @@ kiln_tensor *kiln_compute(kiln_ctx *ctx, int ndim, const kiln_expr *shape, kiln_
                        "compute '%s': a reduction must be the whole body, not part of it", name);
         return NULL;
     }
+    tir_set seen = {0};
+    kiln_tensor *u = undefined_read_rec(&seen, body, self);
+    tir_set_free(&seen);
+    if (u) {
+        kiln_set_error(KILN_ERR_INVALID,
+                       "compute '%s': reads scan '%s', which is declared but not defined yet "
+                       "(only its own body may read it before kiln_scan_define)",
+                       name, u->name);
+        return NULL;
+    }
+    return body;
+}
+
+kiln_tensor *kiln_compute(kiln_ctx *ctx, int ndim, const kiln_expr *shape, kiln_compute_fn fn,
+                          void *user, const char *name) {
+    if (!ctx)
+        return NULL;
+    name = name && *name ? name : "compute";
+    tir_node sh[16], axis[16];
+    if (!check_shape("compute", name, ndim, shape, sh))
+        return NULL;
+    tir_node body = make_body(ctx, name, ndim, sh, fn, user, axis, NULL);
+    if (!body)
+        return NULL;
     kiln_tensor *t = te_tensor_new(ctx, TE_COMPUTE, name, (kiln_dtype)body->dtype, ndim, sh);
     for (int i = 0; i < ndim; i++)
         t->axis[i] = axis[i];
     t->body = body;
     return t;
+}
+
+/* ---- recurrent computes (scans) --------------------------------------------------- */
+
+kiln_tensor *kiln_scan_declare(kiln_ctx *ctx, int ndim, const kiln_expr *shape, kiln_dtype dt,
+                               int scan_axis, const char *name) {
+    kiln_tensor *t = declared(ctx, TE_COMPUTE, "scan", ndim, shape, dt, name);
+    if (t && (scan_axis < 0 || scan_axis >= ndim)) {
+        kiln_set_error(KILN_ERR_INVALID, "scan '%s': scan axis %d is not a dim of its %d", t->name,
+                       scan_axis, ndim);
+        return NULL;
+    }
+    if (t)
+        t->scan_axis = scan_axis;
+    return t;
+}
+
+typedef struct {
+    kiln_tensor *t;
+    int nred;
+    tir_node rvar[32];
+    te_ival riv[32];
+    tir_analyzer *an;
+    tir_node bad; /* the first read that breaks the rule */
+    const char *why;
+} self_check;
+
+/* Every read of c->t in e: at the element's own index on every axis but
+ * the scan axis, and provably below it on the scan axis (reduce axes
+ * ranging over their domains). */
+static void check_self_reads_rec(tir_set *seen, tir_node e, self_check *c) {
+    if (c->bad || tir_set_add(seen, e))
+        return;
+    if (e->op == TIR_TENSOR_READ && e->ptr == c->t) {
+        kiln_tensor *t = c->t;
+        for (int d = 0; d < t->ndim && !c->bad; d++) {
+            if (d != t->scan_axis) {
+                if (e->src[d] != t->axis[d]) {
+                    c->bad = e;
+                    c->why = "reads another index than its own on an axis that is not the scan "
+                             "axis";
+                }
+                continue;
+            }
+            te_ival iv;
+            if (!te_eval_interval(e->src[d], c->nred, c->rvar, c->riv, &iv) ||
+                !tir_prove(c->an, tir_bin(TIR_LT, iv.hi, t->axis[d]))) {
+                c->bad = e;
+                c->why = "reads an index of the scan axis not provably before its own";
+            }
+        }
+    }
+    for (uint32_t i = 0; i < e->nsrc; i++)
+        check_self_reads_rec(seen, e->src[i], c);
+}
+
+kiln_status kiln_scan_define(kiln_tensor *t, kiln_compute_fn fn, void *user) {
+    if (!t)
+        return kiln_set_error(KILN_ERR_INVALID, "scan_define: tensor is NULL");
+    if (!te_is_scan(t) || t->body)
+        return kiln_set_error(KILN_ERR_INVALID, "scan_define: '%s' is %s", t->name,
+                              te_is_scan(t) ? "defined already"
+                                            : "not a scan (declare it with kiln_scan_declare)");
+    kiln_ctx *ctx = t->ctx;
+    tir_node axis[16];
+    tir_node body = make_body(ctx, t->name, t->ndim, t->shape, fn, user, axis, t);
+    if (!body)
+        return KILN_ERR_INVALID;
+    if (body->dtype != t->dtype)
+        return kiln_set_error(KILN_ERR_INVALID,
+                              "scan '%s': the body is %s but the scan was declared %s", t->name,
+                              kiln_dtype_name((kiln_dtype)body->dtype), kiln_dtype_name(t->dtype));
+    for (int i = 0; i < t->ndim; i++)
+        t->axis[i] = axis[i];
+    self_check c = {t, 0, {0}, {{0}}, NULL, NULL, NULL};
+    if (body->op == TIR_REDUCE) {
+        c.nred = (int)body->nsrc - 1;
+        for (int k = 0; k < c.nred; k++) {
+            tir_node v = body->src[1 + k];
+            const te_dom *dom = te_axis_dom(v);
+            if (reads(dom->min, t) || reads(dom->extent, t)) {
+                for (int i = 0; i < t->ndim; i++)
+                    t->axis[i] = NULL;
+                return kiln_set_error(KILN_ERR_INVALID,
+                                      "scan '%s': the domain of reduce axis '%s' reads the scan "
+                                      "itself",
+                                      t->name, v->name);
+            }
+            c.rvar[k] = v;
+            c.riv[k] =
+                (te_ival){dom->min, tir_sub(tir_add(dom->min, dom->extent), tir_i64(ctx, 1))};
+        }
+    }
+    c.an = tir_analyzer_new(ctx);
+    for (int i = 0; i < t->ndim; i++)
+        tir_analyzer_bind_extent(c.an, axis[i], t->shape[i]);
+    tir_set seen = {0};
+    check_self_reads_rec(&seen, body, &c);
+    tir_set_free(&seen);
+    tir_analyzer_free(c.an);
+    if (c.bad) {
+        char buf[160];
+        kiln_expr_print(c.bad, buf, sizeof buf);
+        for (int i = 0; i < t->ndim; i++)
+            t->axis[i] = NULL;
+        return kiln_set_error(KILN_ERR_INVALID,
+                              "scan '%s' (scan axis %d, '%s'): '%s' %s; a scan reads itself only "
+                              "at earlier indices of its scan axis and its own on the others",
+                              t->name, t->scan_axis, axis[t->scan_axis]->name, buf, c.why);
+    }
+    t->body = body;
+    return KILN_OK;
+}
+
+int kiln_tensor_scan_axis(const kiln_tensor *t) {
+    return t && t->kind == TE_COMPUTE ? t->scan_axis : -1;
 }
 
 tir_node te_read(kiln_tensor *t, int n, const tir_node *idx) {
@@ -584,15 +764,18 @@ kiln_expr kiln_tensor_axis(const kiln_tensor *t, int i) {
 }
 
 int kiln_tensor_num_reduce_axes(const kiln_tensor *t) {
-    return (t && t->kind == TE_COMPUTE && t->body->op == TIR_REDUCE) ? (int)t->body->nsrc - 1 : 0;
+    return (t && t->kind == TE_COMPUTE && t->body && t->body->op == TIR_REDUCE)
+               ? (int)t->body->nsrc - 1
+               : 0;
 }
 
 kiln_expr kiln_tensor_reduce_axis(const kiln_tensor *t, int i) {
     return (i >= 0 && i < kiln_tensor_num_reduce_axes(t)) ? t->body->src[1 + i] : NULL;
 }
 
-static void collect_inputs(tir_node e, kiln_tensor **out, int cap, int *n) {
-    if (e->op == TIR_TENSOR_READ) {
+static void collect_inputs(tir_node e, const kiln_tensor *self, kiln_tensor **out, int cap,
+                           int *n) {
+    if (e->op == TIR_TENSOR_READ && e->ptr != self) {
         kiln_tensor *t = (kiln_tensor *)e->ptr;
         int seen = 0;
         for (int i = 0; i < *n && i < cap; i++)
@@ -604,12 +787,12 @@ static void collect_inputs(tir_node e, kiln_tensor **out, int cap, int *n) {
         }
     }
     for (uint32_t i = 0; i < e->nsrc; i++)
-        collect_inputs(e->src[i], out, cap, n);
+        collect_inputs(e->src[i], self, out, cap, n);
 }
 
 int kiln_tensor_inputs(const kiln_tensor *t, kiln_tensor **out, int cap) {
     int n = 0;
     if (t && t->kind == TE_COMPUTE && t->body)
-        collect_inputs(t->body, out, cap, &n);
+        collect_inputs(t->body, t, out, cap, &n);
     return n;
 }

@@ -25,7 +25,10 @@ struct kiln_tensor {
     int ndim;
     tir_node *shape;
     tir_node *axis;       /* compute: one data-axis VAR per dim */
-    tir_node body;        /* compute: element in terms of axis (a REDUCE at the top, or none) */
+    tir_node body;        /* compute: element in terms of axis (a REDUCE at the top, or none);
+                             NULL for a scan declared and not yet defined */
+    int scan_axis;        /* a recurrent compute (kiln_scan_declare): the axis along which
+                             its body reads its own earlier elements; -1 for others */
     const void *visiting; /* the schedule whose creation is visiting it, or NULL */
 };
 
@@ -37,6 +40,10 @@ KILN_HIDDEN tir_node te_make_axis(kiln_ctx *ctx, const char *name, int kind, tir
 /* A compute tensor with a given body over fresh axes built by the caller. */
 KILN_HIDDEN kiln_tensor *te_tensor_new(kiln_ctx *ctx, te_kind kind, const char *name, kiln_dtype dt,
                                        int ndim, const tir_node *shape);
+/* 1 if t is a recurrent compute (a scan): its body reads itself. */
+static inline int te_is_scan(const kiln_tensor *t) {
+    return t && t->scan_axis >= 0;
+}
 /* Read of t at idx, without checks. */
 KILN_HIDDEN tir_node te_read(kiln_tensor *t, int n, const tir_node *idx);
 

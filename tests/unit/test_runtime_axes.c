@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "graph_util.h"
 #include "kiln/graph.h"
 #include "kiln/runtime.h"
 #include "kiln/schedule.h"
@@ -92,20 +93,7 @@ static kiln_model *build(const char *path, int naive, const char *pkg) {
         fprintf(stderr, "import: %s\n", kiln_last_error());
         return NULL;
     }
-    kiln_build_options *o = kiln_build_options_new();
-    if (naive)
-        CHECK_EQ_INT(kiln_build_options_set(o, "schedule", "naive"), KILN_OK);
-    kiln_status st = kiln_graph_compile(g, test_tmp_path(pkg), o);
-    kiln_build_options_free(o);
-    kiln_graph_free(g);
-    CHECK_EQ_INT(st, KILN_OK);
-    if (st) {
-        fprintf(stderr, "compile: %s\n", kiln_last_error());
-        return NULL;
-    }
-    kiln_model *m = kiln_model_load(test_tmp_path(pkg));
-    CHECK(m != NULL);
-    return m;
+    return gu_compile_load(g, naive, pkg);
 }
 
 /* x[i] = a small value that differs at every position and is exact in

@@ -78,7 +78,8 @@ static void test_exact_values(void) {
     free(text);
     kiln_graph_free(g);
     for (int naive = 0; naive < 2; naive++) {
-        kiln_model *m = gu_compile_load(make_graph(), naive, "exact");
+        kiln_model *m =
+            gu_compile_load(make_graph(), naive, naive ? "exact_naive.tar" : "exact.tar");
         if (!m)
             continue;
         CHECK_CONTAINS(kiln_model_input_dim_expr(m, 0, 1), "s");
@@ -164,7 +165,9 @@ static void test_checked_names(void) {
             CHECK_CONTAINS(text,
                            bad ? "Tensor[(n, b_1, 3), float32]" : "Tensor[(n, b_1, 4), float32]");
             free(text);
-            kiln_model *mm = gu_compile_load(gb, naive, bad ? "bound_bad" : "bound");
+            kiln_model *mm = gu_compile_load(gb, naive,
+                                             bad ? (naive ? "bound_bad_naive.tar" : "bound_bad.tar")
+                                                 : (naive ? "bound_naive.tar" : "bound.tar"));
             if (!mm)
                 continue;
             for (int64_t s = 1; s <= 3; s++) {
