@@ -214,8 +214,8 @@ static rel_result rel_if(const struct kiln_graph *g, const gnode *call, const gt
         if (!(b[k] = typed_body(call, names[k], vars[k], &nv[k])))
             return REL_ERROR;
         if (nv[k] != call->nin - 1)
-            return ops_fail("body '%s' has %d parameters, but the op captures %d values",
-                            names[k], nv[k], call->nin - 1);
+            return ops_fail("body '%s' has %d parameters, but the op captures %d values", names[k],
+                            nv[k], call->nin - 1);
         for (int i = 0; i < nv[k]; i++)
             if (!var_is(b[k], names[k], vars[k], i, &in[1 + i]->t[0], "the captured value"))
                 return REL_ERROR;
@@ -348,7 +348,8 @@ static rel_result rel_scan(const struct kiln_graph *g, const gnode *call, const 
     rel_result r = tensor_inputs(call, in);
     if (r != REL_OK)
         return r;
-    int64_t nc = graph_attr_int(call, "num_carried", 0), ns = graph_attr_int(call, "num_scan_inputs", 0);
+    int64_t nc = graph_attr_int(call, "num_carried", 0),
+            ns = graph_attr_int(call, "num_scan_inputs", 0);
     if (nc < 0 || ns < 1 || nc + ns > call->nin)
         return ops_fail("num_carried %lld and num_scan_inputs %lld do not fit the %d inputs (at "
                         "least one scan input)",

@@ -53,7 +53,8 @@ static void shape_of(const kiln_ndarray *a, int64_t *shape) {
 }
 
 static int same_shape(const kiln_ndarray *a, const kiln_ndarray *b) {
-    if (kiln_ndarray_dtype(a) != kiln_ndarray_dtype(b) || kiln_ndarray_ndim(a) != kiln_ndarray_ndim(b))
+    if (kiln_ndarray_dtype(a) != kiln_ndarray_dtype(b) ||
+        kiln_ndarray_ndim(a) != kiln_ndarray_ndim(b))
         return 0;
     for (int d = 0; d < kiln_ndarray_ndim(a); d++)
         if (kiln_ndarray_dim(a, d) != kiln_ndarray_dim(b, d))
@@ -146,11 +147,10 @@ static kiln_status same_or_fail(const ctl *r, int carried, int i, const kiln_nda
     if (same_shape(first, now))
         return KILN_OK;
     char a[256], b[256];
-    return CTL_ERR(r, KILN_ERR_INVALID, "%s %d is %s %s but %s in iteration %lld: %s", 
+    return CTL_ERR(r, KILN_ERR_INVALID, "%s %d is %s %s but %s in iteration %lld: %s",
                    carried ? "carried value" : "scan output", i,
-                   graph_array_str(a, sizeof a, first),
-                   carried ? "as it enters" : "in iteration 0", graph_array_str(b, sizeof b, now),
-                   (long long)iter,
+                   graph_array_str(a, sizeof a, first), carried ? "as it enters" : "in iteration 0",
+                   graph_array_str(b, sizeof b, now), (long long)iter,
                    carried ? "a carried value keeps its shape" : "its slices must have one shape");
 }
 

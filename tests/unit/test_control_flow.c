@@ -12,17 +12,16 @@
 #include "ops/ops.h"
 
 /* x doubled or squared, as c says. */
-static const char *k_if =
-    "def @main(%c: Tensor[(1), bool], %x: Tensor[(3), float32]) {\n"
-    "  %0 = if(%c, %x, then_branch=fn (%x: Tensor[(3), float32]) {\n"
-    "      %0 = add(%x, %x);\n"
-    "      %0\n"
-    "    }, else_branch=fn (%y: Tensor[(3), float32]) {\n"
-    "      %0 = multiply(%y, %y);\n"
-    "      %0\n"
-    "    }, prefix=\"_c\");\n"
-    "  %0\n"
-    "}\n";
+static const char *k_if = "def @main(%c: Tensor[(1), bool], %x: Tensor[(3), float32]) {\n"
+                          "  %0 = if(%c, %x, then_branch=fn (%x: Tensor[(3), float32]) {\n"
+                          "      %0 = add(%x, %x);\n"
+                          "      %0\n"
+                          "    }, else_branch=fn (%y: Tensor[(3), float32]) {\n"
+                          "      %0 = multiply(%y, %y);\n"
+                          "      %0\n"
+                          "    }, prefix=\"_c\");\n"
+                          "  %0\n"
+                          "}\n";
 
 static kiln_graph *parse(const char *text) {
     kiln_graph *g = kiln_graph_parse(text, NULL);
@@ -58,7 +57,8 @@ static kiln_model *compile_text(const char *text, const char *name) {
     if (!g)
         return NULL;
     char path[4096];
-    snprintf(path, sizeof path, "%s/cf_%s.tar", getenv("KILN_TEST_TMP") ? getenv("KILN_TEST_TMP") : "/tmp", name);
+    snprintf(path, sizeof path, "%s/cf_%s.tar",
+             getenv("KILN_TEST_TMP") ? getenv("KILN_TEST_TMP") : "/tmp", name);
     kiln_status st = kiln_graph_compile(g, path, NULL);
     kiln_graph_free(g);
     if (st) {
