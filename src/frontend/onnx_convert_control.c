@@ -26,10 +26,10 @@ static int check_tensor_body(imp *I, const Onnx__NodeProto *n, const char *attr,
             if (!tp || tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
                 tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET)
                 continue;
-            const char *kind = tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE ? "a sequence"
-                               : tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE
-                                   ? "an optional"
-                                   : "not a tensor";
+            const char *kind =
+                tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE   ? "a sequence"
+                : tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE ? "an optional"
+                                                                          : "not a tensor";
             return imp_fail(I, n,
                             "body '%s': %s '%s' is %s; kiln's control flow takes tensors only "
                             "(sequences and optionals are not supported)",
@@ -98,8 +98,8 @@ static int add_control(imp *I, const Onnx__NodeProto *n, const char *op, int nin
     char prefix[64];
     imp_fresh_prefix(I, prefix, sizeof prefix);
     attrs[nattr++] = (gattr){.name = "prefix", .kind = GA_STR, .s = prefix};
-    int id = graph_add(I->g, GN_CALL, op_registry_find(I->g->ops, op), nin, in, nattr, attrs,
-                       n->name);
+    int id =
+        graph_add(I->g, GN_CALL, op_registry_find(I->g->ops, op), nin, in, nattr, attrs, n->name);
     if (id < 0 || graph_infer_node(I->g, id) != KILN_OK) {
         char msg[2048];
         snprintf(msg, sizeof msg, "%s", kiln_last_error());
@@ -248,7 +248,8 @@ int cvt_scan(imp *I, const Onnx__NodeProto *n, int *outs) {
     body_init(&B, I);
     int r = B.g ? 0 : imp_fail(I, n, "out of memory");
     for (int i = 0; r == 0 && i < nin; i++) {
-        const gtensor_type *t = (in[i] = imp_input(I, n, first + i)) >= 0 ? imp_type(I, in[i]) : NULL;
+        const gtensor_type *t =
+            (in[i] = imp_input(I, n, first + i)) >= 0 ? imp_type(I, in[i]) : NULL;
         gtensor_type s;
         if (!t) {
             r = imp_fail(I, n, "input %d is missing or not a tensor", first + i);
@@ -288,8 +289,7 @@ int cvt_scan(imp *I, const Onnx__NodeProto *n, int *outs) {
         if (k == -2)
             r = imp_fail(I, n, "%s has more than %d values", lists[l][0], MAX_IO);
         else if (k >= 0)
-            attrs[nattr++] =
-                (gattr){.name = lists[l][1], .kind = GA_INTS, .n = k, .ints = vals[l]};
+            attrs[nattr++] = (gattr){.name = lists[l][1], .kind = GA_INTS, .n = k, .ints = vals[l]};
     }
     if (r == 0)
         r = add_control(I, n, "scan", total, in, nattr, attrs, outs);
