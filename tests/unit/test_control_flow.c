@@ -50,23 +50,25 @@ static void test_text_round_trip(void) {
     kiln_graph_free(g);
 }
 
-/* Compile text to a package and load it; NULL with a message on failure. */
-static kiln_model *compile_text(const char *text, const char *name) {
-    kiln_graph *g = parse(text);
-    if (!g)
-        return NULL;
+static kiln_model *compile_graph(kiln_graph *g, const char *name) {
     char path[4096];
     snprintf(path, sizeof path, "%s/cf_%s.tar",
              getenv("KILN_TEST_TMP") ? getenv("KILN_TEST_TMP") : "/tmp", name);
-    kiln_status st = kiln_graph_compile(g, path, NULL);
-    kiln_graph_free(g);
-    if (st) {
+    if (kiln_graph_compile(g, path, NULL) != KILN_OK) {
         fprintf(stderr, "compile %s: %s\n", name, kiln_last_error());
         return NULL;
     }
     kiln_model *m = kiln_model_load(path);
     if (!m)
         fprintf(stderr, "load %s: %s\n", name, kiln_last_error());
+    return m;
+}
+
+/* Compile text to a package and load it; NULL with a message on failure. */
+static kiln_model *compile_text(const char *text, const char *name) {
+    kiln_graph *g = parse(text);
+    kiln_model *m = g ? compile_graph(g, name) : NULL;
+    kiln_graph_free(g);
     return m;
 }
 
@@ -137,20 +139,6 @@ static kiln_ndarray *i64(int64_t v) {
     kiln_ndarray *a = kiln_ndarray_empty(KILN_INT64, 0, NULL);
     *(int64_t *)kiln_ndarray_data(a) = v;
     return a;
-}
-
-static kiln_model *compile_graph(kiln_graph *g, const char *name) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/cf_%s.tar",
-             getenv("KILN_TEST_TMP") ? getenv("KILN_TEST_TMP") : "/tmp", name);
-    if (kiln_graph_compile(g, path, NULL) != KILN_OK) {
-        fprintf(stderr, "compile %s: %s\n", name, kiln_last_error());
-        return NULL;
-    }
-    kiln_model *m = kiln_model_load(path);
-    if (!m)
-        fprintf(stderr, "load %s: %s\n", name, kiln_last_error());
-    return m;
 }
 
 /* Run the loop at trip count m, condition c, limit lim; compare with C. */
@@ -258,10 +246,7 @@ static const char *k_grow =
     "}\n";
 
 static void test_loop_carried_shape(void) {
-    kiln_graph *g = parse(k_grow);
-    CHECK(g != NULL);
-    kiln_model *m = g ? compile_graph(g, "grow") : NULL;
-    kiln_graph_free(g);
+    kiln_model *m = compile_text(k_grow, "grow");
     CHECK(m != NULL);
     if (!m)
         return;
@@ -371,10 +356,7 @@ static const char *k_scan =
     "}\n";
 
 static void test_scan_runs(void) {
-    kiln_graph *g = parse(k_scan);
-    CHECK(g != NULL);
-    kiln_model *m = g ? compile_graph(g, "scan") : NULL;
-    kiln_graph_free(g);
+    kiln_model *m = compile_text(k_scan, "scan");
     CHECK(m != NULL);
     if (!m)
         return;
