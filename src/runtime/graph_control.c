@@ -25,6 +25,15 @@
 /* The most iterations a Loop may run (its trip count's limit too). */
 #define MAX_TRIP ((int64_t)1 << 31)
 
+int64_t graph_control_max_iterations = MAX_TRIP;
+
+/* An error unless iteration t (counted from 0) is within the limit. */
+#define ITERATION_OK(r, t)                                                                         \
+    ((t) < graph_control_max_iterations                                                            \
+         ? KILN_OK                                                                                 \
+         : CTL_ERR(r, KILN_ERR_INVALID, "more than %lld iterations in one run",                    \
+                   (long long)graph_control_max_iterations))
+
 typedef struct {
     const kiln_model *m;
     int nid;
@@ -214,6 +223,8 @@ static kiln_status run_loop(const ctl *r, const kiln_ndarray *const *in, kiln_nd
     for (int64_t t = 0; t < trip && cond && !st; t++) {
         *(int64_t *)kiln_ndarray_data(iter) = t;
         *(uint8_t *)kiln_ndarray_data(cv) = 1;
+        if ((st = ITERATION_OK(r, t)) != KILN_OK)
+            break;
         bin[0] = iter;
         bin[1] = cv;
         for (int i = 2; i < nin; i++)
@@ -288,6 +299,8 @@ static kiln_status scan_once(const ctl *r, const kiln_ndarray *const *in, kiln_n
         if (!(slices[j] = slice_like(in[nc + j], c->in_axes[j])))
             st = KILN_ERR_NOMEM;
     for (int64_t t = 0; t < len && !st; t++) {
+        if ((st = ITERATION_OK(r, t)) != KILN_OK)
+            break;
         for (int j = 0; j < ns; j++)
             axis_copy((kiln_ndarray *)in[nc + j], c->in_axes[j], c->in_dirs[j] ? len - 1 - t : t,
                       slices[j], 0);

@@ -21,4 +21,9 @@ KILN_HIDDEN kiln_status graph_control_run(const kiln_model *m, int nid,
                                           const int64_t (*hint)[KILN_MAX_NDIM], kiln_ndarray **out,
                                           graph_body_fn run, unsigned flags);
 
+/* The most iterations one Loop or Scan node may run in a run: 2^31 (a
+ * trip count's limit), unless a test or fuzzer lowers it; past it the run
+ * fails with KILN_ERR_INVALID naming the node. */
+KILN_HIDDEN extern int64_t graph_control_max_iterations;
+
 #endif
