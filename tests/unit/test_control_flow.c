@@ -10,6 +10,7 @@
 #include "kiln/graph.h"
 #include "kiln/runtime.h"
 #include "ops/ops.h"
+#include "runtime/runtime_internal.h"
 
 /* x doubled or squared, as c says. */
 static const char *k_if = "def @main(%c: Tensor[(1), bool], %x: Tensor[(3), float32]) {\n"
@@ -385,5 +386,66 @@ static void test_scan_runs(void) {
     kiln_model_free(m);
 }
 
+/* text with the first `from` replaced by `to` (malloc'd); NULL if absent. */
+static char *replace(const char *text, const char *from, const char *to) {
+    const char *at = strstr(text, from);
+    if (!at)
+        return NULL;
+    size_t n = strlen(text) - strlen(from) + strlen(to) + 1;
+    char *r = malloc(n);
+    snprintf(r, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    return r;
+}
+
+/* The loop package's plan, edited, is refused at load with msg (never a
+ * crash): the nested plans get the checks a plan gets. */
+static void test_malformed_plans(void) {
+    char path[4096], *text = NULL;
+    size_t len = 0;
+    kiln_module *mod = NULL;
+    kiln_npz *params = NULL;
+    snprintf(path, sizeof path, "%s/cf_loop.tar",
+             getenv("KILN_TEST_TMP") ? getenv("KILN_TEST_TMP") : "/tmp");
+    if (kiln_package_read(path, &text, &len, &mod, &params) != KILN_OK) {
+        fprintf(stderr, "%s: %s\n", path, kiln_last_error());
+        CHECK(0);
+        return;
+    }
+    kiln_model *ok = kiln_model_create(text, len, mod, params);
+    CHECK(ok != NULL);
+    kiln_model_free(ok);
+    static const char *const cases[][3] = {
+        {"\"control\": \"loop\"", "\"control\": \"while\"", "attrs.control must be"},
+        {"\"bodies\": [{", "\"bodies\": [7, {", "attrs.bodies must be a list of 1 plans"},
+        {"\"bodies\": [{", "\"bodies\": [{\"nodes\": 3}, {", "attrs.bodies must be a list"},
+        {"\"bodies\": [", "\"nobodies\": [", "attrs.bodies must be a list of 1 plans"},
+        {"\"num_carried\": 1", "\"num_carried\": 9", "attrs.num_carried must be"},
+        {"\"op\": \"control\"", "\"op\": \"loops\"", "\"op\" must be"},
+        /* the body's iteration number made float */
+        {"\"dltype\": [\"list_str\", [\"int64\"", "\"dltype\": [\"list_str\", [\"float32\"",
+         "body 0"},
+        /* a body's binder of its own plan broken: the nested plan's checks */
+        {"\"arg_nodes\": [0, 1, 2, 3]", "\"arg_nodes\": [0, 1, 2]", "arg_nodes"},
+        {"\"binds\": [\"_L_0\"]", "\"binds\": [\"zz\"]", "no dim of the control node's outputs"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char *bad = replace(text, cases[k][0], cases[k][1]);
+        CHECK(bad != NULL);
+        if (!bad) {
+            fprintf(stderr, "case %zu: no '%s' in the plan\n", k, cases[k][0]);
+            continue;
+        }
+        kiln_model *m = kiln_model_create(bad, strlen(bad), mod, params);
+        CHECK(m == NULL);
+        CHECK_CONTAINS(kiln_last_error(), cases[k][2]);
+        kiln_model_free(m);
+        free(bad);
+    }
+    free(text);
+    kiln_module_free(mod);
+    kiln_npz_free(params);
+}
+
 TEST_MAIN(TEST(test_text_round_trip), TEST(test_if_runs), TEST(test_loop_runs),
-          TEST(test_loop_carried_shape), TEST(test_malformed), TEST(test_scan_runs))
+          TEST(test_loop_carried_shape), TEST(test_malformed), TEST(test_scan_runs),
+          TEST(test_malformed_plans))
