@@ -5,8 +5,10 @@
  *     -> onnx_table.c   the converter table: one row per ONNX op type
  *       -> onnx_convert.c, onnx_convert_nn.c, onnx_convert_conv.c,
  *          onnx_convert_index.c, onnx_convert_image.c, onnx_convert_text.c,
- *          onnx_convert_quant.c, onnx_convert_rnn.c
- *                         converter functions
+ *          onnx_convert_quant.c, onnx_convert_rnn.c, onnx_convert_control.c
+ *                         converter functions (a control op's bodies are
+ *                         imported through imp.import_body, a pointer to
+ *                         onnx_import.c's node loop, not a call upward)
  *         -> onnx_helpers.c   what converters share (this header); it calls
  *                             nothing above it
  *   onnx_load.c         protobuf loading, below all of them
