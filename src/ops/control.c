@@ -119,16 +119,21 @@ static int sym_outside(const gtype *const *in, int nin, const char *s) {
 typedef struct {
     const struct kiln_graph *g;
     const gnode *call;
+    const gtype *const *in;
     int next;
 } fresh_names;
 
+/* The next fresh size name, "<prefix>_k" (prefix "_cf<node id>" when the
+ * attribute is empty), skipping one the inputs' dims use already. */
 static gdim fresh_dim(fresh_names *f) {
     char name[128];
     const char *prefix = graph_attr_str(f->call, "prefix", "");
-    if (*prefix)
-        snprintf(name, sizeof name, "%s_%d", prefix, f->next++);
-    else
-        snprintf(name, sizeof name, "_cf%d_%d", f->call->id, f->next++);
+    do {
+        if (*prefix)
+            snprintf(name, sizeof name, "%s_%d", prefix, f->next++);
+        else
+            snprintf(name, sizeof name, "_cf%d_%d", f->call->id, f->next++);
+    } while (sym_outside(f->in, f->call->nin, name));
     return (gdim){-1, arena_strdup(f->g->arena, name)};
 }
 
@@ -184,12 +189,16 @@ static int stacked(fresh_names *f, const gtype *const *in, int nin, const gtenso
     return 1;
 }
 
-/* REL_OK when every input is typed and a tensor. */
+/* REL_OK when every input is typed and a tensor, and the prefix of the
+ * op's size names is empty or an identifier that leaves them short. */
 static rel_result tensor_inputs(const gnode *call, const gtype *const *in) {
     OPS_REQUIRE_KNOWN(call->nin);
     rel_result r = REL_OK;
     for (int i = 0; i < call->nin && r == REL_OK; i++)
         ops_tensor_in(in[i], i, &r);
+    const char *prefix = graph_attr_str(call, "prefix", "");
+    if (r == REL_OK && *prefix && !graph_is_size_name(prefix, 60))
+        return ops_fail("prefix must be an identifier of at most 60 characters");
     return r;
 }
 
@@ -223,7 +232,7 @@ static rel_result rel_if(const struct kiln_graph *g, const gnode *call, const gt
     if (b[0]->nout != b[1]->nout)
         return ops_fail("then_branch has %d outputs and else_branch %d", b[0]->nout, b[1]->nout);
     gtensor_type t[MAX_CTL_IO];
-    fresh_names f = {g, call, 0};
+    fresh_names f = {g, call, in, 0};
     for (int k = 0; k < b[0]->nout; k++) {
         const gtensor_type *x = out_type(b[0], k), *y = out_type(b[1], k);
         if (x->dtype != y->dtype || x->ndim != y->ndim) {
@@ -288,7 +297,7 @@ static rel_result rel_loop(const struct kiln_graph *g, const gnode *call, const 
     if (nout < 1)
         return ops_fail("the loop has no outputs");
     gtensor_type t[MAX_CTL_IO];
-    fresh_names f = {g, call, 0};
+    fresh_names f = {g, call, in, 0};
     gdim count = fresh_dim(&f); /* the iteration count */
     for (int k = 0; k < nout; k++) {
         const gtensor_type *o = out_type(b, 1 + k);
@@ -413,7 +422,7 @@ static rel_result rel_scan(const struct kiln_graph *g, const gnode *call, const 
         !scan_list(call, "scan_output_directions", k, NULL, dirs))
         return REL_ERROR;
     gtensor_type t[MAX_CTL_IO];
-    fresh_names f = {g, call, 0};
+    fresh_names f = {g, call, in, 0};
     for (int j = 0; j < b->nout; j++) {
         const gtensor_type *o = out_type(b, j);
         if (j < n) {

@@ -386,6 +386,72 @@ static void test_scan_runs(void) {
     kiln_model_free(m);
 }
 
+/* Branches of different lengths: the output's dim is a size the run binds,
+ * which the op after it takes. */
+static const char *k_if_sizes =
+    "def @main(%c: Tensor[(1), bool], %x: Tensor[(3), float32]) {\n"
+    "  %0 = if(%c, %x, then_branch=fn (%a: Tensor[(3), float32]) {\n"
+    "      %0 = concatenate(%a, %a, axis=0);\n"
+    "      %0\n"
+    "    }, else_branch=fn (%b: Tensor[(3), float32]) { %b }, prefix=\"_d\");\n"
+    "  %1 = negative(%0);\n"
+    "  %1\n"
+    "}\n";
+
+/* A loop inside a branch: c ? x * 2^m : -x. */
+static const char *k_nested =
+    "def @main(%c: Tensor[(1), bool], %m: Tensor[(), int64], %x: Tensor[(2), float32]) {\n"
+    "  %0 = if(%c, %c, %m, %x, then_branch=fn (%cc: Tensor[(1), bool], %n: Tensor[(), int64], "
+    "%y: Tensor[(2), float32]) {\n"
+    "      %0 = loop(%n, %cc, %y, body=fn (%i: Tensor[(), int64], %b: Tensor[(), bool], "
+    "%v: Tensor[(2), float32]) {\n"
+    "          %0 = add(%v, %v);\n"
+    "          (%b, %0)\n"
+    "        }, num_carried=1);\n"
+    "      %0\n"
+    "    }, else_branch=fn (%cc: Tensor[(1), bool], %n: Tensor[(), int64], "
+    "%y: Tensor[(2), float32]) {\n"
+    "      %0 = negative(%y);\n"
+    "      %0\n"
+    "    });\n"
+    "  %0\n"
+    "}\n";
+
+static void test_if_sizes_and_nesting(void) {
+    kiln_model *m = compile_text(k_if_sizes, "if_sizes");
+    CHECK(m != NULL);
+    const float x[3] = {1, -2, 3};
+    for (int c = 0; m && c < 2; c++) {
+        kiln_ndarray *in[2] = {flag(c), vec(3, x)}, *out[1] = {NULL};
+        CHECK_EQ_INT(kiln_model_run_alloc(m, (const kiln_ndarray *const *)in, out, 0), KILN_OK);
+        CHECK(out[0] && kiln_ndarray_dim(out[0], 0) == (c ? 6 : 3));
+        for (int i = 0; out[0] && i < kiln_ndarray_dim(out[0], 0); i++)
+            CHECK(((const float *)kiln_ndarray_data(out[0]))[i] == -x[i % 3]);
+        kiln_ndarray_free(in[0]);
+        kiln_ndarray_free(in[1]);
+        kiln_ndarray_free(out[0]);
+    }
+    CHECK(m && kiln_model_output_dim_expr(m, 0, 0) &&
+          !strcmp(kiln_model_output_dim_expr(m, 0, 0), "_d_0"));
+    kiln_model_free(m);
+    m = compile_text(k_nested, "nested");
+    CHECK(m != NULL);
+    const float y[2] = {1.5f, -3};
+    for (int k = 0; m && k < 6; k++) {
+        int c = k % 2;
+        int64_t n = k / 2 * 2; /* 0, 2, 4 */
+        kiln_ndarray *in[3] = {flag(c), i64(n), vec(2, y)}, *out[1] = {NULL};
+        CHECK_EQ_INT(kiln_model_run_alloc(m, (const kiln_ndarray *const *)in, out, 0), KILN_OK);
+        for (int i = 0; out[0] && i < 2; i++)
+            CHECK(((const float *)kiln_ndarray_data(out[0]))[i] ==
+                  (c ? y[i] * (float)(1 << n) : -y[i]));
+        for (int i = 0; i < 3; i++)
+            kiln_ndarray_free(in[i]);
+        kiln_ndarray_free(out[0]);
+    }
+    kiln_model_free(m);
+}
+
 /* text with the first `from` replaced by `to` (malloc'd); NULL if absent. */
 static char *replace(const char *text, const char *from, const char *to) {
     const char *at = strstr(text, from);
@@ -448,4 +514,4 @@ static void test_malformed_plans(void) {
 
 TEST_MAIN(TEST(test_text_round_trip), TEST(test_if_runs), TEST(test_loop_runs),
           TEST(test_loop_carried_shape), TEST(test_malformed), TEST(test_scan_runs),
-          TEST(test_malformed_plans))
+          TEST(test_malformed_plans), TEST(test_if_sizes_and_nesting))
