@@ -24,6 +24,31 @@ static const char *k_if = "def @main(%c: Tensor[(1), bool], %x: Tensor[(3), floa
                           "  %0\n"
                           "}\n";
 
+/* Bodies in bodies, over a symbolic dim (the fuzz_graph_text seed
+ * control_flow.txt). */
+static const char *k_mixed =
+    "def @main(%c: Tensor[(1), bool], %m: Tensor[(), int64], %x: Tensor[(n, 2), float32]) {\n"
+    "  %0 = if(%c, %c, %m, %x, then_branch=fn (%cc: Tensor[(1), bool], %k: Tensor[(), int64], %y: "
+    "Tensor[(n, 2), float32]) {\n"
+    "      %0 = loop(%k, %cc, %y, body=fn (%i: Tensor[(), int64], %b: Tensor[(), bool], %v: "
+    "Tensor[(n, 2), float32]) {\n"
+    "          %0 = add(%v, %v);\n"
+    "          (%b, %0, %0)\n"
+    "        }, num_carried=1, prefix=\"_L\");\n"
+    "      %1 = %0.0;\n"
+    "      %1\n"
+    "    }, else_branch=fn (%cc: Tensor[(1), bool], %k: Tensor[(), int64], %y: Tensor[(n, 2), "
+    "float32]) {\n"
+    "      %0 = scan(%y, %y, body=fn (%a: Tensor[(n, 2), float32], %s: Tensor[(2), float32]) {\n"
+    "          %0 = negative(%a);\n"
+    "          (%0, %s)\n"
+    "        }, num_carried=1, num_scan_inputs=1, scan_output_directions=[1]);\n"
+    "      %1 = %0.0;\n"
+    "      %1\n"
+    "    }, prefix=\"_c\");\n"
+    "  %0\n"
+    "}\n";
+
 static kiln_graph *parse(const char *text) {
     kiln_graph *g = kiln_graph_parse(text, NULL);
     if (!g)
@@ -31,8 +56,8 @@ static kiln_graph *parse(const char *text) {
     return g;
 }
 
-static void test_text_round_trip(void) {
-    kiln_graph *g = parse(k_if);
+static void round_trip(const char *text) {
+    kiln_graph *g = parse(text);
     CHECK(g != NULL);
     if (!g)
         return;
@@ -49,6 +74,11 @@ static void test_text_round_trip(void) {
     kiln_npz_free(z);
     kiln_graph_free(g2);
     kiln_graph_free(g);
+}
+
+static void test_text_round_trip(void) {
+    round_trip(k_if);
+    round_trip(k_mixed);
 }
 
 static kiln_model *compile_graph(kiln_graph *g, const char *name) {
@@ -445,6 +475,28 @@ static void test_if_sizes_and_nesting(void) {
         for (int i = 0; out[0] && i < 2; i++)
             CHECK(((const float *)kiln_ndarray_data(out[0]))[i] ==
                   (c ? y[i] * (float)(1 << n) : -y[i]));
+        for (int i = 0; i < 3; i++)
+            kiln_ndarray_free(in[i]);
+        kiln_ndarray_free(out[0]);
+    }
+    kiln_model_free(m);
+    /* bodies in bodies over a symbolic n: c ? x * 2^m : x * (-1)^n */
+    m = compile_text(k_mixed, "mixed");
+    CHECK(m != NULL);
+    for (int k = 0; m && k < 4; k++) {
+        int c = k % 2;
+        int64_t rows = 2 + k / 2, shape[2] = {rows, 2};
+        kiln_ndarray *xa = kiln_ndarray_empty(KILN_FLOAT32, 2, shape);
+        float *xp = kiln_ndarray_data(xa);
+        for (int i = 0; i < rows * 2; i++)
+            xp[i] = (float)i - 1.5f;
+        kiln_ndarray *in[3] = {flag(c), i64(3), xa}, *out[1] = {NULL};
+        CHECK_EQ_INT(kiln_model_run_alloc(m, (const kiln_ndarray *const *)in, out, 0), KILN_OK);
+        CHECK(out[0] && kiln_ndarray_dim(out[0], 0) == rows);
+        for (int i = 0; out[0] && i < rows * 2; i++)
+            CHECK(((const float *)kiln_ndarray_data(out[0]))[i] == (c          ? xp[i] * 8
+                                                                    : rows % 2 ? -xp[i]
+                                                                               : xp[i]));
         for (int i = 0; i < 3; i++)
             kiln_ndarray_free(in[i]);
         kiln_ndarray_free(out[0]);
