@@ -163,6 +163,24 @@ static kiln_status same_or_fail(const ctl *r, int carried, int i, const kiln_nda
                    carried ? "a carried value keeps its shape" : "its slices must have one shape");
 }
 
+/* Slice s of output k (`what`), made at index `at` (`when`), must fit the
+ * output `full` made from index 0's: full's dtype and dims but `axis`. */
+static kiln_status slice_fits(const ctl *r, const char *what, int k, const kiln_ndarray *full,
+                              int axis, const kiln_ndarray *s, const char *when, int64_t at) {
+    int ok = kiln_ndarray_dtype(s) == kiln_ndarray_dtype(full) &&
+             kiln_ndarray_ndim(s) + 1 == kiln_ndarray_ndim(full);
+    for (int d = 0, j = 0; ok && d < kiln_ndarray_ndim(full); d++)
+        ok = d == axis || kiln_ndarray_dim(full, d) == kiln_ndarray_dim(s, j++);
+    if (ok)
+        return KILN_OK;
+    char a[256], b[256];
+    return CTL_ERR(r, KILN_ERR_INVALID,
+                   "%s %d is %s at %s %lld, which does not fit %s made from %s 0: its slices "
+                   "must have one shape",
+                   what, k, graph_array_str(a, sizeof a, s), when, (long long)at,
+                   graph_array_str(b, sizeof b, full), when);
+}
+
 /* ---- if ------------------------------------------------------------------------ */
 
 static kiln_status run_if(const ctl *r, const kiln_ndarray *const *in, kiln_ndarray **out) {
@@ -314,13 +332,9 @@ static kiln_status scan_once(const ctl *r, const kiln_ndarray *const *in, kiln_n
             kiln_ndarray *s = bout[nc + k];
             if (t == 0 && !(out[nc + k] = stacked_like(s, c->out_axes[k], len)))
                 st = KILN_ERR_NOMEM;
-            else if (t > 0 && kiln_ndarray_ndim(s) + 1 == kiln_ndarray_ndim(out[nc + k])) {
-                kiln_ndarray *first = slice_like(out[nc + k], c->out_axes[k]);
-                st = first ? same_or_fail(r, 0, k, first, s, t) : KILN_ERR_NOMEM;
-                kiln_ndarray_free(first);
-            } else if (t > 0) {
-                st = CTL_ERR(r, KILN_ERR_INVALID, "scan output %d changes rank", k);
-            }
+            else if (t > 0)
+                st =
+                    slice_fits(r, "scan output", k, out[nc + k], c->out_axes[k], s, "iteration", t);
             if (!st)
                 axis_copy(out[nc + k], c->out_axes[k], c->out_dirs[k] ? len - 1 - t : t, s, 1);
         }
@@ -383,10 +397,8 @@ static kiln_status run_scan_batch(const ctl *r, const kiln_ndarray *const *in, k
         for (int o = 0; o < n->noutputs && !st; o++) {
             if (b == 0 && !(out[o] = stacked_like(sout[o], 0, nb)))
                 st = KILN_ERR_NOMEM;
-            else if (b > 0 && kiln_ndarray_numel(sout[o]) * nb != kiln_ndarray_numel(out[o]))
-                st = CTL_ERR(r, KILN_ERR_INVALID,
-                             "output %d of batch index %lld differs in shape from index 0's", o,
-                             (long long)b);
+            else if (b > 0)
+                st = slice_fits(r, "output", o, out[o], 0, sout[o], "batch index", b);
             if (!st)
                 axis_copy(out[o], 0, b, sout[o], 1);
         }
