@@ -25,13 +25,29 @@ typedef struct {
     char func[160];
 } group_t;
 
+/* What the plans of a graph and of its bodies share as they are made: the
+ * build's options, the kernels of all of them (one module), the
+ * parameters (one mod.params, names unique across the plans) and the count
+ * of bodies, which names their kernels apart. */
+typedef struct {
+    const kiln_build_options *opts;
+    const kiln_target *target;
+    pass_env env;
+    kiln_ctx *ctx;
+    int level, fuse;
+    tir_func *funcs;
+    int nfuncs, fcap;
+    kiln_npz *params;
+    int pcount, nbodies;
+} build;
+
 typedef struct {
     struct kiln_graph *g;
     int *group_of;
     int ngroups;
     group_t *groups;
-    /* entries of mod.json: one per null node output and per group output */
-    int *node_entry; /* graph node -> first entry id (-1 if none) */
+    const char *prefix; /* of its kernels' names: "" for the graph, "b1_" for a body */
+    int depth;          /* 0 for the graph, 1 for a body, ... */
 } plan;
 
 static void sanitize(char *dst, size_t cap, const char *src) {
@@ -111,6 +127,11 @@ static kiln_status make_groups(plan *P, int fuse) {
     }
     for (int k = 0; k < P->ngroups; k++) {
         group_t *gr = &P->groups[k];
+        const gnode *on = g->nodes[gr->out];
+        if (on->op->control) { /* its inputs as they are: they are its bodies' parameters */
+            gr->nin = on->nin;
+            memcpy(gr->in, on->in, sizeof(int) * (size_t)on->nin);
+        }
         char ops[120] = "";
         for (int m = 0; m < gr->nmembers && strlen(ops) < 80; m++) {
             char part[64];
@@ -119,7 +140,7 @@ static kiln_status make_groups(plan *P, int fuse) {
             strncat(ops, "_", sizeof ops - strlen(ops) - 1);
             strncat(ops, p, sizeof ops - strlen(ops) - 1);
         }
-        snprintf(gr->func, sizeof gr->func, "fused%s_%d", ops, k);
+        snprintf(gr->func, sizeof gr->func, "%sfused%s_%d", P->prefix, ops, k);
     }
     return KILN_OK;
 }
@@ -402,13 +423,119 @@ typedef struct {
     int storage;
 } entry;
 
+static char *plan_graph(build *B, struct kiln_graph *g, const char *prefix, int depth,
+                        kiln_status *st);
+static kiln_status check_static(struct kiln_graph *g);
+static kiln_status check_symbolic(struct kiln_graph *g);
+
+/* The most bodies nested in one another that the driver compiles. */
+#define MAX_BODY_DEPTH 16
+
+/* Body b of a control op: typed, through the pass pipeline and the checks a
+ * graph gets, then planned with its kernels named apart ("b<N>_"). The
+ * plan's JSON text, or NULL with *st. */
+static char *plan_body(build *B, struct kiln_graph *b, int depth, kiln_status *st) {
+    if (depth > MAX_BODY_DEPTH) {
+        *st = kiln_set_error(KILN_ERR_UNSUPPORTED, "bodies nest more than %d deep", MAX_BODY_DEPTH);
+        return NULL;
+    }
+    const char *disabled = B->opts ? B->opts->disabled : NULL;
+    struct kiln_graph *g = pass_run_pipeline(b, B->level, disabled, NULL, &B->env);
+    if (!g) {
+        *st = KILN_ERR_INVALID;
+        return NULL;
+    }
+    char *text = NULL;
+    if ((*st = check_static(g)) == KILN_OK && (*st = check_symbolic(g)) == KILN_OK) {
+        char prefix[32];
+        snprintf(prefix, sizeof prefix, "b%d_", ++B->nbodies);
+        text = plan_graph(B, g, prefix, depth, st);
+    }
+    if (g != b)
+        kiln_graph_free(g);
+    return text;
+}
+
+/* 1 if symbol s is a dim of an input of call n. */
+static int input_sym(const struct kiln_graph *g, const gnode *n, const char *s) {
+    for (int i = 0; i < n->nin; i++) {
+        const gtype *t = &g->nodes[n->in[i]]->type;
+        for (int k = 0; k < t->n; k++)
+            for (int d = 0; d < t->t[k].ndim; d++)
+                if (t->t[k].dims[d].sym && !strcmp(t->t[k].dims[d].sym, s))
+                    return 1;
+    }
+    return 0;
+}
+
+/* A control node's attributes in its plan node (docs/CONTROL_FLOW.md): its
+ * kind, counts and axes, the size variables its outputs bind (each output
+ * dim symbol its inputs do not have) and its bodies' plans, in the order of
+ * the op's schema. */
+static kiln_status control_attrs(build *B, plan *P, const gnode *on, const group_t *gr, kstr *js) {
+    static const char *const kinds[] = {"", "if", "loop", "scan"};
+    kstr_printf(js,
+                ", \"control\": \"%s\", \"num_carried\": %lld, \"num_scan_inputs\": %lld, "
+                "\"batch\": %lld",
+                kinds[on->op->control], (long long)graph_attr_int(on, "num_carried", 0),
+                (long long)graph_attr_int(on, "num_scan_inputs", 0),
+                (long long)graph_attr_int(on, "batch", 0));
+    static const char *const lists[] = {"scan_input_axes", "scan_input_directions",
+                                        "scan_output_axes", "scan_output_directions"};
+    for (int l = 0; l < 4; l++) {
+        int64_t v[256];
+        int n = graph_attr_ints(on, lists[l], v, 256);
+        if (n < 0 || n > 256)
+            continue;
+        kstr_printf(js, ", \"%s\": [", lists[l]);
+        for (int i = 0; i < n; i++)
+            kstr_printf(js, "%s%lld", i ? ", " : "", (long long)v[i]);
+        kstr_putc(js, ']');
+    }
+    int nb = 0;
+    for (int o = 0; o < on->type.n; o++)
+        for (int d = 0; d < on->type.t[o].ndim; d++) {
+            const char *s = on->type.t[o].dims[d].sym;
+            int seen = !s || input_sym(P->g, on, s);
+            for (int p = 0; p <= o && !seen; p++)
+                for (int e = 0; e < (p < o ? on->type.t[p].ndim : d) && !seen; e++)
+                    seen = on->type.t[p].dims[e].sym && !strcmp(on->type.t[p].dims[e].sym, s);
+            if (!seen)
+                kstr_printf(js, "%s\"%s\"", nb++ ? ", " : ", \"binds\": [", s);
+        }
+    if (nb)
+        kstr_putc(js, ']');
+    kstr_puts(js, ", \"bodies\": [");
+    int first = 1;
+    for (const attr_schema *a = on->op->attrs; a && a->name; a++) {
+        if (a->kind != GA_GRAPH)
+            continue;
+        kiln_status st = KILN_OK;
+        char *body = plan_body(B, graph_attr_graph(on, a->name), P->depth + 1, &st);
+        if (!body) {
+            char label[512];
+            kiln_error_prefix("%s: body '%s'", graph_node_label(on, label, sizeof label), a->name);
+            return st ? st : KILN_ERR_INVALID;
+        }
+        kstr_puts(js, first ? "" : ", ");
+        kstr_puts(js, body);
+        free(body);
+        first = 0;
+    }
+    kstr_putc(js, ']');
+    (void)gr;
+    return KILN_OK;
+}
+
 /* JSON text of the plan. Null nodes: graph inputs and constants (params
  * named p0, p1, ... unless the constant has a unique name); then one
  * tvm_op per group. Storage: inputs and params own theirs; group outputs
  * reuse a freed buffer of the same or larger size when their producer's
  * consumers are done (a graph output is never freed). */
-static char *make_json(plan *P, kiln_npz *params, const kiln_target *target, kiln_status *st) {
+static char *make_json(plan *P, build *B, kiln_status *st) {
     struct kiln_graph *g = P->g;
+    kiln_npz *params = B->params;
+    const kiln_target *target = B->target;
     int nentries = 0, nnodes = 0;
     entry *ent = calloc((size_t)g->n * 2 + 64, sizeof(entry));
     int *node_first = malloc(sizeof(int) * (size_t)g->n); /* graph node -> entry */
@@ -436,10 +563,10 @@ static char *make_json(plan *P, kiln_npz *params, const kiln_target *target, kil
             continue;
         char pname[300];
         if (n->kind == GN_CONST) {
-            snprintf(pname, sizeof pname, "p%d", pcount++);
+            snprintf(pname, sizeof pname, "p%d", B->pcount++);
             if (kiln_npz_add(params, pname, n->value) != KILN_OK)
                 goto fail;
-            kstr_puts(&pnames, pcount > 1 ? ", " : "");
+            kstr_puts(&pnames, pcount++ ? ", " : "");
             json_write_string(&pnames, pname);
         } else {
             snprintf(pname, sizeof pname, "%s", n->name);
@@ -501,12 +628,17 @@ static char *make_json(plan *P, kiln_npz *params, const kiln_target *target, kil
             }
         kstr_puts(&js, first ? "    " : ",\n    ");
         first = 0;
-        kstr_puts(&js, "{\"op\": \"tvm_op\", \"name\": ");
+        int control = on->kind == GN_CALL && on->op->control;
+        kstr_printf(&js, "{\"op\": \"%s\", \"name\": ", control ? "control" : "tvm_op");
         json_write_string(&js, on->name && *on->name ? on->name : gr->func);
         kstr_printf(&js,
                     ", \"attrs\": {\"func_name\": \"%s\", \"num_inputs\": \"%d\", "
                     "\"num_outputs\": \"%d\", \"flatten_data\": \"0\"",
                     gr->func, gr->nin, nout);
+        if (control && (*st = control_attrs(B, P, on, gr, &js)) != KILN_OK) {
+            free(group_storage);
+            goto fail;
+        }
         if (on->kind == GN_CALL && on->op->binds) {
             /* a binder: its values are the dims these variables name later */
             gdim names[64];
@@ -596,18 +728,22 @@ static char *make_json(plan *P, kiln_npz *params, const kiln_target *target, kil
     }
     /* what the kernels were built for: the runtime refuses a package for
        another architecture, or one needing features this CPU lacks */
-    kstr_puts(&js, "],\n  \"target\": {\"str\": ");
-    json_write_string(&js, kiln_target_str(target));
-    kstr_printf(&js, ", \"arch\": \"%s\", \"vector_bits\": %d, \"features\": [",
-                kiln_target_arch(target), kiln_target_vector_bits(target));
-    char *feats = kiln_target_features(target);
-    for (const char *f = feats ? feats : ""; *f;) {
-        size_t n = strcspn(f, ",");
-        kstr_printf(&js, "%s\"%.*s\"", f == feats ? "" : ", ", (int)n, f);
-        f += n + (f[n] == ',');
+    kstr_puts(&js, "]");
+    if (P->depth == 0) { /* a body's plan leaves it to the graph's */
+        kstr_puts(&js, ",\n  \"target\": {\"str\": ");
+        json_write_string(&js, kiln_target_str(target));
+        kstr_printf(&js, ", \"arch\": \"%s\", \"vector_bits\": %d, \"features\": [",
+                    kiln_target_arch(target), kiln_target_vector_bits(target));
+        char *feats = kiln_target_features(target);
+        for (const char *f = feats ? feats : ""; *f;) {
+            size_t n = strcspn(f, ",");
+            kstr_printf(&js, "%s\"%.*s\"", f == feats ? "" : ", ", (int)n, f);
+            f += n + (f[n] == ',');
+        }
+        free(feats);
+        kstr_puts(&js, "]}");
     }
-    free(feats);
-    kstr_puts(&js, "]},\n  \"node_row_ptr\": [");
+    kstr_puts(&js, ",\n  \"node_row_ptr\": [");
     for (int i = 0; i <= nnodes; i++)
         kstr_printf(&js, "%s%d", i ? ", " : "", row_ptr[i]);
     kstr_puts(&js, "],\n  \"attrs\": {\n    \"dltype\": [\"list_str\", [");
@@ -733,6 +869,45 @@ static kiln_status check_symbolic(struct kiln_graph *g) {
     return KILN_OK;
 }
 
+/* The plan of g (typed, through the passes) as JSON text, its kernels
+ * appended to B's; NULL with *st. */
+static char *plan_graph(build *B, struct kiln_graph *g, const char *prefix, int depth,
+                        kiln_status *st) {
+    plan P = {g, NULL, 0, NULL, prefix, depth};
+    char *text = NULL;
+    if ((*st = make_groups(&P, B->fuse)) != KILN_OK)
+        goto done;
+    for (int k = 0; k < P.ngroups; k++) {
+        if (g->nodes[P.groups[k].out]->op->control)
+            continue; /* its bodies are planned in its plan node */
+        if (B->nfuncs == B->fcap) {
+            int ncap = B->fcap ? B->fcap * 2 : 64;
+            tir_func *nf = kiln_realloc(B->funcs, sizeof(tir_func) * (size_t)ncap);
+            if (!nf) {
+                *st = KILN_ERR_NOMEM;
+                goto done;
+            }
+            B->funcs = nf;
+            B->fcap = ncap;
+        }
+        tir_func *f = lower_group(&P, B->ctx, &P.groups[k], B->opts, B->target);
+        if (!f) {
+            *st = KILN_ERR_INVALID;
+            goto done;
+        }
+        B->funcs[B->nfuncs++] = *f;
+    }
+    text = make_json(&P, B, st);
+done:
+    for (int k = 0; k < P.ngroups && P.groups; k++) {
+        free(P.groups[k].members);
+        free(P.groups[k].in);
+    }
+    free(P.groups);
+    free(P.group_of);
+    return text;
+}
+
 kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
                                const kiln_build_options *opts) {
     if (!g || !package_path)
@@ -748,8 +923,14 @@ kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
     kiln_target *target = driver_target(opts);
     if (!target)
         return KILN_ERR_INVALID;
-    pass_env env = {target, opts ? opts->winograd : -1};
-    g = pass_run_pipeline(user, level, disabled, opts ? opts->dump_dir : NULL, &env);
+    build B;
+    memset(&B, 0, sizeof B);
+    B.opts = opts;
+    B.target = target;
+    B.env = (pass_env){target, opts ? opts->winograd : -1};
+    B.level = level;
+    B.fuse = level > 0 && !(opts && opts->no_fuse) && !(disabled && strstr(disabled, "FuseOps"));
+    g = pass_run_pipeline(user, level, disabled, opts ? opts->dump_dir : NULL, &B.env);
     if (!g) {
         kiln_target_free(target);
         return KILN_ERR_INVALID;
@@ -760,48 +941,30 @@ kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
         kiln_target_free(target);
         return st;
     }
-    int fuse = level > 0 && !(opts && opts->no_fuse) && !(disabled && strstr(disabled, "FuseOps"));
-    plan P = {g, NULL, 0, NULL, NULL};
-    kiln_ctx *ctx = kiln_ctx_new();
-    tir_func *funcs = NULL;
-    kiln_npz *params = kiln_npz_new();
+    B.ctx = kiln_ctx_new();
+    B.params = kiln_npz_new();
     char *parts[8] = {0}, *plan_json = NULL, *so = NULL, *dir = NULL;
     int nparts = 0;
-    if (!ctx || !params) {
+    if (!B.ctx || !B.params) {
         st = KILN_ERR_NOMEM;
         goto done;
     }
-    if ((st = make_groups(&P, fuse)) != KILN_OK)
-        goto done;
-    funcs = calloc((size_t)(P.ngroups ? P.ngroups : 1), sizeof(tir_func));
-    if (!funcs) {
-        st = KILN_ERR_NOMEM;
-        goto done;
-    }
-    for (int k = 0; k < P.ngroups; k++) {
-        tir_func *f = lower_group(&P, ctx, &P.groups[k], opts, target);
-        if (!f) {
-            st = KILN_ERR_INVALID;
-            goto done;
-        }
-        funcs[k] = *f;
-    }
-    plan_json = make_json(&P, params, target, &st);
+    plan_json = plan_graph(&B, g, "", 0, &st);
     if (!plan_json)
         goto done;
     /* A model's kernels compile as one translation unit per core, in
        parallel (ResNet-50: 6.1 -> 3.6 s on 2 cores); a small graph's as one,
        which saves the link step. */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    nparts = P.ngroups >= 8 && ncpu > 1 ? (int)(ncpu < 8 ? ncpu : 8) : 1;
-    nparts = codegen_render_c_parts(P.ngroups, funcs, nparts, parts);
+    nparts = B.nfuncs >= 8 && ncpu > 1 ? (int)(ncpu < 8 ? ncpu : 8) : 1;
+    nparts = codegen_render_c_parts(B.nfuncs, B.funcs, nparts, parts);
     if (nparts < 1) {
         nparts = 0;
         st = KILN_ERR_INVALID;
         goto done;
     }
     if (opts && opts->dump_dir &&
-        (st = dump_kernels(opts->dump_dir, target, P.ngroups, funcs, nparts, parts)) != KILN_OK)
+        (st = dump_kernels(opts->dump_dir, target, B.nfuncs, B.funcs, nparts, parts)) != KILN_OK)
         goto done;
     codegen_toolchain tc = codegen_target_toolchain(target);
     if ((st = codegen_compile_parts(nparts, (const char *const *)parts, "mod", &tc, &so, &dir)) !=
@@ -811,23 +974,17 @@ kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
         driver_remove_dir(dir);
         goto done;
     }
-    st = kiln_package_write(package_path, plan_json, strlen(plan_json), so, params);
+    st = kiln_package_write(package_path, plan_json, strlen(plan_json), so, B.params);
     driver_remove_dir(dir);
 done:
-    for (int k = 0; k < P.ngroups && P.groups; k++) {
-        free(P.groups[k].members);
-        free(P.groups[k].in);
-    }
-    free(P.groups);
-    free(P.group_of);
-    free(funcs);
+    free(B.funcs);
     for (int k = 0; k < nparts; k++)
         free(parts[k]);
     free(plan_json);
     free(so);
     free(dir);
-    kiln_npz_free(params);
-    kiln_ctx_free(ctx);
+    kiln_npz_free(B.params);
+    kiln_ctx_free(B.ctx);
     if (g != user)
         kiln_graph_free(g);
     kiln_target_free(target);

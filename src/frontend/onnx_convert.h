@@ -8,7 +8,8 @@
  * onnx_convert_quant.c the quantization ops
  * (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul,
  * QLinearConv); onnx_convert_rnn.c has RNN, GRU and LSTM (unrolled over the
- * time steps) and Einsum. Each is an imp_convert_fn. */
+ * time steps) and Einsum; onnx_convert_control.c If, Loop and Scan, whose
+ * GRAPH attributes become sub-graphs. Each is an imp_convert_fn. */
 #ifndef KILN_FRONTEND_ONNX_CONVERT_H
 #define KILN_FRONTEND_ONNX_CONVERT_H
 
@@ -92,6 +93,10 @@ KILN_CVT(cvt_qlinear_conv);
 /* onnx_convert_rnn.c: recurrent networks and Einsum */
 KILN_CVT(cvt_rnn);
 KILN_CVT(cvt_einsum);
+/* onnx_convert_control.c: If, Loop and Scan over their bodies */
+KILN_CVT(cvt_if);
+KILN_CVT(cvt_loop);
+KILN_CVT(cvt_scan);
 #undef KILN_CVT
 
 /* onnx_convert_conv.c, for MatMulInteger too: an int8 or uint8 input x as

@@ -81,10 +81,63 @@ int imp_fail(imp *I, const Onnx__NodeProto *n, const char *fmt, ...) {
     return -1;
 }
 
+int imp_capture(imp *I, const char *name, int outer) {
+    const gnode *o = graph_node(I->parent->g, outer);
+    if (!o || !o->type.known || o->type.n != 1 || o->type.is_tuple) {
+        kiln_set_error(KILN_ERR_UNSUPPORTED,
+                       "%s: a body uses '%s' of the graph around it, which "
+                       "is not a tensor",
+                       I->path, name);
+        return -1;
+    }
+    int id;
+    if (o->kind == GN_CONST) { /* a constant stays one: it folds in the body */
+        id = kiln_graph_const(I->g, o->name, o->value);
+    } else {
+        const gtensor_type *t = &o->type.t[0];
+        int64_t dims[MAXD];
+        const char *syms[MAXD];
+        for (int d = 0; d < t->ndim; d++) {
+            dims[d] = t->dims[d].sym ? -1 : t->dims[d].v;
+            syms[d] = t->dims[d].sym;
+        }
+        id = kiln_graph_var(I->g, name, t->dtype, t->ndim, dims, syms);
+        if (id >= 0 && I->ncaptured == I->capcap) {
+            int ncap = I->capcap ? I->capcap * 2 : 8;
+            int *nc = kiln_realloc(I->captured, sizeof(int) * (size_t)ncap);
+            const char **nn =
+                nc ? kiln_realloc((void *)I->captured_names, sizeof(char *) * (size_t)ncap) : NULL;
+            if (nc)
+                I->captured = nc;
+            if (!nn)
+                return -1;
+            I->captured_names = nn;
+            I->capcap = ncap;
+        }
+        if (id >= 0) {
+            I->captured[I->ncaptured] = outer;
+            I->captured_names[I->ncaptured++] = arena_strdup(I->g->arena, name);
+        }
+    }
+    if (id >= 0)
+        imp_name_set(I, name, id);
+    return id;
+}
+
+int imp_lookup(imp *I, const char *name) {
+    int id = imp_name_get(I, name);
+    if (id >= 0 || !I->parent)
+        return id;
+    int outer = imp_lookup(I->parent, name);
+    if (outer < 0)
+        return outer;
+    return imp_capture(I, name, outer) < 0 ? -2 : imp_name_get(I, name);
+}
+
 int imp_input(imp *I, const Onnx__NodeProto *n, int i) {
     if ((size_t)i >= n->n_input || !n->input[i][0])
         return -1;
-    return imp_name_get(I, n->input[i]);
+    return imp_lookup(I, n->input[i]);
 }
 
 int imp_ninputs(const Onnx__NodeProto *n) {
@@ -549,6 +602,15 @@ static int prefix_taken(const struct kiln_graph *g, const char *prefix) {
     return 0;
 }
 
+void imp_fresh_prefix(imp *I, char *buf, size_t cap) {
+    imp *root = I;
+    while (root->parent)
+        root = root->parent;
+    do
+        snprintf(buf, cap, "_rt%d", ++root->nbinders);
+    while (prefix_taken(root->g, buf) || prefix_taken(I->g, buf));
+}
+
 int cvt_bind_dims(imp *I, const Onnx__NodeProto *n, int dims) {
     if (dims < 0)
         return -1;
@@ -563,9 +625,7 @@ int cvt_bind_dims(imp *I, const Onnx__NodeProto *n, int dims) {
     if (exact)
         return dims;
     char prefix[64];
-    do
-        snprintf(prefix, sizeof prefix, "_rt%d", ++I->nbinders);
-    while (prefix_taken(I->g, prefix));
+    imp_fresh_prefix(I, prefix, sizeof prefix);
     kstr a;
     kstr_init(&a);
     kstr_printf(&a, "prefix=\"%s\"", prefix);

@@ -374,6 +374,118 @@ static int check_supported(imp *I, const flat_list *gp) {
     return 1;
 }
 
+/* Convert the nodes of fl into I->g in order, binding their outputs'
+ * names; 0 with an error. */
+static int convert_nodes(imp *I, const flat_list *fl) {
+    for (size_t i = 0; i < fl->n; i++) {
+        const Onnx__NodeProto *n = fl->nodes[i];
+        for (size_t k = 0; k < n->n_input; k++) {
+            int v = n->input[k][0] ? imp_lookup(I, n->input[k]) : 0;
+            if (v == -1)
+                return imp_fail(I, n,
+                                "input '%s' is not produced by any earlier node, initializer or "
+                                "graph input (a dangling name, or the graph is not in order/has "
+                                "a cycle)",
+                                n->input[k]),
+                       0;
+            if (v < 0) {
+                char msg[2048];
+                snprintf(msg, sizeof msg, "%s", kiln_last_error());
+                return imp_fail(I, n, "%s", msg), 0;
+            }
+        }
+        int outs[64];
+        if (n->n_output > 64)
+            return imp_fail(I, n, "too many outputs"), 0;
+        for (int k = 0; k < 64; k++)
+            outs[k] = -1;
+        const imp_converter *c =
+            is_default_domain(n->domain) ? imp_find_converter(n->op_type, I->opset) : NULL;
+        const kiln_op_def *user = c ? NULL : registered_op(I, n);
+        if (c ? imp_convert(I, n, c, outs) < 0 : convert_registered(I, n, user, outs) < 0)
+            return 0;
+        for (size_t k = 0; k < n->n_output; k++) {
+            if (!n->output[k][0])
+                continue;
+            if (outs[k] < 0) {
+                if (k == 0)
+                    return imp_fail(I, n, "internal: no value for output 0"), 0;
+                continue; /* an optional output kiln does not produce */
+            }
+            if (imp_name_get(I, n->output[k]) >= 0)
+                return imp_fail(I, n,
+                                "output '%s' is already defined (by an earlier node, an "
+                                "initializer or a graph input): ONNX names each value once",
+                                n->output[k]),
+                       0;
+            imp_name_set(I, n->output[k], outs[k]);
+        }
+    }
+    return 1;
+}
+
+/* gp's outputs as I->g's; 0 with an error. */
+static int set_outputs(imp *I, const Onnx__GraphProto *gp, const char *what) {
+    int *outs = malloc(sizeof(int) * (gp->n_output ? gp->n_output : 1));
+    const char **names = malloc(sizeof(char *) * (gp->n_output ? gp->n_output : 1));
+    int ok = outs && names;
+    for (size_t i = 0; i < gp->n_output && ok; i++) {
+        outs[i] = imp_lookup(I, gp->output[i]->name);
+        names[i] = gp->output[i]->name;
+        if (outs[i] < 0) {
+            if (outs[i] == -1)
+                kiln_set_error(KILN_ERR_INVALID, "%s: %s output '%s' is not produced by any node",
+                               I->path, what, gp->output[i]->name);
+            ok = 0;
+        }
+    }
+    if (ok && gp->n_output == 0) {
+        kiln_set_error(KILN_ERR_INVALID, "%s: the %s has no outputs", I->path, what);
+        ok = 0;
+    }
+    ok = ok && kiln_graph_set_outputs(I->g, (int)gp->n_output, outs, names) == KILN_OK;
+    free(outs);
+    free(names);
+    return ok;
+}
+
+/* Initializers of gp as constants of I->g; 0 with an error. */
+static int add_initializers(imp *I, const Onnx__GraphProto *gp) {
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *t = gp->initializer[i];
+        char what[600];
+        snprintf(what, sizeof what, "initializer '%s'", t->name);
+        if (imp_name_get(I, t->name) >= 0) {
+            kiln_set_error(KILN_ERR_INVALID, "%s: initializer '%s' is listed twice",
+                           I->path ? I->path : "model", t->name);
+            return 0;
+        }
+        kiln_ndarray *a = onnx_tensor_to_ndarray(I->m, t, what);
+        if (!a)
+            return 0;
+        int id = imp_add_const(I, t->name, a);
+        if (id < 0)
+            return 0;
+        imp_name_set(I, t->name, id);
+    }
+    return 1;
+}
+
+/* A body (imp.import_body): its initializers, nodes (model-local
+ * functions inlined) and outputs into I->g, whose formal inputs the
+ * converter added. */
+static int import_body(imp *I, const Onnx__GraphProto *gp) {
+    flat_list fl = {0};
+    int ok = (fl.a = arena_new()) != NULL;
+    for (size_t i = 0; ok && i < gp->n_node; i++)
+        ok = flatten(I, &fl, gp->node[i], 0);
+    ok = ok && check_supported(I, &fl) && add_initializers(I, gp) && convert_nodes(I, &fl) &&
+         set_outputs(I, gp, "body");
+    free((void *)fl.nodes);
+    arena_free(fl.a);
+    return ok ? 0 : -1;
+}
+
 kiln_graph *kiln_onnx_import(const char *path, const char *input_shapes) {
     if (!path) {
         kiln_set_error(KILN_ERR_INVALID, "onnx import: no path");
@@ -395,6 +507,7 @@ kiln_graph *onnx_import_model(const onnx_model *m, const char *path, const char 
     I.path = path;
     I.fold_max = fold_max > 0 ? fold_max : IMPORT_FOLD_MAX_ELEMENTS;
     I.opset = onnx_model_opset(m, "");
+    I.import_body = import_body;
     I.g = graph_new(ops_default_registry());
     kiln_graph *result = NULL;
     const Onnx__GraphProto *gp = onnx_model_proto(m)->graph;
@@ -418,23 +531,8 @@ kiln_graph *onnx_import_model(const onnx_model *m, const char *path, const char 
             goto done;
     if (!check_supported(&I, &fl))
         goto done;
-    for (size_t i = 0; i < gp->n_initializer; i++) {
-        const Onnx__TensorProto *t = gp->initializer[i];
-        char what[600];
-        snprintf(what, sizeof what, "initializer '%s'", t->name);
-        if (imp_name_get(&I, t->name) >= 0) {
-            kiln_set_error(KILN_ERR_INVALID, "%s: initializer '%s' is listed twice",
-                           path ? path : "model", t->name);
-            goto done;
-        }
-        kiln_ndarray *a = onnx_tensor_to_ndarray(m, t, what);
-        if (!a)
-            goto done;
-        int id = imp_add_const(&I, t->name, a);
-        if (id < 0)
-            goto done;
-        imp_name_set(&I, t->name, id);
-    }
+    if (!add_initializers(&I, gp))
+        goto done;
     for (size_t i = 0; i < gp->n_input; i++) {
         int prev = imp_name_get(&I, gp->input[i]->name);
         if (prev >= 0 && graph_node(I.g, prev)->kind == GN_VAR) {
@@ -449,75 +547,10 @@ kiln_graph *onnx_import_model(const onnx_model *m, const char *path, const char 
     }
     if (input_shapes && !check_shape_names(&I, gp, input_shapes))
         goto done;
-    for (size_t i = 0; i < fl.n; i++) {
-        const Onnx__NodeProto *n = fl.nodes[i];
-        for (size_t k = 0; k < n->n_input; k++)
-            if (n->input[k][0] && imp_name_get(&I, n->input[k]) < 0) {
-                imp_fail(&I, n,
-                         "input '%s' is not produced by any earlier node, initializer or "
-                         "graph input (a dangling name, or the graph is not in order/has a cycle)",
-                         n->input[k]);
-                goto done;
-            }
-        int outs[64];
-        if (n->n_output > 64) {
-            imp_fail(&I, n, "too many outputs");
-            goto done;
-        }
-        for (int k = 0; k < 64; k++)
-            outs[k] = -1;
-        const imp_converter *c =
-            is_default_domain(n->domain) ? imp_find_converter(n->op_type, I.opset) : NULL;
-        const kiln_op_def *user = c ? NULL : registered_op(&I, n);
-        if (c ? imp_convert(&I, n, c, outs) < 0 : convert_registered(&I, n, user, outs) < 0)
-            goto done;
-        for (size_t k = 0; k < n->n_output; k++) {
-            if (!n->output[k][0])
-                continue;
-            if (outs[k] < 0) {
-                if (k == 0) {
-                    imp_fail(&I, n, "internal: no value for output 0");
-                    goto done;
-                }
-                continue; /* an optional output kiln does not produce */
-            }
-            if (imp_name_get(&I, n->output[k]) >= 0) {
-                imp_fail(&I, n,
-                         "output '%s' is already defined (by an earlier node, an initializer "
-                         "or a graph input): ONNX names each value once",
-                         n->output[k]);
-                goto done;
-            }
-            imp_name_set(&I, n->output[k], outs[k]);
-        }
-    }
-    int *outs = malloc(sizeof(int) * (gp->n_output ? gp->n_output : 1));
-    const char **names = malloc(sizeof(char *) * (gp->n_output ? gp->n_output : 1));
-    if (!outs || !names) {
-        free(outs);
-        free(names);
-        goto done;
-    }
-    int ok = 1;
-    for (size_t i = 0; i < gp->n_output && ok; i++) {
-        outs[i] = imp_name_get(&I, gp->output[i]->name);
-        names[i] = gp->output[i]->name;
-        if (outs[i] < 0) {
-            kiln_set_error(KILN_ERR_INVALID, "%s: graph output '%s' is not produced by any node",
-                           path, gp->output[i]->name);
-            ok = 0;
-        }
-    }
-    if (ok && gp->n_output == 0) {
-        kiln_set_error(KILN_ERR_INVALID, "%s: the graph has no outputs", path);
-        ok = 0;
-    }
-    if (ok && kiln_graph_set_outputs(I.g, (int)gp->n_output, outs, names) == KILN_OK) {
+    if (convert_nodes(&I, &fl) && set_outputs(&I, gp, "graph")) {
         result = I.g;
         I.g = NULL;
     }
-    free(outs);
-    free(names);
 done:
     kiln_graph_free(I.g);
     free(I.names);

@@ -5,8 +5,10 @@
  *     -> onnx_table.c   the converter table: one row per ONNX op type
  *       -> onnx_convert.c, onnx_convert_nn.c, onnx_convert_conv.c,
  *          onnx_convert_index.c, onnx_convert_image.c, onnx_convert_text.c,
- *          onnx_convert_quant.c, onnx_convert_rnn.c
- *                         converter functions
+ *          onnx_convert_quant.c, onnx_convert_rnn.c, onnx_convert_control.c
+ *                         converter functions (a control op's bodies are
+ *                         imported through imp.import_body, a pointer to
+ *                         onnx_import.c's node loop, not a call upward)
  *         -> onnx_helpers.c   what converters share (this header); it calls
  *                             nothing above it
  *   onnx_load.c         protobuf loading, below all of them
@@ -26,7 +28,7 @@
 
 struct imp_converter;
 
-typedef struct {
+typedef struct imp {
     struct kiln_graph *g;
     const onnx_model *m;
     const char *path;
@@ -38,7 +40,17 @@ typedef struct {
     const struct imp_converter *row; /* the row converting the current node */
     const void *failed;              /* the node (Onnx__NodeProto) whose conversion has failed:
                                         its later calls add nothing and keep the first error */
-    int nbinders;                    /* bind_dims calls made (cvt_bind_dims) */
+    int nbinders;                    /* size-variable prefixes made (imp_fresh_prefix) */
+    /* a body's importer (onnx_convert_control.c): the importer of the graph
+       around it, whose values the body may use by name; each one it uses
+       becomes a variable of the body, listed here (ids in parent->g) */
+    struct imp *parent;
+    int ncaptured, capcap;
+    int *captured;
+    const char **captured_names;
+    /* onnx_import.c's import of a body's nodes (initializers, nodes, outputs)
+       into I->g, whose formal inputs the converter has added; 0 or -1 */
+    int (*import_body)(struct imp *I, const Onnx__GraphProto *gp);
 } imp;
 
 /* Convert one node: write the graph node id of each ONNX output to outs
@@ -97,6 +109,17 @@ KILN_HIDDEN int imp_convert(imp *I, const Onnx__NodeProto *n, const imp_converte
 /* The node id a value name is bound to, or -1; bind it. */
 KILN_HIDDEN int imp_name_get(const imp *I, const char *name);
 KILN_HIDDEN void imp_name_set(imp *I, const char *name, int id);
+/* The node id of value `name` in I's scope: its own, else (a body) the
+ * graph around it's, which becomes a variable of the body (a constant is
+ * copied in instead); -1 if no scope has it, -2 with an error if it cannot
+ * be captured (a tuple). */
+KILN_HIDDEN int imp_lookup(imp *I, const char *name);
+/* Make outer value `outer` (an id in I->parent->g) named `name` a variable
+ * of body I; its id, or -1 with an error. */
+KILN_HIDDEN int imp_capture(imp *I, const char *name, int outer);
+/* A prefix "_rt<N>" for size variables, clear of the graph's input dims
+ * and of every prefix made so far in this model (bodies included). */
+KILN_HIDDEN void imp_fresh_prefix(imp *I, char *buf, size_t cap);
 /* "FILE: node 'NAME' (OP, opset N): message"; returns -1. */
 KILN_HIDDEN int imp_fail(imp *I, const Onnx__NodeProto *n, const char *fmt, ...) KILN_PRINTF(3, 4);
 /* Node id of input i, or -1 if absent (optional inputs are ""). */

@@ -30,8 +30,8 @@
  * several kiln ops, inputs that must be constant) is a converter function
  * (imp_convert_fn, declared in onnx_convert.h, in onnx_convert.c,
  * onnx_convert_nn.c, onnx_convert_conv.c, onnx_convert_index.c,
- * onnx_convert_image.c, onnx_convert_text.c, onnx_convert_quant.c or
- * onnx_convert_rnn.c by family) named in the fourth field, with NULL for
+ * onnx_convert_image.c, onnx_convert_text.c, onnx_convert_quant.c,
+ * onnx_convert_rnn.c or onnx_convert_control.c by family) named in the fourth field, with NULL for
  * the kiln op:
  *
  *     {"Gemm", 7, NULL, cvt_gemm, IO(2, 3, 1, 1), "alpha:FLOAT, beta:FLOAT, ..."},
@@ -291,6 +291,15 @@ static const imp_converter g_table[] = {
     {"LSTM", 7, NULL, cvt_rnn, IO(3, 8, 0, 3), RNN_ATTRS ", input_forget:INT"},
     {"LSTM", 14, NULL, cvt_rnn, IO(3, 8, 0, 3), RNN_ATTRS ", input_forget:INT, layout:INT"},
     {"Einsum", 12, NULL, cvt_einsum, IO(1, ANY, 1, 1), "equation:STRING!"},
+    /* control flow over sub-graphs (onnx_convert_control.c); Loop's trip
+       count and condition, and Scan 8's sequence_lens, may be absent */
+    {"If", 1, NULL, cvt_if, IO(1, 1, 1, ANY), "else_branch:GRAPH!, then_branch:GRAPH!"},
+    {"Loop", 1, NULL, cvt_loop, IO(0, ANY, 1, ANY), "body:GRAPH!"},
+    {"Scan", 8, NULL, cvt_scan, IO(0, ANY, 1, ANY),
+     "body:GRAPH!, directions:INTS, num_scan_inputs:INT!"},
+    {"Scan", 9, NULL, cvt_scan, IO(1, ANY, 1, ANY),
+     "body:GRAPH!, num_scan_inputs:INT!, scan_input_axes:INTS, scan_input_directions:INTS, "
+     "scan_output_axes:INTS, scan_output_directions:INTS"},
 };
 
 #define NROWS (sizeof g_table / sizeof g_table[0])

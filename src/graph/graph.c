@@ -43,6 +43,7 @@ struct kiln_graph *graph_new(const kiln_op_registry *ops) {
     struct kiln_graph *g = kiln_calloc(1, sizeof *g);
     if (!g)
         return NULL;
+    g->refs = 1;
     g->arena = arena_new();
     g->ops = ops;
     if (!g->arena) {
@@ -52,9 +53,18 @@ struct kiln_graph *graph_new(const kiln_op_registry *ops) {
     return g;
 }
 
+struct kiln_graph *graph_retain(struct kiln_graph *g) {
+    if (g)
+        g->refs++;
+    return g;
+}
+
 void kiln_graph_free(kiln_graph *g) {
-    if (!g)
+    if (!g || --g->refs > 0)
         return;
+    for (int i = 0; i < g->nsubs; i++)
+        kiln_graph_free(g->subs[i]);
+    free((void *)g->subs);
     for (int i = 0; i < g->n; i++)
         kiln_ndarray_free(g->nodes[i]->value);
     free(g->nodes);
@@ -91,7 +101,7 @@ static const attr_schema *schema_find(const kiln_op_def *op, const char *name) {
 }
 
 static const char *kind_name(gattr_kind k) {
-    static const char *names[] = {"int", "float", "int list", "float list", "string"};
+    static const char *names[] = {"int", "float", "int list", "float list", "string", "graph"};
     return names[k];
 }
 
@@ -145,6 +155,22 @@ static int check_attrs(struct kiln_graph *g, const kiln_op_def *op, int nattr, g
             return 0;
         }
     }
+    return 1;
+}
+
+/* Record a reference to sub-graph s in g; 0 if out of memory. */
+static int hold_sub(struct kiln_graph *g, struct kiln_graph *s) {
+    if (s == g)
+        return kiln_set_error(KILN_ERR_INVALID, "a graph cannot be its own body"), 0;
+    if (g->nsubs == g->subs_cap) {
+        int ncap = g->subs_cap ? g->subs_cap * 2 : 4;
+        struct kiln_graph **n = kiln_realloc((void *)g->subs, sizeof(*n) * (size_t)ncap);
+        if (!n)
+            return 0;
+        g->subs = n;
+        g->subs_cap = ncap;
+    }
+    g->subs[g->nsubs++] = graph_retain(s);
     return 1;
 }
 
@@ -209,9 +235,16 @@ int graph_add(struct kiln_graph *g, gnode_kind kind, const kiln_op_def *op, int 
             memcpy(v, attrs[i].floats, sizeof(double) * (size_t)attrs[i].n);
             as[i].floats = v;
         }
+        if (attrs[i].kind == GA_GRAPH && !attrs[i].graph)
+            return kiln_set_error(KILN_ERR_INVALID, "node '%s': attribute '%s' has no graph", name,
+                                  attrs[i].name),
+                   -1;
     }
     if (kind == GN_CALL && !check_attrs(g, op, nattr, as, name))
         return -1;
+    for (int i = 0; i < nattr; i++) /* the graph holds its bodies */
+        if (as[i].kind == GA_GRAPH && !hold_sub(g, as[i].graph))
+            return -1;
     n->nattr = nattr;
     n->attrs = as;
     n->name = arena_strdup(g->arena, name);
@@ -261,6 +294,11 @@ int graph_attr_ints(const gnode *n, const char *name, int64_t *out, int cap) {
     for (int i = 0; i < a->n && i < cap; i++)
         out[i] = a->ints[i];
     return a->n;
+}
+
+struct kiln_graph *graph_attr_graph(const gnode *n, const char *name) {
+    const gattr *a = graph_attr(n, name);
+    return a && a->kind == GA_GRAPH ? a->graph : NULL;
 }
 
 const char *graph_attr_str(const gnode *n, const char *name, const char *def) {

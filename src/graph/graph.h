@@ -44,7 +44,13 @@ typedef struct {
 
 /* ---- attributes ---------------------------------------------------------- */
 
-typedef enum { GA_INT, GA_FLOAT, GA_INTS, GA_FLOATS, GA_STR } gattr_kind;
+/* GA_GRAPH: a sub-graph (the body of a control op, src/ops/control.c): its
+ * variables are the body's parameters, its outputs the body's results. The
+ * graph holding the attribute holds a reference to it (graph_add retains
+ * it), so passes that copy the call share the body. */
+typedef enum { GA_INT, GA_FLOAT, GA_INTS, GA_FLOATS, GA_STR, GA_GRAPH } gattr_kind;
+
+struct kiln_graph;
 
 typedef struct {
     const char *name;
@@ -55,6 +61,7 @@ typedef struct {
     const int64_t *ints;
     const double *floats;
     const char *s;
+    struct kiln_graph *graph; /* GA_GRAPH */
 } gattr;
 
 /* ---- ops ---------------------------------------------------------------- */
@@ -78,7 +85,6 @@ typedef struct {
 } attr_schema;
 
 struct gnode;
-struct kiln_graph;
 
 /* Result of a type relation. */
 typedef enum { REL_OK = 0, REL_INCOMPLETE = 1, REL_ERROR = 2 } rel_result;
@@ -181,6 +187,9 @@ typedef struct {
  * error (having freed any values it made). */
 typedef int (*op_alter_fn)(const struct gnode *call, const layout_query *q, layout_rewrite *rw);
 
+/* What a control op does with its bodies (kiln_op_def.control). */
+typedef enum { OP_CONTROL_NONE = 0, OP_CONTROL_IF, OP_CONTROL_LOOP, OP_CONTROL_SCAN } op_control;
+
 /* One row of the op table: an op's whole definition. A family file in
  * src/ops (elemwise.c, conv.c, ...) holds each op's schema, relation,
  * compute, layout hook and schedule, and exports its rows; op_table.c
@@ -208,6 +217,9 @@ typedef struct kiln_op_def {
                                 it runs; element k names size variable "<prefix>_k" (its
                                 `prefix` attribute), which later types use as a dim. The
                                 driver makes its kernel a binder in the plan */
+    op_control control;      /* a control op (If, Loop, Scan: src/ops/control.c): no
+                                compute; its bodies (GA_GRAPH attributes) are compiled as
+                                graphs and the plan runs them (docs/CONTROL_FLOW.md) */
 } kiln_op_def;
 
 /* The ops a graph may use: the built-in table plus rows added by plugins. */
@@ -239,6 +251,9 @@ typedef struct gnode {
 } gnode;
 
 struct kiln_graph {
+    int refs; /* kiln_graph_free frees it when the last reference goes */
+    int nsubs, subs_cap;
+    struct kiln_graph **subs; /* the sub-graphs its calls' GA_GRAPH attributes hold */
     arena *arena;
     const kiln_op_registry *ops;
     int n, cap;
@@ -261,6 +276,10 @@ KILN_HIDDEN double graph_attr_float(const gnode *n, const char *name, double def
 /* INTS attribute: count, writes up to cap values; -1 if absent. */
 KILN_HIDDEN int graph_attr_ints(const gnode *n, const char *name, int64_t *out, int cap);
 KILN_HIDDEN const char *graph_attr_str(const gnode *n, const char *name, const char *def);
+/* GA_GRAPH attribute: the sub-graph, or NULL if absent. */
+KILN_HIDDEN struct kiln_graph *graph_attr_graph(const gnode *n, const char *name);
+/* Another reference to g (kiln_graph_free drops one). */
+KILN_HIDDEN struct kiln_graph *graph_retain(struct kiln_graph *g);
 
 /* 1 if s may name a size variable (a symbolic dim): an identifier,
  * [A-Za-z_][A-Za-z0-9_]*, of at most max_len characters. */

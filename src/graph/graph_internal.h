@@ -32,11 +32,16 @@ typedef struct {
     int line, col;
 } token;
 
-typedef struct {
+typedef struct kiln_lexer {
     const char *src, *p;
     int line, col;
     token tok;        /* the current token */
     const char *what; /* for messages: "graph text" */
+    /* the parser of a sub-graph attribute value (fn (...) { ... }), or NULL
+       where the text cannot hold one: called at "fn", it leaves the lexer
+       after the closing '}' */
+    int (*parse_graph)(void *user, struct kiln_lexer *lx, struct kiln_graph **out);
+    void *graph_user;
 } lexer;
 
 KILN_HIDDEN void lex_init(lexer *lx, const char *src, const char *what);
@@ -58,7 +63,8 @@ KILN_HIDDEN int graph_parse_attr_list(struct kiln_graph *g, lexer *lx, gattr **o
 KILN_HIDDEN int graph_parse_attrs(struct kiln_graph *g, const char *text, gattr **out);
 /* The parsed default of schema row s of op (cached), or NULL. */
 KILN_HIDDEN const gattr *graph_default_attr(const kiln_op_def *op, const attr_schema *s);
-/* Append "name=value" text for an attribute. */
+/* Append "name=value" text for an attribute (a GA_GRAPH one as
+ * name=fn(...), without its body: printer.c prints bodies whole). */
 KILN_HIDDEN void graph_print_attr(kstr *out, const gattr *a);
 
 /* Append a copy of node n (from another graph) to g with its inputs

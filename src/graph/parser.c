@@ -1,7 +1,8 @@
 /* parser.c: the Relay-like text of printer.c back into a graph.
  *
- * One pass over the tokens of text.c's lexer, no recursion (tuples are
- * let-bound, never nested). %names resolve through a hash map to earlier
+ * One pass over the tokens of text.c's lexer; tuples are let-bound, never
+ * nested, and only a sub-graph attribute (fn (...) { ... }, a control op's
+ * body) recurses, at most MAX_BODY_DEPTH deep. %names resolve through a hash map to earlier
  * definitions; meta[relay.Constant][J] takes array "J" of the constants,
  * one node per J. Annotation comments (ty=, span=, outputs=) are lexed by a
  * second lexer over the comment text. Every error is "graph text:LINE:COL:
@@ -78,12 +79,24 @@ static int map_put(name_map *m, const char *key, int id) {
 
 /* ---- the parser ----------------------------------------------------------- */
 
+/* The bodies parsed so far (sub-graph attributes): the parse holds one
+ * reference to each until it ends; the graph that takes one holds its own. */
+typedef struct {
+    int n, cap;
+    struct kiln_graph **g;
+} body_list;
+
+/* The most bodies nested in one another (printer.c prints as many). */
+#define MAX_BODY_DEPTH 16
+
 typedef struct {
     lexer lx;
     struct kiln_graph *g;
     const kiln_npz *consts;
     arena *tmp; /* names and scratch, freed after the parse */
     name_map map;
+    int depth; /* 0 for the graph, 1 for a body, ... */
+    body_list *bodies;
 } parser;
 
 /* What an annotation comment said. */
@@ -540,14 +553,17 @@ static int parse_outputs(parser *ps) {
     return 1;
 }
 
-static int parse_graph(parser *ps) {
+/* "def @main(PARAMS) { LETS OUTPUTS }", or for a body "fn (PARAMS) { ... }". */
+static int parse_function(parser *ps) {
     lexer *lx = &ps->lx;
-    if (!is_ident(lx, "def"))
-        return fail(lx, "expected 'def @main('");
-    lex_next(lx);
-    if (lx->tok.kind != TK_GLOBAL)
-        return fail(lx, "expected a function name @main");
-    lex_next(lx);
+    if (ps->depth == 0) {
+        if (!is_ident(lx, "def"))
+            return fail(lx, "expected 'def @main('");
+        lex_next(lx);
+        if (lx->tok.kind != TK_GLOBAL)
+            return fail(lx, "expected a function name @main");
+    }
+    lex_next(lx); /* @main, or fn */
     if (!expect(lx, '('))
         return 0;
     while (!lex_is(lx, ')')) {
@@ -561,11 +577,54 @@ static int parse_graph(parser *ps) {
     while (lx->tok.kind == TK_LOCAL && peek_is(lx, '='))
         if (!parse_let(ps))
             return 0;
-    if (!parse_outputs(ps) || !expect(lx, '}'))
+    if (!parse_outputs(ps))
+        return 0;
+    if (ps->depth > 0) {
+        if (!lex_is(lx, '}'))
+            return fail(lx, "expected '}'");
+        return 1; /* the attribute parser moves past it */
+    }
+    if (!expect(lx, '}'))
         return 0;
     if (lx->tok.kind != TK_EOF)
         return fail(lx, "unexpected text after the function");
     return 1;
+}
+
+/* The lexer's hook for a sub-graph attribute value: "fn (...) { ... }"
+ * at lx, parsed into a new graph with names of its own. */
+static int parse_body(void *user, lexer *lx, struct kiln_graph **out) {
+    parser *outer = user;
+    if (outer->depth >= MAX_BODY_DEPTH)
+        return fail(lx, "bodies nest more than %d deep", MAX_BODY_DEPTH);
+    body_list *bl = outer->bodies;
+    if (bl->n == bl->cap) {
+        int ncap = bl->cap ? bl->cap * 2 : 8;
+        struct kiln_graph **n = kiln_realloc((void *)bl->g, sizeof(*n) * (size_t)ncap);
+        if (!n)
+            return fail(lx, "out of memory");
+        bl->g = n;
+        bl->cap = ncap;
+    }
+    parser ps;
+    memset(&ps, 0, sizeof ps);
+    ps.lx = *lx;
+    ps.lx.graph_user = &ps;
+    ps.g = graph_new(outer->g->ops);
+    ps.consts = outer->consts;
+    ps.tmp = outer->tmp;
+    ps.depth = outer->depth + 1;
+    ps.bodies = bl;
+    if (!ps.g)
+        return fail(lx, "out of memory");
+    bl->g[bl->n++] = ps.g; /* released when the whole parse ends */
+    int ok = parse_function(&ps);
+    free((void *)ps.map.keys);
+    free(ps.map.ids);
+    *lx = ps.lx;
+    lx->graph_user = outer;
+    *out = ps.g;
+    return ok;
 }
 
 struct kiln_graph *graph_parse(const char *text, const kiln_npz *constants,
@@ -579,18 +638,25 @@ struct kiln_graph *graph_parse(const char *text, const kiln_npz *constants,
         return NULL;
     }
     parser ps;
+    body_list bodies = {0, 0, NULL};
     memset(&ps, 0, sizeof ps);
     ps.g = graph_new(ops);
     ps.tmp = arena_new();
     ps.consts = constants;
+    ps.bodies = &bodies;
     int ok = ps.g && ps.tmp;
     if (ok) {
         lex_init(&ps.lx, text, "graph text");
-        ok = parse_graph(&ps);
+        ps.lx.parse_graph = parse_body;
+        ps.lx.graph_user = &ps;
+        ok = parse_function(&ps);
     }
     free((void *)ps.map.keys);
     free(ps.map.ids);
     arena_free(ps.tmp);
+    for (int i = 0; i < bodies.n; i++)
+        kiln_graph_free(bodies.g[i]);
+    free((void *)bodies.g);
     if (!ok) {
         kiln_graph_free(ps.g);
         return NULL;

@@ -17,20 +17,41 @@
  * gives the arrays in that order (a constant nothing uses is not printed).
  * Annotations carry ty= (omitted while the type is unknown) and span= (the
  * node name, omitted if empty). The last line is the output, or a tuple of
- * outputs, with their names. parser.c reads all of it back. */
+ * outputs, with their names. A sub-graph attribute (a control op's body)
+ * prints as a nested function in the attribute list,
+ *
+ *   %1 = if(%c, %x, then_branch=fn (%x: Tensor[(2,), float32]) {
+ *       %0 = add(%x, %x);
+ *       %0
+ *     }, else_branch=fn (...) { ... });
+ *
+ * with its own %names, its constants numbered on in the one meta order.
+ * parser.c reads all of it back. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph_internal.h"
 
+/* What the printers of a graph and its bodies share: the text, and the
+ * constants in meta order (J is their index), numbered at first use. */
+typedef struct {
+    kstr out;
+    int nconst, cap;
+    const gnode **consts;
+} print_shared;
+
 typedef struct {
     const struct kiln_graph *g;
-    kstr out;
+    print_shared *sh;
+    int depth;          /* nesting: 0 for the graph, 1 for a body, ... */
     int *meta;          /* per node: constant index J, or -1 */
     int *num;           /* per node: K of %K for calls/tuples/tuple-gets, or -1 */
     const char **local; /* per node: the local name of an input */
 } printer;
+
+/* The most bodies nested in one another that print and parse. */
+#define MAX_BODY_DEPTH 16
 
 /* Append s as a quoted string that the lexer reads back, also inside a
  * comment: "*" followed by "/" is written as "*\/". */
@@ -67,26 +88,23 @@ static void put_annotation(kstr *out, const gtype *t, const char *name) {
     kstr_puts(out, " */");
 }
 
-static void number_const(const struct kiln_graph *g, int id, int *meta, int *count) {
-    if (g->nodes[id]->kind == GN_CONST && meta[id] < 0)
-        meta[id] = (*count)++;
-}
-
-/* Constant indices in order of first use in the text; returns the count. */
-static int meta_order(const struct kiln_graph *g, int *meta) {
-    int count = 0;
-    for (int i = 0; i < g->n; i++)
-        meta[i] = -1;
-    for (int i = 0; i < g->n; i++) {
-        const gnode *n = g->nodes[i];
-        if (n->kind == GN_VAR || n->kind == GN_CONST)
-            continue;
-        for (int j = 0; j < n->nin; j++)
-            number_const(g, n->in[j], meta, &count);
+/* Constant node n's meta index J, numbered at its first use. */
+static int const_index(printer *p, const gnode *n) {
+    if (p->meta[n->id] >= 0)
+        return p->meta[n->id];
+    print_shared *sh = p->sh;
+    if (sh->nconst == sh->cap) {
+        int ncap = sh->cap ? sh->cap * 2 : 16;
+        const gnode **nc = kiln_realloc((void *)sh->consts, sizeof(*nc) * (size_t)ncap);
+        if (!nc) {
+            sh->out.oom = 1;
+            return 0;
+        }
+        sh->consts = nc;
+        sh->cap = ncap;
     }
-    for (int i = 0; i < g->nout; i++)
-        number_const(g, g->outs[i], meta, &count);
-    return count;
+    sh->consts[sh->nconst] = n;
+    return p->meta[n->id] = sh->nconst++;
 }
 
 /* A name that prints as %name as it is: an identifier that does not look
@@ -153,44 +171,54 @@ static int name_inputs(printer *p, arena *a) {
 /* A reference to node id as an argument. */
 static void put_ref(printer *p, int id) {
     const gnode *n = p->g->nodes[id];
+    kstr *out = &p->sh->out;
     if (n->kind == GN_VAR) {
-        kstr_printf(&p->out, "%%%s", p->local[id]);
+        kstr_printf(out, "%%%s", p->local[id]);
     } else if (n->kind == GN_CONST) {
-        kstr_printf(&p->out, "meta[relay.Constant][%d]", p->meta[id]);
-        put_annotation(&p->out, &n->type, n->name);
+        kstr_printf(out, "meta[relay.Constant][%d]", const_index(p, n));
+        put_annotation(out, &n->type, n->name);
     } else {
-        kstr_printf(&p->out, "%%%d", p->num[id]);
+        kstr_printf(out, "%%%d", p->num[id]);
     }
+}
+
+static void indent(printer *p) {
+    for (int i = 0; i <= p->depth; i++)
+        kstr_puts(&p->sh->out, "  ");
 }
 
 static void put_params(printer *p) {
     const struct kiln_graph *g = p->g;
+    kstr *out = &p->sh->out;
     int first = 1;
-    kstr_puts(&p->out, "def @main(");
+    kstr_puts(out, p->depth ? "fn (" : "def @main(");
     for (int i = 0; i < g->n; i++) {
         const gnode *n = g->nodes[i];
         if (n->kind != GN_VAR)
             continue;
         if (!first)
-            kstr_puts(&p->out, ", ");
+            kstr_puts(out, ", ");
         first = 0;
-        kstr_printf(&p->out, "%%%s", p->local[i]);
+        kstr_printf(out, "%%%s", p->local[i]);
         if (n->type.known) {
-            kstr_puts(&p->out, ": ");
-            gtype_print(&p->out, &n->type);
+            kstr_puts(out, ": ");
+            gtype_print(out, &n->type);
         }
         if (strcmp(p->local[i], n->name ? n->name : "") != 0) {
-            kstr_puts(&p->out, " /* span=");
-            put_string(&p->out, n->name ? n->name : "");
-            kstr_puts(&p->out, " */");
+            kstr_puts(out, " /* span=");
+            put_string(out, n->name ? n->name : "");
+            kstr_puts(out, " */");
         }
     }
-    kstr_puts(&p->out, ") {\n");
+    kstr_puts(out, ") {\n");
 }
 
-static void put_node(printer *p, const gnode *n, int k) {
-    kstr *out = &p->out;
-    kstr_printf(out, "  %%%d = ", k);
+static int print_graph(print_shared *sh, const struct kiln_graph *g, int depth);
+
+static int put_node(printer *p, const gnode *n, int k) {
+    kstr *out = &p->sh->out;
+    indent(p);
+    kstr_printf(out, "%%%d = ", k);
     if (n->kind == GN_TUPLE_GET) {
         put_ref(p, n->in[0]);
         kstr_printf(out, ".%d", n->index);
@@ -206,7 +234,13 @@ static void put_node(printer *p, const gnode *n, int k) {
         for (int j = 0; j < n->nattr; j++) {
             if (j || n->nin)
                 kstr_puts(out, ", ");
-            graph_print_attr(out, &n->attrs[j]);
+            if (n->attrs[j].kind != GA_GRAPH) {
+                graph_print_attr(out, &n->attrs[j]);
+                continue;
+            }
+            kstr_printf(out, "%s=", n->attrs[j].name);
+            if (!print_graph(p->sh, n->attrs[j].graph, p->depth + 1))
+                return 0;
         }
         if (n->kind == GN_TUPLE && n->nin == 1)
             kstr_putc(out, ',');
@@ -214,12 +248,13 @@ static void put_node(printer *p, const gnode *n, int k) {
     }
     put_annotation(out, &n->type, n->name);
     kstr_puts(out, ";\n");
+    return 1;
 }
 
 static void put_outputs(printer *p) {
     const struct kiln_graph *g = p->g;
-    kstr *out = &p->out;
-    kstr_puts(out, "  ");
+    kstr *out = &p->sh->out;
+    indent(p);
     if (g->nout != 1)
         kstr_putc(out, '(');
     for (int i = 0; i < g->nout; i++) {
@@ -238,39 +273,71 @@ static void put_outputs(printer *p) {
         }
         kstr_puts(out, "] */");
     }
-    kstr_puts(out, "\n}\n");
+    kstr_putc(out, '\n');
+    for (int i = 0; i < p->depth; i++)
+        kstr_puts(out, "  ");
+    kstr_puts(out, p->depth ? "}" : "}\n");
 }
 
-char *graph_print(const struct kiln_graph *g) {
-    if (!g) {
-        kiln_set_error(KILN_ERR_INVALID, "graph_print: graph is NULL");
-        return NULL;
+/* Print g (a body at depth > 0) into sh; 0 on an error (set). */
+static int print_graph(print_shared *sh, const struct kiln_graph *g, int depth) {
+    if (depth > MAX_BODY_DEPTH) {
+        kiln_set_error(KILN_ERR_UNSUPPORTED, "graph_print: bodies nest more than %d deep",
+                       MAX_BODY_DEPTH);
+        return 0;
     }
-    printer p = {g, {0}, NULL, NULL, NULL};
+    printer p = {g, sh, depth, NULL, NULL, NULL};
     arena *a = arena_new();
     size_t n = (size_t)(g->n ? g->n : 1);
     p.meta = kiln_malloc(sizeof(int) * n);
     p.num = kiln_malloc(sizeof(int) * n);
     p.local = kiln_calloc(n, sizeof(char *));
-    char *text = NULL;
-    if (a && p.meta && p.num && p.local && name_inputs(&p, a)) {
-        kstr_init(&p.out);
-        meta_order(g, p.meta);
+    int ok = a && p.meta && p.num && p.local && name_inputs(&p, a);
+    if (ok) {
         int k = 0;
-        for (int i = 0; i < g->n; i++)
+        for (int i = 0; i < g->n; i++) {
+            p.meta[i] = -1;
             p.num[i] = (g->nodes[i]->kind == GN_VAR || g->nodes[i]->kind == GN_CONST) ? -1 : k++;
+        }
         put_params(&p);
-        for (int i = 0; i < g->n; i++)
+        for (int i = 0; i < g->n && ok; i++)
             if (p.num[i] >= 0)
-                put_node(&p, g->nodes[i], p.num[i]);
-        put_outputs(&p);
-        text = kstr_take(&p.out);
+                ok = put_node(&p, g->nodes[i], p.num[i]);
+        if (ok)
+            put_outputs(&p);
     }
     free(p.meta);
     free(p.num);
     free((void *)p.local);
     arena_free(a);
+    return ok;
+}
+
+/* The text of g, and its constants in meta order (*consts, *nconst; the
+ * caller frees the list) when consts is not NULL. */
+static char *print_all(const struct kiln_graph *g, const gnode ***consts, int *nconst) {
+    if (!g) {
+        kiln_set_error(KILN_ERR_INVALID, "graph_print: graph is NULL");
+        return NULL;
+    }
+    print_shared sh;
+    memset(&sh, 0, sizeof sh);
+    kstr_init(&sh.out);
+    char *text = NULL;
+    if (print_graph(&sh, g, 0))
+        text = kstr_take(&sh.out);
+    kstr_free(&sh.out);
+    if (text && consts) {
+        *consts = sh.consts;
+        *nconst = sh.nconst;
+    } else {
+        free((void *)sh.consts);
+    }
     return text;
+}
+
+char *graph_print(const struct kiln_graph *g) {
+    return print_all(g, NULL, NULL);
 }
 
 char *kiln_graph_print(const kiln_graph *g) {
@@ -282,23 +349,15 @@ kiln_npz *kiln_graph_constants(const kiln_graph *g) {
         kiln_set_error(KILN_ERR_INVALID, "kiln_graph_constants: graph is NULL");
         return NULL;
     }
-    int *meta = kiln_malloc(sizeof(int) * (size_t)(g->n ? g->n : 1));
-    kiln_npz *z = meta ? kiln_npz_new() : NULL;
-    if (!z) {
-        free(meta);
-        return NULL;
-    }
-    int count = meta_order(g, meta);
-    const gnode **order = kiln_calloc((size_t)(count ? count : 1), sizeof *order);
-    for (int i = 0; order && i < g->n; i++)
-        if (meta[i] >= 0)
-            order[meta[i]] = g->nodes[i];
+    const gnode **order = NULL;
+    int count = 0;
+    char *text = print_all(g, &order, &count); /* numbers them as the text does */
+    kiln_npz *z = text ? kiln_npz_new() : NULL;
+    free(text);
     for (int j = 0; z && j < count; j++) {
         char name[32], label[256];
         snprintf(name, sizeof name, "%d", j);
-        if (!order) {
-            /* out of memory, recorded */
-        } else if (!order[j]->value) {
+        if (!order[j]->value) {
             kiln_set_error(KILN_ERR_INVALID, "%s has no value",
                            graph_node_label(order[j], label, sizeof label));
         } else if (kiln_npz_add(z, name, order[j]->value) == KILN_OK) {
@@ -308,6 +367,5 @@ kiln_npz *kiln_graph_constants(const kiln_graph *g) {
         z = NULL;
     }
     free((void *)order);
-    free(meta);
     return z;
 }

@@ -183,6 +183,11 @@ static int parse_value(struct kiln_graph *g, lexer *lx, gattr *a) {
     } else if (t->kind == TK_FLOAT) {
         a->kind = GA_FLOAT;
         a->f = t->f;
+    } else if (t->kind == TK_IDENT && lx->parse_graph && t->len == 2 &&
+               memcmp(t->start, "fn", 2) == 0) {
+        a->kind = GA_GRAPH;
+        if (!lx->parse_graph(lx->graph_user, lx, &a->graph))
+            return 0; /* at its closing '}' otherwise */
     } else if (t->kind == TK_STRING || t->kind == TK_IDENT) {
         a->kind = GA_STR;
         a->s = lex_text(lx, g->arena);
@@ -390,5 +395,6 @@ void graph_print_attr(kstr *out, const gattr *a) {
         }
         kstr_putc(out, ']');
         break;
+    case GA_GRAPH: kstr_puts(out, "fn(...)"); break;
     }
 }

@@ -34,6 +34,9 @@
  *   shape.c          shapes known only at run time: bind_dims (the binder
  *                    whose values later types use as dims) and the shape
  *                    functions that compute them (reshape_dims, ...)
+ *   control.c        if, loop, scan: control flow over bodies (sub-graph
+ *                    attributes) that the driver compiles and the
+ *                    executor runs; no compute (docs/CONTROL_FLOW.md)
  *   op_table.c       the registry: the families' tables, concatenated
  *   plugin.c         user ops (kiln/plugin.h) as rows of the same kind
  * Files call downward only: families call ops_common.c (and conv.c calls
@@ -98,6 +101,7 @@ OPS_FAMILY(shape);
 OPS_FAMILY(signal);
 OPS_FAMILY(compress);
 OPS_FAMILY(vision);
+OPS_FAMILY(control);
 #undef OPS_FAMILY
 
 /* A row whose relation, compute and schedule take symbolic (run-time) dims

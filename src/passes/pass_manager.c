@@ -101,6 +101,10 @@ static int same_attrs(const gnode *a, const gnode *b) {
             if (x->n && memcmp(x->floats, y->floats, sizeof(double) * (size_t)x->n))
                 return 0;
             break;
+        case GA_GRAPH: /* the same body (a body is never compared by content) */
+            if (x->graph != y->graph)
+                return 0;
+            break;
         }
     }
     return 1;

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "graph_control.h"
 #include "graph_plan.h"
 
 struct run_state {
@@ -451,10 +452,99 @@ static kiln_status kernel_status(const kiln_model *m, int nid, int32_t r, unsign
     return KILN_OK;
 }
 
+static kiln_status model_run(kiln_model *m, const kiln_ndarray *const *inputs,
+                             kiln_ndarray *const *outputs, kiln_ndarray **made, unsigned flags,
+                             const char *what);
+
+/* How a control node runs a body (graph_control.c): a run of its own. */
+static kiln_status run_body(kiln_model *body, const kiln_ndarray *const *in, kiln_ndarray **out,
+                            unsigned flags) {
+    return model_run(body, in, NULL, out, flags, "body");
+}
+
+/* The dims of output o of control node n known before it runs: a
+ * constant, or an expression of variables bound already; -1 for one its
+ * run binds. */
+static void control_hint(const kiln_model *m, const run_state *rs, int nid, int o, int64_t *hint) {
+    const plan_entry *en = &m->entries[m->nodes[nid].first + o];
+    for (int d = 0; d < en->ndim; d++) {
+        hint[d] = en->shape[d];
+        const dim_expr *x = en->expr ? en->expr[d] : NULL;
+        int own = 0;
+        for (int k = 0; x && k < m->vars.n; k++)
+            own |= m->var_node[k] == nid && dim_expr_uses(x, k);
+        if (x && (own || dim_expr_eval(x, rs->vals, &hint[d])))
+            hint[d] = -1;
+    }
+}
+
+/* Control node nid (a staged plan): run its bodies on its inputs' values,
+ * bind the size variables its outputs name from their shapes, place the
+ * outputs and copy the values in. Every other dim of an output must be
+ * what the plan says in this run. */
+static kiln_status run_control(const kiln_model *m, run_state *rs, int nid, unsigned flags,
+                               const char *what) {
+    const plan_node *n = &m->nodes[nid];
+    kiln_ndarray *in[PLAN_MAX_CONTROL_IO] = {0}, *out[PLAN_MAX_CONTROL_IO] = {0};
+    int64_t(*hint)[KILN_MAX_NDIM] = kiln_calloc((size_t)n->noutputs, sizeof *hint);
+    kiln_status st = hint ? KILN_OK : KILN_ERR_NOMEM;
+    for (int i = 0; i < n->ninputs && !st; i++) {
+        const plan_entry *en = &m->entries[n->inputs[i]];
+        in[i] = kiln_ndarray_wrap(entry_data(m, rs, en), en->dtype, en->ndim, rs->dims + en->dim0,
+                                  NULL, 0);
+        st = in[i] ? KILN_OK : KILN_ERR_NOMEM;
+    }
+    for (int o = 0; o < n->noutputs && !st; o++)
+        control_hint(m, rs, nid, o, hint[o]);
+    if (!st)
+        st = graph_control_run(m, nid, (const kiln_ndarray *const *)in,
+                               (const int64_t(*)[KILN_MAX_NDIM])hint, out, run_body, flags);
+    for (int o = 0; o < n->noutputs && !st; o++) { /* its variables, from the values */
+        const plan_entry *en = &m->entries[n->first + o];
+        for (int d = 0; en->expr && d < en->ndim; d++) {
+            const dim_expr *x = en->expr[d];
+            if (x && x->var >= 0 && m->var_node[x->var] == nid)
+                rs->vals[x->var] = kiln_ndarray_dim(out[o], d);
+        }
+    }
+    for (int o = 0; o < n->noutputs && !st; o++) {
+        const plan_entry *en = &m->entries[n->first + o];
+        if ((st = entry_place(m, rs, n->first + o, what)) != KILN_OK)
+            break;
+        kiln_ndarray *v = kiln_ndarray_wrap(entry_data(m, rs, en), en->dtype, en->ndim,
+                                            rs->dims + en->dim0, NULL, 0);
+        char want[256], got[256];
+        if (!v)
+            st = KILN_ERR_NOMEM;
+        else if (kiln_ndarray_copy(v, out[o]) != KILN_OK)
+            st = kiln_set_error(KILN_ERR_INVALID,
+                                "%s: node %d '%s': output %d is %s in this run, but the plan "
+                                "makes it %s",
+                                what, nid, n->name, o, graph_array_str(got, sizeof got, out[o]),
+                                graph_array_str(want, sizeof want, v));
+        kiln_ndarray_free(v);
+    }
+    for (int i = 0; i < PLAN_MAX_CONTROL_IO; i++) {
+        kiln_ndarray_free(in[i]);
+        kiln_ndarray_free(out[i]);
+    }
+    free(hint);
+    return st;
+}
+
 static kiln_status run_kernels(const kiln_model *m, run_state *rs, unsigned flags, double *seconds,
                                const char *what) {
     for (int k = 0; k < m->nkernels; k++) {
         const plan_node *n = &m->nodes[m->kernels[k]];
+        if (n->ctl) {
+            double t0 = seconds ? now_seconds() : 0;
+            kiln_status cs = run_control(m, rs, m->kernels[k], flags, what);
+            if (cs)
+                return cs;
+            if (seconds)
+                seconds[k] = now_seconds() - t0;
+            continue;
+        }
         if (m->staged && kernel_setup(m, rs, m->kernels[k], what))
             return KILN_ERR_INVALID;
         double t0 = seconds ? now_seconds() : 0;
@@ -652,17 +742,10 @@ static kiln_model *model_create(const char *json_text, size_t len, kiln_module *
         kiln_set_error(KILN_ERR_INVALID, "model_create: NULL argument");
         return NULL;
     }
-    kiln_model *m = kiln_calloc(1, sizeof *m);
+    kiln_model *m = graph_model_alloc();
     if (!m)
         return NULL;
-    atomic_init(&m->refs, 1);
-    if (pthread_mutex_init(&m->pool_mu, NULL) != 0) {
-        free(m);
-        kiln_set_error(KILN_ERR_NOMEM, "model_create: cannot create a mutex");
-        return NULL;
-    }
-    m->pool_mu_ok = 1;
-    if (!(m->ar = arena_new()) || graph_plan_read(m, json_text, len, mod, params, own)) {
+    if (graph_plan_read(m, json_text, len, mod, params, own)) {
         kiln_model_free(m);
         return NULL;
     }
@@ -709,6 +792,9 @@ void kiln_model_free(kiln_model *m) {
     }
     if (m->pool_mu_ok)
         pthread_mutex_destroy(&m->pool_mu);
+    for (int i = 0; m->nodes && i < m->nnodes; i++)
+        for (int k = 0; m->nodes[i].ctl && k < m->nodes[i].ctl->nbodies; k++)
+            kiln_model_free(m->nodes[i].ctl->bodies[k]);
     graph_plan_free_weights(m);
     arena_free(m->ar);
     kiln_module_free(m->owned);

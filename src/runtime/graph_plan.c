@@ -219,9 +219,9 @@ static kiln_status read_node(kiln_model *e, int nid, const json *jn, const int *
     n->name = json_str(json_get(jn, "name"));
     if (!n->name)
         return plan_err("node %d has no \"name\" string", nid);
-    if (!op || (strcmp(op, "null") != 0 && strcmp(op, "tvm_op") != 0))
-        return node_err(e, nid, "\"op\" must be \"null\" or \"tvm_op\"");
-    n->is_op = op[0] == 't';
+    if (!op || (strcmp(op, "null") != 0 && strcmp(op, "tvm_op") != 0 && strcmp(op, "control") != 0))
+        return node_err(e, nid, "\"op\" must be \"null\", \"tvm_op\" or \"control\"");
+    n->is_op = op[0] != 'n';
     n->first = row[nid];
     n->noutputs = row[nid + 1] - row[nid];
     const json *ins = json_get(jn, "inputs");
@@ -238,6 +238,12 @@ static kiln_status read_node(kiln_model *e, int nid, const json *jn, const int *
     const json *attrs = json_get(jn, "attrs");
     int nin, nout;
     n->func = json_str(json_get(attrs, "func_name"));
+    if (op[0] == 'c') { /* its bodies are read once the entries are (read_controls) */
+        n->ctl_json = attrs;
+        n->func = json_str(json_get(attrs, "control"));
+        if (!n->func)
+            return node_err(e, nid, "a control node's attrs has no \"control\" kind");
+    }
     if (!n->func || !n->func[0])
         return node_err(e, nid, "attrs has no \"func_name\"");
     if (!attr_count(json_get(attrs, "num_inputs"), &nin) || nin != n->ninputs)
@@ -294,6 +300,29 @@ static kiln_status read_binds(kiln_model *e) {
                 return node_err(e, nid, "attrs.binds[%d] must be a variable name or a size", k);
             n->binds[k] = x->var;
         }
+        e->dynamic = 1;
+        e->staged = 1;
+        if (n->ctl_json) { /* each variable is the whole of some dim of an output */
+            for (int k = 0; k < n->nbinds; k++) {
+                int found = 0;
+                if (n->binds[k] < 0)
+                    return node_err(e, nid,
+                                    "attrs.binds[%d] of a control node must be a variable "
+                                    "name",
+                                    k);
+                for (int o = 0; o < n->noutputs && !found; o++) {
+                    const plan_entry *en = &e->entries[n->first + o];
+                    for (int d = 0; en->expr && d < en->ndim && !found; d++)
+                        found = en->expr[d] && en->expr[d]->var == n->binds[k];
+                }
+                if (!found)
+                    return node_err(e, nid,
+                                    "attrs.binds[%d] '%s' is no dim of the control node's "
+                                    "outputs",
+                                    k, e->vars.names[n->binds[k]]);
+            }
+            continue;
+        }
         const plan_entry *en = &e->entries[n->first];
         if (n->noutputs != 1 || en->dtype != KILN_INT64 || en->ndim != 1 ||
             en->shape[0] != n->nbinds)
@@ -301,8 +330,6 @@ static kiln_status read_binds(kiln_model *e) {
                             "a binder's output must be one int64[%d] (one value per "
                             "variable of attrs.binds)",
                             n->nbinds);
-        e->dynamic = 1;
-        e->staged = 1;
     }
     return KILN_OK;
 }
@@ -508,6 +535,11 @@ static kiln_status bind_vars(kiln_model *e) {
             if (e->var_port[k] >= 0 || e->var_node[k] >= 0) {
                 if (e->var_node[k] == nid)
                     return node_err(e, nid, "binds dim variable '%s' twice", e->vars.names[k]);
+                if (e->nodes[nid].ctl_json) /* a control node's are its own */
+                    return node_err(e, nid,
+                                    "binds dim variable '%s', which %s binds already: a "
+                                    "control node's variables have it as their one source",
+                                    e->vars.names[k], e->var_port[k] >= 0 ? "an input" : "a node");
                 e->nodes[nid].check[j] = 1;
                 continue;
             }
@@ -519,7 +551,8 @@ static kiln_status bind_vars(kiln_model *e) {
         const plan_entry *en = &e->entries[i];
         for (int d = 0; en->expr && d < en->ndim; d++)
             for (int k = 0; en->expr[d] && k < n; k++)
-                if (e->var_node[k] >= en->node && dim_expr_uses(en->expr[d], k))
+                if (e->var_node[k] >= en->node + (e->nodes[en->node].ctl_json != NULL) &&
+                    dim_expr_uses(en->expr[d], k))
                     return plan_err("entry %d dim %d ('%s') uses dim variable '%s', which node "
                                     "%d binds, but node %d, which comes no later, makes it",
                                     i, d, en->expr[d]->text, e->vars.names[k], e->var_node[k],
@@ -624,6 +657,9 @@ kiln_status graph_plan_bind_kernel(const kiln_model *e, int nid, const int64_t *
  * then bound here) and record the storage id of each argument. */
 static kiln_status bind_kernel(kiln_model *e, int nid, kiln_module *mod, int arg0) {
     plan_node *n = &e->nodes[nid];
+    n->arg0 = arg0;
+    if (n->ctl_json) /* a control node: it runs its bodies, no kernel */
+        return KILN_OK;
     kiln_function *f = kiln_module_get_function(mod, n->func);
     if (!f)
         return node_prefix(e, nid);
@@ -635,7 +671,6 @@ static kiln_status bind_kernel(kiln_model *e, int nid, kiln_module *mod, int arg
                         n->func, kiln_function_num_args(f), n->ninputs, n->noutputs);
     n->f = f;
     n->fn = kiln_function_kernel(f);
-    n->arg0 = arg0;
     n->vars = arena_alloc(e->ar, (size_t)nvars * sizeof(int64_t));
     if (nvars > INT_MAX / 2 - e->nkvars)
         return node_err(e, nid, "the kernels take too many symbolic sizes in all");
@@ -733,17 +768,225 @@ static kiln_status place_storage(kiln_model *e, const kiln_npz *params, kiln_npz
     return KILN_OK;
 }
 
-kiln_status graph_plan_read(kiln_model *e, const char *text, size_t len, kiln_module *mod,
-                            const kiln_npz *params, kiln_npz *own) {
+kiln_model *graph_model_alloc(void) {
+    kiln_model *m = kiln_calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    atomic_init(&m->refs, 1);
+    if (pthread_mutex_init(&m->pool_mu, NULL) != 0) {
+        free(m);
+        kiln_set_error(KILN_ERR_NOMEM, "model_create: cannot create a mutex");
+        return NULL;
+    }
+    m->pool_mu_ok = 1;
+    if (!(m->ar = arena_new())) {
+        pthread_mutex_destroy(&m->pool_mu);
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+static kiln_status read_plan(kiln_model *e, const json *root, kiln_module *mod,
+                             const kiln_npz *params, kiln_npz *own);
+
+/* ---- control nodes ------------------------------------------------------------ */
+
+/* Entry en has dtype dt and rank nd. */
+static int entry_is(const plan_entry *en, kiln_dtype dt, int nd) {
+    return en->dtype == dt && en->ndim == nd;
+}
+
+/* Node entry `e1` and body port entry `e2` (input or output k of body b)
+ * have the same dtype and a rank that differs by `extra` (a scan axis or a
+ * batch dim the body does not see). */
+static kiln_status port_matches(const kiln_model *e, int nid, const plan_entry *e1,
+                                const kiln_model *b, int bi, int out, int k, int extra) {
+    const plan_entry *e2 = &b->entries[out ? b->outputs[k].entry : b->inputs[k].entry];
+    if (e1->dtype == e2->dtype && e1->ndim == e2->ndim + extra)
+        return KILN_OK;
+    char t1[256], t2[256];
+    return node_err(e, nid,
+                    "body %d's %s %d is %s, which does not fit the control node's %s (the same "
+                    "dtype and %d more dims expected)",
+                    bi, out ? "output" : "input", k, graph_entry_str(t2, sizeof t2, e2),
+                    graph_entry_str(t1, sizeof t1, e1), extra);
+}
+
+/* A per-item list attribute of a Scan: absent (all 0), or n integers in
+ * [lo, hi] (an axis may be negative: counted from rank[i], normalized). */
+static int *scan_list(kiln_model *e, int nid, const json *attrs, const char *key, int n,
+                      const int *rank) {
+    int *v = arena_alloc(e->ar, (size_t)(n ? n : 1) * sizeof(int));
+    const json *l = json_get(attrs, key);
+    if (!l || json_len(l) == 0)
+        return v;
+    if (!json_is(l, JSON_ARRAY) || json_len(l) != n) {
+        node_err(e, nid, "attrs.%s must be a list of %d integers", key, n);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        int lo = rank ? -rank[i] : 0, hi = rank ? rank[i] - 1 : 1;
+        if (!int_in(json_at(l, i), lo, hi, &v[i])) {
+            node_err(e, nid, "attrs.%s[%d] must be an integer in [%d, %d]", key, i, lo, hi);
+            return NULL;
+        }
+        v[i] += v[i] < 0 ? rank[i] : 0;
+    }
+    return v;
+}
+
+/* Check body b (index bi) of control node nid against the node: the
+ * counts of its inputs and outputs, and their dtypes and ranks. The shapes
+ * are checked as the bodies run. */
+static kiln_status check_body(kiln_model *e, int nid, const kiln_model *b, int bi) {
+    plan_node *n = &e->nodes[nid];
+    plan_control *c = n->ctl;
+    const plan_entry *in0 = n->ninputs ? &e->entries[n->inputs[0]] : NULL;
+    const plan_entry *out = &e->entries[n->first];
+    int nc = c->num_carried, ns = c->num_scan_inputs, bt = c->batch;
+    if (c->kind == PLAN_IF) {
+        if (in0->dtype != KILN_BOOL)
+            return node_err(e, nid, "an if node's condition (input 0) must be bool");
+        if (b->ninputs != n->ninputs - 1 || b->noutputs != n->noutputs)
+            return node_err(e, nid, "body %d has %d inputs and %d outputs, not %d and %d", bi,
+                            b->ninputs, b->noutputs, n->ninputs - 1, n->noutputs);
+        for (int i = 0; i < b->ninputs; i++)
+            if (port_matches(e, nid, &e->entries[n->inputs[1 + i]], b, bi, 0, i, 0))
+                return KILN_ERR_INVALID;
+        for (int k = 0; k < b->noutputs; k++)
+            if (port_matches(e, nid, &out[k], b, bi, 1, k, 0))
+                return KILN_ERR_INVALID;
+        return KILN_OK;
+    }
+    if (c->kind == PLAN_LOOP) {
+        const plan_entry *cin = &e->entries[n->inputs[1]];
+        if (b->ninputs != n->ninputs || b->noutputs != n->noutputs + 1 || nc > n->noutputs)
+            return node_err(e, nid,
+                            "the body has %d inputs and %d outputs, not %d and %d (%d carried "
+                            "values)",
+                            b->ninputs, b->noutputs, n->ninputs, n->noutputs + 1, nc);
+        if (!entry_is(&b->entries[b->inputs[0].entry], KILN_INT64, 0) ||
+            !entry_is(&b->entries[b->inputs[1].entry], KILN_BOOL, 0) ||
+            !entry_is(&b->entries[b->outputs[0].entry], KILN_BOOL, 0) || in0->dtype != KILN_INT64 ||
+            cin->dtype != KILN_BOOL)
+            return node_err(e, nid,
+                            "a loop takes an int64 trip count and a bool condition, and its "
+                            "body an int64[] iteration number and a bool[] condition, and "
+                            "returns a bool[] condition first");
+        for (int i = 2; i < b->ninputs; i++)
+            if (port_matches(e, nid, &e->entries[n->inputs[i]], b, bi, 0, i, 0))
+                return KILN_ERR_INVALID;
+        for (int k = 0; k < n->noutputs; k++)
+            if (port_matches(e, nid, &out[k], b, bi, 1, 1 + k, k >= nc))
+                return KILN_ERR_INVALID;
+        return KILN_OK;
+    }
+    /* scan */
+    if (b->ninputs != n->ninputs || b->noutputs != n->noutputs || nc + ns > n->ninputs ||
+        nc > n->noutputs)
+        return node_err(e, nid,
+                        "the body has %d inputs and %d outputs, not %d and %d (%d carried and "
+                        "%d scan inputs)",
+                        b->ninputs, b->noutputs, n->ninputs, n->noutputs, nc, ns);
+    for (int i = 0; i < b->ninputs; i++)
+        if (port_matches(e, nid, &e->entries[n->inputs[i]], b, bi, 0, i,
+                         i < nc + ns ? bt + (i >= nc) : 0))
+            return KILN_ERR_INVALID;
+    for (int k = 0; k < n->noutputs; k++)
+        if (port_matches(e, nid, &out[k], b, bi, 1, k, bt + (k >= nc)))
+            return KILN_ERR_INVALID;
+    return KILN_OK;
+}
+
+/* Control node nid's kind, attributes and bodies (each a plan of its own,
+ * read with the same checks, sharing the module and the parameters). */
+static kiln_status read_control(kiln_model *e, int nid, kiln_module *mod, const kiln_npz *params) {
+    plan_node *n = &e->nodes[nid];
+    const json *a = n->ctl_json, *bodies = json_get(a, "bodies");
+    plan_control *c = arena_alloc(e->ar, sizeof *c);
+    n->ctl = c;
+    c->kind = !strcmp(n->func, "if")     ? PLAN_IF
+              : !strcmp(n->func, "loop") ? PLAN_LOOP
+              : !strcmp(n->func, "scan") ? PLAN_SCAN
+                                         : 0;
+    if (!c->kind)
+        return node_err(e, nid, "attrs.control must be \"if\", \"loop\" or \"scan\"");
+    if (n->ninputs > PLAN_MAX_CONTROL_IO || n->noutputs > PLAN_MAX_CONTROL_IO)
+        return node_err(e, nid, "a control node has at most %d inputs and outputs",
+                        PLAN_MAX_CONTROL_IO);
+    int want = c->kind == PLAN_IF ? 2 : 1, min_in = c->kind == PLAN_IF ? 1 : 2;
+    if (!json_is(bodies, JSON_ARRAY) || json_len(bodies) != want)
+        return node_err(e, nid, "attrs.bodies must be a list of %d plans", want);
+    if (n->ninputs < (c->kind == PLAN_SCAN ? 1 : min_in))
+        return node_err(e, nid, "a %s node takes at least %d inputs", n->func, min_in);
+    if (c->kind != PLAN_IF && (!json_get(a, "num_carried") ||
+                               !int_in(json_get(a, "num_carried"), 0, n->ninputs, &c->num_carried)))
+        return node_err(e, nid, "attrs.num_carried must be an integer in [0, %d]", n->ninputs);
+    if (c->kind == PLAN_SCAN) {
+        if (!int_in(json_get(a, "num_scan_inputs"), 1, n->ninputs, &c->num_scan_inputs) ||
+            (json_get(a, "batch") && !int_in(json_get(a, "batch"), 0, 1, &c->batch)))
+            return node_err(e, nid,
+                            "attrs.num_scan_inputs must be an integer in [1, %d] and "
+                            "attrs.batch 0 or 1",
+                            n->ninputs);
+    }
+    if (e->depth >= PLAN_MAX_DEPTH)
+        return node_err(e, nid, "bodies nest more than %d deep", PLAN_MAX_DEPTH);
+    for (int k = 0; k < want; k++) {
+        const json *jb = json_at(bodies, k);
+        if (!json_is(jb, JSON_OBJECT))
+            return node_err(e, nid, "attrs.bodies[%d] is not an object", k);
+        kiln_model *b = graph_model_alloc();
+        if (!b)
+            return KILN_ERR_NOMEM;
+        c->bodies[c->nbodies++] = b;
+        b->depth = e->depth + 1;
+        if (read_plan(b, jb, mod, params, NULL)) {
+            node_prefix(e, nid);
+            kiln_error_prefix("body %d", k);
+            return KILN_ERR_INVALID;
+        }
+        if (check_body(e, nid, b, k))
+            return KILN_ERR_INVALID;
+    }
+    if (c->kind == PLAN_SCAN) {
+        int nc = c->num_carried, ns = c->num_scan_inputs, rank[PLAN_MAX_CONTROL_IO];
+        const kiln_model *b = c->bodies[0];
+        for (int i = 0; i < ns; i++)
+            rank[i] = b->entries[b->inputs[nc + i].entry].ndim + 1;
+        if (!(c->in_axes = scan_list(e, nid, a, "scan_input_axes", ns, rank)) ||
+            !(c->in_dirs = scan_list(e, nid, a, "scan_input_directions", ns, NULL)))
+            return KILN_ERR_INVALID;
+        int nk = n->noutputs - nc;
+        for (int k = 0; k < nk; k++)
+            rank[k] = b->entries[b->outputs[nc + k].entry].ndim + 1;
+        if (!(c->out_axes = scan_list(e, nid, a, "scan_output_axes", nk, rank)) ||
+            !(c->out_dirs = scan_list(e, nid, a, "scan_output_directions", nk, NULL)))
+            return KILN_ERR_INVALID;
+    }
+    e->dynamic = 1;
+    e->staged = 1; /* its outputs are placed when it has run */
+    return KILN_OK;
+}
+
+static kiln_status read_controls(kiln_model *e, kiln_module *mod, const kiln_npz *params) {
+    for (int nid = 0; nid < e->nnodes; nid++)
+        if (e->nodes[nid].ctl_json && read_control(e, nid, mod, params))
+            return KILN_ERR_INVALID;
+    return KILN_OK;
+}
+
+static kiln_status read_plan(kiln_model *e, const json *root, kiln_module *mod,
+                             const kiln_npz *params, kiln_npz *own) {
     e->vars.ar = e->ar;
-    const json *root = json_parse(e->ar, text, len, WHAT);
-    if (!root)
-        return KILN_ERR_INVALID;
     if (!json_is(root, JSON_OBJECT))
         return plan_err("the top level must be an object");
     kiln_status st = read_nodes(e, root);
     if (!st)
         st = read_args(e, root, params);
+    if (!st)
+        st = read_controls(e, mod, params);
     if (!st && e->dynamic)
         st = bind_vars(e);
     if (!st)
@@ -755,6 +998,15 @@ kiln_status graph_plan_read(kiln_model *e, const char *text, size_t len, kiln_mo
     if (!st)
         st = place_storage(e, params, own);
     return st;
+}
+
+kiln_status graph_plan_read(kiln_model *e, const char *text, size_t len, kiln_module *mod,
+                            const kiln_npz *params, kiln_npz *own) {
+    e->vars.ar = e->ar;
+    const json *root = json_parse(e->ar, text, len, WHAT);
+    if (!root)
+        return KILN_ERR_INVALID;
+    return read_plan(e, root, mod, params, own);
 }
 
 void graph_plan_free_weights(kiln_model *e) {

@@ -37,9 +37,31 @@ typedef struct {
     int dim0; /* dynamic plans: this run's dims are a run state's dims[dim0 ...] */
 } plan_entry;
 
+/* A control node ("op": "control", docs/CONTROL_FLOW.md): If, Loop or
+ * Scan, whose bodies are plans of their own (models sharing the module and
+ * the parameters), which the executor runs as the data says
+ * (graph_control.c). */
+enum { PLAN_IF = 1, PLAN_LOOP = 2, PLAN_SCAN = 3 };
+
+/* The most bodies nested in one another that load. */
+#define PLAN_MAX_DEPTH 16
+/* The most inputs and outputs of a control node. */
+#define PLAN_MAX_CONTROL_IO 256
+
+typedef struct {
+    int kind;    /* PLAN_IF, PLAN_LOOP, PLAN_SCAN */
+    int nbodies; /* If: 2 (then, else); Loop, Scan: 1 */
+    kiln_model *bodies[2];
+    int num_carried, num_scan_inputs, batch;
+    /* Scan: per scan input and per scan output, its axis (normalized to the
+       rank of the body's slice plus one) and direction (1: reversed) */
+    int *in_axes, *in_dirs, *out_axes, *out_dirs;
+} plan_control;
+
 typedef struct {
     const char *name, *func;
     int is_op, is_param;
+    plan_control *ctl; /* a control node (is_op is set: it runs in order with the kernels) */
     int ninputs, noutputs, first; /* first: its first entry id (node_row_ptr) */
     int *inputs;                  /* entry ids */
     int arg0;                     /* its arguments' index in arg_storage and a run's args */
@@ -50,12 +72,15 @@ typedef struct {
     /* a binder (its attrs' "binds"): after it runs, element k of its output,
        an int64 vector, is the value of dim variable binds[k] for this run,
        or, where check[k], must equal it (a variable bound before: an input
-       dim or an earlier binder) or, where binds[k] < 0, the size bind_size[k] */
+       dim or an earlier binder) or, where binds[k] < 0, the size
+       bind_size[k]; a control node's binds are dims of its outputs (each
+       the variable alone) */
     int nbinds;
     int *binds;
     unsigned char *check;
     int64_t *bind_size;
     const struct json *binds_json; /* while loading */
+    const struct json *ctl_json;   /* while loading: a control node's attrs */
 } plan_node;
 
 typedef struct {
@@ -93,10 +118,15 @@ struct kiln_model {
     int ndims;          /* the dims of all entries: the size of a run's dims[] */
     int nkvars;         /* the symbolic sizes of all kernels: a run's kvars[] */
     int64_t *min_bytes; /* per storage id: the most bytes its static entries need */
+    int depth;          /* 0, or how deep a body's plan is nested in control nodes */
     pthread_mutex_t pool_mu;
     int pool_mu_ok;
     run_state *pool; /* idle run states for kiln_model_run */
 };
+
+/* A zeroed model with its arena and pool mutex, one reference (NULL if out
+ * of memory); kiln_model_free frees it. */
+KILN_HIDDEN kiln_model *graph_model_alloc(void);
 
 /* Read and check the plan text[0, len) into m (zeroed, with its arena),
  * bind every kernel to mod's functions and place the weights from params.

@@ -151,7 +151,9 @@ static kiln_status read_plan(kiln_package_info *info, plan *p, const kiln_npz *p
         const char *func = json_str(json_get(json_get(n, "attrs"), "func_name"));
         if (!op || !name)
             return plan_err(p, "node %s%lld needs an \"op\" and a \"name\"", "", i);
-        if (strcmp(op, "tvm_op") != 0)
+        if (!strcmp(op, "control")) /* If, Loop, Scan: the kind of its bodies' runs */
+            func = json_str(json_get(json_get(n, "attrs"), "control"));
+        else if (strcmp(op, "tvm_op") != 0)
             continue;
         if (!func)
             return plan_err(p, "node '%s' (%lld) has no attrs.func_name", name, i);

@@ -35,6 +35,7 @@
 
 #include "base/json.h"
 #include "base/sha256.h"
+#include "runtime/graph_control.h"
 #include "runtime/graph_plan.h"
 #include "runtime/package.h"
 
@@ -45,6 +46,9 @@
  * executor allocates their storage (it accepts up to 1 TiB); a dynamic
  * plan's run states are held to it too (graph_run_storage_limit). */
 #define FUZZ_MAX_STORAGE ((int64_t)64 << 20)
+/* The iterations a control node (Loop, Scan) may run per run, which a
+ * mutated trip count could otherwise make 2^31. */
+#define FUZZ_MAX_ITERATIONS 4096
 /* Kernels a module may have: each function gets one of these. */
 #define NKERNELS 16
 
@@ -221,6 +225,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > FUZZ_MAX_INPUT)
         return 0;
     graph_run_storage_limit = FUZZ_MAX_STORAGE;
+    graph_control_max_iterations = FUZZ_MAX_ITERATIONS;
     char *text = NULL;
     unsigned char *so = NULL;
     size_t text_len = 0, so_len = 0;
