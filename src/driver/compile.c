@@ -251,6 +251,17 @@ static void vectorize_reduction(kiln_stage *st) {
         kiln_vectorize(st, wi);
 }
 
+/* What a symbolic extent counts as when the schedule weighs parallel work:
+ * a typical size (a batch of a few, a sequence of tens), so the fused
+ * parallel loop stops after it or the next axis instead of running every
+ * element as a task of its own. */
+#define SYM_EXTENT_HINT 8
+
+static int64_t extent_hint(tir_node extent) {
+    int64_t e;
+    return tir_const_int(extent, &e) ? e : SYM_EXTENT_HINT;
+}
+
 /* Fuse a stage's leading data axes until there is enough parallel work, and
  * run them in parallel; for a scan, only axes outside its scan axis. */
 static void parallel_outer(kiln_stage *st) {
@@ -258,11 +269,9 @@ static void parallel_outer(kiln_stage *st) {
     if (nd == 0)
         return;
     kiln_expr ax = st->iters[0].var;
-    int64_t ext = 1;
-    tir_const_int(st->tensor->shape[0], &ext);
+    int64_t ext = extent_hint(st->tensor->shape[0]);
     for (int d = 1; d < nd && ext < 64; d++) {
-        int64_t e = 1;
-        tir_const_int(st->tensor->shape[d], &e);
+        int64_t e = extent_hint(st->tensor->shape[d]);
         kiln_expr f;
         if (kiln_fuse(st, ax, st->iters[d].var, &f) != KILN_OK)
             break;

@@ -374,19 +374,32 @@ static void lf_wrap(lform *f) {
     f->k = wrap_signed(f->k, f->dt);
 }
 
-/* floordiv(x, c)*c*k + floormod(x, c)*k -> x*k (also C's x/c and x%c) */
+/* The div node of term t: t itself for a constant divisor, or, for a
+ * divisor v that is not a constant, t = div*v or v*div. */
+static tir_node lf_div_of(tir_node t, tir_node v, int constant) {
+    if (constant || t->op != TIR_MUL)
+        return t;
+    return t->src[1] == v ? t->src[0] : t->src[0] == v ? t->src[1] : NULL;
+}
+
+/* floordiv(x, c)*c*k + floormod(x, c)*k -> x*k (also C's x/c and x%c), for
+ * a constant c or any divisor c (a symbolic extent: a fused loop over n
+ * splits back as floordiv(f, n)*n + floormod(f, n); by 0 both sides are
+ * undefined) */
 static void lf_merge_divmod(lform *f) {
     for (int i = 0; i < f->n && f->ok; i++) {
         tir_node m = f->v[i].t;
-        int64_t c, want, k = f->v[i].c;
-        if (!k || (m->op != TIR_FLOORMOD && m->op != TIR_MOD) || !tir_const_int(m->src[1], &c) ||
-            c == 0 || !kiln_mul_ok(k, c, &want))
+        int64_t c = 1, want, k = f->v[i].c;
+        if (!k || (m->op != TIR_FLOORMOD && m->op != TIR_MOD))
+            continue;
+        int constant = tir_const_int(m->src[1], &c);
+        if (c == 0 || !kiln_mul_ok(k, c, &want))
             continue;
         want = wrap_signed(want, f->dt);
         tir_op dop = m->op == TIR_FLOORMOD ? TIR_FLOORDIV : TIR_DIV;
         for (int j = 0; j < f->n; j++) {
-            tir_node d = f->v[j].t;
-            if (d->op == dop && d->src[0] == m->src[0] && d->src[1] == m->src[1] &&
+            tir_node d = lf_div_of(f->v[j].t, m->src[1], constant);
+            if (d && d->op == dop && d->src[0] == m->src[0] && d->src[1] == m->src[1] &&
                 f->v[j].c == want) {
                 f->v[i].c = f->v[j].c = 0;
                 lf_walk(f, m->src[0], k);

@@ -281,6 +281,17 @@ static void test_linear_form(void) {
     CHECK_EQ_STR(SP(ADD(MUL(FDIV(x, 4), I(4)), FMOD(x, 4))), "x");
     CHECK_EQ_STR(SP(ADD(MUL(FMOD(x, 8), I(2)), MUL(FDIV(x, 8), I(16)))), "x*2");
     CHECK_EQ_STR(SP(ADD(MUL(B(TIR_DIV, x, I(3)), I(3)), B(TIR_MOD, x, I(3)))), "x");
+    /* ... by a divisor that is not a constant (a fused loop over a symbolic
+       extent), either order of the product; not when the product is by
+       another term, or its coefficient does not match */
+    CHECK_EQ_STR(SP(ADD(MUL(B(TIR_FLOORDIV, x, y), y), B(TIR_FLOORMOD, x, y))), "x");
+    CHECK_EQ_STR(SP(ADD(MUL(y, B(TIR_FLOORDIV, x, y)), B(TIR_FLOORMOD, x, y))), "x");
+    CHECK_EQ_STR(
+        SP(ADD(MUL(MUL(B(TIR_FLOORDIV, x, y), y), I(2)), MUL(B(TIR_FLOORMOD, x, y), I(2)))), "x*2");
+    CHECK_EQ_STR(SP(ADD(MUL(B(TIR_FLOORDIV, x, y), z), B(TIR_FLOORMOD, x, y))),
+                 "floordiv(x, y)*z + floormod(x, y)");
+    CHECK_EQ_STR(SP(ADD(MUL(MUL(B(TIR_FLOORDIV, x, y), y), I(2)), B(TIR_FLOORMOD, x, y))),
+                 "floordiv(x, y)*y*2 + floormod(x, y)");
     /* the canonical form is a fixed point */
     tir_node e = tir_simplify(an, SUB(ADD(MUL(y, I(5)), I(7)), ADD(x, I(2))));
     CHECK_EQ_STR(P(e), "y*5 - x + 5");
