@@ -10,7 +10,7 @@
 
 #include "base_internal.h"
 
-#define JSON_MAX_DEPTH 64
+#define JSON_MAX_DEPTH 128 /* a plan with bodies nested 16 deep needs about 90 */
 #define JSON_MAX_SIZE ((size_t)1 << 30)
 
 typedef enum {

@@ -437,15 +437,13 @@ static char *plan_graph(build *B, struct kiln_graph *g, const char *prefix, int 
 static kiln_status check_static(struct kiln_graph *g);
 static kiln_status check_symbolic(struct kiln_graph *g);
 
-/* The most bodies nested in one another that the driver compiles. */
-#define MAX_BODY_DEPTH 16
-
 /* Body b of a control op: typed, through the pass pipeline and the checks a
  * graph gets, then planned with its kernels named apart ("b<N>_"). The
  * plan's JSON text, or NULL with *st. */
 static char *plan_body(build *B, struct kiln_graph *b, int depth, kiln_status *st) {
-    if (depth > MAX_BODY_DEPTH) {
-        *st = kiln_set_error(KILN_ERR_UNSUPPORTED, "bodies nest more than %d deep", MAX_BODY_DEPTH);
+    if (depth > GRAPH_MAX_BODY_DEPTH) {
+        *st = kiln_set_error(KILN_ERR_UNSUPPORTED, "bodies nest more than %d deep",
+                             GRAPH_MAX_BODY_DEPTH);
         return NULL;
     }
     const char *disabled = B->opts ? B->opts->disabled : NULL;

@@ -294,6 +294,10 @@ KILN_HIDDEN int gdim_equal(gdim a, gdim b);
  * inferred), so arithmetic on its dims, and on a dim times a small factor,
  * never overflows int64. */
 #define GRAPH_MAX_ELEMENTS ((int64_t)1 << 48)
+/* The most control-flow bodies (if, loop, scan) nested in one another that
+ * the text IR, the driver and the plan loader take (each level nests the
+ * plan's JSON about 5 deeper: JSON_MAX_DEPTH leaves room for it). */
+#define GRAPH_MAX_BODY_DEPTH 16
 /* 1 when every known dim of t is in [0, GRAPH_MAX_ELEMENTS] and so is the
  * known dims' product; else 0, with the reason in why. */
 KILN_HIDDEN int gtype_size_ok(const gtype *t, char *why, size_t cap);

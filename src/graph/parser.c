@@ -2,7 +2,7 @@
  *
  * One pass over the tokens of text.c's lexer; tuples are let-bound, never
  * nested, and only a sub-graph attribute (fn (...) { ... }, a control op's
- * body) recurses, at most MAX_BODY_DEPTH deep. %names resolve through a hash map to earlier
+ * body) recurses, at most GRAPH_MAX_BODY_DEPTH deep. %names resolve through a hash map to earlier
  * definitions; meta[relay.Constant][J] takes array "J" of the constants,
  * one node per J. Annotation comments (ty=, span=, outputs=) are lexed by a
  * second lexer over the comment text. Every error is "graph text:LINE:COL:
@@ -85,9 +85,6 @@ typedef struct {
     int n, cap;
     struct kiln_graph **g;
 } body_list;
-
-/* The most bodies nested in one another (printer.c prints as many). */
-#define MAX_BODY_DEPTH 16
 
 typedef struct {
     lexer lx;
@@ -595,8 +592,8 @@ static int parse_function(parser *ps) {
  * at lx, parsed into a new graph with names of its own. */
 static int parse_body(void *user, lexer *lx, struct kiln_graph **out) {
     parser *outer = user;
-    if (outer->depth >= MAX_BODY_DEPTH)
-        return fail(lx, "bodies nest more than %d deep", MAX_BODY_DEPTH);
+    if (outer->depth >= GRAPH_MAX_BODY_DEPTH)
+        return fail(lx, "bodies nest more than %d deep", GRAPH_MAX_BODY_DEPTH);
     body_list *bl = outer->bodies;
     if (bl->n == bl->cap) {
         int ncap = bl->cap ? bl->cap * 2 : 8;

@@ -50,9 +50,6 @@ typedef struct {
     const char **local; /* per node: the local name of an input */
 } printer;
 
-/* The most bodies nested in one another that print and parse. */
-#define MAX_BODY_DEPTH 16
-
 /* Append s as a quoted string that the lexer reads back, also inside a
  * comment: "*" followed by "/" is written as "*\/". */
 static void put_string(kstr *out, const char *s) {
@@ -281,9 +278,9 @@ static void put_outputs(printer *p) {
 
 /* Print g (a body at depth > 0) into sh; 0 on an error (set). */
 static int print_graph(print_shared *sh, const struct kiln_graph *g, int depth) {
-    if (depth > MAX_BODY_DEPTH) {
+    if (depth > GRAPH_MAX_BODY_DEPTH) {
         kiln_set_error(KILN_ERR_UNSUPPORTED, "graph_print: bodies nest more than %d deep",
-                       MAX_BODY_DEPTH);
+                       GRAPH_MAX_BODY_DEPTH);
         return 0;
     }
     printer p = {g, sh, depth, NULL, NULL, NULL};

@@ -21,7 +21,11 @@ the passes:
     external data references;
   * opsets out of range and missing or foreign domains;
   * deep chains (thousands of ops) and wide fan-outs;
-  * shape sub-graphs (Shape -> Gather -> Concat -> Reshape) on symbolic dims.
+  * shape sub-graphs (Shape -> Gather -> Concat -> Reshape) on symbolic dims,
+    and the shape arithmetic the graph evaluates (Slice to a symbolic end,
+    Range(0, n, 1), Where(Equal(shape, -1), ...), Squeeze and Unsqueeze);
+  * control flow: If, Loop and Scan bodies, nested, capturing outer values,
+    with bodies of the wrong arity or types, and bodies that are missing.
 
 Each model is written with SerializeToString and never checked, so nothing
 here refuses to write an invalid model. Needs the onnx package (Debian's
@@ -356,5 +360,114 @@ nodes = [helper.make_node("Shape", ["x"], ["s"]),
          helper.make_node("Reshape", ["x", "q"], ["y"])]
 save("shape_div_zero", nodes, [vi("x", TensorProto.FLOAT, [2, 3])], [vi("y", TensorProto.FLOAT, None)],
      [const("z", np.array([0, -1], np.int64))])
+
+# ---- shape values over symbolic dims ------------------------------------------------
+sym_x = [vi("x", TensorProto.FLOAT, ["B", "S", 8])]
+nodes = [helper.make_node("Shape", ["x"], ["s"]),
+         helper.make_node("Gather", ["s", "i1"], ["d1"], axis=0),
+         helper.make_node("Unsqueeze", ["d1", "ax"], ["e"]),
+         helper.make_node("Slice", ["table", "zero", "e", "one", "one"], ["pos"]),
+         helper.make_node("Add", ["x", "pos"], ["y"])]
+save("shape_slice_sym_end", nodes, sym_x, [vi("y", TensorProto.FLOAT, None)],
+     [const("i1", np.array(1, np.int64)), const("ax", np.array([0], np.int64)),
+      const("table", np.zeros((1, 4, 8), np.float32)), const("zero", np.array([0], np.int64)),
+      const("one", np.array([1], np.int64))])
+nodes = [helper.make_node("Shape", ["x"], ["s"]),
+         helper.make_node("Gather", ["s", "i1"], ["d1"], axis=0),
+         helper.make_node("Range", ["z0", "d1", "z1"], ["r"]),
+         helper.make_node("Cast", ["r"], ["rf"], to=TensorProto.FLOAT),
+         helper.make_node("Unsqueeze", ["rf", "ax"], ["ru"]),
+         helper.make_node("Mul", ["x", "ru"], ["y"])]
+save("shape_range_sym", nodes, sym_x, [vi("y", TensorProto.FLOAT, None)],
+     [const("i1", np.array(1, np.int64)), const("z0", np.array(0, np.int64)),
+      const("z1", np.array(1, np.int64)), const("ax", np.array([0, 2], np.int64))])
+nodes = [helper.make_node("Shape", ["x"], ["s"]),
+         helper.make_node("Equal", ["s", "m1"], ["eq"]),
+         helper.make_node("Where", ["eq", "ones", "s"], ["w"]),
+         helper.make_node("Mul", ["w", "sc"], ["w2"]),
+         helper.make_node("Expand", ["x", "w2"], ["y"])]
+for sc in ((1, 1, 1), (2, 1, 0), (-1, 1, 1)):
+    save("shape_where_expand", nodes, sym_x, [vi("y", TensorProto.FLOAT, None)],
+         [const("m1", np.array([-1, -1, -1], np.int64)), const("ones", np.ones(3, np.int64)),
+          const("sc", np.array(sc, np.int64))])
+for shape in ((0, -1, 2, 4), (-1, 0, 8), (0, 0, -1, -1), (0, 2, -1), (-1,), (0, 0, 3)):
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["r"]),
+             helper.make_node("Squeeze", ["r", "sq"], ["y"])]
+    save("shape_reshape_sym", nodes, sym_x, [vi("y", TensorProto.FLOAT, None)],
+         [const("shape", np.array(shape, np.int64)), const("sq", np.array([0], np.int64))])
+
+# ---- control flow -------------------------------------------------------------------
+def body(nodes, inputs, outputs, inits=()):
+    return helper.make_graph(nodes, "body", list(inputs), list(outputs), list(inits))
+
+
+x4v = [vi("x", TensorProto.FLOAT, [4])]
+then_b = body([helper.make_node("Add", ["x", "x"], ["t"])], [], [vi("t", TensorProto.FLOAT, [4])])
+else_b = body([helper.make_node("Neg", ["x"], ["e"])], [], [vi("e", TensorProto.FLOAT, [4])])
+short_b = body([helper.make_node("Slice", ["x", "z", "o"], ["e"])], [],
+               [vi("e", TensorProto.FLOAT, None)],
+               [const("z", np.array([0], np.int64)), const("o", np.array([1], np.int64))])
+for name, tb, eb in (("if", then_b, else_b), ("if_shapes_differ", then_b, short_b),
+                     ("if_same_branch", then_b, then_b)):
+    save("cf_" + name, [helper.make_node("If", ["c"], ["y"], then_branch=tb, else_branch=eb)],
+         [vi("c", TensorProto.BOOL, [])] + x4v, [vi("y", TensorProto.FLOAT, None)], opset=13)
+save("cf_if_missing_branch", [helper.make_node("If", ["c"], ["y"], then_branch=then_b)],
+     [vi("c", TensorProto.BOOL, [])] + x4v, [vi("y", TensorProto.FLOAT, None)], opset=13)
+two_out = body([helper.make_node("Neg", ["x"], ["a"]), helper.make_node("Abs", ["x"], ["b"])], [],
+               [vi("a", TensorProto.FLOAT, [4]), vi("b", TensorProto.FLOAT, [4])])
+save("cf_if_arity", [helper.make_node("If", ["c"], ["y"], then_branch=then_b, else_branch=two_out)],
+     [vi("c", TensorProto.BOOL, [])] + x4v, [vi("y", TensorProto.FLOAT, None)], opset=13)
+# Loop: i, cond, carried acc; a scan output; the outer x captured
+loop_b = body([helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+               helper.make_node("Add", ["acc", "x"], ["acc_out"]),
+               helper.make_node("Cast", ["i"], ["fi"], to=TensorProto.FLOAT),
+               helper.make_node("Mul", ["acc_out", "fi"], ["scan_out"])],
+              [vi("i", I64, []), vi("cond_in", TensorProto.BOOL, []), vi("acc", TensorProto.FLOAT, [4])],
+              [vi("cond_out", TensorProto.BOOL, []), vi("acc_out", TensorProto.FLOAT, [4]),
+               vi("scan_out", TensorProto.FLOAT, [4])])
+for m in (0, 3, 2**31, -1):
+    save("cf_loop_m%d" % (m if m >= 0 else 99),
+         [helper.make_node("Loop", ["m", "c", "x"], ["acc", "scans"], body=loop_b)],
+         [vi("c", TensorProto.BOOL, [])] + x4v,
+         [vi("acc", TensorProto.FLOAT, None), vi("scans", TensorProto.FLOAT, None)],
+         [const("m", np.array(m, np.int64))], opset=13)
+save("cf_loop_runtime_m", [helper.make_node("Loop", ["m", "", "x"], ["acc", "scans"], body=loop_b)],
+     [vi("m", I64, [])] + x4v,
+     [vi("acc", TensorProto.FLOAT, None), vi("scans", TensorProto.FLOAT, None)], opset=13)
+grow_b = body([helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+               helper.make_node("Concat", ["acc", "acc"], ["acc_out"], axis=0)],
+              [vi("i", I64, []), vi("cond_in", TensorProto.BOOL, []), vi("acc", TensorProto.FLOAT, [4])],
+              [vi("cond_out", TensorProto.BOOL, []), vi("acc_out", TensorProto.FLOAT, [8])])
+save("cf_loop_grows", [helper.make_node("Loop", ["m", "", "x"], ["acc"], body=grow_b)],
+     [vi("m", I64, [])] + x4v, [vi("acc", TensorProto.FLOAT, None)], opset=13)
+# nested: an If inside a Loop body, capturing the Loop's carried value
+inner_if = helper.make_node("If", ["cond_in"], ["acc_out"], then_branch=body(
+    [helper.make_node("Add", ["acc", "x"], ["t"])], [], [vi("t", TensorProto.FLOAT, [4])]),
+    else_branch=body([helper.make_node("Sub", ["acc", "x"], ["e"])], [], [vi("e", TensorProto.FLOAT, [4])]))
+nest_b = body([helper.make_node("Identity", ["cond_in"], ["cond_out"]), inner_if],
+              [vi("i", I64, []), vi("cond_in", TensorProto.BOOL, []), vi("acc", TensorProto.FLOAT, [4])],
+              [vi("cond_out", TensorProto.BOOL, []), vi("acc_out", TensorProto.FLOAT, [4])])
+save("cf_nested", [helper.make_node("Loop", ["m", "c", "x"], ["acc"], body=nest_b)],
+     [vi("m", I64, []), vi("c", TensorProto.BOOL, [])] + x4v, [vi("acc", TensorProto.FLOAT, None)],
+     opset=13)
+for levels in (12, 24):  # 24: past the loader's nesting limit
+    deep = then_b
+    for level in range(levels):
+        deep = body([helper.make_node("If", ["c"], ["t"], then_branch=deep, else_branch=then_b)], [],
+                    [vi("t", TensorProto.FLOAT, [4])])
+    save("cf_if_deep", [helper.make_node("If", ["c"], ["y"], then_branch=deep, else_branch=then_b)],
+         [vi("c", TensorProto.BOOL, [])] + x4v, [vi("y", TensorProto.FLOAT, None)], opset=13)
+# Scan: a running sum over the rows of x [5, 4], forward and reversed
+scan_b = body([helper.make_node("Add", ["s", "row"], ["s_out"]),
+               helper.make_node("Identity", ["s_out"], ["y_row"])],
+              [vi("s", TensorProto.FLOAT, [4]), vi("row", TensorProto.FLOAT, [4])],
+              [vi("s_out", TensorProto.FLOAT, [4]), vi("y_row", TensorProto.FLOAT, [4])])
+for attrs in ({}, {"scan_input_directions": [1]}, {"scan_input_axes": [1]},
+              {"scan_output_axes": [5]}, {"num_scan_inputs": 2}):
+    kw = dict(num_scan_inputs=1, body=scan_b)
+    kw.update(attrs)
+    save("cf_scan", [helper.make_node("Scan", ["init", "xs"], ["final", "ys"], **kw)],
+         [vi("init", TensorProto.FLOAT, [4]), vi("xs", TensorProto.FLOAT, [5, 4])],
+         [vi("final", TensorProto.FLOAT, None), vi("ys", TensorProto.FLOAT, None)], opset=11)
 
 print("%d models in %s" % (count, out_dir))
