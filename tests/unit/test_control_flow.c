@@ -517,6 +517,50 @@ static char *replace(const char *text, const char *from, const char *to) {
 
 /* The loop package's plan, edited, is refused at load with msg (never a
  * crash): the nested plans get the checks a plan gets. */
+/* An If whose then-branch is an If, `depth` bodies deep: the innermost
+ * doubles x, every else-branch negates it. */
+static void nested_if(char *buf, size_t cap, int depth) {
+    size_t n = (size_t)snprintf(buf, cap,
+                                "def @main(%%c: Tensor[(1), bool], %%x: Tensor[(3), "
+                                "float32]) {\n");
+    for (int d = 0; d < depth && n < cap; d++)
+        n += (size_t)snprintf(buf + n, cap - n,
+                              "%%0 = if(%%c, %%c, %%x, then_branch=fn (%%c: Tensor[(1), bool], "
+                              "%%x: Tensor[(3), float32]) {\n");
+    if (n < cap)
+        n += (size_t)snprintf(buf + n, cap - n, "%%0 = add(%%x, %%x);\n%%0\n");
+    for (int d = 0; d < depth && n < cap; d++)
+        n += (size_t)snprintf(buf + n, cap - n,
+                              "}, else_branch=fn (%%c: Tensor[(1), bool], %%y: Tensor[(3), "
+                              "float32]) {\n%%0 = negative(%%y);\n%%0\n}, prefix=\"_d%d\");\n%%0\n",
+                              d);
+    if (n < cap)
+        snprintf(buf + n, cap - n, "}\n");
+}
+
+/* GRAPH_MAX_BODY_DEPTH (16) bodies in one another parse, compile, load
+ * (the plan nests them in its JSON) and run; one more is refused. */
+static void test_deep_nesting(void) {
+    static char text[32768];
+    nested_if(text, sizeof text, 16);
+    kiln_model *m = compile_text(text, "deep");
+    CHECK(m != NULL);
+    const float x[3] = {1, -2, 3};
+    for (int c = 0; m && c < 2; c++) {
+        kiln_ndarray *in[2] = {flag(c), vec(3, x)}, *out[1] = {NULL};
+        CHECK_EQ_INT(kiln_model_run_alloc(m, (const kiln_ndarray *const *)in, out, 0), KILN_OK);
+        for (int i = 0; out[0] && i < 3; i++)
+            CHECK(((const float *)kiln_ndarray_data(out[0]))[i] == (c ? 2 * x[i] : -x[i]));
+        kiln_ndarray_free(in[0]);
+        kiln_ndarray_free(in[1]);
+        kiln_ndarray_free(out[0]);
+    }
+    kiln_model_free(m);
+    nested_if(text, sizeof text, 17);
+    CHECK(kiln_graph_parse(text, NULL) == NULL);
+    CHECK_CONTAINS(kiln_last_error(), "bodies nest more than 16 deep");
+}
+
 static void test_malformed_plans(void) {
     char path[4096], *text = NULL;
     size_t len = 0;
@@ -564,6 +608,6 @@ static void test_malformed_plans(void) {
     kiln_npz_free(params);
 }
 
-TEST_MAIN(TEST(test_text_round_trip), TEST(test_if_runs), TEST(test_loop_runs),
-          TEST(test_loop_carried_shape), TEST(test_malformed), TEST(test_scan_runs),
-          TEST(test_malformed_plans), TEST(test_if_sizes_and_nesting))
+TEST_MAIN(TEST(test_text_round_trip), TEST(test_deep_nesting), TEST(test_if_runs),
+          TEST(test_loop_runs), TEST(test_loop_carried_shape), TEST(test_malformed),
+          TEST(test_scan_runs), TEST(test_malformed_plans), TEST(test_if_sizes_and_nesting))
