@@ -13,6 +13,7 @@ sequence 128) on inputs both sides compute from one formula
 Needs Debian's torch and onnx and onnxruntime from PyPI (README.md: a venv
 with the system packages). The layers are export_models.py's BertLayer
 (with an attention mask), initialized as its BERT, torch.manual_seed(0)."""
+import argparse
 import os
 import sys
 
@@ -70,11 +71,7 @@ def inputs(b, s):
     return ids, mask
 
 
-def main():
-    torch.manual_seed(0)
-    torch.set_num_threads(1)
-    model = DynamicBert().eval()
-    path = os.path.join(HERE, "bert_tiny_seq.onnx")
+def export(model, path):
     ids, mask = inputs(2, 16)
     torch.onnx.export(model, (torch.from_numpy(ids), torch.from_numpy(mask)), path,
                       input_names=["input_ids", "attention_mask"],
@@ -84,7 +81,34 @@ def main():
                                     "last_hidden_state": {0: "batch", 1: "seq"},
                                     "pooler_output": {0: "batch"}},
                       opset_version=13, do_constant_folding=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--full", action="store_true",
+                    help="BERT-base instead (12 layers, hidden 768, 12 heads, FFN 3072, 512 "
+                    "positions, vocabulary 30522) as OUT/bert_base_seq.onnx, with "
+                    "OUT/bert_base_seq_io.npz: its inputs at (1, 128) and ONNX Runtime's outputs "
+                    "(bench/bench_models.sh; never committed)")
+    ap.add_argument("--out", default=HERE)
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
     import onnxruntime as ort
+    if args.full:
+        model = DynamicBert(vocab=30522, hidden=768, layers=12, heads=12, ffn=3072,
+                            max_pos=512).eval()
+        path = os.path.join(args.out, "bert_base_seq.onnx")
+        export(model, path)
+        ids, mask = inputs(1, 128)
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        h, p = sess.run(None, {"input_ids": ids, "attention_mask": mask})
+        np.savez(os.path.join(args.out, "bert_base_seq_io.npz"), input_ids=ids,
+                 attention_mask=mask, last_hidden_state=h, pooler_output=p)
+        return
+    model = DynamicBert().eval()
+    path = os.path.join(args.out, "bert_tiny_seq.onnx")
+    export(model, path)
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     out = {}
     for b, s in ((2, 64), (1, 128)):
@@ -96,7 +120,7 @@ def main():
         assert err < 1e-4, err
         out["last_hidden_state_%d_%d" % (b, s)] = h
         out["pooler_output_%d_%d" % (b, s)] = p
-    np.savez_compressed(os.path.join(HERE, "bert_tiny_seq_dyn_io.npz"), **out)
+    np.savez_compressed(os.path.join(args.out, "bert_tiny_seq_dyn_io.npz"), **out)
     print("onnxruntime", ort.__version__, {k: v.shape for k, v in out.items()}, file=sys.stderr)
 
 
