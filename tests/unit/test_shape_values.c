@@ -201,4 +201,49 @@ static void test_checked_names(void) {
         }
 }
 
-TEST_MAIN(TEST(test_exact_values), TEST(test_checked_names))
+/* The shape functions' values: reshape_dims resolves 0 and -1 over
+ * symbolic dims where the element counts leave a constant or one variable
+ * (x [n, s, 8] to [0, -1, 2, 4] is [n, s, 2, 4]; to [-1, 8] is not a dim:
+ * n*s); squeeze_dims of a symbolic dim is only assumed. Checked through the
+ * type reshape(x, v) gets with no binder, or the error when v is not exact. */
+static void expect_reshape(const int64_t *shape, int n, const char *op, const char *want) {
+    kiln_graph *g = kiln_graph_new();
+    int64_t xd[3] = {-1, -1, 8};
+    const char *syms[3] = {"n", "s", NULL};
+    int x = kiln_graph_var(g, "x", KILN_FLOAT32, 3, xd, syms);
+    int xs[2] = {x, int_const(g, "shape", n, shape)};
+    int xr[2] = {x, kiln_graph_call(g, op, 2, xs, NULL, "dims")};
+    int r = kiln_graph_call(g, "reshape", 2, xr, NULL, "r");
+    CHECK_EQ_INT(kiln_graph_set_outputs(g, 1, &r, NULL), KILN_OK);
+    kiln_status st = kiln_graph_infer_types(g);
+    if (!strncmp(want, "error:", 6)) {
+        CHECK(st != KILN_OK);
+        CHECK_CONTAINS(kiln_last_error(), want + 6);
+    } else {
+        CHECK_EQ_INT(st, KILN_OK);
+        char *text = st ? NULL : kiln_graph_print(g);
+        if (text)
+            CHECK_CONTAINS(text, want);
+        free(text);
+    }
+    kiln_graph_free(g);
+}
+
+static void test_shape_function_values(void) {
+    const char *not_exact = "error:must be a constant or a bind_dims vector";
+    expect_reshape((const int64_t[]){0, -1, 2, 4}, 4, "reshape_dims",
+                   "Tensor[(n, s, 2, 4), float32]");
+    expect_reshape((const int64_t[]){0, 0, 2, -1}, 4, "reshape_dims",
+                   "Tensor[(n, s, 2, 4), float32]");
+    expect_reshape((const int64_t[]){0, 0, -1}, 3, "reshape_dims", "Tensor[(n, s, 8), float32]");
+    expect_reshape((const int64_t[]){-1, 8}, 2, "reshape_dims", not_exact);
+    expect_reshape((const int64_t[]){0, 0, 4}, 3, "reshape_dims", not_exact); /* 8 != 4 */
+    expect_reshape((const int64_t[]){0, 0, -1, -1}, 4, "reshape_dims", not_exact);
+    /* unsqueeze_dims at a constant axis moves the symbolic dims */
+    expect_reshape((const int64_t[]){0}, 1, "unsqueeze_dims", "Tensor[(1, n, s, 8), float32]");
+    expect_reshape((const int64_t[]){-2}, 1, "unsqueeze_dims", "Tensor[(n, s, 1, 8), float32]");
+    /* squeezing n, which must be 1 when it runs: assumed, so a binder is needed */
+    expect_reshape((const int64_t[]){0}, 1, "squeeze_dims", not_exact);
+}
+
+TEST_MAIN(TEST(test_exact_values), TEST(test_checked_names), TEST(test_shape_function_values))
