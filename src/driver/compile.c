@@ -238,8 +238,10 @@ static void vectorize_reduction(kiln_stage *st) {
     if (!contiguous_in(st->body->src[0], w))
         return;
     kiln_expr wo, wi, order[TE_MAX_ITERS];
-    if (kiln_split(st, w, 16, &wo, &wi) != KILN_OK)
+    if (kiln_split(st, w, 16, &wo, &wi) != KILN_OK) {
+        kiln_clear_error(); /* the stage stays as it was: no message left behind */
         return;
+    }
     int n = 0;
     for (int d = 0; d + 1 < st->ndata; d++)
         order[n++] = st->iters[d].var;
@@ -247,8 +249,8 @@ static void vectorize_reduction(kiln_stage *st) {
     for (int r = st->ndata; r < st->nroot; r++)
         order[n++] = st->iters[r].var;
     order[n++] = wi;
-    if (kiln_reorder(st, n, order) == KILN_OK)
-        kiln_vectorize(st, wi);
+    if (kiln_reorder(st, n, order) != KILN_OK || kiln_vectorize(st, wi) != KILN_OK)
+        kiln_clear_error(); /* split but not vectorized: correct, only slower */
 }
 
 /* What a symbolic extent counts as when the schedule weighs parallel work:
@@ -273,13 +275,18 @@ static void parallel_outer(kiln_stage *st) {
     for (int d = 1; d < nd && ext < 64; d++) {
         int64_t e = extent_hint(st->tensor->shape[d]);
         kiln_expr f;
-        if (kiln_fuse(st, ax, st->iters[d].var, &f) != KILN_OK)
+        if (kiln_fuse(st, ax, st->iters[d].var, &f) != KILN_OK) {
+            /* axis d was split already (vectorize_reduction's lanes): the
+               loops fused so far run in parallel, and the fuse's message
+               must not outlive a compile that succeeds */
+            kiln_clear_error();
             break;
+        }
         ax = f;
         ext *= e;
     }
-    if (ext > 1)
-        kiln_parallel(st, ax);
+    if (ext > 1 && kiln_parallel(st, ax) != KILN_OK)
+        kiln_clear_error(); /* serial loops: correct, only slower */
 }
 
 /* The default CPU schedule: elementwise and injective stages are inlined

@@ -641,14 +641,8 @@ static int axes_of(imp *I, const Onnx__NodeProto *n, int64_t *axes) {
 static int cvt_axes_run_time(imp *I, const Onnx__NodeProto *n, int x, const char *dims_op, int na,
                              const int64_t *axes) {
     int in[2] = {x, imp_input(I, n, 1)};
-    if (na >= 0) {
-        int64_t len = na;
-        kiln_ndarray *a = kiln_ndarray_empty(KILN_INT64, 1, &len);
-        if (!a)
-            return imp_fail(I, n, "%s", kiln_last_error());
-        memcpy(kiln_ndarray_data(a), axes, (size_t)na * sizeof(int64_t));
-        in[1] = imp_add_const(I, "", a);
-    }
+    if (na >= 0)
+        in[1] = cvt_ints_const(I, n, na, axes);
     in[1] = cvt_bind_dims(I, n, imp_call(I, n, dims_op, 2, in, ""));
     return in[1] < 0 ? -1 : imp_call(I, n, "reshape", 2, in, "");
 }

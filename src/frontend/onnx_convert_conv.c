@@ -422,16 +422,42 @@ int cvt_global_pool(imp *I, const Onnx__NodeProto *n, int *outs) {
     return outs[0] = imp_call(I, n, op, 1, &x, NULL);
 }
 
-/* MaxUnpool: zeros of the output shape with each input value written at
- * its flat index (MaxPool's Indices): a scatter over the flattened output.
- * The output shape is the input's N and C and per spatial dim
- * stride * (in - 1) + kernel - pads, or the constant output_shape input. A
- * flat index out of range is KILN_ERR_RANGE when the kernel runs (the
- * scatter checks it); of two values at one index, the later one stays. */
+/* MaxUnpool's output_shape known when the package runs: unpool_dims checks
+ * each value against the unpooled size `least` (a run with a smaller one
+ * fails, naming the node), a binder names them, and y is padded with
+ * zeros at the end of each dim to them: pads [0, ..., dims - least]. */
+static int unpool_run_time(imp *I, const Onnx__NodeProto *n, int y, int nd, const int64_t *least) {
+    int s = imp_input(I, n, 2);
+    const gtensor_type *st = imp_type(I, s);
+    if (!st || st->dtype != KILN_INT64 || st->ndim != 1 || st->dims[0].sym || st->dims[0].v != nd)
+        return imp_fail(I, n, "output_shape must be an int64 vector of %d values", nd);
+    kstr a;
+    kstr_init(&a);
+    cvt_ints_attr(&a, "min", nd, least);
+    int dims = a.oom ? imp_fail(I, n, "out of memory")
+                     : cvt_bind_dims(I, n, imp_call(I, n, "unpool_dims", 1, &s, a.buf));
+    kstr_free(&a);
+    int64_t zeros[MAXD] = {0};
+    int pads[2] = {cvt_ints_const(I, n, nd, zeros),
+                   cvt_binary_of(I, n, "subtract", dims, cvt_ints_const(I, n, nd, least))};
+    int in[3] = {y, imp_call(I, n, "concatenate", 2, pads, "axis=0"), dims};
+    return imp_call(I, n, "nn.pad", 3, in, "");
+}
+
+/* MaxUnpool: zeros of the unpooled shape (the input's N and C and per
+ * spatial dim stride * (in - 1) + kernel - pads) with each input value
+ * written at its flat index (MaxPool's Indices): a scatter over the
+ * flattened output. A flat index out of range is KILN_ERR_RANGE when the
+ * kernel runs (the scatter checks it); of two values at one index, the
+ * later one stays. With the output_shape input (a constant, or values
+ * known when the package runs), each value at least the unpooled size,
+ * that result is padded with zeros at the end of each dim to it, as the
+ * ONNX reference implementation does. */
 int cvt_max_unpool(imp *I, const Onnx__NodeProto *n, int *outs) {
     int x = imp_input(I, n, 0), ix = imp_input(I, n, 1);
     const gtensor_type *xt = imp_type(I, x), *it = imp_type(I, ix);
-    int64_t k[MAXSP], s[MAXSP], pads[2 * MAXSP], od[2 + MAXSP], m, total;
+    /* od: cvt_const_ints writes up to MAXD values */
+    int64_t k[MAXSP], s[MAXSP], pads[2 * MAXSP], od[MAXD], least[2 + MAXSP], m, total;
     int nsp;
     if ((nsp = spatial_dims(I, n, xt)) < 0)
         return -1;
@@ -445,37 +471,53 @@ int cvt_max_unpool(imp *I, const Onnx__NodeProto *n, int *outs) {
         at_least(I, n, "kernel size", nsp, k, 1) < 0 || at_least(I, n, "stride", nsp, s, 1) < 0 ||
         pads_attr(I, n, nsp, pads) < 0)
         return -1;
-    if (imp_ninputs(n) > 2) {
-        int no = cvt_const_ints(I, n, 2, od);
-        if (no == -2)
-            return imp_fail(I, n, "output_shape must be constant");
-        if (no != xt->ndim)
-            return imp_fail(I, n, "output_shape has %d values for a %d-D input", no, xt->ndim);
-    } else {
-        od[0] = xt->dims[0].v;
-        od[1] = xt->dims[1].v;
-        for (int i = 0; i < nsp; i++) {
-            int64_t o = ops_window_span(xt->dims[2 + i].v, k[i], s[i], 1, 0);
-            if (o < 0 || __builtin_sub_overflow(o, pads[i], &o) ||
-                __builtin_sub_overflow(o, pads[nsp + i], &o) || o < 1)
-                return imp_fail(I, n, "the output of spatial dim %d is empty or overflows", i);
-            od[2 + i] = o;
-        }
-    }
     int64_t xd[2 + MAXSP];
     for (int d = 0; d < xt->ndim; d++)
-        xd[d] = xt->dims[d].v;
-    if (!cvt_numel(I, n, xt->ndim, od, &total) || !cvt_numel(I, n, xt->ndim, xd, &m))
+        xd[d] = least[d] = xt->dims[d].v;
+    for (int i = 0; i < nsp; i++) {
+        int64_t o = ops_window_span(xt->dims[2 + i].v, k[i], s[i], 1, 0);
+        if (o < 0 || __builtin_sub_overflow(o, pads[i], &o) ||
+            __builtin_sub_overflow(o, pads[nsp + i], &o) || o < 1)
+            return imp_fail(I, n, "the output of spatial dim %d is empty or overflows", i);
+        least[2 + i] = o;
+    }
+    if (!cvt_numel(I, n, xt->ndim, xd, &m) || !cvt_numel(I, n, xt->ndim, least, &total))
         return -1;
     if (total < 1)
         return imp_fail(I, n, "the output is empty");
     char attrs[64];
     snprintf(attrs, sizeof attrs, "shape=[%lld]", (long long)total);
     int zero = cvt_float_const_like(I, n, x, 0);
-    int in[3] = {zero < 0 ? -1 : imp_call(I, n, "broadcast_to", 1, &zero, attrs),
-                 cvt_reshape_to(I, n, ix, 1, &m), cvt_reshape_to(I, n, x, 1, &m)};
-    if (in[0] < 0 || in[1] < 0 || in[2] < 0)
+    int in[3] = {imp_call(I, n, "broadcast_to", 1, &zero, attrs), cvt_reshape_to(I, n, ix, 1, &m),
+                 cvt_reshape_to(I, n, x, 1, &m)};
+    int y =
+        cvt_reshape_to(I, n, imp_call(I, n, "scatter_elements", 3, in, "axis=0"), xt->ndim, least);
+    if (imp_ninputs(n) < 3)
+        return outs[0] = y;
+    int no = cvt_const_ints(I, n, 2, od);
+    if (no == -2)
+        return outs[0] = unpool_run_time(I, n, y, xt->ndim, least);
+    if (no == -1)
+        return imp_fail(I, n, "output_shape is missing");
+    if (no != xt->ndim)
+        return imp_fail(I, n, "output_shape has %d values for a %d-D input", no, xt->ndim);
+    int64_t pw[2 * (2 + MAXSP)] = {0}, count;
+    int same = 1;
+    for (int d = 0; d < no; d++) {
+        if (od[d] < least[d])
+            return imp_fail(I, n, "output_shape[%d] = %lld is smaller than the unpooled size %lld",
+                            d, (long long)od[d], (long long)least[d]);
+        pw[2 * d + 1] = od[d] - least[d];
+        same &= od[d] == least[d];
+    }
+    if (!cvt_numel(I, n, no, od, &count))
         return -1;
-    int y = imp_call(I, n, "scatter_elements", 3, in, "axis=0");
-    return outs[0] = cvt_reshape_to(I, n, y, xt->ndim, od);
+    if (same)
+        return outs[0] = y;
+    kstr a;
+    kstr_init(&a);
+    cvt_ints_attr(&a, "pad_width", 2 * no, pw);
+    outs[0] = a.oom ? imp_fail(I, n, "out of memory") : imp_call(I, n, "nn.pad", 1, &y, a.buf);
+    kstr_free(&a);
+    return outs[0];
 }

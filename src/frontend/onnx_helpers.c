@@ -564,6 +564,16 @@ int cvt_axis_attr(imp *I, const Onnx__NodeProto *n, int64_t def, int ndim, int64
     return 0;
 }
 
+int cvt_ints_const(imp *I, const Onnx__NodeProto *n, int k, const int64_t *v) {
+    int64_t len = k;
+    kiln_ndarray *a = kiln_ndarray_empty(KILN_INT64, 1, &len);
+    if (!a)
+        return imp_fail(I, n, "%s", kiln_last_error());
+    if (k)
+        memcpy(kiln_ndarray_data(a), v, (size_t)k * sizeof(int64_t));
+    return imp_add_const(I, "", a);
+}
+
 int cvt_reshape_to(imp *I, const Onnx__NodeProto *n, int x, int nd, const int64_t *dims) {
     if (x < 0)
         return -1;

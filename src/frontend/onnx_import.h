@@ -199,6 +199,8 @@ KILN_HIDDEN int cvt_binary_of(imp *I, const Onnx__NodeProto *n, const char *op, 
 KILN_HIDDEN int cvt_unary_of(imp *I, const Onnx__NodeProto *n, const char *op, int x);
 /* x converted to dtype dt (x itself if it has it). */
 KILN_HIDDEN int cvt_cast_to(imp *I, const Onnx__NodeProto *n, int x, kiln_dtype dt);
+/* A constant int64 vector of the k values v. */
+KILN_HIDDEN int cvt_ints_const(imp *I, const Onnx__NodeProto *n, int k, const int64_t *v);
 /* Node x reshaped to dims[nd]. */
 KILN_HIDDEN int cvt_reshape_to(imp *I, const Onnx__NodeProto *n, int x, int nd,
                                const int64_t *dims);

@@ -240,16 +240,10 @@ static rel_result rel_unique(const struct kiln_graph *g, const gnode *call, cons
         return ops_fail("the data must have 1 or more dims, all known at compile time");
     if (!ops_attr_axis(call, "axis", 0, x->ndim, &axis) || !count_of(g, call, 1, &n))
         return REL_ERROR;
-    out->known = 1;
-    out->is_tuple = 1;
-    out->n = 4;
-    out->t = arena_alloc(g->arena, sizeof(gtensor_type) * 4);
-    out->t[0] = *x;
-    out->t[0].dims[axis] = n;
-    out->t[1] = (gtensor_type){KILN_INT64, 1, {n}};
-    out->t[2] = (gtensor_type){KILN_INT64, 1, {x->dims[axis]}};
-    out->t[3] = out->t[1];
-    return REL_OK;
+    gtensor_type t[4] = {
+        *x, {KILN_INT64, 1, {n}}, {KILN_INT64, 1, {x->dims[axis]}}, {KILN_INT64, 1, {n}}};
+    t[0].dims[axis] = n;
+    return ops_set_tuple(g, out, 4, t);
 }
 
 typedef struct {

@@ -147,12 +147,7 @@ static gdim outer_dim(fresh_names *f, const gtype *const *in, int nin, gdim d) {
 
 /* The output type: n tensor types (a tuple unless n == 1). */
 static rel_result set_outs(const struct kiln_graph *g, gtype *out, int n, const gtensor_type *t) {
-    if (n == 1)
-        return ops_set_out(g, out, &t[0]);
-    gtensor_type *tt = arena_alloc(g->arena, sizeof(gtensor_type) * (size_t)n);
-    memcpy(tt, t, sizeof(gtensor_type) * (size_t)n);
-    *out = (gtype){1, 1, n, tt};
-    return REL_OK;
+    return n == 1 ? ops_set_out(g, out, &t[0]) : ops_set_tuple(g, out, n, t);
 }
 
 /* Carried value k's body output `o` against its variable type `v`: the

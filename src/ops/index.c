@@ -985,14 +985,10 @@ static rel_result rel_topk(const struct kiln_graph *g, const gnode *call, const 
     if (!k.sym && k.v > x->dims[axis].v)
         return ops_fail("k = %lld must be 0 to the axis length %lld", (long long)k.v,
                         (long long)x->dims[axis].v);
-    out->known = 1;
-    out->is_tuple = 1;
-    out->n = 2;
-    out->t = arena_alloc(g->arena, sizeof(gtensor_type) * 2);
-    out->t[0] = out->t[1] = *x;
-    out->t[0].dims[axis] = out->t[1].dims[axis] = k;
-    out->t[1].dtype = KILN_INT64;
-    return REL_OK;
+    gtensor_type t[2] = {*x, *x};
+    t[0].dims[axis] = t[1].dims[axis] = k;
+    t[1].dtype = KILN_INT64;
+    return ops_set_tuple(g, out, 2, t);
 }
 
 /* Whether a (at position ia) comes before b (at ib) in TopK's order:

@@ -130,6 +130,9 @@ KILN_HIDDEN rel_result ops_fail(const char *fmt, ...) KILN_PRINTF(1, 2);
 /* The tensor type of input i, or NULL with *r = REL_ERROR for a tuple. */
 KILN_HIDDEN const gtensor_type *ops_tensor_in(const gtype *t, int i, rel_result *r);
 KILN_HIDDEN rel_result ops_set_out(const struct kiln_graph *g, gtype *out, const gtensor_type *t);
+/* The output is a tuple of the n tensor types t[] (copied into the graph). */
+KILN_HIDDEN rel_result ops_set_tuple(const struct kiln_graph *g, gtype *out, int n,
+                                     const gtensor_type *t);
 /* A dim as text: its size or its symbol. */
 KILN_HIDDEN void ops_dim_str(gdim d, char *buf, size_t cap);
 /* numpy broadcasting of n types into *res, with the dtype of ts[dt_from]. */

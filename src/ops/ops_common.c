@@ -36,6 +36,13 @@ rel_result ops_set_out(const struct kiln_graph *g, gtype *out, const gtensor_typ
     return REL_OK;
 }
 
+rel_result ops_set_tuple(const struct kiln_graph *g, gtype *out, int n, const gtensor_type *t) {
+    gtensor_type *tt = arena_alloc(g->arena, sizeof(gtensor_type) * (size_t)n);
+    memcpy(tt, t, sizeof(gtensor_type) * (size_t)n);
+    *out = (gtype){.known = 1, .is_tuple = 1, .n = n, .t = tt};
+    return REL_OK;
+}
+
 void ops_dim_str(gdim d, char *buf, size_t cap) {
     if (d.sym)
         snprintf(buf, cap, "%s", d.sym);

@@ -121,13 +121,9 @@ static rel_result rel_pool(const struct kiln_graph *g, const gnode *call, const 
     if (order != 0 && order != 1)
         return ops_fail("storage_order = %lld is not 0 (row major) or 1 (column major)",
                         (long long)order);
-    out->known = 1;
-    out->is_tuple = 1;
-    out->n = 2;
-    out->t = arena_alloc(g->arena, sizeof(gtensor_type) * 2);
-    out->t[0] = out->t[1] = res;
-    out->t[1].dtype = KILN_INT64;
-    return REL_OK;
+    gtensor_type t[2] = {res, res};
+    t[1].dtype = KILN_INT64;
+    return ops_set_tuple(g, out, 2, t);
 }
 
 static rel_result rel_global_pool(const struct kiln_graph *g, const gnode *call,

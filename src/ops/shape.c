@@ -14,6 +14,7 @@
  *   topk_dims,
  *   reduce_dims,
  *   count_dims,      (and OneHot's depth, a window's size)
+ *   unpool_dims,     (and MaxUnpool's output_shape, checked)
  *   split_params,
  *   nonzero_dims,    (and how many elements NonZero and Compress select)
  *   compress_dims,
@@ -336,6 +337,51 @@ static kiln_status compute_count_dims(kiln_ctx *ctx, const gnode *call, kiln_ten
     f.dim[0] =
         as_count(ctx, ops_elem_as(ctx, in[0], 0, dt), dt,
                  kiln_int(ctx, graph_attr_int(call, "min", 0)), kiln_int(ctx, GRAPH_MAX_ELEMENTS));
+    return ops_dims_out(ctx, call, &f, out);
+}
+
+/* ---- unpool_dims ------------------------------------------------------------------- */
+
+static const attr_schema unpool_dims_attrs[] = {{"min", GA_INTS, 1, NULL}, {NULL, 0, 0, NULL}};
+
+static rel_result rel_unpool_dims(const struct kiln_graph *g, const gnode *call,
+                                  const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(1);
+    rel_result r = REL_OK;
+    const gtensor_type *s = ops_tensor_in(in[0], 0, &r);
+    if (!s)
+        return r;
+    int64_t min[MAXD];
+    int n = graph_attr_ints(call, "min", min, MAXD);
+    if (n < 1 || n > MAXD)
+        return ops_fail("min must have 1 to %d values", MAXD);
+    for (int k = 0; k < n; k++)
+        if (min[k] < 0 || min[k] > GRAPH_MAX_ELEMENTS)
+            return ops_fail("min[%d] = %lld must be 0 to 2^48", k, (long long)min[k]);
+    if (s->ndim == 1 && !s->dims[0].sym && s->dims[0].v != n)
+        return ops_fail("the output shape has %lld values, min %d", (long long)s->dims[0].v, n);
+    return ops_dims_rel(g, s, "the output shape", 0, -1, out);
+}
+
+/* ONNX MaxUnpool's output_shape: its values, each from min[k] (the
+ * unpooled size) to 2^48, with a product of at most 2^48; else -1 each. */
+static kiln_status compute_unpool_dims(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                       kiln_tensor **out) {
+    static _Thread_local ops_dims_fn f;
+    int64_t min[MAXD];
+    f.n = graph_attr_ints(call, "min", min, MAXD);
+    kiln_expr limit = kiln_int(ctx, GRAPH_MAX_ELEMENTS);
+    kiln_expr prod = kiln_const(ctx, KILN_FLOAT64, 1), bad = kiln_const(ctx, KILN_BOOL, 0);
+    for (int k = 0; k < f.n; k++) {
+        f.dim[k] = ops_elem_i64(ctx, in[0], k);
+        bad = kiln_or(bad,
+                      kiln_or(kiln_lt(f.dim[k], kiln_int(ctx, min[k])), kiln_gt(f.dim[k], limit)));
+        /* in float64, so that no value can overflow it */
+        prod = kiln_mul(prod, kiln_cast(KILN_FLOAT64, f.dim[k]));
+    }
+    bad = kiln_or(bad, too_big(ctx, prod));
+    for (int k = 0; k < f.n; k++)
+        f.dim[k] = kiln_select(bad, kiln_int(ctx, -1), f.dim[k]);
     return ops_dims_out(ctx, call, &f, out);
 }
 
@@ -1083,6 +1129,8 @@ const kiln_op_def ops_shape_rows[] = {
              "TopK's k from its value, checked against the axis"),
     DIMS_ROW("count_dims", 1, 1, count_dims_attrs, rel_count_dims, compute_count_dims,
              "a count (OneHot's depth, a window's size) from a scalar value, at least min"),
+    DIMS_ROW("unpool_dims", 1, 1, unpool_dims_attrs, rel_unpool_dims, compute_unpool_dims,
+             "ONNX MaxUnpool's output dims from its output_shape values, each at least min[k]"),
     DIMS_ROW("nonzero_dims", 1, 1, no_attrs, rel_selected_dims, compute_selected_dims,
              "how many nonzero elements NonZero selects"),
     OPS_SYM_ROW_V("compress_dims", 2, 2, axis0_attrs, rel_selected_dims, compute_selected_dims,

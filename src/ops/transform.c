@@ -381,15 +381,12 @@ static rel_result rel_split(const struct kiln_graph *g, const gnode *call, const
     } else {
         return ops_fail("indices_or_sections must be an int or an int list");
     }
-    out->known = 1;
-    out->is_tuple = 1;
-    out->n = np;
-    out->t = arena_alloc(g->arena, sizeof(gtensor_type) * (size_t)np);
+    gtensor_type parts[64];
     for (int i = 0; i < np; i++) {
-        out->t[i] = *x;
-        out->t[i].dims[axis].v = bounds[i + 1] - bounds[i];
+        parts[i] = *x;
+        parts[i].dims[axis].v = bounds[i + 1] - bounds[i];
     }
-    return REL_OK;
+    return ops_set_tuple(g, out, np, parts);
 }
 
 /* out[.., i, ..] = input k at i - offset[k] for the k whose range holds i.

@@ -14,7 +14,8 @@ Arity: Relu with 3 outputs, Add with 3 inputs, Gemm with an empty B.
 Shapes: Conv kernel_shape against the weight, group against the channels,
 pads/strides/dilations lengths, a 4-D window; pool kernel_shape length,
 MaxPool storage_order (0 or 1, and not at opset 7), LpPool's p, MaxUnpool's
-index dtype; ConvTranspose output_shape length, output_padding, group, an
+index dtype and a constant output_shape below the unpooled size or of the
+wrong length; ConvTranspose output_shape length, output_padding, group, an
 empty and an overflowing output; ConvInteger's input dtypes and zero point
 length; BatchNormalization
 parameter lengths, spatial=0 and running statistics before opset 14; the
@@ -137,6 +138,15 @@ def cases():
     c["bad_maxunpool_float_indices"] = model(
         node("MaxUnpool", ["x", "i"], ["y"], "unpool", [attr("kernel_shape", [2, 2])]),
         {"x": [1, 1, 2, 2], "i": [1, 1, 2, 2]})
+    # a constant output_shape below the unpooled [1, 1, 4, 4], and one of 3 values
+    def unpool_shape(shape):
+        return model(
+            node("MaxUnpool", ["x", "i", "s"], ["y"], "unpool",
+                 [attr("kernel_shape", [2, 2]), attr("strides", [2, 2])]),
+            {"x": [1, 1, 2, 2], "i": [1, 1, 2, 2]}, types={"i": TensorProto.INT64},
+            inits=[numpy_helper.from_array(np.array(shape, np.int64), "s")])
+    c["bad_maxunpool_output_shape_small"] = unpool_shape([1, 1, 5, 3])
+    c["bad_maxunpool_output_shape_length"] = unpool_shape([1, 4, 4])
     # ConvTranspose: output_shape and output_padding, groups, an empty or
     # overflowing output
     def convt(attrs, x=(1, 1, 3, 3), w=(1, 1, 3, 3)):

@@ -156,11 +156,19 @@ def pool(x, kind, ks, strides, dils, pads, ceil_mode=0, count_include_pad=0, p=2
     return (y, idx) if kind == "max" else y
 
 
-def max_unpool(x, ind, out_shape):
-    y = np.zeros(int(np.prod(out_shape)), x.dtype)
+def max_unpool(x, ind, unpooled, out_shape=None):
+    """The values at their flat indices in zeros of the unpooled shape; with
+    out_shape (at least that in every dim), that padded with zeros at the
+    end of each dim to it, as the ONNX reference implementation does."""
+    y = np.zeros(int(np.prod(unpooled)), x.dtype)
     for v, i in zip(x.reshape(-1), ind.reshape(-1)):
         y[i] = v  # the later one stays
-    return y.reshape(out_shape)
+    y = y.reshape(unpooled)
+    if out_shape is None:
+        return y
+    z = np.zeros(out_shape, x.dtype)
+    z[tuple(slice(0, n) for n in unpooled)] = y
+    return z
 
 
 # ---- the tests -------------------------------------------------------------------------
@@ -309,13 +317,14 @@ def unpools():
     write("maxunpool_2d_pads", [node("MaxUnpool", ["y", "i"], ["z"], kernel_shape=[2, 2],
                                      strides=[2, 2], pads=[1, 1, 0, 0])],
           [("y", y), ("i", i)], [("z", max_unpool(y, i, out))], 11)
-    # a constant output_shape larger than the default; indices repeat
+    # a constant output_shape larger than the unpooled [1, 2, 4, 6] in C, H
+    # and W; indices (flat in the unpooled shape) repeat
     y = f32(1, 2, 2, 3)
     i = np.array([[[[0, 7, 7], [20, 21, 2]], [[30, 31, 40], [41, 44, 29]]]], np.int64)
-    shape = np.array([1, 2, 5, 5], np.int64)
+    shape = np.array([1, 3, 5, 7], np.int64)
     write("maxunpool_constant_output_shape_repeats",
           [node("MaxUnpool", ["y", "i", "s"], ["z"], kernel_shape=[2, 2], strides=[2, 2])],
-          [("y", y), ("i", i)], [("z", max_unpool(y, i, list(shape)))], 11,
+          [("y", y), ("i", i)], [("z", max_unpool(y, i, [1, 2, 4, 6], list(shape)))], 11,
           consts=[("s", shape)])
 
 

@@ -14,6 +14,7 @@
 #include "check.h"
 #include "graph_util.h"
 #include "kiln/graph.h"
+#include "kiln/onnx.h"
 #include "kiln/runtime.h"
 #include "kiln/schedule.h"
 
@@ -428,6 +429,10 @@ static void test_relation_errors(void) {
     relation("count_dims", "x", NULL, "the count must be a scalar");
     relation("split_params", "xs", "axis=1, index=2", "index 2 is not one of the 2 parts");
     relation("broadcast_dims", "xm", NULL, "1 to 16 dims");
+    relation("unpool_dims", "s", "min=[1, 2, 3]", "the output shape has 2 values, min 3");
+    relation("unpool_dims", "s", "min=[1, -2]", "min[1] = -2 must be 0 to 2^48");
+    relation("unpool_dims", "f", "min=[1, 2]", "the output shape must be a 1-D integer tensor");
+    relation("unpool_dims", "s", "min=[1, 2]", NULL);
     relation("reduce_dims", "xf", NULL, "the axes must be a 1-D integer tensor");
     relation("reduce_dims", "xm", NULL, "a vector of 1 to 2 values");
     relation("reduce_dims", "xs", "keepdims=0", "leaves no dims");
@@ -447,6 +452,97 @@ static kiln_model *compile_load(kiln_graph *g, int naive, const char *tag) {
     char name[64];
     snprintf(name, sizeof name, "%s_%s.tar", tag, naive ? "naive" : "default");
     return gu_compile_load(g, naive, name);
+}
+
+/* ---- MaxUnpool at a run-time output_shape ------------------------------------------- */
+
+/* The unpooled [1, 1, 4, 4] of ONNX's test_maxunpool_export_with_output_shape
+ * (kernel 2, stride 2 over x [1, 1, 2, 2]) in zeros of shape sv, at the
+ * origin: the ONNX reference implementation. */
+static void ref_unpool(const float *x, const int64_t *ix, const int64_t *sv, float *out) {
+    int64_t n = sv[0] * sv[1] * sv[2] * sv[3];
+    for (int64_t i = 0; i < n; i++)
+        out[i] = 0;
+    for (int k = 0; k < 4; k++) /* N = C = 1: the flat index is h * 4 + w */
+        out[(ix[k] / 4) * sv[3] + ix[k] % 4] = x[k];
+}
+
+/* Run m at output_shape sv (len values); ok: it runs, else the run fails
+ * (naming the binder when the input is of the right length). */
+static void run_unpool(kiln_model *m, int len, const int64_t *sv, int ok) {
+    int64_t xd[4] = {1, 1, 2, 2}, sd[1] = {len};
+    kiln_ndarray *x = kiln_ndarray_empty(KILN_FLOAT32, 4, xd);
+    kiln_ndarray *ix = kiln_ndarray_empty(KILN_INT64, 4, xd);
+    kiln_ndarray *s = kiln_ndarray_empty(KILN_INT64, 1, sd);
+    static const float xv[4] = {5, -6, 7, 8};
+    static const int64_t iv[4] = {5, 7, 13, 15};
+    memcpy(kiln_ndarray_data(x), xv, sizeof xv);
+    memcpy(kiln_ndarray_data(ix), iv, sizeof iv);
+    memcpy(kiln_ndarray_data(s), sv, (size_t)len * sizeof(int64_t));
+    const kiln_ndarray *ins[3] = {x, ix, s};
+    kiln_ndarray *out = NULL;
+    kiln_status st = kiln_model_run_alloc(m, ins, &out, 0);
+    if (!ok) {
+        CHECK_EQ_INT(st, KILN_ERR_INVALID);
+        /* the unnamed ONNX node's binder, by its kiln name */
+        CHECK_CONTAINS(kiln_last_error(), len == 4 ? "bind_dims" : "output_shape");
+        CHECK_CONTAINS(kiln_last_error(), len == 4 ? "are invalid for it" : "");
+        CHECK(out == NULL);
+    } else {
+        CHECK_EQ_INT(st, KILN_OK);
+        if (st)
+            fprintf(stderr, "run: %s\n", kiln_last_error());
+        for (int d = 0; d < 4 && !st; d++)
+            CHECK_EQ_INT(kiln_ndarray_dim(out, d), sv[d]);
+        if (!st) {
+            int64_t n = kiln_ndarray_numel(out);
+            float *ref = malloc((size_t)n * sizeof(float));
+            ref_unpool(xv, iv, sv, ref);
+            const float *v = kiln_ndarray_data(out);
+            int bad = 0;
+            for (int64_t i = 0; i < n; i++)
+                bad += v[i] != ref[i];
+            CHECK_EQ_INT(bad, 0);
+            free(ref);
+        }
+    }
+    kiln_ndarray_free(out);
+    kiln_ndarray_free(x);
+    kiln_ndarray_free(ix);
+    kiln_ndarray_free(s);
+}
+
+/* ONNX MaxUnpool whose output_shape is a graph input: one package, the
+ * unpooled values padded with zeros to each run's output_shape (in N and
+ * C too); one below the unpooled size, negative, too large or of the
+ * wrong length fails that run, and the next good one works. */
+static void test_unpool_output_shape(void) {
+    const char *dir = getenv("KILN_ONNX_TESTDATA");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/test_maxunpool_export_with_output_shape/model.onnx",
+             dir ? dir : "/usr/share/libonnx-testdata/data/node");
+    for (int naive = 0; naive < 2; naive++) {
+        kiln_graph *g = kiln_onnx_import(path, NULL);
+        CHECK(g != NULL);
+        if (!g) {
+            fprintf(stderr, "import: %s\n", kiln_last_error());
+            return;
+        }
+        kiln_model *m = compile_load(g, naive, "unpool");
+        if (!m)
+            continue;
+        run_unpool(m, 4, (const int64_t[]){1, 1, 5, 5}, 1); /* the node test's */
+        run_unpool(m, 4, (const int64_t[]){1, 1, 4, 4}, 1); /* the unpooled size */
+        run_unpool(m, 4, (const int64_t[]){2, 3, 4, 9}, 1); /* grows, N and C too */
+        run_unpool(m, 4, (const int64_t[]){1, 1, 3, 5}, 0); /* below the unpooled 4 */
+        run_unpool(m, 4, (const int64_t[]){0, 1, 4, 4}, 0);
+        run_unpool(m, 4, (const int64_t[]){1, 1, -4, 4}, 0);
+        run_unpool(m, 4, (const int64_t[]){1, 1, INT64_MAX, 4}, 0);
+        run_unpool(m, 4, (const int64_t[]){1, 1, 1 << 25, 1 << 25}, 0); /* past 2^48 */
+        run_unpool(m, 3, (const int64_t[]){1, 5, 5}, 0);                /* not 4 values */
+        run_unpool(m, 4, (const int64_t[]){1, 2, 6, 4}, 1);             /* fine again */
+        kiln_model_free(m);
+    }
 }
 
 /* ---- image.resize at run-time scales or sizes ------------------------------------ */
@@ -589,4 +685,5 @@ static void test_resize_values(void) {
 }
 
 TEST_MAIN(TEST(test_reshape_values), TEST(test_expand_range_values), TEST(test_slice_pad_values),
-          TEST(test_resize_values), TEST(test_selected_by_data), TEST(test_relation_errors))
+          TEST(test_resize_values), TEST(test_selected_by_data), TEST(test_relation_errors),
+          TEST(test_unpool_output_shape))

@@ -1047,6 +1047,8 @@ static const workload g_work[] = {
     {"range_dims", "i32[];i32[];i32Z[]", NULL},
     {"topk_dims", "f32[3,5];i64T[1]", "axis=1"},
     {"count_dims", "f64[]", "min=1"},
+    {"unpool_dims", "i64T[4]", "min=[0, 1, 2, 0]"},
+    {"unpool_dims", "i32[2]", "min=[3, 0]"},
     {"shape_of", "f32[2,3,4]", "start=1"},
     {"split_params", "f32[3,6];i64T[3]", "axis=1, index=1"},
     {"split_params", "f32[3,6];i32[2]", "axis=-1, index=1"},
