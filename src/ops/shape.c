@@ -1028,9 +1028,11 @@ static int values_axes_dims(const struct kiln_graph *g, const gnode *call, const
 
 /* Slice's lengths, starts and steps, where the values tell them: from
  * constants; the whole of a variable dim (start 0, step 1, an end past
- * 2^48 or the variable itself); a prefix [0, end) of step 1 where one of
- * the dim and the end is a variable and the other a constant is the
- * variable, ASSUMED (the shorter one when the package runs). */
+ * 2^48 or the variable itself); a prefix [0, n) of step 1 of a constant
+ * dim c is n, ASSUMED: n <= c is checked when it runs (a position table
+ * sliced to the sequence length; past it, ONNX Runtime's slice would be
+ * shorter than the sequence, and the model would fail where it adds the
+ * two). */
 static int values_slice_params(const struct kiln_graph *g, const gnode *call, const gval *const *in,
                                const int *nin, gval *out, int cap) {
     const gtensor_type *x = in_type(g, call, 0);
@@ -1084,10 +1086,11 @@ static int values_slice_params(const struct kiln_graph *g, const gnode *call, co
         out[nd + d] = val_c(0);
         if (n.sym && ((!en.d.sym && en.d.v >= GRAPH_MAX_ELEMENTS) || gdim_equal(en.d, n)))
             out[d] = (gval){GVAL_EXACT, n};
-        else if (n.sym != NULL) /* a constant end >= 0 within a variable dim */
-            out[d] = en.d.v >= 0 ? (gval){GVAL_ASSUMED, en.d} : val_unknown();
-        else /* a variable end within a constant dim */
+        else if (!n.sym && en.d.sym) /* a variable end within a constant dim */
             out[d] = (gval){GVAL_ASSUMED, en.d};
+        /* a constant end within a variable dim is min(n, end): either may
+           be the length in a run ONNX Runtime takes too, so it stays
+           unknown (a binder binds it) */
     }
     return 3 * nd;
 }
