@@ -173,6 +173,35 @@ static int has_select(tir_node e) {
     return r;
 }
 
+/* 1 if e calls a transcendental function (exp, log, tanh, erf, ...): an
+ * elementwise stage worth computing once rather than in each reader. */
+static int calls_transcendental_rec(tir_set *seen, tir_node e) {
+    if (tir_set_add(seen, e))
+        return 0;
+    if (e->op == TIR_CALL && e->aux != TIR_SQRT && e->aux != TIR_RSQRT && e->aux != TIR_FLOOR &&
+        e->aux != TIR_CEIL && e->aux != TIR_ABS && e->aux != TIR_ROUND && e->aux < TIR_SHL)
+        return 1;
+    for (uint32_t i = 0; i < e->nsrc; i++)
+        if (calls_transcendental_rec(seen, e->src[i]))
+            return 1;
+    return 0;
+}
+
+static int calls_transcendental(tir_node e) {
+    tir_set seen = {0};
+    int r = calls_transcendental_rec(&seen, e);
+    tir_set_free(&seen);
+    return r;
+}
+
+/* How many stages of s other than t's own read t. */
+static int readers(kiln_schedule *s, const kiln_tensor *t) {
+    int n = 0;
+    for (int i = 0; i < s->nstages; i++)
+        n += s->stages[i]->tensor != t && te_reads(s->stages[i]->body, t);
+    return n;
+}
+
 /* 1 if some reduction stage of s reads t. */
 static int read_by_reduction(kiln_schedule *s, const kiln_tensor *t) {
     for (int i = 0; i < s->nstages; i++)
@@ -233,11 +262,22 @@ static void vectorize_reduction(kiln_stage *st) {
     if (domain_uses(st, w) || domain_uses(st, st->tensor->axis[st->tensor->ndim - 1]))
         return;
     int64_t ext;
-    if (!tir_const_int(st->tensor->shape[st->ndata - 1], &ext) || ext < 8)
-        return;
-    if (!contiguous_in(st->body->src[0], w))
+    int sym = !tir_const_int(st->tensor->shape[st->ndata - 1], &ext);
+    if ((!sym && ext < 8) || !contiguous_in(st->body->src[0], w))
         return;
     kiln_expr wo, wi, order[TE_MAX_ITERS];
+    if (sym) { /* a symbolic extent: the reduce loops outside it, which the C
+                  compiler vectorizes (splitting it would need a tail) */
+        int n = 0;
+        for (int d = 0; d + 1 < st->ndata; d++)
+            order[n++] = st->iters[d].var;
+        for (int r = st->ndata; r < st->nroot; r++)
+            order[n++] = st->iters[r].var;
+        order[n++] = w;
+        kiln_reorder(st, n, order);
+        kiln_clear_error();
+        return;
+    }
     if (kiln_split(st, w, 16, &wo, &wi) != KILN_OK) {
         kiln_clear_error(); /* the stage stays as it was: no message left behind */
         return;
@@ -307,6 +347,10 @@ static kiln_status default_schedule(kiln_schedule *s, int nout, kiln_tensor **ou
         if (st->is_output || st->body->op == TIR_REDUCE || te_is_scan(st->tensor))
             continue; /* a scan is always materialized */
         if (has_select(st->body) && read_by_reduction(s, st->tensor))
+            continue;
+        /* exp (softmax's numerators) read by a sum and a division: computed
+           once, not in each (the naive schedule, the reference, inlines it) */
+        if (!naive && calls_transcendental(st->body) && readers(s, st->tensor) > 1)
             continue;
         kiln_status r = kiln_compute_inline(st);
         if (r != KILN_OK)
