@@ -509,9 +509,14 @@ static int alter_conv2d(const gnode *n, const layout_query *q, layout_rewrite *r
  * [C/x, 1, KH, KW, 1, x]. Other grouped convolutions keep the general packing
  * with [O/y, I/x, ...] holding a group's I input channels. */
 static int is_depthwise(const gnode *call) {
+    const gtensor_type *x = &call->graph->nodes[call->in[0]]->type.t[0];
     const gtensor_type *w = &call->graph->nodes[call->in[1]]->type.t[0];
+    /* a depthwise one with a channel multiplier (more output channels than
+       input ones) is packed in the general grouped form, one input channel
+       per group: not depthwise here */
     return graph_attr_int(call, "groups", 1) > 1 && w->ndim == 6 && w->dims[4].v == 1 &&
-           w->dims[1].v == 1;
+           w->dims[1].v == 1 && x->ndim == 5 &&
+           w->dims[0].v * w->dims[5].v == x->dims[1].v * x->dims[4].v;
 }
 
 static rel_result rel_conv2d_nchwc(const struct kiln_graph *g, const gnode *call,
@@ -542,7 +547,7 @@ static rel_result rel_conv2d_nchwc(const struct kiln_graph *g, const gnode *call
         return ops_fail("weight's output block is %lld, not %d", (long long)w->dims[5].v, ob);
     if (!kiln_mul_ok(x->dims[1].v, ib, &ic) || !kiln_mul_ok(w->dims[0].v, ob, &oc))
         return ops_fail("the channel counts overflow int64");
-    int dwk = groups > 1 && w->dims[1].v == 1 && w->dims[4].v == 1;
+    int dwk = groups > 1 && w->dims[1].v == 1 && w->dims[4].v == 1 && oc == ic;
     if (groups < 1 || ic % groups || oc % groups)
         return ops_fail("groups=%lld must divide input channels %lld and output channels %lld",
                         (long long)groups, (long long)ic, (long long)oc);

@@ -183,6 +183,22 @@ static const conv_case g_cases[] = {
      2},
     {"grouped 1x1, 4 groups of 16", 1, 64, 7, 7, 64, 1, 1, 1, 4, {0, 0, 0, 0}, 0},
     {"depthwise 3x3 s2, 24 channels", 1, 24, 9, 9, 24, 3, 2, 1, 24, {1, 1, 1, 1}, 1},
+    /* depthwise with a channel multiplier: one input channel per group, more
+       output ones (PyTorch's Conv2d(8, 24, groups=8)); packed as a grouped
+       convolution, not as depthwise */
+    {"depthwise 3x3, 8 channels x 3 (channel multiplier)",
+     1,
+     8,
+     9,
+     9,
+     24,
+     3,
+     1,
+     1,
+     8,
+     {1, 1, 1, 1},
+     1},
+    {"depthwise 3x3 s2, 16 channels x 2", 1, 16, 9, 9, 32, 3, 2, 1, 16, {1, 1, 1, 1}, 0},
     {"depthwise 5x5 s1, 40 channels, residual", 1, 40, 8, 8, 40, 5, 1, 1, 40, {2, 2, 2, 2}, 2},
     {"1x1, 116->232 (padded last blocks, ShuffleNetV2)",
      1,
