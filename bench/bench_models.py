@@ -95,11 +95,24 @@ def peak(build):
 
 # ------------------------------------------------------------ models ---
 
-def onnx_stats(path):
+def onnx_stats(path, feeds=None):
     """FLOPs (2 x MACs of Conv, Gemm and MatMul), weight bytes and the largest
-    intermediate tensor, from the ONNX graph with inferred shapes."""
+    intermediate tensor, from the ONNX graph with inferred shapes (a symbolic
+    input dim taken from the feeds' shapes, propagated through the model's
+    shape arithmetic)."""
     import onnx
-    m = onnx.shape_inference.infer_shapes(onnx.load(path))
+    m = onnx.load(path)
+    for i in m.graph.input:
+        if feeds is not None and i.name in feeds:
+            for d, v in zip(i.type.tensor_type.shape.dim, feeds[i.name].shape):
+                d.dim_value = int(v)
+    m = onnx.shape_inference.infer_shapes(m, data_prop=True)
+    try:  # through Shape -> Gather -> Concat -> Reshape too (onnx's own stops there)
+        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+        m = SymbolicShapeInference.infer_shapes(m, auto_merge=True) or m
+    except Exception as e:
+        log(f"  note: ONNX Runtime's symbolic shape inference failed ({type(e).__name__}); "
+            "some FLOPs may not be counted")
     g = m.graph
     shapes = {}
     for vi in list(g.input) + list(g.output) + list(g.value_info):
@@ -462,9 +475,9 @@ def main():
         for f in (onnx_path, io_path, tar):
             if not os.path.exists(f):
                 sys.exit(f"bench_models.py: {f} is missing (run bench/bench_models.sh)")
-        st = onnx_stats(onnx_path)
-        st.update(package_storage(tar))
         io = np.load(io_path)
+        st = onnx_stats(onnx_path, io)
+        st.update(package_storage(tar))
         st["feeds"] = {k: io[k] for k in st["inputs"]}
         st["onnx"], st["io"], st["tar"] = onnx_path, io_path, tar
         models[name] = st
