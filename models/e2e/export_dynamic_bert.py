@@ -4,7 +4,8 @@ sizes from x.size(), so the graph computes them with Shape -> Gather ->
 Unsqueeze -> Concat; the position ids are a slice of a [1, 128] buffer up
 to the sequence length; the attention mask is expanded to [b, 1, 1, s].
 Then ONNX Runtime's outputs at (batch 2, sequence 64) and (batch 1,
-sequence 128) on inputs both sides compute from one formula
+sequence 128), and (3, 37), whose rows are no multiple of a register
+tile, on inputs both sides compute from one formula
 (bert_tiny_seq_dyn_io.npz; test_e2e_models.c, run_dynamic):
 
     input_ids[i]  = (i * 7919) % 1000           (i: the flat index)
@@ -111,7 +112,7 @@ def main():
     export(model, path)
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     out = {}
-    for b, s in ((2, 64), (1, 128)):
+    for b, s in ((2, 64), (1, 128), (3, 37)):
         ids, mask = inputs(b, s)
         h, p = sess.run(None, {"input_ids": ids, "attention_mask": mask})
         with torch.no_grad():
