@@ -273,9 +273,7 @@ static int values_arith(const struct kiln_graph *g, const gnode *call, const gva
         return -1;
     for (int k = 0; k < count; k++) {
         gval a = in[0][nin[0] == 1 ? 0 : k], b = in[1][nin[1] == 1 ? 0 : k];
-        gval_kind kind = a.kind == GVAL_EXACT && b.kind == GVAL_EXACT ? GVAL_EXACT
-                         : a.kind && b.kind                           ? GVAL_ASSUMED
-                                                                      : GVAL_UNKNOWN;
+        gval_kind kind = ops_gval_weaker(a.kind, b.kind);
         out[k] = (gval){GVAL_UNKNOWN, {0, NULL}};
         if (kind == GVAL_UNKNOWN)
             continue;

@@ -144,6 +144,9 @@ KILN_HIDDEN rel_result ops_broadcast(int n, const gtensor_type *const *ts, int d
  * is not a 0-D or 1-D integer (int64, int32, bool) value of at most cap
  * elements, or nothing is known of it. */
 KILN_HIDDEN int ops_values(const struct kiln_graph *g, int id, gval *out, int cap);
+/* The weaker of two shape-value kinds, UNKNOWN < ASSUMED < EXACT: what a
+ * value computed from both is. */
+KILN_HIDDEN gval_kind ops_gval_weaker(gval_kind a, gval_kind b);
 /* The values of input i of the call, a 0-D or 1-D int64 or int32 tensor,
  * as dims when the graph knows them before it runs (every one of its
  * ops_values GVAL_EXACT): a constant's values, the size variables a

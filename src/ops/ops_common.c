@@ -160,6 +160,12 @@ static int values_rec(const struct kiln_graph *g, int id, gval *out, int cap, in
     return n;
 }
 
+gval_kind ops_gval_weaker(gval_kind a, gval_kind b) {
+    return a == GVAL_UNKNOWN || b == GVAL_UNKNOWN   ? GVAL_UNKNOWN
+           : a == GVAL_ASSUMED || b == GVAL_ASSUMED ? GVAL_ASSUMED
+                                                    : GVAL_EXACT;
+}
+
 int ops_values(const struct kiln_graph *g, int id, gval *out, int cap) {
     int budget = VALUES_BUDGET;
     return values_rec(g, id, out, cap, 0, &budget);

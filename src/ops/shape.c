@@ -827,12 +827,6 @@ static gval val_unknown(void) {
 static int is_c(gval v, int64_t c) {
     return v.kind == GVAL_EXACT && !v.d.sym && v.d.v == c;
 }
-/* The weaker of two kinds: UNKNOWN < ASSUMED < EXACT. */
-static gval_kind weaker(gval_kind a, gval_kind b) {
-    return a == GVAL_UNKNOWN || b == GVAL_UNKNOWN   ? GVAL_UNKNOWN
-           : a == GVAL_ASSUMED || b == GVAL_ASSUMED ? GVAL_ASSUMED
-                                                    : GVAL_EXACT;
-}
 /* The dims of input i's type. */
 static const gtensor_type *in_type(const struct kiln_graph *g, const gnode *call, int i) {
     return ops_node_type(g->nodes[call->in[i]]);
@@ -902,7 +896,7 @@ static int values_reshape_dims(const struct kiln_graph *g, const gnode *call, co
             v = (gval){v.kind, x->dims[k]};
         }
         out[k] = v;
-        kind = weaker(kind, v.kind);
+        kind = ops_gval_weaker(kind, v.kind);
         if (v.kind != GVAL_UNKNOWN && !v.d.sym && v.d.v == -1) {
             if (infer >= 0)
                 return -1;
