@@ -293,15 +293,12 @@ static void vectorize_reduction(kiln_stage *st) {
         kiln_clear_error(); /* split but not vectorized: correct, only slower */
 }
 
-/* What a symbolic extent counts as when the schedule weighs parallel work:
- * a typical size (a batch of a few, a sequence of tens), so the fused
- * parallel loop stops after it or the next axis instead of running every
- * element as a task of its own. */
-#define SYM_EXTENT_HINT 8
-
+/* A symbolic extent counts as OPS_SYM_EXTENT_HINT when the schedule weighs
+ * parallel work, so the fused parallel loop stops after it or the next axis
+ * instead of running every element as a task of its own. */
 static int64_t extent_hint(tir_node extent) {
     int64_t e;
-    return tir_const_int(extent, &e) ? e : SYM_EXTENT_HINT;
+    return tir_const_int(extent, &e) ? e : OPS_SYM_EXTENT_HINT;
 }
 
 /* Fuse a stage's leading data axes until there is enough parallel work, and

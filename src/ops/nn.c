@@ -180,12 +180,6 @@ static void dense_tile(int64_t m, int64_t n, int64_t k, const kiln_target *targe
     }
 }
 
-/* The row count the register tile is chosen for when the rows are
- * symbolic: one-row tiles re-read the whole weight panel per row (BERT-base
- * with a symbolic sequence ran 5.4x slower than bound); 8 rows read it an
- * eighth as often and fit the FMA registers with the column tile. */
-#define DENSE_SYM_ROWS 8
-
 static kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
                                   kiln_tensor *out, const kiln_target *target) {
     /* the columns must read the right-hand side contiguously: dense with
@@ -201,10 +195,12 @@ static kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tens
     if (nd < 1 || nd != kiln_tensor_ndim(anchor))
         return KILN_OK;
     /* a symbolic row count (a batch, or batch x sequence, bound at run
-       time): tiles for a typical count of 8 (a multiple of what divides
-       it), the split's guarded tail taking the rows past the last whole
-       tile; the leading dims are plain outer loops either way */
-    int64_t m = nd >= 2 && od[nd - 2] >= 0 ? od[nd - 2] : DENSE_SYM_ROWS, mr, nr, vl;
+       time): tiles for the typical count OPS_SYM_EXTENT_HINT, the split's
+       guarded tail taking the rows past the last whole tile (one-row tiles
+       re-read the whole weight panel per row: BERT-base with a symbolic
+       sequence ran 5.4x slower than bound); the leading dims are plain
+       outer loops either way */
+    int64_t m = nd >= 2 && od[nd - 2] >= 0 ? od[nd - 2] : OPS_SYM_EXTENT_HINT, mr, nr, vl;
     const gtensor_type *xt = &call->graph->nodes[call->in[0]]->type.t[0];
     gdim kd = xt->dims[xt->ndim - 1 - (bmm && graph_attr_int(call, "transpose_a", 0))];
     int64_t kext = kd.sym ? 128 : kd.v; /* a symbolic one: a typical length */

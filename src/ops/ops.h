@@ -104,6 +104,11 @@ OPS_FAMILY(vision);
 OPS_FAMILY(control);
 #undef OPS_FAMILY
 
+/* The size a schedule assumes for a symbolic extent when it picks a
+ * blocking (a batch of a few, a sequence of tens): the driver's parallel
+ * loops and nn.dense's row tile. It never assumes divisibility. */
+#define OPS_SYM_EXTENT_HINT 8
+
 /* A row whose relation, compute and schedule take symbolic (run-time) dims
  * (docs/DYNAMIC_SHAPES.md), of variant `var` (OPS_SYM_ROW: variant 0). */
 #define OPS_SYM_ROW_VALS(nm, nmin, nmax, schema, relation, fn, pat, var, vals, sum)                \
