@@ -547,7 +547,7 @@ static rel_result rel_conv2d_nchwc(const struct kiln_graph *g, const gnode *call
         return ops_fail("weight's output block is %lld, not %d", (long long)w->dims[5].v, ob);
     if (!kiln_mul_ok(x->dims[1].v, ib, &ic) || !kiln_mul_ok(w->dims[0].v, ob, &oc))
         return ops_fail("the channel counts overflow int64");
-    int dwk = groups > 1 && w->dims[1].v == 1 && w->dims[4].v == 1 && oc == ic;
+    int dwk = is_depthwise(call);
     if (groups < 1 || ic % groups || oc % groups)
         return ops_fail("groups=%lld must divide input channels %lld and output channels %lld",
                         (long long)groups, (long long)ic, (long long)oc);
