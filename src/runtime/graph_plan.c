@@ -269,9 +269,10 @@ static kiln_status read_node(kiln_model *e, int nid, const json *jn, const int *
 }
 
 /* The binders' variables (attrs.binds, read_node): each a name alone,
- * interned with the entries' variables, or a size (0 to 2^48) the value
- * must be. A binder's output is one int64 vector of a constant length,
- * one element per entry. */
+ * interned with the entries' variables, or a size the value must be
+ * (0 to INT_MAX here, though the graph allows a binder name sizes up to
+ * 2^48: a larger one is refused at load). A binder's output is one int64 vector of a constant
+ * length, one element per entry. */
 static kiln_status read_binds(kiln_model *e) {
     for (int nid = 0; nid < e->nnodes; nid++) {
         plan_node *n = &e->nodes[nid];
