@@ -726,6 +726,7 @@ static kiln_status place_storage(kiln_model *e, const kiln_npz *params, kiln_npz
     if (!e->weights)
         return KILN_ERR_NOMEM;
     char *is_weight = arena_alloc(e->ar, (size_t)e->nstorage);
+    int in_blob = 0;
     for (int i = 0; i < e->nnodes; i++)
         if (e->nodes[i].is_param)
             is_weight[e->entries[e->nodes[i].first].storage] = 1;
@@ -748,9 +749,16 @@ static kiln_status place_storage(kiln_model *e, const kiln_npz *params, kiln_npz
         if (*dst)
             continue; /* two params on one storage id: refused by check_storage */
         if (users[en->storage] == 1 && a &&
-            kiln_ndarray_numel(a) * (int64_t)kiln_dtype_size(kiln_ndarray_dtype(a)) == en->bytes &&
-            (*dst = ndarray_take_data(a)) != NULL)
-            continue;
+            kiln_ndarray_numel(a) * (int64_t)kiln_dtype_size(kiln_ndarray_dtype(a)) == en->bytes) {
+            if ((*dst = ndarray_take_data(a)) != NULL)
+                continue;
+            if ((*dst = npz_blob_data(own, a)) != NULL && (uintptr_t)*dst % KILN_ALIGNMENT == 0 &&
+                kiln_ndarray_is_contiguous(a)) {
+                in_blob = 1; /* a view into the package's mod.params image */
+                continue;
+            }
+            *dst = NULL;
+        }
         size_t bytes = (size_t)(size[en->storage] ? size[en->storage] : 1);
         bytes = (bytes + KILN_ALIGNMENT - 1) / KILN_ALIGNMENT * KILN_ALIGNMENT;
         if (posix_memalign(dst, KILN_ALIGNMENT, bytes)) {
@@ -766,6 +774,8 @@ static kiln_status place_storage(kiln_model *e, const kiln_npz *params, kiln_npz
         if (st)
             return st;
     }
+    if (in_blob)
+        e->params_blob = npz_take_blob(own, &e->params_blob_len);
     return KILN_OK;
 }
 
@@ -1011,8 +1021,14 @@ kiln_status graph_plan_read(kiln_model *e, const char *text, size_t len, kiln_mo
 }
 
 void graph_plan_free_weights(kiln_model *e) {
-    for (int s = 0; e->weights && s < e->nstorage; s++)
-        free(e->weights[s]);
+    uintptr_t lo = (uintptr_t)e->params_blob, hi = lo + e->params_blob_len;
+    for (int s = 0; e->weights && s < e->nstorage; s++) {
+        uintptr_t w = (uintptr_t)e->weights[s];
+        if (!lo || w < lo || w >= hi)
+            free(e->weights[s]);
+    }
     free(e->weights);
     e->weights = NULL;
+    free(e->params_blob);
+    e->params_blob = NULL;
 }

@@ -100,10 +100,13 @@ struct kiln_model {
     plan_node *nodes;
     plan_entry *entries;
     plan_port *inputs, *outputs;
-    int *kernels;        /* node ids of the tvm_op nodes */
-    int *arg_storage;    /* storage id of every kernel argument, kernels in order */
-    void **weights;      /* per storage id: a parameter's buffer, shared by all runs and
-                            never written; NULL for the others */
+    int *kernels;               /* node ids of the tvm_op nodes */
+    int *arg_storage;           /* storage id of every kernel argument, kernels in order */
+    void **weights;             /* per storage id: a parameter's buffer, shared by all runs and
+                                   never written; NULL for the others */
+    unsigned char *params_blob; /* the package's mod.params image, when weights point into it
+                                   (npz_parse_take): freed with them */
+    size_t params_blob_len;
     int64_t *offset;     /* static plans, per storage id: byte offset of its buffer in a
                             run's arena */
     int64_t arena_bytes; /* static plans: a run's arena: inputs, activations and outputs */

@@ -204,57 +204,58 @@ static uint32_t rd_le(const unsigned char *b, int n) {
     return v;
 }
 
-kiln_ndarray *kiln_npy_parse(const void *buf, size_t len, const char *name) {
+kiln_status kiln_npy_header(const void *buf, size_t len, const char *name, npy_layout *out) {
     const unsigned char *b = buf;
-    if (len < 10 || memcmp(b, k_magic, 6) != 0) {
-        kiln_set_error(KILN_ERR_IO, "%s: not a .npy file (bad magic)", name);
-        return NULL;
-    }
+    if (len < 10 || memcmp(b, k_magic, 6) != 0)
+        return kiln_set_error(KILN_ERR_IO, "%s: not a .npy file (bad magic)", name);
     int major = b[6], minor = b[7];
     size_t hl_size;
     if (major == 1)
         hl_size = 2;
     else if (major == 2 || major == 3)
         hl_size = 4;
-    else {
-        kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: unsupported .npy format version %d.%d", name,
-                       major, minor);
-        return NULL;
-    }
-    if (len < 8 + hl_size) {
-        kiln_set_error(KILN_ERR_IO, "%s: truncated .npy header", name);
-        return NULL;
-    }
+    else
+        return kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: unsupported .npy format version %d.%d",
+                              name, major, minor);
+    if (len < 8 + hl_size)
+        return kiln_set_error(KILN_ERR_IO, "%s: truncated .npy header", name);
     size_t hlen = rd_le(b + 8, (int)hl_size), hstart = 8 + hl_size;
-    if (hlen > len - hstart) {
-        kiln_set_error(KILN_ERR_IO, "%s: .npy header length %zu runs past the end of the file",
-                       name, hlen);
-        return NULL;
-    }
-    kiln_dtype dt = KILN_FLOAT32;
-    int fortran = 0, ndim = 0;
-    int64_t shape[KILN_MAX_NDIM];
+    if (hlen > len - hstart)
+        return kiln_set_error(
+            KILN_ERR_IO, "%s: .npy header length %zu runs past the end of the file", name, hlen);
+    out->dtype = KILN_FLOAT32;
+    out->fortran = 0;
+    out->ndim = 0;
     hparser p = {(const char *)b + hstart, (const char *)b + hstart + hlen,
                  (const char *)b + hstart, name};
-    if (parse_header(&p, &dt, &fortran, &ndim, shape))
-        return NULL;
+    if (parse_header(&p, &out->dtype, &out->fortran, &out->ndim, out->shape))
+        return KILN_ERR_IO;
 
     int64_t numel = 1, nbytes;
-    for (int i = 0; i < ndim; i++) {
-        if (!kiln_mul_ok(numel, shape[i], &numel)) {
-            kiln_set_error(KILN_ERR_IO, "%s: .npy shape product overflows", name);
-            return NULL;
-        }
-    }
-    size_t es = kiln_dtype_size(dt), avail = len - hstart - hlen;
-    if (!kiln_mul_ok(numel, (int64_t)es, &nbytes) || (uint64_t)nbytes > avail) {
-        kiln_set_error(KILN_ERR_IO,
-                       "%s: .npy data is truncated: the shape needs %lld elements but only %zu "
-                       "bytes are present",
-                       name, (long long)numel, avail);
+    for (int i = 0; i < out->ndim; i++)
+        if (!kiln_mul_ok(numel, out->shape[i], &numel))
+            return kiln_set_error(KILN_ERR_IO, "%s: .npy shape product overflows", name);
+    size_t es = kiln_dtype_size(out->dtype), avail = len - hstart - hlen;
+    if (!kiln_mul_ok(numel, (int64_t)es, &nbytes) || (uint64_t)nbytes > avail)
+        return kiln_set_error(KILN_ERR_IO,
+                              "%s: .npy data is truncated: the shape needs %lld elements but only "
+                              "%zu bytes are present",
+                              name, (long long)numel, avail);
+    out->numel = numel;
+    out->nbytes = nbytes;
+    out->data_offset = hstart + hlen;
+    return KILN_OK;
+}
+
+kiln_ndarray *kiln_npy_parse(const void *buf, size_t len, const char *name) {
+    npy_layout l;
+    if (kiln_npy_header(buf, len, name, &l))
         return NULL;
-    }
-    const unsigned char *data = b + hstart + hlen;
+    kiln_dtype dt = l.dtype;
+    int ndim = l.ndim, fortran = l.fortran;
+    const int64_t *shape = l.shape;
+    int64_t numel = l.numel, nbytes = l.nbytes;
+    const unsigned char *data = (const unsigned char *)buf + l.data_offset;
     kiln_ndarray *a = kiln_ndarray_empty(dt, ndim, shape);
     if (!a) {
         kiln_error_prefix("%s", name);

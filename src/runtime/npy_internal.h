@@ -5,6 +5,20 @@
 
 #include "runtime_internal.h"
 
+/* What a .npy header says, checked against the image's length: the data is
+ * nbytes at data_offset, in Fortran order if `fortran`. */
+typedef struct {
+    kiln_dtype dtype;
+    int fortran, ndim;
+    int64_t shape[KILN_MAX_NDIM];
+    int64_t numel, nbytes;
+    size_t data_offset;
+} npy_layout;
+
+/* Read and check the header of the .npy image buf[0, len); `name` prefixes
+ * every error message. */
+KILN_HIDDEN kiln_status kiln_npy_header(const void *buf, size_t len, const char *name,
+                                        npy_layout *out);
 /* Parse the .npy image buf[0, len); `name` prefixes every error message.
  * Returns a new compact array, or NULL with an error. */
 KILN_HIDDEN kiln_ndarray *kiln_npy_parse(const void *buf, size_t len, const char *name);

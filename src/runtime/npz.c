@@ -23,7 +23,9 @@
 struct kiln_npz {
     int count, cap;
     char **names;          /* without ".npy" */
-    kiln_ndarray **arrays; /* owned */
+    kiln_ndarray **arrays; /* owned; some may be views into `blob` */
+    unsigned char *blob;   /* the archive image the views point into (npz_parse_take), or NULL */
+    size_t blob_len;
 };
 
 #define SIG_LOCAL 0x04034b50u
@@ -52,6 +54,7 @@ void kiln_npz_free(kiln_npz *z) {
     }
     free(z->names);
     free(z->arrays);
+    free(z->blob);
     free(z);
 }
 
@@ -131,11 +134,24 @@ static uint64_t rd(const unsigned char *p, int n) {
     return v;
 }
 
+/* A stored member whose array is, for now, a view of its unaligned data in
+ * the image (npz_parse_take): `fix_views` moves it. */
+typedef struct {
+    int index; /* in the set */
+    size_t off;
+    int64_t nbytes;
+} inplace_member;
+
 typedef struct {
     const unsigned char *buf;
     size_t len;
     const char *path;
     int mapped; /* buf is a read-only file mapping: release members once parsed */
+    /* npz_parse_take: the image is ours to rearrange; its stored members
+       become views instead of copies (listed here until fix_views) */
+    int inplace;
+    inplace_member *pend;
+    int npend, pend_cap;
 } zipfile;
 
 /* Where the End Of Central Directory record starts, or -1. */
@@ -267,7 +283,7 @@ static kiln_status inflate_member(const zipfile *f, const char *member, const un
 
 /* Parse one central directory entry at *pos (within [*pos, cd_end)), read its
  * member and add it to z; advances *pos. */
-static kiln_status read_entry(const zipfile *f, size_t *pos, size_t cd_end, kiln_npz *z) {
+static kiln_status read_entry(zipfile *f, size_t *pos, size_t cd_end, kiln_npz *z) {
     const unsigned char *c = f->buf + *pos;
     if (cd_end - *pos < 46 || rd(c, 4) != SIG_CENTRAL)
         return kiln_set_error(KILN_ERR_IO, "%s: corrupt ZIP central directory", f->path);
@@ -338,7 +354,33 @@ static kiln_status read_entry(const zipfile *f, size_t *pos, size_t cd_end, kiln
     }
     char where[1400];
     snprintf(where, sizeof where, "%s: %s", f->path, member);
-    kiln_ndarray *a = kiln_npy_parse(src, (size_t)usize, where);
+    kiln_ndarray *a = NULL;
+    npy_layout lay;
+    if (f->inplace && !plain) {
+        if (kiln_npy_header(src, (size_t)usize, where, &lay))
+            return KILN_ERR_IO;
+        /* a view can stand for the member when its bytes are the array's
+           as they are (bools must be normalized to 0 and 1: copied) */
+        if (lay.numel > 0 && lay.dtype != KILN_BOOL && (!lay.fortran || lay.ndim < 2)) {
+            if (!(a = kiln_ndarray_wrap((void *)(src + lay.data_offset), lay.dtype, lay.ndim,
+                                        lay.shape, NULL, 0)))
+                return KILN_ERR_NOMEM;
+            if (f->npend == f->pend_cap) {
+                int cap = f->pend_cap ? 2 * f->pend_cap : 16;
+                inplace_member *p = kiln_realloc(f->pend, (size_t)cap * sizeof *p);
+                if (!p) {
+                    kiln_ndarray_free(a);
+                    return KILN_ERR_NOMEM;
+                }
+                f->pend = p;
+                f->pend_cap = cap;
+            }
+            f->pend[f->npend++] =
+                (inplace_member){z->count, (size_t)data + lay.data_offset, lay.nbytes};
+        }
+    }
+    if (!a)
+        a = kiln_npy_parse(src, (size_t)usize, where);
     free(plain);
     if (f->mapped) {
         /* the member's pages are copied out: give them back, so a large file
@@ -371,7 +413,7 @@ static kiln_status read_entry(const zipfile *f, size_t *pos, size_t cd_end, kiln
     return st;
 }
 
-static kiln_status read_zip(const zipfile *f, kiln_npz *z) {
+static kiln_status read_zip(zipfile *f, kiln_npz *z) {
     int64_t e = find_eocd(f);
     if (e < 0)
         return kiln_set_error(KILN_ERR_IO,
@@ -404,18 +446,91 @@ static kiln_status read_zip(const zipfile *f, kiln_npz *z) {
     return KILN_OK;
 }
 
-static kiln_npz *parse_zip(const void *buf, size_t len, const char *name, int mapped) {
+static int by_offset(const void *a, const void *b) {
+    size_t x = ((const inplace_member *)a)->off, y = ((const inplace_member *)b)->off;
+    return x < y ? -1 : x > y;
+}
+
+/* Give each view of a stored member (npz_parse_take) KILN_ALIGNMENT-aligned
+ * data, as the kernels expect of weights: move it down to the boundary at
+ * or below it, over the ZIP and .npy headers in front of it. Members go in
+ * file order, so a move only overwrites bytes of its own member and the
+ * headers after the one before; a member that has no room (a header
+ * shorter than the alignment, or members that overlap, which only a forged
+ * archive has) is copied into storage of its own instead. */
+static kiln_status fix_views(zipfile *f, kiln_npz *z) {
+    if (f->npend == 0)
+        return KILN_OK;
+    qsort(f->pend, (size_t)f->npend, sizeof *f->pend, by_offset);
+    int overlap = 0;
+    for (int i = 1; i < f->npend; i++)
+        if (f->pend[i].off < f->pend[i - 1].off + (size_t)f->pend[i - 1].nbytes)
+            overlap = 1;
+    unsigned char *base = (unsigned char *)f->buf;
+    size_t floor = 0; /* where the member before ends */
+    for (int i = 0; i < f->npend; i++) {
+        const inplace_member *m = &f->pend[i];
+        kiln_ndarray **a = &z->arrays[m->index];
+        uintptr_t at = (uintptr_t)(base + m->off);
+        size_t dst = m->off - (size_t)(at % KILN_ALIGNMENT);
+        if (!overlap && dst >= floor) {
+            memmove(base + dst, base + m->off, (size_t)m->nbytes);
+            int64_t shape[KILN_MAX_NDIM];
+            int nd = kiln_ndarray_ndim(*a);
+            for (int d = 0; d < nd; d++)
+                shape[d] = kiln_ndarray_dim(*a, d);
+            ndarray_rewrap(*a, base + dst, shape);
+        } else {
+            kiln_ndarray *c = ndarray_clone(*a);
+            if (!c)
+                return KILN_ERR_NOMEM;
+            kiln_ndarray_free(*a);
+            *a = c;
+        }
+        floor = m->off + (size_t)m->nbytes;
+    }
+    return KILN_OK;
+}
+
+static kiln_npz *parse_zip(const void *buf, size_t len, const char *name, int mapped, int inplace) {
     kiln_npz *z = kiln_npz_new();
-    zipfile f = {buf, len, name ? name : "<memory>", mapped};
-    if (z && read_zip(&f, z)) {
+    zipfile f = {buf, len, name ? name : "<memory>", mapped, inplace, NULL, 0, 0};
+    if (z && (read_zip(&f, z) || fix_views(&f, z))) {
         kiln_npz_free(z);
         z = NULL;
     }
+    free(f.pend);
     return z;
 }
 
 kiln_npz *kiln_npz_parse(const void *buf, size_t len, const char *name) {
-    return parse_zip(buf, len, name, 0);
+    return parse_zip(buf, len, name, 0, 0);
+}
+
+kiln_npz *npz_parse_take(void *buf, size_t len, const char *name) {
+    kiln_npz *z = parse_zip(buf, len, name, 0, 1);
+    if (!z) {
+        free(buf);
+        return NULL;
+    }
+    z->blob = buf;
+    z->blob_len = len;
+    return z;
+}
+
+void *npz_blob_data(const kiln_npz *z, const kiln_ndarray *a) {
+    uintptr_t d = a ? (uintptr_t)kiln_ndarray_data(a) : 0, lo = z ? (uintptr_t)z->blob : 0;
+    if (!lo || !d || d < lo || d >= lo + z->blob_len)
+        return NULL;
+    return (void *)d;
+}
+
+void *npz_take_blob(kiln_npz *z, size_t *len) {
+    void *b = z->blob;
+    *len = z->blob_len;
+    z->blob = NULL;
+    z->blob_len = 0;
+    return b;
 }
 
 /* A regular file is mapped rather than read, and each member's pages are
@@ -429,7 +544,7 @@ kiln_npz *kiln_npz_load(const char *path) {
         void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
         close(fd);
         if (m != MAP_FAILED) {
-            kiln_npz *z = parse_zip(m, (size_t)sb.st_size, path, 1);
+            kiln_npz *z = parse_zip(m, (size_t)sb.st_size, path, 1, 0);
             munmap(m, (size_t)sb.st_size);
             return z;
         }

@@ -423,7 +423,9 @@ kiln_status kiln_package_read(const char *path, char **text, size_t *text_len, k
     kiln_status st = pkg_read_file(path, &p);
     if (st)
         return st;
-    *params = kiln_npz_parse(p.data[PKG_PARAMS], p.len[PKG_PARAMS], "mod.params");
+    /* the weights become views into mod.params' image, not copies of it */
+    *params = npz_parse_take(p.data[PKG_PARAMS], p.len[PKG_PARAMS], "mod.params");
+    p.data[PKG_PARAMS] = NULL;
     if (!*params) {
         kiln_error_prefix("%s", path);
         st = KILN_ERR_IO;
@@ -464,7 +466,9 @@ kiln_status kiln_package_parse(const void *buf, size_t len, const char *name, ch
     kiln_status st = pkg_read_image(buf, len, name, &p);
     if (st)
         return st;
-    if (!(*params = kiln_npz_parse(p.data[PKG_PARAMS], p.len[PKG_PARAMS], "mod.params"))) {
+    *params = npz_parse_take(p.data[PKG_PARAMS], p.len[PKG_PARAMS], "mod.params");
+    p.data[PKG_PARAMS] = NULL;
+    if (!*params) {
         kiln_error_prefix("%s", name ? name : "<memory>");
         pkg_members_free(&p);
         return KILN_ERR_IO;

@@ -21,6 +21,16 @@ KILN_HIDDEN extern int kiln_module_image_no_memfd;
 /* Parse the .npz (ZIP) image buf[0, len); `name` prefixes every error
  * message (NULL: "<memory>"). A new set, or NULL with an error. */
 KILN_HIDDEN kiln_npz *kiln_npz_parse(const void *buf, size_t len, const char *name);
+/* kiln_npz_parse of the malloc'd image buf, which the set takes (and frees,
+ * on failure too): stored members that need no conversion become views
+ * into it, each moved to a KILN_ALIGNMENT boundary, so the arrays are in
+ * memory once. */
+KILN_HIDDEN kiln_npz *npz_parse_take(void *buf, size_t len, const char *name);
+/* a's data if it is a view into z's image (npz_parse_take), else NULL. */
+KILN_HIDDEN void *npz_blob_data(const kiln_npz *z, const kiln_ndarray *a);
+/* Hand z's image to the caller (who frees it once done with the views'
+ * data); z's views stay valid until then. */
+KILN_HIDDEN void *npz_take_blob(kiln_npz *z, size_t *len);
 /* Member `name` of z, writable (NULL if absent). */
 KILN_HIDDEN kiln_ndarray *npz_get_mutable(kiln_npz *z, const char *name);
 /* A compact copy of a with storage of its own; NULL with an error. */

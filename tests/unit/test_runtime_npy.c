@@ -572,6 +572,159 @@ static void test_npz_specific_errors(void) {
     free(orig);
 }
 
+/* ---- arrays as views into the archive's image (npz_parse_take) ------------------ */
+
+/* A malloc'd copy of buf[0, len), for npz_parse_take to take. */
+static unsigned char *dup_image(const unsigned char *buf, size_t len) {
+    unsigned char *c = malloc(len);
+    memcpy(c, buf, len);
+    return c;
+}
+
+static void put_le(unsigned char *p, uint64_t v, int n) {
+    for (int i = 0; i < n; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* A ZIP local header for a stored member of n bytes named `name`. */
+static size_t local_header(unsigned char *p, const char *name, const unsigned char *data,
+                           size_t n) {
+    size_t nl = strlen(name);
+    memset(p, 0, 30);
+    put_le(p, 0x04034b50u, 4);
+    put_le(p + 4, 20, 2);
+    put_le(p + 14, crc32(0, data, (uInt)n), 4);
+    put_le(p + 18, n, 4);
+    put_le(p + 22, n, 4);
+    put_le(p + 26, nl, 2);
+    memcpy(p + 30, name, nl);
+    return 30 + nl;
+}
+
+/* The central directory entry for that member, its local header at `off`. */
+static size_t central_entry(unsigned char *p, const char *name, const unsigned char *data, size_t n,
+                            size_t off) {
+    size_t nl = strlen(name);
+    memset(p, 0, 46);
+    put_le(p, 0x02014b50u, 4);
+    put_le(p + 4, 20, 2);
+    put_le(p + 6, 20, 2);
+    put_le(p + 16, crc32(0, data, (uInt)n), 4);
+    put_le(p + 20, n, 4);
+    put_le(p + 24, n, 4);
+    put_le(p + 28, nl, 2);
+    put_le(p + 42, off, 4);
+    memcpy(p + 46, name, nl);
+    return 46 + nl;
+}
+
+static void test_npz_in_place(void) {
+    /* kiln's own writer and numpy's: every stored member that needs no
+       conversion becomes an aligned view into the image, with the values
+       the copying parser gives; bools are copied (normalized) */
+    int64_t s7[1] = {7}, s23[2] = {2, 3}, s5[1] = {5};
+    kiln_ndarray *f = kiln_ndarray_empty(KILN_FLOAT32, 1, s7);
+    kiln_ndarray *i64 = kiln_ndarray_empty(KILN_INT64, 2, s23);
+    kiln_ndarray *bl = kiln_ndarray_empty(KILN_BOOL, 1, s5);
+    for (int i = 0; i < 7; i++)
+        ((float *)kiln_ndarray_data(f))[i] = 0.5f * (float)i;
+    for (int i = 0; i < 6; i++)
+        ((int64_t *)kiln_ndarray_data(i64))[i] = -i;
+    ((unsigned char *)kiln_ndarray_data(bl))[2] = 1;
+    kiln_npz *z = kiln_npz_new();
+    CHECK_EQ_INT(kiln_npz_add(z, "f", f), KILN_OK);
+    CHECK_EQ_INT(kiln_npz_add(z, "a_longer_member_name", i64), KILN_OK);
+    CHECK_EQ_INT(kiln_npz_add(z, "bool", bl), KILN_OK);
+    const char *path = test_tmp_path("rt_inplace.npz");
+    CHECK_EQ_INT(kiln_npz_save(z, path, 0), KILN_OK);
+    size_t len = 0;
+    char *img = kiln_read_file(path, &len);
+    kiln_npz *ref = img ? kiln_npz_parse(img, len, "x") : NULL;
+    kiln_npz *v = img ? npz_parse_take(dup_image((unsigned char *)img, len), len, "x") : NULL;
+    CHECK(ref && v);
+    for (int k = 0; ref && v && k < kiln_npz_count(ref); k++) {
+        const kiln_ndarray *r = kiln_npz_array(ref, k), *w = kiln_npz_array(v, k);
+        CHECK_EQ_STR(kiln_npz_name(v, k), kiln_npz_name(ref, k));
+        CHECK(kiln_ndarray_dtype(r) == kiln_ndarray_dtype(w));
+        size_t nb = (size_t)kiln_ndarray_numel(r) * kiln_dtype_size(kiln_ndarray_dtype(r));
+        CHECK(memcmp(kiln_ndarray_data(r), kiln_ndarray_data(w), nb) == 0);
+        CHECK((uintptr_t)kiln_ndarray_data(w) % KILN_ALIGNMENT == 0);
+        if (kiln_ndarray_dtype(r) == KILN_BOOL)
+            CHECK(npz_blob_data(v, w) == NULL);
+        else
+            CHECK(npz_blob_data(v, w) == kiln_ndarray_data(w));
+    }
+    /* the image can change hands and outlive the set */
+    size_t blen = 0;
+    void *blob = v ? npz_take_blob(v, &blen) : NULL;
+    CHECK(blob && blen == len);
+    const kiln_ndarray *fv = v ? kiln_npz_get(v, "f") : NULL;
+    const float *fd = fv ? kiln_ndarray_data(fv) : NULL;
+    kiln_npz_free(v);
+    CHECK(fd && fd[6] == 3.0f && (const unsigned char *)fd >= (unsigned char *)blob);
+    free(blob);
+    kiln_npz_free(ref);
+    free(img);
+
+    /* numpy's archive */
+    unsigned char *np = read_data("rt_stored.npz", &len);
+    kiln_npz *nz = np ? npz_parse_take(np, len, "rt_stored.npz") : NULL;
+    CHECK(nz != NULL);
+    if (nz) {
+        check_ab(nz);
+        CHECK(npz_blob_data(nz, kiln_npz_get(nz, "a")) != NULL);
+    }
+    kiln_npz_free(nz);
+
+    /* a forged archive whose member "b" lies inside member "a"'s data: moving
+       "a" down would corrupt "b", so both are copied, each with its values */
+    unsigned char inner[256], bnpy[128], anpy[512], zip[2048];
+    float bvals[3] = {1.5f, -2.0f, 7.25f};
+    size_t bn = make_npy(bnpy, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", 12);
+    memcpy(bnpy + bn - 12, bvals, 12);
+    size_t il = local_header(inner, "b.npy", bnpy, bn);
+    memcpy(inner + il, bnpy, bn);
+    il += bn;
+    char ahdr[128];
+    snprintf(ahdr, sizeof ahdr, "{'descr': '|u1', 'fortran_order': False, 'shape': (%zu,), }", il);
+    size_t an = make_npy(anpy, ahdr, il);
+    memcpy(anpy + an - il, inner, il);
+    size_t at = local_header(zip, "a.npy", anpy, an);
+    memcpy(zip + at, anpy, an);
+    size_t boff = at + (an - il); /* b's local header, inside a's data */
+    at += an;
+    size_t cd = at;
+    at += central_entry(zip + at, "a.npy", anpy, an, 0);
+    at += central_entry(zip + at, "b.npy", bnpy, bn, boff);
+    memset(zip + at, 0, 22);
+    put_le(zip + at, 0x06054b50u, 4);
+    put_le(zip + at + 8, 2, 2);
+    put_le(zip + at + 10, 2, 2);
+    put_le(zip + at + 12, at - cd, 4);
+    put_le(zip + at + 16, cd, 4);
+    at += 22;
+    kiln_npz *fz = npz_parse_take(dup_image(zip, at), at, "forged");
+    CHECK(fz != NULL);
+    const kiln_ndarray *ba = fz ? kiln_npz_get(fz, "b") : NULL,
+                       *aa = fz ? kiln_npz_get(fz, "a") : NULL;
+    CHECK(ba && memcmp(kiln_ndarray_data(ba), bvals, 12) == 0);
+    CHECK(aa && memcmp(kiln_ndarray_data(aa), inner, il) == 0);
+    CHECK(ba && npz_blob_data(fz, ba) == NULL && npz_blob_data(fz, aa) == NULL);
+    kiln_npz_free(fz);
+
+    /* a corrupt image is freed with the error */
+    unsigned char *bad = dup_image(zip, at);
+    bad[at - 22] = 'X';
+    kiln_clear_error();
+    CHECK(npz_parse_take(bad, at, "forged") == NULL);
+    CHECK_CONTAINS(kiln_last_error(), "forged");
+    kiln_npz_free(z);
+    kiln_ndarray_free(f);
+    kiln_ndarray_free(i64);
+    kiln_ndarray_free(bl);
+}
+
 TEST_MAIN(TEST(test_npy_fixtures), TEST(test_npy_round_trip), TEST(test_npy_truncated),
           TEST(test_npy_bad_headers), TEST(test_npz_fixtures), TEST(test_npz_round_trip),
-          TEST(test_npz_truncated_and_corrupt), TEST(test_npz_specific_errors))
+          TEST(test_npz_truncated_and_corrupt), TEST(test_npz_specific_errors),
+          TEST(test_npz_in_place))
