@@ -139,8 +139,46 @@ static kiln_status compute_dense(kiln_ctx *ctx, const gnode *call, kiln_tensor *
  * reduction of length k: *mr rows by *nr columns (a multiple of the vector
  * lanes *vl: the register's, or half or a quarter of it when n needs), mr
  * dividing m and nr dividing n; *nr is 0 if n has no usable divisor. */
-static void dense_tile(int64_t m, int64_t n, int64_t k, const kiln_target *target, int64_t *mr,
-                       int64_t *nr, int64_t *vl) {
+/* Whether a row tile of r rows of the row space e[0] x ... x e[n-1] (the
+ * dims before the columns, row-major) is always a box: r divides the inner
+ * dim, or the inner dim divides r and r / e[n-1] tiles the rest so. The
+ * accumulator of a tile covers the box its rows span, so a tile that
+ * straddles rows of the inner dim (r = 4 over [14, 14]) would compute more
+ * than its rows, in more registers than the tile has. */
+static int rows_box(int64_t r, const int64_t *e, int n) {
+    for (int d = n - 1; d >= 0; d--) {
+        if (e[d] % r == 0)
+            return 1;
+        if (r % e[d])
+            return 0;
+        r /= e[d];
+    }
+    return r == 1;
+}
+
+/* The rows of a dense output od[0, nd) that its schedule tiles: with every
+ * dim before the columns static, all of them as one row space (the weight
+ * panel is then read once per column panel, not once per leading index:
+ * [1, 14, 14, 384] x 384 -> 1536 ran 1.8x slower than [1, 196, 384] with
+ * the leading dims outside); else the second-to-last dim (a symbolic one at
+ * OPS_SYM_EXTENT_HINT) and the leading dims outer loops. Sets *rows to the
+ * number of dims it folds (0 when it does not). */
+static int64_t dense_rows(int nd, const int64_t *od, int *rows) {
+    int64_t m = 1;
+    *rows = 0;
+    for (int d = 0; d + 1 < nd && nd >= 3; d++) {
+        if (od[d] < 0 || !kiln_mul_ok(m, od[d], &m))
+            return od[nd - 2] >= 0 ? od[nd - 2] : OPS_SYM_EXTENT_HINT;
+    }
+    if (nd >= 3) {
+        *rows = nd - 1;
+        return m;
+    }
+    return nd >= 2 && od[nd - 2] >= 0 ? od[nd - 2] : nd >= 2 ? OPS_SYM_EXTENT_HINT : 1;
+}
+
+static void dense_tile(int64_t m, const int64_t *rowdims, int nrowdims, int64_t n, int64_t k,
+                       const kiln_target *target, int64_t *mr, int64_t *nr, int64_t *vl) {
     int nregs = target->vector_regs;
     int64_t l1 = ops_cache_bytes(target, 1, 32 << 10), l2 = ops_cache_bytes(target, 2, 1 << 20);
     double best = -1e30;
@@ -157,7 +195,7 @@ static void dense_tile(int64_t m, int64_t n, int64_t k, const kiln_target *targe
             if (v > 1 && k * v * lanes * 4 > l2 / 2)
                 continue;
             for (int64_t r = 1; r <= m && r <= 16; r++) {
-                if (m % r || r * v + v + 1 > nregs)
+                if (m % r || r * v + v + 1 > nregs || (nrowdims && !rows_box(r, rowdims, nrowdims)))
                     continue;
                 /* cycles per vector multiply-add: the FMA pipes (2 a cycle),
                    the loads (r + v per k step, 2 a cycle), and the weight panel
@@ -200,13 +238,16 @@ static kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tens
        re-read the whole weight panel per row: BERT-base with a symbolic
        sequence ran 5.4x slower than bound); the leading dims are plain
        outer loops either way */
-    int64_t m = nd >= 2 && od[nd - 2] >= 0 ? od[nd - 2] : OPS_SYM_EXTENT_HINT, mr, nr, vl;
+    int fold = 0;
+    int64_t m = bmm ? (nd >= 2 && od[nd - 2] >= 0 ? od[nd - 2] : OPS_SYM_EXTENT_HINT)
+                    : dense_rows(nd, od, &fold),
+            mr, nr, vl;
     const gtensor_type *xt = &call->graph->nodes[call->in[0]]->type.t[0];
     gdim kd = xt->dims[xt->ndim - 1 - (bmm && graph_attr_int(call, "transpose_a", 0))];
     int64_t kext = kd.sym ? 128 : kd.v; /* a symbolic one: a typical length */
     if (od[nd - 1] < 0)                 /* symbolic columns: the default schedule */
         return KILN_OK;
-    dense_tile(m, od[nd - 1], kext, target, &mr, &nr, &vl);
+    dense_tile(m, od, fold, od[nd - 1], kext, target, &mr, &nr, &vl);
     int pn = dense_layout(layout);
     if (!nr || (pn > 0 && pn % nr && nr % pn))
         return KILN_OK;
@@ -224,10 +265,17 @@ static kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tens
         ax[d] = kiln_tensor_axis(out, d);
     if ((st = kiln_split(so, ax[nd - 1], nr, &no, &ni)) != KILN_OK)
         return st;
-    if (nd >= 2 && (st = kiln_split(so, ax[nd - 2], mr, &mo, &mi)) != KILN_OK)
+    kiln_expr row = nd >= 2 ? ax[nd - 2] : NULL;
+    if (fold) { /* the dims before the columns, one row space */
+        row = ax[0];
+        for (int d = 1; d < fold; d++)
+            if ((st = kiln_fuse(so, row, ax[d], &row)) != KILN_OK)
+                return st;
+    }
+    if (nd >= 2 && (st = kiln_split(so, row, mr, &mo, &mi)) != KILN_OK)
         return st;
     int k = 0;
-    for (int d = 0; d + 2 < nd; d++)
+    for (int d = 0; d + 2 < nd && !fold; d++)
         order[k++] = ax[d];
     order[k++] = no;
     if (nd >= 2)
@@ -238,7 +286,7 @@ static kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tens
     if ((st = kiln_reorder(so, k, order)) != KILN_OK)
         return st;
     kiln_expr par = no; /* batch dims and column panels run in parallel */
-    for (int d = nd - 3; d >= 0; d--)
+    for (int d = nd - 3; d >= 0 && !fold; d--)
         if ((st = kiln_fuse(so, ax[d], par, &par)) != KILN_OK)
             return st;
     /* nr is a multiple of the lanes: whole vectors, unrolled */
@@ -252,17 +300,23 @@ static kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tens
     kiln_expr c[KILN_MAX_NDIM + 2], cno, cni;
     if ((st = kiln_split(sc, kiln_tensor_axis(acc, nd - 1), lanes, &cno, &cni)) != KILN_OK)
         return st;
+    /* the tile's rows (with folded rows, every dim before the columns: the
+       tile's box) inside the reduction, unrolled */
+    int first_row = fold ? 0 : nd - 2;
     k = 0;
-    for (int d = 0; d + 2 < nd; d++)
+    for (int d = 0; d < first_row; d++)
         c[k++] = kiln_tensor_axis(acc, d);
     c[k++] = kiln_tensor_reduce_axis(acc, 0);
-    if (nd >= 2)
-        c[k++] = kiln_tensor_axis(acc, nd - 2);
+    for (int d = first_row; d >= 0 && d < nd - 1; d++)
+        c[k++] = kiln_tensor_axis(acc, d);
     c[k++] = cno;
     c[k++] = cni;
-    if ((st = kiln_reorder(sc, k, c)) != KILN_OK ||
-        (nd >= 2 && (st = kiln_unroll(sc, kiln_tensor_axis(acc, nd - 2))) != KILN_OK) ||
-        (st = kiln_unroll(sc, cno)) != KILN_OK || (st = kiln_vectorize(sc, cni)) != KILN_OK)
+    if ((st = kiln_reorder(sc, k, c)) != KILN_OK)
+        return st;
+    for (int d = first_row; d >= 0 && d < nd - 1; d++)
+        if ((st = kiln_unroll(sc, kiln_tensor_axis(acc, d))) != KILN_OK)
+            return st;
+    if ((st = kiln_unroll(sc, cno)) != KILN_OK || (st = kiln_vectorize(sc, cni)) != KILN_OK)
         return st;
     return KILN_OK;
 }
@@ -280,9 +334,14 @@ static int alter_dense(const gnode *call, const layout_query *q, layout_rewrite 
     if (w->kind != GN_CONST || kiln_ndarray_ndim(w->value) != 2 || !xt)
         return 0;
     int64_t rows = kiln_ndarray_dim(w->value, 0), cols = kiln_ndarray_dim(w->value, 1);
-    int64_t m = xt->ndim >= 2 && !xt->dims[xt->ndim - 2].sym ? xt->dims[xt->ndim - 2].v : 1, mr, nr,
-            vl;
-    dense_tile(m, rows, cols, q->target, &mr, &nr, &vl);
+    int64_t xd[KILN_MAX_NDIM], mr, nr, vl;
+    for (int d = 0; d < xt->ndim; d++)
+        xd[d] = xt->dims[d].sym ? -1 : xt->dims[d].v;
+    int fold;
+    int64_t m = dense_rows(xt->ndim, xd, &fold);
+    if (xt->ndim >= 2 && !fold && xt->dims[xt->ndim - 2].sym)
+        m = 1; /* as it was: the schedule's hint and this may differ */
+    dense_tile(m, xd, fold, rows, cols, q->target, &mr, &nr, &vl);
     int64_t dims[3] = {nr ? rows / nr : cols, nr ? cols : rows, nr};
     kiln_ndarray *t = kiln_ndarray_empty(kiln_ndarray_dtype(w->value), nr ? 3 : 2, dims);
     if (!t)

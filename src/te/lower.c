@@ -122,20 +122,48 @@ static void derive_iters(lower_ctx *L, lstage *ls) {
             ls->off[i] = simp(L, ls->off[i]);
 }
 
+static int64_t gcd64(int64_t a, int64_t b) {
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* What relax_iters knows of an iter's interval beyond its bounds: its low
+ * end is a multiple of `align` (0: the low end is 0, a multiple of
+ * anything), and it holds exactly `width` values (0: not known). */
+typedef struct {
+    int64_t align, width;
+} ival_shape;
+
+static int64_t align_gcd(int64_t a, int64_t b) {
+    return !a ? b : !b ? a : gcd64(a, b);
+}
+
 /* Intervals of c's iters with leaves up to attach position `pos` fixed and
- * the rest relaxed over their loops. */
+ * the rest relaxed over their loops. A fused iter's interval maps back to
+ * its two iters exactly when it is known not to straddle a block of the
+ * inner one (a row tile of mr rows over a fused [14, 14] with mr dividing
+ * 14), else to a covering box. */
 static void relax_iters(lower_ctx *L, lstage *c, int pos, te_ival *iv) {
     kiln_stage *st = c->st;
+    ival_shape *sh = arena_alloc(tir_arena(L->ctx), (size_t)st->niters * sizeof *sh);
     for (int i = 0; i < st->niters; i++)
         iv[i] = (te_ival){NULL, NULL};
     for (int i = 0; i < st->nleaves; i++) {
         int it = st->leaves[i];
         tir_node v = st->iters[it].var;
-        if (i <= pos)
+        int64_t e;
+        if (i <= pos) {
             iv[it] = (te_ival){v, v};
-        else
+            sh[it] = (ival_shape){1, 1};
+        } else {
             iv[it] =
                 (te_ival){tir_i64(L->ctx, 0), simp(L, tir_sub(c->ext[it], tir_i64(L->ctx, 1)))};
+            sh[it] = (ival_shape){0, tir_const_int(c->ext[it], &e) && e > 0 ? e : 0};
+        }
     }
     for (int r = st->nrels - 1; r >= 0; r--) {
         te_rel *rel = &st->rels[r];
@@ -144,18 +172,51 @@ static void relax_iters(lower_ctx *L, lstage *c, int pos, te_ival *iv) {
             te_ival o = iv[rel->outer], in = iv[rel->inner];
             iv[rel->parent] =
                 (te_ival){tir_add(tir_mul(o.lo, step), in.lo), tir_add(tir_mul(o.hi, step), in.hi)};
+            ival_shape so = sh[rel->outer], si = sh[rel->inner];
+            int64_t k = 0, w = 0;
+            if (tir_const_int(step, &k) && k > 0) {
+                if (so.width == 1)
+                    w = si.width;
+                else if (so.width > 1 && si.align == 0 && si.width == k)
+                    w = so.width * k; /* whole inner blocks */
+                sh[rel->parent] = (ival_shape){align_gcd(so.align ? so.align * k : 0, si.align), w};
+            } else {
+                sh[rel->parent] = (ival_shape){1, 0};
+            }
         } else {
             te_ival f = iv[rel->fused];
+            ival_shape fs = sh[rel->fused];
             tir_node ie = c->ext[rel->inner];
+            int64_t b = 0;
+            int known = tir_const_int(ie, &b) && b > 0 && fs.width > 0;
             if (f.lo == f.hi) {
                 iv[rel->outer] =
                     (te_ival){tir_bin(TIR_FLOORDIV, f.lo, ie), tir_bin(TIR_FLOORDIV, f.lo, ie)};
                 iv[rel->inner] =
                     (te_ival){tir_bin(TIR_FLOORMOD, f.lo, ie), tir_bin(TIR_FLOORMOD, f.lo, ie)};
+                sh[rel->outer] = sh[rel->inner] = (ival_shape){1, 1};
+            } else if (known && b % fs.width == 0 && fs.align % fs.width == 0) {
+                /* aligned to its width, which divides the inner extent: the
+                   interval lies in one inner block */
+                tir_node lo = tir_bin(TIR_FLOORMOD, f.lo, ie);
+                iv[rel->outer] =
+                    (te_ival){tir_bin(TIR_FLOORDIV, f.lo, ie), tir_bin(TIR_FLOORDIV, f.lo, ie)};
+                iv[rel->inner] = (te_ival){lo, tir_add(lo, tir_i64(L->ctx, fs.width - 1))};
+                sh[rel->outer] = (ival_shape){1, 1};
+                sh[rel->inner] = (ival_shape){fs.align ? gcd64(fs.align, b) : 0, fs.width};
+            } else if (known && fs.width % b == 0 && fs.align % b == 0) {
+                /* whole inner blocks: a box of width / b outer values */
+                tir_node lo = tir_bin(TIR_FLOORDIV, f.lo, ie);
+                iv[rel->outer] = (te_ival){lo, tir_add(lo, tir_i64(L->ctx, fs.width / b - 1))};
+                iv[rel->inner] = (te_ival){tir_i64(L->ctx, 0), tir_sub(ie, tir_i64(L->ctx, 1))};
+                sh[rel->outer] = (ival_shape){fs.align / b, fs.width / b};
+                sh[rel->inner] = (ival_shape){0, b};
             } else {
                 iv[rel->outer] =
                     (te_ival){tir_bin(TIR_FLOORDIV, f.lo, ie), tir_bin(TIR_FLOORDIV, f.hi, ie)};
                 iv[rel->inner] = (te_ival){tir_i64(L->ctx, 0), tir_sub(ie, tir_i64(L->ctx, 1))};
+                sh[rel->outer] = (ival_shape){1, 0};
+                sh[rel->inner] = (ival_shape){0, b > 0 ? b : 0};
             }
         }
     }

@@ -80,6 +80,7 @@ typedef struct {
     const char *what;
     int64_t b, m, k, n;
     int gelu;
+    int64_t lead; /* a leading dim before b (4-D data), or 0 */
 } dense_case;
 
 static void test_dense(void) {
@@ -90,12 +91,19 @@ static void test_dense(void) {
         {"dense 5x33 -> 30 (no vector-wide divisor: KN)", 0, 5, 33, 30, 0},
         {"dense odd rows 7x40 -> 32", 0, 7, 40, 32, 1},
         {"dense long k 12x3072 -> 64 (panel limited by L2)", 0, 12, 3072, 64, 0},
+        /* the rows of all leading dims tiled as one row space, in tiles that
+           never straddle a row of the inner dims */
+        {"dense 4-D 1x7x6x40 -> 64 (rows folded)", 7, 6, 40, 64, 0, 1},
+        {"dense 4-D 2x3x5x24 -> 32, GELU (rows folded)", 3, 5, 24, 32, 1, 2},
+        {"dense sequence-first 9x1x32 -> 48 (rows folded over the batch)", 9, 1, 32, 48, 0},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const dense_case *d = &cases[c];
         uint64_t seed = 7 + c;
-        int64_t xs3[3] = {d->b, d->m, d->k}, *xs = d->b ? xs3 : xs3 + 1;
-        int xnd = d->b ? 3 : 2;
+        int64_t xs4[4] = {d->lead, d->b, d->m, d->k}, *xs = d->lead ? xs4
+                                                            : d->b  ? xs4 + 1
+                                                                    : xs4 + 2;
+        int xnd = d->lead ? 4 : d->b ? 3 : 2;
         int64_t ws[2] = {d->n, d->k}, bs[1] = {d->n}, one[1] = {1};
         kiln_ndarray *x = filled(xnd, xs, &seed), *w = filled(2, ws, &seed),
                      *bv = filled(1, bs, &seed);

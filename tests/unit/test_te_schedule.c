@@ -366,6 +366,67 @@ static void test_compute_at_siblings(void) {
     }
 }
 
+/* ---- compute_at below a fused and split axis ------------------------------------------
+ * C = relu(B), B = 2A over [3, 14, 14]; C's three axes fused into one and
+ * split by F, B computed at the outer part. A tile of F that never
+ * straddles a row of the inner dims is a box of F elements (F = 7 divides
+ * 14; F = 28 is two whole rows), and B's buffer holds just that; F = 8
+ * straddles rows, so no box of 8 holds a tile and B's buffer covers the
+ * rows it touches. Every variant computes the same. */
+
+static kiln_expr twice3_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    return kiln_mul(kiln_tensor_at(((one *)u)->t, 3, i), kiln_float(ctx, 2.0));
+}
+
+static kiln_expr relu3_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    return kiln_max(kiln_tensor_at(((one *)u)->t, 3, i), kiln_float(ctx, 0.0));
+}
+
+static void test_compute_at_fused(void) {
+    static const struct {
+        int64_t f;
+        const char *alloc;
+    } cases[] = {{7, "allocate B: float32[7]"},
+                 {28, "allocate B: float32[28]"},
+                 {8, "allocate B: float32["}};
+    for (int c = 0; c < 3; c++) {
+        kiln_ctx *ctx = kiln_ctx_new();
+        kiln_expr dims[3] = {kiln_int(ctx, 3), kiln_int(ctx, 14), kiln_int(ctx, 14)};
+        kiln_tensor *A = kiln_placeholder(ctx, 3, dims, KILN_FLOAT32, "A");
+        one oa = {A};
+        kiln_tensor *B = kiln_compute(ctx, 3, dims, twice3_body, &oa, "B");
+        one ob = {B};
+        kiln_tensor *C = kiln_compute(ctx, 3, dims, relu3_body, &ob, "C");
+        kiln_schedule *s = kiln_schedule_create(ctx, 1, &C);
+        kiln_stage *sc = kiln_schedule_stage(s, C), *sb = kiln_schedule_stage(s, B);
+        kiln_expr f, o, i;
+        CHECK_EQ_INT(kiln_fuse(sc, kiln_tensor_axis(C, 0), kiln_tensor_axis(C, 1), &f), KILN_OK);
+        CHECK_EQ_INT(kiln_fuse(sc, f, kiln_tensor_axis(C, 2), &f), KILN_OK);
+        CHECK_EQ_INT(kiln_split(sc, f, cases[c].f, &o, &i), KILN_OK);
+        CHECK_EQ_INT(kiln_compute_at(sb, sc, o), KILN_OK);
+        kiln_tensor *args[2] = {A, C};
+        char *ir = kiln_lower_to_string(s, 2, args, "f");
+        CHECK_CONTAINS(ir, cases[c].alloc);
+        CHECK(cases[c].f != 8 || !strstr(ir, "allocate B: float32[8]"));
+        free(ir);
+        int64_t sh[3] = {3, 14, 14};
+        uint64_t seed = 11;
+        kiln_ndarray *a[2] = {kiln_ndarray_empty(KILN_FLOAT32, 3, sh),
+                              kiln_ndarray_empty(KILN_FLOAT32, 3, sh)};
+        tu_fill(a[0], &seed);
+        CHECK_EQ_INT(tu_build_run(s, 2, args, "f", a, NULL), 0);
+        int bad = 0;
+        for (int k = 0; k < 3 * 14 * 14; k++) {
+            float b = (float)tu_get(a[0], k) * 2;
+            bad += tu_get(a[1], k) != (double)(b > 0 ? b : 0);
+        }
+        CHECK_EQ_INT(bad, 0);
+        kiln_ndarray_free(a[0]);
+        kiln_ndarray_free(a[1]);
+        kiln_ctx_free(ctx);
+    }
+}
+
 /* ---- bind: recorded, lowered, rejected by the CPU back end ------------------ */
 
 static void test_bind(void) {
@@ -534,5 +595,6 @@ static void test_deep_chain(void) {
 TEST_MAIN(TEST(test_golden_vadd_default), TEST(test_golden_vadd_split), TEST(test_vadd_split_runs),
           TEST(test_split_tile_reorder), TEST(test_split_nparts_fuse_parallel),
           TEST(test_cache_write_compute_at), TEST(test_cache_read), TEST(test_inline_root),
-          TEST(test_compute_at_siblings), TEST(test_bind), TEST(test_errors),
-          TEST(test_call_errors), TEST(test_toolchain_failure), TEST(test_deep_chain))
+          TEST(test_compute_at_siblings), TEST(test_compute_at_fused), TEST(test_bind),
+          TEST(test_errors), TEST(test_call_errors), TEST(test_toolchain_failure),
+          TEST(test_deep_chain))
