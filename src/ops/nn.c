@@ -198,14 +198,20 @@ static void dense_tile(int64_t m, const int64_t *rowdims, int nrowdims, int64_t 
                 if (m % r || r * v + v + 1 > nregs || (nrowdims && !rows_box(r, rowdims, nrowdims)))
                     continue;
                 /* cycles per vector multiply-add: the FMA pipes (2 a cycle),
-                   the loads (r + v per k step, 2 a cycle), and the weight panel
-                   re-read from L2 for every r rows when it exceeds L1 (64/r
-                   bytes per multiply-add at about 16 bytes a cycle) */
+                   the loads (r + v per k step, 2 a cycle), the weight panel
+                   re-read from L2 for every further r rows when it exceeds
+                   L1 (64/r bytes per multiply-add at about 16 bytes a
+                   cycle), and the r * v accumulators' dependency chains (a
+                   multiply-add's latency of about 4 cycles: a GEMV with one
+                   vector of columns waits on it at every k step) */
                 double loads = (double)(r + v) / (double)(r * v) / 2.0;
-                double reread = k * v * lanes * 4 > l1 ? 4.0 / (double)r : 0.0;
+                double reread = m > r && k * v * lanes * 4 > l1 ? 4.0 / (double)r : 0.0;
+                double chain = 4.0 / (double)(r * v);
                 double cost = loads > 0.5 ? loads : 0.5;
                 if (reread > cost)
                     cost = reread;
+                if (chain > cost)
+                    cost = chain;
                 double score = -cost + 1e-4 * (double)(r * v);
                 if (score > best) {
                     best = score;
