@@ -507,7 +507,9 @@ const char *cg_mem_helper(cg_render *r, const char *kind, kiln_dtype dt, int lan
            gcc folds a vector reused by several multiply-adds into each of
            them as a memory operand, and a register-blocked kernel reloads
            every weight once per pixel and becomes load-bound. A non-volatile
-           asm with equal inputs is still merged (CSE) and hoisted. */
+           asm with equal inputs is still merged (CSE) and hoisted. A vector
+           wider than a register (16 doubles read by a float32 kernel of 16
+           lanes) has no register to be kept in. */
         text =
             kiln_dtype_size(dt) * (size_t)lanes < 16
                 ? cg_sfmt("static inline %s %s(const %s *p) {\n    %s v;\n"
@@ -515,14 +517,16 @@ const char *cg_mem_helper(cg_render *r, const char *kind, kiln_dtype dt, int lan
                           vt, name, T, vt)
                 : cg_sfmt("static inline %s %s(const %s *p) {\n    %s v;\n"
                           "    memcpy(&v, p, sizeof v);\n"
-                          "#if defined(__GNUC__) && defined(__x86_64__) && defined(__AVX512F__)\n"
+                          "#if defined(__GNUC__) && defined(__x86_64__) && defined(__AVX512F__) && "
+                          "%d <= 64\n"
                           "    __asm__(\"\" : \"+v\"(v));\n"
                           "#elif defined(__GNUC__) && defined(__x86_64__) && defined(__AVX__) && "
                           "%d <= 32\n"
                           "    __asm__(\"\" : \"+x\"(v));\n"
                           "#endif\n"
                           "    return v;\n}\n",
-                          vt, name, T, vt, (int)(kiln_dtype_size(dt) * (size_t)lanes));
+                          vt, name, T, vt, (int)(kiln_dtype_size(dt) * (size_t)lanes),
+                          (int)(kiln_dtype_size(dt) * (size_t)lanes));
     else if (!strcmp(kind, "vstore"))
         text = cg_sfmt("static inline void %s(%s *p, %s v) {\n    memcpy(p, &v, sizeof v);\n}\n",
                        name, T, vt);

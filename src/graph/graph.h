@@ -155,7 +155,8 @@ typedef enum {
  * what the pass knows (layout_query), and describes the replacement call
  * in a layout_rewrite; the pass makes it. */
 
-#define LAYOUT_MAX_IN 8
+/* DenseNet-201's widest concatenation has 49 inputs */
+#define LAYOUT_MAX_IN 64
 
 typedef struct {
     const kiln_target *target;

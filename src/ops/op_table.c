@@ -20,6 +20,7 @@ static const family g_families[] = {
     {ops_pool_rows, &ops_pool_count},
     {ops_norm_rows, &ops_norm_count},
     {ops_transform_rows, &ops_transform_count},
+    {ops_layout_rows, &ops_layout_count},
     {ops_depth_space_rows, &ops_depth_space_count},
     {ops_index_rows, &ops_index_count},
     {ops_image_rows, &ops_image_count},

@@ -21,7 +21,8 @@
  *                    eye_like, arange, random_uniform_like, cumsum, topk
  *   norm.c           nn.layer_norm, nn.batch_norm, nn.lrn
  *   transform.c      reshape, transpose, concatenate, split, strided_slice,
- *                    take, broadcast_to, nn.pad, layout_transform, tile
+ *                    take, broadcast_to, nn.pad, tile
+ *   layout.c         layout_transform (NCHW <-> NCHW[x]c)
  *   depth_space.c    depth_to_space, space_to_depth
  *   image.c          image.resize (any rank), image.grid_sample,
  *                    image.roi_align
@@ -92,6 +93,7 @@ OPS_FAMILY(pool);
 OPS_FAMILY(reduce);
 OPS_FAMILY(norm);
 OPS_FAMILY(transform);
+OPS_FAMILY(layout);
 OPS_FAMILY(depth_space);
 OPS_FAMILY(index);
 OPS_FAMILY(image);

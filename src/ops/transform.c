@@ -2,8 +2,8 @@
  * (the injective ops): reshape, nn.batch_flatten, transpose, concatenate,
  * split, strided_slice (any steps, negative too), take (gather along an
  * axis, negative indices counted from the end), broadcast_to, nn.pad
- * (constant, edge and reflect), layout_transform (NCHW <-> NCHW[x]c) and
- * tile (depth_to_space and space_to_depth are in depth_space.c).
+ * (constant, edge and reflect) and tile (depth_to_space and space_to_depth
+ * are in depth_space.c, layout_transform in layout.c).
  * Each output element reads input elements at indices derived from its
  * own; every read stays in bounds: indices are clamped where the value
  * read is not selected, and an index that comes from data is checked
@@ -34,10 +34,6 @@ static const attr_schema pad_attrs[] = {{"pad_width", GA_INTS, 0, NULL},
                                         {"pad_mode", GA_STR, 0, "\"constant\""},
                                         {NULL, 0, 0, NULL}};
 static const attr_schema tile_attrs[] = {{"reps", GA_INTS, 0, NULL}, {NULL, 0, 0, NULL}};
-static const attr_schema layout_transform_attrs[] = {{"src_layout", GA_STR, 1, NULL},
-                                                     {"dst_layout", GA_STR, 1, NULL},
-                                                     {"channels", GA_INT, 0, "0"},
-                                                     {NULL, 0, 0, NULL}};
 
 /* ---- reshape, nn.batch_flatten, transpose ------------------------------------------ */
 
@@ -932,99 +928,6 @@ static kiln_status compute_pad(kiln_ctx *ctx, const gnode *call, kiln_tensor *co
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
 }
 
-/* ---- layout_transform ----------------------------------------------------------- */
-
-static int layouts(const gnode *call, int *src, int *dst) {
-    const char *s = graph_attr_str(call, "src_layout", NULL);
-    const char *d = graph_attr_str(call, "dst_layout", NULL);
-    *src = ops_layout_block(s);
-    *dst = ops_layout_block(d);
-    if (*src < 0 || *dst < 0) {
-        ops_fail("layout_transform supports NCHW and NCHW[x]c, not '%s' -> '%s'", s ? s : "?",
-                 d ? d : "?");
-        return 0;
-    }
-    return 1;
-}
-
-/* The logical channel count of layout_transform's input: attribute
- * `channels` where a blocked input's last block is padded, else all of
- * its (n blocks of sb, or n plain) channels. */
-static int64_t lt_channels(const gnode *call, int64_t n, int sb) {
-    int64_t c = graph_attr_int(call, "channels", 0);
-    return c ? c : sb ? n * sb : n;
-}
-
-static rel_result rel_layout_transform(const struct kiln_graph *g, const gnode *call,
-                                       const gtype *const *in, gtype *out) {
-    OPS_REQUIRE_KNOWN(1);
-    rel_result r = REL_OK;
-    const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
-    if (!x)
-        return r;
-    int sb, db;
-    if (!layouts(call, &sb, &db))
-        return REL_ERROR;
-    if (x->ndim != (sb ? 5 : 4))
-        return ops_fail("data in %s must be %d-D, got %d-D", graph_attr_str(call, "src_layout", ""),
-                        sb ? 5 : 4, x->ndim);
-    if (!ops_all_known(x, 1, x->ndim))
-        return ops_fail("only the batch dim may be symbolic");
-    if (sb && x->dims[4].v != sb)
-        return ops_fail("the last dim is %lld, not the block %d", (long long)x->dims[4].v, sb);
-    int64_t c = lt_channels(call, x->dims[1].v, sb);
-    if (!sb && c != x->dims[1].v)
-        return ops_fail("channels=%lld is not the NCHW input's %lld channels", (long long)c,
-                        (long long)x->dims[1].v);
-    /* dims are at most 2^48 (GRAPH_MAX_ELEMENTS) and blocks at most 4096 */
-    if (c < 1 || (sb && (c > x->dims[1].v * sb || c <= (x->dims[1].v - 1) * sb)))
-        return ops_fail("channels=%lld does not fit %lld blocks of %d", (long long)c,
-                        (long long)x->dims[1].v, sb);
-    gtensor_type res = *x;
-    res.ndim = db ? 5 : 4;
-    res.dims[1] = (gdim){db ? (c + db - 1) / db : c, NULL};
-    if (db)
-        res.dims[4] = (gdim){db, NULL};
-    return ops_set_out(g, out, &res);
-}
-
-typedef struct {
-    kiln_tensor *x;
-    int sb, db;
-    int64_t c; /* logical channels: a padded last block reads zeros past them */
-} lt_args;
-
-static kiln_expr lt_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
-    lt_args *a = u;
-    kiln_expr c = a->db ? kiln_add(kiln_mul(i[1], ops_int(ctx, a->db)), i[4]) : i[1];
-    int pad = a->db && a->c % a->db;
-    kiln_expr cc = pad ? kiln_min(c, ops_int(ctx, a->c - 1)) : c; /* in bounds */
-    kiln_expr ix[5] = {i[0], cc, i[2], i[3], NULL};
-    if (a->sb) {
-        ix[1] = kiln_floordiv(cc, ops_int(ctx, a->sb));
-        ix[4] = kiln_floormod(cc, ops_int(ctx, a->sb));
-    }
-    kiln_expr v = kiln_tensor_at(a->x, a->sb ? 5 : 4, ix);
-    if (!pad)
-        return v;
-    return kiln_select(kiln_lt(c, ops_int(ctx, a->c)), v,
-                       ops_const(ctx, kiln_tensor_dtype(a->x), 0));
-}
-
-static kiln_status compute_layout_transform(kiln_ctx *ctx, const gnode *call,
-                                            kiln_tensor *const *in, kiln_tensor **out) {
-    lt_args a = {in[0], 0, 0, 0};
-    if (!layouts(call, &a.sb, &a.db))
-        return KILN_ERR_INVALID;
-    int64_t xd[5];
-    ops_shape(in[0], xd);
-    a.c = lt_channels(call, xd[1], a.sb);
-    int64_t od[5];
-    int nd = ops_out_shape(call, od);
-    out[0] = ops_compute(ctx, call, "", nd, od, lt_body, &a);
-    return out[0] ? KILN_OK : KILN_ERR_INVALID;
-}
-
 /* ---- tile ------------------------------------------------------------------------------ */
 
 static rel_result rel_tile(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
@@ -1100,6 +1003,37 @@ static int values_reshape(const struct kiln_graph *g, const gnode *call, const g
     return nin[0];
 }
 
+/* The layout hook: a concatenation along the channels of 4-D tensors whose
+ * channel counts are all multiples of the block x of a blocked input runs
+ * in NCHW[x]c, along the block axis (axis 1 there too). DenseNet's growing
+ * concatenation then stays blocked between its convolutions instead of
+ * going back to NCHW and out again: two layout transforms of the whole
+ * concatenation per layer. */
+static int alter_concatenate(const gnode *call, const layout_query *q, layout_rewrite *rw) {
+    const gtensor_type *ot = ops_node_type(call);
+    if (!ot || ot->ndim != 4 || !ops_all_known(ot, 1, 4) || call->nin > LAYOUT_MAX_IN)
+        return 0;
+    int64_t axis = graph_attr_int(call, "axis", 0);
+    if (axis != 1 && axis != -3)
+        return 0;
+    int b = 0;
+    for (int i = 0; i < call->nin && !b; i++)
+        b = q->block[call->in[i]];
+    if (!b)
+        return 0;
+    for (int i = 0; i < call->nin; i++) {
+        const gtensor_type *t = ops_node_type(call->graph->nodes[call->in[i]]);
+        if (!t || t->ndim != 4 || t->dims[1].sym || t->dims[1].v % b)
+            return 0;
+        rw->in[i].block = b;
+    }
+    static const char *const drop[] = {"axis", NULL};
+    rw->drop = drop;
+    snprintf(rw->attrs, sizeof rw->attrs, "axis=1");
+    rw->out_block = b;
+    return 1;
+}
+
 /* concatenate of 1-D values: their elements in order; an input nothing is
  * known of gives UNKNOWN elements, as many as its type has. */
 static int values_concatenate(const struct kiln_graph *g, const gnode *call, const gval *const *in,
@@ -1159,9 +1093,6 @@ const kiln_op_def ops_transform_rows[] = {
                      values_reshape,
                      "new shape (0 copies, -1 infers), or the values of input 1 (a constant or a "
                      "bind_dims)"),
-    OPS_SYM_ROW("layout_transform", 1, 1, layout_transform_attrs, rel_layout_transform,
-                compute_layout_transform, OP_INJECTIVE,
-                "NCHW <-> NCHW[x]c; a last block past `channels` is zeros"),
     OPS_SYM_ROW("transpose", 1, 1, transpose_attrs, rel_transpose, compute_transpose, OP_INJECTIVE,
                 "permute axes"),
     OPS_SYM_ROW("nn.batch_flatten", 1, 1, no_attrs, rel_batch_flatten, compute_reshape,
@@ -1173,6 +1104,7 @@ const kiln_op_def ops_transform_rows[] = {
      .rel = rel_concatenate,
      .pattern = OP_INJECTIVE,
      .compute = compute_concatenate,
+     .alter = alter_concatenate,
      .summary = "join along axis",
      .values = values_concatenate},
     ROW("split", 1, 1, split_attrs, rel_split, compute_split, OP_INJECTIVE,

@@ -48,36 +48,50 @@ typedef struct {
     tir_node ramp; /* its vector value: ramp(min, 1, lanes) */
     int lanes;
     int failed;
+    tir_map done; /* each expression's vector form: shared subtrees are made once */
 } vec_ctx;
 
 static tir_node widen(vec_ctx *v, tir_node e) {
     return e->lanes == 1 ? tir_broadcast(e, v->lanes) : e;
 }
 
-/* Vector form of expression e (scalar if it does not use the loop var). */
+static tir_node vec_node(vec_ctx *v, tir_node e, const tir_node *src);
+
+/* Vector form of expression e (e itself if it does not use the loop var).
+ * Expressions are DAGs: each node is made once (an elementwise chain that
+ * reads a value twice per step doubles at every step as a tree). */
 static tir_node vec_expr(vec_ctx *v, tir_node e) {
     if (v->failed)
         return e;
     if (e == v->var)
         return v->ramp;
-    if (!tir_uses_var(e, v->var))
-        return e;
+    tir_node hit = tir_map_get(&v->done, e);
+    if (hit)
+        return hit;
+    tir_node src[8], r = e;
+    if (e->nsrc > 8) {
+        if (tir_uses_var(e, v->var))
+            v->failed = 1;
+    } else {
+        int uses = 0;
+        for (uint32_t i = 0; i < e->nsrc && !v->failed; i++) {
+            src[i] = vec_expr(v, e->src[i]);
+            uses |= src[i] != e->src[i];
+        }
+        if (uses && !v->failed)
+            r = vec_node(v, e, src);
+    }
+    if (!v->failed)
+        tir_map_put(&v->done, e, r);
+    return r;
+}
+
+/* Vector form of e, which uses the loop var, from its sources' (src). */
+static tir_node vec_node(vec_ctx *v, tir_node e, const tir_node *src) {
     if (e->lanes != 1) {
         v->failed = 1;
         return e;
     }
-    tir_node src[8];
-    if (e->nsrc > 8) {
-        v->failed = 1;
-        return e;
-    }
-    int any_vec = 0;
-    for (uint32_t i = 0; i < e->nsrc; i++) {
-        src[i] = vec_expr(v, e->src[i]);
-        any_vec |= src[i]->lanes > 1;
-    }
-    if (v->failed)
-        return e;
     switch (e->op) {
     case TIR_LOAD:
         if (src[1]->lanes == 1)
@@ -113,10 +127,7 @@ static tir_node vec_expr(vec_ctx *v, tir_node e) {
                         w);
     }
     case TIR_CHECK: /* reports per element (the renderer's status): the loop stays serial */
-    default:
-        (void)any_vec;
-        v->failed = 1;
-        return e;
+    default: v->failed = 1; return e;
     }
 }
 
@@ -202,13 +213,14 @@ static tir_node vectorize_fn(tir_node n, void *user) {
     tir_node serial = tir_for(var, n->src[1], n->src[2], TIR_FOR_SERIAL, NULL, body);
     if (!tir_const_int(n->src[2], &ext) || !lanes_ok(ext))
         return serial;
-    vec_ctx v = {ctx, var, NULL, (int)ext, 0};
+    vec_ctx v = {ctx, var, NULL, (int)ext, 0, {0}};
     v.ramp = tir_ramp(n->src[1], tir_int(ctx, (kiln_dtype)var->dtype, 1), (int)ext);
     /* A guard over the lanes (a split that does not divide): run the
        vector body when every lane passes, the serial loop otherwise. */
     if (body->op == TIR_IF && body->nsrc == 2 && tir_uses_var(body->src[0], var) &&
         interval_cond(body->src[0], var)) {
         tir_node r = vec_stmt(&v, body->src[1]);
+        tir_map_free(&v.done);
         if (v.failed)
             return serial;
         tir_node last = tir_add(n->src[1], tir_int(ctx, (kiln_dtype)var->dtype, ext - 1));
@@ -217,6 +229,7 @@ static tir_node vectorize_fn(tir_node n, void *user) {
         return tir_if(all, r, serial);
     }
     tir_node r = vec_stmt(&v, body);
+    tir_map_free(&v.done);
     return v.failed ? serial : r;
 }
 

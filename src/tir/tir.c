@@ -476,12 +476,14 @@ void tir_set_free(tir_set *s) {
 
 /* ---- rewriting ------------------------------------------------------------------ */
 
-typedef struct {
-    tir_node *keys, *vals;
-    size_t cap, count;
-} memo;
+void tir_map_free(tir_map *m) {
+    free(m->keys);
+    free(m->vals);
+    m->keys = m->vals = NULL;
+    m->cap = m->count = 0;
+}
 
-static tir_node memo_get(memo *m, tir_node k) {
+tir_node tir_map_get(const tir_map *m, tir_node k) {
     if (!m->cap)
         return NULL;
     size_t j = k->hash & (m->cap - 1);
@@ -493,9 +495,9 @@ static tir_node memo_get(memo *m, tir_node k) {
     return NULL;
 }
 
-static void memo_put(memo *m, tir_node k, tir_node v) {
+void tir_map_put(tir_map *m, tir_node k, tir_node v) {
     if ((m->count + 1) * 2 >= m->cap) {
-        memo old = *m;
+        tir_map old = *m;
         m->cap = old.cap ? old.cap * 2 : 256;
         m->keys = calloc(m->cap, sizeof(tir_node));
         m->vals = calloc(m->cap, sizeof(tir_node));
@@ -503,7 +505,7 @@ static void memo_put(memo *m, tir_node k, tir_node v) {
         m->count = 0;
         for (size_t i = 0; i < old.cap; i++)
             if (old.keys[i])
-                memo_put(m, old.keys[i], old.vals[i]);
+                tir_map_put(m, old.keys[i], old.vals[i]);
         free(old.keys);
         free(old.vals);
     }
@@ -519,11 +521,11 @@ static void memo_put(memo *m, tir_node k, tir_node v) {
 typedef struct {
     tir_rewrite_fn fn;
     void *user;
-    memo m;
+    tir_map m;
 } rewriter;
 
 static tir_node rewrite_rec(rewriter *rw, tir_node n) {
-    tir_node hit = memo_get(&rw->m, n);
+    tir_node hit = tir_map_get(&rw->m, n);
     if (hit)
         return hit;
     tir_node small[8] = {0};
@@ -535,7 +537,7 @@ static tir_node rewrite_rec(rewriter *rw, tir_node n) {
     if (src != small)
         free(src);
     r = rw->fn(r, rw->user);
-    memo_put(&rw->m, n, r);
+    tir_map_put(&rw->m, n, r);
     return r;
 }
 
@@ -569,20 +571,20 @@ tir_node tir_substitute(tir_node root, int n, const tir_node *vars, const tir_no
     return tir_rewrite(root, subst_fn, &s);
 }
 
-static int uses_rec(tir_node n, tir_node v, memo *seen) {
+static int uses_rec(tir_node n, tir_node v, tir_map *seen) {
     if (n == v)
         return 1;
-    if (memo_get(seen, n))
+    if (tir_map_get(seen, n))
         return 0;
     for (uint32_t i = 0; i < n->nsrc; i++)
         if (uses_rec(n->src[i], v, seen))
             return 1;
-    memo_put(seen, n, n);
+    tir_map_put(seen, n, n);
     return 0;
 }
 
 int tir_uses_var(tir_node n, tir_node v) {
-    memo seen = {0};
+    tir_map seen = {0};
     int r = uses_rec(n, v, &seen);
     free(seen.keys);
     free(seen.vals);

@@ -223,6 +223,17 @@ KILN_HIDDEN int tir_set_add(tir_set *s, tir_node n);
 KILN_HIDDEN int tir_set_has(const tir_set *s, tir_node n);
 KILN_HIDDEN void tir_set_free(tir_set *s);
 
+/* A map from nodes to nodes (a walk's memo: what it made of each shared
+ * node). Zero-initialize; tir_map_free releases it. */
+typedef struct {
+    tir_node *keys, *vals;
+    size_t cap, count;
+} tir_map;
+/* n's value, or NULL if n has none. */
+KILN_HIDDEN tir_node tir_map_get(const tir_map *m, tir_node n);
+KILN_HIDDEN void tir_map_put(tir_map *m, tir_node n, tir_node value);
+KILN_HIDDEN void tir_map_free(tir_map *m);
+
 /* ---- rewriting ----------------------------------------------------------
  * A post-order rebuild: fn sees each node after its sources were rebuilt
  * and returns the replacement (or the node itself). Shared subtrees are

@@ -12,6 +12,7 @@
  * blocks (vector-bits 256) next to the host's. */
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "graph/graph_internal.h"
 #include "graph_util.h"
@@ -527,5 +528,83 @@ static void test_nchwc_errors(void) {
     kiln_build_options_free(o);
 }
 
+/* A DenseNet layer: concatenate(x, relu(conv1x1(x))) along the channels,
+ * then a per-channel scale and shift, relu, and a 1x1 convolution. With
+ * channel counts that are multiples of the block the concatenation runs
+ * in NCHW[x]c (no layout transform but the input's and the output's), and
+ * its kernel is vectorized (whole blocks copied); with 24 channels, a
+ * multiple of no 16-block, it goes through NCHW. Results agree with the
+ * naive schedule, NCHW and the interpreter either way. */
+static void test_nchwc_concat(void) {
+    for (int variant = 0; variant < 2; variant++) {
+        int64_t c = variant ? 24 : 32;
+        uint64_t seed = 77 + (uint64_t)variant;
+        int64_t xs[4] = {1, c, 6, 7}, w1s[4] = {c, c, 1, 1}, w2s[4] = {16, 2 * c, 1, 1},
+                cs[3] = {2 * c, 1, 1};
+        kiln_ndarray *w1 = filled(4, w1s, &seed), *w2 = filled(4, w2s, &seed),
+                     *sc = filled(3, cs, &seed), *sh = filled(3, cs, &seed),
+                     *x = filled(4, xs, &seed);
+        kiln_graph *g = kiln_graph_new();
+        int xi = kiln_graph_var(g, "x", KILN_FLOAT32, 4, xs, NULL);
+        int a[2] = {xi, kiln_graph_const(g, "w1", w1)};
+        int y = kiln_graph_call(g, "nn.conv2d", 2, a, NULL, "conv1");
+        y = kiln_graph_call(g, "nn.relu", 1, &y, NULL, "relu1");
+        int cat[2] = {xi, y};
+        y = kiln_graph_call(g, "concatenate", 2, cat, "axis=1", "cat");
+        int m[2] = {y, kiln_graph_const(g, "scale", sc)};
+        y = kiln_graph_call(g, "multiply", 2, m, NULL, "bn_scale");
+        int ad[2] = {y, kiln_graph_const(g, "shift", sh)};
+        y = kiln_graph_call(g, "add", 2, ad, NULL, "bn_shift");
+        y = kiln_graph_call(g, "nn.relu", 1, &y, NULL, "relu2");
+        int b[2] = {y, kiln_graph_const(g, "w2", w2)};
+        y = kiln_graph_call(g, "nn.conv2d", 2, b, NULL, "conv2");
+        CHECK(y >= 0);
+        kiln_graph_set_outputs(g, 1, &y, NULL);
+        int nt = 0, k = 0;
+        const char *def_kv[] = {"winograd", "off", NULL};
+        kiln_ndarray *def = run_opts(g, x, def_kv, "layout_transform", &nt);
+        kiln_ndarray *naive = run(g, x, "schedule", "naive", NULL, NULL, &k);
+        kiln_ndarray *plain = run(g, x, "disabled-pass", "AlterOpLayout", NULL, NULL, &k);
+        kiln_ndarray *v256 = run(g, x, "vector-bits", "256", NULL, NULL, &k);
+        kiln_ndarray *ref = interpret(g, x);
+        check_agree(variant ? "concat of 24 + 24 channels" : "concat of 32 + 32 channels", def,
+                    naive, plain, v256, ref, 1e-4, 1e-4);
+        if (variant == 0)
+            CHECK_EQ_INT(nt, 2); /* x in, the result out */
+        else
+            CHECK(nt > 2);
+        if (variant == 0) { /* the blocked concatenation's kernel copies whole vectors */
+            kiln_build_options *o = kiln_build_options_new();
+            const char *dir = test_tmp_path("nchwc_concat_ir");
+            mkdir(dir, 0755);
+            CHECK_EQ_INT(kiln_build_options_set(o, "dump-ir", dir), KILN_OK);
+            kiln_ndarray *r =
+                gu_compile_run(g, o, 1, (const kiln_ndarray *const *)&x, NULL, NULL, 0);
+            char path[1200];
+            snprintf(path, sizeof path, "%s/kernels.tir.txt", dir);
+            size_t len = 0;
+            char *tir = kiln_read_file(path, &len);
+            const char *kcat = tir ? strstr(tir, "fused_concatenate") : NULL;
+            const char *next = kcat ? strstr(kcat + 1, "primfn") : NULL;
+            const char *ramp = kcat ? strstr(kcat, "ramp(") : NULL;
+            CHECK(kcat && ramp && (!next || ramp < next));
+            free(tir);
+            kiln_ndarray_free(r);
+            kiln_build_options_free(o);
+        }
+        kiln_ndarray_free(def);
+        kiln_ndarray_free(naive);
+        kiln_ndarray_free(plain);
+        kiln_ndarray_free(v256);
+        kiln_ndarray_free(ref);
+        kiln_ndarray_free(x);
+        kiln_ndarray_free(w1);
+        kiln_ndarray_free(w2);
+        kiln_ndarray_free(sc);
+        kiln_ndarray_free(sh);
+        kiln_graph_free(g);
+    }
+}
+
 TEST_MAIN(TEST(test_nchwc_convolutions), TEST(test_winograd), TEST(test_winograd_choice),
-          TEST(test_nchwc_blocks), TEST(test_nchwc_errors))
+          TEST(test_nchwc_blocks), TEST(test_nchwc_errors), TEST(test_nchwc_concat))
