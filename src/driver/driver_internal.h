@@ -18,7 +18,17 @@ struct kiln_build_options {
     int opt_level;       /* graphs: 0-3, -1 for the default (3) */
     char *disabled;      /* graphs: comma-separated pass names */
     char *dump_dir;      /* graphs: where to write the IR around each pass */
+    int cache;           /* the kernel cache: 1 on, 0 off, -1 as $KILN_CACHE says (on) */
+    kiln_build_progress_fn progress; /* NULL: no progress reports */
+    void *progress_user;
 };
+
+/* Report progress to the options' callback, if any. */
+KILN_HIDDEN void driver_progress(const kiln_build_options *opts, const char *phase, int done,
+                                 int total, const char *note);
+/* The toolchain of target t with the options' cache and progress. */
+KILN_HIDDEN codegen_toolchain driver_toolchain(const kiln_build_options *opts,
+                                               const kiln_target *t);
 
 /* The target of opts (its "target", else $KILN_TARGET, else this machine)
  * with opts' vector width, cc and cflags applied; NULL with an error. The
