@@ -89,6 +89,7 @@ typedef struct {
 typedef struct {
     double t0, since; /* the compile's and the current phase's start */
     double drawn;     /* when the progress line was last drawn; 0: not shown */
+    double after;     /* show it once the compile has run this long */
     int tty, rows_cap;
     char phase[96];
     phase_row *rows;
@@ -127,7 +128,7 @@ static void on_progress(void *user, const char *phase, int done, int total, cons
         progress_clear(p);
         return;
     }
-    if (!p->tty || t - p->t0 < 1.0 || t - p->drawn < 0.1)
+    if (!p->tty || t - p->t0 < p->after || t - p->drawn < 0.1)
         return;
     char count[48] = "";
     if (total > 0)
@@ -170,7 +171,10 @@ int kiln_cmd_compile(int argc, char **argv) {
     int rc = 2, time_passes = 0;
     phase_row rows[64];
     memset(rows, 0, sizeof rows);
-    progress prog = {now_s(), 0, 0, isatty(2), 64, "", rows, 0};
+    /* KILN_PROGRESS_AFTER: seconds before the progress line shows (1) */
+    const char *after = getenv("KILN_PROGRESS_AFTER");
+    progress prog = {now_s(), 0,    0, after && *after ? atof(after) : 1.0, isatty(2), 64,
+                     "",      rows, 0};
     kiln_graph *g = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
