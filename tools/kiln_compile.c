@@ -113,7 +113,8 @@ static void progress_clear(progress *p) {
 static void on_progress(void *user, const char *phase, int done, int total, const char *note) {
     progress *p = user;
     double t = now_s();
-    if (strcmp(phase, p->phase) != 0) {
+    int changed = strcmp(phase, p->phase) != 0;
+    if (changed) {
         if (p->phase[0] && p->nrows < p->rows_cap) {
             phase_row *r = &p->rows[p->nrows++];
             snprintf(r->name, sizeof r->name, "%s", p->phase);
@@ -128,7 +129,7 @@ static void on_progress(void *user, const char *phase, int done, int total, cons
         progress_clear(p);
         return;
     }
-    if (!p->tty || t - p->t0 < p->after || t - p->drawn < 0.1)
+    if (!p->tty || t - p->t0 < p->after || (!changed && t - p->drawn < 0.1))
         return;
     char count[48] = "";
     if (total > 0)

@@ -178,7 +178,7 @@ char *cg_var_name(cg_render *r, tir_node v) {
         kstr_putc(&s, 'v');
     for (; *n; n++)
         kstr_putc(&s, isalnum((unsigned char)*n) || *n == '_' ? *n : '_');
-    kstr_printf(&s, "_%lld", (long long)v->ival);
+    kstr_printf(&s, "_%lld", (long long)canon_index(r, v));
     char *t = kstr_take(&s);
     KILN_ASSERT(t);
     return t;

@@ -25,6 +25,7 @@ static int valid_ident(const char *s) {
 
 static void render_func(cg_render *r, kstr *out, const tir_func *f) {
     cg_names_reset(r);
+    r->nshare = 0;
     r->fname = f->name;
     r->npar = 0;
     r->na = r->exit_base = r->in_par = 0;

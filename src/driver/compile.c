@@ -40,7 +40,10 @@ typedef struct {
     tir_func *funcs;           /* the distinct kernels */
     unsigned char (*keys)[32]; /* funcs[i]'s codegen_func_key */
     int nfuncs, fcap;
-    int nkernels; /* all, before kernels with the same code became one */
+    int nkernels;               /* all, before kernels with the same code became one */
+    unsigned char (*gkeys)[32]; /* the groups lowered so far: their driver_group_key */
+    int *gfunc;                 /* and the function each runs */
+    int ngkeys, gcap;
     kiln_npz *params;
     int pcount, nbodies;
 } build;
@@ -954,6 +957,33 @@ static char *plan_graph(build *B, struct kiln_graph *g, const char *prefix, int 
             B->fcap = ncap;
         }
         group_t *gr = &P.groups[k];
+        /* a group like one lowered before runs that one's function */
+        if (B->ngkeys == B->gcap) {
+            int ncap = B->gcap ? B->gcap * 2 : 64;
+            unsigned char(*nk)[32] = kiln_realloc(B->gkeys, 32 * (size_t)ncap);
+            if (nk)
+                B->gkeys = nk;
+            int *nf = nk ? kiln_realloc(B->gfunc, sizeof(int) * (size_t)ncap) : NULL;
+            if (!nf) {
+                *st = KILN_ERR_NOMEM;
+                goto done;
+            }
+            B->gfunc = nf;
+            B->gcap = ncap;
+        }
+        int keyed = driver_group_key(g, gr->members, gr->nmembers, gr->in, gr->nin,
+                                     B->gkeys[B->ngkeys]),
+            like = -1;
+        for (int j = 0; keyed && j < B->ngkeys && like < 0; j++)
+            if (!memcmp(B->gkeys[j], B->gkeys[B->ngkeys], 32))
+                like = B->gfunc[j];
+        if (like >= 0) {
+            snprintf(gr->kernel, sizeof gr->kernel, "%s", B->funcs[like].name);
+            B->nkernels++;
+            if (depth == 0)
+                driver_progress(B->opts, "lower", k + 1, P.ngroups, NULL);
+            continue;
+        }
         tir_func *f = lower_group(&P, B->ctx, gr, B->opts, B->target);
         if (!f) {
             *st = KILN_ERR_INVALID;
@@ -969,6 +999,8 @@ static char *plan_graph(build *B, struct kiln_graph *g, const char *prefix, int 
             if (!memcmp(B->keys[j], B->keys[B->nfuncs], 32))
                 same = j;
         snprintf(gr->kernel, sizeof gr->kernel, "%s", same < 0 ? gr->func : B->funcs[same].name);
+        if (keyed)
+            B->gfunc[B->ngkeys++] = same < 0 ? B->nfuncs : same;
         if (same < 0)
             B->funcs[B->nfuncs++] = *f;
         if (depth == 0)
@@ -1066,6 +1098,8 @@ done:
     driver_progress(opts, "done", 0, 0, NULL);
     free(B.funcs);
     free(B.keys);
+    free(B.gkeys);
+    free(B.gfunc);
     for (int k = 0; k < nparts; k++)
         free(parts[k]);
     free(plan_json);

@@ -7,6 +7,8 @@
 #include "../target/target.h"
 #include "kiln/schedule.h"
 
+struct kiln_graph;
+
 struct kiln_build_options {
     char *cc;
     char *cflags;
@@ -37,6 +39,12 @@ KILN_HIDDEN kiln_target *driver_target(const kiln_build_options *opts);
 /* KILN_OK if the shared object `so` holds code for t's architecture, else
  * an error naming the compiler that built it. */
 KILN_HIDDEN kiln_status driver_check_arch(const char *so, const kiln_target *t);
+/* The key of the fused group of g with these members (node ids,
+ * increasing) and inputs (kernel_key.c): groups with the same key lower to
+ * the same kernel. 0 when the group gets none (a plugin op, a sub-graph
+ * attribute), else 1 with the key. */
+KILN_HIDDEN int driver_group_key(const struct kiln_graph *g, const int *members, int nmembers,
+                                 const int *in, int nin, unsigned char key[32]);
 /* Remove a build folder and the files in it. */
 KILN_HIDDEN void driver_remove_dir(const char *dir);
 
