@@ -743,17 +743,14 @@ static kiln_status put_member(zout *o, const kiln_npz *z, int i, int compress, z
     return KILN_OK;
 }
 
-kiln_status kiln_npz_save(const kiln_npz *z, const char *path, int compress) {
-    if (!z || !path)
-        return kiln_set_error(KILN_ERR_INVALID, "npz_save: NULL argument");
+/* The archive of z into fp, which it closes; *bad set on a write error. */
+static kiln_status npz_write(const kiln_npz *z, FILE *fp, int compress, int *bad) {
     zentry *ents = kiln_calloc((size_t)z->count + 1, sizeof *ents);
-    if (!ents)
+    if (!ents) {
+        fclose(fp);
         return KILN_ERR_NOMEM;
-    zout o = {fopen(path, "wb"), 0, 0};
-    if (!o.fp) {
-        free(ents);
-        return kiln_set_error(KILN_ERR_IO, "%s: cannot create", path);
     }
+    zout o = {fp, 0, 0};
     kiln_status st = KILN_OK;
     for (int i = 0; i < z->count && !st; i++)
         st = put_member(&o, z, i, compress, &ents[i]);
@@ -766,11 +763,41 @@ kiln_status kiln_npz_save(const kiln_npz *z, const char *path, int compress) {
     free(ents);
     if (fclose(o.fp) != 0)
         o.bad = 1;
-    if (!st && o.bad)
+    *bad = o.bad;
+    return st;
+}
+
+kiln_status kiln_npz_save(const kiln_npz *z, const char *path, int compress) {
+    if (!z || !path)
+        return kiln_set_error(KILN_ERR_INVALID, "npz_save: NULL argument");
+    FILE *fp = fopen(path, "wb");
+    if (!fp)
+        return kiln_set_error(KILN_ERR_IO, "%s: cannot create", path);
+    int bad = 0;
+    kiln_status st = npz_write(z, fp, compress, &bad);
+    if (!st && bad)
         st = kiln_set_error(KILN_ERR_IO, "%s: write error", path);
     else if (st)
         kiln_error_prefix("%s", path);
     if (st)
         remove(path);
+    return st;
+}
+
+kiln_status npz_save_buffer(const kiln_npz *z, int compress, char **buf, size_t *len) {
+    *buf = NULL;
+    *len = 0;
+    FILE *fp = open_memstream(buf, len);
+    if (!fp)
+        return kiln_set_error(KILN_ERR_NOMEM, "npz: cannot open a memory stream");
+    int bad = 0;
+    kiln_status st = npz_write(z, fp, compress, &bad);
+    if (!st && bad)
+        st = kiln_set_error(KILN_ERR_NOMEM, "npz: out of memory");
+    if (st) {
+        free(*buf);
+        *buf = NULL;
+        *len = 0;
+    }
     return st;
 }
