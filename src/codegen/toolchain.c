@@ -218,19 +218,33 @@ static void job_free(job *j) {
     argv_free(&j->av);
 }
 
-/* Wait for the running jobs among n, reporting each that ends, and every
- * quarter second that none does (a display's clock goes on); the first
- * error is returned (*keep: the compiler failed on its input). */
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Wait for the running jobs among n; the first error is returned (*keep:
+ * the compiler failed on its input). With a progress callback each job
+ * that ends is reported, and every quarter second that none does (so a
+ * display's clock goes on): the jobs are polled, first every millisecond,
+ * then less often up to every 20 ms. Without one, each is waited for in
+ * turn. */
 static kiln_status wait_jobs(job *jobs, int n, const codegen_toolchain *tc, const char *phase,
                              int *done, int total, int *no_exec, int *keep) {
     kiln_status st = KILN_OK;
-    for (int polls = 1;; polls++) {
+    long nap_ns = 1000 * 1000;
+    double told = mono_s();
+    for (;;) {
         int left = 0, ended = 0;
         for (int k = 0; k < n; k++) {
             if (!jobs[k].running)
                 continue;
             int status = 0;
-            pid_t r = waitpid(jobs[k].pid, &status, WNOHANG);
+            pid_t r;
+            do
+                r = waitpid(jobs[k].pid, &status, tc->progress ? WNOHANG : 0);
+            while (r < 0 && errno == EINTR && !tc->progress);
             if (r == 0 || (r < 0 && errno == EINTR)) {
                 left++;
                 continue;
@@ -240,16 +254,23 @@ static kiln_status wait_jobs(job *jobs, int n, const codegen_toolchain *tc, cons
             if (s && !st)
                 st = s, *keep = 1;
             ++*done;
-            if (tc->progress)
+            if (tc->progress) {
                 tc->progress(tc->progress_user, phase, *done, total, NULL);
+                told = mono_s();
+            }
         }
         if (!left)
             return st;
-        if (!ended) {
-            struct timespec ts = {0, 20 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-            if (tc->progress && polls % 12 == 0)
-                tc->progress(tc->progress_user, phase, *done, total, NULL);
+        if (ended) {
+            nap_ns = 1000 * 1000;
+            continue;
+        }
+        struct timespec ts = {0, nap_ns};
+        nanosleep(&ts, NULL);
+        nap_ns = nap_ns * 2 < 20 * 1000 * 1000 ? nap_ns * 2 : 20 * 1000 * 1000;
+        if (mono_s() - told >= 0.25) {
+            tc->progress(tc->progress_user, phase, *done, total, NULL);
+            told = mono_s();
         }
     }
 }

@@ -79,11 +79,12 @@ chmod 0700 "$C/kiln"
 KILN_PROGRESS_AFTER=0 "$KILN" compile "$MODEL" -o "$DIR/cli_cache_i.tar" >/dev/null \
     2>"$DIR/cli_cache_err.txt" || fail "compile failed"
 [ -s "$DIR/cli_cache_err.txt" ] && fail "progress written to a stderr that is not a terminal: $(cat "$DIR/cli_cache_err.txt")"
-# on a terminal (script(1) gives one), the phase and its count
+# on a terminal (script(1) gives one), the phase and its count (a phase is
+# drawn when it starts, and compile C starts at 0 of its parts)
 if command -v script >/dev/null 2>&1; then
     KILN_PROGRESS_AFTER=0 script -qec "'$KILN' compile '$MODEL' -o '$DIR/cli_cache_j.tar'" \
         /dev/null >"$DIR/cli_cache_tty.txt" 2>&1 </dev/null || fail "compile on a terminal failed"
-    grep -q "kiln compile: lower [0-9]*/[0-9]*" "$DIR/cli_cache_tty.txt" ||
+    grep -q "kiln compile: compile C [0-9]*/[0-9]*" "$DIR/cli_cache_tty.txt" ||
         fail "no progress on a terminal: $(cat "$DIR/cli_cache_tty.txt")"
 fi
 
