@@ -109,7 +109,8 @@ for n in "${MODELS[@]}"; do
   split_inputs "$onnx" "$io" "$OUT/${n}_in.npz" || { FAILED=1; continue; }
   t0=$(now)
   # shellcheck disable=SC2086
-  if ! "$KILN" compile "$onnx" -o "$OUT/$n.tar" ${KILN_COMPILE_ARGS:-}; then
+  # the kernel cache of this run's folder, never the user's (docs/COMPILE_TIME.md)
+  if ! XDG_CACHE_HOME="$OUT/kiln-cache" "$KILN" compile "$onnx" -o "$OUT/$n.tar" ${KILN_COMPILE_ARGS:-}; then
     t=$(since "$t0")
     SUMMARY+=("$(printf 'FAIL %-20s compile failed after %s s' "$n" "$t")"); FAILED=1; continue
   fi

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "kiln/graph.h"
 #include "kiln/onnx.h"
@@ -22,7 +24,8 @@ static void compile_usage(FILE *f) {
         "\"name:[1,3,224,224]\"]\n"
         "                    [--opt-level 0-3] [--dump-ir DIR] [--disabled-pass PASS] "
         "[--cross-compiler CC]\n"
-        "                    [--plugin LIB.so] [--winograd auto|off|2|4]\n\n"
+        "                    [--plugin LIB.so] [--winograd auto|off|2|4] [--time-passes] "
+        "[--no-cache]\n\n"
         "Compile an ONNX model into a package: a tar of mod.so (kernels), mod.json (the\n"
         "execution plan) and mod.params (the weights, an .npz).\n\n"
         "  -o, --output PATH      the package to write (default: model.tar)\n"
@@ -50,7 +53,13 @@ static void compile_usage(FILE *f) {
         "                         (default) where the cost model says it pays, off, or 2 / 4\n"
         "                         (that tile for every one that qualifies)\n"
         "  --plugin LIB.so        load user ops from a plugin (kiln/plugin.h); may repeat\n"
-        "  --help                 print this message\n");
+        "  --time-passes          print the time of each phase on stderr: import, each graph\n"
+        "                         pass, lowering, C rendering, the C compiler, link, package\n"
+        "  --no-cache             neither use nor fill the kernel cache, $XDG_CACHE_HOME/kiln\n"
+        "                         (~/.cache/kiln; also KILN_CACHE=0; docs/COMPILE_TIME.md)\n"
+        "  --help                 print this message\n\n"
+        "On a terminal, a compile that takes more than a second shows its phase and\n"
+        "progress on stderr.\n");
 }
 
 static int bad_arg(const char *cmd, const char *fmt, const char *arg) {
@@ -67,6 +76,78 @@ static int check_shapes(const char *cmd, const char *spec) {
     if (kiln_onnx_check_input_shapes(spec) == KILN_OK)
         return 0;
     return bad_arg(cmd, "%s", kiln_last_error());
+}
+
+/* ---- progress and the time per phase ------------------------------------------ */
+
+typedef struct {
+    char name[96];
+    double secs;
+    char note[128];
+} phase_row;
+
+typedef struct {
+    double t0, since; /* the compile's and the current phase's start */
+    double drawn;     /* when the progress line was last drawn; 0: not shown */
+    double after;     /* show it once the compile has run this long */
+    int tty, rows_cap;
+    char phase[96];
+    phase_row *rows;
+    int nrows;
+} progress;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void progress_clear(progress *p) {
+    if (p->drawn > 0)
+        fputs("\r\033[K", stderr);
+    p->drawn = 0;
+}
+
+/* kiln_build_progress_fn: a phase's end is the next one's start; on a
+ * terminal, after the first second, one line that says where it is. */
+static void on_progress(void *user, const char *phase, int done, int total, const char *note) {
+    progress *p = user;
+    double t = now_s();
+    int changed = strcmp(phase, p->phase) != 0;
+    if (changed) {
+        if (p->phase[0] && p->nrows < p->rows_cap) {
+            phase_row *r = &p->rows[p->nrows++];
+            snprintf(r->name, sizeof r->name, "%s", p->phase);
+            r->secs = t - p->since;
+        }
+        snprintf(p->phase, sizeof p->phase, "%s", phase);
+        p->since = t;
+    }
+    if (note && p->nrows < p->rows_cap) /* kept for the phase's row */
+        snprintf(p->rows[p->nrows].note, sizeof p->rows[p->nrows].note, "%s", note);
+    if (!strcmp(phase, "done")) {
+        progress_clear(p);
+        return;
+    }
+    if (!p->tty || t - p->t0 < p->after || (!changed && t - p->drawn < 0.1))
+        return;
+    char count[48] = "";
+    if (total > 0)
+        snprintf(count, sizeof count, " %d/%d", done, total);
+    fprintf(stderr, "\r\033[Kkiln compile: %s%s  (%.1f s)", phase, count, t - p->t0);
+    fflush(stderr);
+    p->drawn = t;
+}
+
+static void print_times(const progress *p) {
+    double total = 0;
+    fprintf(stderr, "kiln compile: time per phase (wall clock)\n");
+    for (int i = 0; i < p->nrows; i++) {
+        const phase_row *r = &p->rows[i];
+        fprintf(stderr, "  %8.3f s  %-32s %s\n", r->secs, r->name, r->note);
+        total += r->secs;
+    }
+    fprintf(stderr, "  %8.3f s  total\n", total);
 }
 
 static int write_ir(const char *dir, const char *name, kiln_graph *g) {
@@ -88,7 +169,13 @@ static int write_ir(const char *dir, const char *name, kiln_graph *g) {
 int kiln_cmd_compile(int argc, char **argv) {
     const char *model = NULL, *out = "model.tar", *shapes = NULL, *dump = NULL;
     kiln_build_options *o = kiln_build_options_new();
-    int rc = 2;
+    int rc = 2, time_passes = 0;
+    phase_row rows[64];
+    memset(rows, 0, sizeof rows);
+    /* KILN_PROGRESS_AFTER: seconds before the progress line shows (1) */
+    const char *after = getenv("KILN_PROGRESS_AFTER");
+    progress prog = {now_s(), 0,    0, after && *after ? atof(after) : 1.0, isatty(2), 64,
+                     "",      rows, 0};
     kiln_graph *g = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -124,6 +211,10 @@ int kiln_cmd_compile(int argc, char **argv) {
             if (!has_val)
                 goto missing;
             dump = argv[++i];
+        } else if (!strcmp(a, "--time-passes")) {
+            time_passes = 1;
+        } else if (!strcmp(a, "--no-cache")) {
+            kiln_build_options_set(o, "cache", "0");
         } else if (!strcmp(a, "--plugin")) {
             if (!has_val)
                 goto missing;
@@ -160,17 +251,25 @@ int kiln_cmd_compile(int argc, char **argv) {
         }
         kiln_build_options_set(o, "dump-ir", dump);
     }
+    kiln_build_options_set_progress(o, on_progress, &prog);
+    prog.t0 = now_s();
+    on_progress(&prog, "import", 0, 0, NULL);
     g = kiln_onnx_import(model, shapes);
-    if (!g)
+    if (!g) {
+        on_progress(&prog, "done", 0, 0, NULL);
         goto fail;
+    }
     if (dump && !write_ir(dump, "import.txt", g))
         goto done;
     if (kiln_graph_compile(g, out, o) != KILN_OK)
         goto fail;
+    if (time_passes)
+        print_times(&prog);
     printf("kiln compile: wrote %s\n", out);
     rc = 0;
     goto done;
 fail:
+    progress_clear(&prog);
     fprintf(stderr, "kiln compile: %s\n", kiln_last_error());
 done:
     kiln_build_options_free(o);

@@ -79,8 +79,10 @@ KILN_API char *kiln_lower_to_string(kiln_schedule *s, int nargs, kiln_tensor *co
  * and C), "fuse" ("0": one kernel per op),
  * "schedule" ("default", or "naive": every stage inlined but scans, and no loop
  * transformed, the reference for testing schedules), "winograd"
- * (auto|off|2|4). A bad value is an error naming it. NULL options mean
- * the defaults. */
+ * (auto|off|2|4); "cache" ("1", the default unless $KILN_CACHE is "0", or
+ * "0"): keep compiled objects in the kernel cache, $XDG_CACHE_HOME/kiln
+ * (docs/COMPILE_TIME.md). A bad value is an error naming it. NULL options
+ * mean the defaults. */
 typedef struct kiln_build_options kiln_build_options;
 KILN_API kiln_build_options *kiln_build_options_new(void);
 KILN_API kiln_status kiln_build_options_set(kiln_build_options *o, const char *key,
@@ -89,6 +91,20 @@ KILN_API kiln_status kiln_build_options_set(kiln_build_options *o, const char *k
  * "cflags" and "vector-bits" still apply on top of it. */
 KILN_API kiln_status kiln_build_options_set_target(kiln_build_options *o, const kiln_target *t);
 KILN_API void kiln_build_options_free(kiln_build_options *o);
+
+/* What a build is doing, for a progress display or a time per phase
+ * (kiln compile --time-passes): called on the building thread with the
+ * phase that runs now ("pass NAME" for each graph pass, "lower", "render",
+ * "compile C", "link", "package", and "done" when the build ends, also on
+ * an error), `done` of `total` items of it (kernels, C parts; 0 of 0 when
+ * not counted) and, once a phase is over, maybe a note saying what it did
+ * ("248 kernels, 144 distinct"; else NULL). A new phase name ends the last
+ * phase. */
+typedef void (*kiln_build_progress_fn)(void *user, const char *phase, int done, int total,
+                                       const char *note);
+/* Report progress of builds with these options to fn (NULL: none). */
+KILN_API kiln_status kiln_build_options_set_progress(kiln_build_options *o,
+                                                     kiln_build_progress_fn fn, void *user);
 
 struct kiln_module;
 /* Lower, render to C, compile and load one function called `name`. */

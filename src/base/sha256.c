@@ -1,10 +1,19 @@
 /* sha256.c: SHA-256 as FIPS 180-4 section 6.2 defines it: 512-bit blocks,
  * a 64-word message schedule, 64 rounds with the constants K (the first 32
  * bits of the fractional parts of the cube roots of the first 64 primes),
- * and padding with a 1 bit, zeros and the 64-bit big-endian bit length. */
+ * and padding with a 1 bit, zeros and the 64-bit big-endian bit length.
+ * On an x86-64 CPU with the SHA extensions the blocks go through them
+ * (about 5x faster: a package's 100 MB of weights are hashed when it is
+ * written and when it is loaded); elsewhere through the portable code. */
 #include "sha256.h"
 
 #include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define SHA256_X86 1
+#endif
 
 static const uint32_t k_round[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -55,6 +64,81 @@ static void compress(uint32_t h[8], const unsigned char *p) {
     h[7] += hh;
 }
 
+#ifdef SHA256_X86
+/* n blocks with the SHA extensions. They keep the state as two vectors,
+ * ABEF and CDGH (lane 3 first), and do two rounds an instruction; the
+ * message schedule is four words a step: W[t..t+3] from msg1 (W[t-16] +
+ * s0(W[t-15])), the words t-7..t-4 and msg2 (+ s1 of the two before). */
+__attribute__((target("sha,sse4.1,ssse3"))) static void
+blocks_shani(uint32_t h[8], const unsigned char *p, size_t n) {
+    const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+    __m128i dcba = _mm_loadu_si128((const __m128i *)&h[0]);
+    __m128i hgfe = _mm_loadu_si128((const __m128i *)&h[4]);
+    __m128i cdab = _mm_shuffle_epi32(dcba, 0xB1), efgh = _mm_shuffle_epi32(hgfe, 0x1B);
+    __m128i abef = _mm_alignr_epi8(cdab, efgh, 8), cdgh = _mm_blend_epi16(efgh, cdab, 0xF0);
+    for (; n; n--, p += 64) {
+        __m128i m[16], s0 = abef, s1 = cdgh;
+        for (int i = 0; i < 4; i++)
+            m[i] = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * i)), bswap);
+        for (int i = 4; i < 16; i++)
+            m[i] = _mm_sha256msg2_epu32(_mm_add_epi32(_mm_sha256msg1_epu32(m[i - 4], m[i - 3]),
+                                                      _mm_alignr_epi8(m[i - 1], m[i - 2], 4)),
+                                        m[i - 1]);
+        for (int i = 0; i < 16; i++) {
+            __m128i wk = _mm_add_epi32(m[i], _mm_loadu_si128((const __m128i *)&k_round[4 * i]));
+            cdgh = _mm_sha256rnds2_epu32(cdgh, abef, wk);
+            abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(wk, 0x0E));
+        }
+        abef = _mm_add_epi32(abef, s0);
+        cdgh = _mm_add_epi32(cdgh, s1);
+    }
+    __m128i feba = _mm_shuffle_epi32(abef, 0x1B), dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+    _mm_storeu_si128((__m128i *)&h[0], _mm_blend_epi16(feba, dchg, 0xF0));
+    _mm_storeu_si128((__m128i *)&h[4], _mm_alignr_epi8(dchg, feba, 8));
+}
+
+/* 1 if this CPU has the SHA extensions and SSE4.1 (and the OS runs it). */
+static int cpu_has_sha(void) {
+    unsigned a, b, c, d;
+    if (__get_cpuid_max(0, NULL) < 7 || !__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 19)) ||
+        !(c & (1u << 9)))
+        return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    return (b >> 29) & 1;
+}
+#endif
+
+/* -1 until decided; then 1 to use the SHA extensions, 0 not. Racing
+ * first calls decide the same. */
+static int g_accel = -1;
+
+int kiln_sha256_accelerated(int use) {
+#ifdef SHA256_X86
+    int have = cpu_has_sha();
+#else
+    int have = 0;
+#endif
+    if (use >= 0)
+        g_accel = use && have;
+    else if (g_accel < 0)
+        g_accel = have;
+    return g_accel;
+}
+
+/* n whole blocks into the state. */
+static void blocks(uint32_t h[8], const unsigned char *p, size_t n) {
+#ifdef SHA256_X86
+    if (g_accel < 0)
+        kiln_sha256_accelerated(-1);
+    if (g_accel) {
+        blocks_shani(h, p, n);
+        return;
+    }
+#endif
+    for (; n; n--, p += 64)
+        compress(h, p);
+}
+
 void kiln_sha256_init(kiln_sha256 *s) {
     static const uint32_t h0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
@@ -76,11 +160,12 @@ void kiln_sha256_update(kiln_sha256 *s, const void *data, size_t len) {
         len -= k;
         if (s->used < 64)
             return;
-        compress(s->h, s->block);
+        blocks(s->h, s->block, 1);
         s->used = 0;
     }
-    for (; len >= 64; p += 64, len -= 64)
-        compress(s->h, p);
+    blocks(s->h, p, len / 64);
+    p += len / 64 * 64;
+    len %= 64;
     if (len)
         memcpy(s->block, p, len);
     s->used = len;

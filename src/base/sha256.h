@@ -27,6 +27,10 @@ KILN_HIDDEN void kiln_sha256_update(kiln_sha256 *s, const void *data, size_t len
 KILN_HIDDEN void kiln_sha256_final(kiln_sha256 *s, unsigned char out[KILN_SHA256_BYTES]);
 /* The digest of data[0, len) as 64 lowercase hex digits and a NUL. */
 KILN_HIDDEN void kiln_sha256_hex(const void *data, size_t len, char out[KILN_SHA256_HEX]);
+/* Whether whole blocks go through the CPU's SHA extensions (x86-64): with
+ * use -1, as this CPU allows (decided once); 0 or 1 to choose, for tests
+ * of both paths (1 only takes where the CPU has them). Returns the choice. */
+KILN_HIDDEN int kiln_sha256_accelerated(int use);
 /* A finished digest as 64 lowercase hex digits and a NUL. */
 KILN_HIDDEN void kiln_sha256_to_hex(const unsigned char d[KILN_SHA256_BYTES],
                                     char out[KILN_SHA256_HEX]);

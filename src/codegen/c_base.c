@@ -118,7 +118,59 @@ cg_alloc *cg_find_alloc(cg_render *r, tir_node buf) {
 
 /* ---- names and constants ------------------------------------------------------------ */
 
-char *cg_var_name(tir_node v) {
+/* canon: variables by their order of first use, an open-addressing table
+   keyed by node */
+struct cg_names {
+    tir_node *key;
+    int64_t *index;
+    size_t cap, count;
+};
+
+void cg_names_reset(cg_render *r) {
+    if (r->names) {
+        free(r->names->key);
+        free(r->names->index);
+        free(r->names);
+        r->names = NULL;
+    }
+}
+
+static int64_t canon_index(cg_render *r, tir_node v) {
+    struct cg_names *m = r->names;
+    if (!m) {
+        m = r->names = calloc(1, sizeof *m);
+        KILN_ASSERT(m);
+    }
+    if ((m->count + 1) * 2 > m->cap) {
+        struct cg_names o = *m;
+        m->cap = o.cap ? o.cap * 2 : 64;
+        m->key = calloc(m->cap, sizeof(tir_node));
+        m->index = malloc(m->cap * sizeof(int64_t));
+        KILN_ASSERT(m->key && m->index);
+        for (size_t i = 0; i < o.cap; i++)
+            if (o.key[i]) {
+                size_t h = ((uintptr_t)o.key[i] >> 4) & (m->cap - 1);
+                while (m->key[h])
+                    h = (h + 1) & (m->cap - 1);
+                m->key[h] = o.key[i];
+                m->index[h] = o.index[i];
+            }
+        free(o.key);
+        free(o.index);
+    }
+    size_t h = ((uintptr_t)v >> 4) & (m->cap - 1);
+    while (m->key[h] && m->key[h] != v)
+        h = (h + 1) & (m->cap - 1);
+    if (!m->key[h]) {
+        m->key[h] = v;
+        m->index[h] = (int64_t)m->count++;
+    }
+    return m->index[h];
+}
+
+char *cg_var_name(cg_render *r, tir_node v) {
+    if (r->canon)
+        return cg_sfmt("v%lld", (long long)canon_index(r, v));
     kstr s;
     kstr_init(&s);
     const char *n = v->name && *v->name ? v->name : "v";
@@ -126,7 +178,7 @@ char *cg_var_name(tir_node v) {
         kstr_putc(&s, 'v');
     for (; *n; n++)
         kstr_putc(&s, isalnum((unsigned char)*n) || *n == '_' ? *n : '_');
-    kstr_printf(&s, "_%lld", (long long)v->ival);
+    kstr_printf(&s, "_%lld", (long long)canon_index(r, v));
     char *t = kstr_take(&s);
     KILN_ASSERT(t);
     return t;

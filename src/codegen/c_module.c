@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/sha256.h"
 #include "c_render_internal.h"
 
 /* ---- functions and the module -------------------------------------------------------- */
@@ -23,6 +24,8 @@ static int valid_ident(const char *s) {
 }
 
 static void render_func(cg_render *r, kstr *out, const tir_func *f) {
+    cg_names_reset(r);
+    r->nshare = 0;
     r->fname = f->name;
     r->npar = 0;
     r->na = r->exit_base = r->in_par = 0;
@@ -46,12 +49,12 @@ static void render_func(cg_render *r, kstr *out, const tir_func *f) {
             cg_fail(r, KILN_ERR_INVALID, "parameter %d of '%s' has no buffer variable", i, f->name);
             break;
         }
-        char *n = cg_var_name(b);
+        char *n = cg_var_name(r, b);
         cg_line(out, 1, "%s *restrict %s = (%s *)args[%d];", cg_types[el].c, n, cg_types[el].c, i);
         free(n);
     }
     for (int k = 0; k < f->nvars; k++) {
-        char *n = cg_var_name(f->vars[k]);
+        char *n = cg_var_name(r, f->vars[k]);
         cg_line(out, 1, "const int64_t %s = vars[%d];", n, k);
         cg_line(out, 1, "(void)%s;", n);
         free(n);
@@ -152,6 +155,16 @@ static void render_prelude(kstr *all, int part, int nparts) {
                        "}\n\n");
 }
 
+static void render_free(cg_render *r) {
+    for (int i = 0; i < r->nh; i++) {
+        free(r->helpers[i].key);
+        free(r->helpers[i].text);
+    }
+    free(r->helpers);
+    free(r->allocs);
+    cg_names_reset(r);
+}
+
 int codegen_render_c_parts(int nfuncs, const tir_func *funcs, int nparts, char **parts) {
     cg_render r = {0};
     for (int i = 0; i < nfuncs; i++) {
@@ -212,12 +225,7 @@ int codegen_render_c_parts(int nfuncs, const tir_func *funcs, int nparts, char *
             kstr_puts(&all, meta.buf);
         parts[k] = kstr_take(&all);
     }
-    for (int i = 0; i < r.nh; i++) {
-        free(r.helpers[i].key);
-        free(r.helpers[i].text);
-    }
-    free(r.helpers);
-    free(r.allocs);
+    render_free(&r);
     free(ends);
     kstr_free(&fns);
     kstr_free(&meta);
@@ -227,4 +235,44 @@ int codegen_render_c_parts(int nfuncs, const tir_func *funcs, int nparts, char *
 char *codegen_render_c(int nfuncs, const tir_func *funcs) {
     char *src = NULL;
     return codegen_render_c_parts(nfuncs, funcs, 1, &src) == 1 ? src : NULL;
+}
+
+/* The function rendered as the module would hold it, but under a fixed
+ * name, with its variables named by order of first use and its arguments
+ * unnamed, then its metadata line the same way (dtypes, ranks, dims and
+ * the names of its size variables, which the runtime binds by name): two
+ * functions with the same text compute the same thing from the same
+ * arguments, whatever their names. The helpers a function calls are named
+ * by what they do (kiln_vload_f32x16), so their names stand for them. */
+kiln_status codegen_func_key(const tir_func *f, unsigned char key[KILN_SHA256_BYTES]) {
+    cg_render r = {0};
+    r.canon = 1;
+    tir_func g = *f;
+    g.name = "kiln__self";
+    tir_param *anon = malloc(sizeof(tir_param) * (size_t)(f->nparams ? f->nparams : 1));
+    if (!anon)
+        return KILN_ERR_NOMEM;
+    for (int i = 0; i < f->nparams; i++) {
+        anon[i] = f->params[i];
+        anon[i].name = NULL;
+    }
+    g.params = anon;
+    kstr text;
+    kstr_init(&text);
+    render_func(&r, &text, &g);
+    if (!r.st)
+        render_meta(&r, &text, 1, &g);
+    kiln_status st = r.st ? r.st : text.oom ? KILN_ERR_NOMEM : KILN_OK;
+    if (r.st)
+        kiln_error_prefix("function '%s'", f->name);
+    if (!st) {
+        kiln_sha256 h;
+        kiln_sha256_init(&h);
+        kiln_sha256_update(&h, text.buf, text.len);
+        kiln_sha256_final(&h, key);
+    }
+    kstr_free(&text);
+    free(anon);
+    render_free(&r);
+    return st;
 }

@@ -62,7 +62,7 @@ static char *promoted_ref(cg_render *r, cg_alloc *ai, tir_node idx) {
         tir_const_int(idx->src[0], &base);
     else
         tir_const_int(idx, &base);
-    char *n = cg_var_name(ai->buf), *t = cg_sfmt("%s_r%lld", n, (long long)(base / ai->lanes));
+    char *n = cg_var_name(r, ai->buf), *t = cg_sfmt("%s_r%lld", n, (long long)(base / ai->lanes));
     free(n);
     return t;
 }
@@ -74,7 +74,7 @@ static char *ex_load(cg_render *r, tir_node e) {
     cg_alloc *ai = cg_find_alloc(r, buf);
     if (ai && ai->promoted)
         return promoted_ref(r, ai, idx);
-    char *bn = cg_var_name(buf), *t;
+    char *bn = cg_var_name(r, buf), *t;
     if (L == 1) {
         char *i = ex(r, idx);
         t = cg_sfmt("%s[%s]", bn, i);
@@ -161,7 +161,7 @@ static char *ex(cg_render *r, tir_node e) {
             cg_fail(r, KILN_ERR_INVALID, "buffer '%s' used as a value", e->name ? e->name : "?");
             return cg_sdup("0");
         }
-        return cg_var_name(e);
+        return cg_var_name(r, e);
     case TIR_ADD:
     case TIR_SUB:
     case TIR_MUL:
@@ -389,7 +389,7 @@ static void emit_return(cg_render *r, kstr *o, int ind, const char *value) {
     for (int i = r->na - 1; i >= r->exit_base; i--) {
         if (!r->allocs[i].heap)
             continue;
-        char *n = cg_var_name(r->allocs[i].buf);
+        char *n = cg_var_name(r, r->allocs[i].buf);
         cg_line(o, ind, "kiln__api->workspace_free(%s);", n);
         free(n);
     }
@@ -424,7 +424,7 @@ static void stmt_parallel(cg_render *r, kstr *o, tir_node s, int ind) {
     kstr *pre = &r->pre, inner;
     kstr_init(&inner);
     kstr_printf(pre, "struct %s_cl {\n", fn);
-    char *vn = cg_var_name(v), *mn = ex(r, s->src[1]), *en = ex(r, s->src[2]);
+    char *vn = cg_var_name(r, v), *mn = ex(r, s->src[1]), *en = ex(r, s->src[2]);
     kstr init;
     kstr_init(&init);
     kstr decl;
@@ -433,7 +433,7 @@ static void stmt_parallel(cg_render *r, kstr *o, tir_node s, int ind) {
         tir_node u = fv.used[i];
         if (u == v || tir_set_has(&fv.defined, u))
             continue;
-        char *un = cg_var_name(u), t[48];
+        char *un = cg_var_name(r, u), t[48];
         if (u->dtype == KILN_HANDLE) {
             kiln_dtype el = (kiln_dtype)u->aux;
             if (!kiln_dtype_is_data(el))
@@ -535,7 +535,7 @@ static void stmt_for(cg_render *r, kstr *o, tir_node s, int ind) {
         stmt_parallel(r, o, s, ind);
         return;
     }
-    char *vn = cg_var_name(v), *m = ex(r, mn), *e = ex(r, ext);
+    char *vn = cg_var_name(r, v), *m = ex(r, mn), *e = ex(r, ext);
     const char *T = cg_types[v->dtype].c;
     int64_t m0, e0;
     if (kind == TIR_FOR_UNROLLED)
@@ -575,7 +575,7 @@ static int alloc_begin(cg_render *r, kstr *o, tir_node s, int ind) {
     int64_t c;
     int local = s->name && strcmp(s->name, "local") == 0;
     int stack = local && tir_const_int(cnt, &c) && c >= 0 && (uint64_t)c * esz <= 65536;
-    char *bn = cg_var_name(buf);
+    char *bn = cg_var_name(r, buf);
     cg_alloc ai = {buf, 0, 1, !stack};
     cg_line(o, ind, "{");
     if (stack) {
@@ -616,7 +616,7 @@ static int alloc_begin(cg_render *r, kstr *o, tir_node s, int ind) {
 static void alloc_end(cg_render *r, kstr *o, int ind) {
     cg_alloc *ai = &r->allocs[--r->na];
     if (ai->heap) {
-        char *bn = cg_var_name(ai->buf);
+        char *bn = cg_var_name(r, ai->buf);
         cg_line(o, ind + 1, "kiln__api->workspace_free(%s);", bn);
         free(bn);
     }
@@ -792,7 +792,7 @@ static void stmt_store_body(cg_render *r, kstr *o, tir_node s, int ind) {
     if (val->lanes == 1 && L > 1)
         v = cg_splat(r, el, L, v);
     cg_alloc *ai = cg_find_alloc(r, buf);
-    char *bn = cg_var_name(buf);
+    char *bn = cg_var_name(r, buf);
     if (ai && ai->promoted) {
         char *ref = promoted_ref(r, ai, idx);
         cg_line(o, ind, "%s = %s;", ref, v);

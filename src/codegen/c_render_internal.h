@@ -49,10 +49,15 @@ typedef struct {
     int exit_base;          /* allocs below this index belong to an enclosing C function */
     struct cg_share *share; /* the shared sub-expressions of the store being rendered, bound
                                to local constants (c_render.c); NULL between stores */
-    int nshare;             /* constants bound so far, for unique names */
+    int nshare;             /* constants bound so far in this function, for unique names */
     int status;             /* the current C function keeps a kernel status, int32_t kiln__st, that
                                checked indices and integer divisions of data OR their
                                KILN_KERNEL_* bits into (cg_uses_status) */
+    int canon;              /* name variables by their order of first use in the function
+                               (v0, v1, ...) instead of by name and id: the text then says
+                               what the function does, not what it is called
+                               (codegen_func_key) */
+    struct cg_names *names; /* canon: the index of each variable named so far */
 } cg_render;
 
 static inline int cg_is_float(kiln_dtype dt) {
@@ -89,8 +94,13 @@ KILN_HIDDEN int cg_have_helper(cg_render *r, const char *key);
 KILN_HIDDEN void cg_add_helper(cg_render *r, const char *key, char *text);
 /* The innermost allocation of buf in scope, or NULL. */
 KILN_HIDDEN cg_alloc *cg_find_alloc(cg_render *r, tir_node buf);
-/* "<sanitized name>_<id>" of a variable: unique, and never a C keyword. */
-KILN_HIDDEN char *cg_var_name(tir_node v);
+/* "<sanitized name>_<k>" of the k-th variable the current function names:
+ * unique in it, never a C keyword, and the same whatever the functions
+ * rendered before (so a function's text depends on it alone); with
+ * r->canon, "v<k>". */
+KILN_HIDDEN char *cg_var_name(cg_render *r, tir_node v);
+/* Forget the function-local names of r->canon (between functions). */
+KILN_HIDDEN void cg_names_reset(cg_render *r);
 /* Exact C text of an integer or float constant of dtype dt. */
 KILN_HIDDEN char *cg_const_int(kiln_dtype dt, int64_t v);
 KILN_HIDDEN char *cg_const_float(kiln_dtype dt, double v);

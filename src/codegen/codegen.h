@@ -6,6 +6,7 @@
 
 #include "../target/target.h"
 #include "../tir/tir.h"
+#include "kiln/schedule.h"
 
 /* Render `nfuncs` lowered functions into one C source (malloc'd). NULL with
  * an error if the IR uses something the CPU back end cannot run (a loop
@@ -16,6 +17,12 @@ KILN_HIDDEN char *codegen_render_c(int nfuncs, const tir_func *funcs);
  * module's entry and metadata. Returns the number of parts (at most one
  * per function, at least 1), or -1 with an error. */
 KILN_HIDDEN int codegen_render_c_parts(int nfuncs, const tir_func *funcs, int nparts, char **parts);
+
+/* A digest of what function f does: its C text and metadata with its name,
+ * its variables' and its arguments' names left out (c_module.c). Two
+ * functions of one module with the same key can share one C function. An
+ * error if f cannot be rendered. */
+KILN_HIDDEN kiln_status codegen_func_key(const tir_func *f, unsigned char key[32]);
 
 /* Texts the generated C carries, made at build time from their one
  * definition (cmake/embed.cmake), so they cannot drift: the declarations of
@@ -32,6 +39,10 @@ KILN_HIDDEN int codegen_vector_ok(kiln_dtype dt, int lanes);
 typedef struct {
     const char *cc;     /* compiler command, e.g. "cc" or a cross gcc */
     const char *cflags; /* e.g. "-O3 -march=native", "-O3 -mcpu=cortex-a72" */
+    int cache;          /* the kernel cache (compile_cache.c): 1 on, 0 off, -1 as $KILN_CACHE
+                           says (on unless "0") */
+    kiln_build_progress_fn progress; /* "compile C" and "link" reports; may be NULL */
+    void *progress_user;
 } codegen_toolchain;
 
 /* The compiler and flags of target t (kiln/target.h): the target decides,

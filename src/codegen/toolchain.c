@@ -12,9 +12,11 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "codegen.h"
+#include "compile_cache.h"
 
 /* Flags always passed before the user's: GNU C11 (vector extensions), and
  * no errno from libm so sqrt and friends inline. No -ffast-math: results
@@ -22,7 +24,7 @@
 static const char *const g_pre_flags[] = {"-std=gnu11", "-fno-math-errno"};
 
 codegen_toolchain codegen_target_toolchain(const kiln_target *t) {
-    codegen_toolchain tc = {kiln_target_cc(t), kiln_target_cflags(t)};
+    codegen_toolchain tc = {kiln_target_cc(t), kiln_target_cflags(t), -1, NULL, NULL};
     return tc;
 }
 
@@ -101,19 +103,31 @@ static char *log_head(const char *path, int maxlines) {
 }
 
 /* One compiler process: its command line, its log, and the pipe on which
- * the child reports a failed exec. */
+ * the child reports a failed exec. It runs in the build folder on names
+ * relative to it, so that neither its command line (part of its cache key)
+ * nor its output (an object names its source) depends on the folder. */
 typedef struct {
     argv_t av;
-    char src[4096 + 256], log[4096 + 256];
+    char src[4096 + 512], log[4096 + 512], out[4096 + 512]; /* absolute */
+    const char *cwd;
     pid_t pid;
-    int logfd, errpipe;
+    int logfd, errpipe, running;
+    int hit;                               /* its output came from the cache */
+    unsigned char key[KILN_SHA256_BYTES];  /* with a cache: what decides its output */
+    unsigned char made[KILN_SHA256_BYTES]; /* the digest of its output */
 } job;
 
-/* cc, the fixed flags and the user's */
+/* cc, the fixed flags and the user's; a compiler named by a relative path
+ * is made absolute, as the job runs in another folder */
 static void job_command(job *j, const char *cc, const codegen_toolchain *tc, int compile_only) {
     argv_split(&j->av, cc);
     if (!j->av.n)
         argv_split(&j->av, "cc");
+    char *abs = strchr(j->av.v[0], '/') && j->av.v[0][0] != '/' ? realpath(j->av.v[0], NULL) : NULL;
+    if (abs) {
+        free(j->av.v[0]);
+        j->av.v[0] = abs;
+    }
     if (compile_only)
         for (size_t i = 0; i < sizeof g_pre_flags / sizeof g_pre_flags[0]; i++)
             argv_push(&j->av, g_pre_flags[i], strlen(g_pre_flags[i]));
@@ -152,7 +166,8 @@ static kiln_status job_start(job *j) {
         int fd0 = open("/dev/null", O_RDONLY);
         if (fd0 >= 0)
             dup2(fd0, 0);
-        execvp(j->av.v[0], j->av.v);
+        if (chdir(j->cwd) == 0)
+            execvp(j->av.v[0], j->av.v);
         int e = errno;
         ssize_t w = write(p[1], &e, sizeof e);
         (void)w;
@@ -160,20 +175,20 @@ static kiln_status job_start(job *j) {
     }
     close(p[1]);
     j->errpipe = p[0];
+    j->running = 1;
     return KILN_OK;
 }
 
-/* Wait for a started job: KILN_OK, or an error (*no_exec set if the
- * compiler could not be run at all). */
-static kiln_status job_wait(job *j, int *no_exec) {
+/* A finished job's outcome from its wait status: KILN_OK, or an error
+ * (*no_exec set if the compiler could not be run at all). */
+static kiln_status job_result(job *j, int status, int *no_exec) {
     kiln_status st = KILN_OK;
-    int exec_errno = 0, status = 0;
+    int exec_errno = 0;
     ssize_t got;
     do
         got = read(j->errpipe, &exec_errno, sizeof exec_errno);
     while (got < 0 && errno == EINTR);
-    while (waitpid(j->pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    j->running = 0;
     if (got == (ssize_t)sizeof exec_errno) {
         *no_exec = 1;
         st = kiln_set_error(KILN_ERR_TOOLCHAIN,
@@ -203,9 +218,181 @@ static void job_free(job *j) {
     argv_free(&j->av);
 }
 
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Wait for the running jobs among n; the first error is returned (*keep:
+ * the compiler failed on its input). With a progress callback each job
+ * that ends is reported, and every quarter second that none does (so a
+ * display's clock goes on): the jobs are polled, first every millisecond,
+ * then less often up to every 20 ms. Without one, each is waited for in
+ * turn. */
+static kiln_status wait_jobs(job *jobs, int n, const codegen_toolchain *tc, const char *phase,
+                             int *done, int total, int *no_exec, int *keep) {
+    kiln_status st = KILN_OK;
+    long nap_ns = 1000 * 1000;
+    double told = mono_s();
+    for (;;) {
+        int left = 0, ended = 0;
+        for (int k = 0; k < n; k++) {
+            if (!jobs[k].running)
+                continue;
+            int status = 0;
+            pid_t r;
+            do
+                r = waitpid(jobs[k].pid, &status, tc->progress ? WNOHANG : 0);
+            while (r < 0 && errno == EINTR && !tc->progress);
+            if (r == 0 || (r < 0 && errno == EINTR)) {
+                left++;
+                continue;
+            }
+            ended++;
+            kiln_status s = job_result(&jobs[k], status, no_exec);
+            if (s && !st)
+                st = s, *keep = 1;
+            ++*done;
+            if (tc->progress) {
+                tc->progress(tc->progress_user, phase, *done, total, NULL);
+                told = mono_s();
+            }
+        }
+        if (!left)
+            return st;
+        if (ended) {
+            nap_ns = 1000 * 1000;
+            continue;
+        }
+        struct timespec ts = {0, nap_ns};
+        nanosleep(&ts, NULL);
+        nap_ns = nap_ns * 2 < 20 * 1000 * 1000 ? nap_ns * 2 : 20 * 1000 * 1000;
+        if (mono_s() - told >= 0.25) {
+            tc->progress(tc->progress_user, phase, *done, total, NULL);
+            told = mono_s();
+        }
+    }
+}
+
+/* ---- cache keys ------------------------------------------------------------ */
+
+/* The output of `argv --version` (at most cap - 1 bytes), "" if it fails. */
+static void compiler_version(const argv_t *cmd, char *out, size_t cap) {
+    out[0] = 0;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0)
+        return;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(p[1], 1);
+        int fd = open("/dev/null", O_RDWR);
+        if (fd >= 0) {
+            dup2(fd, 0);
+            dup2(fd, 2);
+        }
+        char *av[64];
+        int n = 0;
+        for (; n < cmd->n && n < 62; n++)
+            av[n] = cmd->v[n];
+        av[n++] = (char *)"--version";
+        av[n] = NULL;
+        execvp(av[0], av);
+        _exit(127);
+    }
+    close(p[1]);
+    size_t len = 0;
+    ssize_t r;
+    while (pid > 0 && len + 1 < cap &&
+           ((r = read(p[0], out + len, cap - 1 - len)) > 0 || (r < 0 && errno == EINTR)))
+        len += r > 0 ? (size_t)r : 0;
+    out[len] = 0;
+    close(p[0]);
+    while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+}
+
+static void hash_str(kiln_sha256 *h, const char *tag, const char *s) {
+    kiln_sha256_update(h, tag, strlen(tag) + 1);
+    kiln_sha256_update(h, s ? s : "", strlen(s ? s : "") + 1);
+}
+
+/* What every job's key starts with: the compiler (its program's resolved
+ * path, size and time, and its --version), the environment variables GCC
+ * reads for headers and programs, and the CPU when a flag says "native". */
+static void key_base(kiln_sha256 *h, const job *j) {
+    kiln_sha256_init(h);
+    hash_str(h, "kiln kernel cache", "1");
+    argv_t cc = {0};
+    for (int i = 0; i < j->av.n && strcmp(j->av.v[i], g_pre_flags[0]); i++)
+        argv_push(&cc, j->av.v[i], strlen(j->av.v[i]));
+    char *path = NULL;
+    if (strchr(cc.v[0], '/')) {
+        path = realpath(cc.v[0], NULL);
+    } else {
+        const char *dirs = getenv("PATH");
+        for (const char *d = dirs ? dirs : ""; *d && !path;) {
+            size_t n = strcspn(d, ":");
+            char cand[4096];
+            snprintf(cand, sizeof cand, "%.*s/%s", (int)n, d, cc.v[0]);
+            if (access(cand, X_OK) == 0)
+                path = realpath(cand, NULL);
+            d += n + (d[n] == ':');
+        }
+    }
+    struct stat sb;
+    char id[4600];
+    if (path && stat(path, &sb) == 0)
+        snprintf(id, sizeof id, "%s %lld %lld.%09ld", path, (long long)sb.st_size,
+                 (long long)sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec);
+    else
+        snprintf(id, sizeof id, "%s", cc.v[0]);
+    free(path);
+    hash_str(h, "compiler", id);
+    char version[4096];
+    compiler_version(&cc, version, sizeof version);
+    hash_str(h, "version", version);
+    argv_free(&cc);
+    static const char *const env[] = {"CPATH",         "C_INCLUDE_PATH", "GCC_EXEC_PREFIX",
+                                      "COMPILER_PATH", "LIBRARY_PATH",   "SOURCE_DATE_EPOCH"};
+    for (size_t i = 0; i < sizeof env / sizeof env[0]; i++)
+        hash_str(h, env[i], getenv(env[i]));
+    int native = 0;
+    for (int i = 0; i < j->av.n; i++)
+        native |= strstr(j->av.v[i], "native") != NULL;
+    if (native) {
+        char cpu[1024];
+        target_host_cpu_id(cpu, sizeof cpu);
+        hash_str(h, "cpu", cpu);
+    }
+}
+
+/* A job's key: the base, its command line, and its inputs' text. */
+static void job_key(job *j, const kiln_sha256 *base, int ninputs, const void *const *inputs,
+                    const size_t *lens) {
+    kiln_sha256 h = *base;
+    for (int i = 0; i < j->av.n; i++)
+        hash_str(&h, "arg", j->av.v[i]);
+    for (int i = 0; i < ninputs; i++) {
+        char len[32];
+        snprintf(len, sizeof len, "%zu", lens[i]);
+        hash_str(&h, "input", len);
+        kiln_sha256_update(&h, inputs[i], lens[i]);
+    }
+    kiln_sha256_final(&h, j->key);
+}
+
+/* ---- compiling ---------------------------------------------------------------- */
+
 kiln_status codegen_compile(const char *source, const char *name, const codegen_toolchain *tc,
                             char **so_path, char **tmpdir) {
     return codegen_compile_parts(1, &source, name, tc, so_path, tmpdir);
+}
+
+static void report(const codegen_toolchain *tc, const char *phase, int done, int total,
+                   const char *note) {
+    if (tc->progress)
+        tc->progress(tc->progress_user, phase, done, total, note);
 }
 
 kiln_status codegen_compile_parts(int n, const char *const *sources, const char *name,
@@ -228,75 +415,120 @@ kiln_status codegen_compile_parts(int n, const char *const *sources, const char 
         return kiln_set_error(KILN_ERR_IO, "cannot create a temporary folder in %s: %s", tmp,
                               strerror(errno));
     snprintf(so, sizeof so, "%s/%s.so", dir, name);
+    codegen_cache *cache = codegen_cache_open(tc->cache);
     /* one job compiling and linking the only part; else one compiling each
        part to an object, and a last one linking them */
     int njobs = n == 1 ? 1 : n + 1;
     job *jobs = calloc((size_t)njobs, sizeof(job));
     KILN_ASSERT(jobs);
-    for (int k = 0; k < njobs; k++)
+    for (int k = 0; k < njobs; k++) {
         jobs[k].logfd = jobs[k].errpipe = -1;
+        jobs[k].cwd = dir;
+    }
+    kiln_sha256 base;
     kiln_status st = KILN_OK;
-    int no_exec = 0, keep = 0;
+    int no_exec = 0, keep = 0, done = 0, hits = 0;
+    report(tc, "compile C", 0, n, NULL);
     for (int k = 0; k < n && !st; k++) {
         job *j = &jobs[k];
+        char src[300], obj[300];
         if (n == 1) {
-            snprintf(j->src, sizeof j->src, "%s/%s.c", dir, name);
+            snprintf(src, sizeof src, "%s.c", name);
             snprintf(j->log, sizeof j->log, "%s/%s.log", dir, name);
+            snprintf(j->out, sizeof j->out, "%s", so);
         } else {
-            snprintf(j->src, sizeof j->src, "%s/%s_%d.c", dir, name, k);
+            snprintf(src, sizeof src, "%s_%d.c", name, k);
+            snprintf(obj, sizeof obj, "%s_%d.o", name, k);
             snprintf(j->log, sizeof j->log, "%s/%s_%d.log", dir, name, k);
+            snprintf(j->out, sizeof j->out, "%s/%s", dir, obj);
         }
-        st = kiln_write_file(j->src, sources[k], strlen(sources[k]));
-        if (st)
-            break;
+        snprintf(j->src, sizeof j->src, "%s/%s", dir, src);
         job_command(j, cc, tc, 1);
         if (n == 1) {
             static const char *const post[] = {"-shared", "-fPIC", "-o"};
             for (size_t i = 0; i < 3; i++)
                 job_arg(j, post[i]);
-            job_arg(j, so);
-            job_arg(j, j->src);
+            snprintf(obj, sizeof obj, "%s.so", name);
+            job_arg(j, obj);
+            job_arg(j, src);
             job_arg(j, "-lm");
         } else {
-            char obj[4096 + 256];
-            snprintf(obj, sizeof obj, "%s/%s_%d.o", dir, name, k);
             job_arg(j, "-fPIC");
             job_arg(j, "-c");
             job_arg(j, "-o");
             job_arg(j, obj);
-            job_arg(j, j->src);
+            job_arg(j, src);
         }
+        if (cache) {
+            if (k == 0)
+                key_base(&base, j);
+            size_t len = strlen(sources[k]);
+            job_key(j, &base, 1, (const void *const *)&sources[k], &len);
+            j->hit = codegen_cache_get(cache, j->key, j->out, j->made);
+            if (j->hit) {
+                hits++;
+                report(tc, "compile C", ++done, n, NULL);
+                continue;
+            }
+        }
+        st = kiln_write_file(j->src, sources[k], strlen(sources[k]));
     }
-    /* all compilers at once; every started one is waited for */
-    int started = 0;
-    for (int k = 0; k < n && !st; k++, started++)
-        st = job_start(&jobs[k]);
+    /* the compilers of the parts the cache lacks, all at once; every
+       started one is waited for */
+    for (int k = 0; k < n && !st; k++)
+        if (!jobs[k].hit)
+            st = job_start(&jobs[k]);
     keep = st != KILN_OK;
-    for (int k = 0; k < started; k++) {
-        kiln_status s = job_wait(&jobs[k], &no_exec);
-        if (s && !st)
-            st = s, keep = 1;
+    kiln_status s = wait_jobs(jobs, n, tc, "compile C", &done, n, &no_exec, &keep);
+    if (!st)
+        st = s;
+    for (int k = 0; k < n && !st && cache; k++)
+        if (!jobs[k].hit)
+            codegen_cache_put(cache, jobs[k].key, jobs[k].out, jobs[k].made);
+    if (!st) {
+        char note[96];
+        snprintf(note, sizeof note, "%d part%s, %d from the cache", n, n == 1 ? "" : "s", hits);
+        report(tc, "compile C", n, n, cache ? note : NULL);
     }
     if (!st && n > 1) {
         job *l = &jobs[n];
         snprintf(l->src, sizeof l->src, "%s/%s_*.o", dir, name);
         snprintf(l->log, sizeof l->log, "%s/%s.log", dir, name);
+        snprintf(l->out, sizeof l->out, "%s", so);
         job_command(l, cc, tc, 0);
         static const char *const post[] = {"-shared", "-fPIC", "-o"};
         for (size_t i = 0; i < 3; i++)
             job_arg(l, post[i]);
-        job_arg(l, so);
+        char obj[300];
+        snprintf(obj, sizeof obj, "%s.so", name);
+        job_arg(l, obj);
         for (int k = 0; k < n; k++) {
-            char obj[4096 + 256];
-            snprintf(obj, sizeof obj, "%s/%s_%d.o", dir, name, k);
+            snprintf(obj, sizeof obj, "%s_%d.o", name, k);
             job_arg(l, obj);
         }
         job_arg(l, "-lm");
-        st = job_start(l);
-        if (!st)
-            st = job_wait(l, &no_exec);
+        report(tc, "link", 0, 0, NULL);
+        if (cache) { /* the objects by their digests */
+            const void *in[256];
+            size_t lens[256];
+            for (int k = 0; k < n; k++) {
+                in[k] = jobs[k].made;
+                lens[k] = KILN_SHA256_BYTES;
+            }
+            job_key(l, &base, n, in, lens);
+            l->hit = codegen_cache_get(cache, l->key, l->out, l->made);
+        }
+        if (!l->hit) {
+            st = job_start(l);
+            int ld = 0;
+            if (!st)
+                st = wait_jobs(l, 1, tc, "link", &ld, 0, &no_exec, &keep);
+            if (!st && cache)
+                codegen_cache_put(cache, l->key, l->out, l->made);
+        }
         keep = st != KILN_OK;
     }
+    codegen_cache_close(cache);
     for (int k = 0; k < njobs; k++)
         job_free(&jobs[k]);
     free(jobs);

@@ -14,8 +14,33 @@
 kiln_build_options *kiln_build_options_new(void) {
     kiln_build_options *o = kiln_calloc(1, sizeof(kiln_build_options));
     if (o)
-        o->opt_level = o->winograd = -1;
+        o->opt_level = o->winograd = o->cache = -1;
     return o;
+}
+
+kiln_status kiln_build_options_set_progress(kiln_build_options *o, kiln_build_progress_fn fn,
+                                            void *user) {
+    if (!o)
+        return kiln_set_error(KILN_ERR_INVALID, "build_options_set_progress: NULL options");
+    o->progress = fn;
+    o->progress_user = user;
+    return KILN_OK;
+}
+
+void driver_progress(const kiln_build_options *opts, const char *phase, int done, int total,
+                     const char *note) {
+    if (opts && opts->progress)
+        opts->progress(opts->progress_user, phase, done, total, note);
+}
+
+codegen_toolchain driver_toolchain(const kiln_build_options *opts, const kiln_target *t) {
+    codegen_toolchain tc = codegen_target_toolchain(t);
+    if (opts) {
+        tc.cache = opts->cache;
+        tc.progress = opts->progress;
+        tc.progress_user = opts->progress_user;
+    }
+    return tc;
 }
 
 void kiln_build_options_free(kiln_build_options *o) {
@@ -93,6 +118,13 @@ kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const
         o->winograd = value[0] == 'a' ? -1 : value[0] == 'o' ? 0 : value[0] - '0';
         return KILN_OK;
     }
+    if (strcmp(key, "cache") == 0) {
+        if (strcmp(value, "0") && strcmp(value, "1"))
+            return kiln_set_error(KILN_ERR_INVALID, "build option cache: '%s' is not 0 or 1",
+                                  value);
+        o->cache = value[0] == '1';
+        return KILN_OK;
+    }
     if (strcmp(key, "fuse") == 0) {
         if (strcmp(value, "0") && strcmp(value, "1"))
             return kiln_set_error(KILN_ERR_INVALID, "build option fuse: '%s' is not 0 or 1", value);
@@ -112,7 +144,8 @@ kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const
     if (!slot)
         return kiln_set_error(KILN_ERR_INVALID,
                               "unknown build option '%s' (known: cc, cflags, target, vector-bits, "
-                              "fuse, schedule, winograd, opt-level, disabled-pass, dump-ir)",
+                              "fuse, schedule, winograd, opt-level, disabled-pass, dump-ir, "
+                              "cache)",
                               key);
     if (slot == &o->cc && !*value)
         return kiln_set_error(KILN_ERR_INVALID, "build option cc: empty compiler name");
@@ -244,7 +277,7 @@ static kiln_status build_so(kiln_schedule *s, int nargs, kiln_tensor *const *arg
     if (!st && !src)
         st = KILN_ERR_INVALID;
     if (!st) {
-        codegen_toolchain tc = codegen_target_toolchain(t);
+        codegen_toolchain tc = driver_toolchain(opts, t);
         st = codegen_compile(src, name && *name ? name : "kernel", &tc, so, dir);
         if (!st && (st = driver_check_arch(*so, t)) != KILN_OK) {
             driver_remove_dir(*dir);

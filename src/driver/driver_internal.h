@@ -7,6 +7,8 @@
 #include "../target/target.h"
 #include "kiln/schedule.h"
 
+struct kiln_graph;
+
 struct kiln_build_options {
     char *cc;
     char *cflags;
@@ -18,7 +20,17 @@ struct kiln_build_options {
     int opt_level;       /* graphs: 0-3, -1 for the default (3) */
     char *disabled;      /* graphs: comma-separated pass names */
     char *dump_dir;      /* graphs: where to write the IR around each pass */
+    int cache;           /* the kernel cache: 1 on, 0 off, -1 as $KILN_CACHE says (on) */
+    kiln_build_progress_fn progress; /* NULL: no progress reports */
+    void *progress_user;
 };
+
+/* Report progress to the options' callback, if any. */
+KILN_HIDDEN void driver_progress(const kiln_build_options *opts, const char *phase, int done,
+                                 int total, const char *note);
+/* The toolchain of target t with the options' cache and progress. */
+KILN_HIDDEN codegen_toolchain driver_toolchain(const kiln_build_options *opts,
+                                               const kiln_target *t);
 
 /* The target of opts (its "target", else $KILN_TARGET, else this machine)
  * with opts' vector width, cc and cflags applied; NULL with an error. The
@@ -27,6 +39,12 @@ KILN_HIDDEN kiln_target *driver_target(const kiln_build_options *opts);
 /* KILN_OK if the shared object `so` holds code for t's architecture, else
  * an error naming the compiler that built it. */
 KILN_HIDDEN kiln_status driver_check_arch(const char *so, const kiln_target *t);
+/* The key of the fused group of g with these members (node ids,
+ * increasing) and inputs (kernel_key.c): groups with the same key lower to
+ * the same kernel. 0 when the group gets none (a plugin op, a sub-graph
+ * attribute), else 1 with the key. */
+KILN_HIDDEN int driver_group_key(const struct kiln_graph *g, const int *members, int nmembers,
+                                 const int *in, int nin, unsigned char key[32]);
 /* Remove a build folder and the files in it. */
 KILN_HIDDEN void driver_remove_dir(const char *dir);
 

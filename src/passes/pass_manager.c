@@ -473,6 +473,11 @@ struct kiln_graph *pass_run_pipeline(struct kiln_graph *g, int opt_level, const 
         const pass_row *p = &k_passes[i];
         if (opt_level < p->opt_level || disabled(disabled_list, p->name))
             continue;
+        if (env->progress) {
+            char phase[96];
+            snprintf(phase, sizeof phase, "pass %s", p->name);
+            env->progress(env->progress_user, phase, 0, 0, NULL);
+        }
         struct kiln_graph *next = p->run(cur, env);
         if (!next) {
             kiln_error_prefix("pass %s", p->name);

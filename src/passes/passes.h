@@ -3,6 +3,7 @@
 #define KILN_PASSES_H
 
 #include "../graph/graph_internal.h"
+#include "kiln/schedule.h"
 
 /* What a pass may need to know of the target. */
 typedef struct {
@@ -10,6 +11,8 @@ typedef struct {
     int winograd;     /* 3x3 convolutions: -1 AlterOpLayout decides, 0 never, 2 or 4 the tile */
     int64_t fold_max; /* FoldConstant evaluates calls of at most this many elements
                          (0: the interpreter's cap, TE_EVAL_MAX_ELEMENTS) */
+    kiln_build_progress_fn progress; /* told "pass NAME" as each pass starts; may be NULL */
+    void *progress_user;
 } pass_env;
 
 /* Returned by a rebuild callback (pass_manager.c): copy the node unchanged,

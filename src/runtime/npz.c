@@ -743,17 +743,15 @@ static kiln_status put_member(zout *o, const kiln_npz *z, int i, int compress, z
     return KILN_OK;
 }
 
-kiln_status kiln_npz_save(const kiln_npz *z, const char *path, int compress) {
-    if (!z || !path)
-        return kiln_set_error(KILN_ERR_INVALID, "npz_save: NULL argument");
+/* The archive of z into fp, which it closes; *bad set on a write error,
+ * *size to the bytes written. */
+static kiln_status npz_write(const kiln_npz *z, FILE *fp, int compress, int *bad, uint64_t *size) {
     zentry *ents = kiln_calloc((size_t)z->count + 1, sizeof *ents);
-    if (!ents)
+    if (!ents) {
+        fclose(fp);
         return KILN_ERR_NOMEM;
-    zout o = {fopen(path, "wb"), 0, 0};
-    if (!o.fp) {
-        free(ents);
-        return kiln_set_error(KILN_ERR_IO, "%s: cannot create", path);
     }
+    zout o = {fp, 0, 0};
     kiln_status st = KILN_OK;
     for (int i = 0; i < z->count && !st; i++)
         st = put_member(&o, z, i, compress, &ents[i]);
@@ -766,11 +764,64 @@ kiln_status kiln_npz_save(const kiln_npz *z, const char *path, int compress) {
     free(ents);
     if (fclose(o.fp) != 0)
         o.bad = 1;
-    if (!st && o.bad)
+    *bad = o.bad;
+    *size = o.pos;
+    return st;
+}
+
+kiln_status kiln_npz_save(const kiln_npz *z, const char *path, int compress) {
+    if (!z || !path)
+        return kiln_set_error(KILN_ERR_INVALID, "npz_save: NULL argument");
+    FILE *fp = fopen(path, "wb");
+    if (!fp)
+        return kiln_set_error(KILN_ERR_IO, "%s: cannot create", path);
+    int bad = 0;
+    uint64_t size;
+    kiln_status st = npz_write(z, fp, compress, &bad, &size);
+    if (!st && bad)
         st = kiln_set_error(KILN_ERR_IO, "%s: write error", path);
     else if (st)
         kiln_error_prefix("%s", path);
     if (st)
         remove(path);
+    return st;
+}
+
+kiln_status npz_save_buffer(const kiln_npz *z, int compress, char **buf, size_t *len) {
+    /* at most each member's data, its .npy header (under 600 bytes), its
+       local and central headers (with ZIP64 fields) and name twice; the
+       end records; deflate only shrinks what it keeps (else stored) */
+    size_t cap = 1024;
+    for (int i = 0; i < z->count; i++) {
+        const kiln_ndarray *a = z->arrays[i];
+        size_t bytes = (size_t)kiln_ndarray_numel(a) * kiln_dtype_size(kiln_ndarray_dtype(a));
+        size_t member = bytes + 2 * strlen(z->names[i]) + 1024;
+        if (compress) /* a deflated member may be a little larger than its data */
+            member += bytes / 1000 + 64;
+        if (cap > SIZE_MAX - member)
+            return kiln_set_error(KILN_ERR_NOMEM, "npz: the archive is too large");
+        cap += member;
+    }
+    *len = 0;
+    *buf = kiln_malloc(cap);
+    /* one buffer of the archive's size: a growing memory stream copied
+       BERT-base's 440 MB over and over as it grew */
+    FILE *fp = *buf ? fmemopen(*buf, cap, "w") : NULL;
+    if (!fp) {
+        free(*buf);
+        *buf = NULL;
+        return kiln_set_error(KILN_ERR_NOMEM, "npz: out of memory (%zu bytes)", cap);
+    }
+    int bad = 0;
+    uint64_t size = 0;
+    kiln_status st = npz_write(z, fp, compress, &bad, &size);
+    if (!st && bad)
+        st = kiln_set_error(KILN_ERR_NOMEM, "npz: the archive outgrew its buffer");
+    *len = (size_t)size;
+    if (st) {
+        free(*buf);
+        *buf = NULL;
+        *len = 0;
+    }
     return st;
 }

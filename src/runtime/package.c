@@ -586,11 +586,11 @@ kiln_status kiln_package_write(const char *path, const char *text, size_t json_l
     const void *data[PKG_COUNT] = {NULL};
     size_t len[PKG_COUNT] = {0};
     char *so = read_regular(so_path, &len[PKG_SO]), *par = NULL, *manifest = NULL;
-    char *ptmp = so ? temp_beside(path, ".params.") : NULL;
-    char *ttmp = ptmp ? temp_beside(path, ".tmp.") : NULL;
-    kiln_status st = !ttmp ? KILN_ERR_IO : kiln_npz_save(params ? params : empty, ptmp, 0);
-    if (!st && !(par = kiln_read_file(ptmp, &len[PKG_PARAMS])))
-        st = KILN_ERR_IO;
+    char *ttmp = so ? temp_beside(path, ".tmp.") : NULL;
+    /* mod.params made in memory: a model's weights are written once, into
+       the package (a temporary file cost ViT-B/16 0.5 s more) */
+    kiln_status st =
+        !ttmp ? KILN_ERR_IO : npz_save_buffer(params ? params : empty, 0, &par, &len[PKG_PARAMS]);
     data[PKG_SO] = so;
     data[PKG_JSON] = text;
     len[PKG_JSON] = json_len;
@@ -617,9 +617,6 @@ kiln_status kiln_package_write(const char *path, const char *text, size_t json_l
             unlink(ttmp);
         free(ttmp);
     }
-    if (ptmp)
-        unlink(ptmp);
-    free(ptmp);
     free(so);
     free(par);
     free(manifest);

@@ -26,6 +26,8 @@ KILN_HIDDEN kiln_npz *kiln_npz_parse(const void *buf, size_t len, const char *na
  * into it, each moved to a KILN_ALIGNMENT boundary, so the arrays are in
  * memory once. */
 KILN_HIDDEN kiln_npz *npz_parse_take(void *buf, size_t len, const char *name);
+/* kiln_npz_save into memory: the archive's bytes (*buf malloc'd, *len). */
+KILN_HIDDEN kiln_status npz_save_buffer(const kiln_npz *z, int compress, char **buf, size_t *len);
 /* a's data if it is a view into z's image (npz_parse_take), else NULL. */
 KILN_HIDDEN void *npz_blob_data(const kiln_npz *z, const kiln_ndarray *a);
 /* Hand z's image to the caller (who frees it once done with the views'

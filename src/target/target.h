@@ -105,5 +105,8 @@ KILN_HIDDEN tgt_arch target_host_arch(void);
 /* This machine's ISA features and cache sizes (0 where unknown). */
 KILN_HIDDEN unsigned target_probe_features(void);
 KILN_HIDDEN void target_probe_caches(int64_t cache[3]);
+/* A text naming this CPU as far as a compiler's -march=native reads it
+ * (the signature, features and caches; target_cpu.c), into out. */
+KILN_HIDDEN void target_host_cpu_id(char *out, size_t cap);
 
 #endif

@@ -354,3 +354,60 @@ void target_probe_caches(int64_t cache[3]) {
             cache[level - 1] = read_size(p);
     }
 }
+
+/* What -march=native / -mcpu=native would read of this CPU: on x86-64 the
+ * vendor, the signature (family, model, stepping), the brand string and
+ * the raw feature words of cpuid leaves 1, 7 and 0x80000001 with XCR0; on
+ * aarch64 MIDR_EL1 and the hardware capabilities; then the cache sizes.
+ * Two machines with the same text get the same code from the same
+ * compiler and flags, so the kernel cache keys "native" builds by it. */
+void target_host_cpu_id(char *out, size_t cap) {
+    int64_t c[3];
+    target_probe_caches(c);
+    size_t k = 0;
+#if defined(__x86_64__)
+    unsigned a = 0, b = 0, cx = 0, d = 0, max = __get_cpuid_max(0, NULL);
+    char vendor[13] = "";
+    if (__get_cpuid(0, &a, &b, &cx, &d)) {
+        memcpy(vendor, &b, 4);
+        memcpy(vendor + 4, &d, 4);
+        memcpy(vendor + 8, &cx, 4);
+    }
+    unsigned w[10] = {0};
+    if (max >= 1 && __get_cpuid(1, &w[0], &a, &w[1], &w[2]))
+        w[3] = (unsigned)xcr0(w[1]);
+    if (max >= 7) {
+        __cpuid_count(7, 0, a, w[4], w[5], w[6]);
+        __cpuid_count(7, 1, w[7], b, cx, d);
+    }
+    char brand[49] = "";
+    unsigned ext = __get_cpuid_max(0x80000000u, NULL);
+    if (ext >= 0x80000001u)
+        __get_cpuid(0x80000001u, &a, &b, &w[8], &w[9]);
+    if (ext >= 0x80000004u)
+        for (unsigned i = 0; i < 3; i++)
+            __get_cpuid(0x80000002u + i, (unsigned *)(brand + 16 * i),
+                        (unsigned *)(brand + 16 * i + 4), (unsigned *)(brand + 16 * i + 8),
+                        (unsigned *)(brand + 16 * i + 12));
+    k = (size_t)snprintf(out, cap, "x86_64 %s %s", vendor, brand);
+    for (int i = 0; i < 10 && k < cap; i++)
+        k += (size_t)snprintf(out + k, cap - k, " %08x", w[i]);
+#elif defined(__aarch64__)
+    char midr[64] = "";
+    FILE *f = fopen("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1", "r");
+    if (f) {
+        if (fscanf(f, "%63s", midr) != 1)
+            midr[0] = 0;
+        fclose(f);
+    }
+    unsigned long hw = 0, hw2 = 0;
+#if defined(__linux__)
+    hw = getauxval(AT_HWCAP);
+    hw2 = getauxval(AT_HWCAP2);
+#endif
+    k = (size_t)snprintf(out, cap, "aarch64 %s %lx %lx", midr, hw, hw2);
+#endif
+    if (k < cap)
+        snprintf(out + k, cap - k, " caches %lld %lld %lld", (long long)c[0], (long long)c[1],
+                 (long long)c[2]);
+}

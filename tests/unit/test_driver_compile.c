@@ -321,6 +321,87 @@ static void test_build_targets(void) {
     kiln_ctx_free(ctx);
 }
 
-TEST_MAIN(TEST(test_compile_cnn), TEST(test_compile_errors),
+/* The func_name the plan gives node `name` (into out), "" if none. */
+static void plan_func(const char *plan, const char *name, char *out, size_t cap) {
+    char key[128];
+    snprintf(key, sizeof key, "\"name\": \"%s\"", name);
+    const char *p = strstr(plan, key), *f = p ? strstr(p, "\"func_name\": \"") : NULL;
+    out[0] = 0;
+    if (f) {
+        f += strlen("\"func_name\": \"");
+        size_t n = strcspn(f, "\"");
+        snprintf(out, cap, "%.*s", (int)(n < cap ? n : cap - 1), f);
+    }
+}
+
+/* Kernels whose code is the same up to names are one C function, which
+ * the plan points every such node at; a different attribute, shape or
+ * dtype keeps its own. softmax(axis 1) twice on [4, 16], then softmax
+ * over axis 0, then on [16, 4] after a reshape, then a float64 one. */
+static void test_kernel_dedup(void) {
+    kiln_graph *g = kiln_graph_new();
+    int64_t xd[2] = {4, 16};
+    int x = kiln_graph_var(g, "x", KILN_FLOAT32, 2, xd, NULL);
+    int a = kiln_graph_call(g, "nn.softmax", 1, &x, "axis=1", "sm_a");
+    int b = kiln_graph_call(g, "nn.softmax", 1, &a, "axis=1", "sm_b");
+    int c = kiln_graph_call(g, "nn.softmax", 1, &b, "axis=0", "sm_c");
+    int r = kiln_graph_call(g, "reshape", 1, &c, "newshape=[16, 4]", "flip");
+    int d = kiln_graph_call(g, "nn.softmax", 1, &r, "axis=1", "sm_d");
+    int e64 = kiln_graph_call(g, "cast", 1, &d, "dtype=\"float64\"", "wide");
+    int e = kiln_graph_call(g, "nn.softmax", 1, &e64, "axis=1", "sm_e");
+    CHECK(e >= 0);
+    CHECK_EQ_INT(kiln_graph_set_outputs(g, 1, &e, NULL), KILN_OK);
+    const char *pkg = test_tmp_path("dedup.tar");
+    kiln_build_options *o = kiln_build_options_new();
+    kiln_build_options_set(o, "fuse", "0"); /* one kernel per op */
+    kiln_status st = kiln_graph_compile(g, pkg, o);
+    CHECK_EQ_INT(st, KILN_OK);
+    char *text = NULL;
+    size_t len = 0;
+    kiln_module *m = NULL;
+    kiln_npz *params = NULL;
+    if (!st && kiln_package_read(pkg, &text, &len, &m, &params) == KILN_OK) {
+        char fa[160], fb[160], fc[160], fd[160], fe[160];
+        plan_func(text, "sm_a", fa, sizeof fa);
+        plan_func(text, "sm_b", fb, sizeof fb);
+        plan_func(text, "sm_c", fc, sizeof fc);
+        plan_func(text, "sm_d", fd, sizeof fd);
+        plan_func(text, "sm_e", fe, sizeof fe);
+        CHECK(fa[0] && fc[0] && fd[0] && fe[0]);
+        CHECK_EQ_STR(fb, fa); /* the same code: one function */
+        CHECK(strcmp(fc, fa) && strcmp(fd, fa) && strcmp(fd, fc) && strcmp(fe, fd));
+        /* the module holds the distinct functions only */
+        CHECK(kiln_module_get_function(m, fa) != NULL);
+        CHECK(kiln_module_get_function(m, fc) != NULL);
+        char own_b[160];
+        snprintf(own_b, sizeof own_b, "%s", fa);
+        char *us = strrchr(own_b, '_');
+        if (us)
+            snprintf(us + 1, sizeof own_b - (size_t)(us + 1 - own_b), "1");
+        CHECK(kiln_module_get_function(m, own_b) == NULL); /* sm_b's own name, not emitted */
+    }
+    free(text);
+    kiln_module_free(m);
+    kiln_npz_free(params);
+    /* and it runs: each softmax row sums to 1 */
+    kiln_executor *ex = st ? NULL : kiln_executor_load(pkg);
+    CHECK(ex != NULL);
+    if (ex) {
+        uint64_t seed = 3;
+        kiln_ndarray *in = filled(2, xd, &seed);
+        CHECK_EQ_INT(kiln_executor_set_input(ex, "x", in), KILN_OK);
+        CHECK_EQ_INT(kiln_executor_run(ex), KILN_OK);
+        const kiln_ndarray *out = kiln_executor_output(ex, 0);
+        const double *v = kiln_ndarray_data(out);
+        for (int i = 0; i < 16; i++)
+            CHECK_NEAR(v[4 * i] + v[4 * i + 1] + v[4 * i + 2] + v[4 * i + 3], 1.0, 1e-6);
+        kiln_ndarray_free(in);
+        kiln_executor_free(ex);
+    }
+    kiln_build_options_free(o);
+    kiln_graph_free(g);
+}
+
+TEST_MAIN(TEST(test_compile_cnn), TEST(test_compile_errors), TEST(test_kernel_dedup),
           TEST(test_compile_clears_recovered_errors), TEST(test_compile_targets),
           TEST(test_build_targets))

@@ -9,6 +9,7 @@
 #include "check.h"
 #include "kiln/runtime.h"
 #include "runtime/npy_internal.h"
+#include "runtime/runtime_internal.h"
 
 static const char *data_path(const char *name) {
     static char buf[4][1024];
@@ -724,7 +725,46 @@ static void test_npz_in_place(void) {
     kiln_ndarray_free(bl);
 }
 
+/* npz_save_buffer (the package writer's mod.params) gives the bytes
+ * kiln_npz_save writes to a file, stored and deflated, for members of
+ * several dtypes and ranks, a scalar, an empty one and a long name. */
+static void test_npz_save_buffer(void) {
+    kiln_npz *z = kiln_npz_new();
+    int64_t s2[2] = {37, 129}, s0[1] = {0}, s1[1] = {5};
+    kiln_ndarray *a = kiln_ndarray_empty(KILN_FLOAT32, 2, s2);
+    kiln_ndarray *e = kiln_ndarray_empty(KILN_INT64, 1, s0);
+    kiln_ndarray *c = kiln_ndarray_empty(KILN_FLOAT64, 0, NULL);
+    kiln_ndarray *i8 = kiln_ndarray_empty(KILN_INT8, 1, s1);
+    float *af = kiln_ndarray_data(a);
+    for (int k = 0; k < 37 * 129; k++)
+        af[k] = (float)(k % 17) * 0.25f;
+    *(double *)kiln_ndarray_data(c) = 3.5;
+    char longname[300];
+    memset(longname, 'w', sizeof longname - 1);
+    longname[sizeof longname - 1] = 0;
+    CHECK_EQ_INT(kiln_npz_add(z, "weights", a), KILN_OK);
+    CHECK_EQ_INT(kiln_npz_add(z, "empty", e), KILN_OK);
+    CHECK_EQ_INT(kiln_npz_add(z, "scalar", c), KILN_OK);
+    CHECK_EQ_INT(kiln_npz_add(z, longname, i8), KILN_OK);
+    for (int compress = 0; compress < 2; compress++) {
+        const char *path = test_tmp_path("npz_buffer.npz");
+        CHECK_EQ_INT(kiln_npz_save(z, path, compress), KILN_OK);
+        size_t flen = 0, blen = 0;
+        char *file = kiln_read_file(path, &flen), *buf = NULL;
+        CHECK_EQ_INT(npz_save_buffer(z, compress, &buf, &blen), KILN_OK);
+        CHECK(file && buf && flen == blen && !memcmp(file, buf, flen));
+        free(file);
+        free(buf);
+        unlink(path);
+    }
+    kiln_npz_free(z);
+    kiln_ndarray_free(a);
+    kiln_ndarray_free(e);
+    kiln_ndarray_free(c);
+    kiln_ndarray_free(i8);
+}
+
 TEST_MAIN(TEST(test_npy_fixtures), TEST(test_npy_round_trip), TEST(test_npy_truncated),
           TEST(test_npy_bad_headers), TEST(test_npz_fixtures), TEST(test_npz_round_trip),
           TEST(test_npz_truncated_and_corrupt), TEST(test_npz_specific_errors),
-          TEST(test_npz_in_place))
+          TEST(test_npz_in_place), TEST(test_npz_save_buffer))
