@@ -146,6 +146,11 @@ static kiln_status compute_dense(kiln_ctx *ctx, const gnode *call, kiln_tensor *
  * straddles rows of the inner dim (r = 4 over [14, 14]) would compute more
  * than its rows, in more registers than the tile has. */
 static int rows_box(int64_t r, const int64_t *e, int n) {
+    int big = 0;
+    for (int d = 0; d < n; d++)
+        big += e[d] > 1;
+    if (big <= 1)
+        return 1; /* one row dim (the rest 1): any tile, the last one cut short */
     for (int d = n - 1; d >= 0; d--) {
         if (e[d] % r == 0)
             return 1;
@@ -178,50 +183,63 @@ static int64_t dense_rows(int nd, const int64_t *od, int *rows) {
 }
 
 static void dense_tile(int64_t m, const int64_t *rowdims, int nrowdims, int64_t n, int64_t k,
-                       const kiln_target *target, int64_t *mr, int64_t *nr, int64_t *vl) {
+                       int col_tail, const kiln_target *target, int64_t *mr, int64_t *nr,
+                       int64_t *vl) {
     int nregs = target->vector_regs;
     int64_t l1 = ops_cache_bytes(target, 1, 32 << 10), l2 = ops_cache_bytes(target, 2, 1 << 20);
     double best = -1e30;
     *mr = 1;
     *nr = 0;
     *vl = 0;
-    /* whole registers if n allows, else half or quarter ones (n = 1000) */
-    for (int64_t lanes = target_lanes(target); lanes >= 4 && !*nr; lanes /= 2) {
-        for (int64_t v = 1; v <= 6; v++) {
-            if (n % (v * lanes))
-                continue;
-            /* a weight panel (k x nr floats) is read once per row tile: keep
-               it within half of L2, unless even one vector is wider */
-            if (v > 1 && k * v * lanes * 4 > l2 / 2)
-                continue;
-            for (int64_t r = 1; r <= m && r <= 16; r++) {
-                if (m % r || r * v + v + 1 > nregs || (nrowdims && !rows_box(r, rowdims, nrowdims)))
+    /* whole registers if n allows, else half or quarter ones (n = 1000);
+       with col_tail (an unpacked right-hand side), when n has no such
+       divisor (attention's 197 keys), whole registers and a last panel
+       cut short */
+    for (int tail = 0; tail <= col_tail && !*nr; tail++)
+        for (int64_t lanes = target_lanes(target); lanes >= 4 && !*nr; lanes /= 2) {
+            if (tail && lanes != target_lanes(target))
+                break;
+            for (int64_t v = 1; v <= 6; v++) {
+                if ((!tail && n % (v * lanes)) || (tail && v * lanes > n))
                     continue;
-                /* cycles per vector multiply-add: the FMA pipes (2 a cycle),
-                   the loads (r + v per k step, 2 a cycle), the weight panel
-                   re-read from L2 for every further r rows when it exceeds
-                   L1 (64/r bytes per multiply-add at about 16 bytes a
-                   cycle), and the r * v accumulators' dependency chains (a
-                   multiply-add's latency of about 4 cycles: a GEMV with one
-                   vector of columns waits on it at every k step) */
-                double loads = (double)(r + v) / (double)(r * v) / 2.0;
-                double reread = m > r && k * v * lanes * 4 > l1 ? 4.0 / (double)r : 0.0;
-                double chain = 4.0 / (double)(r * v);
-                double cost = loads > 0.5 ? loads : 0.5;
-                if (reread > cost)
-                    cost = reread;
-                if (chain > cost)
-                    cost = chain;
-                double score = -cost + 1e-4 * (double)(r * v);
-                if (score > best) {
-                    best = score;
-                    *mr = r;
-                    *nr = v * lanes;
-                    *vl = lanes;
+                /* a weight panel (k x nr floats) is read once per row tile: keep
+                   it within half of L2, unless even one vector is wider */
+                if (v > 1 && k * v * lanes * 4 > l2 / 2)
+                    continue;
+                for (int64_t r = 1; r <= m && r <= 16; r++) {
+                    /* a tile that does not divide the rows leaves a last tile
+                       cut short (a guarded tail): only over one row dim */
+                    if (r * v + v + 1 > nregs || (nrowdims && !rows_box(r, rowdims, nrowdims)) ||
+                        (m % r && !rows_box(r, rowdims, nrowdims)))
+                        continue;
+                    /* cycles per vector multiply-add: the FMA pipes (2 a cycle),
+                       the loads (r + v per k step, 2 a cycle), the weight panel
+                       re-read from L2 for every further r rows when it exceeds
+                       L1 (64/r bytes per multiply-add at about 16 bytes a
+                       cycle), and the r * v accumulators' dependency chains (a
+                       multiply-add's latency of about 4 cycles: a GEMV with one
+                       vector of columns waits on it at every k step) */
+                    double loads = (double)(r + v) / (double)(r * v) / 2.0;
+                    double reread = m > r && k * v * lanes * 4 > l1 ? 4.0 / (double)r : 0.0;
+                    double chain = 4.0 / (double)(r * v);
+                    double cost = loads > 0.5 ? loads : 0.5;
+                    if (reread > cost)
+                        cost = reread;
+                    if (chain > cost)
+                        cost = chain;
+                    cost *= (double)((m + r - 1) / r * r) / (double)m; /* the tail's idle rows */
+                    int64_t w = v * lanes;
+                    cost *= (double)((n + w - 1) / w * w) / (double)n; /* and idle columns */
+                    double score = -cost + 1e-4 * (double)(r * v);
+                    if (score > best) {
+                        best = score;
+                        *mr = r;
+                        *nr = v * lanes;
+                        *vl = lanes;
+                    }
                 }
             }
         }
-    }
 }
 
 static kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
@@ -253,7 +271,7 @@ static kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tens
     int64_t kext = kd.sym ? 128 : kd.v; /* a symbolic one: a typical length */
     if (od[nd - 1] < 0)                 /* symbolic columns: the default schedule */
         return KILN_OK;
-    dense_tile(m, od, fold, od[nd - 1], kext, target, &mr, &nr, &vl);
+    dense_tile(m, od, fold, od[nd - 1], kext, bmm, target, &mr, &nr, &vl);
     int pn = dense_layout(layout);
     if (!nr || (pn > 0 && pn % nr && nr % pn))
         return KILN_OK;
@@ -347,7 +365,7 @@ static int alter_dense(const gnode *call, const layout_query *q, layout_rewrite 
     int64_t m = dense_rows(xt->ndim, xd, &fold);
     if (xt->ndim >= 2 && !fold && xt->dims[xt->ndim - 2].sym)
         m = 1; /* as it was: the schedule's hint and this may differ */
-    dense_tile(m, xd, fold, rows, cols, q->target, &mr, &nr, &vl);
+    dense_tile(m, xd, fold, rows, cols, 0, q->target, &mr, &nr, &vl);
     int64_t dims[3] = {nr ? rows / nr : cols, nr ? cols : rows, nr};
     kiln_ndarray *t = kiln_ndarray_empty(kiln_ndarray_dtype(w->value), nr ? 3 : 2, dims);
     if (!t)

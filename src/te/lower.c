@@ -112,9 +112,22 @@ static void derive_iters(lower_ctx *L, lstage *ls) {
             tir_node step = rel->by_nparts ? ls->ext[rel->inner] : tir_i64(L->ctx, rel->factor);
             ls->off[rel->parent] = tir_add(tir_mul(ls->off[rel->outer], step), ls->off[rel->inner]);
         } else {
+            /* fused = outer * ie + inner; with either of extent 1 the other
+               is the fused value itself (no division for the simplifier to
+               see through, e.g. under a tail's guard, where the fused
+               value's bound alone does not show it stays below ie) */
             tir_node ie = ls->ext[rel->inner];
-            ls->off[rel->outer] = tir_bin(TIR_FLOORDIV, ls->off[rel->fused], ie);
-            ls->off[rel->inner] = tir_bin(TIR_FLOORMOD, ls->off[rel->fused], ie);
+            int64_t oe = 0, b = 0;
+            if (tir_const_int(ls->ext[rel->outer], &oe) && oe == 1) {
+                ls->off[rel->outer] = tir_i64(L->ctx, 0);
+                ls->off[rel->inner] = ls->off[rel->fused];
+            } else if (tir_const_int(ie, &b) && b == 1) {
+                ls->off[rel->outer] = ls->off[rel->fused];
+                ls->off[rel->inner] = tir_i64(L->ctx, 0);
+            } else {
+                ls->off[rel->outer] = tir_bin(TIR_FLOORDIV, ls->off[rel->fused], ie);
+                ls->off[rel->inner] = tir_bin(TIR_FLOORMOD, ls->off[rel->fused], ie);
+            }
         }
     }
     for (int i = 0; i < st->niters; i++)
@@ -189,7 +202,20 @@ static void relax_iters(lower_ctx *L, lstage *c, int pos, te_ival *iv) {
             tir_node ie = c->ext[rel->inner];
             int64_t b = 0;
             int known = tir_const_int(ie, &b) && b > 0 && fs.width > 0;
-            if (f.lo == f.hi) {
+            int64_t oe = 0;
+            tir_node zero = tir_i64(L->ctx, 0);
+            if (f.lo != f.hi && tir_const_int(c->ext[rel->outer], &oe) && oe == 1) {
+                /* fused = inner: a dim of 1 fused with a row dim */
+                iv[rel->outer] = (te_ival){zero, zero};
+                sh[rel->outer] = (ival_shape){0, 1};
+                iv[rel->inner] = f;
+                sh[rel->inner] = fs;
+            } else if (f.lo != f.hi && b == 1) { /* fused = outer */
+                iv[rel->outer] = f;
+                sh[rel->outer] = fs;
+                iv[rel->inner] = (te_ival){zero, zero};
+                sh[rel->inner] = (ival_shape){0, 1};
+            } else if (f.lo == f.hi) {
                 iv[rel->outer] =
                     (te_ival){tir_bin(TIR_FLOORDIV, f.lo, ie), tir_bin(TIR_FLOORDIV, f.lo, ie)};
                 iv[rel->inner] =

@@ -138,34 +138,42 @@ static void test_dense(void) {
 
 static void test_batch_matmul(void) {
     /* attention: (q x k^T) / 8, softmax, x v; plus a broadcast batch and a
-       transposed B, which keeps the default schedule */
-    uint64_t seed = 3;
-    int64_t qs[4] = {1, 4, 32, 16}, ks[4] = {1, 4, 16, 32}, vs[4] = {1, 4, 32, 16}, one[1] = {1};
-    kiln_ndarray *q = filled(4, qs, &seed), *k = filled(4, ks, &seed), *v = filled(4, vs, &seed);
-    kiln_ndarray *eight = kiln_ndarray_empty(KILN_FLOAT32, 1, one);
-    ((float *)kiln_ndarray_data(eight))[0] = 8.0f;
-    kiln_graph *g = kiln_graph_new();
-    int qi = kiln_graph_var(g, "q", KILN_FLOAT32, 4, qs, NULL);
-    int ki = kiln_graph_var(g, "k", KILN_FLOAT32, 4, ks, NULL);
-    int vi = kiln_graph_var(g, "v", KILN_FLOAT32, 4, vs, NULL);
-    int a1[2] = {qi, ki};
-    int s = kiln_graph_call(g, "nn.batch_matmul", 2, a1, NULL, "scores");
-    int a2[2] = {s, kiln_graph_const(g, "eight", eight)};
-    s = kiln_graph_call(g, "divide", 2, a2, NULL, "scaled");
-    s = kiln_graph_call(g, "nn.softmax", 1, &s, "axis=3", "probs");
-    int a3[2] = {s, vi};
-    int o = kiln_graph_call(g, "nn.batch_matmul", 2, a3, NULL, "context");
-    int a4[2] = {o, vi}; /* [.., 32, 16] x [.., 32, 16]^T */
-    int t = kiln_graph_call(g, "nn.batch_matmul", 2, a4, "transpose_b=1", "gram");
-    CHECK(t >= 0);
-    kiln_graph_set_outputs(g, 1, &t, NULL);
-    kiln_ndarray *xs[3] = {q, k, v};
-    check_all("attention batch_matmuls", g, 3, xs);
-    kiln_graph_free(g);
-    kiln_ndarray_free(q);
-    kiln_ndarray_free(k);
-    kiln_ndarray_free(v);
-    kiln_ndarray_free(eight);
+       transposed B, which keeps the default schedule. The second shape has
+       a prime sequence (ViT's 197 tokens, here 37): row tiles and column
+       panels that do not divide it, the last of each cut short. */
+    for (int shape = 0; shape < 2; shape++) {
+        int64_t sq = shape ? 37 : 32;
+        uint64_t seed = 3 + (uint64_t)shape;
+        int64_t qs[4] = {1, 4, sq, 16}, ks[4] = {1, 4, 16, sq}, vs[4] = {1, 4, sq, 16},
+                one[1] = {1};
+        kiln_ndarray *q = filled(4, qs, &seed), *k = filled(4, ks, &seed),
+                     *v = filled(4, vs, &seed);
+        kiln_ndarray *eight = kiln_ndarray_empty(KILN_FLOAT32, 1, one);
+        ((float *)kiln_ndarray_data(eight))[0] = 8.0f;
+        kiln_graph *g = kiln_graph_new();
+        int qi = kiln_graph_var(g, "q", KILN_FLOAT32, 4, qs, NULL);
+        int ki = kiln_graph_var(g, "k", KILN_FLOAT32, 4, ks, NULL);
+        int vi = kiln_graph_var(g, "v", KILN_FLOAT32, 4, vs, NULL);
+        int a1[2] = {qi, ki};
+        int s = kiln_graph_call(g, "nn.batch_matmul", 2, a1, NULL, "scores");
+        int a2[2] = {s, kiln_graph_const(g, "eight", eight)};
+        s = kiln_graph_call(g, "divide", 2, a2, NULL, "scaled");
+        s = kiln_graph_call(g, "nn.softmax", 1, &s, "axis=3", "probs");
+        int a3[2] = {s, vi};
+        int o = kiln_graph_call(g, "nn.batch_matmul", 2, a3, NULL, "context");
+        int a4[2] = {o, vi}; /* [.., 32, 16] x [.., 32, 16]^T */
+        int t = kiln_graph_call(g, "nn.batch_matmul", 2, a4, "transpose_b=1", "gram");
+        CHECK(t >= 0);
+        kiln_graph_set_outputs(g, 1, &t, NULL);
+        kiln_ndarray *xs[3] = {q, k, v};
+        check_all(shape ? "attention batch_matmuls, 37 tokens" : "attention batch_matmuls", g, 3,
+                  xs);
+        kiln_graph_free(g);
+        kiln_ndarray_free(q);
+        kiln_ndarray_free(k);
+        kiln_ndarray_free(v);
+        kiln_ndarray_free(eight);
+    }
 }
 
 /* Softmax over a last axis of 16k elements takes the lane-parallel form
