@@ -15,7 +15,7 @@ that loads the model and runs it once. The tables go to --out
 bench/results/CPU-TAG-DATE.md (e.g. zen5-avx512-2026-11-27.md), the file kept
 per CPU. Normally started by bench/bench_models.sh, which sets up the Python,
 exports and compiles. --check-only skips the timing: compile, correctness and
-memory only.
+memory only (kept as CPU-TAG-DATE-check.md for the whole set).
 
 Timing: each engine keeps its model loaded (kiln through build/bench/kiln_time,
 a runtime-only helper process) and gets warm-up runs; then the engines
@@ -136,6 +136,22 @@ def cpu_tag():
     elif "CPU implementer" in info:
         name = f"arm-{info.get('CPU part', '?')}"
     return f"{name or platform.machine()}-{isa}"
+
+
+def cpus_busy(seconds=1.0):
+    """How many CPUs other processes keep busy: /proc/stat's non-idle share
+    over `seconds` while this process sleeps, times the CPU count."""
+    def read():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return sum(v), v[3] + (v[4] if len(v) > 4 else 0)   # total, idle + iowait
+    try:
+        t0, i0 = read()
+        time.sleep(seconds)
+        t1, i1 = read()
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return (1 - (i1 - i0) / max(t1 - t0, 1)) * (os.cpu_count() or 1)
 
 
 def loadavg():
@@ -621,16 +637,20 @@ def main():
     import onnxruntime as ort
     versions = {"onnxruntime": ort.__version__, "numpy": np.__version__}
     torch = tvm = None
+    generic_blas = False
     if not args.no_torch and not args.check_only:
         try:
             import torch
             versions["torch"] = torch.__version__
-            if "BLAS_INFO=generic" in torch.__config__.show():
+            generic_blas = "BLAS_INFO=generic" in torch.__config__.show()
+            if generic_blas:
                 blas = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
                 note(f"this PyTorch (Debian's) calls the system BLAS (BLAS_INFO=generic), here "
                      f"{blas}" + (" (the reference netlib BLAS, package libblas3)" if "/blas/" in blas
-                                  else "") + ": its Linear/MatMul, i.e. BERT, are far slower "
-                     "than a PyTorch wheel with MKL; its convolutions use oneDNN and are not affected")
+                                  else "") + ": its Linear/MatMul are far slower than a PyTorch "
+                     "wheel with MKL (its convolutions use oneDNN and are not affected), so the "
+                     "models whose FLOPs are mostly Gemm/MatMul get no PyTorch column: seconds "
+                     "per run, minutes per model, for a figure that says nothing of PyTorch")
         except ImportError:
             note("PyTorch is not importable; its column is empty")
     if not args.no_tvm and not args.check_only:
@@ -647,6 +667,7 @@ def main():
     mach = machine()
     tag = cpu_tag()
     load0 = loadavg()
+    others0 = cpus_busy()
     log("machine:", json.dumps(mach, indent=1), "\nCPU tag:", tag)
     log("load average at start:", load0)
     pk0 = peak(args.build)
@@ -694,7 +715,8 @@ def main():
         if checks[name]["error"]:
             continue
         tm = None
-        if torch is not None:
+        matmul_bound = 2 * (st["macs"]["Gemm"] + st["macs"]["MatMul"]) > 0.5 * st["flops"]
+        if torch is not None and not (generic_blas and matmul_bound):
             tm, tin, mode = torch_model(torch, name, note)
             if tm is None:
                 note(f"{name}: no PyTorch model")
@@ -741,6 +763,12 @@ def main():
 
     pk1 = peak(args.build)
     load1 = loadavg()
+    others1 = cpus_busy()
+    if max(others0, others1) > 0.25:
+        note(f"the machine was not idle: other processes kept {others0:.2f} CPUs busy at the start "
+             f"and {others1:.2f} at the end (of {os.cpu_count()}; /proc/stat over 1 s while this "
+             f"bench slept): times, compile times included, may be pessimistic; ratios measured "
+             f"in one run less so")
     log("FP32 peak at end (GFLOP/s):", pk1)
     pk = {t: max(pk0.get(t, 0), pk1.get(t, 0)) for t in threads}
     elapsed = time.time() - t_start
@@ -891,13 +919,13 @@ def main():
     text = "\n".join(lines)
     log("\n" + text)
     outs = [args.out] if args.out else []
-    if set(args.models) >= set(DEFAULT_MODELS) and not args.quick and not args.check_only:
+    if set(args.models) >= set(DEFAULT_MODELS) and not args.quick:
         os.makedirs(args.results_dir, exist_ok=True)
-        outs.append(os.path.join(args.results_dir,
-                                 f"{tag}-{datetime.date.today().isoformat()}.md"))
+        outs.append(os.path.join(args.results_dir, f"{tag}-{datetime.date.today().isoformat()}"
+                                 + ("-check" if args.check_only else "") + ".md"))
     else:
-        log(f"(not kept in {os.path.relpath(args.results_dir, ROOT)}/: only a full run of the "
-            f"whole set, not --quick or --check-only, is)")
+        log(f"(not kept in {os.path.relpath(args.results_dir, ROOT)}/: only a run of the "
+            f"whole set, not --quick, is)")
     for o in outs:
         with open(o, "w") as f:
             f.write(text)

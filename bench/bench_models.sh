@@ -23,7 +23,8 @@
 #                    with models/e2e/export_models.py --full if missing, ~5 min, 2 GB)
 #   --quick          2 threads only, 3 rounds of 3 runs: about a third of the time, noisier
 #   --check          no timing: export, compile, one run of each model against ORT and
-#                    the peak memory (a few minutes); exits 1 if a model fails
+#                    the peak memory (a few minutes; for the whole set also kept as
+#                    bench/results/CPU-TAG-DATE-check.md); exits 1 if a model fails
 #   --no-tvm         do not try `pip install apache-tvm` (TVM runs on resnet50 and
 #                    mobilenetv2 only unless ARGS say --tvm-models ...)
 #   --skip-compile   reuse DIR/MODEL.tar (the compile-time column is then empty)
