@@ -1,13 +1,21 @@
 #!/usr/bin/env python3
 """Model benchmark: kiln against ONNX Runtime (and PyTorch, TVM where present).
 
-Runs the full-size models (ResNet-50, MobileNetV2, BERT-base encoder at seq
-128; exported by models/e2e/export_models.py --full) at batch 1, float32, with
-2 and then 1 thread(s) per engine, and prints a markdown table of medians, the
-ratios and kiln's percentage of the FP32 peak measured in the same run. The
-table, the machine, the compile times and the memory of `kiln run` on
-ResNet-50 go to --out (bench/last_results.md). Normally started by
-bench/bench_models.sh, which sets up the Python, exports and compiles.
+Runs the model bench set (DEFAULT_MODELS: fifteen rows, thirteen
+architectures, exported by models/e2e/export_models.py --full and
+export_dynamic_bert.py --full) with 2 and then 1 thread(s) per engine, and
+prints markdown tables: the CPU, its ISA and the FP32 peak measured in the
+same run; per model and thread count kiln's median latency, GFLOP/s and % of
+that peak, ONNX Runtime's median in the same run and the ratio (plus the
+geometric mean of the ratios); per model the compile time, whether kiln's
+output matches ONNX Runtime's (max error / the output's scale) and the peak
+memory (RSS) of kiln against ONNX Runtime, each measured in a fresh process
+that loads the model and runs it once. The tables go to --out
+(bench/last_results.md) and, for a full run of the whole set, to
+bench/results/CPU-TAG-DATE.md (e.g. zen5-avx512-2026-11-27.md), the file kept
+per CPU. Normally started by bench/bench_models.sh, which sets up the Python,
+exports and compiles. --check-only skips the timing: compile, correctness and
+memory only (kept as CPU-TAG-DATE-check.md for the whole set).
 
 Timing: each engine keeps its model loaded (kiln through build/bench/kiln_time,
 a runtime-only helper process) and gets warm-up runs; then the engines
@@ -19,6 +27,7 @@ instead (ROUNDS runs in all; the table marks it). Not a test: CI never runs it.
 import argparse
 import datetime
 import json
+import math
 import os
 import platform
 import re
@@ -39,7 +48,16 @@ ALL_CPUS = os.sched_getaffinity(0)
 
 def unpin():
     os.sched_setaffinity(0, ALL_CPUS)
-DEFAULT_MODELS = ["resnet50", "mobilenetv2", "bert_base_opset17", "bert_base_seq", "shufflenetv2"]
+# the bench set (issue 13): batch 1 and 3x224x224 unless the name says
+DEFAULT_MODELS = ["resnet50", "resnet50_b8", "mobilenetv2", "mobilenet_v3_large",
+                  "efficientnet_b0", "shufflenetv2", "regnet_y_800mf", "resnext50_32x4d",
+                  "densenet121", "googlenet", "convnext_tiny", "vit_b_16", "bert_base_opset17",
+                  "bert_base_seq", "transformer_encoder"]
+# untuned TVM takes minutes to compile and seconds to run each big model
+DEFAULT_TVM_MODELS = ["resnet50", "mobilenetv2"]
+# kiln's output against ONNX Runtime's, as tests/e2e/test_e2e_models.c:
+# |kiln - ORT| <= RTOL |ORT| + ATOL_OF_SCALE max|ORT|
+RTOL, ATOL_OF_SCALE = 1e-3, 1e-4
 
 
 def log(*a):
@@ -74,6 +92,66 @@ def machine():
         "os": f"{platform.platform()}",
         "cc": sh("cc --version | head -1"),
     }
+
+
+def cpu_tag():
+    """A short name for the CPU and its vector ISA, from /proc/cpuinfo (x86:
+    vendor, family and model; aarch64: implementer and part), e.g.
+    zen5-avx512, zen3-avx2, icelake-server-avx512, arm-0xd0c-neon."""
+    info = {}
+    try:
+        for line in open("/proc/cpuinfo"):
+            k, _, v = line.partition(":")
+            info.setdefault(k.strip(), v.strip())
+    except OSError:
+        return platform.machine() or "unknown"
+    flags = (info.get("flags") or info.get("Features") or "").split()
+    isa = ("avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else
+           "sve" if "sve" in flags else "neon" if "asimd" in flags else
+           "sse" if "sse2" in flags else platform.machine())
+    vendor = info.get("vendor_id", "")
+    try:
+        fam, model = int(info.get("cpu family", "-1")), int(info.get("model", "-1"))
+    except ValueError:
+        fam, model = -1, -1
+    name = None
+    if vendor == "AuthenticAMD":
+        if fam == 23:
+            name = "zen2" if model >= 0x30 else "zen"
+        elif fam == 25:
+            name = "zen4" if (0x10 <= model <= 0x1f or 0x60 <= model <= 0x7f or
+                              0xa0 <= model <= 0xaf) else "zen3"
+        elif fam == 26:
+            name = "zen5"
+        else:
+            name = f"amd-f{fam}m{model}"
+    elif vendor == "GenuineIntel":
+        intel = {(60, 63, 69, 70): "haswell", (61, 71, 79, 86): "broadwell",
+                 (78, 94, 142, 158, 165, 166): "skylake", (85,): "skylake-server",
+                 (106, 108): "icelake-server", (125, 126): "icelake", (140, 141): "tigerlake",
+                 (143,): "sapphirerapids", (207,): "emeraldrapids", (173, 174): "graniterapids",
+                 (151, 154, 183, 186, 191): "alderlake", (170, 172): "meteorlake"}
+        name = next((v for k, v in intel.items() if fam == 6 and model in k),
+                    f"intel-f{fam}m{model}")
+    elif "CPU implementer" in info:
+        name = f"arm-{info.get('CPU part', '?')}"
+    return f"{name or platform.machine()}-{isa}"
+
+
+def cpus_busy(seconds=1.0):
+    """How many CPUs other processes keep busy: /proc/stat's non-idle share
+    over `seconds` while this process sleeps, times the CPU count."""
+    def read():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return sum(v), v[3] + (v[4] if len(v) > 4 else 0)   # total, idle + iowait
+    try:
+        t0, i0 = read()
+        time.sleep(seconds)
+        t1, i1 = read()
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return (1 - (i1 - i0) / max(t1 - t0, 1)) * (os.cpu_count() or 1)
 
 
 def loadavg():
@@ -391,32 +469,110 @@ def med_ms(ts):
     return statistics.median(ts) * 1e3 if ts else None
 
 
-# ------------------------------------------------------------ memory ---
+# ------------------------------------------------- correctness, memory ---
 
-def rss_of_kiln_run(kiln, tar, in_npz):
-    """Peak RSS (bytes) of one `kiln run PACKAGE --inputs IN`, from /usr/bin/time -v.
+# One ONNX Runtime run in a fresh interpreter: load the model, run it once on
+# the inputs, save the outputs. With "-" for the model it only imports (the
+# interpreter's own share of the peak RSS).
+ORT_ONCE = r"""
+import sys
+import numpy as np
+import onnxruntime as ort
+model, in_npz, out_npz, threads = sys.argv[1:5]
+feeds = dict(np.load(in_npz))
+if model != "-":
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = int(threads)
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    s = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    outs = s.run(None, {i.name: feeds[i.name] for i in s.get_inputs()})
+    np.savez(out_npz, **{o.name: v for o, v in zip(s.get_outputs(), outs)})
+"""
+
+
+def fresh_run(cmd, env=None):
+    """Peak RSS (bytes) of CMD run once in a fresh process, from /usr/bin/time -v.
     (Not os.wait4 on a child of this process: a child forked from a big Python
     process reports that process's RSS as its ru_maxrss, even after exec.)"""
-    p = subprocess.run(["/usr/bin/time", "-v", kiln, "run", tar, "--inputs", in_npz],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                       preexec_fn=unpin)
-    if p.returncode:
-        raise RuntimeError(f"kiln run failed: {p.stderr[-500:]}")
-    return int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr).group(1)) * 1024
+    p = subprocess.run(["/usr/bin/time", "-v"] + cmd, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True, env=env, preexec_fn=unpin)
+    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
+    if p.returncode or not m:
+        tail = "\n".join(l for l in p.stderr.splitlines() if not l.startswith("\t"))[-600:]
+        raise RuntimeError(f"{os.path.basename(cmd[0])} {cmd[1]} failed (exit {p.returncode}): {tail}")
+    return int(m.group(1)) * 1024
+
+
+def compare(got, exp):
+    """max |got - exp|, the scale max |exp|, and how many elements are out of
+    tolerance (shape or dtype mismatch: all of them)."""
+    exp64 = exp.astype(np.float64)
+    scale = float(np.max(np.abs(exp64))) if exp.size else 0.0
+    if got.shape != exp.shape:
+        return float("inf"), scale, exp.size
+    err = np.abs(got.astype(np.float64) - exp64)
+    bad = int(np.count_nonzero(~(err <= RTOL * np.abs(exp64) + ATOL_OF_SCALE * scale)))
+    return (float(np.max(err)) if err.size else 0.0), scale, bad
+
+
+def check_model(build, name, st, threads, tmp_dir):
+    """`kiln run` and an ONNX Runtime session, each in a fresh process that
+    loads the model, runs it once on the bench's inputs and saves the outputs:
+    both peak RSS figures, and kiln's outputs against ORT's. Returns a dict:
+    kiln_rss, ort_rss, err (worst max error / scale over the outputs), ok,
+    details (one line per output), error (a failure's message)."""
+    in_npz = os.path.join(tmp_dir, name + "_bench_in.npz")
+    kiln_out = os.path.join(tmp_dir, name + "_kiln_out.npz")
+    ort_out = os.path.join(tmp_dir, name + "_ort_out.npz")
+    np.savez(in_npz, **st["feeds"])
+    res = {"kiln_rss": None, "ort_rss": None, "err": None, "ok": False, "details": [], "error": None}
+    try:
+        res["ort_rss"] = fresh_run([sys.executable, "-c", ORT_ONCE, st["onnx"], in_npz, ort_out,
+                                    str(threads)])
+        env = dict(os.environ, KILN_NUM_THREADS=str(threads))
+        res["kiln_rss"] = fresh_run([os.path.join(build, "kiln"), "run", st["tar"], "--inputs", in_npz,
+                                     "--outputs", kiln_out], env)
+    except RuntimeError as e:
+        res["error"] = str(e)
+        return res
+    got, exp = np.load(kiln_out), np.load(ort_out)
+    worst, ok = 0.0, True
+    for o in exp.files:
+        if o not in got.files:
+            res["details"].append(f"{o}: kiln has no such output")
+            ok, worst = False, float("inf")
+            continue
+        err, scale, bad = compare(got[o], exp[o])
+        rel = err / scale if scale > 0 else err
+        worst, ok = max(worst, rel), ok and bad == 0
+        res["details"].append(f"{o} {list(exp[o].shape)}: max |kiln - ORT| {err:.3g}, scale {scale:.4g} "
+                              f"({rel:.2g} of scale)"
+                              + (f"; {bad} of {exp[o].size} elements out of tolerance" if bad else ""))
+    res["err"], res["ok"] = worst, ok
+    return res
 
 
 # ------------------------------------------------------------ main ---
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models-dir", default=os.path.join(ROOT, "build", "bench-models"),
                     help="MODEL.onnx, MODEL_io.npz (export_models.py --full) and MODEL.tar")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--models", nargs="*", default=DEFAULT_MODELS)
-    ap.add_argument("--threads", default="2,1")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--runs", type=int, default=5, help="runs per engine per round")
-    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--models", nargs="*", default=DEFAULT_MODELS,
+                    help="default: the bench set, " + " ".join(DEFAULT_MODELS))
+    ap.add_argument("--list-models", action="store_true", help="print the bench set and exit")
+    ap.add_argument("--threads", default=None, help="thread counts, e.g. 2,1 (the default)")
+    ap.add_argument("--rounds", type=int, default=None, help="default 5")
+    ap.add_argument("--runs", type=int, default=None, help="runs per engine per round (default 5)")
+    ap.add_argument("--warmup", type=int, default=None, help="default 3")
+    ap.add_argument("--quick", action="store_true",
+                    help="2 threads only, 3 rounds of 3 runs, 2 warm-up runs (about a third of "
+                         "the time; noisier); its results are not kept in bench/results")
+    ap.add_argument("--check-only", action="store_true",
+                    help="no timing: compile times, kiln's outputs against ORT's, peak memory")
     ap.add_argument("--slow", type=float, default=1.0,
                     help="an engine whose warm-up run exceeds this (s) runs once per round")
     ap.add_argument("--max-peer-run", type=float, default=10.0,
@@ -424,10 +580,55 @@ def main():
     ap.add_argument("--compile-times", default=None, help="JSON {model: seconds} from bench_models.sh")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--no-tvm", action="store_true")
-    ap.add_argument("--tvm-models", nargs="*", default=None,
-                    help="models to run TVM on (default: all; untuned Relax can be very slow)")
-    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "last_results.md"))
+    ap.add_argument("--tvm-models", nargs="*", default=DEFAULT_TVM_MODELS,
+                    help="models to run TVM on (default: " + " ".join(DEFAULT_TVM_MODELS)
+                         + "; untuned Relax takes minutes to compile a big model)")
+    ap.add_argument("--out", default=None,
+                    help="the report (default bench/last_results.md; with --check-only, none)")
+    ap.add_argument("--results-dir", default=os.path.join(ROOT, "bench", "results"),
+                    help="a run of the whole set (not --quick) also writes CPU-TAG-DATE.md here")
     args = ap.parse_args()
+    quick = dict(threads="2", rounds=3, runs=3, warmup=2)
+    full = dict(threads="2,1", rounds=5, runs=5, warmup=3)
+    for k, v in (quick if args.quick else full).items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+    if args.out is None and not args.check_only:
+        args.out = os.path.join(ROOT, "bench", "last_results.md")
+    return args
+
+
+def load_model(args, name, note):
+    """The model's ONNX statistics, inputs and package; None (with a note)
+    when a file is missing, e.g. when `kiln compile` failed."""
+    onnx_path = os.path.join(args.models_dir, name + ".onnx")
+    io_path = os.path.join(args.models_dir, name + "_io.npz")
+    tar = os.path.join(args.models_dir, name + ".tar")
+    for f in (onnx_path, io_path, tar):
+        if not os.path.exists(f):
+            note(f"{name}: {os.path.basename(f)} is missing ("
+                 + ("did `kiln compile` fail? see bench_models.sh's output" if f == tar
+                    else "run bench/bench_models.sh, which exports it") + "); the model is skipped")
+            return None
+    io = np.load(io_path)
+    st = onnx_stats(onnx_path, io)
+    st.update(package_storage(tar))
+    st["feeds"] = {k: io[k] for k in st["inputs"]}
+    st["onnx"], st["io"], st["tar"] = onnx_path, io_path, tar
+    log(f"{name}: {st['flops'] / 1e9:.3f} GFLOP (2 x MACs; by op: "
+        + ", ".join(f"{k} {2 * v / 1e9:.3f}" for k, v in st["macs"].items()) + ")")
+    return st
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def main():
+    args = parse_args()
+    if args.list_models:
+        print(" ".join(DEFAULT_MODELS))
+        return 0
     threads = [int(t) for t in args.threads.split(",")]
     notes = []
     note = lambda s: (notes.append(s), log("note:", s))
@@ -436,19 +637,23 @@ def main():
     import onnxruntime as ort
     versions = {"onnxruntime": ort.__version__, "numpy": np.__version__}
     torch = tvm = None
-    if not args.no_torch:
+    generic_blas = False
+    if not args.no_torch and not args.check_only:
         try:
             import torch
             versions["torch"] = torch.__version__
-            if "BLAS_INFO=generic" in torch.__config__.show():
+            generic_blas = "BLAS_INFO=generic" in torch.__config__.show()
+            if generic_blas:
                 blas = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
                 note(f"this PyTorch (Debian's) calls the system BLAS (BLAS_INFO=generic), here "
                      f"{blas}" + (" (the reference netlib BLAS, package libblas3)" if "/blas/" in blas
-                                  else "") + ": its Linear/MatMul, i.e. BERT, are far slower "
-                     "than a PyTorch wheel with MKL; its convolutions use oneDNN and are not affected")
+                                  else "") + ": its Linear/MatMul are far slower than a PyTorch "
+                     "wheel with MKL (its convolutions use oneDNN and are not affected), so the "
+                     "models whose FLOPs are mostly Gemm/MatMul get no PyTorch column: seconds "
+                     "per run, minutes per model, for a figure that says nothing of PyTorch")
         except ImportError:
             note("PyTorch is not importable; its column is empty")
-    if not args.no_tvm:
+    if not args.no_tvm and not args.check_only:
         try:
             import tvm
             from tvm.relax.frontend.onnx import from_onnx  # noqa: F401
@@ -456,12 +661,14 @@ def main():
         except Exception as e:
             tvm = None
             note(f"TVM not used ({type(e).__name__}: {str(e)[:80]})")
-    else:
+    elif args.no_tvm:
         note("TVM not used (--no-tvm)")
 
     mach = machine()
+    tag = cpu_tag()
     load0 = loadavg()
-    log("machine:", json.dumps(mach, indent=1))
+    others0 = cpus_busy()
+    log("machine:", json.dumps(mach, indent=1), "\nCPU tag:", tag)
     log("load average at start:", load0)
     pk0 = peak(args.build)
     log("FP32 peak at start (GFLOP/s):", pk0)
@@ -469,43 +676,52 @@ def main():
 
     models = {}
     for name in args.models:
-        onnx_path = os.path.join(args.models_dir, name + ".onnx")
-        io_path = os.path.join(args.models_dir, name + "_io.npz")
-        tar = os.path.join(args.models_dir, name + ".tar")
-        for f in (onnx_path, io_path, tar):
-            if not os.path.exists(f):
-                sys.exit(f"bench_models.py: {f} is missing (run bench/bench_models.sh)")
-        io = np.load(io_path)
-        st = onnx_stats(onnx_path, io)
-        st.update(package_storage(tar))
-        st["feeds"] = {k: io[k] for k in st["inputs"]}
-        st["onnx"], st["io"], st["tar"] = onnx_path, io_path, tar
-        models[name] = st
-        log(f"{name}: {st['flops'] / 1e9:.3f} GFLOP (2 x MACs; by op: "
-            + ", ".join(f"{k} {2 * v / 1e9:.3f}" for k, v in st["macs"].items()) + ")")
+        st = load_model(args, name, note)
+        if st is not None:
+            models[name] = st
 
-    # ---- memory of `kiln run` on ResNet-50 (before anything big is loaded here)
+    # ---- correctness and peak memory, each engine in a fresh process that
+    # loads the model and runs it once (before anything big is loaded here)
+    mem_threads = threads[0]
+    base_rss = None
+    checks = {}
+    for name, st in models.items():
+        c = checks[name] = check_model(args.build, name, st, mem_threads, args.models_dir)
+        if c["error"]:
+            note(f"{name}: FAILED: {c['error']}")
+            continue
+        if base_rss is None:
+            in_npz = os.path.join(args.models_dir, name + "_bench_in.npz")
+            base_rss = fresh_run([sys.executable, "-c", ORT_ONCE, "-", in_npz, "-", "1"])
+        log(f"{name}: kiln {'matches' if c['ok'] else 'DOES NOT MATCH'} ORT; "
+            + "; ".join(c["details"]) + f"; peak RSS kiln {c['kiln_rss'] / 2**20:.1f} MiB, "
+            f"ORT {c['ort_rss'] / 2**20:.1f} MiB")
+        if not c["ok"]:
+            note(f"{name}: kiln's output does not match ONNX Runtime's (|kiln - ORT| <= "
+                 f"{RTOL:g} |ORT| + {ATOL_OF_SCALE:g} max|ORT|): " + "; ".join(c["details"]))
     mem = None
-    if "resnet50" in models:
+    if "resnet50" in models and checks["resnet50"]["kiln_rss"]:
         st = models["resnet50"]
-        in_npz = os.path.join(args.models_dir, "resnet50_bench_in.npz")
-        np.savez(in_npz, **st["feeds"])
-        rss = rss_of_kiln_run(os.path.join(args.build, "kiln"), st["tar"], in_npz)
-        mem = dict(rss=rss, weights=st["weight_bytes"], params_file=st["params_file"],
-                   largest=st["largest_act"], live=st["largest_node_live"],
-                   storage=st["storage_bytes"], n_storage=st["n_storage"])
-        log(f"resnet50: kiln run peak RSS {rss / 2**20:.1f} MiB; weights {st['weight_bytes'] / 2**20:.1f} MiB")
+        mem = dict(rss=checks["resnet50"]["kiln_rss"], weights=st["weight_bytes"],
+                   params_file=st["params_file"], largest=st["largest_act"],
+                   live=st["largest_node_live"], storage=st["storage_bytes"],
+                   n_storage=st["n_storage"])
 
     # ---- timing
     rows, tvm_compile = [], {}
     for name, st in models.items():
+        if args.check_only:
+            break
+        if checks[name]["error"]:
+            continue
         tm = None
-        if torch is not None:
+        matmul_bound = 2 * (st["macs"]["Gemm"] + st["macs"]["MatMul"]) > 0.5 * st["flops"]
+        if torch is not None and not (generic_blas and matmul_bound):
             tm, tin, mode = torch_model(torch, name, note)
             if tm is None:
                 note(f"{name}: no PyTorch model")
         tv = None
-        if tvm is not None and (args.tvm_models is None or name in args.tvm_models):
+        if tvm is not None and name in args.tvm_models:
             try:
                 tv = tvm_build(tvm, st["onnx"], st["feeds"])
                 tvm_compile[name] = tv[2]
@@ -515,8 +731,12 @@ def main():
         for T in threads:
             log(f"== {name}, {T} thread(s)")
             unpin()
-            engines = [Kiln(args.build, st["tar"], st["io"], T),
-                       Ort(ort, st["onnx"], st["feeds"], T)]
+            try:
+                engines = [Kiln(args.build, st["tar"], st["io"], T),
+                           Ort(ort, st["onnx"], st["feeds"], T)]
+            except RuntimeError as e:
+                note(f"{name}, {T} thread(s): not timed ({e})")
+                continue
             dyn_tar = os.path.join(args.models_dir, name + "_dyn.tar")
             if os.path.exists(dyn_tar):
                 engines.append(KilnDynamic(args.build, dyn_tar, st["io"], T))
@@ -543,6 +763,12 @@ def main():
 
     pk1 = peak(args.build)
     load1 = loadavg()
+    others1 = cpus_busy()
+    if max(others0, others1) > 0.25:
+        note(f"the machine was not idle: other processes kept {others0:.2f} CPUs busy at the start "
+             f"and {others1:.2f} at the end (of {os.cpu_count()}; /proc/stat over 1 s while this "
+             f"bench slept): times, compile times included, may be pessimistic; ratios measured "
+             f"in one run less so")
     log("FP32 peak at end (GFLOP/s):", pk1)
     pk = {t: max(pk0.get(t, 0), pk1.get(t, 0)) for t in threads}
     elapsed = time.time() - t_start
@@ -557,12 +783,16 @@ def main():
     def ratio(r, k):
         return f"{r['kiln'][0] / r[k][0]:.2f}" if k in r else "–"
 
+    def gflops(r, k):
+        return f"{r['gflop'] / (r[k][0] / 1e3):.0f}" if k in r else "–"
+
     def pct(r, k):
         return f"{100 * r['gflop'] / (r[k][0] / 1e3) / pk[r['threads']]:.1f} %" if k in r else "–"
 
     have_torch = any("PyTorch" in r for r in rows)
     have_tvm = any("TVM" in r for r in rows)
-    hdr = ["model", "GFLOP", "threads", "kiln ms", "ORT ms", "kiln/ORT"]
+    hdr = ["model", "GFLOP", "threads", "kiln ms", "kiln GFLOP/s", "kiln % peak", "ORT ms",
+           "kiln/ORT", "ORT % peak"]
     if have_torch:
         hdr += ["PyTorch ms", "kiln/PyTorch"]
     if have_tvm:
@@ -570,11 +800,10 @@ def main():
     have_dyn = any("kiln dyn" in r for r in rows)
     if have_dyn:
         hdr += ["kiln dyn ms", "dyn/static"]
-    hdr += ["kiln % peak", "ORT % peak"]
     table = ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
     for r in rows:
-        c = [r["model"], f"{r['gflop']:.2f}", str(r["threads"]), cell(r, "kiln"), cell(r, "ORT"),
-             ratio(r, "ORT")]
+        c = [r["model"], f"{r['gflop']:.2f}", str(r["threads"]), cell(r, "kiln"), gflops(r, "kiln"),
+             pct(r, "kiln"), cell(r, "ORT"), ratio(r, "ORT"), pct(r, "ORT")]
         if have_torch:
             c += [cell(r, "PyTorch"), ratio(r, "PyTorch")]
         if have_tvm:
@@ -582,22 +811,44 @@ def main():
         if have_dyn:
             c += [cell(r, "kiln dyn"),
                   f"{r['kiln dyn'][0] / r['kiln'][0]:.2f}" if "kiln dyn" in r else "–"]
-        c += [pct(r, "kiln"), pct(r, "ORT")]
         table.append("| " + " | ".join(c) + " |")
+    summary = []
+    for T in threads:
+        rs = [r for r in rows if r["threads"] == T and "ORT" in r]
+        if not rs:
+            continue
+        q = [(r["kiln"][0] / r["ORT"][0], r["model"]) for r in rs]
+        over = [f"{m} {x:.2f}" for x, m in sorted(q, reverse=True) if x > 1.0]
+        summary.append(f"- {T} thread(s): geometric mean of kiln/ORT **{geomean([x for x, _ in q]):.2f}** "
+                       f"over {len(q)} models; worst {max(q)[1]} {max(q)[0]:.2f}; "
+                       + (f"over 1.0: {', '.join(over)}" if over else "none over 1.0"))
 
-    ct = ["| model | kiln compile (s) |" + (" TVM compile (s) |" if tvm_compile else ""),
-          "|---|---|" + ("---|" if tvm_compile else "")]
-    for name in models:
+    mib = lambda b: f"{b / 2**20:.0f}" if b is not None else "–"
+    mhdr = ["model", "kiln compile (s)"] + (["TVM compile (s)"] if tvm_compile else []) + \
+        ["kiln vs ORT: max err / scale", "kiln peak RSS (MiB)", "ORT peak RSS (MiB)", "kiln/ORT RSS"]
+    mt = ["| " + " | ".join(mhdr) + " |", "|" + "---|" * len(mhdr)]
+    for name in args.models:
         k = compile_times.get(name)
-        ct.append(f"| {name} | {k:.1f} |" if k is not None else f"| {name} | – |")
+        c = [name, f"{k:.1f}" if k is not None else ("failed" if name in compile_times else "–")]
         if tvm_compile:
-            ct[-1] += f" {tvm_compile[name]:.1f} |" if name in tvm_compile else " – |"
+            c.append(f"{tvm_compile[name]:.1f}" if name in tvm_compile else "–")
+        ck = checks.get(name)
+        if ck is None:
+            c += ["not run", "–", "–", "–"]
+        elif ck["error"]:
+            c += ["**run failed**", mib(ck["kiln_rss"]), mib(ck["ort_rss"]), "–"]
+        else:
+            c += [f"{ck['err']:.1e}" + ("" if ck["ok"] else " **MISMATCH**"), mib(ck["kiln_rss"]),
+                  mib(ck["ort_rss"]), f"{ck['kiln_rss'] / ck['ort_rss']:.2f}"]
+        mt.append("| " + " | ".join(c) + " |")
 
     lines = []
-    lines.append("# Model benchmark: last measured results\n")
-    lines.append(f"Written by `bench/bench_models.sh` (bench/bench_models.py) on "
-                 f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}, kiln {kiln_version()}; "
-                 f"the whole run took {elapsed / 60:.1f} min.\n")
+    lines.append("# Model benchmark: " + ("compile, correctness and memory check\n" if args.check_only
+                                          else "last measured results\n"))
+    lines.append("Written by `bench/bench_models.sh` (bench/bench_models.py"
+                 + (" --check-only" if args.check_only else " --quick" if args.quick else "")
+                 + f") on {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}, kiln {kiln_version()}, "
+                 f"CPU tag {tag}; the whole run took {elapsed / 60:.1f} min.\n")
     lines.append("## Machine\n")
     lines.append(f"- CPU: {mach['cpu']}, {mach['hypervisor']} guest")
     lines.append(f"- ISA: {mach['isa']}")
@@ -610,52 +861,79 @@ def main():
     lines.append(f"- load average at start {load0}, at end {load1}")
     lines.append("- " + ", ".join(f"{k} {v}" for k, v in versions.items()))
     lines.append("")
-    lines.append("## Latency (batch 1, float32, medians)\n")
-    lines.append(table[0])
-    lines.extend(table[1:])
+    if rows:
+        lines.append("## Latency (float32, medians; batch 1 but resnet50_b8)\n")
+        lines.extend(table)
+        lines.append("")
+        lines.extend(summary)
+        lines.append("")
+        lines.append(
+            f"Each engine keeps its model loaded, gets warm-up runs, then the engines alternate "
+            f"in {args.rounds} rounds (order rotating) of {args.runs} runs each: "
+            f"{args.rounds * args.runs} runs per median. An engine whose warm-up run took over "
+            f"{args.slow:g} s ran once per round instead: its median is of the n runs shown. "
+            f"ORT: intra_op_num_threads = threads, inter_op 1, sequential, all graph "
+            f"optimizations. kiln: `kiln compile` defaults, KILN_NUM_THREADS = threads. "
+            + ("PyTorch: the same nn.Module the ONNX file was exported from, "
+               "eager or traced + frozen + `jit.optimize_for_inference`, whichever was faster (see "
+               "Notes), torch.set_num_threads, no_grad. " if have_torch else "")
+            + ("TVM: apache-tvm from pip (Relax), `from_onnx` + `tvm.compile` for "
+               "llvm with the host CPU, untuned. " if have_tvm else "")
+            + "GFLOP = 2 x MACs of the Conv, Gemm and MatMul nodes; GFLOP/s = GFLOP / median; "
+            "% of peak = that / the measured peak for that thread count. Ratios > 1 mean kiln is "
+            "slower. kiln runs some 3x3 convolutions by Winograd, which does fewer multiply-adds "
+            "than the direct count above, so its % of peak is an effective rate and may pass "
+            "100 %.\n")
+    lines.append("## Per model: compile time, correctness, peak memory\n")
+    lines.extend(mt)
     lines.append("")
-    lines.append(f"Each engine keeps its model loaded, gets warm-up runs, then the engines alternate "
-                 f"in {args.rounds} rounds (order rotating) of {args.runs} runs each: "
-                 f"{args.rounds * args.runs} runs per median. An engine whose warm-up run took over "
-                 f"{args.slow:g} s ran once per round instead: its median is of the n runs shown. "
-                 f"ORT: intra_op_num_threads = threads, inter_op 1, sequential, all graph "
-                 f"optimizations. kiln: `kiln compile` defaults, KILN_NUM_THREADS = threads. "
-                 + (f"PyTorch: the same nn.Module the ONNX file was exported from, "
-                    "eager or traced + frozen + `jit.optimize_for_inference`, whichever was faster (see "
-                    "Notes), torch.set_num_threads, no_grad. " if have_torch else "")
-                 + ("TVM: apache-tvm from pip (Relax), `from_onnx` + `tvm.compile` for "
-                    "llvm with the host CPU, untuned. " if have_tvm else "")
-                 + "GFLOP = 2 x MACs of the Conv, Gemm and MatMul nodes; % of peak = GFLOP / median "
-                 "/ measured peak for that thread count. Ratios > 1 mean kiln is slower. kiln runs "
-                 "some 3x3 convolutions by Winograd, which does fewer multiply-adds than the direct "
-                 "count above, so its % of peak is an effective rate and may pass 100 %.\n")
-    lines.append("## Compile time (`kiln compile`, wall, ONNX file to package)\n")
-    lines.extend(ct)
-    lines.append("")
+    lines.append(
+        "kiln compile: wall seconds of `kiln compile MODEL.onnx -o MODEL.tar` (bench_models.sh). "
+        f"Correctness and memory: `kiln run PACKAGE --inputs IN --outputs OUT` and a Python that "
+        f"creates an ONNX Runtime session for MODEL.onnx, each a fresh process that loads the "
+        f"model, runs it once on the bench's inputs ({mem_threads} thread(s)) and exits; peak RSS "
+        f"from `/usr/bin/time -v`. kiln's outputs are compared with ORT's from that run: max "
+        f"|kiln - ORT| / max |ORT| over the outputs; MISMATCH where an element is over "
+        f"{RTOL:g} |ORT| + {ATOL_OF_SCALE:g} max|ORT| (tests/e2e's tolerance). "
+        + (f"ORT's figure includes its Python interpreter with numpy and onnxruntime imported, "
+           f"{base_rss / 2**20:.0f} MiB of it before loading any model." if base_rss else "")
+        + "\n")
     if mem:
-        mib = lambda b: f"{b / 2**20:.1f} MiB"
+        mb = lambda b: f"{b / 2**20:.1f} MiB"
         lines.append("## Memory: `kiln run` on ResNet-50\n")
         lines.append(f"- peak RSS of `build/kiln run resnet50.tar --inputs ...` (load, one run, "
-                     f"exit; `/usr/bin/time -v`): **{mib(mem['rss'])}**")
-        lines.append(f"- weights: {mib(mem['weights'])} (ONNX initializers; mod.params "
-                     f"{mib(mem['params_file'])})")
-        lines.append(f"- largest activation: {mib(mem['largest'][0])} (`{mem['largest'][1]}`); "
-                     f"largest inputs + outputs of one node: {mib(mem['live'])}")
-        lines.append(f"- kiln's memory plan: {mem['n_storage']} buffers, {mib(mem['storage'])} in all")
+                     f"exit; `/usr/bin/time -v`): **{mb(mem['rss'])}**")
+        lines.append(f"- weights: {mb(mem['weights'])} (ONNX initializers; mod.params "
+                     f"{mb(mem['params_file'])})")
+        lines.append(f"- largest activation: {mb(mem['largest'][0])} (`{mem['largest'][1]}`); "
+                     f"largest inputs + outputs of one node: {mb(mem['live'])}")
+        lines.append(f"- kiln's memory plan: {mem['n_storage']} buffers, {mb(mem['storage'])} in all")
         floor = mem["weights"] + mem["live"]
-        lines.append(f"- weights + largest live activations = {mib(floor)}; peak RSS is "
-                     f"{mem['rss'] / floor:.2f}x that ({mib(mem['rss'] - floor)} over it)")
+        lines.append(f"- weights + largest live activations = {mb(floor)}; peak RSS is "
+                     f"{mem['rss'] / floor:.2f}x that ({mb(mem['rss'] - floor)} over it)")
         lines.append("")
     if notes:
         lines.append("## Notes\n")
         lines.extend(f"- {n}" for n in notes)
         lines.append("")
     text = "\n".join(lines)
-    with open(args.out, "w") as f:
-        f.write(text)
     log("\n" + text)
-    log(f"wrote {args.out}")
-    return 0
+    outs = [args.out] if args.out else []
+    if set(args.models) >= set(DEFAULT_MODELS) and not args.quick:
+        os.makedirs(args.results_dir, exist_ok=True)
+        outs.append(os.path.join(args.results_dir, f"{tag}-{datetime.date.today().isoformat()}"
+                                 + ("-check" if args.check_only else "") + ".md"))
+    else:
+        log(f"(not kept in {os.path.relpath(args.results_dir, ROOT)}/: only a run of the "
+            f"whole set, not --quick, is)")
+    for o in outs:
+        with open(o, "w") as f:
+            f.write(text)
+        log(f"wrote {o}")
+    failed = [n for n in args.models if n not in checks or checks[n]["error"] or not checks[n]["ok"]]
+    if failed:
+        log(f"FAILED (not run, run failed, or output does not match ORT): {' '.join(failed)}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

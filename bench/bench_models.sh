@@ -1,39 +1,58 @@
 #!/usr/bin/env bash
 # bench_models.sh: kiln against ONNX Runtime (and PyTorch and TVM where they
-# are available) on full-size ResNet-50, MobileNetV2, a BERT-base encoder
-# (seq 128, hidden 768, 12 layers), the same encoder exported with a symbolic
-# batch and sequence (bert_base_seq, run at (1, 128)) and ShuffleNetV2, batch 1,
-# float32, 2 and 1 thread(s). Where a model can leave a dim symbolic, a second
-# package does, and the table gives its time against the static package's.
-# Writes the table to bench/last_results.md. A benchmark, not a test: CI
-# never runs it and nothing depends on its timings.
+# are available) on the model bench set: ResNet-50 (batch 1 and 8),
+# MobileNetV2, MobileNetV3-Large, EfficientNet-B0, ShuffleNetV2, RegNetY-800MF,
+# ResNeXt-50 32x4d, DenseNet-121, GoogLeNet, ConvNeXt-tiny, ViT-B/16, a
+# BERT-base encoder (seq 128; also exported with a symbolic batch and sequence,
+# bert_base_seq, run at (1, 128)) and PyTorch's nn.TransformerEncoder (4
+# layers, d_model 256, seq 128); float32, 2 and 1 thread(s). It prints the CPU,
+# its ISA and the measured FP32 peak; per model kiln's latency, GFLOP/s and %
+# of peak, ORT's latency in the same run and the ratio (and their geometric
+# mean); per model the compile time, kiln's output against ORT's (max error /
+# scale) and the peak RSS of kiln and of ORT, each in a fresh process that
+# loads the model and runs it once. Where a model can leave a dim symbolic, a
+# second package does, and the table gives its time against the static one's.
+# Writes the report to bench/last_results.md and, for a full run of the whole
+# set, to bench/results/CPU-TAG-DATE.md (e.g. zen5-avx512-2026-11-27.md), to
+# be committed. A benchmark, not a test: CI never runs it.
 #
-#   bench/bench_models.sh [--out DIR] [--no-tvm] [--skip-compile] [-- ARGS for bench_models.py]
+#   bench/bench_models.sh [--out DIR] [--quick] [--check] [--no-tvm] [--skip-compile]
+#                         [-- ARGS for bench_models.py]
 #
 #   --out DIR        the full-size models and packages (default build/bench-models; exported
-#                    with models/e2e/export_models.py --full if missing, ~5 min)
-#   --no-tvm         do not try `pip install apache-tvm`
+#                    with models/e2e/export_models.py --full if missing, ~5 min, 2 GB)
+#   --quick          2 threads only, 3 rounds of 3 runs: about a third of the time, noisier
+#   --check          no timing: export, compile, one run of each model against ORT and
+#                    the peak memory (a few minutes; for the whole set also kept as
+#                    bench/results/CPU-TAG-DATE-check.md); exits 1 if a model fails
+#   --no-tvm         do not try `pip install apache-tvm` (TVM runs on resnet50 and
+#                    mobilenetv2 only unless ARGS say --tvm-models ...)
 #   --skip-compile   reuse DIR/MODEL.tar (the compile-time column is then empty)
-#   ARGS             e.g. --models resnet50 --rounds 5 --runs 5 (bench_models.py --help)
+#   ARGS             e.g. --models resnet50 vit_b_16 --rounds 5 --runs 5 (bench_models.py --help)
 #
 # Sets up build/bench-venv (python3 -m venv --system-site-packages) with Debian's
 # torch, torchvision and onnx plus onnxruntime from pip; apache-tvm from pip
 # only if it installs within 3 minutes. Builds build/kiln, build/bench/kiln_time
-# and build/bench/peak_main. Takes about 10 minutes on 2 cores (plus ~5 for a first export).
+# and build/bench/peak_main. On 2 cores the whole set takes about 20 minutes
+# (compiles included; plus ~5 for a first export), --quick about 8.
 set -eu
 cd "$(dirname "$0")/.."
 
 OUT=build/bench-models
 TVM=1
 COMPILE=1
-MODELS=(resnet50 mobilenetv2 bert_base_opset17 bert_base_seq shufflenetv2)
+CHECK=0
+PYARGS=()
+MODELS=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) OUT=$2; shift 2 ;;
     --no-tvm) TVM=0; shift ;;
     --skip-compile) COMPILE=0; shift ;;
+    --quick) PYARGS+=(--quick); shift ;;
+    --check) CHECK=1; PYARGS+=(--check-only); shift ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_models.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -54,6 +73,7 @@ need=()
 /usr/bin/python3 -c 'import torch' 2>/dev/null || need+=(python3-torch)
 /usr/bin/python3 -c 'import torchvision' 2>/dev/null || need+=(python3-torchvision)
 /usr/bin/python3 -c 'import onnx' 2>/dev/null || need+=(python3-onnx)
+[ -x /usr/bin/time ] || need+=(time)   # peak RSS of each engine's fresh run
 if [ ${#need[@]} -gt 0 ]; then
   echo "== apt-get install ${need[*]}"
   $SUDO apt-get update -q && $SUDO apt-get install -y -q "${need[@]}"
@@ -67,7 +87,9 @@ if [ ! -x "$PY" ]; then
 fi
 "$PY" -c 'import onnxruntime' 2>/dev/null || { echo "== pip install onnxruntime"; "$PY" -m pip install -q onnxruntime; }
 NUMPY=$("$PY" -c 'import numpy; print(numpy.__version__)')
-if [ "$TVM" = 1 ] && ! "$PY" -c 'import tvm' 2>/dev/null; then
+# the bench set, unless --models in ARGS picked some
+[ ${#MODELS[@]} -gt 0 ] || read -r -a MODELS <<< "$("$PY" bench/bench_models.py --list-models)"
+if [ "$TVM" = 1 ] && [ "$CHECK" = 0 ] && ! "$PY" -c 'import tvm' 2>/dev/null; then
   # apache-tvm pulls numpy 2, which Debian's torch cannot load: keep the system
   # numpy, and give TVM's ONNX frontend the onnx (>= 1.14) it needs.
   echo "== pip install apache-tvm (skipped if it takes over 3 minutes)"
@@ -110,16 +132,23 @@ kiln_compile() { XDG_CACHE_HOME="$PWD/build/bench-cache" build/kiln compile "$@"
 if [ "$COMPILE" = 1 ]; then
   echo "{" > "$CT.tmp"
   sep=
+  failed=()
   for m in "${MODELS[@]}"; do
-    t0=$(date +%s.%N)
     static=()
     [ "$m" = bert_base_seq ] && static=(--input-shapes "input_ids:[1,128],attention_mask:[1,128]")
-    kiln_compile "$OUT/$m.onnx" "${static[@]}" -o "$OUT/$m.tar" --no-cache
-    t=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
-    echo "   kiln compile $m: $t s"
+    rm -f "$OUT/$m.tar" "$OUT/${m}_dyn.tar"   # a failed compile must not leave an old package
+    t0=$(date +%s.%N)
+    if kiln_compile "$OUT/$m.onnx" "${static[@]}" -o "$OUT/$m.tar" --no-cache; then
+      t=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+      echo "   kiln compile $m: $t s"
+    else
+      t=null
+      failed+=("$m")
+      echo "   kiln compile $m FAILED (the model is skipped)"
+    fi
     # the CNNs again with their batch left symbolic: the dynamic package's
     # cost against the static one's, at the same batch (bench_models.py)
-    case $m in
+    [ "$CHECK" = 0 ] && [ "$t" != null ] && case $m in
       resnet50|mobilenetv2|shufflenetv2)
         kiln_compile "$OUT/$m.onnx" --input-shapes "input:[N,3,224,224]" -o "$OUT/${m}_dyn.tar" ||
           echo "   kiln compile $m with a symbolic batch failed" ;;
@@ -132,10 +161,11 @@ if [ "$COMPILE" = 1 ]; then
   done
   echo "}" >> "$CT.tmp"
   mv "$CT.tmp" "$CT"
+  [ ${#failed[@]} -eq 0 ] || echo "== kiln compile failed on: ${failed[*]}"
 fi
 
 echo "== bench/bench_models.py"
 extra=()
 [ "$COMPILE" = 1 ] && extra+=(--compile-times "$CT")
 [ "$TVM" = 1 ] || extra+=(--no-tvm)
-exec "$PY" bench/bench_models.py --models-dir "$OUT" "${extra[@]}" "$@"
+exec "$PY" bench/bench_models.py --models-dir "$OUT" --models "${MODELS[@]}" "${extra[@]}" "${PYARGS[@]}" "$@"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # e2e_full.sh: the full-size end-to-end models (ResNet-50 and MobileNetV2 at
-# 224x224, a BERT-base encoder at seq 128), exported by
-# models/e2e/export_models.py --full, compiled and run with the kiln CLI and
+# 224x224, a BERT-base encoder at seq 128, and the rest of the model bench's
+# set, models/e2e/README.md), exported by models/e2e/export_models.py --full,
+# compiled and run with the kiln CLI and
 # compared with ONNX Runtime's outputs (|got - exp| <= 1e-3 |exp| + 1e-4
 # max|exp|). Prints each model's compile time, max error and latency.
 #

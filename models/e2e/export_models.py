@@ -22,10 +22,19 @@ Narrow models (committed next to this script, each file < 1 MB):
                        kiln folds at import
 
 Full-size models (--full, into --out, default /tmp/kiln-e2e-full; never
-committed): resnet50 (torchvision, 1000 classes, 1x3x224x224), mobilenetv2
-(width 1.0, 1x3x224x224), bert_base (12 layers, hidden 768, 12 heads,
-FFN 3072, seq 128, vocab 30522), shufflenetv2 (x1.0, 1x3x224x224), each at
-opset 13 (bert_base: 13 and 17).
+committed; the model bench's set, bench/bench_models.sh): resnet50
+(torchvision, 1000 classes, 1x3x224x224), mobilenetv2 (width 1.0),
+bert_base (12 layers, hidden 768, 12 heads, FFN 3072, seq 128, vocab 30522),
+shufflenetv2 (x1.0), each at opset 13 (bert_base: 13 and 17); and at opset
+17, 1x3x224x224 unless said: efficientnet_b0, convnext_tiny, vit_b_16,
+densenet121, resnext50_32x4d (grouped), regnet_y_800mf (grouped + SE),
+mobilenet_v3_large (hard-swish, SE), googlenet (concat), transformer_encoder
+(PyTorch's nn.TransformerEncoder: 4 layers, d_model 256, 4 heads, FFN 1024,
+sequence-first input 128x1x256) and, at opset 13, resnet50_b8 (ResNet-50,
+the same weights, batch 8). BatchNorm statistics are calibrated then
+perturbed, LayerNorm's affine part drawn at random, and parameters torchvision
+zeroes or nearly zeroes (ViT's class token and head, ConvNeXt's 1e-6 layer
+scales) drawn too, so every output has a real scale and every block matters.
 
 For every model MODEL this writes MODEL.onnx and MODEL_io.npz holding the
 input(s) under their ONNX input names and the expected output(s) under their
@@ -190,6 +199,46 @@ class BertEncoder(nn.Module):
         return x, pooled
 
 
+def randomize_layernorm(model, gen):
+    """LayerNorm's affine part drawn at random (not 1/0), as bert_init does,
+    so that it matters; ConvNeXt's LayerNorm2d is an nn.LayerNorm too."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.LayerNorm):
+                m.weight.uniform_(0.5, 1.5, generator=gen)
+                m.bias.normal_(0.0, 0.1, generator=gen)
+
+
+def vit_b_16():
+    """torchvision's ViT-B/16. It zeroes the class token and the head (so
+    every logit would be 0): draw them at random."""
+    m = torchvision.models.vit_b_16(weights=None)
+    with torch.no_grad():
+        nn.init.normal_(m.class_token, std=0.5)
+        nn.init.normal_(m.heads.head.weight, std=0.02)
+        nn.init.normal_(m.heads.head.bias, std=0.02)
+    return m
+
+
+def convnext_tiny():
+    """torchvision's ConvNeXt-tiny. Its layer scales start at 1e-6, which
+    would leave every block's output negligible against the residual: draw
+    them in [0.05, 0.3] instead, the range trained ConvNeXts end up in."""
+    m = torchvision.models.convnext_tiny(weights=None)
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            if name.endswith("layer_scale"):
+                p.uniform_(0.05, 0.3)
+    return m
+
+
+def transformer_encoder():
+    """PyTorch's own nn.TransformerEncoder: 4 post-LN layers, d_model 256,
+    4 heads, FFN 1024, ReLU, sequence-first input [seq, batch, d_model]."""
+    layer = nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024)
+    return nn.TransformerEncoder(layer, num_layers=4, enable_nested_tensor=False)
+
+
 def vit_tiny():
     """torchvision's VisionTransformer, tiny. Random weights: the class token
     and position embedding too (torchvision zeroes the token and the head)."""
@@ -212,6 +261,8 @@ def randomize_batchnorm(model, image_shape, gen):
     cumulative average), so activations keep a sane scale through 50 layers,
     then perturbed; gamma and beta are drawn at random."""
     bns = [m for m in model.modules() if isinstance(m, nn.BatchNorm2d)]
+    if not bns:
+        return
     for m in bns:
         m.reset_running_stats()
         m.momentum = None
@@ -233,12 +284,16 @@ def randomize_batchnorm(model, image_shape, gen):
 
 # ------------------------------------------------------------- specs ---
 
-def image_model(name, build, shape, keep_bn=False):
+def image_model(name, build, shape, keep_bn=False, output="logits"):
+    """A model of one float input (an image, or the encoder's sequence):
+    built, its BatchNorm statistics and LayerNorm affine part randomized."""
     def make(gen):
         model = build()
         randomize_batchnorm(model, shape, gen)
+        randomize_layernorm(model, gen)
+        model.eval()
         x = torch.randn(*shape, generator=gen)
-        return model, (x,), ["input"], ["logits"], keep_bn
+        return model, (x,), ["input"], [output], keep_bn
     return name, make
 
 
@@ -260,6 +315,8 @@ def vit_model(name, build, shape):
 
 BERT_TINY = dict(vocab=1000, hidden=64, layers=2, heads=4, ffn=128, seq=32, max_pos=32)
 BERT_BASE = dict(vocab=30522, hidden=768, layers=12, heads=12, ffn=3072, seq=128, max_pos=512)
+IMAGE = (1, 3, 224, 224)
+TV = torchvision.models
 RESNET_NARROW_BASE = 6   # 8 would be 1.5 MB of weights; 6 is 0.86 MB
 
 
@@ -287,6 +344,18 @@ def full_specs():
         # 116/232/464 channels, channel split, concat and shuffle
         (image_model("shufflenetv2", lambda: torchvision.models.shufflenet_v2_x1_0(weights=None),
                      (1, 3, 224, 224)), 13),
+        # issue 13's bench set, opset 17 (HardSwish, LayerNormalization); one line each
+        (image_model("efficientnet_b0", lambda: TV.efficientnet_b0(weights=None), IMAGE), 17),
+        (image_model("convnext_tiny", convnext_tiny, IMAGE), 17),
+        (image_model("vit_b_16", vit_b_16, IMAGE), 17),
+        (image_model("densenet121", lambda: TV.densenet121(weights=None), IMAGE), 17),
+        (image_model("resnext50_32x4d", lambda: TV.resnext50_32x4d(weights=None), IMAGE), 17),
+        (image_model("regnet_y_800mf", lambda: TV.regnet_y_800mf(weights=None), IMAGE), 17),
+        (image_model("mobilenet_v3_large", lambda: TV.mobilenet_v3_large(weights=None), IMAGE), 17),
+        (image_model("googlenet", lambda: TV.googlenet(weights=None, aux_logits=False,
+                                                         init_weights=True), IMAGE), 17),
+        (image_model("transformer_encoder", transformer_encoder, (128, 1, 256), output="output"), 17),
+        (image_model("resnet50_b8", lambda: TV.resnet50(weights=None), (8, 3, 224, 224)), 13),
     ]
 
 

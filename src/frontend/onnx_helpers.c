@@ -590,7 +590,17 @@ int cvt_const_ints(imp *I, const Onnx__NodeProto *n, int i, int64_t *v) {
     if (id < 0)
         return -1;
     const kiln_ndarray *c = imp_const(I, id);
-    if (!c || kiln_ndarray_numel(c) > MAXD)
+    if (!c) { /* computed: constant if every value is a number in every run */
+        gval g[MAXD];
+        int nv = ops_values(I->g, id, g, MAXD);
+        for (int k = 0; k < nv; k++) {
+            if (g[k].kind != GVAL_EXACT || g[k].d.sym)
+                return -2;
+            v[k] = g[k].d.v;
+        }
+        return nv >= 1 ? nv : -2;
+    }
+    if (kiln_ndarray_numel(c) > MAXD)
         return -2;
     for (int64_t k = 0; k < kiln_ndarray_numel(c); k++)
         v[k] = cvt_get_i(c, k);

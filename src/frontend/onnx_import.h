@@ -209,7 +209,11 @@ KILN_HIDDEN int cvt_reshape_to(imp *I, const Onnx__NodeProto *n, int x, int nd,
  * the types after it: bind_dims(dims) with a prefix of its own; -1 with
  * imp_fail's error. */
 KILN_HIDDEN int cvt_bind_dims(imp *I, const Onnx__NodeProto *n, int dims);
-/* Up to MAXD values of constant input i: the count, -1 if absent, -2 if not constant. */
+/* Up to MAXD values of constant input i: the count, -1 if absent, -2 if not
+ * constant. A computed input counts as constant when the graph knows every
+ * value to be the same number in every run (ops_values, all GVAL_EXACT with
+ * no size variable): Shape(x)[-1] / 3 of an x whose last dim is static and
+ * whose batch is symbolic, as PyTorch's attention exports its chunks. */
 KILN_HIDDEN int cvt_const_ints(imp *I, const Onnx__NodeProto *n, int i, int64_t *v);
 /* Bind node n's outputs (at most 64) to the elements of the tuple call id
  * (tuple-gets named after them): 0, or -1 with imp_fail's error (also if

@@ -226,17 +226,23 @@ static void test_malformed_models(void) {
     }
 }
 
+/* Import tests/data/FILE, which must succeed (the error on stderr if not). */
+static kiln_graph *import_test_data(const char *file) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", getenv("KILN_TEST_DATA"), file);
+    kiln_graph *g = kiln_onnx_import(path, NULL);
+    CHECK(g != NULL);
+    if (!g)
+        fprintf(stderr, "%s\n", kiln_last_error());
+    return g;
+}
+
 /* Model-local functions are inlined, nested calls and attribute references
  * included (tests/data/make_function_model.py): y = relu(x) * 0.5. */
 static void test_local_functions(void) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/local_function.onnx", getenv("KILN_TEST_DATA"));
-    kiln_graph *g = kiln_onnx_import(path, NULL);
-    CHECK(g != NULL);
-    if (!g) {
-        fprintf(stderr, "%s\n", kiln_last_error());
+    kiln_graph *g = import_test_data("local_function.onnx");
+    if (!g)
         return;
-    }
     char *text = kiln_graph_print(g);
     CHECK_CONTAINS(text, "span=\"sr/ScaledRelu#0/relu\"");
     free(text);
@@ -266,14 +272,9 @@ static void test_local_functions(void) {
  * before it folded through the interpreter), and a Reshape whose shape is
  * computed with the same divisions gets [2, 3]. */
 static void test_fold_int64_division(void) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/fold_int64_div.onnx", getenv("KILN_TEST_DATA"));
-    kiln_graph *g = kiln_onnx_import(path, NULL);
-    CHECK(g != NULL);
-    if (!g) {
-        fprintf(stderr, "%s\n", kiln_last_error());
+    kiln_graph *g = import_test_data("fold_int64_div.onnx");
+    if (!g)
         return;
-    }
     const gnode *q = graph_node(g, g->outs[1]), *y = graph_node(g, g->outs[0]);
     CHECK(q && q->kind == GN_CONST);
     if (q && q->kind == GN_CONST) {
@@ -291,6 +292,53 @@ static void test_fold_int64_division(void) {
         CHECK(n->kind != GN_CALL || !strcmp(n->op->name, "reshape"));
     }
     kiln_graph_free(g);
+}
+
+/* tests/data/make_fold_models.py, fold_sym_chunk.onnx: PyTorch's attention
+ * chunks q, k and v off its packed projection with Slices whose ends are
+ * Shape(x)[-1] arithmetic; with the batch symbolic, Shape(x) is not a
+ * constant, but the dim it reads is, so the ends are numbers and each Slice
+ * a plain strided_slice of type [N, 2] (the run-time form, slice_params and
+ * a binder, failed: it takes no symbolic dim). One package runs any batch. */
+static void test_symbolic_batch_chunks(void) {
+    kiln_graph *g = import_test_data("fold_sym_chunk.onnx");
+    if (!g)
+        return;
+    for (int k = 0; k < 3; k++) {
+        const gnode *y = graph_node(g, g->outs[k]);
+        CHECK(y && y->kind == GN_CALL && !strcmp(y->op->name, "strided_slice") && y->nin == 1);
+        CHECK(y && y->type.known && y->type.t[0].ndim == 2 && y->type.t[0].dims[0].sym &&
+              !strcmp(y->type.t[0].dims[0].sym, "N") && y->type.t[0].dims[1].v == 2);
+    }
+    char *counts = kiln_graph_op_counts(g);
+    CHECK(strstr(counts, "slice_params") == NULL);
+    CHECK(strstr(counts, "bind_dims") == NULL);
+    free(counts);
+    const char *pkg = test_tmp_path("sym_chunk.tar");
+    CHECK_EQ_INT(kiln_graph_compile(g, pkg, NULL), KILN_OK);
+    kiln_graph_free(g);
+    kiln_model *m = kiln_model_load(pkg);
+    CHECK(m != NULL);
+    for (int64_t n = 1; m && n <= 3; n += 2) {
+        int64_t sh[2] = {n, 6};
+        kiln_ndarray *x = kiln_ndarray_empty(KILN_FLOAT32, 2, sh), *y[3] = {NULL, NULL, NULL};
+        float *px = kiln_ndarray_data(x);
+        for (int i = 0; i < 6 * n; i++)
+            px[i] = (float)i;
+        const kiln_ndarray *ins[1] = {x};
+        CHECK_EQ_INT(kiln_model_run_alloc(m, ins, y, 0), KILN_OK);
+        for (int k = 0; k < 3 && y[k]; k++) {
+            CHECK_EQ_INT(kiln_ndarray_dim(y[k], 0), n);
+            const float *py = kiln_ndarray_data(y[k]);
+            for (int i = 0; i < n; i++)
+                for (int j = 0; j < 2; j++)
+                    CHECK(py[2 * i + j] == px[6 * i + 2 * k + j]);
+        }
+        for (int k = 0; k < 3; k++)
+            kiln_ndarray_free(y[k]);
+        kiln_ndarray_free(x);
+    }
+    kiln_model_free(m);
 }
 
 /* The importer's fold cap is the one given to onnx_import_model: with a cap
@@ -671,5 +719,6 @@ static void test_bad_attr_models(void) {
 
 TEST_MAIN(TEST(test_digits_end_to_end), TEST(test_unsupported_listed), TEST(test_bad_input),
           TEST(test_malformed_models), TEST(test_local_functions), TEST(test_fold_int64_division),
-          TEST(test_fold_cap_given), TEST(test_fold_shape_overflow), TEST(test_vit_shape_subgraphs),
-          TEST(test_bad_windows), TEST(test_duplicate_names), TEST(test_bad_attr_models))
+          TEST(test_symbolic_batch_chunks), TEST(test_fold_cap_given),
+          TEST(test_fold_shape_overflow), TEST(test_vit_shape_subgraphs), TEST(test_bad_windows),
+          TEST(test_duplicate_names), TEST(test_bad_attr_models))
