@@ -362,9 +362,10 @@ static int alter_dense(const gnode *call, const layout_query *q, layout_rewrite 
     for (int d = 0; d < xt->ndim; d++)
         xd[d] = xt->dims[d].sym ? -1 : xt->dims[d].v;
     int fold;
+    /* the rows the schedule will tile (a symbolic count at its hint), so the
+       panels are as wide as its tile: a panel of 96 under tiles of 48 left
+       every weight load a gather (BERT with a symbolic sequence, 100x) */
     int64_t m = dense_rows(xt->ndim, xd, &fold);
-    if (xt->ndim >= 2 && !fold && xt->dims[xt->ndim - 2].sym)
-        m = 1; /* as it was: the schedule's hint and this may differ */
     dense_tile(m, xd, fold, rows, cols, 0, q->target, &mr, &nr, &vl);
     int64_t dims[3] = {nr ? rows / nr : cols, nr ? cols : rows, nr};
     kiln_ndarray *t = kiln_ndarray_empty(kiln_ndarray_dtype(w->value), nr ? 3 : 2, dims);
