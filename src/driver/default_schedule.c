@@ -230,8 +230,7 @@ static int reads_contiguous(kiln_schedule *s, tir_node e, tir_node v, int *budge
             tir_node vars[TE_MAX_ITERS];
             for (int d = 0; d < p->ndata; d++)
                 vars[d] = p->iters[d].var;
-            return reads_contiguous(s, tir_substitute(p->body, p->ndata, vars, e->src), v,
-                                    budget);
+            return reads_contiguous(s, tir_substitute(p->body, p->ndata, vars, e->src), v, budget);
         }
         for (uint32_t d = 0; d + 1 < e->nsrc; d++)
             if (tir_uses_var(e->src[d], v))
@@ -335,4 +334,3 @@ kiln_status driver_default_schedule(kiln_schedule *s, int nout, kiln_tensor **ou
     }
     return KILN_OK;
 }
-
