@@ -452,7 +452,7 @@ def measure(engines, rounds, runs, slow, warmup, max_run, note, what):
             time.sleep(0.05)                  # let the last engine's spinning threads sleep
     if wall > 0:
         log(f"    CPU used by the peers' process while kiln ran: {busy:.2f} s of {wall:.2f} s wall")
-        if busy > 0.05 * wall:
+        if busy > 0.05 * wall and busy > 0.02:
             note(f"{what}: the peers' process used {busy:.1f} s of CPU during kiln's {wall:.1f} s of runs "
                  f"(spinning threads): kiln's figure for this row may be pessimistic")
     times.update(dropped)
