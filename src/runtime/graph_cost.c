@@ -41,7 +41,7 @@ kiln_status graph_cost_read(kiln_model *m, int nid) {
             if (!json_int(j, &v) || v < 0) {
                 char got[64];
                 if (j->type == JSON_INT || j->type == JSON_DOUBLE)
-                    snprintf(got, sizeof got, "%.17g", j->d);
+                    snprintf(got, sizeof got, "%.6g", j->d);
                 else
                     snprintf(got, sizeof got, "%s", json_type_name(j->type));
                 return kiln_set_error(KILN_ERR_INVALID,

@@ -192,6 +192,9 @@ kiln_status kiln_machine_limits_get(int lanes, int threads, int use_cache,
         return kiln_set_error(KILN_ERR_NOMEM, "machine_limits_get: could not measure (%s)",
                               out->peak_gflops > 0 ? "no memory for the bandwidth buffers"
                                                    : "the FMA loop took no time");
+    /* to the file's precision, so a later read gives the same figures */
+    out->peak_gflops = round(out->peak_gflops * 1000) / 1000;
+    out->bandwidth_gbs = round(out->bandwidth_gbs * 1000) / 1000;
     if (out->source[0])
         cache_io(out->source, out, 1);
     return KILN_OK;
