@@ -19,7 +19,7 @@
 #define CP_TERMS 16
 #define CP_ATOMS 4
 /* Loop iterations the walk may enumerate per kernel, all loops together. */
-#define COST_BUDGET 4000000
+#define COST_BUDGET 1000000
 #define COST_MAX_DEPTH 64
 
 typedef struct {
@@ -39,6 +39,10 @@ typedef struct {
     int n;
     int64_t budget;
     const tir_func *f; /* its size variables may be atoms */
+    /* each store's count, once (an enumerated loop visits a store often) */
+    tir_node *memo_key;
+    int64_t *memo_val;
+    size_t memo_cap, memo_n;
 } cenv;
 
 static void cp_const(cpoly *p, int64_t c) {
@@ -232,6 +236,47 @@ static int64_t expr_flops(tir_node e, tir_set *seen) {
     return n;
 }
 
+static int64_t store_flops(cenv *env, tir_node s) {
+    size_t mask = env->memo_cap - 1, i = env->memo_cap ? s->hash & mask : 0;
+    for (; env->memo_cap && env->memo_key[i]; i = (i + 1) & mask)
+        if (env->memo_key[i] == s)
+            return env->memo_val[i];
+    tir_set seen = {0};
+    int64_t n = expr_flops(s->src[2], &seen);
+    tir_set_free(&seen);
+    if ((env->memo_n + 1) * 2 > env->memo_cap) { /* grow, rehashing */
+        size_t cap = env->memo_cap ? env->memo_cap * 2 : 64;
+        tir_node *k = calloc(cap, sizeof *k);
+        int64_t *v = calloc(cap, sizeof *v);
+        if (!k || !v) {
+            free(k);
+            free(v);
+            return n;
+        }
+        for (size_t j = 0; j < env->memo_cap; j++) {
+            if (!env->memo_key[j])
+                continue;
+            size_t h = env->memo_key[j]->hash & (cap - 1);
+            while (k[h])
+                h = (h + 1) & (cap - 1);
+            k[h] = env->memo_key[j];
+            v[h] = env->memo_val[j];
+        }
+        free(env->memo_key);
+        free(env->memo_val);
+        env->memo_key = k;
+        env->memo_val = v;
+        env->memo_cap = cap;
+    }
+    i = s->hash & (env->memo_cap - 1);
+    while (env->memo_key[i])
+        i = (i + 1) & (env->memo_cap - 1);
+    env->memo_key[i] = s;
+    env->memo_val[i] = n;
+    env->memo_n++;
+    return n;
+}
+
 /* 1 if a guard or a loop bound inside statement s reads variable v. */
 static int control_uses(tir_node s, tir_node v) {
     switch (s->op) {
@@ -311,12 +356,7 @@ static void count_stmt(tir_node s, cenv *env, cpoly *out) {
         *out = t;
         return;
     }
-    case TIR_STORE: {
-        tir_set seen = {0};
-        cp_const(out, expr_flops(s->src[2], &seen));
-        tir_set_free(&seen);
-        return;
-    }
+    case TIR_STORE: cp_const(out, store_flops(env, s)); return;
     default: return;
     }
 }
@@ -423,6 +463,8 @@ void tir_func_flops(const tir_func *f, tir_count *out) {
     cenv env = {.n = 0, .budget = COST_BUDGET, .f = f};
     cpoly p;
     count_stmt(f->body, &env, &p);
+    free(env.memo_key);
+    free(env.memo_val);
     render(&p, out);
 }
 
