@@ -3,7 +3,8 @@
  * unless --fill asks to fill it with zeros, ones or seeded random values,
  * and says so on stderr), runs once, then optionally times runs (tvmc's table),
  * profiles kernels (a sorted table and a Chrome trace), saves the outputs
- * to an .npz or prints them. Bad arguments exit 2, runtime failures 1. */
+ * to an .npz or prints them. Bad arguments exit 2, runtime failures 1. The
+ * profile's table and trace are kiln_profile.c's. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -51,7 +52,10 @@ static void usage(FILE *f) {
                "  --repeat N           measurements (default 1)\n"
                "  --number N           runs per measurement (default 1)\n"
                "  --profile            time each kernel over REPEAT x NUMBER runs and print\n"
-               "                       them sorted by mean time\n"
+               "                       them sorted by mean time, each with its FLOPs, bytes,\n"
+               "                       GFLOP/s, GB/s and share of this machine's roofline\n"
+               "                       (its measured FP32 peak and memory bandwidth, cached\n"
+               "                       under $XDG_CACHE_HOME/kiln; docs/PROFILING.md)\n"
                "  --profile-trace FILE write one Chrome trace event per kernel per run\n"
                "                       (open it in chrome://tracing or Perfetto)\n"
                "  --print-top N        print the N largest values of the first output with\n"
@@ -456,7 +460,7 @@ static int save_outputs(const kiln_executor *e, const char *path) {
 
 /* ---- timing ------------------------------------------------------------------- */
 
-static double now_seconds(void) {
+double kiln_run_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
@@ -480,14 +484,14 @@ static int time_runs(kiln_executor *e, const run_opts *o) {
         return 1;
     }
     for (long long r = 0; r < o->repeat; r++) {
-        double t0 = now_seconds();
+        double t0 = kiln_run_now();
         for (long long k = 0; k < o->number; k++)
             if (kiln_executor_run(e)) {
                 fprintf(stderr, "kiln run: %s\n", kiln_last_error());
                 free(ms);
                 return 1;
             }
-        ms[r] = (now_seconds() - t0) * 1e3 / (double)o->number;
+        ms[r] = (kiln_run_now() - t0) * 1e3 / (double)o->number;
     }
     double sum = 0, var = 0;
     for (long long r = 0; r < o->repeat; r++)
@@ -518,102 +522,6 @@ static int time_runs(kiln_executor *e, const run_opts *o) {
     return 0;
 }
 
-static void trace_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
-typedef struct {
-    int kernel;
-    double total;
-} kernel_time;
-
-static int cmp_kernel_time(const void *a, const void *b) {
-    const kernel_time *x = a, *y = b;
-    return (x->total < y->total) - (x->total > y->total); /* descending */
-}
-
-static void print_profile(const kiln_executor *e, kernel_time *kt, int nk, long long runs,
-                          long long top) {
-    double total = 0;
-    for (int k = 0; k < nk; k++)
-        total += kt[k].total;
-    qsort(kt, (size_t)nk, sizeof *kt, cmp_kernel_time);
-    int rows = top > 0 && top < nk ? (int)top : nk;
-    printf("Kernel profile (mean over %lld runs):\n", runs);
-    printf("%-32s %-32s %12s %8s\n", "Node", "Function", "Time (us)", "Percent");
-    for (int r = 0; r < rows; r++) {
-        int k = kt[r].kernel;
-        printf("%-32s %-32s %12.3f %8.2f\n", kiln_executor_kernel_name(e, k),
-               kiln_executor_kernel_func(e, k), kt[r].total / (double)runs * 1e6,
-               total > 0 ? 100 * kt[r].total / total : 0.0);
-    }
-    if (rows < nk)
-        printf("(%d more kernels)\n", nk - rows);
-    printf("%-32s %-32s %12.3f %8.2f\n", "Total", "", total / (double)runs * 1e6, 100.0);
-}
-
-static int profile_runs(kiln_executor *e, const run_opts *o) {
-    int nk = kiln_executor_num_kernels(e), rc = 0;
-    long long runs = o->repeat * o->number;
-    double *secs = calloc((size_t)nk + 1, sizeof *secs);
-    kernel_time *kt = calloc((size_t)nk + 1, sizeof *kt);
-    FILE *tf = o->trace ? fopen(o->trace, "w") : NULL;
-    if (!secs || !kt || (o->trace && !tf)) {
-        fprintf(stderr, "kiln run: %s%s%s\n", o->trace && !tf ? o->trace : "out of memory",
-                o->trace && !tf ? ": " : "", o->trace && !tf ? strerror(errno) : "");
-        rc = 1;
-    }
-    for (int k = 0; k < nk && !rc; k++)
-        kt[k].kernel = k;
-    if (tf)
-        fprintf(tf, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [");
-    double start = now_seconds();
-    for (long long r = 0; r < runs && !rc; r++) {
-        double t = (now_seconds() - start) * 1e6;
-        if (kiln_executor_run_profiled(e, secs)) {
-            fprintf(stderr, "kiln run: %s\n", kiln_last_error());
-            rc = 1;
-            break;
-        }
-        for (int k = 0; k < nk; k++) {
-            kt[k].total += secs[k];
-            if (!tf)
-                continue;
-            fprintf(tf, "%s\n{\"name\": ", r || k ? "," : "");
-            trace_string(tf, kiln_executor_kernel_name(e, k));
-            fprintf(tf,
-                    ", \"cat\": \"kernel\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, "
-                    "\"pid\": 1, \"tid\": 1, \"args\": {\"function\": ",
-                    t, secs[k] * 1e6);
-            trace_string(tf, kiln_executor_kernel_func(e, k));
-            fprintf(tf, ", \"run\": %lld}}", r);
-            t += secs[k] * 1e6;
-        }
-    }
-    if (tf) {
-        fprintf(tf, "\n]}\n");
-        if (fclose(tf) != 0 && !rc) {
-            fprintf(stderr, "kiln run: %s: write error\n", o->trace);
-            rc = 1;
-        }
-    }
-    if (!rc)
-        print_profile(e, kt, nk, runs, o->top);
-    free(secs);
-    free(kt);
-    return rc;
-}
-
 /* ---- the command -------------------------------------------------------------- */
 
 int kiln_cmd_run(int argc, char **argv) {
@@ -636,7 +544,7 @@ int kiln_cmd_run(int argc, char **argv) {
     if (!rc && o.print_time)
         rc = time_runs(e, &o);
     if (!rc && o.profile)
-        rc = profile_runs(e, &o);
+        rc = kiln_run_profile(e, o.repeat * o.number, o.top, o.trace);
     if (!rc && o.outputs)
         rc = save_outputs(e, o.outputs);
     if (!rc && !o.outputs && !o.print_time)

@@ -420,6 +420,68 @@ KILN_API const char *kiln_executor_kernel_func(const kiln_executor *e, int k);
  * (kiln_executor_num_kernels entries). */
 KILN_API kiln_status kiln_executor_run_profiled(kiln_executor *e, double *kernel_seconds);
 
+/* ---- the roofline profile (docs/PROFILING.md) ---------------------------------- */
+/* The cost of one call of kernel k, counted when the package was compiled
+ * (mod.json's attrs.flops and attrs.bytes): its floating-point operations
+ * (a multiply-add is 2, a transcendental 1) and its compulsory bytes (its
+ * inputs and outputs, each once). A count is -1 where the package does not
+ * give it (older packages) or, with symbolic dims, before the first run;
+ * with symbolic dims, it is the last run's. */
+KILN_API kiln_status kiln_executor_kernel_cost(const kiln_executor *e, int k, double *flops,
+                                               double *bytes);
+/* The vector width the package was compiled for, in bits (mod.json's
+ * target), or 0 if it does not say. */
+KILN_API int kiln_executor_vector_bits(const kiln_executor *e);
+
+/* One measurement of the FP32 FMA rate: `threads` chunks of a parallel loop
+ * (run on at most kiln_num_threads() threads), each `iters` iterations of
+ * independent FMA chains over vectors of *lanes floats, narrowed to the
+ * widest this CPU runs (*lanes is set to it). GFLOP/s, or 0 on bad
+ * arguments. */
+KILN_API double kiln_measure_fma_gflops(int *lanes, int threads, int64_t iters);
+/* The best of three streaming passes dst[i] = src[i] + 1 over two buffers
+ * of bytes/2 each (bytes <= 0: four times the last-level cache, at least
+ * 64 MiB), counting what is read and written. GB/s, or 0 if it could not
+ * allocate them. */
+KILN_API double kiln_measure_bandwidth_gbs(int threads, int64_t bytes);
+
+typedef struct {
+    double peak_gflops;   /* FP32 FMA peak, GFLOP/s */
+    double bandwidth_gbs; /* streaming read + write, GB/s */
+    int lanes, threads;   /* the vector width and thread count measured */
+    int cached;           /* 1: read from `source`; 0: measured now (and saved there, if set) */
+    char cpu[128];        /* the CPU model, as /proc/cpuinfo names it */
+    char source[1024];    /* the cache file, or "" where there is none */
+} kiln_machine_limits;
+
+/* This machine's limits for vectors of `lanes` floats and `threads` threads
+ * (at most kiln_num_threads()): from the cache file
+ * $XDG_CACHE_HOME/kiln/machine-limits.txt (else ~/.cache/kiln/...), keyed
+ * by CPU model, thread count and lanes, or measured (about 0.2 s) and
+ * saved there. With use_cache 0, always measured, and not saved. */
+KILN_API kiln_status kiln_machine_limits_get(int lanes, int threads, int use_cache,
+                                             kiln_machine_limits *out);
+
+typedef enum { KILN_BOUND_UNKNOWN, KILN_BOUND_COMPUTE, KILN_BOUND_MEMORY } kiln_bound;
+
+/* A kernel's place on the roofline. Every figure is -1 where its inputs
+ * are unknown. */
+typedef struct {
+    double seconds, flops, bytes;
+    double gflops, gbs;  /* achieved */
+    double intensity;    /* flops per byte */
+    double limit_gflops; /* min(peak, intensity x bandwidth) */
+    double share;        /* the roofline time max(flops/peak, bytes/bandwidth) over seconds:
+                            the achieved fraction of the limit (for a kernel without flops,
+                            of the bandwidth) */
+    kiln_bound bound;    /* the limit that binds */
+} kiln_roofline;
+
+/* The roofline point of a kernel that took `seconds` for flops and bytes
+ * (-1: unknown) on a machine with limits lim. */
+KILN_API void kiln_roofline_point(double seconds, double flops, double bytes,
+                                  const kiln_machine_limits *lim, kiln_roofline *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,6 +14,7 @@
 #include "../ops/ops.h"
 #include "../passes/passes.h"
 #include "../te/te_internal.h"
+#include "../tir/cost.h"
 #include "driver_internal.h"
 
 typedef struct {
@@ -25,6 +26,7 @@ typedef struct {
     char func[160];   /* its kernel's name */
     char kernel[160]; /* the C function it runs: its own, or an earlier kernel's with the same
                          code (codegen_func_key) */
+    int fidx;         /* that function's index in build.funcs (-1: a control node) */
 } group_t;
 
 /* What the plans of a graph and of its bodies share as they are made: the
@@ -38,6 +40,7 @@ typedef struct {
     kiln_ctx *ctx;
     int level, fuse;
     tir_func *funcs;           /* the distinct kernels */
+    tir_count (*cost)[2];      /* funcs[i]'s flops and bytes (tir/cost.h) */
     unsigned char (*keys)[32]; /* funcs[i]'s codegen_func_key */
     int nfuncs, fcap;
     int nkernels;               /* all, before kernels with the same code became one */
@@ -149,6 +152,7 @@ static kiln_status make_groups(plan *P, int fuse) {
         }
         snprintf(gr->func, sizeof gr->func, "%sfused%s_%d", P->prefix, ops, k);
         memcpy(gr->kernel, gr->func, sizeof gr->kernel);
+        gr->fidx = -1;
     }
     return KILN_OK;
 }
@@ -353,6 +357,22 @@ static kiln_status control_attrs(build *B, plan *P, const gnode *on, const group
     return KILN_OK;
 }
 
+/* A kernel node's cost attributes (docs/PROFILING.md): "flops" and "bytes",
+ * each an integer or a dim expression over its function's size variables;
+ * an unknown count is left out. */
+static void cost_attrs(kstr *js, const tir_count c[2]) {
+    static const char *const keys[2] = {"flops", "bytes"};
+    for (int i = 0; i < 2; i++) {
+        if (!c[i].known)
+            continue;
+        kstr_printf(js, ", \"%s\": ", keys[i]);
+        if (c[i].expr[0])
+            json_write_string(js, c[i].expr);
+        else
+            kstr_printf(js, "%lld", (long long)c[i].value);
+    }
+}
+
 /* JSON text of the plan. Null nodes: graph inputs and constants (params
  * named p0, p1, ... unless the constant has a unique name); then one
  * tvm_op per group. Storage: inputs and params own theirs; group outputs
@@ -461,6 +481,8 @@ static char *make_json(plan *P, build *B, kiln_status *st) {
                     ", \"attrs\": {\"func_name\": \"%s\", \"num_inputs\": \"%d\", "
                     "\"num_outputs\": \"%d\", \"flatten_data\": \"0\"",
                     gr->kernel, gr->nin, nout);
+        if (!control && gr->fidx >= 0)
+            cost_attrs(&js, B->cost[gr->fidx]);
         if (control && (*st = control_attrs(B, P, on, gr, &js)) != KILN_OK) {
             free(group_storage);
             goto fail;
@@ -712,11 +734,14 @@ static char *plan_graph(build *B, struct kiln_graph *g, const char *prefix, int 
             if (nf)
                 B->funcs = nf;
             unsigned char(*nk)[32] = nf ? kiln_realloc(B->keys, 32 * (size_t)ncap) : NULL;
-            if (!nk) {
+            if (nk)
+                B->keys = nk;
+            tir_count(*nc)[2] = nk ? kiln_realloc(B->cost, sizeof *nc * (size_t)ncap) : NULL;
+            if (!nc) {
                 *st = KILN_ERR_NOMEM;
                 goto done;
             }
-            B->keys = nk;
+            B->cost = nc;
             B->fcap = ncap;
         }
         group_t *gr = &P.groups[k];
@@ -742,6 +767,7 @@ static char *plan_graph(build *B, struct kiln_graph *g, const char *prefix, int 
                 like = B->gfunc[j];
         if (like >= 0) {
             snprintf(gr->kernel, sizeof gr->kernel, "%s", B->funcs[like].name);
+            gr->fidx = like;
             B->nkernels++;
             if (depth == 0)
                 driver_progress(B->opts, "lower", k + 1, P.ngroups, NULL);
@@ -764,8 +790,12 @@ static char *plan_graph(build *B, struct kiln_graph *g, const char *prefix, int 
         snprintf(gr->kernel, sizeof gr->kernel, "%s", same < 0 ? gr->func : B->funcs[same].name);
         if (keyed)
             B->gfunc[B->ngkeys++] = same < 0 ? B->nfuncs : same;
-        if (same < 0)
+        gr->fidx = same < 0 ? B->nfuncs : same;
+        if (same < 0) {
+            tir_func_flops(f, &B->cost[B->nfuncs][0]);
+            tir_func_bytes(f, &B->cost[B->nfuncs][1]);
             B->funcs[B->nfuncs++] = *f;
+        }
         if (depth == 0)
             driver_progress(B->opts, "lower", k + 1, P.ngroups, NULL);
     }
@@ -860,6 +890,7 @@ kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
 done:
     driver_progress(opts, "done", 0, 0, NULL);
     free(B.funcs);
+    free(B.cost);
     free(B.keys);
     free(B.gkeys);
     free(B.gfunc);

@@ -1036,3 +1036,21 @@ const char *kiln_executor_kernel_name(const kiln_executor *e, int k) {
 const char *kiln_executor_kernel_func(const kiln_executor *e, int k) {
     return e && k >= 0 && k < e->m->nkernels ? e->m->nodes[e->m->kernels[k]].func : NULL;
 }
+
+kiln_status kiln_executor_kernel_cost(const kiln_executor *e, int k, double *flops, double *bytes) {
+    if (!e || k < 0 || k >= e->m->nkernels || !flops || !bytes)
+        return kiln_set_error(KILN_ERR_INVALID, "executor_kernel_cost: %s",
+                              e && flops && bytes ? "kernel index out of range" : "NULL argument");
+    const kiln_model *m = e->m;
+    const plan_node *n = &m->nodes[m->kernels[k]];
+    double c[2];
+    graph_cost_eval(m, m->kernels[k],
+                    m->dynamic && e->rs && e->rs->ready ? e->rs->kvars + n->kv0 : NULL, c);
+    *flops = c[0];
+    *bytes = c[1];
+    return KILN_OK;
+}
+
+int kiln_executor_vector_bits(const kiln_executor *e) {
+    return e ? e->m->vector_bits : 0;
+}

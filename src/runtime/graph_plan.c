@@ -253,6 +253,8 @@ static kiln_status read_node(kiln_model *e, int nid, const json *jn, const int *
                         "attrs.num_outputs must be at least 1 and agree with "
                         "node_row_ptr (%d)",
                         n->noutputs);
+    n->cost_json[0] = json_get(attrs, "flops");
+    n->cost_json[1] = json_get(attrs, "bytes");
     n->binds_json = json_get(attrs, "binds");
     if (n->binds_json && (!json_is(n->binds_json, JSON_ARRAY) || json_len(n->binds_json) < 1 ||
                           json_len(n->binds_json) > KILN_MAX_BINDS))
@@ -677,7 +679,7 @@ static kiln_status bind_kernel(kiln_model *e, int nid, kiln_module *mod, int arg
         return node_err(e, nid, "the kernels take too many symbolic sizes in all");
     n->kv0 = e->nkvars;
     e->nkvars += nvars;
-    if (graph_plan_bind_kernel(e, nid, NULL, n->vars))
+    if (graph_plan_bind_kernel(e, nid, NULL, n->vars) || graph_cost_read(e, nid))
         return node_prefix(e, nid);
     for (int a = 0; a < nargs; a++)
         e->arg_storage[arg0 + a] =
@@ -1017,6 +1019,9 @@ kiln_status graph_plan_read(kiln_model *e, const char *text, size_t len, kiln_mo
     const json *root = json_parse(e->ar, text, len, WHAT);
     if (!root)
         return KILN_ERR_INVALID;
+    int64_t vb; /* only informs the roofline profile's peak: checked loosely */
+    if (json_int(json_get(json_get(root, "target"), "vector_bits"), &vb) && vb >= 0 && vb <= 8192)
+        e->vector_bits = (int)vb;
     return read_plan(e, root, mod, params, own);
 }
 

@@ -81,6 +81,12 @@ typedef struct {
     int64_t *bind_size;
     const struct json *binds_json; /* while loading */
     const struct json *ctl_json;   /* while loading: a control node's attrs */
+    /* its cost per call (attrs.flops, attrs.bytes; graph_cost.c): a count,
+       -1 where unknown or symbolic; a symbolic one is cost_e's, over the
+       function's size variables (vars, or a run's kvars + kv0) */
+    const struct json *cost_json[2]; /* while loading */
+    int64_t cost[2];
+    const dim_expr *cost_e[2];
 } plan_node;
 
 typedef struct {
@@ -122,6 +128,7 @@ struct kiln_model {
     int nkvars;         /* the symbolic sizes of all kernels: a run's kvars[] */
     int64_t *min_bytes; /* per storage id: the most bytes its static entries need */
     int depth;          /* 0, or how deep a body's plan is nested in control nodes */
+    int vector_bits;    /* the package target's vector width (mod.json target), or 0 */
     pthread_mutex_t pool_mu;
     int pool_mu_ok;
     run_state *pool; /* idle run states for kiln_model_run */
@@ -137,6 +144,14 @@ KILN_HIDDEN kiln_model *graph_model_alloc(void);
  * taken from it instead of copied. An error names mod.json and the node. */
 KILN_HIDDEN kiln_status graph_plan_read(kiln_model *m, const char *text, size_t len,
                                         kiln_module *mod, const kiln_npz *params, kiln_npz *own);
+/* Read kernel node nid's cost attributes (cost_json, once its function is
+ * bound): each absent (unknown), a non-negative integer, or a dim
+ * expression over the function's size variables, evaluated here in a static
+ * plan. An error without a prefix names the attribute. */
+KILN_HIDDEN kiln_status graph_cost_read(kiln_model *m, int nid);
+/* Kernel node nid's flops and bytes per call (out[0], out[1]; -1 where
+ * unknown) with its size variables vars (a static plan: NULL). */
+KILN_HIDDEN void graph_cost_eval(const kiln_model *m, int nid, const int64_t *vars, double out[2]);
 /* Free the weights graph_plan_read placed. */
 KILN_HIDDEN void graph_plan_free_weights(kiln_model *m);
 

@@ -598,6 +598,10 @@ int kiln_function_num_vars(const kiln_function *f) {
     return f->nvars;
 }
 
+const char *kiln_function_var_name(const kiln_function *f, int k) {
+    return k >= 0 && k < f->nvars ? f->vars[k] : NULL;
+}
+
 int kiln_function_arg_info(const kiln_function *f, int i, kiln_dtype *dtype, int *ndim,
                            const int64_t **dims) {
     if (i < 0 || i >= f->nargs)

@@ -58,6 +58,8 @@ KILN_HIDDEN void kiln_workspace_free(void *p);
 /* ---- for the graph executor (module.c, package.c) ---- */
 /* Number of symbolic sizes (vars[]) f takes. */
 KILN_HIDDEN int kiln_function_num_vars(const kiln_function *f);
+/* The name of symbolic size k (module_abi.h's "var" line), or NULL. */
+KILN_HIDDEN const char *kiln_function_var_name(const kiln_function *f, int k);
 /* Signature of argument i: dtype, rank, dims (>= 0 fixed, -1 - k the
  * symbolic size vars[k]; owned by the module). 0 if i is out of range. */
 KILN_HIDDEN int kiln_function_arg_info(const kiln_function *f, int i, kiln_dtype *dtype, int *ndim,

@@ -87,6 +87,26 @@ if ! grep -qF '"traceEvents"' "$DIR/cli_trace.json" ||
     echo "FAIL: the trace lacks 18 kernel events"; cat "$DIR/cli_trace.json"; fails=$((fails + 1))
 fi
 expect 0 "(2 more kernels)" "$KILN" run "$MODEL" --fill zeros --profile --print-top 1
+# the roofline columns (docs/PROFILING.md); this package has no counts
+expect 0 "Node                     Function             Time(us) %Time   GFLOP     MB GFLOP/s   GB/s    AI   Roof %Roof Bound" \
+    "$KILN" run "$MODEL" --fill zeros --profile
+grep -qF "Machine: " "$OUT" || { echo "FAIL: no Machine line"; fails=$((fails + 1)); }
+grep -qF "Some kernels have no FLOP or byte count" "$OUT" ||
+    { echo "FAIL: no note on the missing counts"; fails=$((fails + 1)); }
+grep -qF '"flops": null' "$DIR/cli_trace.json" ||
+    { echo "FAIL: the trace lacks the flops arg"; fails=$((fails + 1)); }
+# test_runtime_roofline's conv + dense: counted, each kernel compute- or memory-bound
+ROOF=$DIR/roofline_model.tar
+rm -f "$DIR/cli_trace.json"
+expect 0 "%Roof Bound" "$KILN" run "$ROOF" --fill random --profile --profile-trace "$DIR/cli_trace.json"
+if ! grep -Eq "^fc +dense.* (compute|memory)$" "$OUT" || ! grep -Eq "^Total .* (compute|memory)$" "$OUT" ||
+    grep -qF "Some kernels have no FLOP" "$OUT"; then
+    echo "FAIL: the roofline rows of $ROOF"; cat "$OUT"; fails=$((fails + 1))
+fi
+if ! grep -qF '"bound": "' "$DIR/cli_trace.json" || ! grep -qF '"roof_share": ' "$DIR/cli_trace.json" ||
+    grep -qF '"flops": null' "$DIR/cli_trace.json"; then
+    echo "FAIL: the trace lacks the roofline args"; fails=$((fails + 1))
+fi
 
 # bad arguments: exit 2 with a message
 expect 2 "unknown option '--bogus'" "$KILN" run "$MODEL" --bogus
