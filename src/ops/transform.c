@@ -315,6 +315,8 @@ static rel_result rel_concatenate(const struct kiln_graph *g, const gnode *call,
         axis += x->ndim;
     if (axis < 0 || axis >= x->ndim)
         return ops_fail("axis is out of range for a %d-D input", x->ndim);
+    if (x->dims[axis].sym)
+        return ops_fail("the concatenated axis must not be symbolic");
     gtensor_type res = *x;
     for (int i = 1; i < call->nin; i++) {
         const gtensor_type *y = ops_tensor_in(in[i], i, &r);
@@ -329,7 +331,7 @@ static rel_result rel_concatenate(const struct kiln_graph *g, const gnode *call,
             if (!gdim_equal(x->dims[d], y->dims[d]))
                 return ops_fail("input %d differs from input 0 in dim %d", i, d);
         }
-        if (res.dims[axis].sym || y->dims[axis].sym)
+        if (y->dims[axis].sym)
             return ops_fail("the concatenated axis must not be symbolic");
         if (!kiln_add_ok(res.dims[axis].v, y->dims[axis].v, &res.dims[axis].v))
             return ops_fail("the concatenated axis overflows int64");
@@ -1105,6 +1107,7 @@ const kiln_op_def ops_transform_rows[] = {
      .pattern = OP_INJECTIVE,
      .compute = compute_concatenate,
      .alter = alter_concatenate,
+     .sym_dims = 1, /* the other dims may be symbolic; the joined one may not */
      .summary = "join along axis",
      .values = values_concatenate},
     ROW("split", 1, 1, split_attrs, rel_split, compute_split, OP_INJECTIVE,

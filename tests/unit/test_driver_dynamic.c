@@ -302,5 +302,60 @@ static void test_refusals(void) {
     kiln_graph_free(g);
 }
 
+/* concatenate over a symbolic batch: the joined axis is static, the batch
+ * symbolic (DenseNet, GoogLeNet and ShuffleNetV2 with --input-shapes
+ * "input:[N,...]"); joining along the symbolic axis is refused. */
+static void test_concat_any_batch(void) {
+    kiln_graph *g = kiln_graph_new();
+    int64_t xd[2] = {-1, 5};
+    const char *syms[2] = {"n", NULL};
+    int x = kiln_graph_var(g, "x", KILN_FLOAT32, 2, xd, syms);
+    int e = kiln_graph_call(g, "exp", 1, &x, NULL, "e");
+    int in[2] = {x, e};
+    int y = kiln_graph_call(g, "concatenate", 2, in, "axis=1", "y");
+    CHECK(y >= 0);
+    CHECK_EQ_INT(kiln_graph_set_outputs(g, 1, &y, NULL), KILN_OK);
+    const char *pkg = test_tmp_path("dyn_concat.tar");
+    kiln_status st = kiln_graph_compile(g, pkg, NULL);
+    CHECK_EQ_INT(st, KILN_OK);
+    kiln_model *m = st ? NULL : kiln_model_load(pkg);
+    CHECK(m != NULL);
+    static const int64_t sizes[] = {1, 3, 0, 17};
+    for (size_t k = 0; m && k < sizeof sizes / sizeof sizes[0]; k++) {
+        int64_t n = sizes[k], d[2] = {n, 5};
+        kiln_ndarray *xa = kiln_ndarray_empty(KILN_FLOAT32, 2, d);
+        float *xv = kiln_ndarray_data(xa);
+        for (int64_t i = 0; i < n * 5; i++)
+            xv[i] = (float)((i * 7 + (int64_t)k) % 11) / 5.0f - 1.0f;
+        kiln_ndarray *out = NULL;
+        const kiln_ndarray *ins[1] = {xa};
+        CHECK_EQ_INT(kiln_model_run_alloc(m, ins, &out, 0), KILN_OK);
+        if (out) {
+            CHECK_EQ_INT(kiln_ndarray_dim(out, 0), n);
+            CHECK_EQ_INT(kiln_ndarray_dim(out, 1), 10);
+            const float *yv = kiln_ndarray_data(out);
+            int bad = 0;
+            for (int64_t i = 0; i < n; i++)
+                for (int c = 0; c < 5; c++)
+                    bad += yv[i * 10 + c] != xv[i * 5 + c] ||
+                           fabsf(yv[i * 10 + 5 + c] - expf(xv[i * 5 + c])) > 1e-5f;
+            CHECK_EQ_INT(bad, 0);
+        }
+        kiln_ndarray_free(out);
+        kiln_ndarray_free(xa);
+    }
+    kiln_model_free(m);
+    kiln_graph_free(g);
+    /* along the symbolic axis: refused, naming the reason */
+    g = kiln_graph_new();
+    x = kiln_graph_var(g, "x", KILN_FLOAT32, 2, xd, syms);
+    int in2[2] = {x, x};
+    int rows = kiln_graph_call(g, "concatenate", 2, in2, "axis=0", "rows");
+    CHECK_EQ_INT(kiln_graph_set_outputs(g, 1, &rows, NULL), KILN_OK);
+    CHECK(kiln_graph_compile(g, test_tmp_path("dyn_concat_rows.tar"), NULL) != KILN_OK);
+    CHECK_CONTAINS(kiln_last_error(), "must not be symbolic");
+    kiln_graph_free(g);
+}
+
 TEST_MAIN(TEST(test_elementwise_any_batch), TEST(test_mlp_any_batch), TEST(test_layout_any_batch),
-          TEST(test_softmax_any_batch), TEST(test_refusals))
+          TEST(test_softmax_any_batch), TEST(test_refusals), TEST(test_concat_any_batch))
