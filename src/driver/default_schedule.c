@@ -71,19 +71,25 @@ static int read_by_reduction(kiln_schedule *s, const kiln_tensor *t) {
 /* 1 if every tensor read in e moves by 0 or 1 element in its last index
  * when v grows by one, and not at all in the others: vectorizing v then
  * loads contiguous or broadcast vectors. */
+/* 1 if the tensor read e moves by 0 or 1 element in its last index when v
+ * grows by one, and not at all in the others. */
+static int read_moves_contiguously(tir_node e, tir_node v) {
+    tir_node v1 = tir_add(v, tir_i64(v->ctx, 1));
+    for (uint32_t d = 0; d < e->nsrc; d++) {
+        tir_node idx = e->src[d];
+        tir_node diff = tir_simplify(NULL, tir_sub(tir_substitute(idx, 1, &v, &v1), idx));
+        int64_t c;
+        if (!tir_const_int(diff, &c) || c < 0 || c > (d + 1 == e->nsrc ? 1 : 0))
+            return 0;
+    }
+    return 1;
+}
+
 static int contiguous_in_rec(tir_set *seen, tir_node e, tir_node v) {
     if (tir_set_add(seen, e))
         return 1;
-    if (e->op == TIR_TENSOR_READ) {
-        tir_node v1 = tir_add(v, tir_i64(v->ctx, 1));
-        for (uint32_t d = 0; d < e->nsrc; d++) {
-            tir_node idx = e->src[d];
-            tir_node diff = tir_simplify(NULL, tir_sub(tir_substitute(idx, 1, &v, &v1), idx));
-            int64_t c;
-            if (!tir_const_int(diff, &c) || c < 0 || c > (d + 1 == e->nsrc ? 1 : 0))
-                return 0;
-        }
-    }
+    if (e->op == TIR_TENSOR_READ && !read_moves_contiguously(e, v))
+        return 0;
     for (uint32_t i = 0; i < e->nsrc; i++)
         if (!contiguous_in_rec(seen, e->src[i], v))
             return 0;
@@ -184,38 +190,10 @@ static void parallel_outer(kiln_stage *st) {
         kiln_clear_error(); /* serial loops: correct, only slower */
 }
 
-/* How index e moves per step of v: its coefficient when e is affine in v
- * (v through +, - and products with constants), else INT64_MIN. */
-static int64_t index_step(tir_node e, tir_node v) {
-    if (e == v)
-        return 1;
-    if (!tir_uses_var(e, v))
-        return 0;
-    int64_t a, b, c;
-    switch (e->op) {
-    case TIR_ADD:
-    case TIR_SUB:
-        a = index_step(e->src[0], v);
-        b = index_step(e->src[1], v);
-        if (a == INT64_MIN || b == INT64_MIN)
-            return INT64_MIN;
-        return e->op == TIR_ADD ? a + b : a - b;
-    case TIR_MUL:
-        for (int k = 0; k < 2; k++)
-            if (tir_const_int(e->src[k], &c)) {
-                a = index_step(e->src[1 - k], v);
-                return a == INT64_MIN || c > 1024 || c < -1024 ? INT64_MIN : a * c;
-            }
-        return INT64_MIN;
-    case TIR_CAST:
-        return tir_is_int_dtype((kiln_dtype)e->dtype) ? index_step(e->src[0], v) : INT64_MIN;
-    default: return INT64_MIN;
-    }
-}
-
 /* 1 if every buffer that e reads (through the stages inlined into it) is
- * read at consecutive elements, or at one, as v steps: vectors of v are
- * then whole loads and broadcasts, not gathers. A channel shuffle
+ * read at consecutive elements, or at one, as v steps (contiguous_in's test
+ * of each read, which this applies through inlined stages too): vectors of
+ * v are then whole loads and broadcasts, not gathers. A channel shuffle
  * (reshape, transpose, reshape: indices by division) is not, and its
  * vector form ran 12x slower than the scalar loop (ShuffleNetV2). `budget`
  * bounds the walk (inlined bodies are expanded per read). */
@@ -232,11 +210,7 @@ static int reads_contiguous(kiln_schedule *s, tir_node e, tir_node v, int *budge
                 vars[d] = p->iters[d].var;
             return reads_contiguous(s, tir_substitute(p->body, p->ndata, vars, e->src), v, budget);
         }
-        for (uint32_t d = 0; d + 1 < e->nsrc; d++)
-            if (tir_uses_var(e->src[d], v))
-                return 0;
-        int64_t step = e->nsrc ? index_step(e->src[e->nsrc - 1], v) : INT64_MIN;
-        return step == 0 || step == 1;
+        return read_moves_contiguously(e, v);
     }
     for (uint32_t i = 0; i < e->nsrc; i++)
         if (!reads_contiguous(s, e->src[i], v, budget))

@@ -135,10 +135,6 @@ static kiln_status compute_dense(kiln_ctx *ctx, const gnode *call, kiln_tensor *
  * broadcasts feed mr*nr/lanes multiply-adds. The epilogue (bias, GELU, the
  * residual add) is the output stage over the same tile. */
 
-/* The register tile of a dense/matmul output with m rows, n columns and a
- * reduction of length k: *mr rows by *nr columns (a multiple of the vector
- * lanes *vl: the register's, or half or a quarter of it when n needs), mr
- * dividing m and nr dividing n; *nr is 0 if n has no usable divisor. */
 /* Whether a row tile of r rows of the row space e[0] x ... x e[n-1] (the
  * dims before the columns, row-major) is always a box: r divides the inner
  * dim, or the inner dim divides r and r / e[n-1] tiles the rest so. The
@@ -182,6 +178,13 @@ static int64_t dense_rows(int nd, const int64_t *od, int *rows) {
     return nd >= 2 && od[nd - 2] >= 0 ? od[nd - 2] : nd >= 2 ? OPS_SYM_EXTENT_HINT : 1;
 }
 
+/* The register tile of a dense/matmul output with m rows (over the row dims
+ * rowdims[0, nrowdims) when they are folded), n columns and a reduction of
+ * length k: *mr rows by *nr columns (a multiple of the vector lanes *vl: the
+ * register's, or half or a quarter of it when n needs). mr is a box of the
+ * row space (rows_box); it need not divide m over one row dim, the last
+ * tile cut short. nr divides n, or with col_tail the last panel is cut
+ * short; *nr is 0 if there is no usable width. */
 static void dense_tile(int64_t m, const int64_t *rowdims, int nrowdims, int64_t n, int64_t k,
                        int col_tail, const kiln_target *target, int64_t *mr, int64_t *nr,
                        int64_t *vl) {
@@ -207,10 +210,9 @@ static void dense_tile(int64_t m, const int64_t *rowdims, int nrowdims, int64_t 
                 if (v > 1 && k * v * lanes * 4 > l2 / 2)
                     continue;
                 for (int64_t r = 1; r <= m && r <= 16; r++) {
-                    /* a tile that does not divide the rows leaves a last tile
-                       cut short (a guarded tail): only over one row dim */
-                    if (r * v + v + 1 > nregs || (nrowdims && !rows_box(r, rowdims, nrowdims)) ||
-                        (m % r && !rows_box(r, rowdims, nrowdims)))
+                    /* a box of the row space; over one row dim any r, a
+                       last tile that does not fill cut short by a guard */
+                    if (r * v + v + 1 > nregs || !rows_box(r, rowdims, nrowdims))
                         continue;
                     /* cycles per vector multiply-add: the FMA pipes (2 a cycle),
                        the loads (r + v per k step, 2 a cycle), the weight panel

@@ -1015,8 +1015,7 @@ static int alter_concatenate(const gnode *call, const layout_query *q, layout_re
     const gtensor_type *ot = ops_node_type(call);
     if (!ot || ot->ndim != 4 || !ops_all_known(ot, 1, 4) || call->nin > LAYOUT_MAX_IN)
         return 0;
-    int64_t axis = graph_attr_int(call, "axis", 0);
-    if (axis != 1 && axis != -3)
+    if (ops_norm_axis(call, 0, 4) != 1)
         return 0;
     int b = 0;
     for (int i = 0; i < call->nin && !b; i++)
