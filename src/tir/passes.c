@@ -4,6 +4,7 @@
  * or leaves it serial when the body cannot be vectorized safely. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tir.h"
 
@@ -348,4 +349,190 @@ tir_node tir_truncate_divmod(kiln_ctx *ctx, tir_node s) {
     tir_node r = tir_rewrite(s, divmod_fn, an);
     tir_analyzer_free(an);
     return r;
+}
+
+/* ---- unswitching guards that a loop nest does not change ----------------------
+ * A split whose factor does not divide its extent, or a tile that does not
+ * divide the output, leaves guards in the nest: `if (f % 7 * 32 + 31 < 197)`
+ * around each vector statement, with a scalar loop in the else. When such a
+ * condition depends only on variables bound outside a loop's body (the
+ * loop's own variable and those around it), and sits inside a loop nested
+ * in that body, the body is emitted twice: once under the conjunction of
+ * those conditions, with each of them true (no guards, so the C compiler
+ * keeps the accumulators in registers), and once as it was, for the
+ * iterations where some guard fails (the tail tiles). The copy that runs
+ * in the tail is not unswitched again, so a nest grows at most twice per
+ * level. Conditions that read memory or call functions stay where they
+ * are. */
+
+#define UNSWITCH_MAX_CONDS 16
+#define UNSWITCH_MAX_STMTS 4096
+
+typedef struct {
+    kiln_ctx *ctx;
+    tir_node inner[64]; /* loop variables bound inside the body */
+    int ninner, overflow;
+    tir_node conds[UNSWITCH_MAX_CONDS];
+    int nconds, nested_hit, nstmts;
+} unswitch_scan;
+
+static int pure_index_expr(tir_node e, tir_set *seen) {
+    if (tir_set_add(seen, e))
+        return 1;
+    if (e->op == TIR_LOAD || e->op == TIR_CALL || e->op == TIR_CHECK || e->op == TIR_TENSOR_READ ||
+        e->op == TIR_REDUCE || e->lanes != 1)
+        return 0;
+    for (uint32_t i = 0; i < e->nsrc; i++)
+        if (!pure_index_expr(e->src[i], seen))
+            return 0;
+    return 1;
+}
+
+static void collect_inner_vars(unswitch_scan *u, tir_node s) {
+    if (++u->nstmts > UNSWITCH_MAX_STMTS)
+        return;
+    switch (s->op) {
+    case TIR_FOR: {
+        int have = 0;
+        for (int i = 0; i < u->ninner; i++)
+            have |= u->inner[i] == s->src[0];
+        if (!have && u->ninner < 64)
+            u->inner[u->ninner++] = s->src[0];
+        else if (!have)
+            u->overflow = 1;
+        collect_inner_vars(u, s->src[3]);
+    } break;
+    case TIR_SEQ:
+        for (uint32_t i = 0; i < s->nsrc; i++)
+            collect_inner_vars(u, s->src[i]);
+        break;
+    case TIR_IF:
+        for (uint32_t i = 1; i < s->nsrc; i++)
+            collect_inner_vars(u, s->src[i]);
+        break;
+    case TIR_ALLOCATE: collect_inner_vars(u, s->src[2]); break;
+    default: break;
+    }
+}
+
+static int invariant_cond(const unswitch_scan *u, tir_node c) {
+    if (c->dtype != KILN_BOOL || tir_is_const(c))
+        return 0;
+    tir_set seen = {0};
+    int ok = pure_index_expr(c, &seen);
+    tir_set_free(&seen);
+    for (int i = 0; ok && i < u->ninner; i++)
+        ok = !tir_uses_var(c, u->inner[i]);
+    return ok;
+}
+
+/* c's conjuncts (split at &&), each once */
+static void add_conjuncts(unswitch_scan *u, tir_node c) {
+    if (c->op == TIR_AND) {
+        add_conjuncts(u, c->src[0]);
+        add_conjuncts(u, c->src[1]);
+        return;
+    }
+    for (int i = 0; i < u->nconds; i++)
+        if (u->conds[i] == c)
+            return;
+    if (u->nconds < UNSWITCH_MAX_CONDS)
+        u->conds[u->nconds++] = c;
+    else
+        u->overflow = 1;
+}
+
+/* depth: the loops of the body around s */
+static void collect_conds(unswitch_scan *u, tir_node s, int depth) {
+    switch (s->op) {
+    case TIR_FOR: collect_conds(u, s->src[3], depth + 1); break;
+    case TIR_SEQ:
+        for (uint32_t i = 0; i < s->nsrc; i++)
+            collect_conds(u, s->src[i], depth);
+        break;
+    case TIR_ALLOCATE: collect_conds(u, s->src[2], depth); break;
+    case TIR_IF: {
+        tir_node c = s->src[0];
+        if (invariant_cond(u, c)) {
+            add_conjuncts(u, c);
+            if (depth > 0)
+                u->nested_hit = 1;
+            collect_conds(u, s->src[1], depth); /* the else: dead when c holds */
+        } else {
+            for (uint32_t i = 1; i < s->nsrc; i++)
+                collect_conds(u, s->src[i], depth);
+        }
+        break;
+    }
+    default: break;
+    }
+}
+
+typedef struct {
+    const tir_node *conds;
+    int n;
+} cond_subst;
+
+/* each conjunct becomes true; the simplifier then drops the guards */
+static tir_node subst_cond_fn(tir_node n, void *user) {
+    const cond_subst *cs = user;
+    int64_t c;
+    if (n->op == TIR_IF && tir_const_int(n->src[0], &c) && c)
+        return n->src[1];
+    for (int i = 0; i < cs->n; i++)
+        if (n == cs->conds[i])
+            return tir_int(n->ctx, KILN_BOOL, 1);
+    return n;
+}
+
+static tir_node unswitch_stmt(kiln_ctx *ctx, tir_node s, int in_tail);
+
+static tir_node unswitch_body(kiln_ctx *ctx, tir_node loop, int in_tail) {
+    tir_node body = loop->src[3];
+    if (!in_tail) {
+        unswitch_scan u;
+        memset(&u, 0, sizeof u);
+        u.ctx = ctx;
+        collect_inner_vars(&u, body);
+        if (!u.overflow && u.nstmts <= UNSWITCH_MAX_STMTS) {
+            collect_conds(&u, body, 0);
+            if (u.nconds && u.nested_hit && !u.overflow) {
+                tir_node all = u.conds[0];
+                for (int i = 1; i < u.nconds; i++)
+                    all = tir_bin(TIR_AND, all, u.conds[i]);
+                cond_subst cs = {u.conds, u.nconds};
+                tir_node fast = tir_rewrite(body, subst_cond_fn, &cs);
+                return tir_if(all, unswitch_stmt(ctx, fast, 0), unswitch_stmt(ctx, body, 1));
+            }
+        }
+    }
+    return unswitch_stmt(ctx, body, in_tail);
+}
+
+static tir_node unswitch_stmt(kiln_ctx *ctx, tir_node s, int in_tail) {
+    switch (s->op) {
+    case TIR_FOR: {
+        tir_node src[4] = {s->src[0], s->src[1], s->src[2], unswitch_body(ctx, s, in_tail)};
+        return tir_with_src(s, 4, src);
+    }
+    case TIR_SEQ:
+    case TIR_IF:
+    case TIR_ALLOCATE: {
+        tir_node src[64];
+        tir_node *buf = s->nsrc <= 64 ? src : malloc(sizeof(tir_node) * s->nsrc);
+        KILN_ASSERT(buf);
+        int first = s->op == TIR_SEQ ? 0 : s->op == TIR_IF ? 1 : 2;
+        for (uint32_t i = 0; i < s->nsrc; i++)
+            buf[i] = (int)i >= first ? unswitch_stmt(ctx, s->src[i], in_tail) : s->src[i];
+        tir_node r = tir_with_src(s, (int)s->nsrc, buf);
+        if (buf != src)
+            free(buf);
+        return r;
+    }
+    default: return s;
+    }
+}
+
+tir_node tir_unswitch(kiln_ctx *ctx, tir_node s) {
+    return unswitch_stmt(ctx, s, 0);
 }

@@ -301,6 +301,9 @@ KILN_HIDDEN tir_node tir_vectorize(kiln_ctx *ctx, tir_node s);
 KILN_HIDDEN tir_node tir_legalize_lanes(kiln_ctx *ctx, tir_node s, int max_bytes);
 /* Unroll unrolled loops of constant extent (others become serial). */
 KILN_HIDDEN tir_node tir_unroll(kiln_ctx *ctx, tir_node s);
+/* Unswitch guards a loop body does not change: the body runs under their
+ * conjunction with each guard true, else as it was (passes.c). */
+KILN_HIDDEN tir_node tir_unswitch(kiln_ctx *ctx, tir_node s);
 /* floordiv/floormod by a positive constant of a provably non-negative
  * integer become C's / and % (the last pass: the simplifier's rules match
  * the floor forms). */

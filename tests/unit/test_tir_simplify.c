@@ -633,6 +633,45 @@ static void test_stmt_guards(void) {
     CHECK_EQ_STR(S(tir_simplify_stmt(an, g5)), "if (i.inner < n) {\n  C[i.inner] = 0.0f\n}\n");
 }
 
+/* tir_unswitch: a guard that depends only on the outer loop, inside an
+ * inner loop, is hoisted: the body runs without it under the guard, and as
+ * it was otherwise; a guard over the inner variable, or one with no loop
+ * inside it, stays */
+static void test_unswitch(void) {
+    tir_node f = V("f"), k = V("k"), j = V("j");
+    tir_node C = tir_handle(ctx, "C", KILN_FLOAT32);
+    tir_node guard = B(TIR_LT, ADD(MUL(FMOD(f, 7), I(32)), I(31)), I(197));
+    tir_node st = tir_store(C, ADD(MUL(f, I(64)), k), F(1));
+    tir_node inner = tir_for(k, I(0), I(64), TIR_FOR_SERIAL, NULL, tir_if(guard, st, NULL));
+    tir_node outer = tir_for(f, I(0), I(84), TIR_FOR_PARALLEL, NULL, inner);
+    CHECK_EQ_STR(S(tir_unswitch(ctx, outer)), "parallel (f, 0, 84) {\n"
+                                              "  if (floormod(f, 7)*32 + 31 < 197) {\n"
+                                              "    for (k, 0, 64) {\n"
+                                              "      C[f*64 + k] = 1.0f\n"
+                                              "    }\n"
+                                              "  } else {\n"
+                                              "    for (k, 0, 64) {\n"
+                                              "      if (floormod(f, 7)*32 + 31 < 197) {\n"
+                                              "        C[f*64 + k] = 1.0f\n"
+                                              "      }\n"
+                                              "    }\n"
+                                              "  }\n"
+                                              "}\n");
+    /* a guard over the inner variable is not invariant */
+    tir_node g2 = B(TIR_LT, ADD(MUL(f, I(32)), k), I(197));
+    tir_node o2 = tir_for(f, I(0), I(7), TIR_FOR_SERIAL, NULL,
+                          tir_for(k, I(0), I(32), TIR_FOR_SERIAL, NULL, tir_if(g2, st, NULL)));
+    CHECK(tir_unswitch(ctx, o2) == o2);
+    /* no loop between the guard and the loop: nothing to gain */
+    tir_node o3 = tir_for(f, I(0), I(7), TIR_FOR_SERIAL, NULL, tir_if(guard, st, NULL));
+    CHECK(tir_unswitch(ctx, o3) == o3);
+    /* a guard that reads memory stays */
+    tir_node g4 = B(TIR_LT, tir_load(ctx, C, f), F(0));
+    tir_node o4 = tir_for(f, I(0), I(7), TIR_FOR_SERIAL, NULL,
+                          tir_for(j, I(0), I(4), TIR_FOR_SERIAL, NULL, tir_if(g4, st, NULL)));
+    CHECK(tir_unswitch(ctx, o4) == o4);
+}
+
 static void test_stmt_seq_allocate(void) {
     tir_node i = V("i");
     tir_node C = tir_handle(ctx, "C", KILN_FLOAT32), T = tir_handle(ctx, "T", KILN_FLOAT32);
@@ -973,6 +1012,7 @@ WITH_CTX(test_vectors)
 WITH_CTX(test_stmt_loops)
 WITH_CTX(test_stmt_guards)
 WITH_CTX(test_stmt_seq_allocate)
+WITH_CTX(test_unswitch)
 WITH_CTX(test_property_int64)
 WITH_CTX(test_property_int32)
 WITH_CTX(test_property_int8_wraparound)
@@ -986,7 +1026,7 @@ TEST_MAIN(TEST(test_fold_int64_ctx), TEST(test_fold_division_by_zero_left_ctx),
           TEST(test_linear_form_narrow_ctx), TEST(test_divmod_bounds_ctx),
           TEST(test_divmod_narrow_ctx), TEST(test_minmax_ctx), TEST(test_compare_bounds_ctx),
           TEST(test_analyzer_bounds_ctx), TEST(test_vectors_ctx), TEST(test_stmt_loops_ctx),
-          TEST(test_stmt_guards_ctx), TEST(test_stmt_seq_allocate_ctx),
+          TEST(test_stmt_guards_ctx), TEST(test_stmt_seq_allocate_ctx), TEST(test_unswitch_ctx),
           TEST(test_property_int64_ctx), TEST(test_property_int32_ctx),
           TEST(test_property_int8_wraparound_ctx), TEST(test_property_uint8_wraparound_ctx),
           TEST(test_property_ramps_ctx))
