@@ -480,15 +480,19 @@ static kiln_expr hm_out(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     return kiln_select(hit, ops_const(ctx, dt, 1), ops_const(ctx, dt, 0));
 }
 
-/* Softmax over a last axis of K = ko * SM_LANES elements, in lane-parallel
- * form: max and sum first reduce over ko into SM_LANES partial results per
- * row (contiguous reads, so they vectorize), then over those. Only the
- * order of the max and sum reductions differs from the plain form. */
+/* Softmax over a last axis of K >= 2 * SM_LANES elements, in lane-parallel
+ * form: max and sum first reduce over ko (the ceil(K / SM_LANES) chunks of
+ * a row) into SM_LANES partial results per row (contiguous reads, so they
+ * vectorize), then over those. Where SM_LANES does not divide K, the last
+ * chunk is moved back to end at K: it overlaps the one before, which max
+ * does not mind, and the sum counts only its lanes past that chunk. Only
+ * the order of the max and sum reductions differs from the plain form. */
 #define SM_LANES 16
 
 typedef struct {
     kiln_tensor *x, *mxp, *mx, *ex, *smp, *sm;
     int nd;
+    int64_t k; /* the axis' extent */
     kiln_expr ko, ki, ko2, ki2;
 } smv_args;
 
@@ -502,9 +506,16 @@ static kiln_expr row_at(kiln_tensor *t, int nrow, const kiln_expr *i, kiln_expr 
     return kiln_tensor_at(t, nrow + (last != NULL), ix);
 }
 
+/* the first element of chunk ko: ko * SM_LANES, the last chunk moved back
+   to end at K */
+static kiln_expr chunk_start(kiln_ctx *ctx, const smv_args *s, kiln_expr ko) {
+    kiln_expr at = kiln_mul(ko, ops_int(ctx, SM_LANES));
+    return s->k % SM_LANES ? kiln_min(at, ops_int(ctx, s->k - SM_LANES)) : at;
+}
+
 static kiln_expr x_at_lane(kiln_ctx *ctx, const smv_args *s, kiln_tensor *t, const kiln_expr *i,
                            kiln_expr ko, kiln_expr ki) {
-    return row_at(t, s->nd - 1, i, kiln_add(kiln_mul(ko, ops_int(ctx, SM_LANES)), ki));
+    return row_at(t, s->nd - 1, i, kiln_add(chunk_start(ctx, s, ko), ki));
 }
 
 static kiln_expr smv_mxp(kiln_ctx *ctx, const kiln_expr *i, void *u) {
@@ -522,7 +533,13 @@ static kiln_expr smv_ex(kiln_ctx *ctx, const kiln_expr *i, void *u) {
 }
 static kiln_expr smv_smp(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     smv_args *s = u;
-    return kiln_sum(x_at_lane(ctx, s, s->ex, i, s->ko2, i[s->nd - 1]), 1, &s->ko2);
+    kiln_expr e = x_at_lane(ctx, s, s->ex, i, s->ko2, i[s->nd - 1]);
+    if (s->k % SM_LANES) { /* the moved chunk: only the lanes no chunk before had */
+        kiln_expr at = kiln_add(chunk_start(ctx, s, s->ko2), i[s->nd - 1]);
+        kiln_expr fresh = kiln_ge(at, kiln_mul(s->ko2, ops_int(ctx, SM_LANES)));
+        e = kiln_select(fresh, e, ops_const(ctx, kiln_tensor_dtype(s->ex), 0));
+    }
+    return kiln_sum(e, 1, &s->ko2);
 }
 static kiln_expr smv_sm(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     smv_args *s = u;
@@ -536,8 +553,7 @@ static kiln_expr smv_out(kiln_ctx *ctx, const kiln_expr *i, void *u) {
 static int softmax_lanes_form(const gnode *call, int nd, const int64_t *od, int *axis) {
     int64_t a = graph_attr_int(call, "axis", -1);
     *axis = (int)(a < 0 ? a + nd : a);
-    return call->op->variant == SM_SOFTMAX && *axis == nd - 1 && od[nd - 1] % SM_LANES == 0 &&
-           od[nd - 1] >= 2 * SM_LANES;
+    return call->op->variant == SM_SOFTMAX && *axis == nd - 1 && od[nd - 1] >= 2 * SM_LANES;
 }
 
 static kiln_status compute_softmax(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
@@ -553,10 +569,12 @@ static kiln_status compute_softmax(kiln_ctx *ctx, const gnode *call, kiln_tensor
         memset(&v, 0, sizeof v);
         v.x = in[0];
         v.nd = nd;
+        v.k = od[nd - 1];
         for (int d = 0; d < nd - 1; d++)
             rd[d] = oe[d];
         rd[nd - 1] = ops_int(ctx, SM_LANES);
-        kiln_expr ko_ext = ops_int(ctx, od[nd - 1] / SM_LANES), l = ops_int(ctx, SM_LANES);
+        kiln_expr ko_ext = ops_int(ctx, (v.k + SM_LANES - 1) / SM_LANES),
+                  l = ops_int(ctx, SM_LANES);
         v.ko = kiln_reduce_axis(ctx, ops_int(ctx, 0), ko_ext, "ko");
         v.ko2 = kiln_reduce_axis(ctx, ops_int(ctx, 0), ko_ext, "ko");
         v.ki = kiln_reduce_axis(ctx, ops_int(ctx, 0), l, "ki");
