@@ -538,13 +538,87 @@ char *cg_splat(cg_render *r, kiln_dtype dt, int lanes, char *a) {
     return t;
 }
 
+/* The masked memory helpers: lanes whose mask byte is 0 are neither read
+ * (their value is 0) nor written. Vectors of 16 or 8 four-byte lanes use
+ * the x86 masked moves where the target has them (AVX-512 BW+VL: a k mask;
+ * AVX2: vmaskmov), since gcc turns the portable loop into a branch per
+ * lane; other vectors and targets take the loop. */
+static const char *const mask_isa =
+    "#if defined(__x86_64__) && (defined(__AVX2__) || defined(__AVX512F__))\n"
+    "#include <immintrin.h>\n"
+    "#endif\n"
+    "#if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512BW__) && "
+    "defined(__AVX512VL__)\n"
+    "#define KILN_MASK16(m) _mm_test_epi8_mask((__m128i)(m), (__m128i)(m))\n"
+    "#endif\n"
+    "#if defined(__x86_64__) && defined(__AVX2__)\n"
+    "static inline __m256i kiln_mask8(const void *m) {\n"
+    "    long long b;\n"
+    "    memcpy(&b, m, 8);\n"
+    "    return _mm256_cmpgt_epi32(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(b)), "
+    "_mm256_setzero_si256());\n"
+    "}\n"
+    "#endif\n";
+
+static char *masked_helper_text(const char *kind, const char *name, const char *vt, const char *T,
+                                const char *it, const char *mt, int lanes, int fast) {
+    /* the x86 form, under its #if, before the loop's #else */
+    char *x86 = cg_sdup("");
+    if (fast && lanes == 16 && !strcmp(kind, "mload"))
+        x86 = (free(x86), cg_sdup("#ifdef KILN_MASK16\n"
+                                  "    return (%s)_mm512_maskz_loadu_ps(KILN_MASK16(m), p);\n"
+                                  "#else\n"));
+    else if (fast && lanes == 16 && !strcmp(kind, "mstore"))
+        x86 =
+            (free(x86), cg_sdup("#ifdef KILN_MASK16\n"
+                                "    _mm512_mask_storeu_ps((void *)p, KILN_MASK16(m), (__m512)v);\n"
+                                "#else\n"));
+    else if (fast && lanes == 8 && !strcmp(kind, "mload"))
+        x86 = (free(x86), cg_sdup("#if defined(__x86_64__) && defined(__AVX2__)\n"
+                                  "    return (%s)_mm256_maskload_ps((const float *)p, "
+                                  "kiln_mask8(&m));\n"
+                                  "#else\n"));
+    else if (fast && lanes == 8 && !strcmp(kind, "mstore"))
+        x86 =
+            (free(x86), cg_sdup("#if defined(__x86_64__) && defined(__AVX2__)\n"
+                                "    _mm256_maskstore_ps((float *)p, kiln_mask8(&m), (__m256)v);\n"
+                                "#else\n"));
+    char *pre = strchr(x86, '%') ? cg_sfmt(x86, vt) : cg_sdup(x86);
+    free(x86);
+    const char *post = pre[0] ? "#endif\n" : "";
+    char *t;
+    if (!strcmp(kind, "mload"))
+        t = cg_sfmt("static inline %s %s(const %s *p, %s m) {\n%s    %s v = {0};\n"
+                    "    for (int i = 0; i < %d; i++)\n        if (m[i]) v[i] = p[i];\n"
+                    "    return v;\n%s}\n",
+                    vt, name, T, mt, pre, vt, lanes, post);
+    else if (!strcmp(kind, "mstore"))
+        t = cg_sfmt("static inline void %s(%s *p, %s m, %s v) {\n%s"
+                    "    for (int i = 0; i < %d; i++)\n        if (m[i]) p[i] = v[i];\n%s}\n",
+                    name, T, mt, vt, pre, lanes, post);
+    else if (!strcmp(kind, "mgather"))
+        t = cg_sfmt("static inline %s %s(const %s *p, %s idx, %s m) {\n    %s v = {0};\n"
+                    "    for (int i = 0; i < %d; i++)\n        if (m[i]) v[i] = p[idx[i]];\n"
+                    "    return v;\n}\n",
+                    vt, name, T, it, mt, vt, lanes);
+    else
+        t = cg_sfmt("static inline void %s(%s *p, %s idx, %s m, %s v) {\n"
+                    "    for (int i = 0; i < %d; i++)\n        if (m[i]) p[idx[i]] = v[i];\n}\n",
+                    name, T, it, mt, vt, lanes);
+    free(pre);
+    return t;
+}
+
 const char *cg_mem_helper(cg_render *r, const char *kind, kiln_dtype dt, int lanes,
                           kiln_dtype idt) {
     static char name[96];
-    char vt[48], it[48];
+    char vt[48], it[48], mt[48];
     cg_vtype(r, vt, dt, lanes);
     const char *T = cg_types[dt].c;
-    int gs = kind[0] == 'g' || kind[0] == 's';
+    int masked = kind[0] == 'm';
+    int gs = strstr(kind, "gather") || strstr(kind, "scatter");
+    if (masked)
+        cg_vtype(r, mt, KILN_BOOL, lanes);
     if (gs) {
         cg_vtype(r, it, idt, lanes);
         snprintf(name, sizeof name, "kiln_%s_%s_%s", kind, vt + 5, cg_types[idt].tag);
@@ -554,7 +628,12 @@ const char *cg_mem_helper(cg_render *r, const char *kind, kiln_dtype dt, int lan
     if (cg_have_helper(r, name))
         return name;
     char *text;
-    if (!strcmp(kind, "vload"))
+    if (masked) {
+        int fast = kiln_dtype_size(dt) == 4 && (lanes == 16 || lanes == 8) && !gs;
+        if (fast)
+            cg_add_helper(r, "kiln_mask_isa", cg_sdup(mask_isa));
+        text = masked_helper_text(kind, name, vt, T, gs ? it : NULL, mt, lanes, fast);
+    } else if (!strcmp(kind, "vload"))
         /* The empty asm keeps the loaded vector in a register: otherwise
            gcc folds a vector reused by several multiply-adds into each of
            them as a memory operand, and a register-blocked kernel reloads

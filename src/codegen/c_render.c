@@ -72,10 +72,23 @@ static char *ex_load(cg_render *r, tir_node e) {
     kiln_dtype dt = (kiln_dtype)e->dtype;
     int L = e->lanes;
     cg_alloc *ai = cg_find_alloc(r, buf);
-    if (ai && ai->promoted)
+    if (ai && ai->promoted) /* a register: every lane is there to read */
         return promoted_ref(r, ai, idx);
     char *bn = cg_var_name(r, buf), *t;
-    if (L == 1) {
+    if (e->nsrc > 2) {
+        char *m = ex(r, e->src[2]);
+        if (is_contig_ramp(idx)) {
+            char *b = ex(r, idx->src[0]);
+            t = cg_sfmt("%s(%s + %s, %s)", cg_mem_helper(r, "mload", dt, L, dt), bn, b, m);
+            free(b);
+        } else {
+            char *i = ex(r, idx);
+            t = cg_sfmt("%s(%s, %s, %s)",
+                        cg_mem_helper(r, "mgather", dt, L, (kiln_dtype)idx->dtype), bn, i, m);
+            free(i);
+        }
+        free(m);
+    } else if (L == 1) {
         char *i = ex(r, idx);
         t = cg_sfmt("%s[%s]", bn, i);
         free(i);
@@ -793,10 +806,28 @@ static void stmt_store_body(cg_render *r, kstr *o, tir_node s, int ind) {
         v = cg_splat(r, el, L, v);
     cg_alloc *ai = cg_find_alloc(r, buf);
     char *bn = cg_var_name(r, buf);
+    char *m = s->nsrc > 3 ? ex(r, s->src[3]) : NULL;
     if (ai && ai->promoted) {
         char *ref = promoted_ref(r, ai, idx);
-        cg_line(o, ind, "%s = %s;", ref, v);
+        if (m) { /* the lanes outside the mask keep their value */
+            char *a[3] = {m, v, ref};
+            kiln_dtype adt[3] = {KILN_BOOL, el, el};
+            char *blend = cg_lane_call(r, "select", TIR_SELECT, 0, el, L, el, 3, adt, a);
+            cg_line(o, ind, "%s = %s;", ref, blend);
+            free(blend);
+        } else {
+            cg_line(o, ind, "%s = %s;", ref, v);
+        }
         free(ref);
+    } else if (m && is_contig_ramp(idx)) {
+        char *b = ex(r, idx->src[0]);
+        cg_line(o, ind, "%s(%s + %s, %s, %s);", cg_mem_helper(r, "mstore", el, L, el), bn, b, m, v);
+        free(b);
+    } else if (m) {
+        char *i = ex(r, idx);
+        cg_line(o, ind, "%s(%s, %s, %s, %s);",
+                cg_mem_helper(r, "mscatter", el, L, (kiln_dtype)idx->dtype), bn, i, m, v);
+        free(i);
     } else if (L == 1) {
         char *i = ex(r, idx);
         cg_line(o, ind, "%s[%s] = %s;", bn, i, v);
@@ -813,6 +844,7 @@ static void stmt_store_body(cg_render *r, kstr *o, tir_node s, int ind) {
     }
     free(bn);
     free(v);
+    free(m);
 }
 
 void cg_stmt(cg_render *r, kstr *o, tir_node s, int ind) {

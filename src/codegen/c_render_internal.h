@@ -128,7 +128,9 @@ KILN_HIDDEN char *cg_check_index(cg_render *r, const char *j, const char *n, int
 /* Text a (freed) broadcast to `lanes` lanes. */
 KILN_HIDDEN char *cg_splat(cg_render *r, kiln_dtype dt, int lanes, char *a);
 /* The name of a memory helper: kind "vload", "vstore", "gather" or
- * "scatter" (idt: the index vector's dtype); valid until the next call. */
+ * "scatter" (idt: the index vector's dtype), or the masked "mload",
+ * "mstore", "mgather" and "mscatter", whose last argument but the stored
+ * value is a BOOL vector of the lanes to move; valid until the next call. */
 KILN_HIDDEN const char *cg_mem_helper(cg_render *r, const char *kind, kiln_dtype dt, int lanes,
                                       kiln_dtype idt);
 /* Append one line of text indented by `ind` levels. */

@@ -117,10 +117,17 @@ static int env_get(const cenv *env, tir_node v, int64_t *out) {
     return 0;
 }
 
+static int ieval_lane(tir_node e, const cenv *env, int lane, int64_t *out);
+
 /* The value of scalar integer or boolean expression e, or 0 if it reads
  * anything but constants and fixed loop variables, or overflows. */
 static int ieval(tir_node e, const cenv *env, int64_t *out) {
-    if (e->lanes != 1)
+    return ieval_lane(e, env, -1, out);
+}
+
+/* The same, of lane `lane` of a vector e (lane -1: e must be a scalar). */
+static int ieval_lane(tir_node e, const cenv *env, int lane, int64_t *out) {
+    if (e->lanes != 1 && lane < 0)
         return 0;
     if (e->op == TIR_INT) {
         *out = e->ival;
@@ -129,14 +136,19 @@ static int ieval(tir_node e, const cenv *env, int64_t *out) {
     if (e->op == TIR_VAR)
         return env_get(env, e, out);
     int64_t a, b = 0, c = 0;
-    if (e->nsrc < 1 || e->nsrc > 3 || !ieval(e->src[0], env, &a))
+    if (e->op == TIR_BROADCAST)
+        return ieval_lane(e->src[0], env, -1, out);
+    if (e->op == TIR_RAMP)
+        return ieval_lane(e->src[0], env, -1, &a) && ieval_lane(e->src[1], env, -1, &b) &&
+               !__builtin_mul_overflow(b, (int64_t)lane, &c) && !__builtin_add_overflow(a, c, out);
+    if (e->nsrc < 1 || e->nsrc > 3 || !ieval_lane(e->src[0], env, lane, &a))
         return 0;
     if (e->op == TIR_NOT || e->op == TIR_CAST) {
         *out = e->op == TIR_NOT ? !a : (e->dtype == KILN_BOOL ? a != 0 : a);
         return e->op == TIR_NOT || tir_is_int_dtype((kiln_dtype)e->dtype);
     }
     if (e->op == TIR_SELECT) {
-        if (!ieval(e->src[a ? 1 : 2], env, &c))
+        if (!ieval_lane(e->src[a ? 1 : 2], env, lane, &c))
             return 0;
         *out = c;
         return 1;
@@ -151,7 +163,7 @@ static int ieval(tir_node e, const cenv *env, int64_t *out) {
         *out = 1;
         return 1;
     }
-    if (!ieval(e->src[1], env, &b))
+    if (!ieval_lane(e->src[1], env, lane, &b))
         return 0;
     switch (e->op) {
     case TIR_ADD: return !__builtin_add_overflow(a, b, out);
@@ -356,7 +368,19 @@ static void count_stmt(tir_node s, cenv *env, cpoly *out) {
         *out = t;
         return;
     }
-    case TIR_STORE: cp_const(out, store_flops(env, s)); return;
+    case TIR_STORE: {
+        /* a masked store: the lanes it writes, where the walk fixes them all */
+        int64_t n = store_flops(env, s), on = 0, m;
+        int lanes = s->src[1]->lanes;
+        if (s->nsrc > 3 && lanes > 1) {
+            for (int l = 0; l < lanes && on >= 0; l++)
+                on = ieval_lane(s->src[3], env, l, &m) ? on + (m != 0) : -1;
+            if (on >= 0)
+                n = n / lanes * on;
+        }
+        cp_const(out, n);
+        return;
+    }
     default: return;
     }
 }

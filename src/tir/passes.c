@@ -49,7 +49,8 @@ typedef struct {
     tir_node ramp; /* its vector value: ramp(min, 1, lanes) */
     int lanes;
     int failed;
-    tir_map done; /* each expression's vector form: shared subtrees are made once */
+    tir_map done;  /* each expression's vector form: shared subtrees are made once */
+    tir_node mask; /* a tail's lanes: loads and stores that move with var keep to them */
 } vec_ctx;
 
 static tir_node widen(vec_ctx *v, tir_node e) {
@@ -97,7 +98,8 @@ static tir_node vec_node(vec_ctx *v, tir_node e, const tir_node *src) {
     case TIR_LOAD:
         if (src[1]->lanes == 1)
             return e;
-        return tir_load(v->ctx, src[0], src[1]);
+        return v->mask ? tir_load_masked(v->ctx, src[0], src[1], v->mask)
+                       : tir_load(v->ctx, src[0], src[1]);
     case TIR_ADD:
     case TIR_SUB:
     case TIR_MUL:
@@ -157,7 +159,8 @@ static tir_node vec_stmt(vec_ctx *v, tir_node s) {
         tir_node val = vec_expr(v, s->src[2]);
         if (v->failed)
             return s;
-        return tir_store(s->src[0], idx, widen(v, val));
+        return v->mask ? tir_store_masked(s->src[0], idx, widen(v, val), v->mask)
+                       : tir_store(s->src[0], idx, widen(v, val));
     }
     case TIR_IF:
         /* a condition that varies across lanes needs masking: stay serial */
@@ -205,6 +208,72 @@ static int interval_cond(tir_node c, tir_node v) {
     }
 }
 
+/* The tail of a guarded vector loop n (body: if (cond) stmt): stmt with
+ * its loads and stores that move with the loop var masked to the lanes
+ * where cond holds, run when some lane does. Loads that do not move with
+ * it are read as the serial loop reads them, once a lane runs. The serial
+ * loop where masking fails. */
+/* The lanes of a vector loop (var from v0, `lanes` lanes) where c holds, as
+ * a BOOL vector. A comparison whose sides differ by +-var plus a term free
+ * of var holds on a prefix or a suffix of the lanes: it becomes the lane
+ * number (an int32 ramp from 0) against a count clamped to [0, lanes], so
+ * the mask costs one narrow compare; anything else is c in vector form. */
+static tir_node lane_mask(vec_ctx *m, tir_node c, tir_node v0) {
+    kiln_ctx *ctx = m->ctx;
+    tir_node var = m->var;
+    int L = m->lanes;
+    if (c->op == TIR_AND)
+        return tir_bin(TIR_AND, lane_mask(m, c->src[0], v0), lane_mask(m, c->src[1], v0));
+    if (!tir_uses_var(c, var))
+        return tir_broadcast(c, L);
+    int op = c->op;
+    if ((op == TIR_LT || op == TIR_LE || op == TIR_GT || op == TIR_GE) &&
+        c->src[0]->dtype == var->dtype && c->src[0]->lanes == 1) {
+        /* d < 0 (or <= 0) with d = lhs - rhs, or rhs - lhs for > and >= */
+        int gt = op == TIR_GT || op == TIR_GE, strict = op == TIR_LT || op == TIR_GT;
+        tir_node d = gt ? tir_sub(c->src[1], c->src[0]) : tir_sub(c->src[0], c->src[1]);
+        tir_node v1 = tir_add(v0, tir_int(ctx, (kiln_dtype)var->dtype, 1));
+        tir_node d0 = tir_simplify(NULL, tir_substitute(d, 1, &var, &v0));
+        int64_t step;
+        if (tir_const_int(tir_simplify(NULL, tir_sub(tir_substitute(d, 1, &var, &v1), d0)),
+                          &step) &&
+            (step == 1 || step == -1)) {
+            kiln_dtype it = (kiln_dtype)var->dtype;
+            /* step 1: lanes l < -d0 (+1 if not strict); step -1: l > d0 (-1 if not strict) */
+            tir_node bound = step == 1 ? tir_sub(tir_int(ctx, it, strict ? 0 : 1), d0)
+                                       : tir_sub(d0, tir_int(ctx, it, strict ? 0 : 1));
+            bound = tir_bin(TIR_MIN, tir_bin(TIR_MAX, bound, tir_int(ctx, it, -1)),
+                            tir_int(ctx, it, L));
+            bound = tir_broadcast(tir_simplify(NULL, tir_cast(KILN_INT32, bound)), L);
+            tir_node iota = tir_ramp(tir_int(ctx, KILN_INT32, 0), tir_int(ctx, KILN_INT32, 1), L);
+            return step == 1 ? tir_bin(TIR_LT, iota, bound) : tir_bin(TIR_GT, iota, bound);
+        }
+    }
+    return vec_expr(m, c);
+}
+
+static tir_node masked_tail(const vec_ctx *fast, tir_node n, tir_node body, tir_node serial) {
+    kiln_ctx *ctx = fast->ctx;
+    tir_node var = fast->var, cond = body->src[0];
+    vec_ctx m = {ctx, var, fast->ramp, fast->lanes, 0, {0}, NULL};
+    tir_node mask = lane_mask(&m, cond, n->src[1]);
+    tir_map_free(&m.done);
+    if (m.failed || mask->lanes != fast->lanes)
+        return serial;
+    vec_ctx w = {ctx, var, fast->ramp, fast->lanes, 0, {0}, mask};
+    tir_node r = vec_stmt(&w, body->src[1]);
+    tir_map_free(&w.done);
+    if (w.failed)
+        return serial;
+    tir_node any = NULL;
+    for (int l = 0; l < fast->lanes; l++) {
+        tir_node at = tir_add(n->src[1], tir_int(ctx, (kiln_dtype)var->dtype, l));
+        tir_node c = tir_substitute(cond, 1, &var, &at);
+        any = any ? tir_bin(TIR_OR, any, c) : c;
+    }
+    return tir_if(any, r, NULL);
+}
+
 static tir_node vectorize_fn(tir_node n, void *user) {
     kiln_ctx *ctx = user;
     if (n->op != TIR_FOR || n->aux != TIR_FOR_VECTORIZED)
@@ -214,10 +283,12 @@ static tir_node vectorize_fn(tir_node n, void *user) {
     tir_node serial = tir_for(var, n->src[1], n->src[2], TIR_FOR_SERIAL, NULL, body);
     if (!tir_const_int(n->src[2], &ext) || !lanes_ok(ext))
         return serial;
-    vec_ctx v = {ctx, var, NULL, (int)ext, 0, {0}};
+    vec_ctx v = {ctx, var, NULL, (int)ext, 0, {0}, NULL};
     v.ramp = tir_ramp(n->src[1], tir_int(ctx, (kiln_dtype)var->dtype, 1), (int)ext);
     /* A guard over the lanes (a split that does not divide): run the
-       vector body when every lane passes, the serial loop otherwise. */
+       vector body when every lane passes, else (the tail) the same body
+       with its loads and stores masked to the lanes that pass, when any
+       does, or the serial loop if it cannot be masked. */
     if (body->op == TIR_IF && body->nsrc == 2 && tir_uses_var(body->src[0], var) &&
         interval_cond(body->src[0], var)) {
         tir_node r = vec_stmt(&v, body->src[1]);
@@ -227,7 +298,7 @@ static tir_node vectorize_fn(tir_node n, void *user) {
         tir_node last = tir_add(n->src[1], tir_int(ctx, (kiln_dtype)var->dtype, ext - 1));
         tir_node all = tir_bin(TIR_AND, tir_substitute(body->src[0], 1, &var, &n->src[1]),
                                tir_substitute(body->src[0], 1, &var, &last));
-        return tir_if(all, r, serial);
+        return tir_if(all, r, masked_tail(&v, n, body, serial));
     }
     tir_node r = vec_stmt(&v, body);
     tir_map_free(&v.done);
@@ -260,7 +331,10 @@ static tir_node piece(kiln_ctx *ctx, tir_node e, int c, int w) {
         return tir_ramp(tir_add(e->src[0], off), e->src[1], w);
     }
     case TIR_BROADCAST: return tir_broadcast(e->src[0], w);
-    case TIR_LOAD: return tir_load(ctx, e->src[0], piece(ctx, e->src[1], c, w));
+    case TIR_LOAD:
+        return e->nsrc > 2 ? tir_load_masked(ctx, e->src[0], piece(ctx, e->src[1], c, w),
+                                             piece(ctx, e->src[2], c, w))
+                           : tir_load(ctx, e->src[0], piece(ctx, e->src[1], c, w));
     default: {
         tir_node src[8];
         KILN_ASSERT(e->nsrc <= 8);
@@ -286,9 +360,12 @@ static tir_node legalize_fn(tir_node n, void *user) {
     int np = lanes / w;
     tir_node *parts = malloc(sizeof(tir_node) * (size_t)np);
     KILN_ASSERT(parts);
-    for (int c = 0; c < np; c++)
-        parts[c] =
-            tir_store(n->src[0], piece(lc->ctx, n->src[1], c, w), piece(lc->ctx, n->src[2], c, w));
+    for (int c = 0; c < np; c++) {
+        tir_node idx = piece(lc->ctx, n->src[1], c, w), val = piece(lc->ctx, n->src[2], c, w);
+        parts[c] = n->nsrc > 3
+                       ? tir_store_masked(n->src[0], idx, val, piece(lc->ctx, n->src[3], c, w))
+                       : tir_store(n->src[0], idx, val);
+    }
     tir_node r = tir_seq(lc->ctx, np, parts);
     free(parts);
     return r;

@@ -159,6 +159,10 @@ static void print_expr(kstr *out, tir_node e) {
         print_name(out, s[0]);
         kstr_putc(out, '[');
         tir_print_expr(out, s[1]);
+        if (e->nsrc > 2) {
+            kstr_puts(out, " where ");
+            tir_print_expr(out, s[2]);
+        }
         kstr_putc(out, ']');
         return;
     case TIR_RAMP:
@@ -227,6 +231,10 @@ void tir_print_stmt(kstr *out, tir_node st, int indent) {
         print_name(out, s[0]);
         kstr_putc(out, '[');
         tir_print_expr(out, s[1]);
+        if (st->nsrc > 3) {
+            kstr_puts(out, " where ");
+            tir_print_expr(out, s[3]);
+        }
         kstr_puts(out, "] = ");
         tir_print_expr(out, s[2]);
         break;

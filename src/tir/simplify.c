@@ -733,8 +733,9 @@ static tir_node simp_stmt(tir_analyzer *an, tir_node st) {
         return r;
     }
     case TIR_STORE: {
-        tir_node src[3] = {st->src[0], tir_simplify(an, st->src[1]), tir_simplify(an, st->src[2])};
-        return tir_with_src(st, 3, src);
+        tir_node src[4] = {st->src[0], tir_simplify(an, st->src[1]), tir_simplify(an, st->src[2]),
+                           st->nsrc > 3 ? tir_simplify(an, st->src[3]) : NULL};
+        return tir_with_src(st, (int)st->nsrc, src);
     }
     case TIR_PROVIDE: {
         tir_node small[16] = {0};

@@ -305,6 +305,13 @@ tir_node tir_load(kiln_ctx *ctx, tir_node buf, tir_node index) {
     return tir_make(ctx, TIR_LOAD, (kiln_dtype)buf->aux, index->lanes, 0, 0, 0, NULL, NULL, 2, s);
 }
 
+tir_node tir_load_masked(kiln_ctx *ctx, tir_node buf, tir_node index, tir_node mask) {
+    KILN_ASSERT(buf->op == TIR_VAR && buf->dtype == KILN_HANDLE && mask->dtype == KILN_BOOL &&
+                mask->lanes == index->lanes && index->lanes > 1);
+    tir_node s[3] = {buf, index, mask};
+    return tir_make(ctx, TIR_LOAD, (kiln_dtype)buf->aux, index->lanes, 0, 0, 0, NULL, NULL, 3, s);
+}
+
 tir_node tir_ramp(tir_node base, tir_node stride, int lanes) {
     tir_node s[2] = {base, stride};
     return tir_make(base->ctx, TIR_RAMP, (kiln_dtype)base->dtype, lanes, 0, 0, 0, NULL, NULL, 2, s);
@@ -334,6 +341,12 @@ tir_node tir_for(tir_node var, tir_node min, tir_node extent, tir_for_kind kind,
 tir_node tir_store(tir_node buf, tir_node index, tir_node value) {
     tir_node s[3] = {buf, index, value};
     return tir_make(buf->ctx, TIR_STORE, KILN_HANDLE, 1, 0, 0, 0, NULL, NULL, 3, s);
+}
+
+tir_node tir_store_masked(tir_node buf, tir_node index, tir_node value, tir_node mask) {
+    KILN_ASSERT(mask->dtype == KILN_BOOL && mask->lanes == index->lanes && index->lanes > 1);
+    tir_node s[4] = {buf, index, value, mask};
+    return tir_make(buf->ctx, TIR_STORE, KILN_HANDLE, 1, 0, 0, 0, NULL, NULL, 4, s);
 }
 
 tir_node tir_allocate(tir_node buf, tir_node count, const char *scope, tir_node body) {

@@ -50,7 +50,9 @@ typedef enum {
     TIR_REDUCE,      /* aux = tir_combiner; src[0] = source; src[1..] = the
                         reduce axis VARs (each var's ptr is its te_dom) */
     TIR_LOAD,        /* src[0] = HANDLE var, src[1] = flat index (with the node's
-                        lanes); dtype = the element dtype */
+                        lanes); dtype = the element dtype; optional src[2] = a
+                        BOOL mask of the same lanes: lanes it clears are not
+                        read (their value is unspecified) */
     TIR_RAMP,        /* src[0] base, src[1] stride (scalars); lanes */
     TIR_BROADCAST,   /* src[0] scalar; lanes */
     TIR_CHECK,       /* a checked index: src[0] index, src[1] extent n (int64
@@ -62,7 +64,8 @@ typedef enum {
     /* statements (dtype is HANDLE and unused) */
     TIR_FOR,      /* src: var, min, extent, body; aux = tir_for_kind; name =
                      thread tag when aux is TIR_FOR_THREAD */
-    TIR_STORE,    /* src: HANDLE var, flat index, value */
+    TIR_STORE,    /* src: HANDLE var, flat index, value; optional src[3] = a BOOL
+                     mask of the index's lanes: lanes it clears are not written */
     TIR_PROVIDE,  /* ptr = kiln_tensor*, name = its name; src[0] = value,
                      src[1..] = indices */
     TIR_ALLOCATE, /* src: HANDLE var, element count, body; name = scope
@@ -179,6 +182,9 @@ KILN_HIDDEN tir_node tir_cast(kiln_dtype dt, tir_node a);
 KILN_HIDDEN tir_node tir_call(kiln_ctx *ctx, tir_intrin f, kiln_dtype dt, int lanes, int nargs,
                               const tir_node *args);
 KILN_HIDDEN tir_node tir_load(kiln_ctx *ctx, tir_node buf, tir_node index);
+/* A vector load or store of the lanes where mask (BOOL, the index's lanes) holds. */
+KILN_HIDDEN tir_node tir_load_masked(kiln_ctx *ctx, tir_node buf, tir_node index, tir_node mask);
+KILN_HIDDEN tir_node tir_store_masked(tir_node buf, tir_node index, tir_node value, tir_node mask);
 KILN_HIDDEN tir_node tir_ramp(tir_node base, tir_node stride, int lanes);
 KILN_HIDDEN tir_node tir_broadcast(tir_node v, int lanes);
 /* The checked index of TIR_CHECK (index and extent int64 scalars). */
