@@ -653,17 +653,22 @@ kiln_status ops_schedule_rows(kiln_schedule *s, kiln_tensor *out, int64_t lanes,
     return KILN_OK;
 }
 
-/* The register block: reg_n divides the output width, ocb the number of
- * output-channel blocks. Within one reduction step the reg_n * ocb * vecs
- * accumulators stay live, and so do either the reg_n broadcast inputs
- * (channel blocks outer: *pixels_inner = 1) or the ocb weight vectors
- * (pixels outer); all must fit in the nregs vector registers, or the
- * accumulators spill. Among those blocks it takes the one with the lowest
- * cost per multiply-add, the largest of: the FMA pipes (2 a cycle), the
- * loads (2 a cycle; reg_n + ocb per step for reg_n*ocb multiply-adds), and
- * re-reading the weight slice (ocb blocks of block_bytes) from L2 once per
- * block of pixels when it does not fit in L1 (about 16 bytes a cycle);
- * ties go to more accumulators. */
+/* The register block: reg_n output pixels by ocb output-channel blocks.
+ * Within one reduction step the reg_n * ocb * vecs accumulators stay live,
+ * and so do either the reg_n broadcast inputs (channel blocks outer:
+ * *pixels_inner = 1) or the ocb weight vectors (pixels outer); all must fit
+ * in the nregs vector registers, or the accumulators spill. Among those
+ * blocks it takes the one with the lowest cost per useful multiply-add
+ * (docs/PERFORMANCE.md), the largest of: the FMA pipes (2 a cycle), the
+ * loads (2 a cycle; reg_n + ocb per step for reg_n*ocb multiply-adds), the
+ * dependency chains (about 4 cycles of latency over reg_n*ocb*vecs
+ * accumulators), and re-reading the weight slice (ocb blocks of
+ * block_bytes) from L2 once per block of pixels when it does not fit in L1
+ * (about half a vector a cycle). Neither need divide the output: the last
+ * block is then cut short, its guards unswitched out of the full blocks
+ * (tir_unswitch), and it runs guarded, counted as two blocks; the cost is
+ * per useful multiply-add, over the blocks an output needs. Ties go to
+ * more accumulators. */
 void ops_register_block(int64_t ow, int64_t occ, int64_t vecs, int64_t nregs, int dw,
                         int64_t block_bytes, int64_t l1, int64_t *reg_n, int64_t *ocb,
                         int *pixels_inner) {
@@ -672,11 +677,7 @@ void ops_register_block(int64_t ow, int64_t occ, int64_t vecs, int64_t nregs, in
     *ocb = 1;
     *pixels_inner = 1;
     for (int64_t r = 1; r <= ow && r <= nregs; r++) {
-        if (ow % r)
-            continue;
         for (int64_t o = 1; o <= (dw ? 1 : occ) && o <= 8; o++) {
-            if (occ % o)
-                continue;
             int64_t acc = r * o * vecs;
             /* live besides the accumulators: broadcasts (or, depthwise, one
                input vector) with pixels inner; weight vectors with them outer */
@@ -684,10 +685,17 @@ void ops_register_block(int64_t ow, int64_t occ, int64_t vecs, int64_t nregs, in
             if (with_bcast > nregs && with_w > nregs)
                 continue;
             double fma = 0.5, loads = (double)(r + o) / (double)(r * o) / 2.0;
-            double l2 = o * block_bytes > l1 ? 4.0 / (double)r : 0.0;
+            double l2 = o * block_bytes > l1 ? 2.0 / (double)r : 0.0;
+            double chains = 4.0 / (double)acc;
             double cost = fma > loads ? fma : loads;
             if (l2 > cost)
                 cost = l2;
+            if (chains > cost)
+                cost = chains;
+            /* blocks per output, the one cut short counted twice */
+            double nr = (double)(ow / r + 2 * (ow % r != 0)),
+                   no = (double)(occ / o + 2 * (occ % o != 0));
+            cost *= nr * (double)r / (double)ow * no * (double)o / (double)occ;
             cost -= 1e-4 * (double)acc;
             if (cost < best) {
                 best = cost;

@@ -214,6 +214,20 @@ static const conv_case g_cases[] = {
      {0, 0, 0, 0},
      2},
     {"depthwise 3x3 s2, 116 channels (padded)", 1, 116, 9, 9, 116, 3, 2, 1, 116, {1, 1, 1, 1}, 1},
+    /* 25 output blocks of 16: a register block of 2 channel blocks, the
+       last cut short (RegNet's 7x7 stage has 49) */
+    {"1x1, 32->400, 7x7 (last channel-block group cut short)",
+     1,
+     32,
+     7,
+     7,
+     400,
+     1,
+     1,
+     1,
+     1,
+     {0, 0, 0, 0},
+     0},
     {"3x3 s1, 116->116, max pool (padded)", 1, 116, 8, 8, 116, 3, 1, 1, 1, {1, 1, 1, 1}, 3},
 };
 
