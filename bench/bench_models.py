@@ -165,8 +165,11 @@ def kiln_version():
     return head + (" + uncommitted changes" if dirty else "")
 
 
-def peak(build):
-    out = subprocess.run([os.path.join(build, "bench", "peak_main"), "2"],
+def peak(build, lanes=None):
+    """The measured FP32 FMA peak at 1 and 2 threads: at the widest vector the
+    build targets, or at `lanes` float lanes (another ISA's, narrower)."""
+    out = subprocess.run([os.path.join(build, "bench", "peak_main"), "2"]
+                         + ([str(lanes)] if lanes else []),
                          capture_output=True, text=True, check=True, preexec_fn=unpin).stdout
     return {(int(k) if k.isdigit() else k): v for k, v in json.loads(out).items()}
 
@@ -585,6 +588,13 @@ def parse_args():
                          + "; untuned Relax takes minutes to compile a big model)")
     ap.add_argument("--out", default=None,
                     help="the report (default bench/last_results.md; with --check-only, none)")
+    ap.add_argument("--target", default=None,
+                    help="the packages were compiled for this kiln target (another ISA than this "
+                         "CPU's widest, e.g. 'llvm -mcpu=znver3'): %% of peak is against this "
+                         "machine's peak at the packages' vector width, and the kiln/ORT ratios "
+                         "are marked as not that ISA's (ORT runs its own code for this CPU)")
+    ap.add_argument("--packages-dir", default=None,
+                    help="where MODEL.tar are (default: --models-dir)")
     ap.add_argument("--results-dir", default=os.path.join(ROOT, "bench", "results"),
                     help="a run of the whole set (not --quick) also writes CPU-TAG-DATE.md here")
     args = ap.parse_args()
@@ -595,7 +605,26 @@ def parse_args():
             setattr(args, k, v)
     if args.out is None and not args.check_only:
         args.out = os.path.join(ROOT, "bench", "last_results.md")
+    if args.packages_dir is None:
+        args.packages_dir = args.models_dir
     return args
+
+
+def package_vector_bits(build, tar):
+    """The vector width a package was compiled for (kiln_time's ready line)."""
+    p = subprocess.Popen([os.path.join(build, "bench", "kiln_time"), tar], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        ready = json.loads(p.stdout.readline() or "{}")
+    finally:
+        p.communicate("q\n")
+    return int(ready.get("vector_bits", 0))
+
+
+def target_slug(target):
+    """'llvm -mcpu=znver3' -> 'znver3' (for the results file's name)."""
+    m = re.search(r"-mcpu=([A-Za-z0-9_.+-]+)", target or "")
+    return m.group(1) if m else re.sub(r"[^A-Za-z0-9]+", "-", target or "").strip("-")
 
 
 def load_model(args, name, note):
@@ -603,7 +632,7 @@ def load_model(args, name, note):
     when a file is missing, e.g. when `kiln compile` failed."""
     onnx_path = os.path.join(args.models_dir, name + ".onnx")
     io_path = os.path.join(args.models_dir, name + "_io.npz")
-    tar = os.path.join(args.models_dir, name + ".tar")
+    tar = os.path.join(args.packages_dir, name + ".tar")
     for f in (onnx_path, io_path, tar):
         if not os.path.exists(f):
             note(f"{name}: {os.path.basename(f)} is missing ("
@@ -665,13 +694,11 @@ def main():
         note("TVM not used (--no-tvm)")
 
     mach = machine()
-    tag = cpu_tag()
+    tag = cpu_tag() + (f"-as-{target_slug(args.target)}" if args.target else "")
     load0 = loadavg()
     others0 = cpus_busy()
     log("machine:", json.dumps(mach, indent=1), "\nCPU tag:", tag)
     log("load average at start:", load0)
-    pk0 = peak(args.build)
-    log("FP32 peak at start (GFLOP/s):", pk0)
     compile_times = json.load(open(args.compile_times)) if args.compile_times else {}
 
     models = {}
@@ -679,6 +706,19 @@ def main():
         st = load_model(args, name, note)
         if st is not None:
             models[name] = st
+    # another ISA's packages: the peak at their vector width
+    pkg_lanes = None
+    if args.target and models:
+        bits = package_vector_bits(args.build, next(iter(models.values()))["tar"])
+        pkg_lanes = bits // 32 if bits >= 128 else None
+        note(f"kiln's packages were compiled for `{args.target}` ({bits}-bit vectors) and run on "
+             f"this CPU ({mach['isa'].split(' (')[0]}): kiln % of peak is against this machine's "
+             f"FP32 FMA peak at {pkg_lanes} lanes, measured in the same run. ONNX Runtime runs "
+             f"its own kernels for this CPU, so kiln/ORT here is NOT the ratio on a CPU that has "
+             f"only that ISA: that one is measured only on such a CPU "
+             f"(bench/results/<its tag>-DATE.md)")
+    pk0 = peak(args.build, pkg_lanes)
+    log("FP32 peak at start (GFLOP/s):", pk0)
 
     # ---- correctness and peak memory, each engine in a fresh process that
     # loads the model and runs it once (before anything big is loaded here)
@@ -737,7 +777,7 @@ def main():
             except RuntimeError as e:
                 note(f"{name}, {T} thread(s): not timed ({e})")
                 continue
-            dyn_tar = os.path.join(args.models_dir, name + "_dyn.tar")
+            dyn_tar = os.path.join(args.packages_dir, name + "_dyn.tar")
             if os.path.exists(dyn_tar):
                 engines.append(KilnDynamic(args.build, dyn_tar, st["io"], T))
             if tm is not None:
@@ -761,7 +801,7 @@ def main():
             rows.append(r)
         del tm, tv
 
-    pk1 = peak(args.build)
+    pk1 = peak(args.build, pkg_lanes)
     load1 = loadavg()
     others1 = cpus_busy()
     if max(others0, others1) > 0.25:
@@ -792,7 +832,7 @@ def main():
     have_torch = any("PyTorch" in r for r in rows)
     have_tvm = any("TVM" in r for r in rows)
     hdr = ["model", "GFLOP", "threads", "kiln ms", "kiln GFLOP/s", "kiln % peak", "ORT ms",
-           "kiln/ORT", "ORT % peak"]
+           "kiln/ORT" + (" (not this ISA's)" if args.target else ""), "ORT % peak"]
     if have_torch:
         hdr += ["PyTorch ms", "kiln/PyTorch"]
     if have_tvm:
@@ -820,8 +860,13 @@ def main():
         q = [(r["kiln"][0] / r["ORT"][0], r["model"]) for r in rs]
         over = [f"{m} {x:.2f}" for x, m in sorted(q, reverse=True) if x > 1.0]
         summary.append(f"- {T} thread(s): geometric mean of kiln/ORT **{geomean([x for x, _ in q]):.2f}** "
-                       f"over {len(q)} models; worst {max(q)[1]} {max(q)[0]:.2f}; "
+                       + ("(ORT's code for this CPU, not the target ISA's) " if args.target else "")
+                       + f"over {len(q)} models; worst {max(q)[1]} {max(q)[0]:.2f}; "
                        + (f"over 1.0: {', '.join(over)}" if over else "none over 1.0"))
+        if args.target:
+            fr = [(100 * r["gflop"] / (r["kiln"][0] / 1e3) / pk[T], r["model"]) for r in rs]
+            summary.append(f"- {T} thread(s), kiln's % of the {pkg_lanes}-lane peak: "
+                           + ", ".join(f"{m} {x:.1f} %" for x, m in fr))
 
     mib = lambda b: f"{b / 2**20:.0f}" if b is not None else "–"
     mhdr = ["model", "kiln compile (s)"] + (["TVM compile (s)"] if tvm_compile else []) + \
@@ -849,6 +894,11 @@ def main():
                  + (" --check-only" if args.check_only else " --quick" if args.quick else "")
                  + f") on {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}, kiln {kiln_version()}, "
                  f"CPU tag {tag}; the whole run took {elapsed / 60:.1f} min.\n")
+    if args.target:
+        lines.append(f"**kiln compiled for `{args.target}`, run on this CPU.** kiln's % of peak is "
+                     f"against this machine's peak at the packages' vector width ({pkg_lanes} "
+                     f"lanes). The kiln/ORT column compares that code with ORT's kernels for this "
+                     f"CPU: it is not the ratio on a CPU with only that ISA.\n")
     lines.append("## Machine\n")
     lines.append(f"- CPU: {mach['cpu']}, {mach['hypervisor']} guest")
     lines.append(f"- ISA: {mach['isa']}")

@@ -17,7 +17,7 @@
 # be committed. A benchmark, not a test: CI never runs it.
 #
 #   bench/bench_models.sh [--out DIR] [--quick] [--check] [--no-tvm] [--skip-compile]
-#                         [-- ARGS for bench_models.py]
+#                         [--target TARGET] [-- ARGS for bench_models.py]
 #
 #   --out DIR        the full-size models and packages (default build/bench-models; exported
 #                    with models/e2e/export_models.py --full if missing, ~5 min, 2 GB)
@@ -28,6 +28,12 @@
 #   --no-tvm         do not try `pip install apache-tvm` (TVM runs on resnet50 and
 #                    mobilenetv2 only unless ARGS say --tvm-models ...)
 #   --skip-compile   reuse DIR/MODEL.tar (the compile-time column is then empty)
+#   --target TARGET  compile for another ISA than this CPU's widest, e.g. "llvm -mcpu=znver3"
+#                    or "llvm -mcpu=haswell" (AVX2) on an AVX-512 machine, into
+#                    DIR/target-MCPU/: checks that code's outputs against ORT, and gives
+#                    its % of this machine's peak at that vector width. Its kiln/ORT ratios
+#                    are not that ISA's (ORT runs its own code for this CPU): only a run on
+#                    a CPU with that ISA gives those. Results: CPU-TAG-as-MCPU-DATE.md
 #   ARGS             e.g. --models resnet50 vit_b_16 --rounds 5 --runs 5 (bench_models.py --help)
 #
 # Sets up build/bench-venv (python3 -m venv --system-site-packages) with Debian's
@@ -42,6 +48,7 @@ OUT=build/bench-models
 TVM=1
 COMPILE=1
 CHECK=0
+TARGET=
 PYARGS=()
 MODELS=()
 while [ $# -gt 0 ]; do
@@ -49,6 +56,7 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift 2 ;;
     --no-tvm) TVM=0; shift ;;
     --skip-compile) COMPILE=0; shift ;;
+    --target) TARGET=$2; shift 2 ;;
     --quick) PYARGS+=(--quick); shift ;;
     --check) CHECK=1; PYARGS+=(--check-only); shift ;;
     --) shift; break ;;
@@ -125,6 +133,15 @@ else
   echo "== reusing the full-size models in $OUT"
 fi
 
+PKG=$OUT
+tgt=()
+if [ -n "$TARGET" ]; then
+  slug=$(printf '%s' "$TARGET" | sed -n 's/.*-mcpu=\([A-Za-z0-9_.+-]*\).*/\1/p')
+  [ -n "$slug" ] || slug=$(printf '%s' "$TARGET" | tr -c 'A-Za-z0-9' '-')
+  PKG=$OUT/target-$slug
+  mkdir -p "$PKG"
+  tgt=(--target "$TARGET")
+fi
 CT=build/bench-compile-times.json
 # kiln's kernel cache in the build tree, never the user's; the timed compile
 # below skips it (--no-cache), so the column is a first compile's time
@@ -136,9 +153,9 @@ if [ "$COMPILE" = 1 ]; then
   for m in "${MODELS[@]}"; do
     static=()
     [ "$m" = bert_base_seq ] && static=(--input-shapes "input_ids:[1,128],attention_mask:[1,128]")
-    rm -f "$OUT/$m.tar" "$OUT/${m}_dyn.tar"   # a failed compile must not leave an old package
+    rm -f "$PKG/$m.tar" "$PKG/${m}_dyn.tar"   # a failed compile must not leave an old package
     t0=$(date +%s.%N)
-    if kiln_compile "$OUT/$m.onnx" "${static[@]}" -o "$OUT/$m.tar" --no-cache; then
+    if kiln_compile "$OUT/$m.onnx" "${static[@]}" "${tgt[@]}" -o "$PKG/$m.tar" --no-cache; then
       t=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
       echo "   kiln compile $m: $t s"
     else
@@ -148,7 +165,7 @@ if [ "$COMPILE" = 1 ]; then
     fi
     # the CNNs again with their batch left symbolic: the dynamic package's
     # cost against the static one's, at the same batch (bench_models.py)
-    [ "$CHECK" = 0 ] && [ "$t" != null ] && case $m in
+    [ "$CHECK" = 0 ] && [ "$t" != null ] && [ -z "$TARGET" ] && case $m in
       resnet50|mobilenetv2|shufflenetv2)
         kiln_compile "$OUT/$m.onnx" --input-shapes "input:[N,3,224,224]" -o "$OUT/${m}_dyn.tar" ||
           echo "   kiln compile $m with a symbolic batch failed" ;;
@@ -168,4 +185,5 @@ echo "== bench/bench_models.py"
 extra=()
 [ "$COMPILE" = 1 ] && extra+=(--compile-times "$CT")
 [ "$TVM" = 1 ] || extra+=(--no-tvm)
+[ -z "$TARGET" ] || extra+=(--target "$TARGET" --packages-dir "$PKG")
 exec "$PY" bench/bench_models.py --models-dir "$OUT" --models "${MODELS[@]}" "${extra[@]}" "${PYARGS[@]}" "$@"

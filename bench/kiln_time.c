@@ -5,7 +5,8 @@
  * Loads the package once (kiln_executor_load), sets every input found in
  * INPUTS.npz under its name (other members, e.g. expected outputs, are
  * ignored; inputs not in the file stay 0), prints one JSON line
- * {"ready": true, "threads": T, "load_s": S}, then serves commands from stdin,
+ * {"ready": true, "threads": T, "load_s": S, "vector_bits": B} (B: the
+ * vector width the package was compiled for), then serves commands from stdin,
  * one per line:
  *   N      run the model N times; print {"times": [s, s, ...]} (seconds per run)
  *   q/EOF  exit
@@ -54,8 +55,8 @@ int main(int argc, char **argv) {
         }
         kiln_npz_free(z);
     }
-    printf("{\"ready\": true, \"threads\": %d, \"load_s\": %.6f}\n", kiln_num_threads(),
-           now() - t0);
+    printf("{\"ready\": true, \"threads\": %d, \"load_s\": %.6f, \"vector_bits\": %d}\n",
+           kiln_num_threads(), now() - t0, kiln_executor_vector_bits(e));
     fflush(stdout);
 
     char line[64];

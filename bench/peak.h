@@ -30,17 +30,23 @@ static inline double peak_now(void) {
 
 #define PEAK_ITERS 4000000L
 
-/* GFLOP/s of `threads` threads running FMAs back to back (best of 3). */
-static inline double peak_gflops(int threads) {
+/* GFLOP/s of `threads` threads running FMAs back to back on vectors of
+ * `width` float lanes (at most what the CPU runs; best of 3). */
+static inline double peak_gflops_at(int threads, int width) {
     double best = 0;
     kiln_set_num_threads(threads);
     for (int rep = 0; rep < 3; rep++) {
-        int lanes = PEAK_LANES;
+        int lanes = width;
         double g = kiln_measure_fma_gflops(&lanes, threads, PEAK_ITERS);
         if (g > best)
             best = g;
     }
     return best;
+}
+
+/* The same at the widest vector the compiler targets. */
+static inline double peak_gflops(int threads) {
+    return peak_gflops_at(threads, PEAK_LANES);
 }
 
 #endif
