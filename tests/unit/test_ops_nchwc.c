@@ -24,7 +24,9 @@ typedef struct {
     int stride, dil, groups;
     int64_t pad[4];
     int epilogue; /* 0 none, 1 bias+relu, 2 bias + residual add + relu, 3 relu + padded max
-                     pool, 4 padded max pool then relu (the pool's own epilogue) */
+                     pool, 4 padded max pool then relu (the pool's own epilogue), 5 relu +
+                     3x3 stride-1 max pool (Inception's branch), 6 relu + 3x3 stride-2
+                     ceil-mode max pool (GoogLeNet's stem) */
 } conv_case;
 
 static kiln_ndarray *filled(int nd, const int64_t *shape, uint64_t *seed) {
@@ -70,6 +72,12 @@ static kiln_graph *make_graph(const conv_case *c, kiln_ndarray **keep, int *nkee
                             "pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1]", "pool");
     if (c->epilogue == 4)
         y = kiln_graph_call(g, "nn.relu", 1, &y, NULL, "pool_relu");
+    if (c->epilogue == 5)
+        y = kiln_graph_call(g, "nn.max_pool2d", 1, &y,
+                            "pool_size=[3, 3], strides=[1, 1], padding=[1, 1, 1, 1]", "pool");
+    if (c->epilogue == 6)
+        y = kiln_graph_call(g, "nn.max_pool2d", 1, &y,
+                            "pool_size=[3, 3], strides=[2, 2], ceil_mode=1", "pool");
     kiln_graph_set_outputs(g, 1, &y, NULL);
     return g;
 }
@@ -229,6 +237,11 @@ static const conv_case g_cases[] = {
      {0, 0, 0, 0},
      0},
     {"3x3 s1, 116->116, max pool (padded)", 1, 116, 8, 8, 116, 3, 1, 1, 1, {1, 1, 1, 1}, 3},
+    /* max pools whose maxima stay in registers over blocks of pixels: 14
+       wide (7 a block), 9 wide (3), and stride 2 with ceil_mode (13 -> 6) */
+    {"1x1, 16->32, 3x3 s1 max pool, 14 wide", 1, 16, 6, 14, 32, 1, 1, 1, 1, {0, 0, 0, 0}, 5},
+    {"1x1, 16->32, 3x3 s1 max pool, 9 wide", 1, 16, 5, 9, 32, 1, 1, 1, 1, {0, 0, 0, 0}, 5},
+    {"1x1, 16->32, 3x3 s2 ceil-mode max pool", 1, 16, 13, 13, 32, 1, 1, 1, 1, {0, 0, 0, 0}, 6},
 };
 
 static void test_nchwc_convolutions(void) {
