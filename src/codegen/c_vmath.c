@@ -26,30 +26,41 @@ static const char g_vsel_tmpl[] = "static inline @F kiln_vsel_@S(@I m, @F a, @F 
 
 /* e^x = 2^n e^r with x = n ln2 + r (Cody-Waite two-part ln2), |r| <= ln2/2, e^r by Cephes'
    expf polynomial; 2^n is applied as two factors so that results near overflow and in the
-   subnormal range round once. */
+   subnormal range round once. The core takes c in [-104, 89], or NaN, which it propagates;
+   kiln_exp clamps both ends and passes NaN through; kiln_expneg, for arguments <= 0 (the
+   sigmoid's and erf's), clamps the low end only, in a way that keeps NaN, so it needs no NaN
+   blend either: six vector ops fewer, a sixth of SiLU's cost. */
+static const char g_vexpcore_tmpl[] = "static inline @F kiln_expcore_@S(@F c) {\n"
+                                      "    @F n, r, z, p, s1, s2, t;\n"
+                                      "    @I k, b1, b2;\n"
+                                      "    t = c * 1.44269504f + 12582912.0f;\n"
+                                      "    n = t - 12582912.0f;\n"
+                                      "    memcpy(&k, &t, sizeof k);\n"
+                                      "    k -= 0x4b400000;\n"
+                                      "    r = c - n * 0.693359375f;\n"
+                                      "    r = r - n * -2.12194440e-4f;\n"
+                                      "    z = r * r;\n"
+                                      "    p = r * 1.9875691500e-4f + 1.3981999507e-3f;\n"
+                                      "    p = p * r + 8.3334519073e-3f;\n"
+                                      "    p = p * r + 4.1665795894e-2f;\n"
+                                      "    p = p * r + 1.6666665459e-1f;\n"
+                                      "    p = p * r + 5.0000001201e-1f;\n"
+                                      "    p = p * z + r + 1.0f;\n"
+                                      "    b1 = ((k >> 1) + 127) << 23;\n"
+                                      "    b2 = ((k - (k >> 1)) + 127) << 23;\n"
+                                      "    memcpy(&s1, &b1, sizeof s1);\n"
+                                      "    memcpy(&s2, &b2, sizeof s2);\n"
+                                      "    return p * s1 * s2;\n}\n";
+
 static const char g_vexp_tmpl[] =
     "static inline @F kiln_exp_@S(@F x) {\n"
-    "    @F c = kiln_vsel_@S(x < 89.0f, x, (@F){0} + 89.0f), n, r, z, p, s1, s2, t;\n"
-    "    @I k, b1, b2;\n"
+    "    @F c = kiln_vsel_@S(x < 89.0f, x, (@F){0} + 89.0f);\n"
     "    c = kiln_vsel_@S(c > -104.0f, c, (@F){0} - 104.0f);\n"
-    "    t = c * 1.44269504f + 12582912.0f;\n"
-    "    n = t - 12582912.0f;\n"
-    "    memcpy(&k, &t, sizeof k);\n"
-    "    k -= 0x4b400000;\n"
-    "    r = c - n * 0.693359375f;\n"
-    "    r = r - n * -2.12194440e-4f;\n"
-    "    z = r * r;\n"
-    "    p = r * 1.9875691500e-4f + 1.3981999507e-3f;\n"
-    "    p = p * r + 8.3334519073e-3f;\n"
-    "    p = p * r + 4.1665795894e-2f;\n"
-    "    p = p * r + 1.6666665459e-1f;\n"
-    "    p = p * r + 5.0000001201e-1f;\n"
-    "    p = p * z + r + 1.0f;\n"
-    "    b1 = ((k >> 1) + 127) << 23;\n"
-    "    b2 = ((k - (k >> 1)) + 127) << 23;\n"
-    "    memcpy(&s1, &b1, sizeof s1);\n"
-    "    memcpy(&s2, &b2, sizeof s2);\n"
-    "    return kiln_vsel_@S(x == x, p * s1 * s2, x + x);\n}\n";
+    "    return kiln_vsel_@S(x == x, kiln_expcore_@S(c), x + x);\n}\n";
+
+static const char g_vexpneg_tmpl[] =
+    "static inline @F kiln_expneg_@S(@F x) {\n"
+    "    return kiln_expcore_@S(kiln_vsel_@S(x < -104.0f, (@F){0} - 104.0f, x));\n}\n";
 
 /* log x = e ln2 + log(1 + f), sqrt(1/2) <= 1 + f < sqrt(2), by Cephes' logf polynomial;
    subnormal x are scaled by 2^23 first. */
@@ -116,7 +127,7 @@ static const char g_vsigmoid_tmpl[] =
     "    memcpy(&xi, &x, sizeof xi);\n"
     "    xi |= (-2147483647 - 1);\n"
     "    memcpy(&na, &xi, sizeof na);\n"
-    "    e = kiln_exp_@S(na);\n"
+    "    e = kiln_expneg_@S(na);\n"
     "    return kiln_vsel_@S(x < 0.0f, e, (@F){0} + 1.0f) / (e + 1.0f);\n}\n";
 
 /* erf without division: for |x| < 1, x + x q(x^2); for 1 <= |x| < 3.92,
@@ -155,7 +166,7 @@ static const char g_verf_tmpl[] = "static inline @F kiln_erf_@S(@F x) {\n"
                                   "    memcpy(&ri, &b, sizeof ri);\n"
                                   "    ri &= -4096;\n"
                                   "    memcpy(&h, &ri, sizeof h);\n"
-                                  "    e = kiln_exp_@S((p - h * h) - (b - h) * (b + h));\n"
+                                  "    e = kiln_expneg_@S((p - h * h) - (b - h) * (b + h));\n"
                                   "    hi = kiln_vsel_@S(a < 3.92f, 1.0f - e, (@F){0} + 1.0f);\n"
                                   "    res = kiln_vsel_@S(a < 1.0f, lo, hi);\n"
                                   "    memcpy(&ri, &res, sizeof ri);\n"
@@ -209,9 +220,13 @@ static int vmath_helper(cg_render *r, tir_intrin f, int lanes, const char *name)
         return 0;
     char vf[48], vi[48], key[96];
     vsel_helper(r, KILN_FLOAT32, lanes, vf, vi);
-    if (f != TIR_EXP && f != TIR_LOG) {
-        snprintf(key, sizeof key, "kiln_exp_%s", vf + 5);
-        cg_add_helper(r, key, vmath_text(g_vexp_tmpl, vf, vi));
+    if (f != TIR_LOG) { /* the exponentials the others call */
+        snprintf(key, sizeof key, "kiln_expcore_%s", vf + 5);
+        cg_add_helper(r, key, vmath_text(g_vexpcore_tmpl, vf, vi));
+        const char *t = f == TIR_TANH ? g_vexp_tmpl : g_vexpneg_tmpl;
+        snprintf(key, sizeof key, f == TIR_TANH ? "kiln_exp_%s" : "kiln_expneg_%s", vf + 5);
+        if (f != TIR_EXP)
+            cg_add_helper(r, key, vmath_text(t, vf, vi));
     }
     cg_add_helper(r, name, vmath_text(tmpl, vf, vi));
     return 1;
