@@ -28,6 +28,33 @@ static int can_absorb(op_pattern master, op_pattern next) {
     return 0;
 }
 
+/* The element count of a node's (single, static) output; -1 if unknown. */
+static int64_t static_numel(const gnode *n) {
+    if (!n->type.known || n->type.n != 1 || n->type.is_tuple)
+        return -1;
+    int64_t c = 1;
+    for (int d = 0; d < n->type.t[0].ndim; d++) {
+        const gdim *x = &n->type.t[0].dims[d];
+        if (x->sym || x->v < 0 || (x->v && c > INT64_MAX / x->v))
+            return -1;
+        c *= x->v;
+    }
+    return c;
+}
+
+/* Whether node n, joining a group whose anchor (a convolution or dense)
+ * produced `anchor` elements, would broadcast the group's value over more
+ * elements: the anchor, computed per output block of the group, would then
+ * be recomputed for every block it is broadcast to. A squeeze-and-excitation
+ * block's 1x1 convolution on the pooled [1, C, 1, 1] vector, its sigmoid,
+ * and the channel scale of the [1, C, H, W] features were one kernel that
+ * ran the convolution and the sigmoid H x W times (EfficientNet-B0: 90 us
+ * where the scale alone reads and writes 3.6 MB). */
+static int widens(int64_t anchor, const gnode *n) {
+    int64_t m = static_numel(n);
+    return anchor >= 0 && m > anchor;
+}
+
 static int find(int *rep, int g) {
     while (rep[g] != g)
         g = rep[g] = rep[rep[g]];
@@ -113,7 +140,20 @@ static int peel_tail(groups *G, int a, int b, char *tail) {
  * peeling an injective tail off the consumer; injective groups take
  * injective ones). Repeats until nothing merges; renumbers the groups 0..
  * in node order and returns the count. */
-static int merge_diamonds(const struct kiln_graph *g, int *group, int ngroups, op_pattern *master) {
+/* The anchor's element count of group a (merged groups included): the
+ * count of the first anchor among its members' original groups. */
+static int64_t group_anchor(const groups *G, int a, const int64_t *anchor_numel) {
+    for (int id = 0; id < G->g->n; id++) {
+        int og = G->group[id];
+        if (og >= 0 && find(G->rep, og) == a && G->g->nodes[id]->op &&
+            G->g->nodes[id]->op->pattern == OP_OUT_ELEMWISE_FUSABLE)
+            return anchor_numel[og];
+    }
+    return -1;
+}
+
+static int merge_diamonds(const struct kiln_graph *g, int *group, int ngroups, op_pattern *master,
+                          const int64_t *anchor_numel) {
     int n = g->n ? g->n : 1, ng = n; /* a group per node at most, peeled tails too */
     int *rep = malloc(sizeof(int) * (size_t)ng), *escape = calloc((size_t)n, sizeof(int));
     op_pattern *maxpat = malloc(sizeof(op_pattern) * (size_t)ng);
@@ -178,6 +218,14 @@ static int merge_diamonds(const struct kiln_graph *g, int *group, int ngroups, o
             }
             if (!ok || b < 0 || tuple[b] || size[a] + size[b] > MAX_FUSED_OPS)
                 continue;
+            /* an anchor's group is not widened by a broadcasting consumer */
+            int64_t an =
+                master[a] == OP_OUT_ELEMWISE_FUSABLE ? group_anchor(&G, a, anchor_numel) : -1;
+            int wide = 0;
+            for (int id = 0; id < g->n && an >= 0 && !wide; id++)
+                wide = group[id] >= 0 && find(rep, group[id]) == b && widens(an, g->nodes[id]);
+            if (wide)
+                continue;
             int fits = master[a] == OP_OUT_ELEMWISE_FUSABLE ? maxpat[b] <= OP_BROADCAST
                                                             : maxpat[b] <= OP_INJECTIVE;
             if (!fits && master[a] == OP_OUT_ELEMWISE_FUSABLE && maxpat[b] == OP_INJECTIVE)
@@ -223,7 +271,10 @@ int pass_fuse_ops(const struct kiln_graph *g, int *group) {
     int *consumers = calloc((size_t)(g->n ? g->n : 1), sizeof(int));
     op_pattern *master = calloc((size_t)(g->n ? g->n : 1), sizeof(op_pattern));
     int *size = calloc((size_t)(g->n ? g->n : 1), sizeof(int));
-    KILN_ASSERT(consumers && master && size);
+    int64_t *anchor_numel = malloc(sizeof(int64_t) * (size_t)(g->n ? g->n : 1));
+    KILN_ASSERT(consumers && master && size && anchor_numel);
+    for (int k = 0; k < (g->n ? g->n : 1); k++)
+        anchor_numel[k] = -1;
     for (int id = 0; id < g->n; id++)
         for (int i = 0; i < g->nodes[id]->nin; i++) {
             /* count consumer nodes, not edges: add(x, x) is one consumer */
@@ -248,6 +299,8 @@ int pass_fuse_ops(const struct kiln_graph *g, int *group) {
                 if (p->kind != GN_CALL || p->type.is_tuple || consumers[p->id] != 1)
                     continue;
                 int pg = group[p->id];
+                if (pg >= 0 && master[pg] == OP_OUT_ELEMWISE_FUSABLE && widens(anchor_numel[pg], n))
+                    continue;
                 if (pg >= 0 && size[pg] < MAX_FUSED_OPS && can_absorb(master[pg], n->op->pattern)) {
                     /* p must be its group's output (the newest member) */
                     int newest = 1;
@@ -265,13 +318,16 @@ int pass_fuse_ops(const struct kiln_graph *g, int *group) {
         if (group[id] < 0) {
             group[id] = ngroups;
             master[ngroups] = n->op->pattern;
+            anchor_numel[ngroups] =
+                n->op->pattern == OP_OUT_ELEMWISE_FUSABLE ? static_numel(n) : -1;
             size[ngroups] = 1;
             ngroups++;
         }
     }
-    ngroups = merge_diamonds(g, group, ngroups, master);
+    ngroups = merge_diamonds(g, group, ngroups, master, anchor_numel);
     free(consumers);
     free(master);
     free(size);
+    free(anchor_numel);
     return ngroups;
 }

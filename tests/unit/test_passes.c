@@ -242,6 +242,55 @@ static void test_fuse_diamonds(void) {
     kiln_ndarray_free(ba);
 }
 
+/* A squeeze-and-excitation tail: a 1x1 convolution on the pooled
+ * [1, C, 1, 1] vector, its sigmoid, and the channel scale of the
+ * [1, C, H, W] features. The scale broadcasts the convolution's group over
+ * H x W, so it is not fused into it (the convolution would run per pixel
+ * block): the convolution with its sigmoid is one kernel and the scale
+ * another. The result equals the unfused graph's. */
+static void test_fuse_not_widened(void) {
+    uint64_t seed = 29;
+    int64_t xs[4] = {1, 32, 9, 9}, ws[4] = {32, 32, 1, 1};
+    kiln_ndarray *xa = filled(4, xs, &seed, -2), *w1 = filled(4, ws, &seed, -2),
+                 *w2 = filled(4, ws, &seed, -2), *w3 = filled(4, ws, &seed, -2);
+    kiln_graph *g = kiln_graph_new();
+    int x = kiln_graph_var(g, "x", KILN_FLOAT32, 4, xs, NULL);
+    int i1[2] = {x, kiln_graph_const(g, "w1", w1)};
+    int f = kiln_graph_call(g, "nn.conv2d", 2, i1, NULL, "features");
+    int p = kiln_graph_call(g, "nn.global_avg_pool2d", 1, &f, NULL, "pool");
+    int i2[2] = {p, kiln_graph_const(g, "w2", w2)};
+    int c = kiln_graph_call(g, "nn.conv2d", 2, i2, NULL, "fc");
+    int s = kiln_graph_call(g, "sigmoid", 1, &c, NULL, "gate");
+    int m[2] = {f, s};
+    int sc = kiln_graph_call(g, "multiply", 2, m, NULL, "scale");
+    int i3[2] = {sc, kiln_graph_const(g, "w3", w3)};
+    int y = kiln_graph_call(g, "nn.conv2d", 2, i3, NULL, "project");
+    CHECK(y >= 0);
+    CHECK_EQ_INT(kiln_graph_set_outputs(g, 1, &y, NULL), KILN_OK);
+    kiln_build_options *o = kiln_build_options_new(), *o0 = kiln_build_options_new();
+    kiln_build_options_set(o0, "disabled-pass", "FuseOps");
+    int k = 0, k0 = 0;
+    char funcs[2048] = "";
+    kiln_ndarray *r = gu_compile_run(g, o, 1, (const kiln_ndarray *const *)&xa, &k, funcs,
+                                     sizeof funcs),
+                 *r0 = compile_run(g, o0, xa, &k0);
+    CHECK(r && r0);
+    CHECK_CONTAINS(funcs, "conv2d_NCHWc_sigmoid");
+    CHECK(strstr(funcs, "sigmoid_multiply") == NULL); /* the scale is its own kernel */
+    CHECK_CONTAINS(funcs, "fused_multiply");
+    if (r && r0)
+        CHECK(tu_max_rel_err(r, r0) < 1e-5);
+    kiln_ndarray_free(r);
+    kiln_ndarray_free(r0);
+    kiln_build_options_free(o);
+    kiln_build_options_free(o0);
+    kiln_graph_free(g);
+    kiln_ndarray_free(xa);
+    kiln_ndarray_free(w1);
+    kiln_ndarray_free(w2);
+    kiln_ndarray_free(w3);
+}
+
 /* FoldScaleAxis in AlterOpLayout: a per-channel multiply that is a
  * convolution's only consumer goes into the packed weights (no multiply
  * left in any kernel); with a second consumer, or a scale that is not per
@@ -665,6 +714,7 @@ static void test_dag_chain(void) {
     kiln_graph_free(g);
 }
 
-TEST_MAIN(TEST(test_pipeline), TEST(test_fuse_diamonds), TEST(test_fold_scale),
-          TEST(test_layer_norm_pattern), TEST(test_fold_constant), TEST(test_fold_constant_too_big),
-          TEST(test_deep_chain), TEST(test_dag_chain), TEST(test_fold_max))
+TEST_MAIN(TEST(test_pipeline), TEST(test_fuse_diamonds), TEST(test_fuse_not_widened),
+          TEST(test_fold_scale), TEST(test_layer_norm_pattern), TEST(test_fold_constant),
+          TEST(test_fold_constant_too_big), TEST(test_deep_chain), TEST(test_dag_chain),
+          TEST(test_fold_max))
