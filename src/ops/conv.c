@@ -347,11 +347,12 @@ static int winograd_tile(const layout_query *q, const gnode *n, int64_t O, int64
         return 0;
     if (q->winograd > 0)
         return q->winograd;
-    int64_t oh = ot->dims[2].v, ow = ot->dims[3].v;
+    int64_t oh = ot->dims[2].v, ow = ot->dims[3].v, nb = ot->dims[0].sym ? 1 : ot->dims[0].v;
+    int64_t llc = ops_cache_bytes(q->target, 3, 0);
     int best = 0, lanes = target_lanes(q->target);
-    double cost = ops_conv3x3_cost(0, oh, ow, C, O, lanes);
+    double cost = ops_conv3x3_cost(0, nb, oh, ow, C, O, lanes, llc);
     for (int m = 2; m <= 4; m += 2) {
-        double c = ops_conv3x3_cost(m, oh, ow, C, O, lanes);
+        double c = ops_conv3x3_cost(m, nb, oh, ow, C, O, lanes, llc);
         if (c < cost)
             cost = c, best = m;
     }

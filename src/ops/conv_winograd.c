@@ -103,21 +103,31 @@ static double transform_terms(const double *L, int n, int a) {
  * at 8 lanes. Measured on ResNet-50 (2 threads): F(4x4) 0.47x the direct
  * time at 56x56x64 and 28x28x128, F(2x2) 0.65x at 14x14x256 (F(4x4)
  * 0.85x: 9.4 MB of weights), and the direct one best at 7x7x512. */
-double ops_conv3x3_cost(int m, int64_t oh, int64_t ow, int64_t C, int64_t O, int lanes) {
+double ops_conv3x3_cost(int m, int64_t n, int64_t oh, int64_t ow, int64_t C, int64_t O, int lanes,
+                        int64_t llc) {
     double bytes_per_mac = 0.115 * 16.0 / (lanes > 0 ? lanes : 16);
-    double macs, bytes;
+    double macs, bytes, imgs = n > 0 ? (double)n : 1.0;
     wino_mats W;
     if (!m) {
-        macs = (double)oh * ow * C * O * 9;
+        macs = imgs * oh * ow * C * O * 9;
         bytes = 9.0 * C * O * 4;
     } else {
         if (!mats(m, &W))
             return 1e300;
         double a2 = (double)W.a * W.a;
-        double tiles = (double)((oh + m - 1) / m) * (double)((ow + m - 1) / m);
+        double tiles = imgs * (double)((oh + m - 1) / m) * (double)((ow + m - 1) / m);
         macs = tiles * (a2 * C * O * 1.5 + transform_terms(W.bt, W.a, W.a) * C +
                         transform_terms(W.at, W.m, W.a) * O);
         bytes = a2 * C * O * 4;
+        /* V and M, the transformed tiles of the input and the products, go
+           through memory between the three stages; past half the last-level
+           cache they stream from DRAM, and the stages ran about 3x slower
+           (ResNet-50 at batch 8, 56x56x64, Zen 5: 29 MB, F(4x4) 1.3x the
+           direct time where batch 1's 3.6 MB gave 0.47x; 28x28x128's 14 MB
+           still 0.63x) */
+        double ws = a2 * tiles * (double)(C + O) * 4;
+        if (llc > 0 && ws > (double)llc / 2)
+            macs *= 3.0;
     }
     double mem = bytes / bytes_per_mac;
     return macs > mem ? macs : mem;

@@ -366,9 +366,11 @@ KILN_HIDDEN void ops_slice_axis(int64_t n, int64_t b, int64_t e, int64_t s, int6
 KILN_HIDDEN int ops_winograd_weight(const float *w, int64_t O, int64_t I, int64_t Op, int64_t Ip,
                                     const float *scale, int m, int64_t ib, int64_t ob, float *dst);
 /* Estimated time of a 3x3 stride-1 convolution of C -> O channels with an
- * oh x ow output: direct (m = 0) or Winograd F(m x m, 3 x 3), on a machine
- * with `lanes` float lanes per vector. Only the ratios mean anything; the
+ * oh x ow output, for a batch of n: direct (m = 0) or Winograd F(m x m,
+ * 3 x 3), on a machine with `lanes` float lanes per vector and a last-level
+ * cache of llc bytes (0: unknown). Only the ratios mean anything; the
  * layout hook takes the cheapest. */
-KILN_HIDDEN double ops_conv3x3_cost(int m, int64_t oh, int64_t ow, int64_t C, int64_t O, int lanes);
+KILN_HIDDEN double ops_conv3x3_cost(int m, int64_t n, int64_t oh, int64_t ow, int64_t C, int64_t O,
+                                    int lanes, int64_t llc);
 
 #endif

@@ -356,7 +356,8 @@ static void test_winograd(void) {
  * AlterOpLayout (a static buffer), or NULL if the dump is missing. With
  * build 0 the kernels are not compiled (cc is `false`: the pass is what is
  * read); else *st is the compile's status. */
-static const char *after_alter_layout(kiln_graph *g, const char *bits, int build, kiln_status *st) {
+static const char *after_alter_layout(kiln_graph *g, const char *bits, int build, kiln_status *st,
+                                      const char *target) {
     static char text[1 << 16];
     char dir[1100], cmd[2400], path[1200];
     snprintf(dir, sizeof dir, "%s", test_tmp_path("alter_dump"));
@@ -365,6 +366,8 @@ static const char *after_alter_layout(kiln_graph *g, const char *bits, int build
     kiln_build_options *o = kiln_build_options_new();
     kiln_build_options_set(o, "dump-ir", dir);
     kiln_build_options_set(o, "vector-bits", bits);
+    if (target)
+        kiln_build_options_set(o, "target", target);
     if (!build)
         kiln_build_options_set(o, "cc", "false");
     kiln_status s = kiln_graph_compile(g, test_tmp_path("alter_dump.tar"), o);
@@ -406,10 +409,33 @@ static void test_winograd_choice(void) {
         int nkeep = 0;
         kiln_graph *g = make_graph(&c, keep, &nkeep);
         /* the layout pass is what is read; the kernels need not be built */
-        const char *text = after_alter_layout(g, "512", 0, NULL);
+        const char *text = after_alter_layout(g, "512", 0, NULL, NULL);
         CHECK(text != NULL);
         if (text)
             CHECK_CONTAINS(text, cases[i].want);
+        for (int k = 0; k < nkeep; k++)
+            kiln_ndarray_free(keep[k]);
+        kiln_graph_free(g);
+    }
+    /* at batch 8 the transformed tiles of 56x56x64 (29 MB) pass half a 32 MB
+       L3: the direct convolution; 28x28x128's 14 MB keep F(4x4). The target
+       names its caches (znver3: 32 MB L3), so the choice is the same on any
+       machine. */
+    static const struct {
+        int64_t c, hw;
+        const char *want;
+    } batch8[] = {{64, 56, "nn.contrib_conv2d_NCHWc("}, {128, 28, "tile_size=4"}};
+    for (size_t i = 0; i < sizeof batch8 / sizeof batch8[0]; i++) {
+        conv_case c = {
+            "",           8, batch8[i].c, batch8[i].hw, batch8[i].hw, batch8[i].c, 3, 1, 1, 1,
+            {1, 1, 1, 1}, 0};
+        kiln_ndarray *keep[8];
+        int nkeep = 0;
+        kiln_graph *g = make_graph(&c, keep, &nkeep);
+        const char *text = after_alter_layout(g, "256", 0, NULL, "llvm -mcpu=znver3");
+        CHECK(text != NULL);
+        if (text)
+            CHECK_CONTAINS(text, batch8[i].want);
         for (int k = 0; k < nkeep; k++)
             kiln_ndarray_free(keep[k]);
         kiln_graph_free(g);
@@ -438,7 +464,7 @@ static void test_nchwc_blocks(void) {
         int nkeep = 0;
         kiln_graph *g = make_graph(&c, keep, &nkeep);
         kiln_status st = KILN_ERR_INVALID;
-        const char *text = after_alter_layout(g, v[k].bits, 1, &st);
+        const char *text = after_alter_layout(g, v[k].bits, 1, &st, NULL);
         CHECK_EQ_INT(st, KILN_OK);
         CHECK(text != NULL);
         if (text) {
