@@ -545,6 +545,27 @@ static int reads_through_inline(const kiln_schedule *s, tir_node body, const kil
     return 0;
 }
 
+/* The first stage, other than its target, that reads attached stage p
+ * (directly or through inlined stages) without being computed inside p's
+ * target at p's spot or deeper, with p placed at leaf `pos` of `parent`;
+ * NULL if none. Lowering refuses such a schedule, so compute_at and
+ * compute_inline refuse to make one. */
+static kiln_stage *outside_reader(kiln_schedule *s, kiln_stage *p, kiln_stage *parent, int pos) {
+    for (int i = 0; i < s->nstages; i++) {
+        kiln_stage *c = s->stages[i];
+        if (c == parent || c == p || c->attach == TE_ATTACH_INLINE ||
+            !reads_through_inline(s, c->body, p->tensor, 0))
+            continue;
+        int inside = c->attach == TE_ATTACH_AT && c->attach_stage == parent;
+        for (int k = 0; inside && k < parent->nleaves; k++)
+            if (parent->leaves[k] == c->attach_iter)
+                inside = k >= pos;
+        if (!inside)
+            return c;
+    }
+    return NULL;
+}
+
 kiln_status kiln_compute_at(kiln_stage *st, kiln_stage *parent, kiln_expr axis) {
     if (!stage_ok(st, "compute_at") || !stage_ok(parent, "compute_at"))
         return KILN_ERR_INVALID;
@@ -577,22 +598,14 @@ kiln_status kiln_compute_at(kiln_stage *st, kiln_stage *parent, kiln_expr axis) 
                               parent->tensor->name, name, name);
     kiln_schedule *s = st->sch;
     /* other consumers must sit inside the same parent (computed at it
-       already, at this axis or deeper): bound inference unions their reads */
-    for (int i = 0; i < s->nstages; i++) {
-        kiln_stage *c = s->stages[i];
-        if (c == parent || c == st || c->attach == TE_ATTACH_INLINE ||
-            !te_reads(c->body, st->tensor))
-            continue;
-        int inside = c->attach == TE_ATTACH_AT && c->attach_stage == parent;
-        for (int k = 0; inside && k < parent->nleaves; k++)
-            if (parent->leaves[k] == c->attach_iter)
-                inside = k >= pos;
-        if (!inside)
-            return kiln_set_error(KILN_ERR_INVALID,
-                                  "compute_at: '%s' is also read by '%s', which is not computed "
-                                  "inside '%s' at this axis or deeper",
-                                  name, c->tensor->name, parent->tensor->name);
-    }
+       already, at this axis or deeper): bound inference unions their reads;
+       a consumer that reads st through an inlined stage counts too */
+    kiln_stage *c = outside_reader(s, st, parent, pos);
+    if (c)
+        return kiln_set_error(KILN_ERR_INVALID,
+                              "compute_at: '%s' is also read by '%s', which is not computed "
+                              "inside '%s' at this axis or deeper",
+                              name, c->tensor->name, parent->tensor->name);
     for (kiln_stage *p = parent; p; p = p->attach == TE_ATTACH_AT ? p->attach_stage : NULL)
         if (p == st)
             return kiln_set_error(KILN_ERR_INVALID,
@@ -621,8 +634,32 @@ kiln_status kiln_compute_inline(kiln_stage *st) {
             return kiln_set_error(KILN_ERR_INVALID,
                                   "compute_inline: stage '%s' has '%s' computed at it",
                                   st->tensor->name, s->stages[i]->tensor->name);
+    int old_attach = st->attach;
+    kiln_stage *old_stage = st->attach_stage;
+    int old_iter = st->attach_iter;
     st->attach = TE_ATTACH_INLINE;
     st->attach_stage = NULL;
+    /* inlined, st's consumers read what st reads: a stage st reads that is
+       computed at some loop must still have all its readers inside it */
+    for (int i = 0; i < s->nstages; i++) {
+        kiln_stage *p = s->stages[i], *c = NULL;
+        if (p->attach != TE_ATTACH_AT || !te_reads(st->body, p->tensor))
+            continue;
+        int pos = -1;
+        for (int k = 0; k < p->attach_stage->nleaves; k++)
+            if (p->attach_stage->leaves[k] == p->attach_iter)
+                pos = k;
+        if (pos >= 0 && (c = outside_reader(s, p, p->attach_stage, pos)) != NULL) {
+            st->attach = old_attach;
+            st->attach_stage = old_stage;
+            st->attach_iter = old_iter;
+            return kiln_set_error(KILN_ERR_INVALID,
+                                  "compute_inline: '%s' is computed at '%s', and with '%s' "
+                                  "inlined '%s' would read it outside that loop",
+                                  p->tensor->name, p->attach_stage->tensor->name, st->tensor->name,
+                                  c->tensor->name);
+        }
+    }
     return KILN_OK;
 }
 

@@ -219,6 +219,59 @@ static void test_masked_tail_strided(void) {
     kiln_ctx_free(ctx);
 }
 
+/* compute_at checks the readers that reach a stage through inlined stages:
+ * in a softmax (rowmax, exp, rowsum, out) with exp inlined, out reads
+ * rowmax, so rowmax cannot be computed at rowsum (lowering would refuse the
+ * schedule; the schedule fuzzer found that compute_at accepted it). */
+typedef struct {
+    kiln_tensor *a, *mx, *e, *sm;
+    kiln_expr k1, k2;
+} sm_t;
+
+static kiln_expr smt_max(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    sm_t *t = u;
+    kiln_expr ix[2] = {i[0], t->k1};
+    return kiln_max_reduce(kiln_tensor_at(t->a, 2, ix), 1, &t->k1);
+}
+static kiln_expr smt_exp(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    sm_t *t = u;
+    return kiln_exp(kiln_sub(kiln_tensor_at(t->a, 2, i), kiln_tensor_at(t->mx, 1, i)));
+}
+static kiln_expr smt_sum(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    sm_t *t = u;
+    kiln_expr ix[2] = {i[0], t->k2};
+    return kiln_sum(kiln_tensor_at(t->e, 2, ix), 1, &t->k2);
+}
+static kiln_expr smt_out(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    sm_t *t = u;
+    return kiln_div(kiln_tensor_at(t->e, 2, i), kiln_tensor_at(t->sm, 1, i));
+}
+
+static void test_compute_at_reader_through_inline(void) {
+    kiln_ctx *ctx = kiln_ctx_new();
+    kiln_expr sh[2] = {kiln_const(ctx, KILN_INT64, 4), kiln_const(ctx, KILN_INT64, 8)};
+    sm_t t;
+    t.a = kiln_placeholder(ctx, 2, sh, KILN_FLOAT32, "A");
+    t.k1 = kiln_reduce_axis(ctx, kiln_const(ctx, KILN_INT64, 0), sh[1], "k1");
+    t.k2 = kiln_reduce_axis(ctx, kiln_const(ctx, KILN_INT64, 0), sh[1], "k2");
+    t.mx = kiln_compute(ctx, 1, sh, smt_max, &t, "rowmax");
+    t.e = kiln_compute(ctx, 2, sh, smt_exp, &t, "exp");
+    t.sm = kiln_compute(ctx, 1, sh, smt_sum, &t, "rowsum");
+    kiln_tensor *out = kiln_compute(ctx, 2, sh, smt_out, &t, "out");
+    kiln_schedule *s = kiln_schedule_create(ctx, 1, &out);
+    CHECK_EQ_INT(kiln_compute_inline(kiln_schedule_stage(s, t.e)), KILN_OK);
+    kiln_status st = kiln_compute_at(kiln_schedule_stage(s, t.mx), kiln_schedule_stage(s, t.sm),
+                                     kiln_tensor_axis(t.sm, 0));
+    CHECK_EQ_INT(st, KILN_ERR_INVALID);
+    CHECK(strstr(kiln_last_error(), "also read by 'out'") != NULL);
+    /* the schedule as it stands still lowers */
+    kiln_tensor *args[2] = {t.a, out};
+    char *ir = kiln_lower_to_string(s, 2, args, "softmax");
+    CHECK(ir != NULL);
+    free(ir);
+    kiln_ctx_free(ctx);
+}
+
 /* ---- primitives on matmul --------------------------------------------------- */
 
 static void test_split_tile_reorder(void) {
@@ -654,8 +707,9 @@ static void test_deep_chain(void) {
 }
 
 TEST_MAIN(TEST(test_golden_vadd_default), TEST(test_golden_vadd_split), TEST(test_vadd_split_runs),
-          TEST(test_masked_tail_strided), TEST(test_split_tile_reorder),
-          TEST(test_split_nparts_fuse_parallel), TEST(test_cache_write_compute_at),
-          TEST(test_cache_read), TEST(test_inline_root), TEST(test_compute_at_siblings),
-          TEST(test_compute_at_fused), TEST(test_bind), TEST(test_errors), TEST(test_call_errors),
-          TEST(test_toolchain_failure), TEST(test_deep_chain))
+          TEST(test_masked_tail_strided), TEST(test_compute_at_reader_through_inline),
+          TEST(test_split_tile_reorder), TEST(test_split_nparts_fuse_parallel),
+          TEST(test_cache_write_compute_at), TEST(test_cache_read), TEST(test_inline_root),
+          TEST(test_compute_at_siblings), TEST(test_compute_at_fused), TEST(test_bind),
+          TEST(test_errors), TEST(test_call_errors), TEST(test_toolchain_failure),
+          TEST(test_deep_chain))
