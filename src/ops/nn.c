@@ -217,12 +217,17 @@ static void dense_tile(int64_t m, const int64_t *rowdims, int nrowdims, int64_t 
                     /* cycles per vector multiply-add: the FMA pipes (2 a cycle),
                        the loads (r + v per k step, 2 a cycle), the weight panel
                        re-read from L2 for every further r rows when it exceeds
-                       L1 (64/r bytes per multiply-add at about 16 bytes a
-                       cycle), and the r * v accumulators' dependency chains (a
-                       multiply-add's latency of about 4 cycles: a GEMV with one
-                       vector of columns waits on it at every k step) */
+                       L1 (a vector of weights, lanes * 4 bytes, per r
+                       multiply-adds, at about 16 bytes a cycle: 4/r with 16
+                       lanes, 2/r with 8; it was 4/r for both, which kept AVX2
+                       at one-vector panels, 13 x 8, on BERT's K = 768: 59 % of
+                       the AVX2 peak), and the r * v accumulators' dependency
+                       chains (a multiply-add's latency of about 4 cycles: a GEMV
+                       with one vector of columns waits on it at every k step) */
                     double loads = (double)(r + v) / (double)(r * v) / 2.0;
-                    double reread = m > r && k * v * lanes * 4 > l1 ? 4.0 / (double)r : 0.0;
+                    double reread = m > r && k * v * lanes * 4 > l1
+                                        ? (double)(lanes * 4) / 16.0 / (double)r
+                                        : 0.0;
                     double chain = 4.0 / (double)(r * v);
                     double cost = loads > 0.5 ? loads : 0.5;
                     if (reread > cost)
