@@ -15,6 +15,7 @@
 #include "../passes/passes.h"
 #include "../te/te_internal.h"
 #include "../tir/cost.h"
+#include "concat_views.h"
 #include "driver_internal.h"
 
 typedef struct {
@@ -38,7 +39,7 @@ typedef struct {
     const kiln_target *target;
     pass_env env;
     kiln_ctx *ctx;
-    int level, fuse;
+    int level, fuse, views;    /* views: ConcatViews is on (concat_views.c) */
     tir_func *funcs;           /* the distinct kernels */
     tir_count (*cost)[2];      /* funcs[i]'s flops and bytes (tir/cost.h) */
     unsigned char (*keys)[32]; /* funcs[i]'s codegen_func_key */
@@ -58,6 +59,7 @@ typedef struct {
     group_t *groups;
     const char *prefix; /* of its kernels' names: "" for the graph, "b1_" for a body */
     int depth;          /* 0 for the graph, 1 for a body, ... */
+    driver_views V;     /* the concatenations that are views, and where tensors lie */
 } plan;
 
 static void sanitize(char *dst, size_t cap, const char *src) {
@@ -78,7 +80,7 @@ static kiln_status make_groups(plan *P, int fuse) {
     if (!P->group_of)
         return KILN_ERR_NOMEM;
     if (fuse) {
-        P->ngroups = pass_fuse_ops(g, P->group_of);
+        P->ngroups = pass_fuse_ops(g, P->V.view, P->group_of);
         /* number groups in the order of their output nodes: a group's inputs
            are outputs of groups that end earlier, so this order runs
            producers first (creation order may not: dense joins add later) */
@@ -253,6 +255,7 @@ static size_t entry_bytes(const gtensor_type *t) {
 typedef struct {
     const gtensor_type *type;
     int storage;
+    int64_t offset; /* bytes into the storage: a tensor placed in a view's buffer */
 } entry;
 
 static char *plan_graph(build *B, struct kiln_graph *g, const char *prefix, int depth,
@@ -375,9 +378,13 @@ static void cost_attrs(kstr *js, const tir_count c[2]) {
 
 /* JSON text of the plan. Null nodes: graph inputs and constants (params
  * named p0, p1, ... unless the constant has a unique name); then one
- * tvm_op per group. Storage: inputs and params own theirs; group outputs
- * reuse a freed buffer of the same or larger size when their producer's
- * consumers are done (a graph output is never freed). */
+ * tvm_op per group ("__view" for a concatenation that is a view, which runs
+ * nothing). Storage: inputs and params own theirs; group outputs reuse a
+ * freed buffer of the same or larger size when their producer's consumers
+ * are done (a graph output is never freed). The tensors placed in a view's
+ * buffer share one storage id, taken by the first of them to be produced
+ * and sized for the view, at their byte offsets ("storage_offset"), and it
+ * is freed after the last reader of any of them. */
 static char *make_json(plan *P, build *B, kiln_status *st) {
     struct kiln_graph *g = P->g;
     kiln_npz *params = B->params;
@@ -390,15 +397,18 @@ static char *make_json(plan *P, build *B, kiln_status *st) {
     int *last_use = malloc(sizeof(int) * ((size_t)g->n * 2 + 64));
     size_t *sbytes = calloc((size_t)g->n * 2 + 64, sizeof(size_t));
     int *sfree = calloc((size_t)g->n * 2 + 64, sizeof(int));
+    int *root_storage = malloc(sizeof(int) * ((size_t)g->n + 1)); /* a view's buffer's id */
+    int *group_out = malloc(sizeof(int) * ((size_t)P->ngroups + 1));
     kstr js, args, pnames;
     kstr_init(&js);
     kstr_init(&args);
     kstr_init(&pnames);
     *st = KILN_ERR_NOMEM;
-    if (!ent || !node_first || !jnode_of || !row_ptr || !last_use || !sbytes || !sfree)
+    if (!ent || !node_first || !jnode_of || !row_ptr || !last_use || !sbytes || !sfree ||
+        !root_storage || !group_out)
         goto fail;
     for (int id = 0; id < g->n; id++)
-        node_first[id] = jnode_of[id] = -1;
+        node_first[id] = jnode_of[id] = root_storage[id] = -1;
     int nstorage = 0;
     kstr_puts(&js, "{\n  \"nodes\": [\n");
     /* null nodes first */
@@ -451,6 +461,10 @@ static char *make_json(plan *P, build *B, kiln_status *st) {
         if (P->group_of[src] >= 0)
             last_use[P->group_of[src]] = P->ngroups; /* never freed */
     }
+    for (int k = 0; k < P->ngroups; k++)
+        group_out[k] = P->groups[k].out;
+    if (driver_views_join_lifetimes(&P->V, P->ngroups, group_out, last_use, g->n) != KILN_OK)
+        goto fail;
     int *group_storage = malloc(sizeof(int) * 64 * (size_t)(P->ngroups + 1));
     if (!group_storage)
         goto fail;
@@ -480,7 +494,7 @@ static char *make_json(plan *P, build *B, kiln_status *st) {
         kstr_printf(&js,
                     ", \"attrs\": {\"func_name\": \"%s\", \"num_inputs\": \"%d\", "
                     "\"num_outputs\": \"%d\", \"flatten_data\": \"0\"",
-                    gr->kernel, gr->nin, nout);
+                    P->V.view[gr->out] ? "__view" : gr->kernel, gr->nin, nout);
         if (!control && gr->fidx >= 0)
             cost_attrs(&js, B->cost[gr->fidx]);
         if (control && (*st = control_attrs(B, P, on, gr, &js)) != KILN_OK) {
@@ -525,7 +539,15 @@ static char *make_json(plan *P, build *B, kiln_status *st) {
         node_first[gr->out] = nentries;
         for (int o = 0; o < nout; o++) {
             const gtensor_type *ty = &on->type.t[o];
-            size_t need = entry_bytes(ty);
+            int root = on->type.is_tuple ? -1 : P->V.root[on->id];
+            size_t need = entry_bytes(root >= 0 ? &g->nodes[root]->type.t[0] : ty);
+            ent[nentries].offset = root >= 0 ? P->V.off[on->id] : 0;
+            if (root >= 0 && root_storage[root] >= 0) { /* the view's buffer, taken already */
+                group_storage[k * 64 + o] = root_storage[root];
+                ent[nentries].type = ty;
+                ent[nentries++].storage = root_storage[root];
+                continue;
+            }
             int best = -1;
             for (int sidx = 0; sidx < nstorage; sidx++)
                 if (sfree[sidx] && sbytes[sidx] >= need &&
@@ -536,6 +558,8 @@ static char *make_json(plan *P, build *B, kiln_status *st) {
                 sbytes[nstorage++] = need;
             }
             sfree[best] = 0;
+            if (root >= 0)
+                root_storage[root] = best;
             group_storage[k * 64 + o] = best;
             ent[nentries].type = ty;
             ent[nentries].storage = best;
@@ -600,6 +624,11 @@ static char *make_json(plan *P, build *B, kiln_status *st) {
     kstr_puts(&js, "]],\n    \"storage_id\": [\"list_int\", [");
     for (int e = 0; e < nentries; e++)
         kstr_printf(&js, "%s%d", e ? ", " : "", ent[e].storage);
+    if (P->V.nviews) { /* the views' placed tensors (absent: every offset 0) */
+        kstr_puts(&js, "]],\n    \"storage_offset\": [\"list_int\", [");
+        for (int e = 0; e < nentries; e++)
+            kstr_printf(&js, "%s%lld", e ? ", " : "", (long long)ent[e].offset);
+    }
     kstr_puts(&js, "]],\n    \"shape\": [\"list_shape\", [");
     for (int e = 0; e < nentries; e++) {
         kstr_puts(&js, e ? ", [" : "[");
@@ -624,6 +653,8 @@ fail:
     free(last_use);
     free(sbytes);
     free(sfree);
+    free(root_storage);
+    free(group_out);
     if (*st != KILN_OK) {
         kstr_free(&js);
         return NULL;
@@ -721,13 +752,14 @@ static kiln_status check_symbolic(struct kiln_graph *g) {
  * appended to B's; NULL with *st. */
 static char *plan_graph(build *B, struct kiln_graph *g, const char *prefix, int depth,
                         kiln_status *st) {
-    plan P = {g, NULL, 0, NULL, prefix, depth};
+    plan P = {g, NULL, 0, NULL, prefix, depth, {0}};
     char *text = NULL;
-    if ((*st = make_groups(&P, B->fuse)) != KILN_OK)
+    if ((*st = driver_plan_views(g, B->views, B->fuse, &P.V)) != KILN_OK ||
+        (*st = make_groups(&P, B->fuse)) != KILN_OK)
         goto done;
     for (int k = 0; k < P.ngroups; k++) {
-        if (g->nodes[P.groups[k].out]->op->control)
-            continue; /* its bodies are planned in its plan node */
+        if (g->nodes[P.groups[k].out]->op->control || P.V.view[P.groups[k].out])
+            continue; /* its bodies are planned in its plan node; a view runs nothing */
         if (B->nfuncs == B->fcap) {
             int ncap = B->fcap ? B->fcap * 2 : 64;
             tir_func *nf = kiln_realloc(B->funcs, sizeof(tir_func) * (size_t)ncap);
@@ -807,6 +839,7 @@ done:
     }
     free(P.groups);
     free(P.group_of);
+    driver_views_free(&P.V);
     return text;
 }
 
@@ -833,6 +866,7 @@ kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
                        opts ? opts->progress_user : NULL};
     B.level = level;
     B.fuse = level > 0 && !(opts && opts->no_fuse) && !(disabled && strstr(disabled, "FuseOps"));
+    B.views = level > 0 && !(disabled && strstr(disabled, "ConcatViews"));
     g = pass_run_pipeline(user, level, disabled, opts ? opts->dump_dir : NULL, &B.env);
     if (!g) {
         kiln_target_free(target);

@@ -188,6 +188,13 @@ typedef struct {
  * error (having freed any values it made). */
 typedef int (*op_alter_fn)(const struct gnode *call, const layout_query *q, layout_rewrite *rw);
 
+/* Whether a call's output is, byte for byte, its inputs one after another
+ * in input order (a concatenation along an axis whose leading dims are all
+ * 1): then the memory planner may place each input in the output's buffer
+ * and the call runs nothing (src/driver/concat_views.c). Its type and its
+ * inputs' are known and static when the driver asks. */
+typedef int (*op_view_fn)(const struct kiln_graph *g, const struct gnode *call);
+
 /* What a control op does with its bodies (kiln_op_def.control). */
 typedef enum { OP_CONTROL_NONE = 0, OP_CONTROL_IF, OP_CONTROL_LOOP, OP_CONTROL_SCAN } op_control;
 
@@ -221,6 +228,8 @@ typedef struct kiln_op_def {
     op_control control;      /* a control op (If, Loop, Scan: src/ops/control.c): no
                                 compute; its bodies (GA_GRAPH attributes) are compiled as
                                 graphs and the plan runs them (docs/CONTROL_FLOW.md) */
+    op_view_fn view;         /* (optional) 1 when this call's output is its inputs' bytes in
+                                order, so it can be a view of them (op_view_fn) */
 } kiln_op_def;
 
 /* The ops a graph may use: the built-in table plus rows added by plugins. */

@@ -1035,6 +1035,26 @@ static int alter_concatenate(const gnode *call, const layout_query *q, layout_re
     return 1;
 }
 
+/* A concatenation is its inputs' bytes one after another when every dim
+ * before the axis is 1: batch 1 along the channels, in NCHW and in
+ * NCHW[x]c (whole channel blocks, axis 1). The memory planner may then
+ * place the inputs in the output (src/driver/concat_views.c). */
+static int view_concatenate(const struct kiln_graph *g, const gnode *call) {
+    const gtensor_type *ot = ops_node_type(call);
+    if (!ot || !ops_all_known(ot, 0, ot->ndim))
+        return 0;
+    int axis = ops_norm_axis(call, 0, ot->ndim);
+    for (int d = 0; d < axis; d++)
+        if (ot->dims[d].v != 1)
+            return 0;
+    for (int i = 0; i < call->nin; i++) {
+        const gtensor_type *t = ops_node_type(g->nodes[call->in[i]]);
+        if (!t || t->ndim != ot->ndim || t->dtype != ot->dtype || !ops_all_known(t, 0, t->ndim))
+            return 0;
+    }
+    return 1;
+}
+
 /* concatenate of 1-D values: their elements in order; an input nothing is
  * known of gives UNKNOWN elements, as many as its type has. */
 static int values_concatenate(const struct kiln_graph *g, const gnode *call, const gval *const *in,
@@ -1108,7 +1128,8 @@ const kiln_op_def ops_transform_rows[] = {
      .alter = alter_concatenate,
      .sym_dims = 1, /* the other dims may be symbolic; the joined one may not */
      .summary = "join along axis",
-     .values = values_concatenate},
+     .values = values_concatenate,
+     .view = view_concatenate},
     ROW("split", 1, 1, split_attrs, rel_split, compute_split, OP_INJECTIVE,
         "split along axis (a tuple)"),
     OPS_SYM_ROW_VALS("strided_slice", 1, 3, strided_slice_attrs, rel_strided_slice,

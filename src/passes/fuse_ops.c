@@ -152,8 +152,8 @@ static int64_t group_anchor(const groups *G, int a, const int64_t *anchor_numel)
     return -1;
 }
 
-static int merge_diamonds(const struct kiln_graph *g, int *group, int ngroups, op_pattern *master,
-                          const int64_t *anchor_numel) {
+static int merge_diamonds(const struct kiln_graph *g, const char *alone, int *group, int ngroups,
+                          op_pattern *master, const int64_t *anchor_numel) {
     int n = g->n ? g->n : 1, ng = n; /* a group per node at most, peeled tails too */
     int *rep = malloc(sizeof(int) * (size_t)ng), *escape = calloc((size_t)n, sizeof(int));
     op_pattern *maxpat = malloc(sizeof(op_pattern) * (size_t)ng);
@@ -172,7 +172,7 @@ static int merge_diamonds(const struct kiln_graph *g, int *group, int ngroups, o
             continue;
         if (nd->op->pattern > maxpat[group[id]])
             maxpat[group[id]] = nd->op->pattern;
-        tuple[group[id]] |= nd->type.is_tuple;
+        tuple[group[id]] |= nd->type.is_tuple || (alone && alone[id]); /* neither merges */
         size[group[id]]++;
     }
     /* consumers of each node, as lists (CSR) */
@@ -267,7 +267,7 @@ static int merge_diamonds(const struct kiln_graph *g, int *group, int ngroups, o
     return count;
 }
 
-int pass_fuse_ops(const struct kiln_graph *g, int *group) {
+int pass_fuse_ops(const struct kiln_graph *g, const char *alone, int *group) {
     int *consumers = calloc((size_t)(g->n ? g->n : 1), sizeof(int));
     op_pattern *master = calloc((size_t)(g->n ? g->n : 1), sizeof(op_pattern));
     int *size = calloc((size_t)(g->n ? g->n : 1), sizeof(int));
@@ -293,10 +293,11 @@ int pass_fuse_ops(const struct kiln_graph *g, int *group) {
         if (n->kind != GN_CALL)
             continue;
         int multi_out = n->type.is_tuple;
-        if (!multi_out && n->op->pattern != OP_OPAQUE) {
+        if (!multi_out && n->op->pattern != OP_OPAQUE && !(alone && alone[id])) {
             for (int i = 0; i < n->nin && group[id] < 0; i++) {
                 const gnode *p = g->nodes[n->in[i]];
-                if (p->kind != GN_CALL || p->type.is_tuple || consumers[p->id] != 1)
+                if (p->kind != GN_CALL || p->type.is_tuple || consumers[p->id] != 1 ||
+                    (alone && alone[p->id]))
                     continue;
                 int pg = group[p->id];
                 if (pg >= 0 && master[pg] == OP_OUT_ELEMWISE_FUSABLE && widens(anchor_numel[pg], n))
@@ -324,7 +325,7 @@ int pass_fuse_ops(const struct kiln_graph *g, int *group) {
             ngroups++;
         }
     }
-    ngroups = merge_diamonds(g, group, ngroups, master, anchor_numel);
+    ngroups = merge_diamonds(g, alone, group, ngroups, master, anchor_numel);
     free(consumers);
     free(master);
     free(size);

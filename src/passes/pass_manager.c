@@ -413,7 +413,8 @@ typedef struct {
 
 /* The order of TVM's x86 pipeline, restricted to the passes kiln has.
  * FuseOps is not here: it partitions the graph at lowering (driver) and
- * only reads the flags below. */
+ * only reads the flags below; nor is ConcatViews, the memory planner's
+ * placing of concatenations (src/driver/concat_views.c). */
 static const pass_row k_passes[] = {
     {"SimplifyInference", 0, pass_simplify_inference}, {"EliminateCommonSubexpr", 3, pass_cse},
     {"FoldConstant", 2, pass_fold_constant},           {"SimplifyExpr", 3, pass_simplify_expr},
@@ -422,7 +423,7 @@ static const pass_row k_passes[] = {
 #define NPASSES (int)(sizeof k_passes / sizeof k_passes[0])
 
 int pass_known(const char *name) {
-    if (!strcmp(name, "FuseOps") || !strcmp(name, "InferType"))
+    if (!strcmp(name, "FuseOps") || !strcmp(name, "InferType") || !strcmp(name, "ConcatViews"))
         return 1;
     for (int i = 0; i < NPASSES; i++)
         if (!strcmp(k_passes[i].name, name))
@@ -432,7 +433,7 @@ int pass_known(const char *name) {
 
 const char *pass_names(void) {
     return "InferType, SimplifyInference, EliminateCommonSubexpr, FoldConstant, "
-           "SimplifyExpr, AlterOpLayout, DeadCodeElimination, FuseOps";
+           "SimplifyExpr, AlterOpLayout, DeadCodeElimination, FuseOps, ConcatViews";
 }
 
 static int disabled(const char *list, const char *name) {

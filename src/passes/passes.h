@@ -26,8 +26,9 @@ enum { REBUILD_COPY = -2, REBUILD_DROP = -3 };
  * injective and lighter ops fuse with each other; opaque ops never fuse;
  * multi-output ops stay alone). Writes group ids to group[g->n]; returns
  * the group count. Within a group, the node with the largest id is its
- * output. */
-KILN_HIDDEN int pass_fuse_ops(const struct kiln_graph *g, int *group);
+ * output. A call whose alone[id] is set (alone may be NULL) is a group of
+ * its own: the memory planner makes it a view (src/driver/concat_views.c). */
+KILN_HIDDEN int pass_fuse_ops(const struct kiln_graph *g, const char *alone, int *group);
 
 /* The graph pipeline (pass_manager.c): InferType, then the passes the opt
  * level turns on minus those named in disabled_list (comma-separated),

@@ -98,12 +98,13 @@ static kiln_status grow(run_state *rs, int s, int64_t bytes) {
     return KILN_OK;
 }
 
-/* Where entry en's data lives in run state rs. */
+/* Where entry en's data lives in run state rs (a dynamic plan's offsets
+ * are 0: graph_views.c). */
 static void *entry_data(const kiln_model *m, const run_state *rs, const plan_entry *en) {
     int s = en->storage;
     if (m->weights[s])
         return m->weights[s];
-    return m->dynamic ? (void *)rs->buf[s] : (void *)(rs->arena + m->offset[s]);
+    return m->dynamic ? (void *)rs->buf[s] : (void *)(rs->arena + m->offset[s] + en->offset);
 }
 
 /* The view of each input and output of rs, its shape `dims` + en->dim0 (or
@@ -175,10 +176,8 @@ static run_state *state_new(const kiln_model *m) {
     }
     memset(buf, 0, bytes);
     rs->arena = buf;
-    for (int a = 0; a < m->nargs; a++) {
-        int s = m->arg_storage[a];
-        rs->args[a] = m->weights[s] ? m->weights[s] : rs->arena + m->offset[s];
-    }
+    for (int a = 0; a < m->nargs; a++)
+        rs->args[a] = entry_data(m, rs, &m->entries[m->arg_entry[a]]);
     if (make_views(m, rs, NULL)) {
         state_free(rs, m);
         return NULL;
@@ -336,10 +335,8 @@ static kiln_status kernel_setup(const kiln_model *m, run_state *rs, int nid, con
     for (int o = 0; o < n->noutputs; o++)
         if (entry_place(m, rs, n->first + o, what))
             return KILN_ERR_INVALID;
-    for (int a = 0; a < n->ninputs + n->noutputs; a++) {
-        int s = m->arg_storage[n->arg0 + a];
-        rs->args[n->arg0 + a] = m->weights[s] ? m->weights[s] : rs->buf[s];
-    }
+    for (int a = 0; a < n->ninputs + n->noutputs; a++)
+        rs->args[n->arg0 + a] = entry_data(m, rs, &m->entries[m->arg_entry[n->arg0 + a]]);
     if (graph_plan_bind_kernel(m, nid, rs->dims, rs->kvars + n->kv0)) {
         kiln_error_prefix("%s: node %d '%s'", what, nid, n->name);
         return KILN_ERR_INVALID;
@@ -400,10 +397,8 @@ static kiln_status state_setup(const kiln_model *m, run_state *rs, const char *w
             kiln_error_prefix("%s", what);
             return KILN_ERR_NOMEM;
         }
-    for (int a = 0; a < m->nargs; a++) {
-        int s = m->arg_storage[a];
-        rs->args[a] = m->weights[s] ? m->weights[s] : rs->buf[s];
-    }
+    for (int a = 0; a < m->nargs; a++)
+        rs->args[a] = entry_data(m, rs, &m->entries[m->arg_entry[a]]);
     for (int k = 0; k < m->nkernels; k++) {
         const plan_node *n = &m->nodes[m->kernels[k]];
         if (graph_plan_bind_kernel(m, m->kernels[k], rs->dims, rs->kvars + n->kv0)) {

@@ -165,6 +165,10 @@ static kiln_status read_entries(kiln_model *e, const json *attrs) {
     const json *sids = dtypes ? graph_attr(attrs, "storage_id", "list_int", e->nentries) : NULL;
     if (!sids)
         return KILN_ERR_INVALID;
+    const json *offs = NULL; /* views' placed entries (graph_views.c); absent: all 0 */
+    if (json_get(attrs, "storage_offset") &&
+        !(offs = graph_attr(attrs, "storage_offset", "list_int", e->nentries)))
+        return KILN_ERR_INVALID;
     for (int i = 0; i < e->nentries; i++) {
         plan_entry *en = &e->entries[i];
         const json *sh = json_at(shapes, i);
@@ -196,6 +200,9 @@ static kiln_status read_entries(kiln_model *e, const json *attrs) {
             return plan_err("entry %d: storage_id must be an integer in [0, %d)", i, e->nentries);
         if (en->storage >= e->nstorage)
             e->nstorage = en->storage + 1;
+        if (offs && (!json_int(json_at(offs, i), &en->offset) || en->offset < 0 ||
+                     en->offset > MAX_STORAGE_BYTES))
+            return plan_err("entry %d: storage_offset must be an integer in [0, 2^40]", i);
     }
     return KILN_OK;
 }
@@ -246,6 +253,7 @@ static kiln_status read_node(kiln_model *e, int nid, const json *jn, const int *
     }
     if (!n->func || !n->func[0])
         return node_err(e, nid, "attrs has no \"func_name\"");
+    n->is_view = op[0] == 't' && !strcmp(n->func, "__view");
     if (!attr_count(json_get(attrs, "num_inputs"), &nin) || nin != n->ninputs)
         return node_err(e, nid, "attrs.num_inputs must be the number of inputs (%d)", n->ninputs);
     if (!attr_count(json_get(attrs, "num_outputs"), &nout) || nout != n->noutputs || nout < 1)
@@ -577,36 +585,6 @@ static kiln_status bind_vars(kiln_model *e) {
     return KILN_OK;
 }
 
-/* Entries sharing a storage_id must never be live at once: an entry's
- * buffer is free after its last reader. Null nodes and heads stay live. */
-static kiln_status check_storage(kiln_model *e) {
-    for (int i = 0; i < e->nnodes; i++)
-        for (int k = 0; k < e->nodes[i].ninputs; k++) {
-            plan_entry *en = &e->entries[e->nodes[i].inputs[k]];
-            if (en->last_use < i)
-                en->last_use = i;
-        }
-    int *busy = arena_alloc(e->ar, (size_t)e->nstorage * sizeof(int)); /* last_use + 2 */
-    int *holder = arena_alloc(e->ar, (size_t)e->nstorage * sizeof(int));
-    for (int i = 0; i < e->nentries; i++) { /* entry order is node order */
-        plan_entry *en = &e->entries[i];
-        int s = en->storage, def = e->nodes[en->node].is_op ? en->node : -1;
-        if (busy[s] && busy[s] - 2 >= def) {
-            plan_entry *h = &e->entries[holder[s]];
-            return node_err(e, en->node,
-                            "its output shares storage_id %d with an output of node "
-                            "%d '%s' that is still live%s",
-                            s, h->node, e->nodes[h->node].name,
-                            def < 0 || h->last_use == INT_MAX ? " (inputs, params and outputs "
-                                                                "need their own storage)"
-                                                              : "");
-        }
-        busy[s] = en->last_use == INT_MAX ? INT_MAX : en->last_use + 2;
-        holder[s] = i;
-    }
-    return KILN_OK;
-}
-
 /* ---- kernels and storage -------------------------------------------------------- */
 
 kiln_status graph_plan_bind_kernel(const kiln_model *e, int nid, const int64_t *dims,
@@ -657,7 +635,7 @@ kiln_status graph_plan_bind_kernel(const kiln_model *e, int nid, const int64_t *
 
 /* Bind node nid's function, check its arguments as far as the plan's
  * constant dims go (all of them, in a static plan, whose symbolic sizes are
- * then bound here) and record the storage id of each argument. */
+ * then bound here) and record the entry of each argument. */
 static kiln_status bind_kernel(kiln_model *e, int nid, kiln_module *mod, int arg0) {
     plan_node *n = &e->nodes[nid];
     n->arg0 = arg0;
@@ -682,8 +660,7 @@ static kiln_status bind_kernel(kiln_model *e, int nid, kiln_module *mod, int arg
     if (graph_plan_bind_kernel(e, nid, NULL, n->vars) || graph_cost_read(e, nid))
         return node_prefix(e, nid);
     for (int a = 0; a < nargs; a++)
-        e->arg_storage[arg0 + a] =
-            e->entries[a < n->ninputs ? n->inputs[a] : n->first + a - n->ninputs].storage;
+        e->arg_entry[arg0 + a] = a < n->ninputs ? n->inputs[a] : n->first + a - n->ninputs;
     return KILN_OK;
 }
 
@@ -691,14 +668,14 @@ static kiln_status bind_kernels(kiln_model *e, kiln_module *mod) {
     e->kernels = arena_alloc(e->ar, (size_t)e->nnodes * sizeof(int));
     int64_t nargs = 0;
     for (int i = 0; i < e->nnodes; i++)
-        if (e->nodes[i].is_op)
+        if (e->nodes[i].is_op && !e->nodes[i].is_view)
             nargs += e->nodes[i].ninputs + e->nodes[i].noutputs; /* < nnodes * INT_MAX */
     if (nargs > INT_MAX / 2)
         return plan_err("the kernels take %lld arguments in all", (long long)nargs);
     e->nargs = (int)nargs;
-    e->arg_storage = arena_alloc(e->ar, (size_t)(nargs ? nargs : 1) * sizeof(int));
+    e->arg_entry = arena_alloc(e->ar, (size_t)(nargs ? nargs : 1) * sizeof(int));
     for (int i = 0, arg0 = 0; i < e->nnodes; i++)
-        if (e->nodes[i].is_op) {
+        if (e->nodes[i].is_op && !e->nodes[i].is_view) {
             e->kernels[e->nkernels++] = i;
             if (bind_kernel(e, i, mod, arg0))
                 return KILN_ERR_INVALID;
@@ -749,7 +726,7 @@ static kiln_status place_storage(kiln_model *e, const kiln_npz *params, kiln_npz
         void **dst = &e->weights[en->storage];
         kiln_ndarray *a = own ? npz_get_mutable(own, n->name) : NULL;
         if (*dst)
-            continue; /* two params on one storage id: refused by check_storage */
+            continue; /* two params on one storage id: refused by graph_check_storage */
         if (users[en->storage] == 1 && a &&
             kiln_ndarray_numel(a) * (int64_t)kiln_dtype_size(kiln_ndarray_dtype(a)) == en->bytes) {
             if ((*dst = ndarray_take_data(a)) != NULL)
@@ -1005,7 +982,9 @@ static kiln_status read_plan(kiln_model *e, const json *root, kiln_module *mod,
     if (!st)
         st = read_heads(e, root);
     if (!st)
-        st = check_storage(e);
+        st = graph_check_views(e);
+    if (!st)
+        st = graph_check_storage(e);
     if (!st)
         st = bind_kernels(e, mod);
     if (!st)

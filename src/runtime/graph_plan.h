@@ -29,8 +29,9 @@ typedef struct {
     int64_t shape[KILN_MAX_NDIM]; /* -1 where the dim is an expression */
     int64_t bytes;                /* the element size times the constant dims */
     int storage;
-    int node;     /* the node that produces it */
-    int last_use; /* the last node reading it (INT_MAX for heads and null nodes) */
+    int64_t offset; /* its bytes' offset in the storage (attrs.storage_offset; graph_views.c) */
+    int node;       /* the node that produces it */
+    int last_use;   /* the last node reading it (INT_MAX for heads and null nodes) */
     /* per dim: its expression (shape[d] is then -1), or NULL for a constant;
        expr itself is NULL when every dim is a constant */
     const dim_expr **expr;
@@ -61,10 +62,11 @@ typedef struct {
 typedef struct {
     const char *name, *func;
     int is_op, is_param;
+    int is_view;       /* a "__view" tvm_op: runs nothing (graph_views.c); not a kernel */
     plan_control *ctl; /* a control node (is_op is set: it runs in order with the kernels) */
     int ninputs, noutputs, first; /* first: its first entry id (node_row_ptr) */
     int *inputs;                  /* entry ids */
-    int arg0;                     /* its arguments' index in arg_storage and a run's args */
+    int arg0;                     /* its arguments' index in arg_entry and a run's args */
     kiln_kernel_fn fn;
     const kiln_function *f;
     int64_t *vars; /* symbolic sizes, bound at load (static plans) */
@@ -106,8 +108,8 @@ struct kiln_model {
     plan_node *nodes;
     plan_entry *entries;
     plan_port *inputs, *outputs;
-    int *kernels;               /* node ids of the tvm_op nodes */
-    int *arg_storage;           /* storage id of every kernel argument, kernels in order */
+    int *kernels;               /* node ids of the tvm_op and control nodes, views left out */
+    int *arg_entry;             /* the entry of every kernel argument, kernels in order */
     void **weights;             /* per storage id: a parameter's buffer, shared by all runs and
                                    never written; NULL for the others */
     unsigned char *params_blob; /* the package's mod.params image, when weights point into it
@@ -152,6 +154,13 @@ KILN_HIDDEN kiln_status graph_cost_read(kiln_model *m, int nid);
 /* Kernel node nid's flops and bytes per call (out[0], out[1]; -1 where
  * unknown) with its size variables vars (a static plan: NULL). */
 KILN_HIDDEN void graph_cost_eval(const kiln_model *m, int nid, const int64_t *vars, double out[2]);
+/* Check the views and the storage offsets (graph_views.c), once the
+ * entries, nodes and heads are read; an error names mod.json and the entry
+ * or node. */
+KILN_HIDDEN kiln_status graph_check_views(kiln_model *m);
+/* Check that entries sharing a storage id are never live at once, a view's
+ * set counting as one (graph_views.c); sets each entry's last_use. */
+KILN_HIDDEN kiln_status graph_check_storage(kiln_model *m);
 /* Free the weights graph_plan_read placed. */
 KILN_HIDDEN void graph_plan_free_weights(kiln_model *m);
 

@@ -157,6 +157,8 @@ static kiln_status read_plan(kiln_package_info *info, plan *p, const kiln_npz *p
             continue;
         if (!func)
             return plan_err(p, "node '%s' (%lld) has no attrs.func_name", name, i);
+        if (!strcmp(op, "tvm_op") && !strcmp(func, "__view"))
+            continue; /* a view of its inputs (graph_views.c): no kernel */
         info->kernel_names[info->nkernels] = arena_strdup(ar, name);
         info->kernel_funcs[info->nkernels++] = arena_strdup(ar, func);
     }
