@@ -188,6 +188,14 @@ typedef struct {
  * error (having freed any values it made). */
 typedef int (*op_alter_fn)(const struct gnode *call, const layout_query *q, layout_rewrite *rw);
 
+/* An op's direct fold: its one output from concrete inputs (their types
+ * checked against the call's), computed without the reference interpreter
+ * and bit-identical to evaluating its compute. KILN_OK with a new compact
+ * array in *out, KILN_ERR_UNSUPPORTED (no error set) to leave this call to
+ * the interpreter, or another error. */
+typedef kiln_status (*op_fold_fn)(const struct gnode *call, const kiln_ndarray *const *in,
+                                  kiln_ndarray **out);
+
 /* What a control op does with its bodies (kiln_op_def.control). */
 typedef enum { OP_CONTROL_NONE = 0, OP_CONTROL_IF, OP_CONTROL_LOOP, OP_CONTROL_SCAN } op_control;
 
@@ -221,6 +229,8 @@ typedef struct kiln_op_def {
     op_control control;      /* a control op (If, Loop, Scan: src/ops/control.c): no
                                 compute; its bodies (GA_GRAPH attributes) are compiled as
                                 graphs and the plan runs them (docs/CONTROL_FLOW.md) */
+    op_fold_fn fold;         /* (optional) evaluation without the interpreter (graph_eval_call):
+                                data movement on large constants, a weight's transpose */
 } kiln_op_def;
 
 /* The ops a graph may use: the built-in table plus rows added by plugins. */

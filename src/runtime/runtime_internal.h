@@ -37,6 +37,20 @@ KILN_HIDDEN void *npz_take_blob(kiln_npz *z, size_t *len);
 KILN_HIDDEN kiln_ndarray *npz_get_mutable(kiln_npz *z, const char *name);
 /* A compact copy of a with storage of its own; NULL with an error. */
 KILN_HIDDEN kiln_ndarray *ndarray_clone(const kiln_ndarray *a);
+/* kiln_ndarray_empty without the zero fill: the caller writes every element. */
+KILN_HIDDEN kiln_ndarray *ndarray_empty_uninit(kiln_dtype dt, int ndim, const int64_t *shape);
+/* A compact array that owns the malloc'd block `base` (freed with free) and
+ * holds its elements from base + offset, which must be KILN_ALIGNMENT-aligned;
+ * the block must hold them (the caller checked the size). NULL with an error
+ * (then the caller still owns base). */
+KILN_HIDDEN kiln_ndarray *ndarray_adopt(void *base, int64_t offset, kiln_dtype dt, int ndim,
+                                        const int64_t *shape);
+/* Copy the elements of shape from s to d, with strides in elements of es
+ * bytes (ndarray_copy.c): kiln_ndarray_copy's loops, tiled for a transpose.
+ * The two ranges must not overlap. */
+KILN_HIDDEN void ndarray_copy_strided(unsigned char *d, const int64_t *dst_strides,
+                                      const unsigned char *s, const int64_t *src_strides, int nd,
+                                      const int64_t *shape, size_t es);
 /* Another array over a's storage, which lives until the last of them is
  * freed (a reference count); a must not be written while shared. Storage
  * a does not own is copied instead. NULL with an error. */
