@@ -8,7 +8,8 @@
  * Large models cost memory traffic more than anything: the file is mapped,
  * not read into a buffer, and protobuf-c's copy of a large raw_data is made
  * aligned so that the initializer's array can take it (the model's weights
- * are copied once, from the page cache into their arrays). */
+ * are copied once, from the page cache into their arrays). As with any
+ * mapped file, truncating the model while it is parsed faults the process. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

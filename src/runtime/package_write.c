@@ -16,7 +16,9 @@
  *   differs starts the temporary file with the bytes that matched, and the
  *   write goes on as above. If every byte matches, the final manifest's
  *   included, the package is left in place and its modification time is
- *   renewed, as if it had been written again. */
+ *   renewed, as if it had been written again. (As with any mapped file,
+ *   another program truncating that package while it is compared would
+ *   fault this one; kiln itself only ever replaces packages by rename.) */
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
