@@ -1,11 +1,13 @@
 /* toolchain.c: compiling a rendered C source into a shared object with the
  * system C compiler. The source goes to a fresh $TMPDIR/kiln-XXXXXX folder;
- * the compiler runs via fork/execvp with its output in NAME.log there. On
+ * the compiler runs via fork/execvp with its output in NAME.log there (its
+ * --version, for the cache key, via posix_spawnp). On
  * failure the folder is kept so the user can inspect NAME.c and NAME.log. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,28 +279,30 @@ static kiln_status wait_jobs(job *jobs, int n, const codegen_toolchain *tc, cons
 
 /* ---- cache keys ------------------------------------------------------------ */
 
-/* The output of `argv --version` (at most cap - 1 bytes), "" if it fails. */
+/* The output of `argv --version` (at most cap - 1 bytes), "" if it fails.
+ * Spawned (vfork-like), not forked: this runs on every compile, cached ones
+ * too, when the process may hold a model's weights, whose page tables a
+ * fork would copy. */
 static void compiler_version(const argv_t *cmd, char *out, size_t cap) {
     out[0] = 0;
     int p[2];
     if (pipe2(p, O_CLOEXEC) != 0)
         return;
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(p[1], 1);
-        int fd = open("/dev/null", O_RDWR);
-        if (fd >= 0) {
-            dup2(fd, 0);
-            dup2(fd, 2);
-        }
-        char *av[64];
-        int n = 0;
-        for (; n < cmd->n && n < 62; n++)
-            av[n] = cmd->v[n];
-        av[n++] = (char *)"--version";
-        av[n] = NULL;
-        execvp(av[0], av);
-        _exit(127);
+    char *av[64];
+    int n = 0;
+    for (; n < cmd->n && n < 62; n++)
+        av[n] = cmd->v[n];
+    av[n++] = (char *)"--version";
+    av[n] = NULL;
+    posix_spawn_file_actions_t fa;
+    pid_t pid = -1;
+    if (posix_spawn_file_actions_init(&fa) == 0) {
+        if (posix_spawn_file_actions_adddup2(&fa, p[1], 1) == 0 &&
+            posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) == 0 &&
+            posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0) == 0 &&
+            posix_spawnp(&pid, av[0], &fa, NULL, av, environ) != 0)
+            pid = -1;
+        posix_spawn_file_actions_destroy(&fa);
     }
     close(p[1]);
     size_t len = 0;

@@ -13,6 +13,7 @@
 #include "../base/json.h"
 #include "../ops/ops.h"
 #include "../passes/passes.h"
+#include "../runtime/runtime_internal.h"
 #include "../te/te_internal.h"
 #include "../tir/cost.h"
 #include "concat_views.h"
@@ -420,7 +421,7 @@ static char *make_json(plan *P, build *B, kiln_status *st) {
         char pname[300];
         if (n->kind == GN_CONST) {
             snprintf(pname, sizeof pname, "p%d", B->pcount++);
-            if (kiln_npz_add(params, pname, n->value) != KILN_OK)
+            if (npz_add_shared(params, pname, n->value) != KILN_OK)
                 goto fail;
             kstr_puts(&pnames, pcount++ ? ", " : "");
             json_write_string(&pnames, pname);

@@ -449,10 +449,12 @@ static int set_outputs(imp *I, const Onnx__GraphProto *gp, const char *what) {
     return ok;
 }
 
-/* Initializers of gp as constants of I->g; 0 with an error. */
-static int add_initializers(imp *I, const Onnx__GraphProto *gp) {
+/* Initializers of gp as constants of I->g; 0 with an error. The model's
+ * own (top-level) ones take their data from I->own when it is set: they
+ * are converted once, and a body may be imported more than once. */
+static int add_initializers(imp *I, const Onnx__GraphProto *gp, int top) {
     for (size_t i = 0; i < gp->n_initializer; i++) {
-        const Onnx__TensorProto *t = gp->initializer[i];
+        Onnx__TensorProto *t = gp->initializer[i];
         char what[600];
         snprintf(what, sizeof what, "initializer '%s'", t->name);
         if (imp_name_get(I, t->name) >= 0) {
@@ -460,7 +462,8 @@ static int add_initializers(imp *I, const Onnx__GraphProto *gp) {
                            I->path ? I->path : "model", t->name);
             return 0;
         }
-        kiln_ndarray *a = onnx_tensor_to_ndarray(I->m, t, what);
+        kiln_ndarray *a = top && I->own ? onnx_tensor_take_ndarray(I->own, t, what)
+                                        : onnx_tensor_to_ndarray(I->m, t, what);
         if (!a)
             return 0;
         int id = imp_add_const(I, t->name, a);
@@ -479,12 +482,15 @@ static int import_body(imp *I, const Onnx__GraphProto *gp) {
     int ok = (fl.a = arena_new()) != NULL;
     for (size_t i = 0; ok && i < gp->n_node; i++)
         ok = flatten(I, &fl, gp->node[i], 0);
-    ok = ok && check_supported(I, &fl) && add_initializers(I, gp) && convert_nodes(I, &fl) &&
+    ok = ok && check_supported(I, &fl) && add_initializers(I, gp, 0) && convert_nodes(I, &fl) &&
          set_outputs(I, gp, "body");
     free((void *)fl.nodes);
     arena_free(fl.a);
     return ok ? 0 : -1;
 }
+
+static kiln_graph *import_model(const onnx_model *m, onnx_model *own, const char *path,
+                                const char *input_shapes, int64_t fold_max);
 
 kiln_graph *kiln_onnx_import(const char *path, const char *input_shapes) {
     if (!path) {
@@ -494,16 +500,24 @@ kiln_graph *kiln_onnx_import(const char *path, const char *input_shapes) {
     onnx_model *m = onnx_model_load(path);
     if (!m)
         return NULL;
-    kiln_graph *g = onnx_import_model(m, path, input_shapes, 0);
+    kiln_graph *g = import_model(m, m, path, input_shapes, 0);
     onnx_model_free(m);
     return g;
 }
 
 kiln_graph *onnx_import_model(const onnx_model *m, const char *path, const char *input_shapes,
                               int64_t fold_max) {
+    return import_model(m, NULL, path, input_shapes, fold_max);
+}
+
+/* onnx_import_model; with `own` (m itself, freed after) the top-level
+ * initializers take their data from it instead of copying it. */
+static kiln_graph *import_model(const onnx_model *m, onnx_model *own, const char *path,
+                                const char *input_shapes, int64_t fold_max) {
     imp I;
     memset(&I, 0, sizeof I);
     I.m = m;
+    I.own = own;
     I.path = path;
     I.fold_max = fold_max > 0 ? fold_max : IMPORT_FOLD_MAX_ELEMENTS;
     I.opset = onnx_model_opset(m, "");
@@ -531,7 +545,7 @@ kiln_graph *onnx_import_model(const onnx_model *m, const char *path, const char 
             goto done;
     if (!check_supported(&I, &fl))
         goto done;
-    if (!add_initializers(&I, gp))
+    if (!add_initializers(&I, gp, 1))
         goto done;
     for (size_t i = 0; i < gp->n_input; i++) {
         int prev = imp_name_get(&I, gp->input[i]->name);

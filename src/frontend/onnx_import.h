@@ -31,6 +31,8 @@ struct imp_converter;
 typedef struct imp {
     struct kiln_graph *g;
     const onnx_model *m;
+    onnx_model *own; /* m, when the import may take its top-level initializers'
+                        data (onnx_tensor_take_ndarray: m is freed after), else NULL */
     const char *path;
     int64_t opset;    /* of the default domain */
     int64_t fold_max; /* the most elements a call folded at import may have */

@@ -4,19 +4,33 @@
  * ONNX_MAX_NESTING (protobuf-c recurses per level), and a capped allocator
  * (4x the input + 64 MiB) stops length fields from exhausting memory. Tensor
  * data is copied only after its size matches the dims exactly, and external
- * data must resolve (after realpath) to a regular file inside the model folder. */
+ * data must resolve (after realpath) to a regular file inside the model folder.
+ * Large models cost memory traffic more than anything: the file is mapped,
+ * not read into a buffer, and protobuf-c's copy of a large raw_data is made
+ * aligned so that the initializer's array can take it (the model's weights
+ * are copied once, from the page cache into their arrays). As with any
+ * mapped file, truncating the model while it is parsed faults the process. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../runtime/runtime_internal.h"
 #include "onnx_load.h"
 
-#define PB_HEADER 16 /* bytes before each allocation: its size, keeps alignment */
+/* Bytes before each allocation: its total size and this header's own size
+ * (the last 16 bytes of it); 16 keeps malloc's alignment. */
+#define PB_HEADER 16
+/* From this size on, a block is KILN_ALIGNMENT-aligned behind a header of
+ * KILN_ALIGNMENT bytes: an array may take it (onnx_tensor_take_ndarray). */
+#define PB_LARGE ((size_t)64 << 10)
+/* Files under this size are read; larger ones are mapped. */
+#define MAP_MIN_BYTES ((size_t)1 << 20)
 
 /* A protobuf-c allocator that refuses to hand out more than `cap` bytes. */
 typedef struct {
@@ -39,28 +53,41 @@ static char g_empty[1] = "";
 
 static void *pb_alloc_fn(void *ud, size_t n) {
     pb_alloc *a = ud;
-    if (n > a->cap || n + PB_HEADER > a->cap - a->used) {
+    size_t head = n >= PB_LARGE ? KILN_ALIGNMENT : PB_HEADER;
+    if (n > a->cap || n + head > a->cap - a->used) {
         a->capped = 1;
         return NULL;
     }
-    unsigned char *p = malloc(n + PB_HEADER);
-    if (!p)
+    void *mem = NULL;
+    if (head == PB_HEADER)
+        mem = malloc(n + head);
+    else if (posix_memalign(&mem, KILN_ALIGNMENT, n + head) != 0)
+        mem = NULL;
+    if (!mem)
         return NULL;
-    size_t total = n + PB_HEADER;
-    memcpy(p, &total, sizeof total);
+    unsigned char *p = (unsigned char *)mem + head;
+    size_t total = n + head;
+    memcpy(p - 16, &total, sizeof total);
+    memcpy(p - 8, &head, sizeof head);
     a->used += total;
-    return p + PB_HEADER;
+    return p;
+}
+
+/* The header of block ptr: its total size and header size. */
+static void pb_block(const void *ptr, size_t *total, size_t *head) {
+    const unsigned char *p = ptr;
+    memcpy(total, p - 16, sizeof *total);
+    memcpy(head, p - 8, sizeof *head);
 }
 
 static void pb_free_fn(void *ud, void *ptr) {
     pb_alloc *a = ud;
     if (!ptr || ptr == (void *)g_empty)
         return;
-    unsigned char *p = (unsigned char *)ptr - PB_HEADER;
-    size_t total;
-    memcpy(&total, p, sizeof total);
+    size_t total, head;
+    pb_block(ptr, &total, &head);
     a->used -= total;
-    free(p);
+    free((unsigned char *)ptr - head);
 }
 
 static void pb_alloc_init(pb_alloc *a, size_t input_len) {
@@ -179,18 +206,35 @@ static ProtobufCMessage *pb_unpack(const ProtobufCMessageDescriptor *d, const ui
 
 /* ---- reading files ----------------------------------------------------------- */
 
-/* Read a regular file of at most 2 GiB (malloc'd; NULL with an error). */
-static uint8_t *read_file_capped(const char *path, size_t *len) {
+/* A file's bytes in memory: mapped (then `mapped`) or read into a buffer. */
+typedef struct {
+    uint8_t *data;
+    size_t len;
+    int mapped;
+} file_bytes;
+
+static void file_bytes_free(file_bytes *f) {
+    if (f->mapped)
+        munmap(f->data, f->len);
+    else
+        free(f->data);
+    f->data = NULL;
+}
+
+/* Read a regular file of at most 2 GiB into *f: a large one mapped (its
+ * pages are the page cache's; nothing is copied), a small one or one that
+ * cannot be mapped read into a buffer. 0, or -1 with an error. */
+static int file_bytes_load(const char *path, file_bytes *f) {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         kiln_set_error(KILN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
+        return -1;
     }
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
         kiln_set_error(KILN_ERR_IO, "%s: not a regular file", path);
-        return NULL;
+        return -1;
     }
     if ((int64_t)st.st_size > ONNX_MAX_FILE_BYTES) {
         close(fd);
@@ -198,29 +242,38 @@ static uint8_t *read_file_capped(const char *path, size_t *len) {
                        "%s: %lld bytes; ONNX files over 2 GiB are not supported (store large "
                        "weights as external data)",
                        path, (long long)st.st_size);
-        return NULL;
+        return -1;
     }
     size_t n = (size_t)st.st_size, got = 0;
-    uint8_t *buf = kiln_malloc(n ? n : 1);
-    if (!buf) {
+    *f = (file_bytes){NULL, n, 0};
+    if (n >= MAP_MIN_BYTES) {
+        void *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+        if (m != MAP_FAILED) {
+            close(fd);
+            f->data = m;
+            f->mapped = 1;
+            return 0;
+        }
+    }
+    f->data = kiln_malloc(n ? n : 1);
+    if (!f->data) {
         close(fd);
-        return NULL;
+        return -1;
     }
     while (got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
+        ssize_t r = read(fd, f->data + got, n - got);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0) {
             close(fd);
-            free(buf);
+            file_bytes_free(f);
             kiln_set_error(KILN_ERR_IO, "%s: read error", path);
-            return NULL;
+            return -1;
         }
         got += (size_t)r;
     }
     close(fd);
-    *len = n;
-    return buf;
+    return 0;
 }
 
 /* The folder part of `path` ("." if none), malloc'd. */
@@ -372,14 +425,13 @@ fail:
 }
 
 onnx_model *onnx_model_load(const char *path) {
-    size_t len = 0;
-    uint8_t *buf = read_file_capped(path, &len);
-    if (!buf)
+    file_bytes f;
+    if (file_bytes_load(path, &f) != 0)
         return NULL;
     char *dir = dir_of(path);
-    onnx_model *m = dir ? onnx_model_parse(buf, len, path, dir) : NULL;
+    onnx_model *m = dir ? onnx_model_parse(f.data, f.len, path, dir) : NULL;
     free(dir);
-    free(buf);
+    file_bytes_free(&f);
     return m;
 }
 
@@ -708,7 +760,29 @@ static kiln_status copy_uint64_data_u32(const tensor_src *s, const Onnx__TensorP
     return KILN_OK;
 }
 
-static kiln_ndarray *tensor_convert(const tensor_src *s, const Onnx__TensorProto *t) {
+/* A new array over t's raw_data block, which it takes from allocator a (t
+ * is left without raw_data), if the block is a large one (PB_LARGE); else
+ * NULL, with no error unless out of memory. t's size is checked. */
+static kiln_ndarray *take_raw(pb_alloc *a, Onnx__TensorProto *t, kiln_dtype dt) {
+    size_t total, head;
+    pb_block(t->raw_data.data, &total, &head);
+    if (head != KILN_ALIGNMENT)
+        return NULL;
+    kiln_ndarray *arr =
+        ndarray_adopt(t->raw_data.data - head, (int64_t)head, dt, (int)t->n_dims, t->dims);
+    if (arr) {
+        a->used -= total;
+        t->raw_data.data = NULL;
+        t->raw_data.len = 0;
+    }
+    return arr;
+}
+
+/* t's values as a new array; with `take` (t itself, writable, and the
+ * allocator that made it) a large raw_data becomes the array's storage
+ * instead of being copied. */
+static kiln_ndarray *tensor_convert(const tensor_src *s, const Onnx__TensorProto *t,
+                                    Onnx__TensorProto *take, pb_alloc *take_alloc) {
     char dims[256];
     if (!t)
         return terr(s, KILN_ERR_INVALID, "no tensor"), NULL;
@@ -772,7 +846,17 @@ static kiln_ndarray *tensor_convert(const tensor_src *s, const Onnx__TensorProto
                    NULL;
         }
     }
-    kiln_ndarray *a = kiln_ndarray_empty(dt, (int)t->n_dims, t->dims);
+    kiln_ndarray *a = NULL;
+    if (take && t->has_raw_data && (size_t)nbytes >= PB_LARGE &&
+        (a = take_raw(take_alloc, take, dt)) != NULL) {
+        void *own = kiln_ndarray_data(a);
+        le_to_host(own, (size_t)numel, esize);
+        if (dt == KILN_BOOL)
+            for (int64_t i = 0; i < numel; i++)
+                ((uint8_t *)own)[i] = ((uint8_t *)own)[i] != 0;
+        return a;
+    }
+    a = ndarray_empty_uninit(dt, (int)t->n_dims, t->dims); /* every byte is written below */
     if (!a) {
         if (fd >= 0)
             close(fd);
@@ -815,21 +899,25 @@ static kiln_ndarray *tensor_convert(const tensor_src *s, const Onnx__TensorProto
 kiln_ndarray *onnx_tensor_to_ndarray(const onnx_model *m, const Onnx__TensorProto *t,
                                      const char *what) {
     tensor_src s = {m ? m->path : NULL, m ? m->dir : NULL, what ? what : "tensor"};
-    return tensor_convert(&s, t);
+    return tensor_convert(&s, t, NULL, NULL);
+}
+
+kiln_ndarray *onnx_tensor_take_ndarray(onnx_model *m, Onnx__TensorProto *t, const char *what) {
+    tensor_src s = {m->path, m->dir, what ? what : "tensor"};
+    return tensor_convert(&s, t, t, &m->alloc);
 }
 
 kiln_ndarray *onnx_load_tensor_file(const char *path, char **name_out) {
     if (name_out)
         *name_out = NULL;
-    size_t len = 0;
-    uint8_t *buf = read_file_capped(path, &len);
-    if (!buf)
+    file_bytes f;
+    if (file_bytes_load(path, &f) != 0)
         return NULL;
     pb_alloc a;
-    pb_alloc_init(&a, len);
-    Onnx__TensorProto *t = (Onnx__TensorProto *)pb_unpack(&onnx__tensor_proto__descriptor, buf, len,
-                                                          &a, path, "ONNX tensor");
-    free(buf);
+    pb_alloc_init(&a, f.len);
+    Onnx__TensorProto *t = (Onnx__TensorProto *)pb_unpack(&onnx__tensor_proto__descriptor, f.data,
+                                                          f.len, &a, path, "ONNX tensor");
+    file_bytes_free(&f);
     if (!t)
         return NULL;
     kiln_ndarray *arr = NULL;
@@ -842,7 +930,7 @@ kiln_ndarray *onnx_load_tensor_file(const char *path, char **name_out) {
         snprintf(what, sizeof what, "tensor");
     tensor_src s = {path, real, what};
     if (dir)
-        arr = tensor_convert(&s, t);
+        arr = tensor_convert(&s, t, NULL, NULL);
     if (arr && name_out && !(*name_out = kiln_strdup(nm))) {
         kiln_ndarray_free(arr);
         arr = NULL;

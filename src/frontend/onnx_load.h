@@ -50,6 +50,11 @@ KILN_HIDDEN const char *onnx_model_path(const onnx_model *m);
  * `what` names the tensor in messages, e.g. "initializer 'conv1.weight'". */
 KILN_HIDDEN kiln_ndarray *onnx_tensor_to_ndarray(const onnx_model *m, const Onnx__TensorProto *t,
                                                  const char *what);
+/* onnx_tensor_to_ndarray for a tensor of m that is converted only once: a
+ * large raw_data (protobuf-c's copy of it) becomes the array's storage
+ * instead of being copied again, and t is left without it. */
+KILN_HIDDEN kiln_ndarray *onnx_tensor_take_ndarray(onnx_model *m, Onnx__TensorProto *t,
+                                                   const char *what);
 /* Read a serialized TensorProto (.pb, as the ONNX node tests store their
  * inputs and outputs). If name_out is not NULL it receives the tensor's name
  * (malloc'd, "" if it has none). External data resolves against path's folder. */

@@ -41,6 +41,36 @@ static kiln_status eval_fail(const gnode *n, const char *fmt, const char *detail
     return kiln_set_error(KILN_ERR_INVALID, fmt, label, detail);
 }
 
+/* The op's direct fold of n (one output, within the element cap that the
+ * interpreter would apply), checked against n's type; KILN_ERR_UNSUPPORTED
+ * when there is none or it declines. */
+static kiln_status direct_fold(const gnode *n, const kiln_ndarray *const *inputs,
+                               int64_t max_elements, kiln_ndarray **outs) {
+    if (!n->op->fold || n->type.is_tuple)
+        return KILN_ERR_UNSUPPORTED;
+    int64_t numel = 1, cap = max_elements > 0 ? max_elements : TE_EVAL_MAX_ELEMENTS;
+    const gtensor_type *t = &n->type.t[0];
+    for (int d = 0; d < t->ndim; d++)
+        if (!kiln_mul_ok(numel, t->dims[d].v, &numel))
+            return KILN_ERR_UNSUPPORTED;
+    if (numel > cap)
+        return KILN_ERR_UNSUPPORTED; /* the interpreter says why */
+    kiln_status st = n->op->fold(n, inputs, &outs[0]);
+    if (st != KILN_OK)
+        return st;
+    if (!matches(outs[0], t)) {
+        char tt[256];
+        type_text(t, tt, sizeof tt);
+        kiln_ndarray_free(outs[0]);
+        outs[0] = NULL;
+        return eval_fail(n,
+                         "evaluate %s: the direct fold's output is not the %s its type "
+                         "relation says",
+                         tt);
+    }
+    return KILN_OK;
+}
+
 kiln_status graph_eval_call(const gnode *n, const kiln_ndarray *const *inputs, int64_t max_elements,
                             kiln_ndarray **outs) {
     char label[512], tt[256];
@@ -89,6 +119,8 @@ kiln_status graph_eval_call(const gnode *n, const kiln_ndarray *const *inputs, i
         if (!(in[i] = kiln_placeholder(ctx, t->ndim, sh, t->dtype, nm)))
             goto done;
     }
+    if ((st = direct_fold(n, inputs, max_elements, outs)) != KILN_ERR_UNSUPPORTED)
+        goto done;
     kiln_tensor *res[64] = {0};
     kiln_clear_error();
     if ((st = n->op->compute(ctx, n, in, res)) != KILN_OK) {

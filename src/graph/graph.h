@@ -194,6 +194,13 @@ typedef int (*op_alter_fn)(const struct gnode *call, const layout_query *q, layo
  * and the call runs nothing (src/driver/concat_views.c). Its type and its
  * inputs' are known and static when the driver asks. */
 typedef int (*op_view_fn)(const struct kiln_graph *g, const struct gnode *call);
+/* An op's direct fold: its one output from concrete inputs (their types
+ * checked against the call's), computed without the reference interpreter
+ * and bit-identical to evaluating its compute. KILN_OK with a new compact
+ * array in *out, KILN_ERR_UNSUPPORTED (no error set) to leave this call to
+ * the interpreter, or another error. */
+typedef kiln_status (*op_fold_fn)(const struct gnode *call, const kiln_ndarray *const *in,
+                                  kiln_ndarray **out);
 
 /* What a control op does with its bodies (kiln_op_def.control). */
 typedef enum { OP_CONTROL_NONE = 0, OP_CONTROL_IF, OP_CONTROL_LOOP, OP_CONTROL_SCAN } op_control;
@@ -230,6 +237,8 @@ typedef struct kiln_op_def {
                                 graphs and the plan runs them (docs/CONTROL_FLOW.md) */
     op_view_fn view;         /* (optional) 1 when this call's output is its inputs' bytes in
                                 order, so it can be a view of them (op_view_fn) */
+    op_fold_fn fold;         /* (optional) evaluation without the interpreter (graph_eval_call):
+                                data movement on large constants, a weight's transpose */
 } kiln_op_def;
 
 /* The ops a graph may use: the built-in table plus rows added by plugins. */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../runtime/runtime_internal.h"
 #include "ops.h"
 
 /* Row variants. */
@@ -375,17 +376,20 @@ static int alter_dense(const gnode *call, const layout_query *q, layout_rewrite 
     int64_t m = dense_rows(xt->ndim, xd, &fold);
     dense_tile(m, xd, fold, rows, cols, 0, q->target, &mr, &nr, &vl);
     int64_t dims[3] = {nr ? rows / nr : cols, nr ? cols : rows, nr};
-    kiln_ndarray *t = kiln_ndarray_empty(kiln_ndarray_dtype(w->value), nr ? 3 : 2, dims);
-    if (!t)
+    /* the packed weight is w seen through strides, copied in tiles:
+       packed[io][j][ii] = w[io * nr + ii][j], or [j][i] = w[i][j] */
+    int64_t s0 = kiln_ndarray_stride(w->value, 0), s1 = kiln_ndarray_stride(w->value, 1);
+    int64_t strides[3] = {nr ? nr * s0 : s1, nr ? s1 : s0, s0};
+    kiln_ndarray *v =
+        kiln_ndarray_view(w->value, nr ? 3 : 2, dims, strides, kiln_ndarray_byte_offset(w->value));
+    kiln_ndarray *t =
+        v ? ndarray_empty_uninit(kiln_ndarray_dtype(w->value), nr ? 3 : 2, dims) : NULL;
+    kiln_status st = t ? kiln_ndarray_copy(t, v) : KILN_ERR_NOMEM;
+    kiln_ndarray_free(v);
+    if (st != KILN_OK) {
+        kiln_ndarray_free(t);
         return -1;
-    size_t es = kiln_dtype_size(kiln_ndarray_dtype(w->value));
-    const char *src = kiln_ndarray_data(w->value);
-    char *dst = kiln_ndarray_data(t);
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++) {
-            int64_t o = nr ? ((i / nr) * cols + j) * nr + i % nr : j * rows + i;
-            memcpy(dst + o * (int64_t)es, src + (i * cols + j) * (int64_t)es, es);
-        }
+    }
     static const char *const drop[] = {"weight_layout", NULL};
     rw->drop = drop;
     if (nr) {

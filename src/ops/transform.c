@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../runtime/runtime_internal.h"
 #include "ops.h"
 
 /* ---- attribute schemas ------------------------------------------------------------ */
@@ -299,6 +300,32 @@ static kiln_status compute_transpose(kiln_ctx *ctx, const gnode *call, kiln_tens
     }
     out[0] = ops_compute(ctx, call, "", l.e.nd, l.odims, transpose_body, &l);
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+/* The direct fold (kiln_op_def.fold): the input seen through permuted
+ * strides and copied in tiles, not element by element through the
+ * interpreter (a constant weight's transpose at import). */
+static kiln_status fold_transpose(const gnode *call, const kiln_ndarray *const *in,
+                                  kiln_ndarray **out) {
+    const kiln_ndarray *x = in[0];
+    int nd = kiln_ndarray_ndim(x);
+    int64_t perm[KILN_MAX_NDIM], shape[KILN_MAX_NDIM], strides[KILN_MAX_NDIM];
+    int n = graph_attr_ints(call, "axes", perm, KILN_MAX_NDIM);
+    for (int d = 0; d < nd; d++) {
+        int64_t a = n <= 0 ? nd - 1 - d : perm[d] < 0 ? perm[d] + nd : perm[d];
+        shape[d] = kiln_ndarray_dim(x, (int)a);
+        strides[d] = kiln_ndarray_stride(x, (int)a);
+    }
+    kiln_ndarray *v = kiln_ndarray_view(x, nd, shape, strides, kiln_ndarray_byte_offset(x));
+    kiln_ndarray *y = v ? ndarray_empty_uninit(kiln_ndarray_dtype(x), nd, shape) : NULL;
+    kiln_status st = y ? kiln_ndarray_copy(y, v) : KILN_ERR_NOMEM;
+    kiln_ndarray_free(v);
+    if (st != KILN_OK) {
+        kiln_ndarray_free(y);
+        return st;
+    }
+    *out = y;
+    return KILN_OK;
 }
 
 /* ---- concatenate, split ------------------------------------------------------------ */
@@ -1114,8 +1141,16 @@ const kiln_op_def ops_transform_rows[] = {
                      values_reshape,
                      "new shape (0 copies, -1 infers), or the values of input 1 (a constant or a "
                      "bind_dims)"),
-    OPS_SYM_ROW("transpose", 1, 1, transpose_attrs, rel_transpose, compute_transpose, OP_INJECTIVE,
-                "permute axes"),
+    {.name = "transpose",
+     .min_in = 1,
+     .max_in = 1,
+     .attrs = transpose_attrs,
+     .rel = rel_transpose,
+     .pattern = OP_INJECTIVE,
+     .compute = compute_transpose,
+     .fold = fold_transpose,
+     .summary = "permute axes",
+     .sym_dims = 1},
     OPS_SYM_ROW("nn.batch_flatten", 1, 1, no_attrs, rel_batch_flatten, compute_reshape,
                 OP_INJECTIVE, "[N, ...] -> [N, rest]"),
     {.name = "concatenate",

@@ -109,7 +109,9 @@ static kiln_ndarray *make_header(kiln_dtype dt, int ndim, const int64_t *shape,
     return a;
 }
 
-kiln_ndarray *kiln_ndarray_empty(kiln_dtype dt, int ndim, const int64_t *shape) {
+/* A compact array of its own 64-byte aligned storage: zero-filled if `zero`,
+ * else only the padding past its last element (the caller writes the rest). */
+static kiln_ndarray *empty_with(kiln_dtype dt, int ndim, const int64_t *shape, int zero) {
     int64_t numel, nbytes;
     if (check_dtype(dt) || check_shape(ndim, shape, &numel))
         return NULL;
@@ -126,7 +128,10 @@ kiln_ndarray *kiln_ndarray_empty(kiln_dtype dt, int ndim, const int64_t *shape) 
         kiln_set_error(KILN_ERR_NOMEM, "ndarray: out of memory (%lld bytes)", (long long)nbytes);
         return NULL;
     }
-    memset(mem, 0, alloc);
+    if (zero)
+        memset(mem, 0, alloc);
+    else
+        memset((unsigned char *)mem + nbytes, 0, alloc - (size_t)nbytes);
     kiln_ndarray *a = make_header(dt, ndim, shape, NULL, 0);
     if (!a) {
         free(mem);
@@ -136,6 +141,30 @@ kiln_ndarray *kiln_ndarray_empty(kiln_dtype dt, int ndim, const int64_t *shape) 
     a->owns = 1;
     a->lo = 0;
     a->hi = nbytes;
+    return a;
+}
+
+kiln_ndarray *kiln_ndarray_empty(kiln_dtype dt, int ndim, const int64_t *shape) {
+    return empty_with(dt, ndim, shape, 1);
+}
+
+kiln_ndarray *ndarray_empty_uninit(kiln_dtype dt, int ndim, const int64_t *shape) {
+    return empty_with(dt, ndim, shape, 0);
+}
+
+kiln_ndarray *ndarray_adopt(void *base, int64_t offset, kiln_dtype dt, int ndim,
+                            const int64_t *shape) {
+    int64_t numel;
+    KILN_ASSERT(base && offset >= 0 && ((uintptr_t)base + (uintptr_t)offset) % KILN_ALIGNMENT == 0);
+    if (check_dtype(dt) || check_shape(ndim, shape, &numel))
+        return NULL;
+    kiln_ndarray *a = make_header(dt, ndim, shape, NULL, offset);
+    if (!a)
+        return NULL;
+    a->data = base;
+    a->owns = 1;
+    a->lo = offset;
+    a->hi = offset + numel * (int64_t)kiln_dtype_size(dt);
     return a;
 }
 
@@ -202,7 +231,7 @@ kiln_ndarray *kiln_ndarray_view(const kiln_ndarray *base, int ndim, const int64_
 kiln_ndarray *ndarray_clone(const kiln_ndarray *a) {
     if (!a)
         return NULL;
-    kiln_ndarray *c = kiln_ndarray_empty(a->dtype, a->ndim, a->shape);
+    kiln_ndarray *c = ndarray_empty_uninit(a->dtype, a->ndim, a->shape);
     if (c && kiln_ndarray_copy(c, a) != KILN_OK) {
         kiln_ndarray_free(c);
         c = NULL;
@@ -270,28 +299,6 @@ void kiln_ndarray_free(kiln_ndarray *a) {
     free(a);
 }
 
-/* Copy one element of `es` bytes; memcpy of a constant size compiles to a move. */
-static inline void copy_elem(unsigned char *d, const unsigned char *s, size_t es) {
-    switch (es) {
-    case 1: *d = *s; break;
-    case 2: memcpy(d, s, 2); break;
-    case 4: memcpy(d, s, 4); break;
-    case 8: memcpy(d, s, 8); break;
-    default: memcpy(d, s, es); break;
-    }
-}
-
-/* Copy a row of n elements with byte strides ds and ss. */
-static void copy_row(unsigned char *d, int64_t ds, const unsigned char *s, int64_t ss, int64_t n,
-                     size_t es) {
-    if (ds == (int64_t)es && ss == (int64_t)es) {
-        memcpy(d, s, (size_t)n * es);
-        return;
-    }
-    for (int64_t i = 0; i < n; i++)
-        copy_elem(d + i * ds, s + i * ss, es);
-}
-
 kiln_status kiln_ndarray_copy(kiln_ndarray *dst, const kiln_ndarray *src) {
     if (!dst || !src)
         return kiln_set_error(KILN_ERR_INVALID, "ndarray_copy: NULL array");
@@ -314,28 +321,7 @@ kiln_status kiln_ndarray_copy(kiln_ndarray *dst, const kiln_ndarray *src) {
         memmove(d, s, (size_t)n * es);
         return KILN_OK;
     }
-    int nd = src->ndim;
-    if (nd == 0) {
-        copy_elem(d, s, es);
-        return KILN_OK;
-    }
-    /* Walk the outer dims with a counter; copy the last dim as a row. */
-    int64_t idx[KILN_MAX_NDIM] = {0};
-    int64_t rows = n / src->shape[nd - 1], rowlen = src->shape[nd - 1];
-    int64_t dls = dst->strides[nd - 1] * (int64_t)es, sls = src->strides[nd - 1] * (int64_t)es;
-    int64_t doff = 0, soff = 0;
-    for (int64_t r = 0; r < rows; r++) {
-        copy_row(d + doff, dls, s + soff, sls, rowlen, es);
-        for (int k = nd - 2; k >= 0; k--) {
-            doff += dst->strides[k] * (int64_t)es;
-            soff += src->strides[k] * (int64_t)es;
-            if (++idx[k] < src->shape[k])
-                break;
-            doff -= dst->strides[k] * (int64_t)es * src->shape[k];
-            soff -= src->strides[k] * (int64_t)es * src->shape[k];
-            idx[k] = 0;
-        }
-    }
+    ndarray_copy_strided(d, dst->strides, s, src->strides, src->ndim, src->shape, es);
     return KILN_OK;
 }
 

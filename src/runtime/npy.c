@@ -320,7 +320,7 @@ static const char *dtype_descr(kiln_dtype dt) {
     }
 }
 
-kiln_status kiln_npy_serialize(const kiln_ndarray *a, unsigned char **buf, size_t *len) {
+kiln_status npy_header(const kiln_ndarray *a, unsigned char out[NPY_HEADER_MAX], size_t *len) {
     if (!a)
         return kiln_set_error(KILN_ERR_INVALID, "npy: NULL array");
     kiln_dtype dt = kiln_ndarray_dtype(a);
@@ -329,15 +329,12 @@ kiln_status kiln_npy_serialize(const kiln_ndarray *a, unsigned char **buf, size_
         return kiln_set_error(KILN_ERR_UNSUPPORTED, "npy: dtype %s has no numpy equivalent",
                               kiln_dtype_name(dt));
     int ndim = kiln_ndarray_ndim(a);
-    int64_t shape[KILN_MAX_NDIM];
     char dict[64 + KILN_MAX_NDIM * 24];
     int n =
         snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
-    for (int i = 0; i < ndim; i++) {
-        shape[i] = kiln_ndarray_dim(a, i);
+    for (int i = 0; i < ndim; i++)
         n += snprintf(dict + n, sizeof dict - (size_t)n, "%s%lld", i ? ", " : "",
-                      (long long)shape[i]);
-    }
+                      (long long)kiln_ndarray_dim(a, i));
     n += snprintf(dict + n, sizeof dict - (size_t)n, "%s), }", ndim == 1 ? "," : "");
     /* Pad with spaces and a final '\n' so the data starts 64-byte aligned. */
     size_t pre = 10, hlen = ((size_t)n + 1 + pre + 63) / 64 * 64 - pre;
@@ -345,11 +342,7 @@ kiln_status kiln_npy_serialize(const kiln_ndarray *a, unsigned char **buf, size_
         pre = 12;
         hlen = ((size_t)n + 1 + pre + 63) / 64 * 64 - pre;
     }
-    size_t nbytes = (size_t)kiln_ndarray_numel(a) * kiln_dtype_size(dt);
-    size_t total = pre + hlen + nbytes;
-    unsigned char *out = kiln_malloc(total);
-    if (!out)
-        return KILN_ERR_NOMEM;
+    KILN_ASSERT(pre + hlen <= NPY_HEADER_MAX);
     memcpy(out, k_magic, 6);
     out[6] = pre == 10 ? 1 : 2;
     out[7] = 0;
@@ -358,15 +351,35 @@ kiln_status kiln_npy_serialize(const kiln_ndarray *a, unsigned char **buf, size_
     memset(out + pre, ' ', hlen);
     memcpy(out + pre, dict, (size_t)n);
     out[pre + hlen - 1] = '\n';
-    kiln_ndarray *dst = kiln_ndarray_wrap(out + pre + hlen, dt, ndim, shape, NULL, 0);
-    kiln_status st = dst ? kiln_ndarray_copy(dst, a) : KILN_ERR_INVALID;
+    *len = pre + hlen;
+    return KILN_OK;
+}
+
+kiln_status kiln_npy_serialize(const kiln_ndarray *a, unsigned char **buf, size_t *len) {
+    unsigned char hdr[NPY_HEADER_MAX];
+    size_t hlen;
+    kiln_status st = npy_header(a, hdr, &hlen);
+    if (st)
+        return st;
+    kiln_dtype dt = kiln_ndarray_dtype(a);
+    int ndim = kiln_ndarray_ndim(a);
+    int64_t shape[KILN_MAX_NDIM];
+    for (int i = 0; i < ndim; i++)
+        shape[i] = kiln_ndarray_dim(a, i);
+    size_t nbytes = (size_t)kiln_ndarray_numel(a) * kiln_dtype_size(dt);
+    unsigned char *out = kiln_malloc(hlen + nbytes);
+    if (!out)
+        return KILN_ERR_NOMEM;
+    memcpy(out, hdr, hlen);
+    kiln_ndarray *dst = kiln_ndarray_wrap(out + hlen, dt, ndim, shape, NULL, 0);
+    st = dst ? kiln_ndarray_copy(dst, a) : KILN_ERR_INVALID;
     kiln_ndarray_free(dst);
     if (st) {
         free(out);
         return st;
     }
     *buf = out;
-    *len = total;
+    *len = hlen + nbytes;
     return KILN_OK;
 }
 

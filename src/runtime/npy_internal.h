@@ -22,6 +22,12 @@ KILN_HIDDEN kiln_status kiln_npy_header(const void *buf, size_t len, const char 
 /* Parse the .npy image buf[0, len); `name` prefixes every error message.
  * Returns a new compact array, or NULL with an error. */
 KILN_HIDDEN kiln_ndarray *kiln_npy_parse(const void *buf, size_t len, const char *name);
+/* The most bytes a .npy header takes (magic, version, length, dict, padding). */
+#define NPY_HEADER_MAX 1024
+/* The .npy header of `a` (version 1.0, or 2.0 if it needs it) into out, its
+ * length (a multiple of 64: the data follows aligned) into *len. */
+KILN_HIDDEN kiln_status npy_header(const kiln_ndarray *a, unsigned char out[NPY_HEADER_MAX],
+                                   size_t *len);
 /* Serialize `a` (any strides) as a .npy image (version 1.0, or 2.0 if the
  * header needs it) into a malloc'd *buf of *len bytes. */
 KILN_HIDDEN kiln_status kiln_npy_serialize(const kiln_ndarray *a, unsigned char **buf, size_t *len);

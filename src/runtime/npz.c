@@ -90,17 +90,26 @@ static kiln_status push_member(kiln_npz *z, const char *name, kiln_ndarray *a) {
     return KILN_OK;
 }
 
-kiln_status kiln_npz_add(kiln_npz *z, const char *name, const kiln_ndarray *a) {
+/* Add (name, a's clone, or with `share` a's storage shared). */
+static kiln_status add_member(kiln_npz *z, const char *name, kiln_ndarray *a, int share) {
     if (!z || !name || !a)
         return kiln_set_error(KILN_ERR_INVALID, "npz_add: NULL argument");
     if (!name[0] || strlen(name) > 60000)
         return kiln_set_error(KILN_ERR_INVALID, "npz_add: bad member name '%s'", name);
     if (find_member(z, name) >= 0)
         return kiln_set_error(KILN_ERR_INVALID, "npz_add: duplicate member name '%s'", name);
-    kiln_ndarray *c = ndarray_clone(a);
+    kiln_ndarray *c = share && kiln_ndarray_is_contiguous(a) ? ndarray_share(a) : ndarray_clone(a);
     if (!c)
         return KILN_ERR_NOMEM; /* a copy into a fresh array of a's shape fails only so */
     return push_member(z, name, c);
+}
+
+kiln_status kiln_npz_add(kiln_npz *z, const char *name, const kiln_ndarray *a) {
+    return add_member(z, name, (kiln_ndarray *)a, 0);
+}
+
+kiln_status npz_add_shared(kiln_npz *z, const char *name, kiln_ndarray *a) {
+    return add_member(z, name, a, 1);
 }
 
 int kiln_npz_count(const kiln_npz *z) {
@@ -209,17 +218,22 @@ static void crc_table_init(void) {
 }
 #endif
 
-/* CRC-32 (ZIP's: polynomial 0xEDB88320, reflected) of p[0, n). */
-static uint32_t npz_crc32(const unsigned char *p, size_t n) {
+/* CRC-32 (ZIP's: polynomial 0xEDB88320, reflected) of what crc covered
+ * followed by p[0, n); crc 0 starts one. */
+static uint32_t npz_crc32_more(uint32_t crc, const unsigned char *p, size_t n) {
 #ifdef KILN_HAVE_ZLIB
-    return (uint32_t)crc32_z(0, p, n);
+    return (uint32_t)crc32_z(crc, p, n);
 #else
     pthread_once(&g_crc_once, crc_table_init);
-    uint32_t c = 0xffffffffu;
+    uint32_t c = crc ^ 0xffffffffu;
     for (size_t i = 0; i < n; i++)
         c = g_crc_table[(c ^ p[i]) & 0xff] ^ (c >> 8);
     return c ^ 0xffffffffu;
 #endif
+}
+
+static uint32_t npz_crc32(const unsigned char *p, size_t n) {
+    return npz_crc32_more(0, p, n);
 }
 
 #ifndef KILN_HAVE_ZLIB
@@ -562,13 +576,13 @@ kiln_npz *kiln_npz_load(const char *path) {
 /* ---- writing ---------------------------------------------------------------- */
 
 typedef struct {
-    FILE *fp;
+    npz_sink *k;
     uint64_t pos;
     int bad;
 } zout;
 
 static void put(zout *o, const void *p, size_t n) {
-    if (!o->bad && n && fwrite(p, 1, n, o->fp) != n)
+    if (!o->bad && n && !o->k->count_only && o->k->put(o->k, p, n) != 0)
         o->bad = 1;
     o->pos += n;
 }
@@ -718,8 +732,33 @@ static void put_end(zout *o, uint64_t count, uint64_t cd_off, uint64_t cd_size) 
     put_le(o, 0, 2);
 }
 
+/* Member i stored, its data put straight from the array (contiguous):
+ * no copy of it is made. */
+static kiln_status put_stored(zout *o, const kiln_npz *z, int i, zentry *e) {
+    const kiln_ndarray *a = z->arrays[i];
+    unsigned char hdr[NPY_HEADER_MAX];
+    size_t hlen;
+    kiln_status st = npy_header(a, hdr, &hlen);
+    if (st) {
+        kiln_error_prefix("member '%s'", z->names[i]);
+        return st;
+    }
+    const unsigned char *data = kiln_ndarray_data(a);
+    size_t nbytes = (size_t)kiln_ndarray_numel(a) * kiln_dtype_size(kiln_ndarray_dtype(a));
+    e->off = o->pos;
+    e->usize = e->csize = hlen + nbytes;
+    e->method = 0;
+    e->crc = o->k->count_only ? 0 : npz_crc32_more(npz_crc32(hdr, hlen), data, nbytes);
+    put_local(o, z->names[i], e);
+    put(o, hdr, hlen);
+    put(o, data, nbytes);
+    return KILN_OK;
+}
+
 /* Write member i: its local header and data. */
 static kiln_status put_member(zout *o, const kiln_npz *z, int i, int compress, zentry *e) {
+    if (!compress && kiln_ndarray_is_contiguous(z->arrays[i]))
+        return put_stored(o, z, i, e);
     unsigned char *npy = NULL, *def = NULL;
     size_t len = 0, dlen = 0;
     kiln_status st = kiln_npy_serialize(z->arrays[i], &npy, &len);
@@ -743,30 +782,45 @@ static kiln_status put_member(zout *o, const kiln_npz *z, int i, int compress, z
     return KILN_OK;
 }
 
-/* The archive of z into fp, which it closes; *bad set on a write error,
- * *size to the bytes written. */
-static kiln_status npz_write(const kiln_npz *z, FILE *fp, int compress, int *bad, uint64_t *size) {
+kiln_status npz_write_sink(const kiln_npz *z, int compress, npz_sink *k, uint64_t *size) {
     zentry *ents = kiln_calloc((size_t)z->count + 1, sizeof *ents);
-    if (!ents) {
-        fclose(fp);
+    if (!ents)
         return KILN_ERR_NOMEM;
-    }
-    zout o = {fp, 0, 0};
+    zout o = {k, 0, 0};
     kiln_status st = KILN_OK;
-    for (int i = 0; i < z->count && !st; i++)
+    for (int i = 0; i < z->count && !st && !o.bad; i++)
         st = put_member(&o, z, i, compress, &ents[i]);
-    if (!st) {
+    if (!st && !o.bad) {
         uint64_t cd_off = o.pos;
         for (int i = 0; i < z->count; i++)
             put_central(&o, z->names[i], &ents[i]);
         put_end(&o, (uint64_t)z->count, cd_off, o.pos - cd_off);
     }
     free(ents);
-    if (fclose(o.fp) != 0)
-        o.bad = 1;
-    *bad = o.bad;
     *size = o.pos;
+    if (!st && o.bad)
+        st = KILN_ERR_IO; /* the sink set the error */
     return st;
+}
+
+kiln_status npz_stored_size(const kiln_npz *z, uint64_t *size) {
+    npz_sink count = {NULL, 1};
+    return npz_write_sink(z, 0, &count, size);
+}
+
+/* A sink into a stdio stream. */
+typedef struct {
+    npz_sink base;
+    FILE *fp;
+    const char *what;
+} file_sink;
+
+static int file_put(npz_sink *k, const void *p, size_t n) {
+    file_sink *f = (file_sink *)k;
+    if (fwrite(p, 1, n, f->fp) == n)
+        return 0;
+    kiln_set_error(KILN_ERR_IO, "%s: write error", f->what);
+    return -1;
 }
 
 kiln_status kiln_npz_save(const kiln_npz *z, const char *path, int compress) {
@@ -775,53 +829,14 @@ kiln_status kiln_npz_save(const kiln_npz *z, const char *path, int compress) {
     FILE *fp = fopen(path, "wb");
     if (!fp)
         return kiln_set_error(KILN_ERR_IO, "%s: cannot create", path);
-    int bad = 0;
+    file_sink f = {{file_put, 0}, fp, path};
     uint64_t size;
-    kiln_status st = npz_write(z, fp, compress, &bad, &size);
-    if (!st && bad)
+    kiln_status st = npz_write_sink(z, compress, &f.base, &size);
+    if (fclose(fp) != 0 && !st)
         st = kiln_set_error(KILN_ERR_IO, "%s: write error", path);
-    else if (st)
+    else if (st && st != KILN_ERR_IO)
         kiln_error_prefix("%s", path);
     if (st)
         remove(path);
-    return st;
-}
-
-kiln_status npz_save_buffer(const kiln_npz *z, int compress, char **buf, size_t *len) {
-    /* at most each member's data, its .npy header (under 600 bytes), its
-       local and central headers (with ZIP64 fields) and name twice; the
-       end records; deflate only shrinks what it keeps (else stored) */
-    size_t cap = 1024;
-    for (int i = 0; i < z->count; i++) {
-        const kiln_ndarray *a = z->arrays[i];
-        size_t bytes = (size_t)kiln_ndarray_numel(a) * kiln_dtype_size(kiln_ndarray_dtype(a));
-        size_t member = bytes + 2 * strlen(z->names[i]) + 1024;
-        if (compress) /* a deflated member may be a little larger than its data */
-            member += bytes / 1000 + 64;
-        if (cap > SIZE_MAX - member)
-            return kiln_set_error(KILN_ERR_NOMEM, "npz: the archive is too large");
-        cap += member;
-    }
-    *len = 0;
-    *buf = kiln_malloc(cap);
-    /* one buffer of the archive's size: a growing memory stream copied
-       BERT-base's 440 MB over and over as it grew */
-    FILE *fp = *buf ? fmemopen(*buf, cap, "w") : NULL;
-    if (!fp) {
-        free(*buf);
-        *buf = NULL;
-        return kiln_set_error(KILN_ERR_NOMEM, "npz: out of memory (%zu bytes)", cap);
-    }
-    int bad = 0;
-    uint64_t size = 0;
-    kiln_status st = npz_write(z, fp, compress, &bad, &size);
-    if (!st && bad)
-        st = kiln_set_error(KILN_ERR_NOMEM, "npz: the archive outgrew its buffer");
-    *len = (size_t)size;
-    if (st) {
-        free(*buf);
-        *buf = NULL;
-        *len = 0;
-    }
     return st;
 }

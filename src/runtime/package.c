@@ -10,8 +10,8 @@
  * to dlopen, which loads mod.so from memory (kiln_module_load_image): no
  * file of the package is written anywhere. kiln_package_parse reads an
  * archive image in memory the same way without loading mod.so (tools, and
- * the fuzzer of tests/fuzz/fuzz_package.c). The writer produces
- * deterministic archives (mtime 0, uid 0) atomically. */
+ * the fuzzer of tests/fuzz/fuzz_package.c). The writer (package_write.c)
+ * uses the header this file makes (pkg_tar_header). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +22,7 @@
 #include "../base/json.h"
 #include "package.h"
 
-#define BLOCK 512
+#define BLOCK PKG_BLOCK
 #define MAX_JSON_BYTES ((int64_t)256 << 20)
 #define MAX_MANIFEST_BYTES ((int64_t)1 << 20)
 #define MAX_MEMBER_BYTES (((int64_t)1 << 33) - 1) /* 11 octal digits */
@@ -482,15 +482,16 @@ kiln_status kiln_package_parse(const void *buf, size_t len, const char *name, ch
     return KILN_OK;
 }
 
-/* ---- writing ------------------------------------------------------------------ */
+/* ---- the header kiln writes ---------------------------------------------------- */
 
-static kiln_status write_header(FILE *out, const char *name, int64_t size, const char *path) {
-    unsigned char h[BLOCK] = {0};
+kiln_status pkg_tar_header(unsigned char h[PKG_BLOCK], const char *name, int64_t size,
+                           const char *path) {
     if (size > MAX_MEMBER_BYTES)
         return kiln_set_error(KILN_ERR_INVALID,
                               "%s: member %s is too large for ustar (%lld "
                               "bytes)",
                               path, name, (long long)size);
+    memset(h, 0, BLOCK);
     memcpy(h + H_NAME, name, strlen(name));
     put_octal(h + H_MODE, 8, 0644);
     put_octal(h + H_UID, 8, 0);
@@ -504,122 +505,5 @@ static kiln_status write_header(FILE *out, const char *name, int64_t size, const
            8);
     put_octal(h + H_CHKSUM, 7, header_sum(h)); /* six digits, NUL, then a space */
     h[H_CHKSUM + 7] = ' ';
-    return fwrite(h, 1, BLOCK, out) == BLOCK ? KILN_OK
-                                             : kiln_set_error(KILN_ERR_IO, "%s: write error", path);
-}
-
-/* Append member `name` holding data[0, len), padded to a whole block. */
-static kiln_status write_member(FILE *out, const char *name, const void *data, size_t len,
-                                const char *path) {
-    static const unsigned char zero[BLOCK];
-    kiln_status st = write_header(out, name, (int64_t)len, path);
-    size_t pad = (BLOCK - len % BLOCK) % BLOCK;
-    if (!st && (fwrite(data, 1, len, out) != len || fwrite(zero, 1, pad, out) != pad))
-        st = kiln_set_error(KILN_ERR_IO, "%s: write error", path);
-    return st;
-}
-
-/* The whole regular file at src (malloc'd), or NULL with an error. */
-static char *read_regular(const char *src, size_t *len) {
-    struct stat sb;
-    if (stat(src, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-        kiln_set_error(KILN_ERR_IO, "%s: not a regular file", src);
-        return NULL;
-    }
-    return kiln_read_file(src, len);
-}
-
-static char *temp_beside(const char *path, const char *suffix) {
-    size_t n = strlen(path) + strlen(suffix) + 8;
-    char *p = kiln_malloc(n);
-    if (!p)
-        return NULL;
-    snprintf(p, n, "%s%sXXXXXX", path, suffix);
-    int fd = mkstemp(p);
-    if (fd < 0) {
-        kiln_set_error(KILN_ERR_IO, "%s: cannot create a temporary file: %s", path,
-                       strerror(errno));
-        free(p);
-        return NULL;
-    }
-    close(fd);
-    return p;
-}
-
-/* The manifest of the members data[PKG_SO..], as the reader checks it. */
-static char *manifest_text(const void *const *data, const size_t *len) {
-    kstr s;
-    kstr_init(&s);
-    kstr_printf(&s, "{\"format\": \"kiln-package\", \"version\": %d, \"abi\": %d, \"members\": [",
-                KILN_PACKAGE_FORMAT_VERSION, KILN_MODULE_ABI_VERSION);
-    for (int m = PKG_SO; m < PKG_COUNT; m++) {
-        char hex[KILN_SHA256_HEX];
-        kiln_sha256_hex(data[m], len[m], hex);
-        kstr_printf(&s, "%s\n  {\"name\": \"%s\", \"size\": %zu, \"sha256\": \"%s\"}",
-                    m > PKG_SO ? "," : "", k_members[m], len[m], hex);
-    }
-    kstr_puts(&s, "]}\n");
-    if (s.oom) {
-        kstr_free(&s);
-        kiln_set_error(KILN_ERR_NOMEM, "out of memory");
-        return NULL;
-    }
-    return kstr_take(&s);
-}
-
-kiln_status kiln_package_write(const char *path, const char *text, size_t json_len,
-                               const char *so_path, const kiln_npz *params) {
-    if (!path || !text || !so_path)
-        return kiln_set_error(KILN_ERR_INVALID, "package_write: NULL argument");
-    arena *ar = arena_new();
-    if (!ar)
-        return KILN_ERR_NOMEM;
-    json *doc = json_parse(ar, text, json_len, "mod.json");
-    arena_free(ar);
-    if (!doc) {
-        kiln_error_prefix("%s", path);
-        return KILN_ERR_INVALID;
-    }
-    kiln_npz *empty = params ? NULL : kiln_npz_new();
-    if (!params && !empty)
-        return KILN_ERR_NOMEM;
-    const void *data[PKG_COUNT] = {NULL};
-    size_t len[PKG_COUNT] = {0};
-    char *so = read_regular(so_path, &len[PKG_SO]), *par = NULL, *manifest = NULL;
-    char *ttmp = so ? temp_beside(path, ".tmp.") : NULL;
-    /* mod.params made in memory: a model's weights are written once, into
-       the package (a temporary file cost ViT-B/16 0.5 s more) */
-    kiln_status st =
-        !ttmp ? KILN_ERR_IO : npz_save_buffer(params ? params : empty, 0, &par, &len[PKG_PARAMS]);
-    data[PKG_SO] = so;
-    data[PKG_JSON] = text;
-    len[PKG_JSON] = json_len;
-    data[PKG_PARAMS] = par;
-    if (!st && !(manifest = manifest_text(data, len)))
-        st = KILN_ERR_NOMEM;
-    FILE *out = !st ? fopen(ttmp, "wb") : NULL;
-    if (!st && !out)
-        st = kiln_set_error(KILN_ERR_IO, "%s: cannot create: %s", ttmp, strerror(errno));
-    for (int m = 0; !st && m < PKG_COUNT; m++)
-        st = m == PKG_MANIFEST ? write_member(out, k_members[m], manifest, strlen(manifest), path)
-                               : write_member(out, k_members[m], data[m], len[m], path);
-    if (!st) { /* the end-of-archive marker: two zero blocks */
-        static const unsigned char zero[2 * BLOCK];
-        if (fwrite(zero, 1, sizeof zero, out) != sizeof zero)
-            st = kiln_set_error(KILN_ERR_IO, "%s: write error", path);
-    }
-    if (out && fclose(out) != 0 && !st)
-        st = kiln_set_error(KILN_ERR_IO, "%s: write error", path);
-    if (!st && rename(ttmp, path) != 0)
-        st = kiln_set_error(KILN_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-    if (ttmp) {
-        if (st)
-            unlink(ttmp);
-        free(ttmp);
-    }
-    free(so);
-    free(par);
-    free(manifest);
-    kiln_npz_free(empty);
-    return st;
+    return KILN_OK;
 }

@@ -7,6 +7,9 @@
 #include "../base/sha256.h"
 #include "runtime_internal.h"
 
+/* The size of a ustar block: a header, and the unit members are padded to. */
+#define PKG_BLOCK 512
+
 /* The members of a package, in the order kiln writes them. */
 enum { PKG_MANIFEST, PKG_SO, PKG_JSON, PKG_PARAMS, PKG_COUNT };
 
@@ -30,6 +33,10 @@ KILN_HIDDEN kiln_status pkg_read_file(const char *path, pkg_members *out);
 KILN_HIDDEN kiln_status pkg_read_image(const void *buf, size_t len, const char *name,
                                        pkg_members *out);
 KILN_HIDDEN void pkg_members_free(pkg_members *p);
+/* The ustar header of a member `name` of `size` bytes as kiln writes it
+ * (mode 0644, uid 0, mtime 0); an error naming `path` if it is too large. */
+KILN_HIDDEN kiln_status pkg_tar_header(unsigned char h[PKG_BLOCK], const char *name, int64_t size,
+                                       const char *path);
 
 /* Check that so[0, len) is a little-endian ELF64 shared object whose
  * program and section header tables and segments lie inside it, so dlopen

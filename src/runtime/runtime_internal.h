@@ -26,17 +26,46 @@ KILN_HIDDEN kiln_npz *kiln_npz_parse(const void *buf, size_t len, const char *na
  * into it, each moved to a KILN_ALIGNMENT boundary, so the arrays are in
  * memory once. */
 KILN_HIDDEN kiln_npz *npz_parse_take(void *buf, size_t len, const char *name);
-/* kiln_npz_save into memory: the archive's bytes (*buf malloc'd, *len). */
-KILN_HIDDEN kiln_status npz_save_buffer(const kiln_npz *z, int compress, char **buf, size_t *len);
+/* Where npz_write_sink puts an archive's bytes. */
+typedef struct npz_sink {
+    /* Append p[0, n): 0, or -1 with an error set. */
+    int (*put)(struct npz_sink *k, const void *p, size_t n);
+    int count_only; /* 1: nothing is put or read, the bytes are only counted */
+} npz_sink;
+/* The archive of z (deflated if compress) into k, its size into *size. A
+ * stored member whose array is contiguous goes out from the array itself
+ * (one put of all its data), never copied. KILN_ERR_IO when k failed (k set the error). */
+KILN_HIDDEN kiln_status npz_write_sink(const kiln_npz *z, int compress, npz_sink *k,
+                                       uint64_t *size);
+/* The size of z's archive with stored members, without making it. */
+KILN_HIDDEN kiln_status npz_stored_size(const kiln_npz *z, uint64_t *size);
 /* a's data if it is a view into z's image (npz_parse_take), else NULL. */
 KILN_HIDDEN void *npz_blob_data(const kiln_npz *z, const kiln_ndarray *a);
 /* Hand z's image to the caller (who frees it once done with the views'
  * data); z's views stay valid until then. */
 KILN_HIDDEN void *npz_take_blob(kiln_npz *z, size_t *len);
+/* kiln_npz_add without the copy: the member shares a's storage
+ * (ndarray_share), which must not be written while z holds it; a
+ * non-contiguous a is copied. */
+KILN_HIDDEN kiln_status npz_add_shared(kiln_npz *z, const char *name, kiln_ndarray *a);
 /* Member `name` of z, writable (NULL if absent). */
 KILN_HIDDEN kiln_ndarray *npz_get_mutable(kiln_npz *z, const char *name);
 /* A compact copy of a with storage of its own; NULL with an error. */
 KILN_HIDDEN kiln_ndarray *ndarray_clone(const kiln_ndarray *a);
+/* kiln_ndarray_empty without the zero fill: the caller writes every element. */
+KILN_HIDDEN kiln_ndarray *ndarray_empty_uninit(kiln_dtype dt, int ndim, const int64_t *shape);
+/* A compact array that owns the malloc'd block `base` (freed with free) and
+ * holds its elements from base + offset, which must be KILN_ALIGNMENT-aligned;
+ * the block must hold them (the caller checked the size). NULL with an error
+ * (then the caller still owns base). */
+KILN_HIDDEN kiln_ndarray *ndarray_adopt(void *base, int64_t offset, kiln_dtype dt, int ndim,
+                                        const int64_t *shape);
+/* Copy the elements of shape from s to d, with strides in elements of es
+ * bytes (ndarray_copy.c): kiln_ndarray_copy's loops, tiled for a transpose.
+ * The two ranges must not overlap. */
+KILN_HIDDEN void ndarray_copy_strided(unsigned char *d, const int64_t *dst_strides,
+                                      const unsigned char *s, const int64_t *src_strides, int nd,
+                                      const int64_t *shape, size_t es);
 /* Another array over a's storage, which lives until the last of them is
  * freed (a reference count); a must not be written while shared. Storage
  * a does not own is copied instead. NULL with an error. */

@@ -1,7 +1,7 @@
 /* test_frontend_onnx_load.c: the ONNX loading layer against the ONNX node
  * tests (KILN_ONNX_TESTDATA) and against hostile input: truncations, byte
  * flips, huge and negative dims, deep nesting, memory blow-up and external
- * data that tries to leave the model folder. */
+ * data that tries to leave the model folder; large weights taken, not copied. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -893,6 +893,93 @@ static void test_external_data(void) {
     kiln_ndarray_free(a);
 }
 
+/* A model whose weights are large (a file over 1 MiB, which is mapped, not
+ * read): each initializer that onnx_tensor_take_ndarray converts equals its
+ * copy (onnx_tensor_to_ndarray), bool values made 0 or 1 too; a large one
+ * (64 KiB and up) takes protobuf-c's block, aligned, and leaves the tensor
+ * without raw_data, a small one is copied and left as it was. kiln's own
+ * import, which takes the weights, gives the same values. */
+static void test_large_weights(void) {
+    enum { R = 600, C = 513, NB = 70001, NH = 40000 };
+    float *f = malloc(sizeof(float) * R * C);
+    uint8_t *b = malloc(NB);
+    uint16_t *h = malloc(sizeof(uint16_t) * NH);
+    int64_t s64[5] = {1, -2, 3, -4, 5};
+    for (int i = 0; i < R * C; i++)
+        f[i] = (float)(i % 1000) * 0.5f - 7.0f;
+    for (int i = 0; i < NB; i++)
+        b[i] = (uint8_t)(i % 3); /* 2 is true too */
+    for (int i = 0; i < NH; i++)
+        h[i] = (uint16_t)(i * 7);
+    Onnx__TensorProto t[4], *tp[4] = {&t[0], &t[1], &t[2], &t[3]};
+    int64_t fd[2] = {R, C}, bd[1] = {NB}, hd[2] = {200, NH / 200}, sd[1] = {5};
+    tensor_init(&t[0], "w", 1, 2, fd); /* float */
+    set_raw(&t[0], f, sizeof(float) * R * C);
+    tensor_init(&t[1], "flags", 9, 1, bd); /* bool */
+    set_raw(&t[1], b, NB);
+    tensor_init(&t[2], "half", 10, 2, hd); /* float16 */
+    set_raw(&t[2], h, sizeof(uint16_t) * NH);
+    tensor_init(&t[3], "small", 7, 1, sd); /* int64 */
+    set_raw(&t[3], s64, sizeof s64);
+    size_t len;
+    uint8_t *buf = build_model(4, tp, &len);
+    const char *path = test_tmp_path("large_weights.onnx");
+    CHECK(len > (1 << 20) && kiln_write_file(path, buf, len) == KILN_OK);
+    free(buf);
+    onnx_model *m = onnx_model_load(path);
+    CHECK(m != NULL);
+    kiln_ndarray *copy[4] = {NULL};
+    for (int i = 0; m && i < 4; i++) {
+        Onnx__TensorProto *ti = onnx_model_proto(m)->graph->initializer[i];
+        copy[i] = onnx_tensor_to_ndarray(m, ti, "copy");
+        kiln_ndarray *took = onnx_tensor_take_ndarray(m, ti, "take");
+        CHECK(copy[i] && took);
+        if (!copy[i] || !took)
+            continue;
+        size_t bytes =
+            (size_t)kiln_ndarray_numel(copy[i]) * kiln_dtype_size(kiln_ndarray_dtype(copy[i]));
+        CHECK(kiln_ndarray_dtype(took) == kiln_ndarray_dtype(copy[i]));
+        CHECK(kiln_ndarray_numel(took) == kiln_ndarray_numel(copy[i]));
+        CHECK(!memcmp(kiln_ndarray_data(took), kiln_ndarray_data(copy[i]), bytes));
+        CHECK((uintptr_t)kiln_ndarray_data(took) % KILN_ALIGNMENT == 0);
+        if (i < 3)
+            CHECK(!ti->raw_data.data && ti->raw_data.len == 0); /* taken */
+        else
+            CHECK(ti->raw_data.data && ti->raw_data.len == sizeof s64); /* copied */
+        kiln_ndarray_free(took);
+    }
+    onnx_model_free(m);
+    if (copy[1]) {
+        const uint8_t *cb = kiln_ndarray_data(copy[1]);
+        CHECK(cb[0] == 0 && cb[1] == 1 && cb[2] == 1 && cb[NB - 1] == ((NB - 1) % 3 != 0));
+    }
+    if (copy[0])
+        CHECK(((float *)kiln_ndarray_data(copy[0]))[R * C - 1] == f[R * C - 1]);
+
+    /* the import takes them: the graph's constants hold the same values */
+    kiln_graph *g = kiln_onnx_import(path, NULL);
+    CHECK(g != NULL);
+    kiln_npz *z = g ? kiln_graph_constants(g) : NULL;
+    int found = 0;
+    for (int k = 0; z && k < kiln_npz_count(z); k++) {
+        const kiln_ndarray *a = kiln_npz_array(z, k);
+        for (int i = 0; i < 4; i++)
+            if (copy[i] && kiln_ndarray_numel(a) == kiln_ndarray_numel(copy[i]) &&
+                kiln_ndarray_dtype(a) == kiln_ndarray_dtype(copy[i]) &&
+                !memcmp(kiln_ndarray_data(a), kiln_ndarray_data(copy[i]),
+                        (size_t)kiln_ndarray_numel(a) * kiln_dtype_size(kiln_ndarray_dtype(a))))
+                found |= 1 << i;
+    }
+    CHECK_EQ_INT(found, 1); /* y = Identity(w): only w is used, and kept */
+    kiln_npz_free(z);
+    kiln_graph_free(g);
+    for (int i = 0; i < 4; i++)
+        kiln_ndarray_free(copy[i]);
+    free(f);
+    free(b);
+    free(h);
+}
+
 TEST_MAIN(TEST(test_conv_model), TEST(test_small_models), TEST(test_all_node_tests),
           TEST(test_bad_tensors), TEST(test_bad_models), TEST(test_truncations_and_flips),
-          TEST(test_external_data))
+          TEST(test_external_data), TEST(test_large_weights))

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <sys/stat.h>
 
+#include "graph/graph_internal.h"
 #include "graph_util.h"
 #include "passes/passes.h"
 #include "te_util.h"
@@ -714,7 +715,68 @@ static void test_dag_chain(void) {
     kiln_graph_free(g);
 }
 
+/* A transpose of a constant folds without the interpreter (the op's direct
+ * fold: a weight's transpose at import): bit for bit what the interpreter
+ * makes of its compute, for odd shapes, every element size and bool, the
+ * axes given, negative or left out (reversed); and a result over the
+ * element cap is still the interpreter's error. */
+static void test_fold_transpose_direct(void) {
+    static const struct {
+        kiln_dtype dt;
+        int nd;
+        int64_t shape[4];
+        const char *attrs;
+    } cases[] = {
+        {KILN_FLOAT32, 2, {37, 70}, "axes=[1, 0]"},
+        {KILN_INT8, 3, {5, 33, 7}, "axes=[2, 0, 1]"},
+        {KILN_UINT16, 3, {3, 1, 65}, "axes=[-1, 1, 0]"},
+        {KILN_INT64, 4, {2, 3, 35, 4}, "axes=[0, 3, 1, 2]"},
+        {KILN_BOOL, 2, {9, 40}, NULL},
+        {KILN_FLOAT64, 1, {11}, NULL},
+        {KILN_FLOAT32, 4, {1, 34, 1, 33}, NULL},
+    };
+    uint64_t seed = 77;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        kiln_ndarray *a = kiln_ndarray_empty(cases[c].dt, cases[c].nd, cases[c].shape);
+        tu_fill(a, &seed);
+        kiln_graph *g = kiln_graph_new();
+        int k = kiln_graph_const(g, "w", a);
+        int t = kiln_graph_call(g, "transpose", 1, &k, cases[c].attrs, "t");
+        CHECK(t >= 0 && graph_infer_node(g, t) == KILN_OK);
+        gnode *n = graph_node(g, t);
+        kiln_ndarray *direct = NULL, *interp = NULL;
+        CHECK(n && n->op->fold);
+        CHECK_EQ_INT(graph_eval_node(g, t, 0, &direct), KILN_OK);
+        const kiln_op_def *op = n->op;
+        kiln_op_def plain = *op; /* the same op without its direct fold */
+        plain.fold = NULL;
+        n->op = &plain;
+        CHECK_EQ_INT(graph_eval_node(g, t, 0, &interp), KILN_OK);
+        kiln_ndarray *capped = NULL;
+        CHECK(graph_eval_node(g, t, 3, &capped) != KILN_OK && capped == NULL);
+        char why[512];
+        snprintf(why, sizeof why, "%s", kiln_last_error());
+        n->op = op;
+        CHECK(graph_eval_node(g, t, 3, &capped) != KILN_OK && capped == NULL);
+        CHECK_EQ_STR(kiln_last_error(), why);
+        CHECK(direct && interp);
+        if (direct && interp) {
+            CHECK_EQ_INT(kiln_ndarray_ndim(direct), kiln_ndarray_ndim(interp));
+            for (int d = 0; d < kiln_ndarray_ndim(direct); d++)
+                CHECK_EQ_INT(kiln_ndarray_dim(direct, d), kiln_ndarray_dim(interp, d));
+            size_t bytes =
+                (size_t)kiln_ndarray_numel(direct) * kiln_dtype_size(kiln_ndarray_dtype(direct));
+            CHECK(kiln_ndarray_is_contiguous(direct) &&
+                  !memcmp(kiln_ndarray_data(direct), kiln_ndarray_data(interp), bytes));
+        }
+        kiln_ndarray_free(direct);
+        kiln_ndarray_free(interp);
+        kiln_graph_free(g);
+        kiln_ndarray_free(a);
+    }
+}
+
 TEST_MAIN(TEST(test_pipeline), TEST(test_fuse_diamonds), TEST(test_fuse_not_widened),
           TEST(test_fold_scale), TEST(test_layer_norm_pattern), TEST(test_fold_constant),
           TEST(test_fold_constant_too_big), TEST(test_deep_chain), TEST(test_dag_chain),
-          TEST(test_fold_max))
+          TEST(test_fold_max), TEST(test_fold_transpose_direct))

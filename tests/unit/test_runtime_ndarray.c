@@ -1,6 +1,8 @@
 /* test_runtime_ndarray.c: arrays: creation and its errors, views and their
- * bounds checks, contiguity and strided copies in every layout. */
+ * bounds checks, contiguity and strided copies in every layout (the tiled
+ * transposes too), storage taken over. */
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "check.h"
 #include "kiln/runtime.h"
@@ -253,6 +255,115 @@ static void test_copy_strided(void) {
     kiln_ndarray_free(e2);
 }
 
+/* The element of a (any strides) at index idx, as bytes into out. */
+static void elem_at(const kiln_ndarray *a, const int64_t *idx, unsigned char *out) {
+    size_t es = kiln_dtype_size(kiln_ndarray_dtype(a));
+    int64_t off = 0;
+    for (int d = 0; d < kiln_ndarray_ndim(a); d++)
+        off += idx[d] * kiln_ndarray_stride(a, d);
+    memcpy(out, (const unsigned char *)kiln_ndarray_data(a) + off * (int64_t)es, es);
+}
+
+/* Whether d equals s element by element, walked index by index. */
+static int same_elements(const kiln_ndarray *d, const kiln_ndarray *s) {
+    int nd = kiln_ndarray_ndim(s);
+    size_t es = kiln_dtype_size(kiln_ndarray_dtype(s));
+    int64_t idx[KILN_MAX_NDIM] = {0}, n = kiln_ndarray_numel(s);
+    for (int64_t k = 0; k < n; k++) {
+        unsigned char a[8], b[8];
+        elem_at(d, idx, a);
+        elem_at(s, idx, b);
+        if (memcmp(a, b, es))
+            return 0;
+        for (int q = nd - 1; q >= 0 && ++idx[q] == kiln_ndarray_dim(s, q); q--)
+            idx[q] = 0;
+    }
+    return 1;
+}
+
+/* The tiled copy (a transpose, a packed layout: ndarray_copy.c) against an
+ * element-by-element walk: every permutation of ranks 2 to 4 with extents
+ * below, at and above the 32-element tile and odd, for 1-, 2-, 4- and
+ * 8-byte elements, from a compact source and from one that skips every
+ * other element of its last dim (no contiguous dim: the plain loop). */
+static void test_copy_permuted(void) {
+    static const int64_t dims[4][4] = {
+        {33, 70, 1, 1}, {5, 3, 67, 1}, {1, 40, 7, 9}, {2, 33, 3, 35}};
+    static const int ranks[4] = {2, 3, 3, 4};
+    static const kiln_dtype dts[4] = {KILN_INT8, KILN_FLOAT16, KILN_FLOAT32, KILN_INT64};
+    uint32_t seed = 12345;
+    for (int c = 0; c < 4; c++) {
+        int nd = ranks[c];
+        int perm[4] = {0, 1, 2, 3};
+        for (int np = 0; np < 24; np++) {
+            /* the permutations in lexicographic order, the first nd! of them */
+            if (np) {
+                int i = nd - 2;
+                while (i >= 0 && perm[i] > perm[i + 1])
+                    i--;
+                if (i < 0)
+                    break;
+                int j = nd - 1;
+                while (perm[j] < perm[i])
+                    j--;
+                int t = perm[i];
+                perm[i] = perm[j];
+                perm[j] = t;
+                for (int a = i + 1, b = nd - 1; a < b; a++, b--)
+                    t = perm[a], perm[a] = perm[b], perm[b] = t;
+            }
+            for (int di = 0; di < 4; di++)
+                for (int skip = 1; skip <= 2; skip++) {
+                    int64_t shape[4], big[4];
+                    for (int d = 0; d < nd; d++)
+                        shape[d] = big[d] = dims[c][d];
+                    big[nd - 1] *= skip;
+                    kiln_ndarray *base = kiln_ndarray_empty(dts[di], nd, big);
+                    size_t es = kiln_dtype_size(dts[di]);
+                    unsigned char *bb = kiln_ndarray_data(base);
+                    for (int64_t k = 0; k < kiln_ndarray_numel(base) * (int64_t)es; k++)
+                        bb[k] = (unsigned char)((seed = seed * 1103515245u + 12345u) >> 16);
+                    int64_t vs[4], ps[4], pst[4];
+                    for (int d = 0; d < nd; d++)
+                        vs[d] = kiln_ndarray_stride(base, d) * (d == nd - 1 ? skip : 1);
+                    for (int d = 0; d < nd; d++) {
+                        ps[d] = shape[perm[d]];
+                        pst[d] = vs[perm[d]];
+                    }
+                    kiln_ndarray *src = kiln_ndarray_view(base, nd, ps, pst, 0);
+                    kiln_ndarray *dst = ndarray_empty_uninit(dts[di], nd, ps);
+                    CHECK(src && dst);
+                    if (!src || !dst)
+                        return;
+                    CHECK_EQ_INT(kiln_ndarray_copy(dst, src), KILN_OK);
+                    CHECK(same_elements(dst, src));
+                    kiln_ndarray_free(src);
+                    kiln_ndarray_free(dst);
+                    kiln_ndarray_free(base);
+                }
+        }
+    }
+}
+
+/* Storage taken over (an ONNX initializer's protobuf block): the elements
+ * start at the offset, the array owns the block and frees it. */
+static void test_adopt(void) {
+    unsigned char *block = NULL;
+    CHECK(posix_memalign((void **)&block, KILN_ALIGNMENT, 64 + 6 * sizeof(float)) == 0);
+    float *v = (float *)(void *)(block + 64);
+    for (int i = 0; i < 6; i++)
+        v[i] = (float)i * 1.5f;
+    int64_t shape[2] = {2, 3};
+    kiln_ndarray *a = ndarray_adopt(block, 64, KILN_FLOAT32, 2, shape);
+    CHECK(a && kiln_ndarray_data(a) == (void *)v && kiln_ndarray_is_contiguous(a));
+    kiln_ndarray *c = ndarray_clone(a);
+    CHECK(c && ((float *)kiln_ndarray_data(c))[5] == 7.5f);
+    int64_t bad[1] = {-1};
+    CHECK(ndarray_adopt(block, 64, KILN_FLOAT32, 1, bad) == NULL);
+    kiln_ndarray_free(a); /* frees block */
+    kiln_ndarray_free(c);
+}
+
 static void test_copy_errors(void) {
     int64_t s1[2] = {2, 3}, s2[2] = {3, 2}, s3[1] = {6};
     kiln_ndarray *a = kiln_ndarray_empty(KILN_FLOAT32, 2, s1);
@@ -303,4 +414,5 @@ static void test_share(void) {
 }
 
 TEST_MAIN(TEST(test_empty), TEST(test_share), TEST(test_empty_errors), TEST(test_wrap_and_view),
-          TEST(test_copy_strided), TEST(test_copy_errors))
+          TEST(test_copy_strided), TEST(test_copy_permuted), TEST(test_adopt),
+          TEST(test_copy_errors))

@@ -725,10 +725,35 @@ static void test_npz_in_place(void) {
     kiln_ndarray_free(bl);
 }
 
-/* npz_save_buffer (the package writer's mod.params) gives the bytes
- * kiln_npz_save writes to a file, stored and deflated, for members of
- * several dtypes and ranks, a scalar, an empty one and a long name. */
-static void test_npz_save_buffer(void) {
+/* A sink into memory, for npz_write_sink; fails its put number fail_at. */
+typedef struct {
+    npz_sink base;
+    unsigned char *buf;
+    size_t len, cap;
+    int puts, fail_at;
+} test_sink;
+
+static int test_put(npz_sink *k, const void *p, size_t n) {
+    test_sink *t = (test_sink *)k;
+    if (++t->puts == t->fail_at) {
+        kiln_set_error(KILN_ERR_IO, "test sink: refused");
+        return -1;
+    }
+    if (t->len + n > t->cap) {
+        t->cap = (t->len + n) * 2;
+        t->buf = realloc(t->buf, t->cap);
+    }
+    memcpy(t->buf + t->len, p, n);
+    t->len += n;
+    return 0;
+}
+
+/* npz_write_sink (the package writer's mod.params, put straight from the
+ * arrays) gives the bytes kiln_npz_save writes to a file, stored and
+ * deflated, for members of several dtypes and ranks, a scalar, an empty
+ * one and a long name; npz_stored_size counts them without writing, and a
+ * sink that fails stops the archive with its error. */
+static void test_npz_write_sink(void) {
     kiln_npz *z = kiln_npz_new();
     int64_t s2[2] = {37, 129}, s0[1] = {0}, s1[1] = {5};
     kiln_ndarray *a = kiln_ndarray_empty(KILN_FLOAT32, 2, s2);
@@ -749,14 +774,25 @@ static void test_npz_save_buffer(void) {
     for (int compress = 0; compress < 2; compress++) {
         const char *path = test_tmp_path("npz_buffer.npz");
         CHECK_EQ_INT(kiln_npz_save(z, path, compress), KILN_OK);
-        size_t flen = 0, blen = 0;
-        char *file = kiln_read_file(path, &flen), *buf = NULL;
-        CHECK_EQ_INT(npz_save_buffer(z, compress, &buf, &blen), KILN_OK);
-        CHECK(file && buf && flen == blen && !memcmp(file, buf, flen));
+        size_t flen = 0;
+        char *file = kiln_read_file(path, &flen);
+        test_sink t = {{test_put, 0}, NULL, 0, 0, 0, 0};
+        uint64_t size = 0, counted = 0;
+        CHECK_EQ_INT(npz_write_sink(z, compress, &t.base, &size), KILN_OK);
+        CHECK(file && t.buf && flen == t.len && size == t.len && !memcmp(file, t.buf, flen));
+        if (!compress) {
+            CHECK_EQ_INT(npz_stored_size(z, &counted), KILN_OK);
+            CHECK(counted == size);
+        }
         free(file);
-        free(buf);
+        free(t.buf);
         unlink(path);
     }
+    test_sink bad = {{test_put, 0}, NULL, 0, 0, 0, 3};
+    uint64_t size = 0;
+    CHECK_EQ_INT(npz_write_sink(z, 0, &bad.base, &size), KILN_ERR_IO);
+    CHECK_CONTAINS(kiln_last_error(), "test sink: refused");
+    free(bad.buf);
     kiln_npz_free(z);
     kiln_ndarray_free(a);
     kiln_ndarray_free(e);
@@ -764,7 +800,32 @@ static void test_npz_save_buffer(void) {
     kiln_ndarray_free(i8);
 }
 
+/* npz_add_shared (the compiler's mod.params): the member is the array's
+ * storage, not a copy, and outlives the array; a non-contiguous array is
+ * copied; a duplicate name is refused. */
+static void test_npz_add_shared(void) {
+    int64_t shape[2] = {3, 4};
+    kiln_ndarray *a = kiln_ndarray_empty(KILN_FLOAT32, 2, shape);
+    float *d = kiln_ndarray_data(a);
+    for (int i = 0; i < 12; i++)
+        d[i] = (float)i;
+    int64_t ts[2] = {4, 3}, tst[2] = {1, 4};
+    kiln_ndarray *t = kiln_ndarray_view(a, 2, ts, tst, 0);
+    kiln_npz *z = kiln_npz_new();
+    CHECK_EQ_INT(npz_add_shared(z, "a", a), KILN_OK);
+    CHECK_EQ_INT(npz_add_shared(z, "t", t), KILN_OK);
+    CHECK_EQ_INT(npz_add_shared(z, "a", a), KILN_ERR_INVALID);
+    CHECK(kiln_ndarray_data(kiln_npz_get(z, "a")) == (void *)d);
+    const kiln_ndarray *tc = kiln_npz_get(z, "t");
+    CHECK(tc && kiln_ndarray_data(tc) != (void *)d && kiln_ndarray_is_contiguous(tc));
+    CHECK(tc && ((const float *)kiln_ndarray_data(tc))[1] == 4.0f);
+    kiln_ndarray_free(t);
+    kiln_ndarray_free(a);
+    CHECK(((const float *)kiln_ndarray_data(kiln_npz_get(z, "a")))[11] == 11.0f);
+    kiln_npz_free(z);
+}
+
 TEST_MAIN(TEST(test_npy_fixtures), TEST(test_npy_round_trip), TEST(test_npy_truncated),
           TEST(test_npy_bad_headers), TEST(test_npz_fixtures), TEST(test_npz_round_trip),
           TEST(test_npz_truncated_and_corrupt), TEST(test_npz_specific_errors),
-          TEST(test_npz_in_place), TEST(test_npz_save_buffer))
+          TEST(test_npz_in_place), TEST(test_npz_write_sink), TEST(test_npz_add_shared))

@@ -10,6 +10,7 @@
  * Leaves pkg_good.tar, pkg_ctor.tar, pkg_nomanifest.tar, pkg_digest.tar and
  * pkg_inputs.npz for tests/cli/test_package.sh. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -394,4 +395,106 @@ static void test_inspect(void) {
     kiln_clear_error();
 }
 
-TEST_MAIN(TEST(test_manifest), TEST(test_load_from_memory), TEST(test_inspect))
+/* ---- writing over a package ------------------------------------------------------ */
+
+/* Whether the files at a and b hold the same bytes. */
+static int same_file(const char *a, const char *b) {
+    size_t la = 0, lb = 0;
+    char *da = kiln_read_file(a, &la), *db = kiln_read_file(b, &lb);
+    int same = da && db && la == lb && !memcmp(da, db, la);
+    free(da);
+    free(db);
+    return same;
+}
+
+static ino_t inode_of(const char *path) {
+    struct stat st;
+    return lstat(path, &st) == 0 ? st.st_ino : 0;
+}
+
+/* Package `path` with weight w[3] = w3, written with kiln_package_write;
+ * also written afresh to `fresh` (which did not exist) to compare with. */
+static void rewrite(const char *path, const char *fresh, const char *so, float w3) {
+    char json[2048];
+    plan_json(json, sizeof json, "mul");
+    kiln_npz *z = params_w();
+    ((float *)kiln_ndarray_data(npz_get_mutable(z, "w")))[3] = w3;
+    CHECK_EQ_INT(kiln_package_write(path, json, strlen(json), so, z), KILN_OK);
+    unlink(fresh);
+    CHECK_EQ_INT(kiln_package_write(fresh, json, strlen(json), so, z), KILN_OK);
+    CHECK(same_file(path, fresh));
+    kiln_npz_free(z);
+}
+
+/* Writing a package where one already is (a recompile). The same bytes
+ * leave it in place (the same file), its modification time renewed; other
+ * bytes of the same size replace it, as a package written afresh: a weight
+ * changed, or only the manifest (a damaged digest, which then loads
+ * again). A symbolic link at the path is replaced, not written through.
+ * Each package runs. (The comparison needs the old package's pages in
+ * memory; a package just written has them.) */
+static void test_rewrite(void) {
+    const char *so = build("pkg_mul", "mul", 0, 0);
+    char path[1024], fresh[1024], target[1024], link_path[1024];
+    snprintf(path, sizeof path, "%s", test_tmp_path("pkg_rewrite.tar"));
+    snprintf(fresh, sizeof fresh, "%s", test_tmp_path("pkg_rewrite_fresh.tar"));
+    unlink(path);
+    rewrite(path, fresh, so, 4);
+    ino_t first = inode_of(path);
+    struct timespec past[2] = {{1000, 0}, {1000, 0}};
+    CHECK_EQ_INT(utimensat(AT_FDCWD, path, past, 0), 0);
+    rewrite(path, fresh, so, 4); /* unchanged */
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && st.st_mtime > 1000);
+    CHECK(inode_of(path) == first);
+    rewrite(path, fresh, so, 99); /* a weight changed */
+    CHECK(inode_of(path) != first);
+    kiln_executor *e = kiln_executor_load(path);
+    CHECK(run_y3(e) == 99.0f);
+    kiln_executor_free(e);
+
+    /* the manifest alone: a digest damaged */
+    size_t len = 0;
+    char *img = kiln_read_file(path, &len);
+    char *d = img && len > 1024 ? strstr(img + 512, "\"mod.params\"") : NULL; /* the manifest */
+    d = d ? strstr(d, "\"sha256\": \"") : NULL;
+    CHECK(d != NULL);
+    if (d) {
+        d += strlen("\"sha256\": \"");
+        *d = *d == '0' ? '1' : '0';
+        FILE *f = fopen(path, "r+b");
+        CHECK(f && fwrite(img, 1, len, f) == len);
+        if (f)
+            fclose(f);
+        expect_refused(path, "mod.params", "does not match its SHA-256");
+        first = inode_of(path);
+        rewrite(path, fresh, so, 99);
+        CHECK(inode_of(path) != first);
+        e = kiln_executor_load(path);
+        CHECK(run_y3(e) == 99.0f);
+        kiln_executor_free(e);
+    }
+    free(img);
+
+    /* a symbolic link to another file */
+    snprintf(target, sizeof target, "%s", test_tmp_path("pkg_rewrite_target.tar"));
+    snprintf(link_path, sizeof link_path, "%s", test_tmp_path("pkg_rewrite_link.tar"));
+    unlink(link_path);
+    unlink(target);
+    rewrite(target, fresh, so, 4);
+    size_t tlen = 0;
+    char *before = kiln_read_file(target, &tlen);
+    CHECK_EQ_INT(symlink(target, link_path), 0);
+    rewrite(link_path, fresh, so, 4); /* the same bytes as the target's */
+    CHECK(lstat(link_path, &st) == 0 && S_ISREG(st.st_mode));
+    size_t alen = 0;
+    char *after = kiln_read_file(target, &alen);
+    CHECK(before && after && tlen == alen && !memcmp(before, after, tlen));
+    free(before);
+    free(after);
+    unlink(link_path);
+    unlink(target);
+    unlink(fresh);
+}
+
+TEST_MAIN(TEST(test_manifest), TEST(test_load_from_memory), TEST(test_inspect), TEST(test_rewrite))
