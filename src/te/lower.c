@@ -834,8 +834,9 @@ static tir_func *lower_impl(kiln_schedule *s, int nargs, kiln_tensor *const *arg
     body = tir_vectorize(ctx, body);
     body = tir_legalize_lanes(ctx, body, vector_bytes); /* 0: widths as scheduled */
     body = tir_simplify_stmt(L->an, body);
-    body = tir_unswitch(ctx, body);
-    body = tir_simplify_stmt(L->an, body);
+    tir_node unswitched = tir_unswitch(ctx, body); /* the same node when nothing was hoisted */
+    if (unswitched != body)
+        body = tir_simplify_stmt(L->an, unswitched);
     body = tir_truncate_divmod(ctx, body);
 
     /* the signature: buffers, then every symbolic size in argument shapes */
