@@ -140,20 +140,8 @@ static int peel_tail(groups *G, int a, int b, char *tail) {
  * peeling an injective tail off the consumer; injective groups take
  * injective ones). Repeats until nothing merges; renumbers the groups 0..
  * in node order and returns the count. */
-/* The anchor's element count of group a (merged groups included): the
- * count of the first anchor among its members' original groups. */
-static int64_t group_anchor(const groups *G, int a, const int64_t *anchor_numel) {
-    for (int id = 0; id < G->g->n; id++) {
-        int og = G->group[id];
-        if (og >= 0 && find(G->rep, og) == a && G->g->nodes[id]->op &&
-            G->g->nodes[id]->op->pattern == OP_OUT_ELEMWISE_FUSABLE)
-            return anchor_numel[og];
-    }
-    return -1;
-}
-
 static int merge_diamonds(const struct kiln_graph *g, const char *alone, int *group, int ngroups,
-                          op_pattern *master, const int64_t *anchor_numel) {
+                          op_pattern *master, int64_t *anchor_numel) {
     int n = g->n ? g->n : 1, ng = n; /* a group per node at most, peeled tails too */
     int *rep = malloc(sizeof(int) * (size_t)ng), *escape = calloc((size_t)n, sizeof(int));
     op_pattern *maxpat = malloc(sizeof(op_pattern) * (size_t)ng);
@@ -219,8 +207,7 @@ static int merge_diamonds(const struct kiln_graph *g, const char *alone, int *gr
             if (!ok || b < 0 || tuple[b] || size[a] + size[b] > MAX_FUSED_OPS)
                 continue;
             /* an anchor's group is not widened by a broadcasting consumer */
-            int64_t an =
-                master[a] == OP_OUT_ELEMWISE_FUSABLE ? group_anchor(&G, a, anchor_numel) : -1;
+            int64_t an = master[a] == OP_OUT_ELEMWISE_FUSABLE ? anchor_numel[a] : -1;
             int wide = 0;
             for (int id = 0; id < g->n && an >= 0 && !wide; id++)
                 wide = group[id] >= 0 && find(rep, group[id]) == b && widens(an, g->nodes[id]);
@@ -234,8 +221,10 @@ static int merge_diamonds(const struct kiln_graph *g, const char *alone, int *gr
                 continue;
             rep[a] = b;
             size[b] += size[a];
-            if (master[a] == OP_OUT_ELEMWISE_FUSABLE)
+            if (master[a] == OP_OUT_ELEMWISE_FUSABLE) {
                 master[b] = OP_OUT_ELEMWISE_FUSABLE;
+                anchor_numel[b] = anchor_numel[a]; /* the group's one anchor moves along */
+            }
             if (maxpat[a] > maxpat[b])
                 maxpat[b] = maxpat[a];
             changed = 1;
