@@ -562,29 +562,25 @@ static const char *const mask_isa =
 
 static char *masked_helper_text(const char *kind, const char *name, const char *vt, const char *T,
                                 const char *it, const char *mt, int lanes, int fast) {
-    /* the x86 form, under its #if, before the loop's #else */
-    char *x86 = cg_sdup("");
+    /* the x86 form, under its #if, before the loop's #else (%s: the vector type) */
+    const char *x86 = NULL;
     if (fast && lanes == 16 && !strcmp(kind, "mload"))
-        x86 = (free(x86), cg_sdup("#ifdef KILN_MASK16\n"
-                                  "    return (%s)_mm512_maskz_loadu_ps(KILN_MASK16(m), p);\n"
-                                  "#else\n"));
+        x86 = "#ifdef KILN_MASK16\n"
+              "    return (%s)_mm512_maskz_loadu_ps(KILN_MASK16(m), p);\n"
+              "#else\n";
     else if (fast && lanes == 16 && !strcmp(kind, "mstore"))
-        x86 =
-            (free(x86), cg_sdup("#ifdef KILN_MASK16\n"
-                                "    _mm512_mask_storeu_ps((void *)p, KILN_MASK16(m), (__m512)v);\n"
-                                "#else\n"));
+        x86 = "#ifdef KILN_MASK16\n"
+              "    _mm512_mask_storeu_ps((void *)p, KILN_MASK16(m), (__m512)v);\n"
+              "#else\n";
     else if (fast && lanes == 8 && !strcmp(kind, "mload"))
-        x86 = (free(x86), cg_sdup("#if defined(__x86_64__) && defined(__AVX2__)\n"
-                                  "    return (%s)_mm256_maskload_ps((const float *)p, "
-                                  "kiln_mask8(&m));\n"
-                                  "#else\n"));
+        x86 = "#if defined(__x86_64__) && defined(__AVX2__)\n"
+              "    return (%s)_mm256_maskload_ps((const float *)p, kiln_mask8(&m));\n"
+              "#else\n";
     else if (fast && lanes == 8 && !strcmp(kind, "mstore"))
-        x86 =
-            (free(x86), cg_sdup("#if defined(__x86_64__) && defined(__AVX2__)\n"
-                                "    _mm256_maskstore_ps((float *)p, kiln_mask8(&m), (__m256)v);\n"
-                                "#else\n"));
-    char *pre = strchr(x86, '%') ? cg_sfmt(x86, vt) : cg_sdup(x86);
-    free(x86);
+        x86 = "#if defined(__x86_64__) && defined(__AVX2__)\n"
+              "    _mm256_maskstore_ps((float *)p, kiln_mask8(&m), (__m256)v);\n"
+              "#else\n";
+    char *pre = x86 ? cg_sfmt(x86, vt) : cg_sdup("");
     const char *post = pre[0] ? "#endif\n" : "";
     char *t;
     if (!strcmp(kind, "mload"))

@@ -223,10 +223,13 @@ static int vmath_helper(cg_render *r, tir_intrin f, int lanes, const char *name)
     if (f != TIR_LOG) { /* the exponentials the others call */
         snprintf(key, sizeof key, "kiln_expcore_%s", vf + 5);
         cg_add_helper(r, key, vmath_text(g_vexpcore_tmpl, vf, vi));
-        const char *t = f == TIR_TANH ? g_vexp_tmpl : g_vexpneg_tmpl;
-        snprintf(key, sizeof key, f == TIR_TANH ? "kiln_exp_%s" : "kiln_expneg_%s", vf + 5);
-        if (f != TIR_EXP)
-            cg_add_helper(r, key, vmath_text(t, vf, vi));
+    }
+    if (f == TIR_TANH) { /* e^(2|x|): the clamped exp */
+        snprintf(key, sizeof key, "kiln_exp_%s", vf + 5);
+        cg_add_helper(r, key, vmath_text(g_vexp_tmpl, vf, vi));
+    } else if (f == TIR_SIGMOID || f == TIR_ERF) { /* arguments <= 0 */
+        snprintf(key, sizeof key, "kiln_expneg_%s", vf + 5);
+        cg_add_helper(r, key, vmath_text(g_vexpneg_tmpl, vf, vi));
     }
     cg_add_helper(r, name, vmath_text(tmpl, vf, vi));
     return 1;
