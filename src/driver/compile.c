@@ -228,7 +228,7 @@ static tir_func *lower_group(plan *P, kiln_ctx *ctx, group_t *gr, const kiln_bui
     if (!on->type.is_tuple)
         args[nargs] = t[gr->out];
     kiln_schedule *s = kiln_schedule_create(ctx, nout, args + nargs);
-    if (!s || driver_default_schedule(s, nout, args + nargs, anchor_node, anchor,
+    if (!s || driver_default_schedule(s, nout, args + nargs, on, anchor_node, anchor,
                                       opts && opts->naive, target) != KILN_OK) {
         kiln_error_prefix("scheduling %s",
                           graph_node_label(g->nodes[gr->out], label, sizeof label));

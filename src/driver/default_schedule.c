@@ -252,8 +252,8 @@ static void vectorize_inner(kiln_stage *st, const kiln_target *target) {
  * nothing else is done:
  * the reference every schedule is tested against. */
 kiln_status driver_default_schedule(kiln_schedule *s, int nout, kiln_tensor **outs,
-                                    const gnode *anchor_node, kiln_tensor *anchor, int naive,
-                                    const kiln_target *target) {
+                                    const gnode *out_node, const gnode *anchor_node,
+                                    kiln_tensor *anchor, int naive, const kiln_target *target) {
     for (int i = 0; i < s->nstages; i++) {
         kiln_stage *st = s->stages[i];
         if (st->is_output || st->body->op == TIR_REDUCE || te_is_scan(st->tensor))
@@ -271,7 +271,20 @@ kiln_status driver_default_schedule(kiln_schedule *s, int nout, kiln_tensor **ou
     if (naive)
         return KILN_OK;
     kiln_stage *sa = NULL;
-    if (anchor && nout == 1 && anchor_node->op->schedule) {
+    /* a row op ending an anchor's group (op_rows_fn) places its rows and the
+       anchor in them; the anchor then tiles the inside of its row */
+    int by_rows = anchor && nout == 1 && out_node && out_node != anchor_node &&
+                  out_node->op->rows && out_node->op->schedule && anchor_node->op->rows &&
+                  anchor_node->op->schedule && out_node->op->rows(out_node) &&
+                  anchor_node->op->rows(anchor_node);
+    if (by_rows) {
+        kiln_status r = out_node->op->schedule(s, out_node, anchor, outs[0], target);
+        if (r == KILN_OK)
+            r = anchor_node->op->schedule(s, anchor_node, anchor, NULL, target);
+        if (r != KILN_OK)
+            return r;
+        sa = kiln_schedule_stage(s, anchor);
+    } else if (anchor && nout == 1 && anchor_node->op->schedule) {
         kiln_status r = anchor_node->op->schedule(s, anchor_node, anchor, outs[0], target);
         if (r != KILN_OK)
             return r;

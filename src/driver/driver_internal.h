@@ -51,10 +51,13 @@ KILN_HIDDEN void driver_remove_dir(const char *dir);
 struct gnode;
 
 /* The default CPU schedule of a group's kernel (default_schedule.c): outs are
- * its outputs; anchor_node and anchor its out-elemwise-fusable op and that
- * op's tensor (NULL if none), whose row's schedule places them first;
- * `naive` inlines everything but padding and does nothing else. */
+ * its outputs and out_node the node of the last; anchor_node and anchor its
+ * out-elemwise-fusable op and that op's tensor (NULL if none), whose row's
+ * schedule places them first (with a row op ending the group, op_rows_fn,
+ * that op's schedule first); `naive` inlines everything but padding and
+ * does nothing else. */
 KILN_HIDDEN kiln_status driver_default_schedule(kiln_schedule *s, int nout, kiln_tensor **outs,
+                                                const struct gnode *out_node,
                                                 const struct gnode *anchor_node,
                                                 kiln_tensor *anchor, int naive,
                                                 const kiln_target *target);

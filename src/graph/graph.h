@@ -110,6 +110,20 @@ typedef kiln_status (*op_schedule_fn)(kiln_schedule *s, const struct gnode *call
                                       kiln_tensor *anchor, kiln_tensor *out,
                                       const kiln_target *target);
 
+/* Row fusion: attention's scores (q x k^T, scaled and masked) and their
+ * softmax in one kernel, so the scores never reach memory. An op's `rows`
+ * says of a call whether it takes part:
+ * - for an out-elemwise-fusable op (batch_matmul): that it can compute its
+ *   output a row (its last axis) at a time, at a loop of a later stage;
+ * - for an opaque op (softmax): that it reduces along its last axis only,
+ *   a static row short enough to stay in L1, so FuseOps may end such an
+ *   anchor's group with it (after the anchor's elementwise epilogue).
+ * The driver then calls the row op's schedule with `anchor` the anchor's
+ * output (it computes the anchor at its row loop, a local buffer), and
+ * after it the anchor's schedule with `out` NULL: the anchor's stage is
+ * attached already, and only its register tile inside the row is left. */
+typedef int (*op_rows_fn)(const struct gnode *call);
+
 /* The scalar of an elementwise or broadcasting op: its output element
  * from args[i], the element of input i at the same (numpy-broadcast)
  * index; dt is input 0's dtype. Rows with one set their compute to
@@ -239,6 +253,8 @@ typedef struct kiln_op_def {
                                 order, so it can be a view of them (op_view_fn) */
     op_fold_fn fold;         /* (optional) evaluation without the interpreter (graph_eval_call):
                                 data movement on large constants, a weight's transpose */
+    op_rows_fn rows;         /* (optional) 1 when this call takes part in row fusion
+                                (op_rows_fn) */
 } kiln_op_def;
 
 /* The ops a graph may use: the built-in table plus rows added by plugins. */

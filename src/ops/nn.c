@@ -250,8 +250,72 @@ static void dense_tile(int64_t m, const int64_t *rowdims, int nrowdims, int64_t 
         }
 }
 
+/* Row fusion (op_rows_fn): a row of float32 scores at most this long (16
+ * KB) is computed into a local buffer, which stays in L1 while the row op
+ * (softmax) reads it. */
+#define ROW_FUSE_MAX 4096
+
+/* batch_matmul computes rows when it reads B's rows in place (not
+ * transposed) and a row is static and short enough. */
+static int rows_matmul(const gnode *call) {
+    const gtensor_type *t = ops_node_type(call);
+    return call->op->variant == MM_BATCH && t && t->dtype == KILN_FLOAT32 && t->ndim >= 2 &&
+           !t->dims[t->ndim - 1].sym && t->dims[t->ndim - 1].v <= ROW_FUSE_MAX &&
+           !graph_attr_int(call, "transpose_b", 0);
+}
+
+/* The register tile of a matmul output `acc` (batch_matmul, B read in
+ * place) whose rows a later stage computes a tile at a time (row fusion):
+ * dense_tile's mr x nr over its rows, columns and reduction. */
+static void matmul_row_tile(kiln_tensor *acc, const kiln_target *target, int64_t *mr, int64_t *nr,
+                            int64_t *vl) {
+    int64_t od[KILN_MAX_NDIM], k = ops_reduce_extent(acc, 0);
+    int nd = ops_shape(acc, od);
+    *mr = 1;
+    *nr = *vl = 0;
+    if (nd >= 2 && od[nd - 1] > 0)
+        dense_tile(od[nd - 2] > 0 ? od[nd - 2] : OPS_SYM_EXTENT_HINT, od, 0, od[nd - 1],
+                   k > 0 ? k : 128, 1, target, mr, nr, vl);
+}
+
+/* Inside a row tile of a matmul computed at a later stage's row loop (row
+ * fusion, the tile's mr rows by all columns in a local buffer): the
+ * columns in panels of nr, each panel's mr x nr accumulators in registers
+ * while k runs (their own slot copies: tir_promote_slots), rows and
+ * vectors unrolled. A panel cut short runs guarded, its last vector
+ * masked. */
+static kiln_status schedule_matmul_row(kiln_schedule *s, kiln_tensor *acc,
+                                       const kiln_target *target) {
+    int64_t od[KILN_MAX_NDIM], mr, nr, vl;
+    int nd = ops_shape(acc, od);
+    kiln_stage *sc = kiln_schedule_stage(s, acc);
+    matmul_row_tile(acc, target, &mr, &nr, &vl);
+    if (!sc || nd < 2 || !nr)
+        return KILN_OK;
+    kiln_expr c[KILN_MAX_NDIM + 3], jo, jr, jn, jv;
+    kiln_status st;
+    if ((st = kiln_split(sc, kiln_tensor_axis(acc, nd - 1), nr, &jo, &jr)) != KILN_OK ||
+        (st = kiln_split(sc, jr, vl, &jn, &jv)) != KILN_OK)
+        return st;
+    int k = 0;
+    for (int d = 0; d + 2 < nd; d++)
+        c[k++] = kiln_tensor_axis(acc, d);
+    c[k++] = jo;
+    c[k++] = kiln_tensor_reduce_axis(acc, 0);
+    c[k++] = kiln_tensor_axis(acc, nd - 2);
+    c[k++] = jn;
+    c[k++] = jv;
+    if ((st = kiln_reorder(sc, k, c)) != KILN_OK ||
+        (st = kiln_unroll(sc, kiln_tensor_axis(acc, nd - 2))) != KILN_OK ||
+        (st = kiln_unroll(sc, jn)) != KILN_OK)
+        return st;
+    return kiln_vectorize(sc, jv);
+}
+
 static kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
                                   kiln_tensor *out, const kiln_target *target) {
+    if (!out) /* row fusion: attached by the row op already */
+        return schedule_matmul_row(s, anchor, target);
     /* the columns must read the right-hand side contiguously: dense with
        packed or [in, units] weights, batch_matmul with B not transposed */
     int bmm = call->op->variant == MM_BATCH;
@@ -554,9 +618,13 @@ static kiln_expr smv_sm(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     smv_args *s = u;
     return kiln_sum(row_at(s->smp, s->nd - 1, i, s->ki2), 1, &s->ki2);
 }
+/* the numerators times the sum's reciprocal, as ONNX Runtime's MLAS does:
+   one division per row, not per element */
 static kiln_expr smv_out(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     smv_args *s = u;
-    return kiln_div(row_at(s->ex, s->nd - 1, i, i[s->nd - 1]), row_at(s->sm, s->nd - 1, i, NULL));
+    kiln_expr sum = row_at(s->sm, s->nd - 1, i, NULL);
+    return kiln_mul(row_at(s->ex, s->nd - 1, i, i[s->nd - 1]),
+                    kiln_div(ops_const(ctx, kiln_tensor_dtype(s->ex), 1), sum));
 }
 
 static int softmax_lanes_form(const gnode *call, int nd, const int64_t *od, int *axis) {
@@ -627,10 +695,9 @@ static kiln_status compute_softmax(kiln_ctx *ctx, const gnode *call, kiln_tensor
  * computed at the row. */
 static kiln_status schedule_softmax(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
                                     kiln_tensor *out, const kiln_target *target) {
-    (void)target;
     int64_t od[KILN_MAX_NDIM];
     int nd = ops_shape(out, od), axis;
-    if (anchor != out || nd < 2 || !softmax_lanes_form(call, nd, od, &axis))
+    if (nd < 2 || !softmax_lanes_form(call, nd, od, &axis))
         return KILN_OK;
     kiln_tensor *t[4], *ex, *sm, *smp, *mx, *mxp;
     if (kiln_tensor_inputs(out, t, 4) != 2)
@@ -651,7 +718,25 @@ static kiln_status schedule_softmax(kiln_schedule *s, const gnode *call, kiln_te
     kiln_tensor *stages[5] = {sm, smp, ex, mx, mxp};
     static const ops_row_kind kinds[5] = {OPS_ROW_SCALAR, OPS_ROW_PARTIAL, OPS_ROW_VECTOR,
                                           OPS_ROW_SCALAR, OPS_ROW_PARTIAL};
-    return ops_schedule_rows(s, out, SM_LANES, 5, stages, kinds);
+    /* row fusion (anchor != out): the matmul's row too, before the epilogue
+       that mxp and ex read inlined */
+    int64_t mr = 1, nr, vl;
+    if (anchor != out)
+        matmul_row_tile(anchor, target, &mr, &nr, &vl);
+    return ops_schedule_rows(s, out, SM_LANES, 5, stages, kinds, anchor != out ? anchor : NULL, mr);
+}
+
+/* Softmax ends a matmul's group (row fusion) over a static last axis in
+ * the lane-parallel form, short enough to stay in L1. */
+static int rows_softmax(const gnode *call) {
+    const gtensor_type *t = ops_node_type(call);
+    if (!t || t->dtype != KILN_FLOAT32 || t->ndim < 2 || t->dims[t->ndim - 1].sym)
+        return 0;
+    int64_t od[KILN_MAX_NDIM];
+    int axis;
+    for (int d = 0; d < t->ndim; d++)
+        od[d] = t->dims[d].sym ? -1 : t->dims[d].v;
+    return softmax_lanes_form(call, t->ndim, od, &axis) && od[t->ndim - 1] <= ROW_FUSE_MAX;
 }
 
 /* ---- nn.nll_loss, nn.nll_loss_weight --------------------------------------------------- */
@@ -835,11 +920,11 @@ static kiln_status compute_batch_matmul(kiln_ctx *ctx, const gnode *call, kiln_t
 
 /* ---- the table --------------------------------------------------------------------- */
 
-#define SOFTMAX(nm, kind, sched, sum)                                                              \
+#define SOFTMAX(nm, kind, sched, rw, sum)                                                          \
     {                                                                                              \
         .name = nm, .min_in = 1, .max_in = 1, .attrs = softmax_attrs, .rel = rel_softmax,          \
         .pattern = OP_OPAQUE, .compute = compute_softmax, .summary = sum, .schedule = sched,       \
-        .variant = kind, .sym_dims = 1                                                             \
+        .variant = kind, .sym_dims = 1, .rows = rw                                                 \
     }
 
 #define NLL(nm, kind, sum)                                                                         \
@@ -871,10 +956,11 @@ const kiln_op_def ops_nn_rows[] = {
      .summary = "numpy matmul: [..., M, K] x [..., K, N], batch dims broadcast",
      .schedule = schedule_dense,
      .variant = MM_BATCH,
-     .sym_dims = 1},
-    SOFTMAX("nn.softmax", SM_SOFTMAX, schedule_softmax, "softmax over axis"),
-    SOFTMAX("nn.log_softmax", SM_LOG_SOFTMAX, NULL, "log of softmax over axis"),
-    SOFTMAX("nn.hardmax", SM_HARDMAX, NULL, "1 at the first max along axis, 0 elsewhere"),
+     .sym_dims = 1,
+     .rows = rows_matmul},
+    SOFTMAX("nn.softmax", SM_SOFTMAX, schedule_softmax, rows_softmax, "softmax over axis"),
+    SOFTMAX("nn.log_softmax", SM_LOG_SOFTMAX, NULL, NULL, "log of softmax over axis"),
+    SOFTMAX("nn.hardmax", SM_HARDMAX, NULL, NULL, "1 at the first max along axis, 0 elsewhere"),
     NLL("nn.nll_loss", NLL_LOSS,
         "-x[n, t, d..] * weight[t] for each target t = targets[n, d..] (0 if ignored)"),
     NLL("nn.nll_loss_weight", NLL_WEIGHT,

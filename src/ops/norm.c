@@ -245,7 +245,7 @@ static kiln_status schedule_layer_norm(kiln_schedule *s, const gnode *call, kiln
     kiln_tensor *stages[4] = {sq, sqp, sum, sump};
     static const ops_row_kind kinds[4] = {OPS_ROW_SCALAR, OPS_ROW_PARTIAL, OPS_ROW_SCALAR,
                                           OPS_ROW_PARTIAL};
-    return ops_schedule_rows(s, out, LN_LANES, 4, stages, kinds);
+    return ops_schedule_rows(s, out, LN_LANES, 4, stages, kinds, NULL, 0);
 }
 
 /* ---- nn.batch_norm ------------------------------------------------------------------- */

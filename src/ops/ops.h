@@ -320,10 +320,17 @@ KILN_HIDDEN int64_t ops_cache_bytes(const kiln_target *t, int level, int64_t def
  * vectorized by `lanes`; each of `stages` (consumers before producers) is
  * computed per row in a local buffer: a per-row scalar as is, a partial
  * result (last axis of `lanes`, one reduce axis) reducing outside the
- * vectorized lanes, a row-long vector split and vectorized. */
+ * vectorized lanes, a row-long vector split and vectorized. `producer`
+ * (row fusion, op_rows_fn; or NULL), read by the stages, is computed per
+ * tile of producer_rows rows of out's second-to-last axis (the last tile
+ * cut short), in a local buffer its own op tiles; the stages then run per
+ * row inside the tile. */
 typedef enum { OPS_ROW_SCALAR, OPS_ROW_PARTIAL, OPS_ROW_VECTOR } ops_row_kind;
 KILN_HIDDEN kiln_status ops_schedule_rows(kiln_schedule *s, kiln_tensor *out, int64_t lanes, int n,
-                                          kiln_tensor *const *stages, const ops_row_kind *kinds);
+                                          kiln_tensor *const *stages, const ops_row_kind *kinds,
+                                          kiln_tensor *producer, int64_t producer_rows);
+/* The constant extent of reduce axis i of t, or -1. */
+KILN_HIDDEN int64_t ops_reduce_extent(const kiln_tensor *t, int i);
 /* The register block of a convolution-like product: reg_n divides ow
  * (output pixels), ocb divides occ (output-channel blocks); accumulators
  * plus operands fit nregs vector registers of `vecs` registers per block;

@@ -614,18 +614,42 @@ int64_t ops_cache_bytes(const kiln_target *t, int level, int64_t def) {
     return t && level >= 1 && level <= 3 && t->cache[level - 1] > 0 ? t->cache[level - 1] : def;
 }
 
+int64_t ops_reduce_extent(const kiln_tensor *t, int i) {
+    const te_dom *dom = te_axis_dom(kiln_tensor_reduce_axis(t, i));
+    int64_t e;
+    return dom && tir_const_int(dom->extent, &e) ? e : -1;
+}
+
 kiln_status ops_schedule_rows(kiln_schedule *s, kiln_tensor *out, int64_t lanes, int n,
-                              kiln_tensor *const *stages, const ops_row_kind *kinds) {
+                              kiln_tensor *const *stages, const ops_row_kind *kinds,
+                              kiln_tensor *producer, int64_t producer_rows) {
     int nd = kiln_tensor_ndim(out);
     kiln_stage *so = kiln_schedule_stage(s, out);
     if (!so || nd < 2)
         return KILN_ERR_INVALID;
-    kiln_expr row = kiln_tensor_axis(out, 0), ko, ki;
+    kiln_expr row = kiln_tensor_axis(out, 0), ko, ki, tile = NULL, inner = NULL;
     kiln_status st;
-    for (int d = 1; d < nd - 1; d++)
-        if ((st = kiln_fuse(so, row, kiln_tensor_axis(out, d), &row)) != KILN_OK)
+    if (producer && producer_rows > 1) {
+        /* tiles of the row axis itself (a tile across two of the leading
+           indices would make the producer's region a box over both) */
+        if ((st = kiln_split(so, kiln_tensor_axis(out, nd - 2), producer_rows, &tile, &inner)) !=
+            KILN_OK)
             return st;
-    if ((st = kiln_parallel(so, row)) != KILN_OK ||
+        row = nd > 2 ? kiln_tensor_axis(out, 0) : tile;
+        for (int d = 1; d < nd - 2; d++)
+            if ((st = kiln_fuse(so, row, kiln_tensor_axis(out, d), &row)) != KILN_OK)
+                return st;
+        if (nd > 2 && (st = kiln_fuse(so, row, tile, &row)) != KILN_OK)
+            return st;
+        tile = row;
+        row = inner;
+    } else {
+        for (int d = 1; d < nd - 1; d++)
+            if ((st = kiln_fuse(so, row, kiln_tensor_axis(out, d), &row)) != KILN_OK)
+                return st;
+        tile = row;
+    }
+    if ((st = kiln_parallel(so, tile)) != KILN_OK ||
         (st = kiln_split(so, kiln_tensor_axis(out, nd - 1), lanes, &ko, &ki)) != KILN_OK ||
         (st = kiln_vectorize(so, ki)) != KILN_OK)
         return st;
@@ -649,6 +673,14 @@ kiln_status ops_schedule_rows(kiln_schedule *s, kiln_tensor *out, int64_t lanes,
                 (st = kiln_vectorize(x, last)) != KILN_OK)
                 return st;
         }
+    }
+    if (producer) {
+        kiln_stage *p = kiln_schedule_stage(s, producer);
+        if (!p)
+            return KILN_ERR_INVALID;
+        if ((st = kiln_compute_at(p, so, tile)) != KILN_OK ||
+            (st = kiln_set_scope(p, "local")) != KILN_OK)
+            return st;
     }
     return KILN_OK;
 }

@@ -256,12 +256,40 @@ static int merge_diamonds(const struct kiln_graph *g, const char *alone, int *gr
     return count;
 }
 
+/* Row fusion (op_rows_fn): the group that opaque node n may end, or -1.
+ * n's first input must be the newest member of a group led by an anchor
+ * that computes rows, with n its only consumer, and n must say it reduces
+ * along its last axis. The group is closed after it: master OP_OPAQUE
+ * absorbs nothing more, in either phase. */
+static int row_join(const struct kiln_graph *g, const gnode *n, const int *consumers, int *group,
+                    op_pattern *master, int *size, const int *anchor_id, const char *alone) {
+    if (!n->op->rows || n->nin < 1 || !n->op->rows(n))
+        return -1;
+    const gnode *p = g->nodes[n->in[0]];
+    int pg =
+        p->kind == GN_CALL && !p->type.is_tuple && consumers[p->id] == 1 && !(alone && alone[p->id])
+            ? group[p->id]
+            : -1;
+    if (pg < 0 || master[pg] != OP_OUT_ELEMWISE_FUSABLE || size[pg] >= MAX_FUSED_OPS)
+        return -1;
+    const gnode *a = g->nodes[anchor_id[pg]];
+    if (!a->op->rows || !a->op->rows(a))
+        return -1;
+    for (int q = p->id + 1; q < n->id; q++)
+        if (group[q] == pg)
+            return -1; /* p is not the group's output */
+    size[pg]++;
+    master[pg] = OP_OPAQUE;
+    return pg;
+}
+
 int pass_fuse_ops(const struct kiln_graph *g, const char *alone, int *group) {
     int *consumers = calloc((size_t)(g->n ? g->n : 1), sizeof(int));
     op_pattern *master = calloc((size_t)(g->n ? g->n : 1), sizeof(op_pattern));
     int *size = calloc((size_t)(g->n ? g->n : 1), sizeof(int));
     int64_t *anchor_numel = malloc(sizeof(int64_t) * (size_t)(g->n ? g->n : 1));
-    KILN_ASSERT(consumers && master && size && anchor_numel);
+    int *anchor_id = malloc(sizeof(int) * (size_t)(g->n ? g->n : 1));
+    KILN_ASSERT(consumers && master && size && anchor_numel && anchor_id);
     for (int k = 0; k < (g->n ? g->n : 1); k++)
         anchor_numel[k] = -1;
     for (int id = 0; id < g->n; id++)
@@ -282,6 +310,8 @@ int pass_fuse_ops(const struct kiln_graph *g, const char *alone, int *group) {
         if (n->kind != GN_CALL)
             continue;
         int multi_out = n->type.is_tuple;
+        if (!multi_out && n->op->pattern == OP_OPAQUE && !(alone && alone[id]))
+            group[id] = row_join(g, n, consumers, group, master, size, anchor_id, alone);
         if (!multi_out && n->op->pattern != OP_OPAQUE && !(alone && alone[id])) {
             for (int i = 0; i < n->nin && group[id] < 0; i++) {
                 const gnode *p = g->nodes[n->in[i]];
@@ -310,6 +340,7 @@ int pass_fuse_ops(const struct kiln_graph *g, const char *alone, int *group) {
             master[ngroups] = n->op->pattern;
             anchor_numel[ngroups] =
                 n->op->pattern == OP_OUT_ELEMWISE_FUSABLE ? static_numel(n) : -1;
+            anchor_id[ngroups] = id;
             size[ngroups] = 1;
             ngroups++;
         }
@@ -319,5 +350,6 @@ int pass_fuse_ops(const struct kiln_graph *g, const char *alone, int *group) {
     free(master);
     free(size);
     free(anchor_numel);
+    free(anchor_id);
     return ngroups;
 }

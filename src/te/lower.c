@@ -352,8 +352,10 @@ static void infer_bounds(lower_ctx *L, lstage *ls) {
         for (int k = 0; k < L->s->nstages && !acc.failed; k++) {
             lstage *x = &L->ls[k];
             if (x == ls || x == c || x->st->attach != TE_ATTACH_AT ||
-                x->st->attach_stage != c->st || !te_reads(x->st->body, t))
-                continue;
+                x->st->attach_stage != c->st || !te_reads(x->body, t))
+                continue; /* (x's body inline-expanded: it may read t through
+                             an inlined stage, softmax's through the
+                             epilogue of the matmul fused with it) */
             if (!x->ready) {
                 acc.failed = 1;
                 break;
@@ -375,7 +377,7 @@ static void infer_bounds(lower_ctx *L, lstage *ls) {
             if (acc.failed)
                 break;
             region_acc ax = {t, x->st->nroot, xv, xiv, region, 0};
-            collect_region(x->st->body, &ax);
+            collect_region(x->body, &ax);
             acc.failed |= ax.failed;
         }
         if (!acc.failed) {
@@ -837,6 +839,7 @@ static tir_func *lower_impl(kiln_schedule *s, int nargs, kiln_tensor *const *arg
     tir_node unswitched = tir_unswitch(ctx, body); /* the same node when nothing was hoisted */
     if (unswitched != body)
         body = tir_simplify_stmt(L->an, unswitched);
+    body = tir_promote_slots(ctx, body);
     body = tir_truncate_divmod(ctx, body);
 
     /* the signature: buffers, then every symbolic size in argument shapes */

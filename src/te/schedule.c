@@ -585,11 +585,13 @@ kiln_status kiln_compute_at(kiln_stage *st, kiln_stage *parent, kiln_expr axis) 
     if (parent->attach == TE_ATTACH_INLINE)
         return kiln_set_error(KILN_ERR_INVALID, "compute_at: target stage '%s' is inlined",
                               parent->tensor->name);
-    int read_inside = 0; /* by a stage already computed inside parent */
+    int read_inside = 0; /* by a stage already computed inside parent (through
+                            inlined stages too: softmax's stages read the
+                            matmul they are fused with through its epilogue) */
     for (int i = 0; i < st->sch->nstages && !read_inside; i++) {
         kiln_stage *c = st->sch->stages[i];
         read_inside = c != st && c->attach == TE_ATTACH_AT && c->attach_stage == parent &&
-                      te_reads(c->body, st->tensor);
+                      reads_through_inline(st->sch, c->body, st->tensor, 0);
     }
     if (!read_inside && !reads_through_inline(st->sch, parent->body, st->tensor, 0))
         return kiln_set_error(KILN_ERR_INVALID,

@@ -310,6 +310,11 @@ KILN_HIDDEN tir_node tir_unroll(kiln_ctx *ctx, tir_node s);
 /* Unswitch guards a loop body does not change: the body runs under their
  * conjunction with each guard true, else as it was (passes.c). */
 KILN_HIDDEN tir_node tir_unswitch(kiln_ctx *ctx, tir_node s);
+/* Loops that read and write a local buffer at fixed slots (indices the
+ * loop does not change) work on a register copy of each slot, copied in
+ * before and out after: the accumulators of a row that other code reads
+ * by a variable index (promote.c). */
+KILN_HIDDEN tir_node tir_promote_slots(kiln_ctx *ctx, tir_node s);
 /* floordiv/floormod by a positive constant of a provably non-negative
  * integer become C's / and % (the last pass: the simplifier's rules match
  * the floor forms). */

@@ -141,15 +141,15 @@ static void test_batch_matmul(void) {
        transposed B, which keeps the default schedule. The second shape has
        a prime sequence (ViT's 197 tokens, here 37): row tiles and column
        panels that do not divide it, the last of each cut short. */
-    for (int shape = 0; shape < 2; shape++) {
-        int64_t sq = shape ? 37 : 32;
+    for (int shape = 0; shape < 3; shape++) {
+        int64_t sq = shape == 1 ? 37 : 32;
         uint64_t seed = 3 + (uint64_t)shape;
         int64_t qs[4] = {1, 4, sq, 16}, ks[4] = {1, 4, 16, sq}, vs[4] = {1, 4, sq, 16},
-                one[1] = {1};
+                one[1] = {1}, ms[4] = {1, 1, 1, sq};
         kiln_ndarray *q = filled(4, qs, &seed), *k = filled(4, ks, &seed),
-                     *v = filled(4, vs, &seed);
+                     *v = filled(4, vs, &seed), *mask = filled(4, ms, &seed);
         kiln_ndarray *eight = kiln_ndarray_empty(KILN_FLOAT32, 1, one);
-        ((float *)kiln_ndarray_data(eight))[0] = 8.0f;
+        ((float *)kiln_ndarray_data(eight))[0] = shape == 2 ? 7.0f : 8.0f;
         kiln_graph *g = kiln_graph_new();
         int qi = kiln_graph_var(g, "q", KILN_FLOAT32, 4, qs, NULL);
         int ki = kiln_graph_var(g, "k", KILN_FLOAT32, 4, ks, NULL);
@@ -158,6 +158,11 @@ static void test_batch_matmul(void) {
         int s = kiln_graph_call(g, "nn.batch_matmul", 2, a1, NULL, "scores");
         int a2[2] = {s, kiln_graph_const(g, "eight", eight)};
         s = kiln_graph_call(g, "divide", 2, a2, NULL, "scaled");
+        if (shape == 2) { /* an additive mask over the keys, and a scale that
+                             stays a division */
+            int am[2] = {s, kiln_graph_const(g, "mask", mask)};
+            s = kiln_graph_call(g, "add", 2, am, NULL, "masked");
+        }
         s = kiln_graph_call(g, "nn.softmax", 1, &s, "axis=3", "probs");
         int a3[2] = {s, vi};
         int o = kiln_graph_call(g, "nn.batch_matmul", 2, a3, NULL, "context");
@@ -166,8 +171,18 @@ static void test_batch_matmul(void) {
         CHECK(t >= 0);
         kiln_graph_set_outputs(g, 1, &t, NULL);
         kiln_ndarray *xs[3] = {q, k, v};
-        check_all(shape ? "attention batch_matmuls, 37 tokens" : "attention batch_matmuls", g, 3,
-                  xs);
+        static const char *const what[3] = {"attention batch_matmuls",
+                                            "attention batch_matmuls, 37 tokens",
+                                            "attention batch_matmuls, masked"};
+        check_all(what[shape], g, 3, xs);
+        /* row fusion: the scores, their scale (and mask) and the softmax are
+           one kernel */
+        char funcs[4096];
+        kiln_ndarray *r = run(g, 3, xs, NULL, NULL, funcs, sizeof funcs);
+        CHECK(strstr(funcs, "fused_batch_matmul_") != NULL && strstr(funcs, "_softmax_") != NULL &&
+              strstr(funcs, "fused_softmax") == NULL);
+        kiln_ndarray_free(r);
+        kiln_ndarray_free(mask);
         kiln_graph_free(g);
         kiln_ndarray_free(q);
         kiln_ndarray_free(k);

@@ -406,6 +406,42 @@ static void test_layer_norm_pattern(void) {
     kiln_ndarray_free(eps);
 }
 
+/* SimplifyExpr: a division by a constant of powers of two (attention's
+ * / 8, a per-channel [0.5, 4, 0.25]) becomes a multiplication by the
+ * reciprocals, bit for bit the same result; a division by 3 stays one. */
+static void test_divide_power_of_two(void) {
+    uint64_t seed = 43;
+    int64_t xs[2] = {4, 3}, three[1] = {3};
+    kiln_ndarray *x = filled(2, xs, &seed, -2);
+    static const float divisors[2][3] = {{0.5f, 4.0f, 0.25f}, {0.5f, 3.0f, 0.25f}};
+    for (int variant = 0; variant < 2; variant++) {
+        kiln_ndarray *c = kiln_ndarray_empty(KILN_FLOAT32, 1, three);
+        memcpy(kiln_ndarray_data(c), divisors[variant], sizeof divisors[variant]);
+        kiln_graph *g = kiln_graph_new();
+        int xi = kiln_graph_var(g, "x", KILN_FLOAT32, 2, xs, NULL);
+        int a[2] = {xi, kiln_graph_const(g, "c", c)};
+        int y = kiln_graph_call(g, "divide", 2, a, NULL, "div");
+        kiln_graph_set_outputs(g, 1, &y, NULL);
+        kiln_build_options *o0 = kiln_build_options_new();
+        kiln_build_options_set(o0, "opt-level", "0");
+        char funcs[4096];
+        kiln_ndarray *r3 =
+            gu_compile_run(g, NULL, 1, (const kiln_ndarray *const *)&x, NULL, funcs, sizeof funcs);
+        kiln_ndarray *r0 = gu_compile_run(g, o0, 1, (const kiln_ndarray *const *)&x, NULL, NULL, 0);
+        CHECK(r3 && r0);
+        if (r3 && r0)
+            CHECK(memcmp(kiln_ndarray_data(r3), kiln_ndarray_data(r0), 12 * sizeof(float)) == 0);
+        CHECK((strstr(funcs, "multiply") != NULL) == (variant == 0));
+        CHECK((strstr(funcs, "divide") != NULL) == (variant == 1));
+        kiln_ndarray_free(r3);
+        kiln_ndarray_free(r0);
+        kiln_build_options_free(o0);
+        kiln_graph_free(g);
+        kiln_ndarray_free(c);
+    }
+    kiln_ndarray_free(x);
+}
+
 /* The text of dump file `name` in dir (a static buffer), or NULL. */
 static const char *read_dump(const char *dir, const char *name) {
     static char text[1 << 16];
@@ -777,6 +813,6 @@ static void test_fold_transpose_direct(void) {
 }
 
 TEST_MAIN(TEST(test_pipeline), TEST(test_fuse_diamonds), TEST(test_fuse_not_widened),
-          TEST(test_fold_scale), TEST(test_layer_norm_pattern), TEST(test_fold_constant),
-          TEST(test_fold_constant_too_big), TEST(test_deep_chain), TEST(test_dag_chain),
-          TEST(test_fold_max), TEST(test_fold_transpose_direct))
+          TEST(test_fold_scale), TEST(test_layer_norm_pattern), TEST(test_divide_power_of_two),
+          TEST(test_fold_constant), TEST(test_fold_constant_too_big), TEST(test_deep_chain),
+          TEST(test_dag_chain), TEST(test_fold_max), TEST(test_fold_transpose_direct))
