@@ -356,6 +356,28 @@ def full_specs():
                                                          init_weights=True), IMAGE), 17),
         (image_model("transformer_encoder", transformer_encoder, (128, 1, 256), output="output"), 17),
         (image_model("resnet50_b8", lambda: TV.resnet50(weights=None), (8, 3, 224, 224)), 13),
+    ] + away_specs()
+
+
+def away_specs():
+    """Networks outside the bench set, to check that kiln's defaults hold on
+    models it was not tuned against (bench_models.sh --models NAME ...; the
+    bench set does not include them): plain convolutions (VGG-11, ResNet-18),
+    fire modules, Inception-v3 at 299x299 with asymmetric 1x7/7x1 kernels,
+    MnasNet's 5x5 depthwise, EfficientNetV2's fused MBConv, RegNetX's groups,
+    and Swin-T's shifted-window attention (roll, window partition, relative
+    position bias)."""
+    return [
+        (image_model("resnet18", lambda: TV.resnet18(weights=None), IMAGE), 17),
+        (image_model("vgg11_bn", lambda: TV.vgg11_bn(weights=None), IMAGE), 17),
+        (image_model("squeezenet1_1", lambda: TV.squeezenet1_1(weights=None), IMAGE), 17),
+        (image_model("inception_v3", lambda: TV.inception_v3(weights=None, aux_logits=False,
+                                                               init_weights=True),
+                     (1, 3, 299, 299)), 17),
+        (image_model("mnasnet1_0", lambda: TV.mnasnet1_0(weights=None), IMAGE), 17),
+        (image_model("efficientnet_v2_s", lambda: TV.efficientnet_v2_s(weights=None), IMAGE), 17),
+        (image_model("regnet_x_1_6gf", lambda: TV.regnet_x_1_6gf(weights=None), IMAGE), 17),
+        (image_model("swin_t", lambda: TV.swin_t(weights=None), IMAGE), 17),
     ]
 
 

@@ -89,9 +89,7 @@ static int static_but_batch(const gtensor_type *t) {
     return 1;
 }
 
-/* The call's attributes as text, leaving out those named in skip (a
- * NULL-terminated list), then `extra`. */
-static char *attrs_text(const gnode *n, const char *const *skip, const char *extra) {
+char *pass_attrs_text(const gnode *n, const char *const *skip, const char *extra) {
     kstr s;
     kstr_init(&s);
     for (int i = 0; i < n->nattr; i++) {
@@ -143,7 +141,7 @@ static int apply_rewrite(alter *A, const gnode *n, layout_rewrite *rw) {
     }
     if (!ok)
         return -1;
-    char *at = attrs_text(n, rw->drop, rw->attrs);
+    char *at = pass_attrs_text(n, rw->drop, rw->attrs);
     if (!at)
         return -1;
     int id = call(A, rw->op ? rw->op : n->op->name, n->nin, in, at, n->name);
@@ -261,7 +259,7 @@ static int alter_elemwise(alter *A, const gnode *n) {
         if (in[i] < 0)
             return -1;
     }
-    char *at = attrs_text(n, NULL, NULL);
+    char *at = pass_attrs_text(n, NULL, NULL);
     if (!at)
         return -1;
     int id = call(A, n->op->name, n->nin, in, at, n->name);

@@ -19,6 +19,11 @@ typedef struct {
  * or leave it out. */
 enum { REBUILD_COPY = -2, REBUILD_DROP = -3 };
 
+/* A call's attributes as text (the graph text syntax), leaving out those
+ * named in skip (a NULL-terminated list, or NULL), then `extra`; malloc'd
+ * (alter_layout.c). */
+KILN_HIDDEN char *pass_attrs_text(const gnode *n, const char *const *skip, const char *extra);
+
 /* FuseOps: assign each call node a group (other nodes get -1). Groups are
  * convex chains: a call joins the group of an input call whose only
  * consumer it is, when the patterns allow it (TVM's rules: an

@@ -442,6 +442,55 @@ static void test_divide_power_of_two(void) {
     kiln_ndarray_free(x);
 }
 
+/* SimplifyExpr: a zero nn.pad of the spatial dims read by an average pool
+ * (not counting padding of its own) or a convolution becomes their padding,
+ * and no pad kernel runs; a pool that has padding it does not count keeps
+ * the pad. Results equal opt-level 0 (where the pad runs). */
+static void test_fold_pad(void) {
+    uint64_t seed = 47;
+    int64_t xs[4] = {1, 16, 9, 11}, ws[4] = {8, 16, 3, 3};
+    kiln_ndarray *x = filled(4, xs, &seed, -2), *w = filled(4, ws, &seed, -2);
+    for (int variant = 0; variant < 4; variant++) {
+        kiln_graph *g = kiln_graph_new();
+        int xi = kiln_graph_var(g, "x", KILN_FLOAT32, 4, xs, NULL);
+        int p = kiln_graph_call(g, "nn.pad", 1, &xi,
+                                "pad_width=[0, 0, 0, 0, 1, 2, 1, 0], pad_value=0", "pad");
+        int y;
+        if (variant == 0)
+            y = kiln_graph_call(g, "nn.avg_pool2d", 1, &p, "pool_size=[3, 3], ceil_mode=1", "pool");
+        else if (variant == 1)
+            y = kiln_graph_call(g, "nn.avg_pool2d", 1, &p,
+                                "pool_size=[3, 3], padding=[1, 1, 0, 0], count_include_pad=1",
+                                "pool");
+        else if (variant == 2)
+            y = kiln_graph_call(g, "nn.avg_pool2d", 1, &p,
+                                "pool_size=[3, 3], padding=[1, 1, 1, 1], count_include_pad=0",
+                                "pool");
+        else {
+            int a[2] = {p, kiln_graph_const(g, "w", w)};
+            y = kiln_graph_call(g, "nn.conv2d", 2, a, "padding=[0, 1, 1, 0]", "conv");
+        }
+        CHECK(y >= 0);
+        kiln_graph_set_outputs(g, 1, &y, NULL);
+        kiln_build_options *o0 = kiln_build_options_new();
+        kiln_build_options_set(o0, "opt-level", "0");
+        char funcs[4096];
+        kiln_ndarray *r3 =
+            gu_compile_run(g, NULL, 1, (const kiln_ndarray *const *)&x, NULL, funcs, sizeof funcs);
+        kiln_ndarray *r0 = gu_compile_run(g, o0, 1, (const kiln_ndarray *const *)&x, NULL, NULL, 0);
+        CHECK(r3 && r0);
+        if (r3 && r0)
+            CHECK(tu_max_rel_err(r3, r0) < 1e-5);
+        CHECK((strstr(funcs, "pad") != NULL) == (variant == 2));
+        kiln_ndarray_free(r3);
+        kiln_ndarray_free(r0);
+        kiln_build_options_free(o0);
+        kiln_graph_free(g);
+    }
+    kiln_ndarray_free(x);
+    kiln_ndarray_free(w);
+}
+
 /* The text of dump file `name` in dir (a static buffer), or NULL. */
 static const char *read_dump(const char *dir, const char *name) {
     static char text[1 << 16];
@@ -814,5 +863,6 @@ static void test_fold_transpose_direct(void) {
 
 TEST_MAIN(TEST(test_pipeline), TEST(test_fuse_diamonds), TEST(test_fuse_not_widened),
           TEST(test_fold_scale), TEST(test_layer_norm_pattern), TEST(test_divide_power_of_two),
-          TEST(test_fold_constant), TEST(test_fold_constant_too_big), TEST(test_deep_chain),
-          TEST(test_dag_chain), TEST(test_fold_max), TEST(test_fold_transpose_direct))
+          TEST(test_fold_pad), TEST(test_fold_constant), TEST(test_fold_constant_too_big),
+          TEST(test_deep_chain), TEST(test_dag_chain), TEST(test_fold_max),
+          TEST(test_fold_transpose_direct))
