@@ -147,6 +147,53 @@ static int div_reports(tir_node d) {
 
 static const char *share_name(const cg_render *r, tir_node e);
 
+/* A call of the horizontal reduction f (TIR_HSUM, TIR_HMAX, TIR_HMIN) of
+ * vector text `arg` (lanes x dt): a helper that folds the vector's halves
+ * into each other with the vector op (its own text: NaN-propagating for
+ * max and min) down to 2 lanes, then those two: log2(lanes) dependent
+ * steps, not lanes - 1. The halves are taken by memcpy, which the C
+ * compiler turns into register extracts. */
+static char *horizontal_call(cg_render *r, tir_intrin f, kiln_dtype dt, int lanes, char *arg) {
+    char vt[48], name[96];
+    cg_vtype(r, vt, dt, lanes);
+    snprintf(name, sizeof name, "kiln_%s_%s", tir_intrin_name(f), vt + 5);
+    int op = f == TIR_HSUM ? TIR_ADD : f == TIR_HMAX ? TIR_MAX : TIR_MIN;
+    const char *T = cg_types[dt].c;
+    kstr b;
+    kstr_init(&b);
+    /* the halves' types and ops first (each may add a helper of its own) */
+    char *step[8] = {0};
+    char ht[8][48];
+    int k = 0;
+    for (int w = lanes / 2; w >= 2; w /= 2, k++) {
+        cg_vtype(r, ht[k], dt, w);
+        char *a[3] = {"lo", "hi", NULL};
+        kiln_dtype adt[3] = {dt, dt, dt};
+        step[k] = op == TIR_ADD
+                      ? cg_sdup("(lo + hi)")
+                      : cg_lane_call(r, op == TIR_MAX ? "max" : "min", op, 0, dt, w, dt, 2, adt, a);
+    }
+    char *a[3] = {"x[0]", "x[1]", NULL};
+    char *last = cg_scalar_text(r, op, 0, dt, dt, a);
+    kstr_printf(&b, "static inline %s %s(%s v) {\n", T, name, vt);
+    const char *cur = "v";
+    for (int i = 0, w = lanes / 2; i < k; i++, w /= 2) {
+        kstr_printf(&b, "    %s x%d;\n    {\n        %s lo, hi;\n", ht[i], i, ht[i]);
+        kstr_printf(&b, "        memcpy(&lo, &%s, sizeof lo);\n", cur);
+        kstr_printf(&b, "        memcpy(&hi, (const char *)&%s + sizeof lo, sizeof hi);\n", cur);
+        kstr_printf(&b, "        x%d = %s;\n    }\n", i, step[i]);
+        cur = i == 0 ? "x0" : i == 1 ? "x1" : i == 2 ? "x2" : i == 3 ? "x3" : i == 4 ? "x4" : "x5";
+        free(step[i]);
+    }
+    kstr_printf(&b, "    %s x[2];\n    memcpy(x, &%s, sizeof x);\n", T, cur);
+    kstr_printf(&b, "    return %s;\n}\n", last);
+    free(last);
+    cg_add_helper(r, name, kstr_take(&b));
+    char *t = cg_sfmt("%s(%s)", name, arg);
+    free(arg);
+    return t;
+}
+
 static char *ex(cg_render *r, tir_node e) {
     if (r->st)
         return cg_sdup("0");
@@ -197,6 +244,13 @@ static char *ex(cg_render *r, tir_node e) {
         if (odt == KILN_BFLOAT16 || dt == KILN_BFLOAT16) {
             cg_fail(r, KILN_ERR_UNSUPPORTED, BF16_MSG);
             return cg_sdup("0");
+        }
+        if (op == TIR_CALL && e->aux >= TIR_HSUM && e->aux <= TIR_HMIN) {
+            if (e->nsrc != 1 || L != 1 || !cg_lanes_ok(e->src[0]->lanes) || odt != dt) {
+                cg_fail(r, KILN_ERR_INVALID, "malformed %s node", tir_intrin_name(e->aux));
+                return cg_sdup("0");
+            }
+            return horizontal_call(r, (tir_intrin)e->aux, dt, e->src[0]->lanes, ex(r, e->src[0]));
         }
         int n = (int)e->nsrc;
         if (n > 3 || (op != TIR_CALL && op != TIR_NOT && n != 2) || (op == TIR_NOT && n != 1) ||

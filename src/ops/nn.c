@@ -554,12 +554,15 @@ static kiln_expr hm_out(kiln_ctx *ctx, const kiln_expr *i, void *u) {
 }
 
 /* Softmax over a last axis of K >= 2 * SM_LANES elements, in lane-parallel
- * form: max and sum first reduce over ko (the ceil(K / SM_LANES) chunks of
+ * form: max and sum first reduce over ko (the K / SM_LANES whole chunks of
  * a row) into SM_LANES partial results per row (contiguous reads, so they
- * vectorize), then over those. Where SM_LANES does not divide K, the last
- * chunk is moved back to end at K: it overlaps the one before, which max
- * does not mind, and the sum counts only its lanes past that chunk. Only
- * the order of the max and sum reductions differs from the plain form. */
+ * vectorize), then over those lanes. Where SM_LANES does not divide K (ViT's
+ * 197 tokens), the last lanes of the row (a chunk ending at K) are taken in
+ * that second reduction: the max takes the whole chunk (overlapping the
+ * one before does not change a max), the sum only its lanes past the last
+ * whole chunk. (A chunk moved back inside the first reduction cost a
+ * 16-lane 64-bit compare per chunk.) Only the order of the max and sum
+ * reductions differs from the plain form. */
 #define SM_LANES 16
 
 typedef struct {
@@ -579,25 +582,28 @@ static kiln_expr row_at(kiln_tensor *t, int nrow, const kiln_expr *i, kiln_expr 
     return kiln_tensor_at(t, nrow + (last != NULL), ix);
 }
 
-/* the first element of chunk ko: ko * SM_LANES, the last chunk moved back
-   to end at K */
-static kiln_expr chunk_start(kiln_ctx *ctx, const smv_args *s, kiln_expr ko) {
-    kiln_expr at = kiln_mul(ko, ops_int(ctx, SM_LANES));
-    return s->k % SM_LANES ? kiln_min(at, ops_int(ctx, s->k - SM_LANES)) : at;
+/* lane l of whole chunk ko of t's row */
+static kiln_expr chunk_lane(kiln_ctx *ctx, const smv_args *s, kiln_tensor *t, const kiln_expr *i,
+                            kiln_expr ko, kiln_expr l) {
+    return row_at(t, s->nd - 1, i, kiln_add(kiln_mul(ko, ops_int(ctx, SM_LANES)), l));
 }
 
-static kiln_expr x_at_lane(kiln_ctx *ctx, const smv_args *s, kiln_tensor *t, const kiln_expr *i,
-                           kiln_expr ko, kiln_expr ki) {
-    return row_at(t, s->nd - 1, i, kiln_add(chunk_start(ctx, s, ko), ki));
+/* lane l of the row's last chunk, which ends at K */
+static kiln_expr last_lane(kiln_ctx *ctx, const smv_args *s, kiln_tensor *t, const kiln_expr *i,
+                           kiln_expr l) {
+    return row_at(t, s->nd - 1, i, kiln_add(l, ops_int(ctx, s->k - SM_LANES)));
 }
 
 static kiln_expr smv_mxp(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     smv_args *s = u;
-    return kiln_max_reduce(x_at_lane(ctx, s, s->x, i, s->ko, i[s->nd - 1]), 1, &s->ko);
+    return kiln_max_reduce(chunk_lane(ctx, s, s->x, i, s->ko, i[s->nd - 1]), 1, &s->ko);
 }
 static kiln_expr smv_mx(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     smv_args *s = u;
-    return kiln_max_reduce(row_at(s->mxp, s->nd - 1, i, s->ki), 1, &s->ki);
+    kiln_expr v = row_at(s->mxp, s->nd - 1, i, s->ki);
+    if (s->k % SM_LANES)
+        v = kiln_max(v, last_lane(ctx, s, s->x, i, s->ki));
+    return kiln_max_reduce(v, 1, &s->ki);
 }
 static kiln_expr smv_ex(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     smv_args *s = u;
@@ -606,17 +612,18 @@ static kiln_expr smv_ex(kiln_ctx *ctx, const kiln_expr *i, void *u) {
 }
 static kiln_expr smv_smp(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     smv_args *s = u;
-    kiln_expr e = x_at_lane(ctx, s, s->ex, i, s->ko2, i[s->nd - 1]);
-    if (s->k % SM_LANES) { /* the moved chunk: only the lanes no chunk before had */
-        kiln_expr at = kiln_add(chunk_start(ctx, s, s->ko2), i[s->nd - 1]);
-        kiln_expr fresh = kiln_ge(at, kiln_mul(s->ko2, ops_int(ctx, SM_LANES)));
-        e = kiln_select(fresh, e, ops_const(ctx, kiln_tensor_dtype(s->ex), 0));
-    }
-    return kiln_sum(e, 1, &s->ko2);
+    return kiln_sum(chunk_lane(ctx, s, s->ex, i, s->ko2, i[s->nd - 1]), 1, &s->ko2);
 }
 static kiln_expr smv_sm(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     smv_args *s = u;
-    return kiln_sum(row_at(s->smp, s->nd - 1, i, s->ki2), 1, &s->ki2);
+    kiln_expr v = row_at(s->smp, s->nd - 1, i, s->ki2);
+    int64_t rem = s->k % SM_LANES;
+    if (rem) { /* the last chunk's lanes past the whole chunks */
+        kiln_expr fresh = kiln_ge(s->ki2, ops_int(ctx, SM_LANES - rem));
+        v = kiln_add(v, kiln_select(fresh, last_lane(ctx, s, s->ex, i, s->ki2),
+                                    ops_const(ctx, kiln_tensor_dtype(s->ex), 0)));
+    }
+    return kiln_sum(v, 1, &s->ki2);
 }
 /* the numerators times the sum's reciprocal, as ONNX Runtime's MLAS does:
    one division per row, not per element */
@@ -650,8 +657,7 @@ static kiln_status compute_softmax(kiln_ctx *ctx, const gnode *call, kiln_tensor
         for (int d = 0; d < nd - 1; d++)
             rd[d] = oe[d];
         rd[nd - 1] = ops_int(ctx, SM_LANES);
-        kiln_expr ko_ext = ops_int(ctx, (v.k + SM_LANES - 1) / SM_LANES),
-                  l = ops_int(ctx, SM_LANES);
+        kiln_expr ko_ext = ops_int(ctx, v.k / SM_LANES), l = ops_int(ctx, SM_LANES);
         v.ko = kiln_reduce_axis(ctx, ops_int(ctx, 0), ko_ext, "ko");
         v.ko2 = kiln_reduce_axis(ctx, ops_int(ctx, 0), ko_ext, "ko");
         v.ki = kiln_reduce_axis(ctx, ops_int(ctx, 0), l, "ki");
@@ -704,13 +710,17 @@ static kiln_status schedule_softmax(kiln_schedule *s, const gnode *call, kiln_te
         return KILN_OK;
     ex = t[0];
     sm = t[1];
-    if (kiln_tensor_inputs(sm, t, 4) != 1)
+    /* sum reads the partial sums (and, K not a multiple of the lanes, ex);
+       max the partial maxima (and x) */
+    int n = kiln_tensor_inputs(sm, t, 4);
+    if (n < 1 || n > 2)
         return KILN_OK;
     smp = t[0];
     if (kiln_tensor_inputs(ex, t, 4) != 2)
         return KILN_OK;
     mx = t[1];
-    if (kiln_tensor_inputs(mx, t, 4) != 1)
+    n = kiln_tensor_inputs(mx, t, 4);
+    if (n < 1 || n > 2)
         return KILN_OK;
     mxp = t[0];
     /* consumers first (compute_at needs a stage's other consumers placed

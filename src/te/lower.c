@@ -839,6 +839,7 @@ static tir_func *lower_impl(kiln_schedule *s, int nargs, kiln_tensor *const *arg
     tir_node unswitched = tir_unswitch(ctx, body); /* the same node when nothing was hoisted */
     if (unswitched != body)
         body = tir_simplify_stmt(L->an, unswitched);
+    body = tir_horizontal(ctx, body);
     body = tir_promote_slots(ctx, body);
     body = tir_truncate_divmod(ctx, body);
 

@@ -309,6 +309,97 @@ tir_node tir_vectorize(kiln_ctx *ctx, tir_node s) {
     return tir_rewrite(s, vectorize_fn, ctx);
 }
 
+/* ---- horizontal reductions ---------------------------------------------------- */
+
+typedef struct {
+    kiln_ctx *ctx;
+    tir_set local; /* buffers allocated with scope "local" */
+} horiz_ctx;
+
+static void collect_local(horiz_ctx *H, tir_node s, tir_set *seen) {
+    if (tir_set_add(seen, s) || !tir_is_stmt(s))
+        return;
+    if (s->op == TIR_ALLOCATE && s->name && !strcmp(s->name, "local"))
+        tir_set_add(&H->local, s->src[0]);
+    for (uint32_t i = 0; i < s->nsrc; i++)
+        collect_local(H, s->src[i], seen);
+}
+
+/* 1 if every load in x that moves with v reads a local buffer at
+   consecutive elements (v's coefficient 1): the partial lanes of a row
+   reduction, not the products of a convolution's channel loop, whose
+   order of additions the schedule keeps */
+static int local_lanes(const horiz_ctx *H, tir_node x, tir_node v, int *budget) {
+    if (--*budget < 0)
+        return 0;
+    if (!tir_uses_var(x, v))
+        return 1;
+    if (x->op == TIR_LOAD) {
+        tir_node one = tir_int(v->ctx, (kiln_dtype)v->dtype, 1), v1 = tir_add(v, one);
+        int64_t d;
+        if (x->nsrc != 2 || !tir_set_has(&H->local, x->src[0]) ||
+            !tir_const_int(
+                tir_simplify(NULL, tir_sub(tir_substitute(x->src[1], 1, &v, &v1), x->src[1])),
+                &d) ||
+            d != 1)
+            return 0;
+        return 1;
+    }
+    for (uint32_t i = 0; i < x->nsrc; i++)
+        if (!local_lanes(H, x->src[i], v, budget))
+            return 0;
+    return 1;
+}
+
+/* for v in [m, m + L): acc[c] = acc[c] OP x(v), OP + (any type), max or
+   min (float), acc read nowhere else in x, c not using v, x's loads
+   local_lanes */
+static tir_node horizontal_fn(tir_node n, void *user) {
+    horiz_ctx *H = user;
+    kiln_ctx *ctx = H->ctx;
+    int64_t ext;
+    if (n->op != TIR_FOR || n->aux != TIR_FOR_SERIAL || !tir_const_int(n->src[2], &ext) ||
+        !lanes_ok(ext) || ext < 4)
+        return n;
+    tir_node var = n->src[0], st = n->src[3];
+    if (st->op != TIR_STORE || st->nsrc != 3 || st->src[1]->lanes != 1 ||
+        tir_uses_var(st->src[1], var))
+        return n;
+    tir_node acc = st->src[0], val = st->src[2];
+    tir_intrin h = val->op == TIR_ADD ? TIR_HSUM : val->op == TIR_MAX ? TIR_HMAX : TIR_HMIN;
+    if ((val->op != TIR_ADD && val->op != TIR_MAX && val->op != TIR_MIN) || val->lanes != 1 ||
+        (val->op != TIR_ADD && !tir_is_float_dtype((kiln_dtype)val->dtype)))
+        return n;
+    int self = -1;
+    for (int i = 0; i < 2; i++) {
+        tir_node a = val->src[i];
+        if (a->op == TIR_LOAD && a->nsrc == 2 && a->src[0] == acc && a->src[1] == st->src[1])
+            self = i;
+    }
+    tir_node x = self < 0 ? NULL : val->src[1 - self];
+    int budget = 256;
+    if (!x || !tir_uses_var(x, var) || tir_uses_var(x, acc) || !local_lanes(H, x, var, &budget))
+        return n;
+    vec_ctx v = {ctx, var, NULL, (int)ext, 0, {0}, NULL};
+    v.ramp = tir_ramp(n->src[1], tir_int(ctx, (kiln_dtype)var->dtype, 1), (int)ext);
+    tir_node xv = vec_expr(&v, x);
+    tir_map_free(&v.done);
+    if (v.failed || xv->lanes != ext)
+        return n;
+    tir_node r = tir_call(ctx, h, (kiln_dtype)val->dtype, 1, 1, &xv);
+    return tir_store(acc, st->src[1], tir_bin((tir_op)val->op, val->src[self], r));
+}
+
+tir_node tir_horizontal(kiln_ctx *ctx, tir_node s) {
+    horiz_ctx H = {ctx, {0}};
+    tir_set seen = {0};
+    collect_local(&H, s, &seen);
+    tir_set_free(&seen);
+    tir_node r = H.local.count ? tir_rewrite(s, horizontal_fn, &H) : s;
+    tir_set_free(&H.local);
+    return r;
+}
+
 /* ---- lane legalization --------------------------------------------------------
  * A vector wider than the target's registers is split into register-wide
  * pieces: every vector op is per lane, so piece c of an expression is the
@@ -610,6 +701,122 @@ static tir_node unswitch_stmt(kiln_ctx *ctx, tir_node s, int in_tail) {
     }
 }
 
+/* ---- peeling the last iterations of a loop whose guards they fail ----------------
+ * A serial loop of constant extent E whose body holds guards that depend on
+ * its variable alone (`k_outer * 32 + 31 < 197`: the column panel cut
+ * short) runs its first P iterations with every such guard true and its
+ * last ones (E - P <= 2) with some false. Those last iterations are peeled
+ * off, each a copy of the body at a constant value of the variable, which
+ * the simplifier then folds: their guards and masks become constants and
+ * the vector tails straight-line code, instead of the unswitched tail,
+ * which kept every guard inside its inner loops (ViT's attention scores
+ * with 197 keys ran a seventh of their panels that way at a fraction of
+ * the speed). The first P iterations keep the body with those guards true.
+ * Runs before unswitching, which then handles the guards left. */
+
+#define PEEL_MAX_EXTENT 64
+#define PEEL_MAX_TAIL 2
+
+typedef struct {
+    tir_node conds[UNSWITCH_MAX_CONDS];
+    int n, overflow;
+} peel_conds;
+
+static void peel_add(peel_conds *pc, tir_node c) {
+    if (c->op == TIR_AND) {
+        peel_add(pc, c->src[0]);
+        peel_add(pc, c->src[1]);
+        return;
+    }
+    for (int i = 0; i < pc->n; i++)
+        if (pc->conds[i] == c)
+            return;
+    if (pc->n < UNSWITCH_MAX_CONDS)
+        pc->conds[pc->n++] = c;
+    else
+        pc->overflow = 1;
+}
+
+/* the guards (IF conditions, conjunct by conjunct) of statement s that use
+   v; *nested set when one sits inside a loop of the body (depth > 0):
+   without one, peeling saves a branch per iteration at most */
+static void peel_collect(peel_conds *pc, tir_node s, tir_node v, int depth, int *nested,
+                         int *budget) {
+    if (--*budget < 0)
+        return;
+    switch (s->op) {
+    case TIR_FOR: peel_collect(pc, s->src[3], v, depth + 1, nested, budget); break;
+    case TIR_SEQ:
+        for (uint32_t i = 0; i < s->nsrc; i++)
+            peel_collect(pc, s->src[i], v, depth, nested, budget);
+        break;
+    case TIR_ALLOCATE: peel_collect(pc, s->src[2], v, depth, nested, budget); break;
+    case TIR_IF: {
+        tir_set seen = {0};
+        if (s->src[0]->dtype == KILN_BOOL && tir_uses_var(s->src[0], v) &&
+            pure_index_expr(s->src[0], &seen)) {
+            peel_add(pc, s->src[0]);
+            *nested |= depth > 0;
+        }
+        tir_set_free(&seen);
+        for (uint32_t i = 1; i < s->nsrc; i++)
+            peel_collect(pc, s->src[i], v, depth, nested, budget);
+    } break;
+    default: break;
+    }
+}
+
+/* c at v = value: 1 true, 0 false, -1 when it does not fold to a constant
+   (it reads another variable) */
+static int peel_eval(tir_node c, tir_node v, int64_t value) {
+    tir_node k = tir_int(v->ctx, (kiln_dtype)v->dtype, value);
+    int64_t r;
+    return tir_const_int(tir_simplify(NULL, tir_substitute(c, 1, &v, &k)), &r) ? r != 0 : -1;
+}
+
+static tir_node peel_loop(kiln_ctx *ctx, tir_node loop) {
+    int64_t mn, ext;
+    if (loop->op != TIR_FOR || loop->aux == TIR_FOR_PARALLEL || loop->aux == TIR_FOR_THREAD ||
+        !tir_const_int(loop->src[1], &mn) || !tir_const_int(loop->src[2], &ext) || ext < 2 ||
+        ext > PEEL_MAX_EXTENT)
+        return loop;
+    tir_node v = loop->src[0];
+    peel_conds all = {{0}, 0, 0}, mine = {{0}, 0, 0};
+    int budget = UNSWITCH_MAX_STMTS, nested = 0;
+    peel_collect(&all, loop->src[3], v, 0, &nested, &budget);
+    if (all.overflow || budget < 0 || !nested)
+        return loop;
+    /* the guards on v alone, and the iterations where all of them hold */
+    int64_t first_false = ext;
+    for (int i = 0; i < all.n; i++) {
+        int ok = 1;
+        for (int64_t k = 0; k < ext && ok; k++)
+            ok = peel_eval(all.conds[i], v, mn + k) >= 0;
+        if (ok)
+            mine.conds[mine.n++] = all.conds[i];
+    }
+    for (int64_t k = 0; k < ext && first_false == ext; k++)
+        for (int i = 0; i < mine.n; i++)
+            if (!peel_eval(mine.conds[i], v, mn + k))
+                first_false = k;
+    if (!mine.n || first_false == 0 || ext - first_false > PEEL_MAX_TAIL)
+        return loop;
+    tir_node parts[1 + PEEL_MAX_TAIL];
+    cond_subst cs = {mine.conds, mine.n};
+    tir_node fast = tir_rewrite(loop->src[3], subst_cond_fn, &cs);
+    parts[0] = tir_for(v, loop->src[1], tir_i64(ctx, first_false), (tir_for_kind)loop->aux,
+                       loop->name, fast);
+    for (int64_t k = first_false; k < ext; k++) {
+        tir_node c = tir_int(ctx, (kiln_dtype)v->dtype, mn + k);
+        parts[1 + k - first_false] = tir_substitute(loop->src[3], 1, &v, &c);
+    }
+    return tir_seq(ctx, (int)(1 + ext - first_false), parts);
+}
+
+static tir_node peel_fn(tir_node n, void *user) {
+    return peel_loop((kiln_ctx *)user, n);
+}
+
 tir_node tir_unswitch(kiln_ctx *ctx, tir_node s) {
-    return unswitch_stmt(ctx, s, 0);
+    return tir_rewrite(unswitch_stmt(ctx, s, 0), peel_fn, ctx);
 }

@@ -6,7 +6,9 @@
  * partial maxima updated once per chunk. Each such slot becomes a buffer of
  * its own for the loop, copied in before it and back after; those slot
  * buffers have constant indices only, so the back end makes them
- * registers, and the loop carries no store-to-load chain through memory. */
+ * registers, and the loop carries no store-to-load chain through memory.
+ * A slot accessed under one mask throughout (a vector tail) is copied in
+ * and out under it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,7 +21,8 @@
 typedef struct {
     tir_node buf;
     int nslots, ok, stores;
-    tir_node idx[PROMOTE_MAX_SLOTS]; /* one index per slot */
+    tir_node idx[PROMOTE_MAX_SLOTS];  /* one index per slot */
+    tir_node mask[PROMOTE_MAX_SLOTS]; /* the slot's one mask (NULL: none) */
     int lanes[PROMOTE_MAX_SLOTS];
     tir_node tmp[PROMOTE_MAX_SLOTS]; /* the slot buffers */
     tir_node defined[256];           /* vars bound inside the loop */
@@ -58,13 +61,15 @@ static int base_of(tir_node idx, tir_node *base, int *lanes) {
     return 0;
 }
 
-/* Record the slot of an access at `idx`: the same slot as one seen (the
- * same base, lanes) or a disjoint new one; anything else (a partial
- * overlap, a difference that is not a constant) fails. */
-static void add_slot(slots *S, tir_node idx) {
+/* Record the slot of an access at `idx` under `mask` (or NULL): the same
+ * slot as one seen (the same base, lanes and mask) or a disjoint new one;
+ * anything else (a partial overlap, a difference that is not a constant,
+ * another mask) fails. A masked slot is copied in and out under its mask,
+ * and its lanes outside the mask are never read or written. */
+static void add_slot(slots *S, tir_node idx, tir_node mask) {
     tir_node base;
     int lanes;
-    if (!base_of(idx, &base, &lanes) || !invariant(S, base)) {
+    if (!base_of(idx, &base, &lanes) || !invariant(S, base) || (mask && !invariant(S, mask))) {
         S->ok = 0;
         return;
     }
@@ -77,8 +82,10 @@ static void add_slot(slots *S, tir_node idx) {
             S->ok = 0;
             return;
         }
-        if (d == 0 && kl == lanes)
+        if (d == 0 && kl == lanes) {
+            S->ok &= S->mask[k] == mask; /* (nodes are hash-consed) */
             return;
+        }
         if (d < kl && -d < lanes) { /* overlapping, not the same */
             S->ok = 0;
             return;
@@ -89,6 +96,7 @@ static void add_slot(slots *S, tir_node idx) {
         return;
     }
     S->idx[S->nslots] = idx;
+    S->mask[S->nslots] = mask;
     S->lanes[S->nslots++] = lanes;
 }
 
@@ -104,16 +112,16 @@ static void scan(slots *S, tir_node n) {
         S->ok = 0; /* a closure of its own: the slot buffers stay outside it */
         return;
     }
-    if ((n->op == TIR_LOAD && n->nsrc == 2) || (n->op == TIR_STORE && n->nsrc == 3)) {
+    if (n->op == TIR_LOAD || n->op == TIR_STORE) {
         for (uint32_t i = 1; i < n->nsrc; i++)
             scan(S, n->src[i]);
         if (n->src[0] == S->buf) {
+            int masked = n->nsrc == (n->op == TIR_LOAD ? 3u : 4u);
             S->stores += n->op == TIR_STORE;
-            add_slot(S, n->src[1]);
+            add_slot(S, n->src[1], masked ? n->src[n->nsrc - 1] : NULL);
         }
         return;
     }
-    /* a masked access of buf reaches `n == buf` above and fails */
     for (uint32_t i = 0; i < n->nsrc; i++)
         scan(S, n->src[i]);
 }
@@ -154,8 +162,10 @@ static tir_node redirect_fn(tir_node n, void *user) {
         return n;
     int k = slot_of(S, n->src[1]);
     kiln_ctx *ctx = n->ctx;
-    tir_node ix = slot_index(ctx, S->lanes[k]);
-    return n->op == TIR_LOAD ? tir_load(ctx, S->tmp[k], ix) : tir_store(S->tmp[k], ix, n->src[2]);
+    tir_node ix = slot_index(ctx, S->lanes[k]), m = S->mask[k];
+    if (n->op == TIR_LOAD)
+        return m ? tir_load_masked(ctx, S->tmp[k], ix, m) : tir_load(ctx, S->tmp[k], ix);
+    return m ? tir_store_masked(S->tmp[k], ix, n->src[2], m) : tir_store(S->tmp[k], ix, n->src[2]);
 }
 
 /* Loop n with buf's slots in slot buffers, or n itself when buf is not
@@ -175,9 +185,12 @@ static tir_node promote_loop(kiln_ctx *ctx, tir_node n, tir_node buf) {
     tir_node pre[PROMOTE_MAX_SLOTS], post[PROMOTE_MAX_SLOTS];
     for (int k = 0; k < S.nslots; k++) {
         S.tmp[k] = tir_handle(ctx, buf->name ? buf->name : "acc", el);
-        tir_node ix = slot_index(ctx, S.lanes[k]);
-        pre[k] = tir_store(S.tmp[k], ix, tir_load(ctx, buf, S.idx[k]));
-        post[k] = tir_store(buf, S.idx[k], tir_load(ctx, S.tmp[k], ix));
+        tir_node ix = slot_index(ctx, S.lanes[k]), m = S.mask[k];
+        pre[k] =
+            tir_store(S.tmp[k], ix,
+                      m ? tir_load_masked(ctx, buf, S.idx[k], m) : tir_load(ctx, buf, S.idx[k]));
+        post[k] = m ? tir_store_masked(buf, S.idx[k], tir_load(ctx, S.tmp[k], ix), m)
+                    : tir_store(buf, S.idx[k], tir_load(ctx, S.tmp[k], ix));
     }
     tir_node loop = tir_rewrite(n, redirect_fn, &S);
     tir_node parts[3] = {tir_seq(ctx, S.nslots, pre), loop, tir_seq(ctx, S.nslots, post)};

@@ -437,9 +437,9 @@ const char *tir_op_name(tir_op op) {
 
 const char *tir_intrin_name(tir_intrin f) {
     static const char *names[TIR_INTRIN_COUNT] = {
-        "exp",  "log",  "sqrt",  "rsqrt", "tanh",  "sigmoid", "erf",  "pow",  "floor",
-        "ceil", "abs",  "round", "sin",   "cos",   "tan",     "asin", "acos", "atan",
-        "sinh", "cosh", "asinh", "acosh", "atanh", "shl",     "shr"};
+        "exp",   "log",   "sqrt",  "rsqrt", "tanh", "sigmoid", "erf",  "pow",  "floor", "ceil",
+        "abs",   "round", "sin",   "cos",   "tan",  "asin",    "acos", "atan", "sinh",  "cosh",
+        "asinh", "acosh", "atanh", "shl",   "shr",  "hsum",    "hmax", "hmin"};
     return (unsigned)f < TIR_INTRIN_COUNT ? names[f] : "?";
 }
 

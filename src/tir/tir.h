@@ -101,6 +101,11 @@ typedef enum {
     TIR_ATANH,
     TIR_SHL, /* integers: a << b, 0 for b outside [0, bits) (numpy's left_shift) */
     TIR_SHR, /* integers: a >> b (arithmetic), past the width 0 or -1 (numpy's right_shift) */
+    /* horizontal reductions: the scalar sum, max or min of a vector's lanes
+       (tir_horizontal makes them; max and min propagate NaN, as TIR_MAX) */
+    TIR_HSUM,
+    TIR_HMAX,
+    TIR_HMIN,
     TIR_INTRIN_COUNT
 } tir_intrin;
 
@@ -315,6 +320,13 @@ KILN_HIDDEN tir_node tir_unswitch(kiln_ctx *ctx, tir_node s);
  * before and out after: the accumulators of a row that other code reads
  * by a variable index (promote.c). */
 KILN_HIDDEN tir_node tir_promote_slots(kiln_ctx *ctx, tir_node s);
+/* A serial loop of L (a vector width) steps that folds an expression of
+ * its variable into one scalar with +, max or min becomes that expression
+ * as an L-lane vector and a horizontal reduction (TIR_HSUM, TIR_HMAX,
+ * TIR_HMIN): softmax's and layer norm's sums over their partial lanes
+ * were 16 dependent scalar steps. The sum's order of additions changes
+ * (a tree); max and min give the same value. */
+KILN_HIDDEN tir_node tir_horizontal(kiln_ctx *ctx, tir_node s);
 /* floordiv/floormod by a positive constant of a provably non-negative
  * integer become C's / and % (the last pass: the simplifier's rules match
  * the floor forms). */

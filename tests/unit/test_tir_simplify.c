@@ -672,6 +672,86 @@ static void test_unswitch(void) {
     CHECK(tir_unswitch(ctx, o4) == o4);
 }
 
+/* Peeling: a loop whose guards, on its variable alone, fail in its last
+ * iteration only runs the others unguarded, and that one as a copy at a
+ * constant, which the simplifier folds (here to nothing). */
+static void test_peel(void) {
+    tir_node f = V("f"), k = V("k");
+    tir_node C = tir_handle(ctx, "C", KILN_FLOAT32);
+    tir_node guard = B(TIR_LT, ADD(MUL(f, I(32)), I(31)), I(197));
+    tir_node st = tir_store(C, ADD(MUL(f, I(64)), k), F(1));
+    tir_node loop = tir_for(f, I(0), I(7), TIR_FOR_SERIAL, NULL,
+                            tir_for(k, I(0), I(64), TIR_FOR_SERIAL, NULL, tir_if(guard, st, NULL)));
+    CHECK_EQ_STR(S(tir_simplify_stmt(an, tir_unswitch(ctx, loop))), "for (f, 0, 6) {\n"
+                                                                    "  for (k, 0, 64) {\n"
+                                                                    "    C[f*64 + k] = 1.0f\n"
+                                                                    "  }\n"
+                                                                    "}\n");
+    /* a last iteration that does other work keeps it, at the constant */
+    tir_node other = tir_store(C, ADD(MUL(f, I(64)), k), F(2));
+    tir_node l2 = tir_for(f, I(0), I(7), TIR_FOR_SERIAL, NULL,
+                          tir_for(k, I(0), I(32), TIR_FOR_SERIAL, NULL, tir_if(guard, st, other)));
+    const char *t = S(tir_simplify_stmt(an, tir_unswitch(ctx, l2)));
+    CHECK(strstr(t, "for (f, 0, 6) {") != NULL && strstr(t, "C[k + 384] = 2.0f") != NULL &&
+          strstr(t, "if (") == NULL);
+}
+
+/* Horizontal reductions: a scalar fold over the 16 partial lanes of a
+ * local buffer becomes one vector and a tree; a fold over a tensor's
+ * elements (a convolution's channels: its order of additions stays) and
+ * an integer max do not. */
+static void test_horizontal(void) {
+    tir_node ki = V("ki");
+    tir_node P = tir_handle(ctx, "P", KILN_FLOAT32), A = tir_handle(ctx, "A", KILN_FLOAT32);
+    tir_node C = tir_handle(ctx, "C", KILN_FLOAT32), N = tir_handle(ctx, "N", KILN_INT32);
+    tir_node fold = tir_for(ki, I(0), I(16), TIR_FOR_SERIAL, NULL,
+                            tir_store(A, I(0), ADD(tir_load(ctx, A, I(0)), tir_load(ctx, P, ki))));
+    tir_node body = tir_allocate(P, I(16), "local", tir_allocate(A, I(1), "local", fold));
+    const char *t = S(tir_horizontal(ctx, body));
+    CHECK(strstr(t, "hsum(") != NULL && strstr(t, "for (ki") == NULL);
+    tir_node mx =
+        tir_for(ki, I(0), I(16), TIR_FOR_SERIAL, NULL,
+                tir_store(A, I(0), B(TIR_MAX, tir_load(ctx, P, ki), tir_load(ctx, A, I(0)))));
+    t = S(tir_horizontal(ctx, tir_allocate(P, I(16), "local", mx)));
+    CHECK(strstr(t, "hmax(") != NULL);
+    tir_node global =
+        tir_for(ki, I(0), I(16), TIR_FOR_SERIAL, NULL,
+                tir_store(A, I(0), ADD(tir_load(ctx, A, I(0)), tir_load(ctx, C, ki))));
+    tir_node g = tir_allocate(A, I(1), "local", global);
+    CHECK(tir_horizontal(ctx, g) == g);
+    tir_node imax =
+        tir_for(ki, I(0), I(16), TIR_FOR_SERIAL, NULL,
+                tir_store(N, I(0), B(TIR_MAX, tir_load(ctx, N, I(0)), tir_load(ctx, N, ki))));
+    tir_node gi = tir_allocate(N, I(16), "local", imax);
+    CHECK(tir_horizontal(ctx, gi) == gi);
+}
+
+/* Slot promotion: a loop that accumulates into fixed 16-lane slots of a
+ * local buffer read elsewhere by a variable index works on copies of the
+ * slots (buffers of their own, which the back end makes registers); two
+ * accesses that partly overlap keep the buffer. */
+static void test_promote_slots(void) {
+    tir_node k = V("k"), i = V("i");
+    tir_node Bf = tir_handle(ctx, "Bf", KILN_FLOAT32), C = tir_handle(ctx, "C", KILN_FLOAT32);
+    tir_node r0 = tir_ramp(I(0), I(1), 16), r16 = tir_ramp(I(16), I(1), 16),
+             r8 = tir_ramp(I(8), I(1), 16), x = tir_load(ctx, C, tir_ramp(MUL(k, I(16)), I(1), 16));
+    tir_node acc[2] = {tir_store(Bf, r0, ADD(tir_load(ctx, Bf, r0), x)),
+                       tir_store(Bf, r16, ADD(tir_load(ctx, Bf, r16), x))};
+    tir_node loop = tir_for(k, I(0), I(8), TIR_FOR_SERIAL, NULL, tir_seq(ctx, 2, acc));
+    tir_node out =
+        tir_for(i, I(0), I(32), TIR_FOR_SERIAL, NULL, tir_store(C, i, tir_load(ctx, Bf, i)));
+    tir_node parts[2] = {loop, out};
+    tir_node al = tir_allocate(Bf, I(32), "local", tir_seq(ctx, 2, parts));
+    const char *t = S(tir_promote_slots(ctx, al));
+    CHECK(strstr(t, "allocate Bf: float32[16], local") != NULL);
+    /* slots [0, 16) and [8, 24) overlap: left as they are */
+    tir_node ov[2] = {acc[0], tir_store(Bf, r8, ADD(tir_load(ctx, Bf, r8), x))};
+    tir_node l2 = tir_for(k, I(0), I(8), TIR_FOR_SERIAL, NULL, tir_seq(ctx, 2, ov));
+    tir_node p2[2] = {l2, out};
+    tir_node a2 = tir_allocate(Bf, I(32), "local", tir_seq(ctx, 2, p2));
+    CHECK(tir_promote_slots(ctx, a2) == a2);
+}
+
 static void test_stmt_seq_allocate(void) {
     tir_node i = V("i");
     tir_node C = tir_handle(ctx, "C", KILN_FLOAT32), T = tir_handle(ctx, "T", KILN_FLOAT32);
@@ -994,6 +1074,9 @@ static void test_property_ramps(void) {
         kiln_ctx_free(ctx);                                                                        \
     }
 WITH_CTX(test_fold_int64)
+WITH_CTX(test_peel)
+WITH_CTX(test_horizontal)
+WITH_CTX(test_promote_slots)
 WITH_CTX(test_fold_division_by_zero_left)
 WITH_CTX(test_fold_narrow_ints)
 WITH_CTX(test_fold_float)
@@ -1027,6 +1110,7 @@ TEST_MAIN(TEST(test_fold_int64_ctx), TEST(test_fold_division_by_zero_left_ctx),
           TEST(test_divmod_narrow_ctx), TEST(test_minmax_ctx), TEST(test_compare_bounds_ctx),
           TEST(test_analyzer_bounds_ctx), TEST(test_vectors_ctx), TEST(test_stmt_loops_ctx),
           TEST(test_stmt_guards_ctx), TEST(test_stmt_seq_allocate_ctx), TEST(test_unswitch_ctx),
+          TEST(test_peel_ctx), TEST(test_horizontal_ctx), TEST(test_promote_slots_ctx),
           TEST(test_property_int64_ctx), TEST(test_property_int32_ctx),
           TEST(test_property_int8_wraparound_ctx), TEST(test_property_uint8_wraparound_ctx),
           TEST(test_property_ramps_ctx))
