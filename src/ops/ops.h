@@ -58,7 +58,8 @@
  *      own output index (no axis attribute), and/or an alter hook that
  *      rewrites the call for the target (op_alter_fn);
  *   5. its default schedule (op_schedule_fn), reading the target's
- *      vector_bytes, vector_regs and cache[] rather than guessing;
+ *      vector_bytes, vector_regs and cache[] rather than guessing, and
+ *      whether it takes part in row fusion (op_rows_fn);
  * then one row in the family's table at the bottom of the file, and a row
  * in the frontend's converter table if ONNX has the op. Nothing picks an
  * op's behaviour by its name: the compiler reaches it through its row.
