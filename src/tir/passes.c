@@ -533,7 +533,7 @@ tir_node tir_truncate_divmod(kiln_ctx *ctx, tir_node s) {
  * level. Conditions that read memory or call functions stay where they
  * are. */
 
-#define UNSWITCH_MAX_CONDS 16
+#define UNSWITCH_MAX_CONDS 64
 #define UNSWITCH_MAX_STMTS 4096
 
 typedef struct {
@@ -604,10 +604,10 @@ static void add_conjuncts(unswitch_scan *u, tir_node c) {
     for (int i = 0; i < u->nconds; i++)
         if (u->conds[i] == c)
             return;
+    /* past the cap the rest stay guards in the fast copy: any subset of
+       the conditions is a correct one to unswitch on */
     if (u->nconds < UNSWITCH_MAX_CONDS)
         u->conds[u->nconds++] = c;
-    else
-        u->overflow = 1;
 }
 
 /* depth: the loops of the body around s */
@@ -716,9 +716,12 @@ static tir_node unswitch_stmt(kiln_ctx *ctx, tir_node s, int in_tail) {
 
 #define PEEL_MAX_EXTENT 64
 #define PEEL_MAX_TAIL 2
+/* a panel of 5 vectors by 2 rows, each vector's guard and its masked
+   tail's any-lane test, is some 40 distinct conditions */
+#define PEEL_MAX_CONDS 128
 
 typedef struct {
-    tir_node conds[UNSWITCH_MAX_CONDS];
+    tir_node conds[PEEL_MAX_CONDS];
     int n, overflow;
 } peel_conds;
 
@@ -731,7 +734,7 @@ static void peel_add(peel_conds *pc, tir_node c) {
     for (int i = 0; i < pc->n; i++)
         if (pc->conds[i] == c)
             return;
-    if (pc->n < UNSWITCH_MAX_CONDS)
+    if (pc->n < PEEL_MAX_CONDS)
         pc->conds[pc->n++] = c;
     else
         pc->overflow = 1;
