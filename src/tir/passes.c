@@ -594,20 +594,24 @@ static int invariant_cond(const unswitch_scan *u, tir_node c) {
     return ok;
 }
 
-/* c's conjuncts (split at &&), each once */
+/* c's conjuncts (split at &&) added to conds[0, *n), each once, up to cap
+   of them; returns 1 if some did not fit */
+static int put_conjuncts(tir_node *conds, int *n, int cap, tir_node c) {
+    if (c->op == TIR_AND)
+        return put_conjuncts(conds, n, cap, c->src[0]) | put_conjuncts(conds, n, cap, c->src[1]);
+    for (int i = 0; i < *n; i++)
+        if (conds[i] == c)
+            return 0;
+    if (*n == cap)
+        return 1;
+    conds[(*n)++] = c;
+    return 0;
+}
+
+/* past the cap the rest stay guards in the fast copy: any subset of the
+   conditions is a correct one to unswitch on */
 static void add_conjuncts(unswitch_scan *u, tir_node c) {
-    if (c->op == TIR_AND) {
-        add_conjuncts(u, c->src[0]);
-        add_conjuncts(u, c->src[1]);
-        return;
-    }
-    for (int i = 0; i < u->nconds; i++)
-        if (u->conds[i] == c)
-            return;
-    /* past the cap the rest stay guards in the fast copy: any subset of
-       the conditions is a correct one to unswitch on */
-    if (u->nconds < UNSWITCH_MAX_CONDS)
-        u->conds[u->nconds++] = c;
+    put_conjuncts(u->conds, &u->nconds, UNSWITCH_MAX_CONDS, c);
 }
 
 /* depth: the loops of the body around s */
@@ -725,21 +729,6 @@ typedef struct {
     int n, overflow;
 } peel_conds;
 
-static void peel_add(peel_conds *pc, tir_node c) {
-    if (c->op == TIR_AND) {
-        peel_add(pc, c->src[0]);
-        peel_add(pc, c->src[1]);
-        return;
-    }
-    for (int i = 0; i < pc->n; i++)
-        if (pc->conds[i] == c)
-            return;
-    if (pc->n < PEEL_MAX_CONDS)
-        pc->conds[pc->n++] = c;
-    else
-        pc->overflow = 1;
-}
-
 /* the guards (IF conditions, conjunct by conjunct) of statement s that use
    v; *nested set when one sits inside a loop of the body (depth > 0):
    without one, peeling saves a branch per iteration at most */
@@ -758,7 +747,7 @@ static void peel_collect(peel_conds *pc, tir_node s, tir_node v, int depth, int 
         tir_set seen = {0};
         if (s->src[0]->dtype == KILN_BOOL && tir_uses_var(s->src[0], v) &&
             pure_index_expr(s->src[0], &seen)) {
-            peel_add(pc, s->src[0]);
+            pc->overflow |= put_conjuncts(pc->conds, &pc->n, PEEL_MAX_CONDS, s->src[0]);
             *nested |= depth > 0;
         }
         tir_set_free(&seen);
