@@ -16,6 +16,7 @@ command -v python3 >/dev/null 2>&1 || need+=(python3) # tests/layering reads the
 command -v clang-format >/dev/null 2>&1 || need+=(clang-format) # scripts/check-format.sh
 [ -f /usr/include/onnx/onnx.proto ] || need+=(libonnx-dev)
 [ -d /usr/share/libonnx-testdata/data/node ] || need+=(libonnx-testdata)
+[ -f /usr/include/xgboost/c_api.h ] || need+=(libxgboost-dev) # kiln tune's cost model (optional to the build)
 # cross-compilation (tests/cli/test_cross.sh, cmake/aarch64-linux-gnu.cmake):
 # the aarch64 C compiler and libc, and qemu to run the result. No arm64
 # multiarch packages: an arm64 libc6 beside the cross one breaks

@@ -25,7 +25,8 @@ static void compile_usage(FILE *f) {
         "                    [--opt-level 0-3] [--dump-ir DIR] [--disabled-pass PASS] "
         "[--cross-compiler CC]\n"
         "                    [--plugin LIB.so] [--winograd auto|off|2|4] [--time-passes] "
-        "[--no-cache]\n\n"
+        "[--no-cache]\n"
+        "                    [--tuning-records records.json]\n\n"
         "Compile an ONNX model into a package: a tar of mod.so (kernels), mod.json (the\n"
         "execution plan) and mod.params (the weights, an .npz).\n\n"
         "  -o, --output PATH      the package to write (default: model.tar)\n"
@@ -59,6 +60,8 @@ static void compile_usage(FILE *f) {
         "                         pass, lowering, C rendering, the C compiler, link, package\n"
         "  --no-cache             neither use nor fill the kernel cache, $XDG_CACHE_HOME/kiln\n"
         "                         (~/.cache/kiln; also KILN_CACHE=0; docs/COMPILE_TIME.md)\n"
+        "  --tuning-records F     build each kernel with its best config in F, records\n"
+        "                         that `kiln tune` wrote for this target (others: default)\n"
         "  --help                 print this message\n\n"
         "On a terminal, a compile that takes more than a second shows its phase and\n"
         "progress on stderr.\n");
@@ -78,6 +81,46 @@ static int check_shapes(const char *cmd, const char *spec) {
     if (kiln_onnx_check_input_shapes(spec) == KILN_OK)
         return 0;
     return bad_arg(cmd, "%s", kiln_last_error());
+}
+
+int kiln_build_arg(const char *cmd, int argc, char **argv, int *i, kiln_build_options *o,
+                   const char **shapes, int *rc) {
+    const char *a = argv[*i];
+    int has_val = *i + 1 < argc;
+    int takes = !strcmp(a, "--input-shapes") || !strcmp(a, "--opt-level") || !strcmp(a, "-O") ||
+                !strcmp(a, "--disabled-pass") || !strcmp(a, "--cross-compiler") ||
+                !strcmp(a, "--winograd") || !strcmp(a, "--target") || !strcmp(a, "--plugin");
+    if (!takes && strcmp(a, "--no-cache"))
+        return 0;
+    if (takes && !has_val) {
+        *rc = bad_arg(cmd, "%s needs a value", a);
+        return -1;
+    }
+    if (!strcmp(a, "--no-cache")) {
+        kiln_build_options_set(o, "cache", "0");
+    } else if (!strcmp(a, "--input-shapes")) {
+        *shapes = argv[++*i];
+        if ((*rc = check_shapes(cmd, *shapes)) != 0)
+            return -1;
+    } else if (!strcmp(a, "--plugin")) {
+        if (kiln_plugin_load(argv[++*i]) != KILN_OK) {
+            fprintf(stderr, "kiln %s: %s\n", cmd, kiln_last_error());
+            *rc = 1;
+            return -1;
+        }
+    } else {
+        /* the library parses and checks each value; a bad one is named */
+        const char *key = !strcmp(a, "--disabled-pass")    ? "disabled-pass"
+                          : !strcmp(a, "--cross-compiler") ? "cc"
+                          : !strcmp(a, "--winograd")       ? "winograd"
+                          : !strcmp(a, "--target")         ? "target"
+                                                           : "opt-level";
+        if (kiln_build_options_set(o, key, argv[++*i]) != KILN_OK) {
+            *rc = bad_arg(cmd, "%s", kiln_last_error());
+            return -1;
+        }
+    }
+    return 1;
 }
 
 /* ---- progress and the time per phase ------------------------------------------ */
@@ -125,6 +168,10 @@ static void on_progress(void *user, const char *phase, int done, int total, cons
         snprintf(p->phase, sizeof p->phase, "%s", phase);
         p->since = t;
     }
+    if (!strcmp(phase, "tuning records") && note) { /* what --tuning-records did: say it */
+        progress_clear(p);
+        fprintf(stderr, "kiln compile: %s\n", note);
+    }
     if (note && p->nrows < p->rows_cap) /* kept for the phase's row */
         snprintf(p->rows[p->nrows].note, sizeof p->rows[p->nrows].note, "%s", note);
     if (!strcmp(phase, "done")) {
@@ -171,7 +218,7 @@ static int write_ir(const char *dir, const char *name, kiln_graph *g) {
 int kiln_cmd_compile(int argc, char **argv) {
     const char *model = NULL, *out = "model.tar", *shapes = NULL, *dump = NULL;
     kiln_build_options *o = kiln_build_options_new();
-    int rc = 2, time_passes = 0;
+    int rc = 2, time_passes = 0, used;
     phase_row rows[64];
     memset(rows, 0, sizeof rows);
     /* KILN_PROGRESS_AFTER: seconds before the progress line shows (1) */
@@ -190,41 +237,19 @@ int kiln_cmd_compile(int argc, char **argv) {
             if (!has_val)
                 goto missing;
             out = argv[++i];
-        } else if (!strcmp(a, "--input-shapes")) {
-            if (!has_val)
-                goto missing;
-            shapes = argv[++i];
-        } else if (!strcmp(a, "--opt-level") || !strcmp(a, "-O") || !strcmp(a, "--disabled-pass") ||
-                   !strcmp(a, "--cross-compiler") || !strcmp(a, "--winograd") ||
-                   !strcmp(a, "--target")) {
-            if (!has_val)
-                goto missing;
-            /* the library parses and checks each value; a bad one is named */
-            const char *key = !strcmp(a, "--disabled-pass")    ? "disabled-pass"
-                              : !strcmp(a, "--cross-compiler") ? "cc"
-                              : !strcmp(a, "--winograd")       ? "winograd"
-                              : !strcmp(a, "--target")         ? "target"
-                                                               : "opt-level";
-            if (kiln_build_options_set(o, key, argv[++i]) != KILN_OK) {
-                rc = bad_arg("compile", "%s", kiln_last_error());
+        } else if ((used = kiln_build_arg("compile", argc, argv, &i, o, &shapes, &rc)) != 0) {
+            if (used < 0)
                 goto done;
-            }
+        } else if (!strcmp(a, "--tuning-records")) {
+            if (!has_val)
+                goto missing;
+            kiln_build_options_set(o, "tuning-records", argv[++i]);
         } else if (!strcmp(a, "--dump-ir")) {
             if (!has_val)
                 goto missing;
             dump = argv[++i];
         } else if (!strcmp(a, "--time-passes")) {
             time_passes = 1;
-        } else if (!strcmp(a, "--no-cache")) {
-            kiln_build_options_set(o, "cache", "0");
-        } else if (!strcmp(a, "--plugin")) {
-            if (!has_val)
-                goto missing;
-            if (kiln_plugin_load(argv[++i]) != KILN_OK) {
-                fprintf(stderr, "kiln compile: %s\n", kiln_last_error());
-                rc = 1;
-                goto done;
-            }
         } else if (a[0] == '-') {
             rc = bad_arg("compile", "unknown option '%s'", a);
             goto done;
@@ -243,8 +268,6 @@ int kiln_cmd_compile(int argc, char **argv) {
         rc = bad_arg("compile", "%s", "no model given");
         goto done;
     }
-    if (shapes && (rc = check_shapes("compile", shapes)) != 0)
-        goto done;
     rc = 1;
     if (dump) {
         if (mkdir(dump, 0755) != 0 && errno != EEXIST) {

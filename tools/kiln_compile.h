@@ -8,4 +8,15 @@ int kiln_cmd_compile(int argc, char **argv);
 /* Print an ONNX model's graph IR, inputs, outputs and op counts; 0 or 1. */
 int kiln_inspect_model(const char *path, const char *shapes);
 
+struct kiln_build_options;
+/* The build options `kiln compile` and `kiln tune` share (--target,
+ * --input-shapes, --opt-level, --disabled-pass, --cross-compiler,
+ * --winograd, --plugin, --no-cache) at argv[*i]: 1 if it was one (its value
+ * taken, *i advanced; --input-shapes into *shapes), 0 if not, -1 after
+ * printing an error (*rc: 2 for a bad argument, 1 for a failure). */
+int kiln_build_arg(const char *cmd, int argc, char **argv, int *i, struct kiln_build_options *o,
+                   const char **shapes, int *rc);
+/* `kiln tune` (tvmc tune): kiln_tune.c. */
+int kiln_cmd_tune(int argc, char **argv);
+
 #endif

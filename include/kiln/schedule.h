@@ -81,7 +81,10 @@ KILN_API char *kiln_lower_to_string(kiln_schedule *s, int nargs, kiln_tensor *co
  * transformed, the reference for testing schedules), "winograd"
  * (auto|off|2|4); "cache" ("1", the default unless $KILN_CACHE is "0", or
  * "0"): keep compiled objects in the kernel cache, $XDG_CACHE_HOME/kiln
- * (docs/COMPILE_TIME.md). A bad value is an error naming it. NULL options
+ * (docs/COMPILE_TIME.md); "tuning-records" (a file `kiln tune` wrote: each
+ * kernel takes the best record for its workload and target, the rest the
+ * default schedule; "" for none; docs/tuning.md). A bad value is an error
+ * naming it. NULL options
  * mean the defaults. */
 typedef struct kiln_build_options kiln_build_options;
 KILN_API kiln_build_options *kiln_build_options_new(void);

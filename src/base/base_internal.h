@@ -60,6 +60,9 @@ static inline int64_t kiln_dtype_int_max(kiln_dtype dt) {
     }
 }
 
+/* The value of hex digit c (0-9, a-f, A-F), or -1. */
+KILN_HIDDEN int kiln_hex_digit(char c);
+
 /* ---- memory ---------------------------------------------------------------- */
 /* malloc/calloc/realloc that record KILN_ERR_NOMEM on failure. */
 KILN_HIDDEN void *kiln_malloc(size_t n);

@@ -48,11 +48,7 @@ static json *new_value(parser *ps, json_type t) {
 static int hex4(const char *p, unsigned *out) {
     unsigned v = 0;
     for (int k = 0; k < 4; k++) {
-        char c = p[k];
-        int d = c >= '0' && c <= '9'   ? c - '0'
-                : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                       : -1;
+        int d = kiln_hex_digit(p[k]);
         if (d < 0)
             return 0;
         v = v * 16 + (unsigned)d;

@@ -267,3 +267,10 @@ kiln_status kiln_dtype_parse(const char *name, kiln_dtype *out) {
     }
     return kiln_set_error(KILN_ERR_INVALID, "unknown dtype '%s'", name);
 }
+
+int kiln_hex_digit(char c) {
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}

@@ -51,6 +51,7 @@ void kiln_build_options_free(kiln_build_options *o) {
     kiln_target_free(o->target);
     free(o->disabled);
     free(o->dump_dir);
+    free(o->records);
     free(o);
 }
 
@@ -101,6 +102,14 @@ kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const
             return KILN_ERR_NOMEM;
         free(o->dump_dir);
         o->dump_dir = v;
+        return KILN_OK;
+    }
+    if (strcmp(key, "tuning-records") == 0) {
+        char *v = *value ? kiln_strdup(value) : NULL;
+        if (*value && !v)
+            return KILN_ERR_NOMEM;
+        free(o->records);
+        o->records = v;
         return KILN_OK;
     }
     if (strcmp(key, "schedule") == 0) {

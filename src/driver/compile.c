@@ -18,6 +18,7 @@
 #include "../tir/cost.h"
 #include "concat_views.h"
 #include "driver_internal.h"
+#include "tune_records.h"
 
 typedef struct {
     int nmembers;
@@ -51,6 +52,8 @@ typedef struct {
     int ngkeys, gcap;
     kiln_npz *params;
     int pcount, nbodies;
+    driver_records *records; /* --tuning-records, or NULL */
+    int ntuned;              /* distinct kernels built with a record's config */
 } build;
 
 typedef struct {
@@ -170,7 +173,7 @@ static kiln_tensor *placeholder_for(kiln_ctx *ctx, const gtensor_type *t, const 
 }
 
 static tir_func *lower_group(plan *P, kiln_ctx *ctx, group_t *gr, const kiln_build_options *opts,
-                             const kiln_target *target) {
+                             const kiln_target *target, te_knobs *knobs) {
     struct kiln_graph *g = P->g;
     kiln_tensor **t = calloc((size_t)g->n * 2 + 2, sizeof(kiln_tensor *)); /* node -> tensor(s) */
     kiln_tensor *args[4096];
@@ -228,6 +231,8 @@ static tir_func *lower_group(plan *P, kiln_ctx *ctx, group_t *gr, const kiln_bui
     if (!on->type.is_tuple)
         args[nargs] = t[gr->out];
     kiln_schedule *s = kiln_schedule_create(ctx, nout, args + nargs);
+    if (s)
+        s->knobs = knobs;
     if (!s || driver_default_schedule(s, nout, args + nargs, on, anchor_node, anchor,
                                       opts && opts->naive, target) != KILN_OK) {
         kiln_error_prefix("scheduling %s",
@@ -806,7 +811,13 @@ static char *plan_graph(build *B, struct kiln_graph *g, const char *prefix, int 
                 driver_progress(B->opts, "lower", k + 1, P.ngroups, NULL);
             continue;
         }
-        tir_func *f = lower_group(&P, B->ctx, gr, B->opts, B->target);
+        /* a tuned workload: its best record's config */
+        const driver_record *rec = keyed && B->records && depth == 0
+                                       ? driver_records_best(B->records, B->gkeys[B->ngkeys])
+                                       : NULL;
+        te_knobs knobs = {NULL, rec ? &rec->cfg : NULL, 0};
+        B->ntuned += rec != NULL;
+        tir_func *f = lower_group(&P, B->ctx, gr, B->opts, B->target, rec ? &knobs : NULL);
         if (!f) {
             *st = KILN_ERR_INVALID;
             goto done;
@@ -844,49 +855,65 @@ done:
     return text;
 }
 
+/* g typed, checked and through the pass pipeline for opts' target (B set
+ * up with both); NULL with *st, target freed. The result is g itself or a
+ * new graph. */
+static struct kiln_graph *prepare(kiln_graph *g, const kiln_build_options *opts, build *B,
+                                  kiln_status *st) {
+    int level = opts && opts->opt_level >= 0 ? opts->opt_level : 3;
+    const char *disabled = opts ? opts->disabled : NULL;
+    memset(B, 0, sizeof *B);
+    if ((*st = kiln_graph_infer_types(g)) != KILN_OK || (*st = check_static(g)) != KILN_OK)
+        return NULL;
+    kiln_target *target = driver_target(opts);
+    if (!target) {
+        *st = KILN_ERR_INVALID;
+        return NULL;
+    }
+    B->opts = opts;
+    B->target = target;
+    B->env = (pass_env){target, opts ? opts->winograd : -1, 0, opts ? opts->progress : NULL,
+                        opts ? opts->progress_user : NULL};
+    B->level = level;
+    B->fuse = level > 0 && !(opts && opts->no_fuse) && !(disabled && strstr(disabled, "FuseOps"));
+    B->views = level > 0 && !(disabled && strstr(disabled, "ConcatViews"));
+    struct kiln_graph *pg =
+        pass_run_pipeline(g, level, disabled, opts ? opts->dump_dir : NULL, &B->env);
+    *st = pg ? check_symbolic(pg) : KILN_ERR_INVALID;
+    if (*st != KILN_OK) {
+        if (pg && pg != g)
+            kiln_graph_free(pg);
+        kiln_target_free(target);
+        driver_progress(opts, "done", 0, 0, NULL);
+        return NULL;
+    }
+    return pg;
+}
+
 kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
                                const kiln_build_options *opts) {
     if (!g || !package_path)
         return kiln_set_error(KILN_ERR_INVALID, "compile: NULL argument");
     if (g->nout < 1)
         return kiln_set_error(KILN_ERR_INVALID, "compile: the graph has no outputs");
-    int level = opts && opts->opt_level >= 0 ? opts->opt_level : 3;
-    const char *disabled = opts ? opts->disabled : NULL;
     struct kiln_graph *user = g;
-    kiln_status st = kiln_graph_infer_types(g);
-    if (st != KILN_OK || (st = check_static(g)) != KILN_OK)
-        return st;
-    kiln_target *target = driver_target(opts);
-    if (!target)
-        return KILN_ERR_INVALID;
     build B;
-    memset(&B, 0, sizeof B);
-    B.opts = opts;
-    B.target = target;
-    B.env = (pass_env){target, opts ? opts->winograd : -1, 0, opts ? opts->progress : NULL,
-                       opts ? opts->progress_user : NULL};
-    B.level = level;
-    B.fuse = level > 0 && !(opts && opts->no_fuse) && !(disabled && strstr(disabled, "FuseOps"));
-    B.views = level > 0 && !(disabled && strstr(disabled, "ConcatViews"));
-    g = pass_run_pipeline(user, level, disabled, opts ? opts->dump_dir : NULL, &B.env);
-    if (!g) {
-        kiln_target_free(target);
-        driver_progress(opts, "done", 0, 0, NULL);
-        return KILN_ERR_INVALID;
-    }
-    if ((st = check_symbolic(g)) != KILN_OK) {
-        if (g != user)
-            kiln_graph_free(g);
-        kiln_target_free(target);
-        driver_progress(opts, "done", 0, 0, NULL);
+    kiln_status st;
+    if (!(g = prepare(user, opts, &B, &st)))
         return st;
-    }
+    kiln_target *target = (kiln_target *)B.target;
     B.ctx = kiln_ctx_new();
     B.params = kiln_npz_new();
     char *parts[8] = {0}, *plan_json = NULL, *so = NULL, *dir = NULL;
     int nparts = 0;
     if (!B.ctx || !B.params) {
         st = KILN_ERR_NOMEM;
+        goto done;
+    }
+    char rec_target[1200];
+    driver_records_target(target, rec_target, sizeof rec_target);
+    if (opts && opts->records && !(B.records = driver_records_load(opts->records, rec_target, 0))) {
+        st = KILN_ERR_IO;
         goto done;
     }
     driver_progress(opts, "lower", 0, 0, NULL);
@@ -896,6 +923,19 @@ kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
     char note[96];
     snprintf(note, sizeof note, "%d kernels, %d distinct", B.nkernels, B.nfuncs);
     driver_progress(opts, "lower", B.nkernels, B.nkernels, note);
+    if (B.records) {
+        char tn[320];
+        int len = snprintf(tn, sizeof tn, "%d of %d distinct kernels tuned from %s", B.ntuned,
+                           B.nfuncs, opts->records);
+        if (B.records->other_target && len > 0 && len < (int)sizeof tn)
+            len += snprintf(tn + len, sizeof tn - (size_t)len,
+                            "; %d records for other targets ignored", B.records->other_target);
+        if (B.records->bad && len > 0 && len < (int)sizeof tn)
+            snprintf(tn + len, sizeof tn - (size_t)len,
+                     "; %d malformed lines skipped (the first: line %d)", B.records->bad,
+                     B.records->first_bad);
+        driver_progress(opts, "tuning records", B.ntuned, B.nfuncs, tn);
+    }
     driver_progress(opts, "render", 0, 0, NULL);
     /* A model's kernels compile as one translation unit per core, in
        parallel (ResNet-50: 6.1 -> 3.6 s on 2 cores); a small graph's as one,
@@ -936,8 +976,111 @@ done:
     free(dir);
     kiln_npz_free(B.params);
     kiln_ctx_free(B.ctx);
+    driver_records_free(B.records);
     if (g != user)
         kiln_graph_free(g);
     kiln_target_free(target);
     return st;
+}
+
+/* ---- tuning sessions (driver_internal.h) ------------------------------------------ */
+
+struct driver_session {
+    build B;
+    plan P;
+    struct kiln_graph *user, *g;
+    int ntasks;
+    driver_task *tasks;
+};
+
+void driver_session_close(driver_session *S) {
+    if (!S)
+        return;
+    for (int k = 0; k < S->P.ngroups && S->P.groups; k++) {
+        free(S->P.groups[k].members);
+        free(S->P.groups[k].in);
+    }
+    free(S->P.groups);
+    free(S->P.group_of);
+    driver_views_free(&S->P.V);
+    if (S->g && S->g != S->user)
+        kiln_graph_free(S->g);
+    kiln_target_free((kiln_target *)S->B.target);
+    free(S->tasks);
+    free(S);
+}
+
+driver_session *driver_session_open(kiln_graph *g, const kiln_build_options *opts) {
+    if (!g || g->nout < 1) {
+        kiln_set_error(KILN_ERR_INVALID, "tune: %s", g ? "the graph has no outputs" : "NULL graph");
+        return NULL;
+    }
+    driver_session *S = kiln_calloc(1, sizeof *S);
+    kiln_status st;
+    if (!S)
+        return NULL;
+    S->user = g;
+    if (!(S->g = prepare(g, opts, &S->B, &st))) {
+        free(S);
+        return NULL;
+    }
+    S->P = (plan){S->g, NULL, 0, NULL, "", 0, {0}};
+    if ((st = driver_plan_views(S->g, S->B.views, S->B.fuse, &S->P.V)) != KILN_OK ||
+        (st = make_groups(&S->P, S->B.fuse)) != KILN_OK ||
+        !(S->tasks = kiln_calloc((size_t)(S->P.ngroups ? S->P.ngroups : 1), sizeof(driver_task)))) {
+        driver_session_close(S);
+        return NULL;
+    }
+    for (int k = 0; k < S->P.ngroups; k++) {
+        group_t *gr = &S->P.groups[k];
+        const gnode *on = S->g->nodes[gr->out];
+        unsigned char key[32];
+        if (on->op->control || S->P.V.view[gr->out] ||
+            !driver_group_key(S->g, gr->members, gr->nmembers, gr->in, gr->nin, key))
+            continue;
+        int t = 0;
+        while (t < S->ntasks && memcmp(S->tasks[t].key, key, 32))
+            t++;
+        driver_task *T = &S->tasks[t];
+        if (t == S->ntasks) {
+            S->ntasks++;
+            memcpy(T->key, key, 32);
+            T->group = k;
+            T->nout = on->type.is_tuple ? on->type.n : 1;
+            for (int m = 0; m < gr->nmembers; m++) {
+                size_t len = strlen(T->ops);
+                snprintf(T->ops + len, sizeof T->ops - len, "%s%s", m ? "+" : "",
+                         S->g->nodes[gr->members[m]]->op->name);
+            }
+            const gtype *ty = &on->type;
+            for (int d = 0; ty->known && !ty->is_tuple && d < ty->t[0].ndim; d++) {
+                size_t len = strlen(T->shape);
+                char dim[32];
+                ops_dim_str(ty->t[0].dims[d], dim, sizeof dim);
+                snprintf(T->shape + len, sizeof T->shape - len, "%s%s", d ? "x" : "", dim);
+            }
+        }
+        T->count++;
+    }
+    return S;
+}
+
+int driver_session_tasks(const driver_session *S, const driver_task **tasks) {
+    *tasks = S->tasks;
+    return S->ntasks;
+}
+
+const kiln_target *driver_session_target(const driver_session *S) {
+    return S->B.target;
+}
+
+tir_func *driver_session_lower(driver_session *S, int task, kiln_ctx *ctx, te_knobs *knobs,
+                               const char *name) {
+    if (task < 0 || task >= S->ntasks) {
+        kiln_set_error(KILN_ERR_INVALID, "tune: no task %d", task);
+        return NULL;
+    }
+    group_t gr = S->P.groups[S->tasks[task].group];
+    snprintf(gr.func, sizeof gr.func, "%s", name);
+    return lower_group(&S->P, ctx, &gr, S->B.opts, S->B.target, knobs);
 }

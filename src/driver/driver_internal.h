@@ -5,6 +5,7 @@
 
 #include "../codegen/codegen.h"
 #include "../target/target.h"
+#include "../te/te_internal.h"
 #include "kiln/schedule.h"
 
 struct kiln_graph;
@@ -20,6 +21,7 @@ struct kiln_build_options {
     int opt_level;       /* graphs: 0-3, -1 for the default (3) */
     char *disabled;      /* graphs: comma-separated pass names */
     char *dump_dir;      /* graphs: where to write the IR around each pass */
+    char *records;       /* graphs: a tuning-records file (docs/tuning.md), or NULL */
     int cache;           /* the kernel cache: 1 on, 0 off, -1 as $KILN_CACHE says (on) */
     kiln_build_progress_fn progress; /* NULL: no progress reports */
     void *progress_user;
@@ -61,5 +63,30 @@ KILN_HIDDEN kiln_status driver_default_schedule(kiln_schedule *s, int nout, kiln
                                                 const struct gnode *anchor_node,
                                                 kiln_tensor *anchor, int naive,
                                                 const kiln_target *target);
+
+/* ---- tuning sessions (compile.c; docs/tuning.md) ----------------------------
+ * A graph through the passes and grouped as a build would be, kept so that
+ * the tuner can lower any group again under a config. A task is a
+ * distinct fused-group key of the top-level graph (bodies of control ops
+ * are not tuned). */
+typedef struct {
+    unsigned char key[32];
+    int group;      /* the first group with the key */
+    int count;      /* the groups with the key */
+    int nout;       /* its outputs: the kernel's last nout arguments */
+    char ops[200];  /* its ops, "nn.contrib_conv2d_NCHWc+add+nn.relu" */
+    char shape[96]; /* its output's shape, "1x4x56x56x16" */
+} driver_task;
+typedef struct driver_session driver_session;
+/* NULL with an error (the graph's own: a bad shape, an unsupported op). */
+KILN_HIDDEN driver_session *driver_session_open(struct kiln_graph *g,
+                                                const kiln_build_options *opts);
+KILN_HIDDEN void driver_session_close(driver_session *S);
+KILN_HIDDEN int driver_session_tasks(const driver_session *S, const driver_task **tasks);
+KILN_HIDDEN const kiln_target *driver_session_target(const driver_session *S);
+/* Task `task`'s kernel, called `name`, lowered in ctx with knobs (NULL:
+ * the default schedule); NULL with an error. */
+KILN_HIDDEN tir_func *driver_session_lower(driver_session *S, int task, kiln_ctx *ctx,
+                                           te_knobs *knobs, const char *name);
 
 #endif

@@ -698,8 +698,8 @@ static kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call, ki
     const gtensor_type *wt = &call->graph->nodes[call->in[1]]->type.t[0];
     for (int d = 1; d < wt->ndim; d++)
         block_bytes *= wt->dims[d].v; /* one output block's weights */
-    ops_register_block(od[3], od[1], vecs, nregs, dw, block_bytes,
-                       ops_cache_bytes(target, 1, 32 << 10), &reg_n, &ocb, &pixels_inner);
+    ops_register_block_knobs(s, "conv", od[3], od[1], vecs, nregs, dw, block_bytes,
+                             ops_cache_bytes(target, 1, 32 << 10), &reg_n, &ocb, &pixels_inner);
     kiln_tensor *conv = anchor;
     if (anchor == out) {
         conv = kiln_cache_write(s, out, "local");
@@ -726,7 +726,10 @@ static kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call, ki
        run); larger weights keep TVM's order, groups outermost, and so do
        depthwise convolutions, whose groups share no input: there, one
        block's consecutive rows reuse the input rows they overlap in. */
-    int rows_outer = !dw && block_bytes * od[1] <= ops_cache_bytes(target, 2, 1 << 20) / 2;
+    int64_t two[2] = {0, 1};
+    int rows_outer = (int)ops_knob(
+        s, "conv.rows_outer", !dw && block_bytes * od[1] <= ops_cache_bytes(target, 2, 1 << 20) / 2,
+        2, two);
     kiln_expr order[7] = {n, oco, oh, owo, oci, owi, ob};
     if (rows_outer) {
         order[1] = oh;

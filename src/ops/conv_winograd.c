@@ -379,8 +379,8 @@ static kiln_status schedule_winograd(kiln_schedule *s, const gnode *call, kiln_t
     ops_shape(vt, vd);
     int64_t block_bytes =
         vd[2] * vd[4] * md[4] * 4; /* one output block's weights at one position */
-    ops_register_block(md[3], md[2], vecs, nregs, 0, block_bytes,
-                       ops_cache_bytes(target, 1, 32 << 10), &reg_n, &ocb, &pixels_inner);
+    ops_register_block_knobs(s, "winograd", md[3], md[2], vecs, nregs, 0, block_bytes,
+                             ops_cache_bytes(target, 1, 32 << 10), &reg_n, &ocb, &pixels_inner);
     kiln_status st;
     kiln_expr ax[5], f;
 

@@ -312,6 +312,31 @@ static kiln_status schedule_matmul_row(kiln_schedule *s, kiln_tensor *acc,
     return kiln_vectorize(sc, jv);
 }
 
+/* dense_tile's mr and nr as tuning knobs: rows 1-16 that make a box of
+ * the row space, and panels of 1-6 vectors of vl lanes that tile the
+ * columns (with col_tail, any up to n) and agree with a packed weight's
+ * panel width pn; a tile past the register budget is invalid. */
+static void dense_knobs(kiln_schedule *s, int64_t m, const int64_t *rowdims, int nrowdims,
+                        int64_t n, int col_tail, int pn, int64_t vl, const kiln_target *target,
+                        int64_t *mr, int64_t *nr) {
+    int64_t c[16];
+    int k = 0;
+    for (int64_t r = 1; r <= m && r <= 16; r++)
+        if (rows_box(r, rowdims, nrowdims))
+            c[k++] = r;
+    *mr = ops_knob(s, "dense.mr", *mr, k, c);
+    k = 0;
+    for (int64_t v = 1; v <= 6; v++) {
+        int64_t w = v * vl;
+        if ((col_tail ? w <= n : n % w == 0) && !(pn > 0 && pn % w && w % pn))
+            c[k++] = w;
+    }
+    *nr = ops_knob(s, "dense.nr", *nr, k, c);
+    int64_t v = *nr / vl;
+    if (*mr * v + v + 1 > target->vector_regs)
+        ops_knob_invalid(s);
+}
+
 static kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
                                   kiln_tensor *out, const kiln_target *target) {
     if (!out) /* row fusion: attached by the row op already */
@@ -347,6 +372,7 @@ static kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tens
     int pn = dense_layout(layout);
     if (!nr || (pn > 0 && pn % nr && nr % pn))
         return KILN_OK;
+    dense_knobs(s, m, od, fold, od[nd - 1], bmm, pn, vl, target, &mr, &nr);
     kiln_tensor *acc = anchor;
     if (anchor == out && !(acc = kiln_cache_write(s, out, "local")))
         return KILN_ERR_INVALID;

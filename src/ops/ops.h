@@ -340,6 +340,21 @@ KILN_HIDDEN int64_t ops_reduce_extent(const kiln_tensor *t, int i);
 KILN_HIDDEN void ops_register_block(int64_t ow, int64_t occ, int64_t vecs, int64_t nregs, int dw,
                                     int64_t block_bytes, int64_t l1, int64_t *reg_n, int64_t *ocb,
                                     int *pixels_inner);
+/* A tuning knob of schedule s (docs/tuning.md): `name` (per op class,
+ * "conv.reg_n"), its analytic default and its n legal values; returns the
+ * value to use: def unless a tuning config applies another. */
+KILN_HIDDEN int64_t ops_knob(kiln_schedule *s, const char *name, int64_t def, int n,
+                             const int64_t *cands);
+/* Mark s's tuning config as one whose values do not go together here (the
+ * tuner records it as invalid, never measures it). */
+KILN_HIDDEN void ops_knob_invalid(kiln_schedule *s);
+/* ops_register_block's choice as knobs `prefix`.reg_n, .ocb and
+ * .pixels_inner: every block within the register budget is legal, the
+ * model's the default. */
+KILN_HIDDEN void ops_register_block_knobs(kiln_schedule *s, const char *prefix, int64_t ow,
+                                          int64_t occ, int64_t vecs, int64_t nregs, int dw,
+                                          int64_t block_bytes, int64_t l1, int64_t *reg_n,
+                                          int64_t *ocb, int *pixels_inner);
 /* The accumulators of a register block: the 5-D local stage computed at
  * its consumer's block loop, lanes last. Its other axes outermost, then
  * its reductions, then the channel-block axis `chan` and the pixel axis

@@ -739,6 +739,42 @@ void ops_register_block(int64_t ow, int64_t occ, int64_t vecs, int64_t nregs, in
     }
 }
 
+int64_t ops_knob(kiln_schedule *s, const char *name, int64_t def, int n, const int64_t *cands) {
+    return te_knob_value(s ? s->knobs : NULL, name, def, n, cands);
+}
+
+void ops_knob_invalid(kiln_schedule *s) {
+    if (s && s->knobs)
+        s->knobs->invalid = 1;
+}
+
+void ops_register_block_knobs(kiln_schedule *s, const char *prefix, int64_t ow, int64_t occ,
+                              int64_t vecs, int64_t nregs, int dw, int64_t block_bytes, int64_t l1,
+                              int64_t *reg_n, int64_t *ocb, int *pixels_inner) {
+    ops_register_block(ow, occ, vecs, nregs, dw, block_bytes, l1, reg_n, ocb, pixels_inner);
+    int64_t c[TE_KNOB_CANDS];
+    int n = 0;
+    char name[TE_KNOB_NAME];
+    for (int64_t r = 1; r <= ow && r <= nregs && n < TE_KNOB_CANDS; r++)
+        c[n++] = r;
+    snprintf(name, sizeof name, "%s.reg_n", prefix);
+    *reg_n = ops_knob(s, name, *reg_n, n, c);
+    n = 0;
+    for (int64_t o = 1; o <= (dw ? 1 : occ) && o <= 8; o++)
+        c[n++] = o;
+    snprintf(name, sizeof name, "%s.ocb", prefix);
+    *ocb = ops_knob(s, name, *ocb, n, c);
+    int64_t two[2] = {0, 1};
+    snprintf(name, sizeof name, "%s.pixels_inner", prefix);
+    *pixels_inner = (int)ops_knob(s, name, *pixels_inner, 2, two);
+    /* the register budget ops_register_block keeps: accumulators and the
+       operands live in the chosen order */
+    int64_t acc = *reg_n * *ocb * vecs;
+    int64_t live = *pixels_inner ? acc + (dw ? vecs : *reg_n) + vecs : acc + *ocb * vecs + 1;
+    if (live > nregs)
+        ops_knob_invalid(s);
+}
+
 kiln_status ops_schedule_accumulators(kiln_stage *sl, kiln_tensor *local, int chan, int pix,
                                       int pixels_inner) {
     kiln_expr order[5 + 8];

@@ -186,6 +186,7 @@ kiln_schedule *kiln_schedule_create(kiln_ctx *ctx, int n, kiln_tensor *const *ou
     kiln_schedule *s = arena_alloc(tir_arena(ctx), sizeof *s);
     s->ctx = ctx;
     s->noutputs = n;
+    s->knobs = NULL;
     s->outputs = arena_alloc(tir_arena(ctx), sizeof(kiln_tensor *) * (size_t)n);
     for (int i = 0; i < n; i++) {
         if (!outputs[i] || outputs[i]->ctx != ctx) {
@@ -816,4 +817,43 @@ kiln_tensor *kiln_cache_write(kiln_schedule *s, kiln_tensor *t, const char *scop
             pos = i;
     stages_insert(s, pos, cs);
     return c;
+}
+
+/* ---- tuning knobs ------------------------------------------------------------ */
+
+int64_t te_config_get(const te_config *c, const char *name, int64_t def) {
+    for (int i = 0; c && i < c->n; i++)
+        if (!strcmp(c->name[i], name))
+            return c->v[i];
+    return def;
+}
+
+int64_t te_knob_value(te_knobs *k, const char *name, int64_t def, int n, const int64_t *cands) {
+    if (!k)
+        return def;
+    if (k->space) {
+        te_space *sp = k->space;
+        int have = 0;
+        for (int i = 0; i < sp->n && !have; i++)
+            have = !strcmp(sp->k[i].name, name);
+        if (!have && sp->n < TE_KNOB_MAX && strlen(name) < TE_KNOB_NAME) {
+            te_knob *kn = &sp->k[sp->n++];
+            memset(kn, 0, sizeof *kn);
+            snprintf(kn->name, sizeof kn->name, "%s", name);
+            kn->def = def;
+            /* the default first, then the others in order, at most TE_KNOB_CANDS */
+            kn->cand[kn->n++] = def;
+            for (int i = 0; i < n && kn->n < TE_KNOB_CANDS; i++)
+                if (cands[i] != def)
+                    kn->cand[kn->n++] = cands[i];
+        }
+    }
+    int64_t v = te_config_get(k->cfg, name, def);
+    if (v == def)
+        return def;
+    for (int i = 0; i < n; i++)
+        if (cands[i] == v)
+            return v;
+    k->invalid = 1; /* a value the schedule does not allow here: the default */
+    return def;
 }

@@ -89,12 +89,50 @@ struct kiln_stage {
     int touched; /* a primitive other than cache_read/write has been applied */
 };
 
+/* ---- tuning knobs (docs/tuning.md) ------------------------------------------
+ * A default schedule's choices (a register tile, a loop order) are knobs:
+ * the schedule asks for each by name with its analytic default and its
+ * legal values (ops_knob). With no knobs attached the default is taken;
+ * recording collects the knobs into a space; applying takes a config's
+ * value where it has one. */
+#define TE_KNOB_NAME 32
+#define TE_KNOB_MAX 12   /* knobs per kernel */
+#define TE_KNOB_CANDS 64 /* legal values per knob */
+typedef struct {
+    char name[TE_KNOB_NAME];
+    int64_t def;
+    int n;
+    int64_t cand[TE_KNOB_CANDS];
+} te_knob;
+typedef struct {
+    int n;
+    te_knob k[TE_KNOB_MAX];
+} te_space;
+typedef struct {
+    int n;
+    char name[TE_KNOB_MAX][TE_KNOB_NAME];
+    int64_t v[TE_KNOB_MAX];
+} te_config;
+typedef struct {
+    te_space *space;      /* NULL, or where the knobs asked for are recorded */
+    const te_config *cfg; /* NULL, or the values to apply */
+    int invalid;          /* set by a schedule when the config's values do not go together */
+} te_knobs;
+
+/* The value of knob `name` (see above): cfg's value if it has the name and
+ * that value is among cands (else def), recording the knob in space. */
+KILN_HIDDEN int64_t te_knob_value(te_knobs *k, const char *name, int64_t def, int n,
+                                  const int64_t *cands);
+/* The value of `name` in c, or def. */
+KILN_HIDDEN int64_t te_config_get(const te_config *c, const char *name, int64_t def);
+
 struct kiln_schedule {
     kiln_ctx *ctx;
     int nstages, cap;
     kiln_stage **stages; /* producers before consumers */
     int noutputs;
     kiln_tensor **outputs;
+    te_knobs *knobs; /* NULL: every knob at its default */
 };
 
 /* The stage computing t, or NULL (no error) for placeholders. */

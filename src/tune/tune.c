@@ -1,0 +1,893 @@
+/* tune.c: kiln_graph_tune, the tuning loop (docs/tuning.md).
+ *
+ * The graph goes through a driver session: passes and grouping as a build
+ * would do them. Each distinct fused-group key is a task; lowering its
+ * kernel once with a recording knob set gives the task's space (the knobs
+ * its schedule asks for, with their legal values) and its FLOPs. Tasks
+ * with more than one point are tuned, the heaviest (FLOPs times the
+ * kernels that share the key) first. Per task: the default kernel is
+ * built and measured, and its outputs kept as the reference; then batches
+ * of candidates are proposed by the search, lowered (a config whose values
+ * the schedule refuses together is recorded as invalid, never built),
+ * built in parallel, and measured one at a time, each measurement one
+ * record line, flushed. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../tir/cost.h"
+#include "kiln/tune.h"
+#include "tune_internal.h"
+
+enum { TUNER_XGB, TUNER_GA, TUNER_RANDOM, TUNER_GRID };
+static const char *const TUNERS[] = {"xgb", "ga", "random", "grid"};
+
+struct kiln_tune_options {
+    char *output, *records, *tasks, *plot;
+    int trials, early, tuner, jobs, repeat, fault, fault_at;
+    double timeout;
+    uint64_t seed;
+    kiln_tune_log_fn log;
+    void *log_user;
+};
+
+kiln_tune_options *kiln_tune_options_new(void) {
+    kiln_tune_options *o = kiln_calloc(1, sizeof *o);
+    if (!o)
+        return NULL;
+    o->trials = 64;
+    o->tuner = TUNER_XGB;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    o->jobs = ncpu > 0 ? (int)ncpu : 1;
+    o->repeat = 3;
+    o->timeout = 10;
+    o->seed = 1;
+    return o;
+}
+
+void kiln_tune_options_free(kiln_tune_options *o) {
+    if (!o)
+        return;
+    free(o->output);
+    free(o->records);
+    free(o->tasks);
+    free(o->plot);
+    free(o);
+}
+
+static kiln_status set_str(char **dst, const char *v) {
+    char *c = *v ? kiln_strdup(v) : NULL;
+    if (*v && !c)
+        return KILN_ERR_NOMEM;
+    free(*dst);
+    *dst = c;
+    return KILN_OK;
+}
+
+static int parse_int(const char *v, long lo, long hi, long *out) {
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (!*v || *end || x < lo || x > hi)
+        return 0;
+    *out = x;
+    return 1;
+}
+
+kiln_status kiln_tune_options_set(kiln_tune_options *o, const char *key, const char *value) {
+    if (!o || !key || !value)
+        return kiln_set_error(KILN_ERR_INVALID, "tune option: NULL argument");
+    long x;
+    if (!strcmp(key, "output"))
+        return set_str(&o->output, value);
+    if (!strcmp(key, "tuning-records"))
+        return set_str(&o->records, value);
+    if (!strcmp(key, "tasks"))
+        return set_str(&o->tasks, value);
+    if (!strcmp(key, "log-plot"))
+        return set_str(&o->plot, value);
+    struct {
+        const char *key;
+        int *dst;
+        long lo, hi;
+    } ints[] = {{"trials", &o->trials, 1, 1000000},
+                {"early-stopping", &o->early, 0, 1000000},
+                {"jobs", &o->jobs, 1, 256},
+                {"repeat", &o->repeat, 1, TUNE_MAX_COSTS}};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if (!strcmp(key, ints[i].key)) {
+            if (!parse_int(value, ints[i].lo, ints[i].hi, &x))
+                return kiln_set_error(KILN_ERR_INVALID,
+                                      "tune option %s: '%s' is not an integer in %ld-%ld", key,
+                                      value, ints[i].lo, ints[i].hi);
+            *ints[i].dst = (int)x;
+            return KILN_OK;
+        }
+    if (!strcmp(key, "seed")) {
+        if (!parse_int(value, 0, 2147483647L, &x))
+            return kiln_set_error(KILN_ERR_INVALID, "tune option seed: '%s' is not an integer",
+                                  value);
+        o->seed = (uint64_t)x;
+        return KILN_OK;
+    }
+    if (!strcmp(key, "timeout")) {
+        char *end;
+        double t = strtod(value, &end);
+        if (!*value || *end || !(t > 0 && t <= 3600))
+            return kiln_set_error(KILN_ERR_INVALID,
+                                  "tune option timeout: '%s' is not a number of seconds in "
+                                  "(0, 3600]",
+                                  value);
+        o->timeout = t;
+        return KILN_OK;
+    }
+    if (!strcmp(key, "tuner")) {
+        for (int i = 0; i < 4; i++)
+            if (!strcmp(value, TUNERS[i])) {
+                o->tuner = i;
+                return KILN_OK;
+            }
+        return kiln_set_error(KILN_ERR_INVALID,
+                              "tune option tuner: '%s' is not xgb, ga, random or grid", value);
+    }
+    if (!strcmp(key, "test-fault")) {
+        int crash = !strncmp(value, "crash:", 6), hang = !strncmp(value, "hang:", 5);
+        if ((!crash && !hang) || !parse_int(strchr(value, ':') + 1, 1, 1000000, &x))
+            return kiln_set_error(KILN_ERR_INVALID,
+                                  "tune option test-fault: '%s' is not crash:N or hang:N", value);
+        o->fault = crash ? 1 : 2;
+        o->fault_at = (int)x;
+        return KILN_OK;
+    }
+    return kiln_set_error(KILN_ERR_INVALID,
+                          "unknown tune option '%s' (known: output, tuning-records, trials, "
+                          "early-stopping, tuner, timeout, tasks, jobs, repeat, seed, log-plot)",
+                          key);
+}
+
+kiln_status kiln_tune_options_set_log(kiln_tune_options *o, kiln_tune_log_fn fn, void *user) {
+    if (!o)
+        return kiln_set_error(KILN_ERR_INVALID, "tune options: NULL");
+    o->log = fn;
+    o->log_user = user;
+    return KILN_OK;
+}
+
+/* ---- the run's state ---------------------------------------------------------------- */
+
+#define MAX_VISITED 100000
+
+typedef struct {
+    int idx; /* the driver task */
+    const driver_task *dt;
+    te_space space;
+    double npoints; /* the space's size */
+    double flops;   /* one call's */
+    double weight;  /* flops times the kernels sharing it */
+    int tune;       /* selected and more than one point */
+    double def_cost, best_cost; /* seconds; 0: not measured */
+    te_config best;
+    int measured; /* measurements counted against the trials, resumed ones too */
+    uint64_t *visited;
+    int nvisited;
+    float *feat, *score; /* the model's training points */
+    int npts;
+    tune_curve curve;
+} task_t;
+
+typedef struct {
+    const kiln_tune_options *o;
+    driver_session *S;
+    const char *target;
+    driver_records *R;
+    FILE *out;
+    tune_builder builder;
+    tune_runner runner;
+    uint64_t rng;
+    double t0;
+    int ntasks;
+    task_t *tasks;
+} run_t;
+
+static void say(const run_t *r, int level, const char *fmt, ...) KILN_PRINTF(3, 4);
+static void say(const run_t *r, int level, const char *fmt, ...) {
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (r->o->log)
+        r->o->log(r->o->log_user, level, line);
+    else
+        fprintf(stderr, "%s%s", line, level ? "\n" : "\r");
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rnd(run_t *r) {
+    r->rng ^= r->rng << 13;
+    r->rng ^= r->rng >> 7;
+    r->rng ^= r->rng << 17;
+    return r->rng;
+}
+
+static double rnd01(run_t *r) {
+    return (double)(rnd(r) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* ---- configs as index vectors -------------------------------------------------------- */
+
+static void to_config(const te_space *sp, const int *ix, te_config *c) {
+    c->n = sp->n;
+    for (int k = 0; k < sp->n; k++) {
+        snprintf(c->name[k], TE_KNOB_NAME, "%s", sp->k[k].name);
+        c->v[k] = sp->k[k].cand[ix[k]];
+    }
+}
+
+/* The index vector of c in sp; 0 if c has a value sp does not offer. */
+static int to_index(const te_space *sp, const te_config *c, int *ix) {
+    for (int k = 0; k < sp->n; k++) {
+        int64_t v = te_config_get(c, sp->k[k].name, sp->k[k].def);
+        ix[k] = -1;
+        for (int j = 0; j < sp->k[k].n; j++)
+            if (sp->k[k].cand[j] == v)
+                ix[k] = j;
+        if (ix[k] < 0)
+            return 0;
+    }
+    return 1;
+}
+
+static uint64_t code_of(const te_space *sp, const int *ix) {
+    uint64_t h = 1469598103934665603ull;
+    for (int k = 0; k < sp->n; k++)
+        h = (h ^ (uint64_t)(ix[k] + 1)) * 1099511628211ull;
+    return h;
+}
+
+static int visited(const task_t *t, uint64_t code) {
+    for (int i = 0; i < t->nvisited; i++)
+        if (t->visited[i] == code)
+            return 1;
+    return 0;
+}
+
+static void visit(task_t *t, uint64_t code) {
+    if (t->nvisited < MAX_VISITED && !visited(t, code))
+        t->visited[t->nvisited++] = code;
+}
+
+static void features(const te_space *sp, const int *ix, float *f) {
+    for (int k = 0; k < sp->n; k++)
+        f[k] = (float)sp->k[k].cand[ix[k]];
+}
+
+/* A training point: score is the speed relative to the default (0 for a
+ * failed candidate). */
+static void add_point(task_t *t, const int *ix, double score) {
+    int nf = t->space.n ? t->space.n : 1;
+    float *nfeat = realloc(t->feat, sizeof(float) * (size_t)(t->npts + 1) * (size_t)nf);
+    if (nfeat)
+        t->feat = nfeat;
+    float *nscore = nfeat ? realloc(t->score, sizeof(float) * (size_t)(t->npts + 1)) : NULL;
+    if (!nscore)
+        return;
+    t->score = nscore;
+    features(&t->space, ix, t->feat + (size_t)t->npts * (size_t)nf);
+    t->score[t->npts++] = (float)score;
+}
+
+/* ---- search -------------------------------------------------------------------------- */
+
+static void random_point(run_t *r, const te_space *sp, int *ix) {
+    for (int k = 0; k < sp->n; k++)
+        ix[k] = (int)(rnd(r) % (uint64_t)sp->k[k].n);
+}
+
+/* Up to `want` unvisited points into out (rows of TE_KNOB_MAX); returns
+ * how many. Grid walks the space in order; random samples it; ga breeds
+ * the best measured points; xgb anneals on the cost model's predictions,
+ * a point in ten (and every point until the model has data) random. */
+typedef struct {
+    int ix[TE_KNOB_MAX];
+    float pred;
+    uint64_t code;
+} cand_t;
+
+static int taken(const cand_t *c, int n, uint64_t code) {
+    for (int i = 0; i < n; i++)
+        if (c[i].code == code)
+            return 1;
+    return 0;
+}
+
+static int propose_random(run_t *r, task_t *t, int want, cand_t *out, int have) {
+    for (int tries = 0; have < want && tries < 200 * want; tries++) {
+        cand_t c;
+        random_point(r, &t->space, c.ix);
+        c.code = code_of(&t->space, c.ix);
+        if (!visited(t, c.code) && !taken(out, have, c.code))
+            out[have++] = c;
+    }
+    return have;
+}
+
+static int propose_grid(task_t *t, int want, cand_t *out) {
+    int have = 0, ix[TE_KNOB_MAX] = {0};
+    for (double step = 0; have < want && step < t->npoints && step < 1e7; step++) {
+        uint64_t code = code_of(&t->space, ix);
+        if (!visited(t, code) && !taken(out, have, code)) {
+            memcpy(out[have].ix, ix, sizeof ix);
+            out[have++].code = code;
+        }
+        for (int k = t->space.n - 1; k >= 0; k--) { /* the next point, last knob fastest */
+            if (++ix[k] < t->space.k[k].n)
+                break;
+            ix[k] = 0;
+        }
+    }
+    return have;
+}
+
+/* The measured points, best first (index into t->feat rows). */
+static int by_score_desc(const void *a, const void *b) {
+    const float *x = a, *y = b;
+    return (x[0] < y[0]) - (x[0] > y[0]);
+}
+
+static int best_points(const task_t *t, int n, int *rows) {
+    float(*pairs)[2] = malloc(sizeof *pairs * (size_t)(t->npts ? t->npts : 1));
+    if (!pairs)
+        return 0;
+    for (int i = 0; i < t->npts; i++) {
+        pairs[i][0] = t->score[i];
+        pairs[i][1] = (float)i;
+    }
+    qsort(pairs, (size_t)t->npts, sizeof *pairs, by_score_desc);
+    int k = 0;
+    for (; k < n && k < t->npts && pairs[k][0] > 0; k++)
+        rows[k] = (int)pairs[k][1];
+    free(pairs);
+    return k;
+}
+
+static void row_index(const task_t *t, int row, int *ix) {
+    te_config c;
+    c.n = t->space.n;
+    for (int k = 0; k < t->space.n; k++) {
+        snprintf(c.name[k], TE_KNOB_NAME, "%s", t->space.k[k].name);
+        c.v[k] = (int64_t)t->feat[(size_t)row * (size_t)t->space.n + (size_t)k];
+    }
+    if (!to_index(&t->space, &c, ix))
+        memset(ix, 0, sizeof(int) * (size_t)t->space.n);
+}
+
+static int propose_ga(run_t *r, task_t *t, int want, cand_t *out) {
+    int rows[16], np = best_points(t, 16, rows), have = 0;
+    for (int tries = 0; np >= 2 && have < want && tries < 200 * want; tries++) {
+        int a[TE_KNOB_MAX], b[TE_KNOB_MAX];
+        row_index(t, rows[rnd(r) % (uint64_t)np], a);
+        row_index(t, rows[rnd(r) % (uint64_t)np], b);
+        cand_t c;
+        for (int k = 0; k < t->space.n; k++) {
+            c.ix[k] = rnd(r) & 1 ? a[k] : b[k];
+            if (rnd01(r) < 0.15) /* mutation */
+                c.ix[k] = (int)(rnd(r) % (uint64_t)t->space.k[k].n);
+        }
+        c.code = code_of(&t->space, c.ix);
+        if (!visited(t, c.code) && !taken(out, have, c.code))
+            out[have++] = c;
+    }
+    return propose_random(r, t, want, out, have);
+}
+
+static void neighbour(run_t *r, const te_space *sp, const int *from, int *to) {
+    memcpy(to, from, sizeof(int) * (size_t)sp->n);
+    int k = (int)(rnd(r) % (uint64_t)sp->n);
+    if (sp->k[k].n < 2)
+        return;
+    if (rnd(r) & 1) { /* an adjacent value, or any */
+        int d = rnd(r) & 1 ? 1 : -1;
+        to[k] = from[k] + d < 0 || from[k] + d >= sp->k[k].n ? from[k] - d : from[k] + d;
+    } else {
+        to[k] = (int)(rnd(r) % (uint64_t)sp->k[k].n);
+    }
+}
+
+static int by_pred_desc(const void *a, const void *b) {
+    const cand_t *x = a, *y = b;
+    return (x->pred < y->pred) - (x->pred > y->pred);
+}
+
+#define SA_CHAINS 64
+#define SA_STEPS 60
+#define SA_KEEP 256
+
+static int propose_sa(run_t *r, task_t *t, tune_model *m, int want, cand_t *out) {
+    if (t->npts < 8 || !m)
+        return propose_random(r, t, want, out, 0);
+    tune_model_fit(m, t->npts, t->feat, t->score);
+    int nf = t->space.n;
+    cand_t chains[SA_CHAINS], keep[SA_KEEP];
+    int nkeep = 0, rows[SA_CHAINS], nb = best_points(t, SA_CHAINS / 2, rows);
+    float f[TE_KNOB_MAX];
+    for (int c = 0; c < SA_CHAINS; c++) {
+        if (c < nb)
+            row_index(t, rows[c], chains[c].ix);
+        else
+            random_point(r, &t->space, chains[c].ix);
+        features(&t->space, chains[c].ix, f);
+        tune_model_predict(m, 1, f, &chains[c].pred);
+    }
+    for (int step = 0; step < SA_STEPS; step++) {
+        double temp = 0.2 * (1.0 - (double)step / SA_STEPS) + 1e-3;
+        cand_t next[SA_CHAINS];
+        float feats[SA_CHAINS * TE_KNOB_MAX], preds[SA_CHAINS];
+        for (int c = 0; c < SA_CHAINS; c++) {
+            neighbour(r, &t->space, chains[c].ix, next[c].ix);
+            features(&t->space, next[c].ix, feats + c * nf);
+        }
+        tune_model_predict(m, SA_CHAINS, feats, preds);
+        for (int c = 0; c < SA_CHAINS; c++) {
+            next[c].pred = preds[c];
+            next[c].code = code_of(&t->space, next[c].ix);
+            if (preds[c] >= chains[c].pred || rnd01(r) < exp((preds[c] - chains[c].pred) / temp))
+                chains[c] = next[c];
+            /* the best unvisited points seen, kept sorted */
+            if (!visited(t, next[c].code) && !taken(keep, nkeep, next[c].code)) {
+                if (nkeep < SA_KEEP)
+                    keep[nkeep++] = next[c];
+                else if (next[c].pred > keep[SA_KEEP - 1].pred)
+                    keep[SA_KEEP - 1] = next[c];
+                qsort(keep, (size_t)nkeep, sizeof keep[0], by_pred_desc);
+            }
+        }
+    }
+    int have = 0;
+    for (int i = 0; i < nkeep && have < want; i++)
+        if (rnd01(r) >= 0.1) /* epsilon-greedy: a tenth of the batch random */
+            out[have++] = keep[i];
+    return propose_random(r, t, want, out, have);
+}
+
+/* ---- building and measuring one batch ---------------------------------------------- */
+
+#define KERNEL_NAME "tune_kernel"
+
+/* The task's kernel under cfg, rendered to C (malloc'd) in ctx; NULL with
+ * *err REC_INVALID_CONFIG or REC_COMPILE_ERROR and msg. */
+static char *lower_candidate(run_t *r, task_t *t, const te_config *cfg, int *err, char *msg,
+                             size_t cap) {
+    kiln_ctx *ctx = kiln_ctx_new();
+    te_knobs kn = {NULL, cfg, 0};
+    char *src = NULL;
+    tir_func *f = ctx ? driver_session_lower(r->S, t->idx, ctx, &kn, KERNEL_NAME) : NULL;
+    if (!f) {
+        *err = REC_COMPILE_ERROR;
+        snprintf(msg, cap, "lowering: %s", kiln_last_error());
+    } else if (kn.invalid) {
+        *err = REC_INVALID_CONFIG;
+        snprintf(msg, cap, "the schedule refuses these values together");
+    } else if (!(src = codegen_render_c(1, f))) {
+        *err = REC_COMPILE_ERROR;
+        snprintf(msg, cap, "rendering C: %s", kiln_last_error());
+    }
+    kiln_ctx_free(ctx);
+    return src;
+}
+
+static void write_record(run_t *r, const task_t *t, const te_config *cfg, const tune_result *res,
+                         double build_s) {
+    driver_record rec;
+    memset(&rec, 0, sizeof rec);
+    rec.target = r->target;
+    memcpy(rec.key, t->dt->key, 32);
+    rec.cfg = *cfg;
+    rec.error = res->error;
+    rec.cost = res->error == REC_OK ? driver_cost_median(res->costs, res->ncosts) : -1;
+    kstr line;
+    kstr_init(&line);
+    driver_record_write(&line, &rec, t->dt->ops, t->dt->shape, res->costs,
+                        res->error == REC_OK ? res->ncosts : 0, build_s, (double)time(NULL));
+    if (r->out) {
+        fputs(line.buf, r->out);
+        fflush(r->out);
+    }
+    kstr_free(&line);
+    driver_records_add(r->R, &rec);
+}
+
+static double result_cost(const tune_result *res) {
+    return driver_cost_median(res->costs, res->ncosts);
+}
+
+static double gflops(const task_t *t, double cost) {
+    return cost > 0 ? t->flops / cost * 1e-9 : 0;
+}
+
+/* Build and measure n candidates of t (index vectors); returns the
+ * measurements counted against the trials. */
+static int measure_batch(run_t *r, task_t *t, const tir_param *params, int nargs, cand_t *c,
+                         int n) {
+    char *src[64] = {0}, *so[64] = {0}, *dir[64] = {0}, msgs[64][256];
+    const char *names[64];
+    te_config cfg[64];
+    int err[64];
+    double tb = now_s();
+    for (int i = 0; i < n; i++) {
+        to_config(&t->space, c[i].ix, &cfg[i]);
+        visit(t, c[i].code);
+        err[i] = REC_OK;
+        names[i] = KERNEL_NAME;
+        src[i] = lower_candidate(r, t, &cfg[i], &err[i], msgs[i], sizeof msgs[i]);
+    }
+    r->builder.build(&r->builder, n, src, names, so, dir, msgs);
+    double build_s = (now_s() - tb) / (n ? n : 1);
+    int counted = 0;
+    for (int i = 0; i < n; i++) {
+        tune_result res;
+        memset(&res, 0, sizeof res);
+        if (err[i] != REC_OK) {
+            res.error = err[i];
+        } else if (!so[i]) {
+            res.error = REC_COMPILE_ERROR;
+            snprintf(res.msg, sizeof res.msg, "%s", msgs[i]);
+        } else {
+            tune_kernel k = {so[i], KERNEL_NAME, nargs, t->dt->nout, params};
+            r->runner.run(&r->runner, &k, &res);
+        }
+        write_record(r, t, &cfg[i], &res, build_s);
+        if (res.error == REC_INVALID_CONFIG)
+            continue; /* never built: not a trial */
+        counted++;
+        t->measured++;
+        double cost = result_cost(&res);
+        add_point(t, c[i].ix, res.error == REC_OK && cost > 0 ? t->def_cost / cost : 0);
+        if (res.error == REC_OK && cost > 0 && cost < t->best_cost) {
+            t->best_cost = cost;
+            t->best = cfg[i];
+        }
+        if (res.error != REC_OK && res.error != REC_WRONG_ANSWER)
+            say(r, 1, "  candidate failed (error %d): %s", res.error, res.msg);
+        else if (res.error == REC_WRONG_ANSWER)
+            say(r, 1, "  candidate rejected, wrong outputs: %s", res.msg);
+        double *ng = realloc(t->curve.gflops, sizeof(double) * (size_t)(t->curve.n + 1));
+        if (ng) {
+            t->curve.gflops = ng;
+            ng[t->curve.n++] = gflops(t, t->best_cost);
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        free(src[i]);
+        free(so[i]);
+        if (dir[i])
+            driver_remove_dir(dir[i]);
+        free(dir[i]);
+    }
+    return counted;
+}
+
+/* ---- one task ---------------------------------------------------------------------------- */
+
+static kiln_status tune_task(run_t *r, task_t *t, int number, int total, tune_model *m) {
+    const kiln_tune_options *o = r->o;
+    kiln_ctx *ctx = kiln_ctx_new();
+    te_config def;
+    def.n = 0;
+    int ix[TE_KNOB_MAX] = {0};
+    to_config(&t->space, ix, &def); /* every knob's first candidate is its default */
+    te_knobs kn = {NULL, &def, 0};
+    tir_func *f = ctx ? driver_session_lower(r->S, t->idx, ctx, &kn, KERNEL_NAME) : NULL;
+    char *src = f ? codegen_render_c(1, f) : NULL, *so = NULL, *dir = NULL, msg[256] = "";
+    const char *name = KERNEL_NAME;
+    kiln_status st = KILN_OK;
+    if (!src) {
+        say(r, 1, "[Task %d/%d] skipped: the default kernel does not lower: %s", number, total,
+            kiln_last_error());
+        kiln_ctx_free(ctx);
+        return KILN_OK;
+    }
+    r->builder.build(&r->builder, 1, &src, &name, &so, &dir, (char(*)[256])msg);
+    tune_result res;
+    memset(&res, 0, sizeof res);
+    tune_kernel k = {so, KERNEL_NAME, f->nparams, t->dt->nout, f->params};
+    if (!so || r->runner.begin_task(&r->runner, &k, &res) != KILN_OK) {
+        say(r, 1, "[Task %d/%d] skipped: the default kernel %s: %s", number, total,
+            so ? "fails" : "does not build", so ? kiln_last_error() : msg);
+        goto done;
+    }
+    t->def_cost = t->best_cost = result_cost(&res);
+    t->best = def;
+    if (!driver_records_has(r->R, t->dt->key, &def))
+        write_record(r, t, &def, &res, 0);
+    t->measured++;
+    add_point(t, ix, 1.0);
+    visit(t, code_of(&t->space, ix));
+    /* resume: what the records hold for this task counts, and is known */
+    for (int i = 0; i < r->R->n; i++) {
+        const driver_record *rec = &r->R->r[i];
+        int rx[TE_KNOB_MAX];
+        if (memcmp(rec->key, t->dt->key, 32) || !to_index(&t->space, &rec->cfg, rx) ||
+            driver_config_equal(&rec->cfg, &def))
+            continue;
+        uint64_t code = code_of(&t->space, rx);
+        if (visited(t, code))
+            continue;
+        visit(t, code);
+        if (rec->error == REC_INVALID_CONFIG)
+            continue;
+        t->measured++;
+        add_point(t, rx, rec->error == REC_OK && rec->cost > 0 ? t->def_cost / rec->cost : 0);
+        if (rec->error == REC_OK && rec->cost > 0 && rec->cost < t->best_cost) {
+            t->best_cost = rec->cost;
+            t->best = rec->cfg;
+        }
+    }
+    int since_best = 0, batch = o->jobs * 4 > 64 ? 64 : o->jobs * 4;
+    double last_best = t->best_cost, tt = now_s();
+    while (t->measured < o->trials && (double)t->nvisited < t->npoints) {
+        cand_t c[64];
+        int want = o->trials - t->measured < batch ? o->trials - t->measured : batch;
+        int n = o->tuner == TUNER_GRID     ? propose_grid(t, want, c)
+                : o->tuner == TUNER_RANDOM ? propose_random(r, t, want, c, 0)
+                : o->tuner == TUNER_GA     ? propose_ga(r, t, want, c)
+                                           : propose_sa(r, t, m, want, c);
+        if (n == 0)
+            break; /* the space is spent */
+        int done = measure_batch(r, t, f->params, f->nparams, c, n);
+        double cur = 0;
+        for (int i = t->npts - done; i < t->npts; i++)
+            cur = t->score[i] > cur ? t->score[i] : cur;
+        say(r, 0, "[Task %2d/%2d] Current/Best: %7.1f/%7.1f GFLOPS | Progress: (%d/%d) | %.0f s",
+            number, total, gflops(t, cur > 0 ? t->def_cost / cur : 0), gflops(t, t->best_cost),
+            t->measured, o->trials, now_s() - tt);
+        if (t->best_cost < last_best) {
+            last_best = t->best_cost;
+            since_best = 0;
+        } else {
+            since_best += done;
+        }
+        if (o->early && since_best >= o->early) {
+            say(r, 1, "[Task %2d/%2d] early stop: %d measurements without a better one", number,
+                total, since_best);
+            break;
+        }
+    }
+    say(r, 1, "[Task %2d/%2d] %-44.44s default %8.1f us, best %8.1f us (%.2fx) | %d measured",
+        number, total, t->dt->ops, t->def_cost * 1e6, t->best_cost * 1e6,
+        t->best_cost > 0 ? t->def_cost / t->best_cost : 0, t->measured);
+done:
+    r->runner.end_task(&r->runner);
+    free(src);
+    free(so);
+    if (dir)
+        driver_remove_dir(dir);
+    free(dir);
+    kiln_ctx_free(ctx);
+    return st;
+}
+
+/* ---- the run ------------------------------------------------------------------------------ */
+
+/* 1 if task t (1-based number) is in the --tasks list (or there is none). */
+static int selected(const char *list, int number, const driver_task *dt) {
+    if (!list)
+        return 1;
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char item[128];
+        snprintf(item, sizeof item, "%.*s", (int)(len < 127 ? len : 127), p);
+        char *end;
+        long v = strtol(item, &end, 10);
+        if ((*item && !*end && v == number) || (!(*item && !*end) && strstr(dt->ops, item)))
+            return 1;
+        p = e ? e + 1 : p + len;
+    }
+    return 0;
+}
+
+static int by_weight_desc(const void *a, const void *b) {
+    const task_t *x = a, *y = b;
+    return (x->weight < y->weight) - (x->weight > y->weight);
+}
+
+/* Each task's space and FLOPs, from one recording lowering. */
+static kiln_status make_tasks(run_t *r) {
+    const driver_task *dts;
+    int n = driver_session_tasks(r->S, &dts);
+    r->tasks = kiln_calloc((size_t)(n ? n : 1), sizeof(task_t));
+    if (!r->tasks)
+        return KILN_ERR_NOMEM;
+    for (int i = 0; i < n; i++) {
+        task_t *t = &r->tasks[r->ntasks];
+        kiln_ctx *ctx = kiln_ctx_new();
+        te_knobs kn = {&t->space, NULL, 0};
+        tir_func *f = ctx ? driver_session_lower(r->S, i, ctx, &kn, KERNEL_NAME) : NULL;
+        if (!f) {
+            kiln_ctx_free(ctx);
+            return KILN_ERR_INVALID; /* a build would fail the same way */
+        }
+        tir_count fl;
+        tir_func_flops(f, &fl);
+        t->idx = i;
+        t->dt = &dts[i];
+        t->flops = fl.known && !fl.expr[0] ? (double)fl.value : 0;
+        t->weight = t->flops * dts[i].count;
+        t->npoints = 1;
+        for (int k = 0; k < t->space.n; k++)
+            t->npoints *= t->space.k[k].n;
+        /* a kernel with symbolic sizes cannot be measured alone */
+        t->tune = t->npoints > 1 && f->nvars == 0;
+        kiln_ctx_free(ctx);
+        r->ntasks++;
+    }
+    qsort(r->tasks, (size_t)r->ntasks, sizeof(task_t), by_weight_desc);
+    return KILN_OK;
+}
+
+static void summary(run_t *r, int ntuned) {
+    double def = 0, best = 0, total_flops = 0;
+    for (int i = 0; i < r->ntasks; i++)
+        total_flops += r->tasks[i].weight;
+    say(r, 1, "%s", "");
+    say(r, 1, "%-4s %-44s %6s %6s %10s %10s %7s", "task", "ops", "kernels", "flops%", "default us",
+        "best us", "gain");
+    for (int i = 0, num = 0; i < r->ntasks; i++) {
+        const task_t *t = &r->tasks[i];
+        if (!t->tune)
+            continue;
+        num++;
+        if (t->def_cost <= 0)
+            continue;
+        def += t->def_cost * t->dt->count;
+        best += t->best_cost * t->dt->count;
+        say(r, 1, "%-4d %-44.44s %6d %5.1f%% %10.1f %10.1f %6.2fx", num, t->dt->ops, t->dt->count,
+            total_flops > 0 ? 100 * t->weight / total_flops : 0, t->def_cost * 1e6,
+            t->best_cost * 1e6, t->def_cost / t->best_cost);
+    }
+    say(r, 1,
+        "estimated time of the %d tuned tasks' kernels: default %.3f ms, tuned %.3f ms (%.2fx); "
+        "%.0f s",
+        ntuned, def * 1e3, best * 1e3, best > 0 ? def / best : 0, now_s() - r->t0);
+}
+
+kiln_status kiln_graph_tune(kiln_graph *g, const kiln_build_options *build,
+                            const kiln_tune_options *o) {
+    if (!g || !o)
+        return kiln_set_error(KILN_ERR_INVALID, "tune: NULL argument");
+    if (!o->output)
+        return kiln_set_error(KILN_ERR_INVALID, "tune: no output records file given");
+    run_t r;
+    memset(&r, 0, sizeof r);
+    r.o = o;
+    r.t0 = now_s();
+    r.rng = o->seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+    kiln_status st = KILN_OK;
+    tune_model *model = NULL;
+    if (!(r.S = driver_session_open(g, build)))
+        return KILN_ERR_INVALID;
+    const kiln_target *target = driver_session_target(r.S);
+    char rec_target[1200];
+    driver_records_target(target, rec_target, sizeof rec_target);
+    r.target = rec_target;
+    /* what is known already: the output file (resume), then --tuning-records */
+    if (!(r.R = driver_records_load(o->output, r.target, 1))) {
+        st = KILN_ERR_IO;
+        goto done;
+    }
+    int bad = r.R->bad, other = r.R->other_target;
+    if (o->records) {
+        driver_records *more = driver_records_load(o->records, r.target, 0);
+        if (!more) {
+            st = KILN_ERR_IO;
+            goto done;
+        }
+        for (int i = 0; i < more->n && st == KILN_OK; i++)
+            st = driver_records_add(r.R, &more->r[i]);
+        bad += more->bad;
+        other += more->other_target;
+        driver_records_free(more);
+        if (st != KILN_OK)
+            goto done;
+    }
+    if (bad)
+        say(&r, 1, "warning: %d malformed record lines skipped (the first in %s: line %d)", bad,
+            r.R->bad ? o->output : o->records, r.R->first_bad);
+    if (other)
+        say(&r, 1, "note: %d records for other targets ignored (this one: %s)", other, r.target);
+    if (r.R->n)
+        say(&r, 1, "resuming from %d records for this target", r.R->n);
+    if (!(r.out = fopen(o->output, "a"))) {
+        st = kiln_set_error(KILN_ERR_IO, "%s: cannot append the tuning records", o->output);
+        goto done;
+    }
+    if ((st = make_tasks(&r)) != KILN_OK)
+        goto done;
+    codegen_toolchain tc = codegen_target_toolchain(target);
+    tc.cache = 0; /* thousands of one-off kernels: not for the kernel cache */
+    tune_local_builder(&r.builder, &tc, o->jobs);
+    tune_local_runner(&r.runner, o->timeout, o->repeat);
+    r.runner.fault = o->fault;
+    r.runner.fault_at = o->fault_at;
+    /* the task list */
+    double total_flops = 0;
+    int ntune = 0;
+    for (int i = 0; i < r.ntasks; i++) {
+        total_flops += r.tasks[i].weight;
+        r.tasks[i].tune = r.tasks[i].tune && selected(o->tasks, ntune + 1, r.tasks[i].dt);
+        ntune += r.tasks[i].tune || (r.tasks[i].npoints > 1 && !selected(o->tasks, 0, NULL));
+    }
+    say(&r, 1, "kiln tune: %d tasks for %s; the tuned ones, heaviest first:", r.ntasks, r.target);
+    for (int i = 0, num = 0; i < r.ntasks; i++) {
+        task_t *t = &r.tasks[i];
+        if (t->npoints <= 1)
+            continue;
+        num++;
+        say(&r, 1, "  %3d %c %-52.52s %-18.18s x%-3d %5.1f%% of FLOPs, %.0f points", num,
+            t->tune ? ' ' : '-', t->dt->ops, t->dt->shape, t->dt->count,
+            total_flops > 0 ? 100 * t->weight / total_flops : 0, t->npoints);
+        snprintf(t->curve.label, sizeof t->curve.label, "%d %.80s", num, t->dt->ops);
+    }
+    int untuned = 0;
+    for (int i = 0; i < r.ntasks; i++)
+        untuned += r.tasks[i].npoints <= 1;
+    say(&r, 1, "  (%d more tasks have no knobs: their default is the only schedule)", untuned);
+    if (o->tuner == TUNER_XGB)
+        say(&r, 1, "cost model: %s",
+            tune_model_has_xgboost() ? "xgboost"
+                                     : "nearest-neighbour (this build has no XGBoost)");
+    else
+        say(&r, 1, "search: %s, no cost model", TUNERS[o->tuner]);
+    int number = 0, total = 0;
+    for (int i = 0; i < r.ntasks; i++)
+        total += r.tasks[i].tune;
+    for (int i = 0; i < r.ntasks && st == KILN_OK; i++) {
+        task_t *t = &r.tasks[i];
+        if (!t->tune)
+            continue;
+        t->visited = kiln_calloc(MAX_VISITED, sizeof(uint64_t));
+        if (!t->visited) {
+            st = KILN_ERR_NOMEM;
+            break;
+        }
+        model = o->tuner == TUNER_XGB ? tune_model_new(t->space.n, 1) : NULL;
+        st = tune_task(&r, t, ++number, total, model);
+        tune_model_free(model);
+        model = NULL;
+    }
+    if (st == KILN_OK) {
+        summary(&r, total);
+        if (o->plot) {
+            tune_curve *cv = kiln_calloc((size_t)(r.ntasks ? r.ntasks : 1), sizeof *cv);
+            int nc = 0;
+            for (int i = 0; cv && i < r.ntasks; i++)
+                if (r.tasks[i].tune && r.tasks[i].curve.n)
+                    cv[nc++] = r.tasks[i].curve;
+            st = cv ? tune_write_svg(o->plot, nc, cv) : KILN_ERR_NOMEM;
+            if (st == KILN_OK)
+                say(&r, 1, "wrote %s", o->plot);
+            free(cv);
+        }
+    }
+done:
+    if (r.out && fclose(r.out) && st == KILN_OK)
+        st = kiln_set_error(KILN_ERR_IO, "%s: cannot write the tuning records", o->output);
+    for (int i = 0; i < r.ntasks; i++) {
+        free(r.tasks[i].visited);
+        free(r.tasks[i].feat);
+        free(r.tasks[i].score);
+        free(r.tasks[i].curve.gflops);
+    }
+    free(r.tasks);
+    driver_records_free(r.R);
+    driver_session_close(r.S);
+    return st;
+}
