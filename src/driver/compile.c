@@ -53,6 +53,7 @@ typedef struct {
     kiln_npz *params;
     int pcount, nbodies;
     driver_records *records; /* --tuning-records, or NULL */
+    driver_layout_knobs lk;  /* which apply them to AlterOpLayout's knobs */
     int ntuned;              /* distinct kernels built with a record's config */
 } build;
 
@@ -857,9 +858,10 @@ done:
 
 /* g typed, checked and through the pass pipeline for opts' target (B set
  * up with both); NULL with *st, target freed. The result is g itself or a
- * new graph. */
+ * new graph. lk answers AlterOpLayout's knobs (a tuning session's); with
+ * none, a build with tuning records has B's apply them (B->records). */
 static struct kiln_graph *prepare(kiln_graph *g, const kiln_build_options *opts, build *B,
-                                  kiln_status *st) {
+                                  kiln_status *st, driver_layout_knobs *lk) {
     int level = opts && opts->opt_level >= 0 ? opts->opt_level : 3;
     const char *disabled = opts ? opts->disabled : NULL;
     memset(B, 0, sizeof *B);
@@ -872,8 +874,23 @@ static struct kiln_graph *prepare(kiln_graph *g, const kiln_build_options *opts,
     }
     B->opts = opts;
     B->target = target;
-    B->env = (pass_env){target, opts ? opts->winograd : -1, 0, opts ? opts->progress : NULL,
-                        opts ? opts->progress_user : NULL};
+    B->env = (pass_env){target,
+                        opts ? opts->winograd : -1,
+                        0,
+                        opts ? opts->progress : NULL,
+                        opts ? opts->progress_user : NULL,
+                        lk ? &lk->base : NULL};
+    if (!lk && opts && opts->records) {
+        char rec_target[1200];
+        driver_records_target(target, rec_target, sizeof rec_target);
+        if (!(B->records = driver_records_load(opts->records, rec_target, 0))) {
+            *st = KILN_ERR_IO;
+            kiln_target_free(target);
+            return NULL;
+        }
+        driver_layout_knobs_init(&B->lk, DRIVER_LK_APPLY, B->records, NULL, 0);
+        B->env.knobs = &B->lk.base;
+    }
     B->level = level;
     B->fuse = level > 0 && !(opts && opts->no_fuse) && !(disabled && strstr(disabled, "FuseOps"));
     B->views = level > 0 && !(disabled && strstr(disabled, "ConcatViews"));
@@ -884,6 +901,8 @@ static struct kiln_graph *prepare(kiln_graph *g, const kiln_build_options *opts,
         if (pg && pg != g)
             kiln_graph_free(pg);
         kiln_target_free(target);
+        driver_records_free(B->records);
+        B->records = NULL;
         driver_progress(opts, "done", 0, 0, NULL);
         return NULL;
     }
@@ -899,7 +918,7 @@ kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
     struct kiln_graph *user = g;
     build B;
     kiln_status st;
-    if (!(g = prepare(user, opts, &B, &st)))
+    if (!(g = prepare(user, opts, &B, &st, NULL)))
         return st;
     kiln_target *target = (kiln_target *)B.target;
     B.ctx = kiln_ctx_new();
@@ -908,12 +927,6 @@ kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
     int nparts = 0;
     if (!B.ctx || !B.params) {
         st = KILN_ERR_NOMEM;
-        goto done;
-    }
-    char rec_target[1200];
-    driver_records_target(target, rec_target, sizeof rec_target);
-    if (opts && opts->records && !(B.records = driver_records_load(opts->records, rec_target, 0))) {
-        st = KILN_ERR_IO;
         goto done;
     }
     driver_progress(opts, "lower", 0, 0, NULL);
@@ -926,7 +939,10 @@ kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
     if (B.records) {
         char tn[320];
         int len = snprintf(tn, sizeof tn, "%d of %d distinct kernels tuned from %s", B.ntuned,
-                           B.nfuncs, opts->records);
+                           B.ngkeys, opts->records);
+        if (B.lk.applied && len > 0 && len < (int)sizeof tn)
+            len += snprintf(tn + len, sizeof tn - (size_t)len, "; %d calls' layout choices",
+                            B.lk.applied);
         if (B.records->other_target && len > 0 && len < (int)sizeof tn)
             len += snprintf(tn + len, sizeof tn - (size_t)len,
                             "; %d records for other targets ignored", B.records->other_target);
@@ -934,7 +950,7 @@ kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
             snprintf(tn + len, sizeof tn - (size_t)len,
                      "; %d malformed lines skipped (the first: line %d)", B.records->bad,
                      B.records->first_bad);
-        driver_progress(opts, "tuning records", B.ntuned, B.nfuncs, tn);
+        driver_progress(opts, "tuning records", B.ntuned, B.ngkeys, tn);
     }
     driver_progress(opts, "render", 0, 0, NULL);
     /* A model's kernels compile as one translation unit per core, in
@@ -1010,7 +1026,8 @@ void driver_session_close(driver_session *S) {
     free(S);
 }
 
-driver_session *driver_session_open(kiln_graph *g, const kiln_build_options *opts) {
+driver_session *driver_session_open(kiln_graph *g, const kiln_build_options *opts,
+                                    driver_layout_knobs *lk) {
     if (!g || g->nout < 1) {
         kiln_set_error(KILN_ERR_INVALID, "tune: %s", g ? "the graph has no outputs" : "NULL graph");
         return NULL;
@@ -1020,7 +1037,7 @@ driver_session *driver_session_open(kiln_graph *g, const kiln_build_options *opt
     if (!S)
         return NULL;
     S->user = g;
-    if (!(S->g = prepare(g, opts, &S->B, &st))) {
+    if (!(S->g = prepare(g, opts, &S->B, &st, lk))) {
         free(S);
         return NULL;
     }
@@ -1047,6 +1064,9 @@ driver_session *driver_session_open(kiln_graph *g, const kiln_build_options *opt
             memcpy(T->key, key, 32);
             T->group = k;
             T->nout = on->type.is_tuple ? on->type.n : 1;
+            for (int i = 0; i < gr->nin && i < 64; i++)
+                if (S->g->nodes[gr->in[i]]->kind == GN_CONST)
+                    T->consts |= (uint64_t)1 << i;
             for (int m = 0; m < gr->nmembers; m++) {
                 size_t len = strlen(T->ops);
                 snprintf(T->ops + len, sizeof T->ops - len, "%s%s", m ? "+" : "",
@@ -1063,6 +1083,25 @@ driver_session *driver_session_open(kiln_graph *g, const kiln_build_options *opt
         T->count++;
     }
     return S;
+}
+
+int driver_session_task_of(const driver_session *S, const char *name) {
+    if (!name || !*name)
+        return -1;
+    for (int t = 0; t < S->ntasks; t++)
+        for (int k = 0; k < S->P.ngroups; k++) {
+            const group_t *gr = &S->P.groups[k];
+            unsigned char key[32];
+            int named = 0;
+            for (int m = 0; m < gr->nmembers && !named; m++) {
+                const char *nm = S->g->nodes[gr->members[m]]->name;
+                named = nm && !strcmp(nm, name);
+            }
+            if (named && driver_group_key(S->g, gr->members, gr->nmembers, gr->in, gr->nin, key) &&
+                !memcmp(key, S->tasks[t].key, 32))
+                return t;
+        }
+    return -1;
 }
 
 int driver_session_tasks(const driver_session *S, const driver_task **tasks) {

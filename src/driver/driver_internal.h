@@ -4,9 +4,11 @@
 #define KILN_DRIVER_INTERNAL_H
 
 #include "../codegen/codegen.h"
+#include "../graph/graph.h"
 #include "../target/target.h"
 #include "../te/te_internal.h"
 #include "kiln/schedule.h"
+#include "tune_records.h"
 
 struct kiln_graph;
 
@@ -64,6 +66,33 @@ KILN_HIDDEN kiln_status driver_default_schedule(kiln_schedule *s, int nout, kiln
                                                 kiln_tensor *anchor, int naive,
                                                 const kiln_target *target);
 
+/* ---- layout knobs (layout_knobs.c; docs/tuning.md) ---------------------------
+ * What AlterOpLayout's hooks ask (layout_knobs, graph.h) answered for a
+ * build or a tuning session: record each knob once per layout key (the
+ * call's own key) with its default and legal values, apply the best
+ * record for the key, or force one value wherever it is legal. */
+enum { DRIVER_LK_RECORD, DRIVER_LK_APPLY, DRIVER_LK_FORCE };
+typedef struct {
+    unsigned char key[32]; /* the call's layout key */
+    char call[160];        /* its node's name, which the rewritten call keeps */
+    char op[64];
+    te_knob knob; /* its name, default (first) and legal values */
+    int count;    /* calls with the key */
+} driver_layout_task;
+typedef struct {
+    layout_knobs base;
+    int mode;
+    const driver_records *records; /* apply */
+    char force_name[TE_KNOB_NAME]; /* force: this knob */
+    int64_t force;                 /* to this value */
+    int applied;                   /* apply: knobs a record set */
+    int ntasks, cap;               /* record */
+    driver_layout_task *tasks;
+} driver_layout_knobs;
+KILN_HIDDEN void driver_layout_knobs_init(driver_layout_knobs *k, int mode, const driver_records *R,
+                                          const char *force_name, int64_t force);
+KILN_HIDDEN void driver_layout_knobs_free(driver_layout_knobs *k);
+
 /* ---- tuning sessions (compile.c; docs/tuning.md) ----------------------------
  * A graph through the passes and grouped as a build would be, kept so that
  * the tuner can lower any group again under a config. A task is a
@@ -71,16 +100,21 @@ KILN_HIDDEN kiln_status driver_default_schedule(kiln_schedule *s, int nout, kiln
  * are not tuned). */
 typedef struct {
     unsigned char key[32];
-    int group;      /* the first group with the key */
-    int count;      /* the groups with the key */
-    int nout;       /* its outputs: the kernel's last nout arguments */
-    char ops[200];  /* its ops, "nn.contrib_conv2d_NCHWc+add+nn.relu" */
-    char shape[96]; /* its output's shape, "1x4x56x56x16" */
+    int group;       /* the first group with the key */
+    int count;       /* the groups with the key */
+    int nout;        /* its outputs: the kernel's last nout arguments */
+    uint64_t consts; /* bit i: input i (of the first 64) is a constant of the graph */
+    char ops[200];   /* its ops, "nn.contrib_conv2d_NCHWc+add+nn.relu" */
+    char shape[96];  /* its output's shape, "1x4x56x56x16" */
 } driver_task;
 typedef struct driver_session driver_session;
-/* NULL with an error (the graph's own: a bad shape, an unsupported op). */
-KILN_HIDDEN driver_session *driver_session_open(struct kiln_graph *g,
-                                                const kiln_build_options *opts);
+/* NULL with an error (the graph's own: a bad shape, an unsupported op).
+ * lk (or NULL) answers AlterOpLayout's knobs. */
+KILN_HIDDEN driver_session *
+driver_session_open(struct kiln_graph *g, const kiln_build_options *opts, driver_layout_knobs *lk);
+/* The group of the session's graph with a member named `name`: its task,
+ * or -1. */
+KILN_HIDDEN int driver_session_task_of(const driver_session *S, const char *name);
 KILN_HIDDEN void driver_session_close(driver_session *S);
 KILN_HIDDEN int driver_session_tasks(const driver_session *S, const driver_task **tasks);
 KILN_HIDDEN const kiln_target *driver_session_target(const driver_session *S);

@@ -90,8 +90,8 @@ int driver_records_add_line(driver_records *R, const char *line, size_t len, con
          json_len(cfg) <= TE_KNOB_MAX;
     for (int i = 0; ok && i < json_len(cfg); i++) {
         int64_t x;
-        ok = json_int(json_at(cfg, i), &x) && strlen(cfg->keys[i]) < TE_KNOB_NAME &&
-             cfg->keys[i][0];
+        ok =
+            json_int(json_at(cfg, i), &x) && strlen(cfg->keys[i]) < TE_KNOB_NAME && cfg->keys[i][0];
         if (ok) {
             snprintf(rec.cfg.name[rec.cfg.n], TE_KNOB_NAME, "%s", cfg->keys[i]);
             rec.cfg.v[rec.cfg.n++] = x;

@@ -58,7 +58,7 @@ KILN_HIDDEN int driver_records_add_line(driver_records *R, const char *line, siz
 KILN_HIDDEN kiln_status driver_records_add(driver_records *R, const driver_record *rec);
 /* The error-free record of least cost for `key`, or NULL. */
 KILN_HIDDEN const driver_record *driver_records_best(const driver_records *R,
-                                                    const unsigned char key[32]);
+                                                     const unsigned char key[32]);
 /* 1 if R has a record (any outcome) for key with exactly config c. */
 KILN_HIDDEN int driver_records_has(const driver_records *R, const unsigned char key[32],
                                    const te_config *c);

@@ -172,10 +172,20 @@ typedef enum {
 /* DenseNet-201's widest concatenation has 49 inputs */
 #define LAYOUT_MAX_IN 64
 
+/* The knobs of layout hooks (docs/tuning.md): a choice a hook makes for a
+ * call (the Winograd tile) is asked of `value` with its default and legal
+ * values, and the value to use comes back: the default, or what a tuning
+ * record or the tuner says. */
+typedef struct layout_knobs {
+    int64_t (*value)(struct layout_knobs *k, const struct gnode *call, const char *name,
+                     int64_t def, int n, const int64_t *cands);
+} layout_knobs;
+
 typedef struct {
     const kiln_target *target;
-    int winograd;     /* 3x3 convolutions: -1 the op decides, 0 never, 2 or 4 that tile */
-    const int *block; /* block[id]: the layout node id has now (0 NCHW, x NCHW[x]c) */
+    int winograd;        /* 3x3 convolutions: -1 the op decides, 0 never, 2 or 4 that tile */
+    const int *block;    /* block[id]: the layout node id has now (0 NCHW, x NCHW[x]c) */
+    layout_knobs *knobs; /* NULL: every knob at its default */
 } layout_query;
 
 /* One input of the replacement call: the call's input read in layout

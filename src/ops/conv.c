@@ -356,7 +356,11 @@ static int winograd_tile(const layout_query *q, const gnode *n, int64_t O, int64
         if (c < cost)
             cost = c, best = m;
     }
-    return best;
+    /* a tuning knob: the direct convolution or either tile */
+    static const int64_t tiles[3] = {0, 2, 4};
+    return q->knobs && !ot->dims[0].sym
+               ? (int)q->knobs->value(q->knobs, n, "conv.winograd", best, 3, tiles)
+               : best;
 }
 
 /* The rewrite into the blocked convolution `op`: its packed weight pw

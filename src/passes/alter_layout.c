@@ -274,6 +274,7 @@ struct kiln_graph *pass_alter_op_layout(struct kiln_graph *g, const pass_env *en
     alter A = {.g = g, .r = graph_new(g->ops)};
     A.q.target = env->target;
     A.q.winograd = env->winograd;
+    A.q.knobs = env->knobs;
     size_t n = (size_t)(g->n ? g->n : 1);
     A.map = malloc(sizeof(int) * n);
     A.blk = calloc(n, sizeof(int));

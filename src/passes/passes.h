@@ -13,6 +13,7 @@ typedef struct {
                          (0: the interpreter's cap, TE_EVAL_MAX_ELEMENTS) */
     kiln_build_progress_fn progress; /* told "pass NAME" as each pass starts; may be NULL */
     void *progress_user;
+    layout_knobs *knobs; /* AlterOpLayout's hooks' knobs (docs/tuning.md), or NULL */
 } pass_env;
 
 /* Returned by a rebuild callback (pass_manager.c): copy the node unchanged,

@@ -73,8 +73,8 @@ static void local_build(tune_builder *b, int n, char *const *sources, const char
                         char **sos, char **dirs, char (*msgs)[256]) {
     if (n < 1)
         return;
-    build_slot *slots = mmap(NULL, sizeof(build_slot) * (size_t)n,
-                             PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    build_slot *slots = mmap(NULL, sizeof(build_slot) * (size_t)n, PROT_READ | PROT_WRITE,
+                             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     for (int i = 0; i < n; i++) {
         sos[i] = dirs[i] = NULL;
         snprintf(msgs[i], 256, "not built");
@@ -163,6 +163,10 @@ typedef struct {
     size_t map_bytes;
 } local_state;
 
+/* At most this many copies of a kernel's weights (small weights then stay
+ * in the cache, as they may in a model) */
+#define COLD_COPIES_MAX 64
+
 static uint64_t next_rand(uint64_t *s) {
     *s ^= *s << 13;
     *s ^= *s >> 7;
@@ -222,8 +226,8 @@ static int outputs_agree(const tune_kernel *k, kiln_ndarray *const *arr, const u
                                       : !(fabs((double)a[j] - (double)r[j]) <= tol) &&
                                             !(isinf(r[j]) && a[j] == r[j]);
                 if (bad) {
-                    snprintf(msg, cap, "output %s[%zu] is %g, the default kernel's %g", p->name,
-                             j, (double)a[j], (double)r[j]);
+                    snprintf(msg, cap, "output %s[%zu] is %g, the default kernel's %g", p->name, j,
+                             (double)a[j], (double)r[j]);
                     return 0;
                 }
             }
@@ -251,10 +255,11 @@ static void child_run(const tune_runner *r, const tune_kernel *k, run_shared *sh
     kiln_function *f = m ? kiln_module_get_function(m, k->func) : NULL;
     kiln_ndarray *arr[256] = {0};
     res->error = REC_RUNTIME_ERROR;
-    if (!f || k->nargs > 256) {
+    if (!f || k->nargs > 256 || k->nargs < 1) {
         snprintf(res->msg, sizeof res->msg, "%s", f ? "too many arguments" : kiln_last_error());
         return;
     }
+    size_t wbytes = 0;
     for (int i = 0; i < k->nargs; i++) {
         int64_t shape[KILN_MAX_NDIM];
         for (int d = 0; d < k->params[i].ndim; d++)
@@ -264,7 +269,38 @@ static void child_run(const tune_runner *r, const tune_kernel *k, run_shared *sh
             return;
         }
         fill(arr[i], i);
+        if (i < 64 && k->consts >> i & 1)
+            wbytes += param_bytes(&k->params[i]);
     }
+    /* copies of the weights to rotate through: ncopy sets of arguments */
+    int ncopy = 1;
+    if (wbytes > 0 && r->cold_bytes > 0) {
+        int64_t want = r->cold_bytes / (int64_t)wbytes + 1;
+        ncopy = want > COLD_COPIES_MAX ? COLD_COPIES_MAX : (int)want;
+    }
+    size_t nset = (size_t)ncopy * (size_t)(k->nargs & 255);
+    kiln_ndarray **sets = calloc(nset ? nset : 1, sizeof *sets);
+    if (!sets) {
+        snprintf(res->msg, sizeof res->msg, "out of memory");
+        return;
+    }
+    for (int c = 0; c < ncopy; c++)
+        for (int i = 0; i < k->nargs; i++) {
+            kiln_ndarray **slot = &sets[(size_t)c * (size_t)k->nargs + (size_t)i];
+            *slot = arr[i];
+            if (c > 0 && i < 64 && k->consts >> i & 1) {
+                int64_t shape[KILN_MAX_NDIM];
+                for (int d = 0; d < kiln_ndarray_ndim(arr[i]); d++)
+                    shape[d] = kiln_ndarray_dim(arr[i], d);
+                *slot = kiln_ndarray_empty(kiln_ndarray_dtype(arr[i]), kiln_ndarray_ndim(arr[i]),
+                                           shape);
+                if (!*slot) {
+                    snprintf(res->msg, sizeof res->msg, "%s", kiln_last_error());
+                    return;
+                }
+                fill(*slot, i);
+            }
+        }
     if (kiln_function_call(f, k->nargs, arr) != KILN_OK) {
         snprintf(res->msg, sizeof res->msg, "%s", kiln_last_error());
         return;
@@ -289,7 +325,7 @@ static void child_run(const tune_runner *r, const tune_kernel *k, run_shared *sh
     double t0 = now_s(), one;
     int64_t warm = 0;
     do {
-        kiln_function_call(f, k->nargs, arr);
+        kiln_function_call(f, k->nargs, sets + (size_t)(warm % ncopy) * (size_t)k->nargs);
         warm++;
         one = (now_s() - t0) / (double)warm;
     } while (now_s() - t0 < r->warmup_ms * 1e-3 && warm < 100000);
@@ -302,7 +338,8 @@ static void child_run(const tune_runner *r, const tune_kernel *k, run_shared *sh
     for (int q = 0; q < rep; q++) {
         t0 = now_s();
         for (int64_t c = 0; c < number; c++)
-            if (kiln_function_call(f, k->nargs, arr) != KILN_OK) {
+            if (kiln_function_call(f, k->nargs, sets + (size_t)(c % ncopy) * (size_t)k->nargs) !=
+                KILN_OK) {
                 snprintf(res->msg, sizeof res->msg, "%s", kiln_last_error());
                 return;
             }

@@ -88,9 +88,10 @@ static int xgb_fit(tune_model *m, int n, const float *x, const float *y) {
     int ok = XGDMatrixCreateFromMat(x, (bst_ulong)n, (bst_ulong)m->nfeat, NAN, &d) == 0 &&
              XGDMatrixSetFloatInfo(d, "label", y, (bst_ulong)n) == 0 &&
              XGBoosterCreate(&d, 1, &b) == 0;
-    const char *params[][2] = {{"nthread", "1"},   {"max_depth", "6"}, {"eta", "0.3"},
-                               {"gamma", "0.0001"}, {"min_child_weight", "1"},
-                               {"objective", "reg:squarederror"}, {"verbosity", "0"}};
+    const char *params[][2] = {
+        {"nthread", "1"},    {"max_depth", "6"},        {"eta", "0.3"},
+        {"gamma", "0.0001"}, {"min_child_weight", "1"}, {"objective", "reg:squarederror"},
+        {"verbosity", "0"}};
     for (size_t i = 0; ok && i < sizeof params / sizeof params[0]; i++)
         ok = XGBoosterSetParam(b, params[i][0], params[i][1]) == 0;
     for (int it = 0; ok && it < 40; it++)

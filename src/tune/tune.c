@@ -160,13 +160,16 @@ kiln_status kiln_tune_options_set_log(kiln_tune_options *o, kiln_tune_log_fn fn,
 #define MAX_VISITED 100000
 
 typedef struct {
-    int idx; /* the driver task */
+    driver_session *S; /* the session it came from */
+    int primary;       /* from the default build's session, not a layout alternative's */
+    int needed;        /* a layout choice needs its time */
+    int idx;           /* the driver task */
     const driver_task *dt;
     te_space space;
-    double npoints; /* the space's size */
-    double flops;   /* one call's */
-    double weight;  /* flops times the kernels sharing it */
-    int tune;       /* selected and more than one point */
+    double npoints;             /* the space's size */
+    double flops;               /* one call's */
+    double weight;              /* flops times the kernels sharing it */
+    int tune;                   /* selected and more than one point */
     double def_cost, best_cost; /* seconds; 0: not measured */
     te_config best;
     int measured; /* measurements counted against the trials, resumed ones too */
@@ -177,9 +180,24 @@ typedef struct {
     tune_curve curve;
 } task_t;
 
+/* A layout knob (the Winograd tile of a convolution) and, per value, the
+ * key of the task that the convolution's group is with that value. */
+#define MAX_SESSIONS 8
+typedef struct {
+    const driver_layout_task *L;
+    int nalt;
+    int64_t v[MAX_SESSIONS];
+    unsigned char key[MAX_SESSIONS][32];
+} layout_t;
+
 typedef struct {
     const kiln_tune_options *o;
-    driver_session *S;
+    driver_session *S[MAX_SESSIONS]; /* S[0] the default build's; the others each force
+                                        one layout knob value */
+    driver_layout_knobs lk[MAX_SESSIONS];
+    int nS;
+    layout_t *layouts;
+    int nlayouts;
     const char *target;
     driver_records *R;
     FILE *out;
@@ -468,7 +486,7 @@ static char *lower_candidate(run_t *r, task_t *t, const te_config *cfg, int *err
     kiln_ctx *ctx = kiln_ctx_new();
     te_knobs kn = {NULL, cfg, 0};
     char *src = NULL;
-    tir_func *f = ctx ? driver_session_lower(r->S, t->idx, ctx, &kn, KERNEL_NAME) : NULL;
+    tir_func *f = ctx ? driver_session_lower(t->S, t->idx, ctx, &kn, KERNEL_NAME) : NULL;
     if (!f) {
         *err = REC_COMPILE_ERROR;
         snprintf(msg, cap, "lowering: %s", kiln_last_error());
@@ -540,7 +558,7 @@ static int measure_batch(run_t *r, task_t *t, const tir_param *params, int nargs
             res.error = REC_COMPILE_ERROR;
             snprintf(res.msg, sizeof res.msg, "%s", msgs[i]);
         } else {
-            tune_kernel k = {so[i], KERNEL_NAME, nargs, t->dt->nout, params};
+            tune_kernel k = {so[i], KERNEL_NAME, nargs, t->dt->nout, params, t->dt->consts};
             r->runner.run(&r->runner, &k, &res);
         }
         write_record(r, t, &cfg[i], &res, build_s);
@@ -584,7 +602,7 @@ static kiln_status tune_task(run_t *r, task_t *t, int number, int total, tune_mo
     int ix[TE_KNOB_MAX] = {0};
     to_config(&t->space, ix, &def); /* every knob's first candidate is its default */
     te_knobs kn = {NULL, &def, 0};
-    tir_func *f = ctx ? driver_session_lower(r->S, t->idx, ctx, &kn, KERNEL_NAME) : NULL;
+    tir_func *f = ctx ? driver_session_lower(t->S, t->idx, ctx, &kn, KERNEL_NAME) : NULL;
     char *src = f ? codegen_render_c(1, f) : NULL, *so = NULL, *dir = NULL, msg[256] = "";
     const char *name = KERNEL_NAME;
     kiln_status st = KILN_OK;
@@ -597,7 +615,7 @@ static kiln_status tune_task(run_t *r, task_t *t, int number, int total, tune_mo
     r->builder.build(&r->builder, 1, &src, &name, &so, &dir, (char(*)[256])msg);
     tune_result res;
     memset(&res, 0, sizeof res);
-    tune_kernel k = {so, KERNEL_NAME, f->nparams, t->dt->nout, f->params};
+    tune_kernel k = {so, KERNEL_NAME, f->nparams, t->dt->nout, f->params, t->dt->consts};
     if (!so || r->runner.begin_task(&r->runner, &k, &res) != KILN_OK) {
         say(r, 1, "[Task %d/%d] skipped: the default kernel %s: %s", number, total,
             so ? "fails" : "does not build", so ? kiln_last_error() : msg);
@@ -699,44 +717,174 @@ static int by_weight_desc(const void *a, const void *b) {
     return (x->weight < y->weight) - (x->weight > y->weight);
 }
 
-/* Each task's space and FLOPs, from one recording lowering. */
+static int find_task(const run_t *r, const unsigned char key[32]) {
+    for (int i = 0; i < r->ntasks; i++)
+        if (!memcmp(r->tasks[i].dt->key, key, 32))
+            return i;
+    return -1;
+}
+
+/* Each session's tasks (a key once, the first session's first), each
+ * task's space and FLOPs from one recording lowering. */
 static kiln_status make_tasks(run_t *r) {
-    const driver_task *dts;
-    int n = driver_session_tasks(r->S, &dts);
-    r->tasks = kiln_calloc((size_t)(n ? n : 1), sizeof(task_t));
+    int cap = 0;
+    for (int s = 0; s < r->nS; s++) {
+        const driver_task *dts;
+        cap += driver_session_tasks(r->S[s], &dts);
+    }
+    r->tasks = kiln_calloc((size_t)(cap ? cap : 1), sizeof(task_t));
     if (!r->tasks)
         return KILN_ERR_NOMEM;
-    for (int i = 0; i < n; i++) {
-        task_t *t = &r->tasks[r->ntasks];
-        kiln_ctx *ctx = kiln_ctx_new();
-        te_knobs kn = {&t->space, NULL, 0};
-        tir_func *f = ctx ? driver_session_lower(r->S, i, ctx, &kn, KERNEL_NAME) : NULL;
-        if (!f) {
+    for (int s = 0; s < r->nS; s++) {
+        const driver_task *dts;
+        int n = driver_session_tasks(r->S[s], &dts);
+        for (int i = 0; i < n; i++) {
+            if (find_task(r, dts[i].key) >= 0)
+                continue;
+            task_t *t = &r->tasks[r->ntasks];
+            kiln_ctx *ctx = kiln_ctx_new();
+            te_knobs kn = {&t->space, NULL, 0};
+            tir_func *f = ctx ? driver_session_lower(r->S[s], i, ctx, &kn, KERNEL_NAME) : NULL;
+            if (!f) {
+                kiln_ctx_free(ctx);
+                return KILN_ERR_INVALID; /* a build would fail the same way */
+            }
+            tir_count fl;
+            tir_func_flops(f, &fl);
+            t->S = r->S[s];
+            t->primary = s == 0;
+            t->idx = i;
+            t->dt = &dts[i];
+            t->flops = fl.known && !fl.expr[0] ? (double)fl.value : 0;
+            t->weight = t->flops * dts[i].count;
+            t->npoints = 1;
+            for (int k = 0; k < t->space.n; k++)
+                t->npoints *= t->space.k[k].n;
+            /* a kernel with symbolic sizes cannot be measured alone */
+            t->tune = t->npoints > 1 && f->nvars == 0;
+            t->needed = f->nvars == 0; /* measurable, if a layout choice asks */
             kiln_ctx_free(ctx);
-            return KILN_ERR_INVALID; /* a build would fail the same way */
+            r->ntasks++;
         }
-        tir_count fl;
-        tir_func_flops(f, &fl);
-        t->idx = i;
-        t->dt = &dts[i];
-        t->flops = fl.known && !fl.expr[0] ? (double)fl.value : 0;
-        t->weight = t->flops * dts[i].count;
-        t->npoints = 1;
-        for (int k = 0; k < t->space.n; k++)
-            t->npoints *= t->space.k[k].n;
-        /* a kernel with symbolic sizes cannot be measured alone */
-        t->tune = t->npoints > 1 && f->nvars == 0;
-        kiln_ctx_free(ctx);
-        r->ntasks++;
     }
     qsort(r->tasks, (size_t)r->ntasks, sizeof(task_t), by_weight_desc);
     return KILN_OK;
 }
 
+/* The layout knobs recorded by the default session, and the sessions that
+ * force each other value: a session per (knob, value) pair, at most
+ * MAX_SESSIONS - 1. */
+static kiln_status open_alternatives(run_t *r, kiln_graph *g, const kiln_build_options *build) {
+    const driver_layout_knobs *lk0 = &r->lk[0];
+    for (int i = 0; i < lk0->ntasks; i++) {
+        const te_knob *kn = &lk0->tasks[i].knob;
+        for (int j = 1; j < kn->n; j++) {
+            int have = 0;
+            for (int s = 1; s < r->nS && !have; s++)
+                have = r->lk[s].force == kn->cand[j] && !strcmp(r->lk[s].force_name, kn->name);
+            if (have || r->nS == MAX_SESSIONS)
+                continue;
+            driver_layout_knobs_init(&r->lk[r->nS], DRIVER_LK_FORCE, NULL, kn->name, kn->cand[j]);
+            if (!(r->S[r->nS] = driver_session_open(g, build, &r->lk[r->nS])))
+                return KILN_ERR_INVALID;
+            r->nS++;
+        }
+    }
+    return KILN_OK;
+}
+
+/* Each layout knob's alternatives: the task of its call's group in the
+ * session of each value (marked needed: its time decides). */
+static kiln_status link_layouts(run_t *r) {
+    const driver_layout_knobs *lk0 = &r->lk[0];
+    r->layouts = kiln_calloc((size_t)(lk0->ntasks ? lk0->ntasks : 1), sizeof(layout_t));
+    if (!r->layouts)
+        return KILN_ERR_NOMEM;
+    for (int i = 0; i < lk0->ntasks; i++) {
+        const driver_layout_task *L = &lk0->tasks[i];
+        layout_t *lt = &r->layouts[r->nlayouts];
+        lt->L = L;
+        for (int j = 0; j < L->knob.n; j++) {
+            int s = 0;
+            for (int k = 1; k < r->nS && j > 0 && !s; k++)
+                if (r->lk[k].force == L->knob.cand[j] && !strcmp(r->lk[k].force_name, L->knob.name))
+                    s = k;
+            if (j > 0 && !s)
+                continue; /* no session for it */
+            int dt = driver_session_task_of(r->S[s], L->call);
+            const driver_task *dts;
+            driver_session_tasks(r->S[s], &dts);
+            int ti = dt >= 0 ? find_task(r, dts[dt].key) : -1;
+            if (ti < 0)
+                continue; /* its group has no key or lost the call's name */
+            r->tasks[ti].needed |= 2;
+            lt->v[lt->nalt] = L->knob.cand[j];
+            memcpy(lt->key[lt->nalt++], dts[dt].key, 32);
+        }
+        if (lt->nalt > 1)
+            r->nlayouts++;
+    }
+    return KILN_OK;
+}
+
+/* Per layout knob, a record per value with the best time of its group, so
+ * that builds take the fastest (driver_records_best); and a line each. */
+static void decide_layouts(run_t *r) {
+    for (int i = 0; i < r->nlayouts; i++) {
+        const layout_t *lt = &r->layouts[i];
+        char line[512];
+        int len = snprintf(line, sizeof line, "layout %s %s of %.60s:", lt->L->knob.name, lt->L->op,
+                           lt->L->call);
+        double best = 0;
+        int64_t bv = lt->L->knob.def;
+        for (int a = 0; a < lt->nalt; a++) {
+            int ti = find_task(r, lt->key[a]);
+            double cost = ti >= 0 ? r->tasks[ti].best_cost : 0;
+            if (len > 0 && len < (int)sizeof line)
+                len += snprintf(line + len, sizeof line - (size_t)len, " %lld%s %.1f us",
+                                (long long)lt->v[a], a ? "" : " (default)", cost * 1e6);
+            if (cost <= 0)
+                continue;
+            if (best == 0 || cost < best) {
+                best = cost;
+                bv = lt->v[a];
+            }
+            driver_record rec;
+            memset(&rec, 0, sizeof rec);
+            rec.target = r->target;
+            memcpy(rec.key, lt->L->key, 32);
+            rec.cfg.n = 1;
+            snprintf(rec.cfg.name[0], TE_KNOB_NAME, "%s", lt->L->knob.name);
+            rec.cfg.v[0] = lt->v[a];
+            rec.cost = cost;
+            if (driver_records_has(r->R, rec.key, &rec.cfg))
+                continue;
+            tune_result res;
+            memset(&res, 0, sizeof res);
+            res.ncosts = 1;
+            res.costs[0] = cost;
+            char ops[256];
+            snprintf(ops, sizeof ops, "layout %s %.160s", lt->L->op, lt->L->call);
+            kstr out;
+            kstr_init(&out);
+            driver_record_write(&out, &rec, ops, "", res.costs, 1, 0, (double)time(NULL));
+            if (r->out) {
+                fputs(out.buf, r->out);
+                fflush(r->out);
+            }
+            kstr_free(&out);
+            driver_records_add(r->R, &rec);
+        }
+        say(r, 1, "%s -> %lld", line, (long long)bv);
+    }
+}
+
+/* The table per measured task, and the estimated time of the default
+ * build's measured kernels: default, and tuned with the layout choices. */
 static void summary(run_t *r, int ntuned) {
     double def = 0, best = 0, total_flops = 0;
     for (int i = 0; i < r->ntasks; i++)
-        total_flops += r->tasks[i].weight;
+        total_flops += r->tasks[i].primary ? r->tasks[i].weight : 0;
     say(r, 1, "%s", "");
     say(r, 1, "%-4s %-44s %6s %6s %10s %10s %7s", "task", "ops", "kernels", "flops%", "default us",
         "best us", "gain");
@@ -747,16 +895,31 @@ static void summary(run_t *r, int ntuned) {
         num++;
         if (t->def_cost <= 0)
             continue;
-        def += t->def_cost * t->dt->count;
-        best += t->best_cost * t->dt->count;
-        say(r, 1, "%-4d %-44.44s %6d %5.1f%% %10.1f %10.1f %6.2fx", num, t->dt->ops, t->dt->count,
+        if (t->primary) {
+            def += t->def_cost * t->dt->count;
+            best += t->best_cost * t->dt->count;
+        }
+        say(r, 1, "%-4d %-44.44s %6d %5.1f%% %10.1f %10.1f %6.2fx%s", num, t->dt->ops, t->dt->count,
             total_flops > 0 ? 100 * t->weight / total_flops : 0, t->def_cost * 1e6,
-            t->best_cost * 1e6, t->def_cost / t->best_cost);
+            t->best_cost * 1e6, t->def_cost / t->best_cost, t->primary ? "" : " (alternative)");
+    }
+    for (int i = 0; i < r->nlayouts; i++) { /* a faster alternative replaces the default's */
+        const layout_t *lt = &r->layouts[i];
+        int t0 = find_task(r, lt->key[0]);
+        double c0 = t0 >= 0 ? r->tasks[t0].best_cost : 0, cmin = c0;
+        for (int a = 1; a < lt->nalt; a++) {
+            int ta = find_task(r, lt->key[a]);
+            double c = ta >= 0 ? r->tasks[ta].best_cost : 0;
+            if (c > 0 && c < cmin)
+                cmin = c;
+        }
+        if (c0 > 0)
+            best -= (c0 - cmin) * lt->L->count;
     }
     say(r, 1,
-        "estimated time of the %d tuned tasks' kernels: default %.3f ms, tuned %.3f ms (%.2fx); "
-        "%.0f s",
-        ntuned, def * 1e3, best * 1e3, best > 0 ? def / best : 0, now_s() - r->t0);
+        "estimated time of the default build's measured kernels: default %.3f ms, tuned %.3f ms "
+        "(%.2fx); %d tasks in %.0f s",
+        def * 1e3, best * 1e3, best > 0 ? def / best : 0, ntuned, now_s() - r->t0);
 }
 
 kiln_status kiln_graph_tune(kiln_graph *g, const kiln_build_options *build,
@@ -772,9 +935,13 @@ kiln_status kiln_graph_tune(kiln_graph *g, const kiln_build_options *build,
     r.rng = o->seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
     kiln_status st = KILN_OK;
     tune_model *model = NULL;
-    if (!(r.S = driver_session_open(g, build)))
+    driver_layout_knobs_init(&r.lk[0], DRIVER_LK_RECORD, NULL, NULL, 0);
+    if (!(r.S[0] = driver_session_open(g, build, &r.lk[0]))) {
+        driver_layout_knobs_free(&r.lk[0]);
         return KILN_ERR_INVALID;
-    const kiln_target *target = driver_session_target(r.S);
+    }
+    r.nS = 1;
+    const kiln_target *target = driver_session_target(r.S[0]);
     char rec_target[1200];
     driver_records_target(target, rec_target, sizeof rec_target);
     r.target = rec_target;
@@ -809,41 +976,48 @@ kiln_status kiln_graph_tune(kiln_graph *g, const kiln_build_options *build,
         st = kiln_set_error(KILN_ERR_IO, "%s: cannot append the tuning records", o->output);
         goto done;
     }
-    if ((st = make_tasks(&r)) != KILN_OK)
+    if ((st = open_alternatives(&r, g, build)) != KILN_OK || (st = make_tasks(&r)) != KILN_OK ||
+        (st = link_layouts(&r)) != KILN_OK)
         goto done;
     codegen_toolchain tc = codegen_target_toolchain(target);
     tc.cache = 0; /* thousands of one-off kernels: not for the kernel cache */
     tune_local_builder(&r.builder, &tc, o->jobs);
     tune_local_runner(&r.runner, o->timeout, o->repeat);
+    /* weights cold, as in a model: copies past twice the last-level cache
+       (Zen 5: a Winograd F(2x2) kernel of ResNet-50's layer 4, 17 MB of
+       transformed weights, ran at 327 us with them hot and 505 us in the
+       model; the direct convolution 532 and 586 us) */
+    int64_t llc = kiln_target_cache_bytes(target, 3);
+    r.runner.cold_bytes = 2 * (llc > 0 ? llc : (int64_t)32 << 20);
     r.runner.fault = o->fault;
     r.runner.fault_at = o->fault_at;
-    /* the task list */
+    /* the task list: tasks with knobs, and the groups a layout choice
+       compares; numbered as listed, heaviest first */
     double total_flops = 0;
-    int ntune = 0;
-    for (int i = 0; i < r.ntasks; i++) {
-        total_flops += r.tasks[i].weight;
-        r.tasks[i].tune = r.tasks[i].tune && selected(o->tasks, ntune + 1, r.tasks[i].dt);
-        ntune += r.tasks[i].tune || (r.tasks[i].npoints > 1 && !selected(o->tasks, 0, NULL));
-    }
-    say(&r, 1, "kiln tune: %d tasks for %s; the tuned ones, heaviest first:", r.ntasks, r.target);
-    for (int i = 0, num = 0; i < r.ntasks; i++) {
-        task_t *t = &r.tasks[i];
-        if (t->npoints <= 1)
-            continue;
-        num++;
-        say(&r, 1, "  %3d %c %-52.52s %-18.18s x%-3d %5.1f%% of FLOPs, %.0f points", num,
-            t->tune ? ' ' : '-', t->dt->ops, t->dt->shape, t->dt->count,
-            total_flops > 0 ? 100 * t->weight / total_flops : 0, t->npoints);
-        snprintf(t->curve.label, sizeof t->curve.label, "%d %.80s", num, t->dt->ops);
-    }
-    int untuned = 0;
+    int listed = 0, untuned = 0;
     for (int i = 0; i < r.ntasks; i++)
-        untuned += r.tasks[i].npoints <= 1;
+        total_flops += r.tasks[i].primary ? r.tasks[i].weight : 0;
+    say(&r, 1, "kiln tune: %d tasks for %s (%d layout choices); heaviest first:", r.ntasks,
+        r.target, r.nlayouts);
+    for (int i = 0; i < r.ntasks; i++) {
+        task_t *t = &r.tasks[i];
+        int list = t->tune || (t->needed & 2 && t->needed & 1);
+        if (!list) {
+            untuned++;
+            continue;
+        }
+        listed++;
+        t->tune = selected(o->tasks, listed, t->dt);
+        say(&r, 1, "  %3d %c %-52.52s %-18.18s x%-3d %5.1f%%%s %.0f points", listed,
+            t->tune ? ' ' : '-', t->dt->ops, t->dt->shape, t->dt->count,
+            total_flops > 0 ? 100 * t->weight / total_flops : 0,
+            t->primary ? " of FLOPs," : " (layout alternative),", t->npoints);
+        snprintf(t->curve.label, sizeof t->curve.label, "%d %.80s", listed, t->dt->ops);
+    }
     say(&r, 1, "  (%d more tasks have no knobs: their default is the only schedule)", untuned);
     if (o->tuner == TUNER_XGB)
         say(&r, 1, "cost model: %s",
-            tune_model_has_xgboost() ? "xgboost"
-                                     : "nearest-neighbour (this build has no XGBoost)");
+            tune_model_has_xgboost() ? "xgboost" : "nearest-neighbour (this build has no XGBoost)");
     else
         say(&r, 1, "search: %s, no cost model", TUNERS[o->tuner]);
     int number = 0, total = 0;
@@ -864,6 +1038,7 @@ kiln_status kiln_graph_tune(kiln_graph *g, const kiln_build_options *build,
         model = NULL;
     }
     if (st == KILN_OK) {
+        decide_layouts(&r);
         summary(&r, total);
         if (o->plot) {
             tune_curve *cv = kiln_calloc((size_t)(r.ntasks ? r.ntasks : 1), sizeof *cv);
@@ -888,6 +1063,10 @@ done:
     }
     free(r.tasks);
     driver_records_free(r.R);
-    driver_session_close(r.S);
+    for (int i = 0; i < r.nS; i++) {
+        driver_session_close(r.S[i]);
+        driver_layout_knobs_free(&r.lk[i]);
+    }
+    free(r.layouts);
     return st;
 }

@@ -27,6 +27,7 @@ typedef struct {
     const char *func; /* its function */
     int nargs, nout;  /* the last nout arguments are outputs */
     const tir_param *params;
+    uint64_t consts; /* bit i: argument i is a weight (a constant of the model) */
 } tune_kernel;
 
 typedef struct {
@@ -56,10 +57,13 @@ typedef struct tune_runner {
     double timeout_s; /* per measurement */
     int repeat;       /* timed repeats (at most TUNE_MAX_COSTS) */
     double min_repeat_ms;
-    double warmup_ms; /* calls before the timed rounds */
-    int fault;       /* tests: the fault_at-th run (1-based) crashes (1) or hangs (2) */
+    double warmup_ms;   /* calls before the timed rounds */
+    int64_t cold_bytes; /* the weights rotate through copies of at least this many bytes
+                           (twice the last-level cache), so that each call reads them from
+                           memory as a model's kernels do; 0: one copy, always hot */
+    int fault;          /* tests: the fault_at-th run (1-based) crashes (1) or hangs (2) */
     int fault_at;
-    int runs;        /* runs so far */
+    int runs; /* runs so far */
     void *state;
 } tune_runner;
 

@@ -29,7 +29,7 @@ SHAPE="input:[1,1,8,8]"
 R=$DIR/digits.json
 
 # ---- a first run: records, summary, plot
-expect 0 "estimated time of the" "$KILN" tune "$DIGITS" --input-shapes "$SHAPE" -o "$R" \
+expect 0 "estimated time of the default build" "$KILN" tune "$DIGITS" --input-shapes "$SHAPE" -o "$R" \
     --trials 6 --log-plot "$DIR/curve.svg"
 grep -qF "[Task  1/" "$OUT" || fail "no per-task progress"
 grep -qF "Current/Best:" "$OUT" || fail "no Current/Best progress line"
@@ -76,12 +76,12 @@ grep -qF " 0 of " "$OUT" || fail "another target's records were used"
 
 # ---- a crashing and a hanging candidate: recorded, and the run goes on
 F=$DIR/faults.json
-expect 0 "estimated time of the" "$KILN" tune "$DIGITS" --input-shapes "$SHAPE" -o "$F" \
+expect 0 "estimated time of the default build" "$KILN" tune "$DIGITS" --input-shapes "$SHAPE" -o "$F" \
     --trials 4 --test-fault crash:2 --tasks 1
 grep -qF "candidate failed (error 4)" "$OUT" || fail "the crash was not reported"
 grep -q '"result": \[\[\], 4,' "$F" || fail "the crash was not recorded with error 4"
 t0=$(date +%s)
-expect 0 "estimated time of the" "$KILN" tune "$DIGITS" --input-shapes "$SHAPE" -o "$DIR/hang.json" \
+expect 0 "estimated time of the default build" "$KILN" tune "$DIGITS" --input-shapes "$SHAPE" -o "$DIR/hang.json" \
     --trials 4 --test-fault hang:3 --tasks 1 --timeout 1
 t1=$(date +%s)
 grep -qF "no result within 1.0 s: killed" "$OUT" || fail "the hang was not reported"
@@ -94,10 +94,16 @@ expect 0 "skipped: the default kernel fails" "$KILN" tune "$DIGITS" --input-shap
 # ---- a narrow ResNet-50, two tasks, each search; the tuned build's logits
 NARROW=$MODELS/e2e/resnet50_narrow.onnx
 for tuner in xgb ga random grid; do
-    expect 0 "estimated time of the" "$KILN" tune "$NARROW" -o "$DIR/narrow.json" --tasks 1,2 \
+    expect 0 "estimated time of the default build" "$KILN" tune "$NARROW" -o "$DIR/narrow.json" --tasks 1,2 \
         --trials 12 --tuner $tuner --seed 3
 done
 expect 0 "2 of " "$KILN" compile "$NARROW" --tuning-records "$DIR/narrow.json" -o "$DIR/narrow.tar"
+# every task once (its default): the layout choices (the Winograd tile of
+# each 3x3 convolution) are made from the alternatives' times and applied
+expect 0 "layout conv.winograd nn.conv2d of" "$KILN" tune "$NARROW" -o "$DIR/narrow.json" --trials 1
+grep -q '"ops": "layout nn.conv2d' "$DIR/narrow.json" || fail "no layout records written"
+expect 0 "calls' layout choices" "$KILN" compile "$NARROW" --tuning-records "$DIR/narrow.json" \
+    -o "$DIR/narrow.tar"
 expect 0 "" "$NPZ" pick "$MODELS/e2e/resnet50_narrow_io.npz" "$DIR/narrow_in.npz" input
 expect 0 "" "$KILN" run "$DIR/narrow.tar" --inputs "$DIR/narrow_in.npz" --outputs "$DIR/narrow_out.npz"
 expect 0 "" "$NPZ" pick "$MODELS/e2e/resnet50_narrow_io.npz" "$DIR/narrow_ref.npz" logits

@@ -92,21 +92,19 @@ static void test_bad_lines(void) {
         "not json",
         "{\"input\": [",
         "[]",
-        "{\"input\": [1, 2], \"config\": {}, \"result\": [[1e-4], 0]}",           /* target */
-        "{\"input\": [\"t\", \"zz\"], \"config\": {}, \"result\": [[1e-4], 0]}",  /* key */
-        "{\"input\": [\"t\", \"00\"], \"config\": {}, \"result\": [[1e-4], 0]}",  /* short key */
+        "{\"input\": [1, 2], \"config\": {}, \"result\": [[1e-4], 0]}",          /* target */
+        "{\"input\": [\"t\", \"zz\"], \"config\": {}, \"result\": [[1e-4], 0]}", /* key */
+        "{\"input\": [\"t\", \"00\"], \"config\": {}, \"result\": [[1e-4], 0]}", /* short key */
     };
     int lineno = 0;
     CHECK_EQ_INT(driver_records_add_line(R, "", 0, T, ++lineno), 0); /* blank: nothing */
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK_EQ_INT(driver_records_add_line(R, bad[i], strlen(bad[i]), T, ++lineno), -1);
     /* wrong types in an otherwise good line */
-    const char *mutations[][2] = {{"\"dense.mr\": 4", "\"dense.mr\": 4.5"},
-                                  {"\"dense.mr\": 4", "\"dense.mr\": \"4\""},
-                                  {"[[1e-4], 0,", "[[-1e-4], 0,"},
-                                  {"[[1e-4], 0,", "[[], 0,"},
-                                  {"[[1e-4], 0,", "[[1e-4], \"0\","},
-                                  {"[[1e-4], 0,", "[1e-4, 0,"}};
+    const char *mutations[][2] = {
+        {"\"dense.mr\": 4", "\"dense.mr\": 4.5"}, {"\"dense.mr\": 4", "\"dense.mr\": \"4\""},
+        {"[[1e-4], 0,", "[[-1e-4], 0,"},          {"[[1e-4], 0,", "[[], 0,"},
+        {"[[1e-4], 0,", "[[1e-4], \"0\","},       {"[[1e-4], 0,", "[1e-4, 0,"}};
     for (size_t i = 0; i < sizeof mutations / sizeof mutations[0]; i++) {
         char line[600];
         const char *at = strstr(good, mutations[i][0]);
