@@ -298,7 +298,8 @@ static void child_run(const tune_runner *r, const tune_kernel *k, run_shared *sh
                     snprintf(res->msg, sizeof res->msg, "%s", kiln_last_error());
                     return;
                 }
-                fill(*slot, i);
+                memcpy(kiln_ndarray_data(*slot), kiln_ndarray_data(arr[i]),
+                       param_bytes(&k->params[i]));
             }
         }
     if (kiln_function_call(f, k->nargs, arr) != KILN_OK) {

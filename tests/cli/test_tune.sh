@@ -34,6 +34,8 @@ expect 0 "estimated time of the default build" "$KILN" tune "$DIGITS" --input-sh
 grep -qF "[Task  1/" "$OUT" || fail "no per-task progress"
 grep -qF "Current/Best:" "$OUT" || fail "no Current/Best progress line"
 grep -qF "heaviest first" "$OUT" || fail "no task list"
+grep -qE "cost model: (xgboost|nearest-neighbour \(this build has no XGBoost\))" "$OUT" ||
+    fail "the cost model is not named"
 [ -s "$R" ] || fail "no records written"
 n1=$(lines "$R")
 [ "$n1" -ge 6 ] || fail "want at least 6 record lines, got $n1"
