@@ -751,6 +751,13 @@ static kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call, ki
         return st;
     if ((st = ops_schedule_accumulators(sc, conv, 1, 3, pixels_inner)) != KILN_OK)
         return st;
+    /* an annotation knob: the kernel-width reduction unrolled (its input
+       offsets become constants) or a loop */
+    int kwi = dw ? 1 : 2;
+    int64_t kwe = ops_reduce_extent(conv, kwi);
+    if (kwe > 1 && kwe <= 7 && ops_knob(s, "conv.unroll_kw", 0, 2, two) &&
+        (st = kiln_unroll(sc, kiln_tensor_reduce_axis(conv, kwi))) != KILN_OK)
+        return st;
     /* A depthwise convolution does few multiply-adds per input value, so a
        padded copy of its input written and read back through memory costs
        about as much as the convolution: it reads the input directly, the
