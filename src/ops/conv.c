@@ -744,10 +744,28 @@ static kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call, ki
         (st = kiln_fuse(so, n, order[1], &f1)) != KILN_OK ||
         (!rows_outer && (st = kiln_fuse(so, f1, oh, &f1)) != KILN_OK))
         return st;
+    /* a tuning knob: how many more loops the parallel loop takes in (the
+       row chunks, then with rows outer the channel-block groups), for
+       balance where rows are few (7 rows of ResNet-50's layer 4 on 2
+       threads: 4 and 3) */
+    kiln_expr attach = rows_outer ? oco : owo;
+    int64_t depths[3] = {0, 1, 2};
+    int64_t par = ops_knob(s, "conv.par_fuse", 0, rows_outer ? 3 : 2, depths);
+    if (par >= 1) {
+        if ((st = kiln_fuse(so, f1, owo, &f1)) != KILN_OK)
+            return st;
+        if (!rows_outer)
+            attach = f1;
+    }
+    if (par >= 2) {
+        if ((st = kiln_fuse(so, f1, oco, &f1)) != KILN_OK)
+            return st;
+        attach = f1;
+    }
     f2 = f1;
     if ((st = kiln_parallel(so, f2)) != KILN_OK || (st = kiln_unroll(so, oci)) != KILN_OK ||
         (st = kiln_unroll(so, owi)) != KILN_OK || (st = kiln_vectorize(so, ob)) != KILN_OK ||
-        (st = kiln_compute_at(sc, so, rows_outer ? oco : owo)) != KILN_OK)
+        (st = kiln_compute_at(sc, so, attach)) != KILN_OK)
         return st;
     if ((st = ops_schedule_accumulators(sc, conv, 1, 3, pixels_inner)) != KILN_OK)
         return st;
