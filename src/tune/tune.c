@@ -840,9 +840,12 @@ static void decide_layouts(run_t *r) {
         for (int a = 0; a < lt->nalt; a++) {
             int ti = find_task(r, lt->key[a]);
             double cost = ti >= 0 ? r->tasks[ti].best_cost : 0;
-            if (len > 0 && len < (int)sizeof line)
+            if (len > 0 && len < (int)sizeof line && cost > 0)
                 len += snprintf(line + len, sizeof line - (size_t)len, " %lld%s %.1f us",
                                 (long long)lt->v[a], a ? "" : " (default)", cost * 1e6);
+            else if (len > 0 && len < (int)sizeof line)
+                len += snprintf(line + len, sizeof line - (size_t)len, " %lld%s not measured",
+                                (long long)lt->v[a], a ? "" : " (default)");
             if (cost <= 0)
                 continue;
             if (best == 0 || cost < best) {
