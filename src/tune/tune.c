@@ -175,7 +175,8 @@ typedef struct {
     int measured; /* measurements counted against the trials, resumed ones too */
     uint64_t *visited;
     int nvisited;
-    float *feat, *score; /* the model's training points */
+    float *feat, *score; /* the model's training points: knob values, score */
+    float *tfeat;        /* and their loop-nest features (NaN: unknown) */
     int npts;
     tune_curve curve;
 } task_t;
@@ -289,17 +290,49 @@ static void features(const te_space *sp, const int *ix, float *f) {
 
 /* A training point: score is the speed relative to the default (0 for a
  * failed candidate). */
-static void add_point(task_t *t, const int *ix, double score) {
+static void add_point(task_t *t, const int *ix, double score, const float *tf) {
     int nf = t->space.n ? t->space.n : 1;
     float *nfeat = realloc(t->feat, sizeof(float) * (size_t)(t->npts + 1) * (size_t)nf);
     if (nfeat)
         t->feat = nfeat;
-    float *nscore = nfeat ? realloc(t->score, sizeof(float) * (size_t)(t->npts + 1)) : NULL;
+    float *ntf =
+        nfeat ? realloc(t->tfeat, sizeof(float) * (size_t)(t->npts + 1) * TUNE_TIR_FEATS) : NULL;
+    if (ntf)
+        t->tfeat = ntf;
+    float *nscore = ntf ? realloc(t->score, sizeof(float) * (size_t)(t->npts + 1)) : NULL;
     if (!nscore)
         return;
     t->score = nscore;
     features(&t->space, ix, t->feat + (size_t)t->npts * (size_t)nf);
+    for (int i = 0; i < TUNE_TIR_FEATS; i++)
+        t->tfeat[(size_t)t->npts * TUNE_TIR_FEATS + (size_t)i] = tf ? tf[i] : NAN;
     t->score[t->npts++] = (float)score;
+}
+
+/* A point's knob values and loop-nest features, one row of the full model */
+static void full_row(const task_t *t, const float *knobs, const float *tf, float *row) {
+    memcpy(row, knobs, sizeof(float) * (size_t)t->space.n);
+    memcpy(row + t->space.n, tf, sizeof(float) * TUNE_TIR_FEATS);
+}
+
+/* The loop-nest features of t under index vector ix (a lowering, no C);
+ * 0 if the config does not lower or the schedule refuses it. */
+static int candidate_features(task_t *t, const int *ix, float *tf) {
+    te_config cfg;
+    cfg.n = t->space.n;
+    for (int k = 0; k < t->space.n; k++) {
+        snprintf(cfg.name[k], TE_KNOB_NAME, "%s", t->space.k[k].name);
+        cfg.v[k] = t->space.k[k].cand[ix[k]];
+    }
+    kiln_ctx *ctx = kiln_ctx_new();
+    te_knobs kn = {NULL, &cfg, 0};
+    tir_func *f = ctx ? driver_session_lower(t->S, t->idx, ctx, &kn, "tune_kernel") : NULL;
+    int ok = f && !kn.invalid;
+    if (ok)
+        tune_tir_features(f, tf);
+    kiln_ctx_free(ctx);
+    kiln_clear_error();
+    return ok;
 }
 
 /* ---- search -------------------------------------------------------------------------- */
@@ -428,7 +461,47 @@ static int by_pred_desc(const void *a, const void *b) {
 #define SA_STEPS 60
 #define SA_KEEP 256
 
-static int propose_sa(run_t *r, task_t *t, tune_model *m, int want, cand_t *out) {
+/* The full model (knob values and loop-nest features) re-ranks the best of
+ * the annealing's points: each is lowered (milliseconds, no C compiler) for
+ * its features; one the schedule refuses drops out here, unbuilt. */
+static int rerank(task_t *t, tune_model *full, cand_t *keep, int nkeep, int want) {
+    int n = nkeep < 3 * want ? nkeep : 3 * want, rows = 0, m = 0;
+    int nf = t->space.n + TUNE_TIR_FEATS;
+    size_t cap = (size_t)(t->npts > n ? t->npts : n) + 1;
+    float *x = malloc(sizeof(float) * cap * (size_t)nf), *y = malloc(sizeof(float) * cap);
+    float *pred = malloc(sizeof(float) * cap);
+    for (int i = 0; x && y && pred && i < t->npts; i++) /* the points with known features */
+        if (!isnan(t->tfeat[(size_t)i * TUNE_TIR_FEATS])) {
+            full_row(t, t->feat + (size_t)i * (size_t)t->space.n,
+                     t->tfeat + (size_t)i * TUNE_TIR_FEATS, x + (size_t)rows * (size_t)nf);
+            y[rows++] = t->score[i];
+        }
+    if (rows < 8) { /* too few to learn from: the knob model's order */
+        free(x);
+        free(y);
+        free(pred);
+        return nkeep;
+    }
+    tune_model_fit(full, rows, x, y);
+    for (int i = 0; i < n; i++) {
+        float tf[TUNE_TIR_FEATS], kf[TE_KNOB_MAX];
+        if (!candidate_features(t, keep[i].ix, tf))
+            continue; /* refused by the schedule: never built */
+        features(&t->space, keep[i].ix, kf);
+        full_row(t, kf, tf, x + (size_t)m * (size_t)nf);
+        keep[m++] = keep[i];
+    }
+    tune_model_predict(full, m, x, pred);
+    for (int i = 0; i < m; i++)
+        keep[i].pred = pred[i];
+    qsort(keep, (size_t)m, sizeof keep[0], by_pred_desc);
+    free(x);
+    free(y);
+    free(pred);
+    return m;
+}
+
+static int propose_sa(run_t *r, task_t *t, tune_model *m, tune_model *full, int want, cand_t *out) {
     if (t->npts < 8 || !m)
         return propose_random(r, t, want, out, 0);
     tune_model_fit(m, t->npts, t->feat, t->score);
@@ -468,6 +541,8 @@ static int propose_sa(run_t *r, task_t *t, tune_model *m, int want, cand_t *out)
             }
         }
     }
+    if (full)
+        nkeep = rerank(t, full, keep, nkeep, want);
     int have = 0;
     for (int i = 0; i < nkeep && have < want; i++)
         if (rnd01(r) >= 0.1) /* epsilon-greedy: a tenth of the batch random */
@@ -482,7 +557,7 @@ static int propose_sa(run_t *r, task_t *t, tune_model *m, int want, cand_t *out)
 /* The task's kernel under cfg, rendered to C (malloc'd) in ctx; NULL with
  * *err REC_INVALID_CONFIG or REC_COMPILE_ERROR and msg. */
 static char *lower_candidate(run_t *r, task_t *t, const te_config *cfg, int *err, char *msg,
-                             size_t cap) {
+                             size_t cap, float *tf) {
     kiln_ctx *ctx = kiln_ctx_new();
     te_knobs kn = {NULL, cfg, 0};
     char *src = NULL;
@@ -497,6 +572,8 @@ static char *lower_candidate(run_t *r, task_t *t, const te_config *cfg, int *err
         *err = REC_COMPILE_ERROR;
         snprintf(msg, cap, "rendering C: %s", kiln_last_error());
     }
+    if (f && !kn.invalid)
+        tune_tir_features(f, tf);
     kiln_ctx_free(ctx);
     return src;
 }
@@ -537,6 +614,7 @@ static int measure_batch(run_t *r, task_t *t, const tir_param *params, int nargs
     char *src[64] = {0}, *so[64] = {0}, *dir[64] = {0}, msgs[64][256];
     const char *names[64];
     te_config cfg[64];
+    float tf[64][TUNE_TIR_FEATS];
     int err[64];
     double tb = now_s();
     for (int i = 0; i < n; i++) {
@@ -544,7 +622,9 @@ static int measure_batch(run_t *r, task_t *t, const tir_param *params, int nargs
         visit(t, c[i].code);
         err[i] = REC_OK;
         names[i] = KERNEL_NAME;
-        src[i] = lower_candidate(r, t, &cfg[i], &err[i], msgs[i], sizeof msgs[i]);
+        for (int k = 0; k < TUNE_TIR_FEATS; k++)
+            tf[i][k] = NAN;
+        src[i] = lower_candidate(r, t, &cfg[i], &err[i], msgs[i], sizeof msgs[i], tf[i]);
     }
     r->builder.build(&r->builder, n, src, names, so, dir, msgs);
     double build_s = (now_s() - tb) / (n ? n : 1);
@@ -567,7 +647,7 @@ static int measure_batch(run_t *r, task_t *t, const tir_param *params, int nargs
         counted++;
         t->measured++;
         double cost = result_cost(&res);
-        add_point(t, c[i].ix, res.error == REC_OK && cost > 0 ? t->def_cost / cost : 0);
+        add_point(t, c[i].ix, res.error == REC_OK && cost > 0 ? t->def_cost / cost : 0, tf[i]);
         if (res.error == REC_OK && cost > 0 && cost < t->best_cost) {
             t->best_cost = cost;
             t->best = cfg[i];
@@ -594,7 +674,8 @@ static int measure_batch(run_t *r, task_t *t, const tir_param *params, int nargs
 
 /* ---- one task ---------------------------------------------------------------------------- */
 
-static kiln_status tune_task(run_t *r, task_t *t, int number, int total, tune_model *m) {
+static kiln_status tune_task(run_t *r, task_t *t, int number, int total, tune_model *m,
+                             tune_model *full) {
     const kiln_tune_options *o = r->o;
     kiln_ctx *ctx = kiln_ctx_new();
     te_config def;
@@ -626,7 +707,9 @@ static kiln_status tune_task(run_t *r, task_t *t, int number, int total, tune_mo
     if (!driver_records_has(r->R, t->dt->key, &def))
         write_record(r, t, &def, &res, 0);
     t->measured++;
-    add_point(t, ix, 1.0);
+    float dtf[TUNE_TIR_FEATS];
+    tune_tir_features(f, dtf);
+    add_point(t, ix, 1.0, dtf);
     visit(t, code_of(&t->space, ix));
     /* resume: what the records hold for this task counts, and is known */
     for (int i = 0; i < r->R->n; i++) {
@@ -642,7 +725,10 @@ static kiln_status tune_task(run_t *r, task_t *t, int number, int total, tune_mo
         if (rec->error == REC_INVALID_CONFIG)
             continue;
         t->measured++;
-        add_point(t, rx, rec->error == REC_OK && rec->cost > 0 ? t->def_cost / rec->cost : 0);
+        float rtf[TUNE_TIR_FEATS];
+        int known = full && candidate_features(t, rx, rtf);
+        add_point(t, rx, rec->error == REC_OK && rec->cost > 0 ? t->def_cost / rec->cost : 0,
+                  known ? rtf : NULL);
         if (rec->error == REC_OK && rec->cost > 0 && rec->cost < t->best_cost) {
             t->best_cost = rec->cost;
             t->best = rec->cfg;
@@ -656,7 +742,7 @@ static kiln_status tune_task(run_t *r, task_t *t, int number, int total, tune_mo
         int n = o->tuner == TUNER_GRID     ? propose_grid(t, want, c)
                 : o->tuner == TUNER_RANDOM ? propose_random(r, t, want, c, 0)
                 : o->tuner == TUNER_GA     ? propose_ga(r, t, want, c)
-                                           : propose_sa(r, t, m, want, c);
+                                           : propose_sa(r, t, m, full, want, c);
         if (n == 0)
             break; /* the space is spent */
         int done = measure_batch(r, t, f->params, f->nparams, c, n);
@@ -1036,8 +1122,13 @@ kiln_status kiln_graph_tune(kiln_graph *g, const kiln_build_options *build,
             break;
         }
         model = o->tuner == TUNER_XGB ? tune_model_new(t->space.n, 1) : NULL;
-        st = tune_task(&r, t, ++number, total, model);
+        /* the loop-nest features need trees: with XGBoost only */
+        tune_model *full = o->tuner == TUNER_XGB && tune_model_has_xgboost()
+                               ? tune_model_new(t->space.n + TUNE_TIR_FEATS, 1)
+                               : NULL;
+        st = tune_task(&r, t, ++number, total, model, full);
         tune_model_free(model);
+        tune_model_free(full);
         model = NULL;
     }
     if (st == KILN_OK) {
@@ -1062,6 +1153,7 @@ done:
         free(r.tasks[i].visited);
         free(r.tasks[i].feat);
         free(r.tasks[i].score);
+        free(r.tasks[i].tfeat);
         free(r.tasks[i].curve.gflops);
     }
     free(r.tasks);

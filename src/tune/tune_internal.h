@@ -6,6 +6,7 @@
  *              process per measurement with a timeout;
  *   model.c    the cost models: XGBoost where the build found it, else a
  *              nearest-neighbour model;
+ *   features.c what the models read of a candidate's lowered loop nest;
  *   plot.c     the best-so-far curves as an SVG picture.
  *
  * The tuner sits above the driver: it lowers kernels through a driver
@@ -84,6 +85,12 @@ KILN_HIDDEN int tune_model_has_xgboost(void);
 KILN_HIDDEN void tune_model_fit(tune_model *m, int n, const float *x, const float *y);
 /* Predicted scores of n points. */
 KILN_HIDDEN void tune_model_predict(tune_model *m, int n, const float *x, float *out);
+
+/* ---- loop-nest features (features.c) ------------------------------------------------ */
+
+#define TUNE_TIR_FEATS 11
+/* The features of a lowered kernel, for the cost model. */
+KILN_HIDDEN void tune_tir_features(const tir_func *f, float out[TUNE_TIR_FEATS]);
 
 /* ---- the picture ------------------------------------------------------------------- */
 
