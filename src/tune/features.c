@@ -70,8 +70,7 @@ static void walk(tir_node s, double mult, counts *c, int depth) {
         for (uint32_t i = 0; i < s->nsrc; i++)
             walk(s->src[i], mult, c, depth + 1);
         break;
-    default:
-        break;
+    default: break;
     }
 }
 
