@@ -34,7 +34,8 @@ KILN_API void kiln_tune_options_free(kiln_tune_options *o);
  *   "seed"            the search's random seed (default 1)
  *   "log-plot"        write the best-so-far curves to this SVG file
  *   "test-fault"      for tests of the runner: "crash:N" or "hang:N"
- *                     makes the N-th measurement crash or hang */
+ *                     makes the N-th measurement crash or hang (a task's
+ *                     first two are its default kernel's) */
 KILN_API kiln_status kiln_tune_options_set(kiln_tune_options *o, const char *key,
                                            const char *value);
 /* Where the run's report goes: level 0 is a progress line that the next

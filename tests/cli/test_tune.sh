@@ -79,12 +79,12 @@ grep -qF " 0 of " "$OUT" || fail "another target's records were used"
 # ---- a crashing and a hanging candidate: recorded, and the run goes on
 F=$DIR/faults.json
 expect 0 "estimated time of the default build" "$KILN" tune "$DIGITS" --input-shapes "$SHAPE" -o "$F" \
-    --trials 4 --test-fault crash:2 --tasks 1
+    --trials 4 --test-fault crash:3 --tasks 1
 grep -qF "candidate failed (error 4)" "$OUT" || fail "the crash was not reported"
 grep -q '"result": \[\[\], 4,' "$F" || fail "the crash was not recorded with error 4"
 t0=$(date +%s)
 expect 0 "estimated time of the default build" "$KILN" tune "$DIGITS" --input-shapes "$SHAPE" -o "$DIR/hang.json" \
-    --trials 4 --test-fault hang:3 --tasks 1 --timeout 1
+    --trials 4 --test-fault hang:4 --tasks 1 --timeout 1
 t1=$(date +%s)
 grep -qF "no result within 1.0 s: killed" "$OUT" || fail "the hang was not reported"
 grep -q '"result": \[\[\], 7,' "$DIR/hang.json" || fail "the hang was not recorded with error 7"
