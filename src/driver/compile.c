@@ -164,6 +164,17 @@ static kiln_status make_groups(plan *P, int fuse) {
     return KILN_OK;
 }
 
+/* What make_groups and driver_plan_views allocated in P. */
+static void plan_free(plan *P) {
+    for (int k = 0; k < P->ngroups && P->groups; k++) {
+        free(P->groups[k].members);
+        free(P->groups[k].in);
+    }
+    free(P->groups);
+    free(P->group_of);
+    driver_views_free(&P->V);
+}
+
 /* ---- one kernel per group ------------------------------------------------------ */
 
 static kiln_tensor *placeholder_for(kiln_ctx *ctx, const gtensor_type *t, const char *name) {
@@ -846,13 +857,7 @@ static char *plan_graph(build *B, struct kiln_graph *g, const char *prefix, int 
     }
     text = make_json(&P, B, st);
 done:
-    for (int k = 0; k < P.ngroups && P.groups; k++) {
-        free(P.groups[k].members);
-        free(P.groups[k].in);
-    }
-    free(P.groups);
-    free(P.group_of);
-    driver_views_free(&P.V);
+    plan_free(&P);
     return text;
 }
 
@@ -1007,22 +1012,18 @@ struct driver_session {
     struct kiln_graph *user, *g;
     int ntasks;
     driver_task *tasks;
+    int *group_task; /* group k's task, or -1 (no key, a control op, a view) */
 };
 
 void driver_session_close(driver_session *S) {
     if (!S)
         return;
-    for (int k = 0; k < S->P.ngroups && S->P.groups; k++) {
-        free(S->P.groups[k].members);
-        free(S->P.groups[k].in);
-    }
-    free(S->P.groups);
-    free(S->P.group_of);
-    driver_views_free(&S->P.V);
+    plan_free(&S->P);
     if (S->g && S->g != S->user)
         kiln_graph_free(S->g);
     kiln_target_free((kiln_target *)S->B.target);
     free(S->tasks);
+    free(S->group_task);
     free(S);
 }
 
@@ -1044,7 +1045,8 @@ driver_session *driver_session_open(kiln_graph *g, const kiln_build_options *opt
     S->P = (plan){S->g, NULL, 0, NULL, "", 0, {0}};
     if ((st = driver_plan_views(S->g, S->B.views, S->B.fuse, &S->P.V)) != KILN_OK ||
         (st = make_groups(&S->P, S->B.fuse)) != KILN_OK ||
-        !(S->tasks = kiln_calloc((size_t)(S->P.ngroups ? S->P.ngroups : 1), sizeof(driver_task)))) {
+        !(S->tasks = kiln_calloc((size_t)(S->P.ngroups ? S->P.ngroups : 1), sizeof(driver_task))) ||
+        !(S->group_task = kiln_calloc((size_t)(S->P.ngroups ? S->P.ngroups : 1), sizeof(int)))) {
         driver_session_close(S);
         return NULL;
     }
@@ -1052,6 +1054,7 @@ driver_session *driver_session_open(kiln_graph *g, const kiln_build_options *opt
         group_t *gr = &S->P.groups[k];
         const gnode *on = S->g->nodes[gr->out];
         unsigned char key[32];
+        S->group_task[k] = -1;
         if (on->op->control || S->P.V.view[gr->out] ||
             !driver_group_key(S->g, gr->members, gr->nmembers, gr->in, gr->nin, key))
             continue;
@@ -1081,6 +1084,7 @@ driver_session *driver_session_open(kiln_graph *g, const kiln_build_options *opt
             }
         }
         T->count++;
+        S->group_task[k] = t;
     }
     return S;
 }
@@ -1088,19 +1092,14 @@ driver_session *driver_session_open(kiln_graph *g, const kiln_build_options *opt
 int driver_session_task_of(const driver_session *S, const char *name) {
     if (!name || !*name)
         return -1;
-    for (int t = 0; t < S->ntasks; t++)
-        for (int k = 0; k < S->P.ngroups; k++) {
-            const group_t *gr = &S->P.groups[k];
-            unsigned char key[32];
-            int named = 0;
-            for (int m = 0; m < gr->nmembers && !named; m++) {
-                const char *nm = S->g->nodes[gr->members[m]]->name;
-                named = nm && !strcmp(nm, name);
-            }
-            if (named && driver_group_key(S->g, gr->members, gr->nmembers, gr->in, gr->nin, key) &&
-                !memcmp(key, S->tasks[t].key, 32))
-                return t;
+    for (int k = 0; k < S->P.ngroups; k++) {
+        const group_t *gr = &S->P.groups[k];
+        for (int m = 0; m < gr->nmembers; m++) {
+            const char *nm = S->g->nodes[gr->members[m]]->name;
+            if (nm && !strcmp(nm, name))
+                return S->group_task[k];
         }
+    }
     return -1;
 }
 

@@ -75,9 +75,10 @@ static void local_build(tune_builder *b, int n, char *const *sources, const char
         return;
     build_slot *slots = mmap(NULL, sizeof(build_slot) * (size_t)n, PROT_READ | PROT_WRITE,
                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++) { /* an entry with no source keeps the caller's message */
         sos[i] = dirs[i] = NULL;
-        snprintf(msgs[i], 256, "not built");
+        if (sources[i])
+            snprintf(msgs[i], 256, "not built");
     }
     if (slots == MAP_FAILED) {
         for (int i = 0; i < n; i++)
@@ -154,7 +155,6 @@ void tune_local_builder(tune_builder *b, const codegen_toolchain *tc, int jobs) 
 
 typedef struct {
     tune_result res;
-    size_t out_bytes;   /* the outputs, concatenated */
     int have_reference; /* the outputs below are the default kernel's */
 } run_shared;
 
@@ -410,7 +410,6 @@ static kiln_status local_begin(tune_runner *r, const tune_kernel *ref, tune_resu
         free(L);
         return kiln_set_error(KILN_ERR_NOMEM, "tune: cannot map %zu bytes of shared memory", out);
     }
-    L->sh->out_bytes = out;
     r->state = L;
     measure(r, ref, res, 1);
     if (res->error != REC_OK || !L->sh->have_reference)

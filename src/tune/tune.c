@@ -22,6 +22,8 @@
 #include "kiln/tune.h"
 #include "tune_internal.h"
 
+#define KERNEL_NAME "tune_kernel"
+
 enum { TUNER_XGB, TUNER_GA, TUNER_RANDOM, TUNER_GRID };
 static const char *const TUNERS[] = {"xgb", "ga", "random", "grid"};
 
@@ -319,14 +321,10 @@ static void full_row(const task_t *t, const float *knobs, const float *tf, float
  * 0 if the config does not lower or the schedule refuses it. */
 static int candidate_features(task_t *t, const int *ix, float *tf) {
     te_config cfg;
-    cfg.n = t->space.n;
-    for (int k = 0; k < t->space.n; k++) {
-        snprintf(cfg.name[k], TE_KNOB_NAME, "%s", t->space.k[k].name);
-        cfg.v[k] = t->space.k[k].cand[ix[k]];
-    }
+    to_config(&t->space, ix, &cfg);
     kiln_ctx *ctx = kiln_ctx_new();
     te_knobs kn = {NULL, &cfg, 0};
-    tir_func *f = ctx ? driver_session_lower(t->S, t->idx, ctx, &kn, "tune_kernel") : NULL;
+    tir_func *f = ctx ? driver_session_lower(t->S, t->idx, ctx, &kn, KERNEL_NAME) : NULL;
     int ok = f && !kn.invalid;
     if (ok)
         tune_tir_features(f, tf);
@@ -552,12 +550,10 @@ static int propose_sa(run_t *r, task_t *t, tune_model *m, tune_model *full, int 
 
 /* ---- building and measuring one batch ---------------------------------------------- */
 
-#define KERNEL_NAME "tune_kernel"
-
 /* The task's kernel under cfg, rendered to C (malloc'd) in ctx; NULL with
  * *err REC_INVALID_CONFIG or REC_COMPILE_ERROR and msg. */
-static char *lower_candidate(run_t *r, task_t *t, const te_config *cfg, int *err, char *msg,
-                             size_t cap, float *tf) {
+static char *lower_candidate(task_t *t, const te_config *cfg, int *err, char *msg, size_t cap,
+                             float *tf) {
     kiln_ctx *ctx = kiln_ctx_new();
     te_knobs kn = {NULL, cfg, 0};
     char *src = NULL;
@@ -578,6 +574,20 @@ static char *lower_candidate(run_t *r, task_t *t, const te_config *cfg, int *err
     return src;
 }
 
+/* rec as a line of the output, flushed, and into the known records */
+static void append_record(run_t *r, const driver_record *rec, const char *ops, const char *shape,
+                          const double *costs, int ncosts, double build_s) {
+    kstr line;
+    kstr_init(&line);
+    driver_record_write(&line, rec, ops, shape, costs, ncosts, build_s, (double)time(NULL));
+    if (r->out) {
+        fputs(line.buf, r->out);
+        fflush(r->out);
+    }
+    kstr_free(&line);
+    driver_records_add(r->R, rec);
+}
+
 static void write_record(run_t *r, const task_t *t, const te_config *cfg, const tune_result *res,
                          double build_s) {
     driver_record rec;
@@ -587,16 +597,8 @@ static void write_record(run_t *r, const task_t *t, const te_config *cfg, const 
     rec.cfg = *cfg;
     rec.error = res->error;
     rec.cost = res->error == REC_OK ? driver_cost_median(res->costs, res->ncosts) : -1;
-    kstr line;
-    kstr_init(&line);
-    driver_record_write(&line, &rec, t->dt->ops, t->dt->shape, res->costs,
-                        res->error == REC_OK ? res->ncosts : 0, build_s, (double)time(NULL));
-    if (r->out) {
-        fputs(line.buf, r->out);
-        fflush(r->out);
-    }
-    kstr_free(&line);
-    driver_records_add(r->R, &rec);
+    append_record(r, &rec, t->dt->ops, t->dt->shape, res->costs,
+                  res->error == REC_OK ? res->ncosts : 0, build_s);
 }
 
 static double result_cost(const tune_result *res) {
@@ -624,7 +626,7 @@ static int measure_batch(run_t *r, task_t *t, const tir_param *params, int nargs
         names[i] = KERNEL_NAME;
         for (int k = 0; k < TUNE_TIR_FEATS; k++)
             tf[i][k] = NAN;
-        src[i] = lower_candidate(r, t, &cfg[i], &err[i], msgs[i], sizeof msgs[i], tf[i]);
+        src[i] = lower_candidate(t, &cfg[i], &err[i], msgs[i], sizeof msgs[i], tf[i]);
     }
     r->builder.build(&r->builder, n, src, names, so, dir, msgs);
     double build_s = (now_s() - tb) / (n ? n : 1);
@@ -632,11 +634,9 @@ static int measure_batch(run_t *r, task_t *t, const tir_param *params, int nargs
     for (int i = 0; i < n; i++) {
         tune_result res;
         memset(&res, 0, sizeof res);
-        if (err[i] != REC_OK) {
-            res.error = err[i];
-        } else if (!so[i]) {
-            res.error = REC_COMPILE_ERROR;
-            snprintf(res.msg, sizeof res.msg, "%s", msgs[i]);
+        if (err[i] != REC_OK || !so[i]) { /* refused, not lowered, or not compiled */
+            res.error = err[i] != REC_OK ? err[i] : REC_COMPILE_ERROR;
+            snprintf(res.msg, sizeof res.msg, "%.255s", msgs[i]);
         } else {
             tune_kernel k = {so[i], KERNEL_NAME, nargs, t->dt->nout, params, t->dt->consts};
             r->runner.run(&r->runner, &k, &res);
@@ -864,6 +864,14 @@ static kiln_status make_tasks(run_t *r) {
     return KILN_OK;
 }
 
+/* The session forcing knob `name` to v, or 0 (the default session) */
+static int session_forcing(const run_t *r, const char *name, int64_t v) {
+    for (int s = 1; s < r->nS; s++)
+        if (r->lk[s].force == v && !strcmp(r->lk[s].force_name, name))
+            return s;
+    return 0;
+}
+
 /* The layout knobs recorded by the default session, and the sessions that
  * force each other value: a session per (knob, value) pair, at most
  * MAX_SESSIONS - 1. */
@@ -872,10 +880,7 @@ static kiln_status open_alternatives(run_t *r, kiln_graph *g, const kiln_build_o
     for (int i = 0; i < lk0->ntasks; i++) {
         const te_knob *kn = &lk0->tasks[i].knob;
         for (int j = 1; j < kn->n; j++) {
-            int have = 0;
-            for (int s = 1; s < r->nS && !have; s++)
-                have = r->lk[s].force == kn->cand[j] && !strcmp(r->lk[s].force_name, kn->name);
-            if (have || r->nS == MAX_SESSIONS)
+            if (session_forcing(r, kn->name, kn->cand[j]) || r->nS == MAX_SESSIONS)
                 continue;
             driver_layout_knobs_init(&r->lk[r->nS], DRIVER_LK_FORCE, NULL, kn->name, kn->cand[j]);
             if (!(r->S[r->nS] = driver_session_open(g, build, &r->lk[r->nS])))
@@ -898,10 +903,7 @@ static kiln_status link_layouts(run_t *r) {
         layout_t *lt = &r->layouts[r->nlayouts];
         lt->L = L;
         for (int j = 0; j < L->knob.n; j++) {
-            int s = 0;
-            for (int k = 1; k < r->nS && j > 0 && !s; k++)
-                if (r->lk[k].force == L->knob.cand[j] && !strcmp(r->lk[k].force_name, L->knob.name))
-                    s = k;
+            int s = j > 0 ? session_forcing(r, L->knob.name, L->knob.cand[j]) : 0;
             if (j > 0 && !s)
                 continue; /* no session for it */
             int dt = driver_session_task_of(r->S[s], L->call);
@@ -955,21 +957,9 @@ static void decide_layouts(run_t *r) {
             rec.cost = cost;
             if (driver_records_has(r->R, rec.key, &rec.cfg))
                 continue;
-            tune_result res;
-            memset(&res, 0, sizeof res);
-            res.ncosts = 1;
-            res.costs[0] = cost;
             char ops[256];
             snprintf(ops, sizeof ops, "layout %s %.160s", lt->L->op, lt->L->call);
-            kstr out;
-            kstr_init(&out);
-            driver_record_write(&out, &rec, ops, "", res.costs, 1, 0, (double)time(NULL));
-            if (r->out) {
-                fputs(out.buf, r->out);
-                fflush(r->out);
-            }
-            kstr_free(&out);
-            driver_records_add(r->R, &rec);
+            append_record(r, &rec, ops, "", &cost, 1, 0);
         }
         say(r, 1, "%s -> %lld", line, (long long)bv);
     }

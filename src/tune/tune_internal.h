@@ -40,7 +40,8 @@ typedef struct {
 
 /* The builder: C sources to shared objects, up to `jobs` at once. sos[i]
  * is set (malloc'd, in a folder dirs[i] the caller removes) or NULL with
- * msgs[i] (256 bytes) saying why. */
+ * msgs[i] (256 bytes) saying why; a NULL source is skipped and its msgs[i]
+ * left as the caller wrote it. */
 typedef struct tune_builder {
     void (*build)(struct tune_builder *b, int n, char *const *sources, const char *const *names,
                   char **sos, char **dirs, char (*msgs)[256]);
