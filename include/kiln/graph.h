@@ -37,6 +37,27 @@ KILN_API kiln_status kiln_graph_set_outputs(kiln_graph *g, int n, const int *nod
                                             const char *const *names);
 KILN_API int kiln_graph_num_nodes(const kiln_graph *g);
 
+/* ---- reading nodes (a bad graph or id gives NULL, -1 or the default) ---- */
+/* The op of a call ("nn.conv2d"), "var", "const", "tuple" or "tuple_get". */
+KILN_API const char *kiln_graph_node_op(const kiln_graph *g, int id);
+KILN_API const char *kiln_graph_node_name(const kiln_graph *g, int id);
+KILN_API int kiln_graph_node_num_inputs(const kiln_graph *g, int id);
+KILN_API int kiln_graph_node_input(const kiln_graph *g, int id, int i);
+/* A constant's value (owned by the graph), else NULL. */
+KILN_API const kiln_ndarray *kiln_graph_node_value(const kiln_graph *g, int id);
+/* A call's attribute, or its schema default, or def. */
+KILN_API int64_t kiln_graph_node_attr_int(const kiln_graph *g, int id, const char *name,
+                                          int64_t def);
+KILN_API double kiln_graph_node_attr_float(const kiln_graph *g, int id, const char *name,
+                                           double def);
+KILN_API const char *kiln_graph_node_attr_str(const kiln_graph *g, int id, const char *name,
+                                              const char *def);
+/* The node's (inferred) type, when it is one tensor: dtype (KILN_DTYPE_COUNT
+ * if unknown), rank (-1) and dim d (-1 if symbolic or unknown). */
+KILN_API kiln_dtype kiln_graph_node_dtype(const kiln_graph *g, int id);
+KILN_API int kiln_graph_node_ndim(const kiln_graph *g, int id);
+KILN_API int64_t kiln_graph_node_dim(const kiln_graph *g, int id, int d);
+
 /* Infer every node's type; an error names the node, op and reason. */
 KILN_API kiln_status kiln_graph_infer_types(kiln_graph *g);
 

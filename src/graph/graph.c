@@ -80,6 +80,72 @@ int kiln_graph_num_nodes(const kiln_graph *g) {
     return g ? g->n : 0;
 }
 
+static const gnode *node_at(const kiln_graph *g, int id) {
+    return g && id >= 0 && id < g->n ? g->nodes[id] : NULL;
+}
+
+const char *kiln_graph_node_op(const kiln_graph *g, int id) {
+    const gnode *n = node_at(g, id);
+    static const char *const kinds[] = {"var", "const", "", "tuple", "tuple_get"};
+    return !n ? NULL : n->kind == GN_CALL ? n->op->name : kinds[n->kind];
+}
+
+const char *kiln_graph_node_name(const kiln_graph *g, int id) {
+    const gnode *n = node_at(g, id);
+    return n ? (n->name ? n->name : "") : NULL;
+}
+
+int kiln_graph_node_num_inputs(const kiln_graph *g, int id) {
+    const gnode *n = node_at(g, id);
+    return n ? n->nin : -1;
+}
+
+int kiln_graph_node_input(const kiln_graph *g, int id, int i) {
+    const gnode *n = node_at(g, id);
+    return n && i >= 0 && i < n->nin ? n->in[i] : -1;
+}
+
+const kiln_ndarray *kiln_graph_node_value(const kiln_graph *g, int id) {
+    const gnode *n = node_at(g, id);
+    return n && n->kind == GN_CONST ? n->value : NULL;
+}
+
+int64_t kiln_graph_node_attr_int(const kiln_graph *g, int id, const char *name, int64_t def) {
+    const gnode *n = node_at(g, id);
+    return n && n->kind == GN_CALL && name ? graph_attr_int(n, name, def) : def;
+}
+
+double kiln_graph_node_attr_float(const kiln_graph *g, int id, const char *name, double def) {
+    const gnode *n = node_at(g, id);
+    return n && n->kind == GN_CALL && name ? graph_attr_float(n, name, def) : def;
+}
+
+const char *kiln_graph_node_attr_str(const kiln_graph *g, int id, const char *name,
+                                     const char *def) {
+    const gnode *n = node_at(g, id);
+    return n && n->kind == GN_CALL && name ? graph_attr_str(n, name, def) : def;
+}
+
+static const gtensor_type *node_tensor(const kiln_graph *g, int id) {
+    const gnode *n = node_at(g, id);
+    return n && n->type.known && !n->type.is_tuple && n->type.n == 1 ? &n->type.t[0] : NULL;
+}
+
+kiln_dtype kiln_graph_node_dtype(const kiln_graph *g, int id) {
+    const gtensor_type *t = node_tensor(g, id);
+    return t ? t->dtype : KILN_DTYPE_COUNT;
+}
+
+int kiln_graph_node_ndim(const kiln_graph *g, int id) {
+    const gtensor_type *t = node_tensor(g, id);
+    return t ? t->ndim : -1;
+}
+
+int64_t kiln_graph_node_dim(const kiln_graph *g, int id, int d) {
+    const gtensor_type *t = node_tensor(g, id);
+    return t && d >= 0 && d < t->ndim && !t->dims[d].sym ? t->dims[d].v : -1;
+}
+
 const char *graph_node_label(const gnode *n, char *buf, size_t cap) {
     const char *what = n->kind == GN_CALL    ? n->op->name
                        : n->kind == GN_VAR   ? "input"

@@ -265,6 +265,8 @@ typedef struct kiln_op_def {
                                 data movement on large constants, a weight's transpose */
     op_rows_fn rows;         /* (optional) 1 when this call takes part in row fusion
                                 (op_rows_fn) */
+    int external;            /* 1: a call of a function that a bring-your-own-codegen
+                                backend compiles (src/contrib; its Compiler attribute) */
 } kiln_op_def;
 
 /* The ops a graph may use: the built-in table plus rows added by plugins. */

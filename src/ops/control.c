@@ -22,6 +22,7 @@
  * time) is a size variable "<prefix>_k" that the executor binds from the
  * output when the op has run, as a binder's (shape.c) are. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops.h"
@@ -438,6 +439,74 @@ static rel_result rel_scan(const struct kiln_graph *g, const gnode *call, const 
     return set_outs(g, out, b->nout, t);
 }
 
+/* ---- functions: composite and external -------------------------------------------------
+ * composite(a...): Relay's function with a Composite attribute, made by
+ * partitioning on a pattern (kiln/pattern.h, MergeComposite): its body is
+ * the matched ops on variables standing for the arguments. external(a...):
+ * a function PartitionGraph handed to a BYOC backend (Compiler="dnnl"),
+ * compiled by that backend (src/contrib) under the name global_symbol. Both
+ * take the types of their bodies' results. */
+
+static const attr_schema composite_attrs[] = {{"Composite", GA_STR, 1, NULL},
+                                              {"PartitionedFromPattern", GA_STR, 0, "\"\""},
+                                              {"body", GA_GRAPH, 1, NULL},
+                                              {NULL, 0, 0, NULL}};
+static const attr_schema external_attrs[] = {{"Compiler", GA_STR, 1, NULL},
+                                             {"global_symbol", GA_STR, 1, NULL},
+                                             {"body", GA_GRAPH, 1, NULL},
+                                             {NULL, 0, 0, NULL}};
+
+static rel_result rel_function(const struct kiln_graph *g, const gnode *call,
+                               const gtype *const *in, gtype *out) {
+    rel_result r = tensor_inputs(call, in);
+    if (r != REL_OK)
+        return r;
+    int vars[MAX_CTL_IO], nv;
+    struct kiln_graph *b = typed_body(call, "body", vars, &nv);
+    if (!b)
+        return REL_ERROR;
+    if (nv != call->nin)
+        return ops_fail("body has %d parameters, but the call passes %d arguments", nv, call->nin);
+    for (int i = 0; i < nv; i++)
+        if (!var_is(b, "body", vars, i, &in[i]->t[0], "the argument"))
+            return REL_ERROR;
+    gtensor_type t[MAX_CTL_IO];
+    for (int k = 0; k < b->nout; k++)
+        t[k] = *out_type(b, k);
+    return set_outs(g, out, b->nout, t);
+}
+
+/* A composite's compute: its body's ops composed, as a fused group's are
+ * (a composite no backend took, compiled by kiln). */
+static kiln_status compute_composite(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *inputs,
+                                     kiln_tensor **outputs) {
+    struct kiln_graph *b = graph_attr_graph(call, "body");
+    kiln_tensor **t = b ? kiln_calloc((size_t)b->n + 1, sizeof *t) : NULL;
+    kiln_status st = t ? KILN_OK : KILN_ERR_NOMEM;
+    for (int id = 0, v = 0; st == KILN_OK && id < b->n; id++) {
+        const gnode *n = b->nodes[id];
+        if (n->kind == GN_VAR) {
+            t[id] = inputs[v++];
+            continue;
+        }
+        if (n->kind != GN_CALL || !n->op->compute || n->type.is_tuple || n->nin > MAX_CTL_IO) {
+            st = kiln_set_error(KILN_ERR_UNSUPPORTED,
+                                "composite '%s': body node '%s' is not a call kiln can compute",
+                                graph_attr_str(call, "Composite", ""), n->name);
+            break;
+        }
+        kiln_tensor *in[MAX_CTL_IO], *outs[64] = {0};
+        for (int i = 0; i < n->nin; i++)
+            in[i] = t[n->in[i]];
+        st = n->op->compute(ctx, n, in, outs);
+        t[id] = outs[0];
+    }
+    for (int k = 0; st == KILN_OK && k < b->nout; k++)
+        outputs[k] = t[b->outs[k]];
+    free(t);
+    return st;
+}
+
 /* ---- the rows ---------------------------------------------------------------------- */
 
 #define CONTROL_ROW(nm, nmin, schema, relation, kind, sum)                                         \
@@ -455,6 +524,22 @@ const kiln_op_def ops_control_rows[] = {
     CONTROL_ROW("scan", 1, scan_attrs, rel_scan, OP_CONTROL_SCAN,
                 "runs body over slices of the scan inputs, carrying values and stacking the "
                 "scan outputs"),
+    {.name = "composite",
+     .min_in = 0,
+     .max_in = MAX_CTL_IO,
+     .attrs = composite_attrs,
+     .rel = rel_function,
+     .pattern = OP_OPAQUE,
+     .compute = compute_composite,
+     .summary = "a function of matched ops (MergeComposite), computed as its body"},
+    {.name = "external",
+     .min_in = 0,
+     .max_in = MAX_CTL_IO,
+     .attrs = external_attrs,
+     .rel = rel_function,
+     .pattern = OP_OPAQUE,
+     .external = 1,
+     .summary = "a function a bring-your-own-codegen backend compiles (PartitionGraph)"},
 };
 
 const int ops_control_count = (int)(sizeof ops_control_rows / sizeof ops_control_rows[0]);

@@ -13,63 +13,11 @@
 #include "../runtime/runtime_internal.h"
 #include "passes.h"
 
-/* ---- rebuilding a graph ------------------------------------------------------
- * Every pass builds a new graph node by node. rebuild calls fn for each node
- * of g in order with the new graph and the map old id -> new id so far; fn
- * returns the new id for the node, REBUILD_COPY to copy it unchanged,
- * REBUILD_DROP to leave it out, or -1 on an error. */
-typedef int (*rebuild_fn)(struct kiln_graph *r, const struct kiln_graph *g, const gnode *n,
-                          const int *map, void *user);
-
-static struct kiln_graph *rebuild(const struct kiln_graph *g, rebuild_fn fn, void *user) {
-    struct kiln_graph *r = graph_new(g->ops);
-    int *map = malloc(sizeof(int) * (size_t)(g->n ? g->n : 1));
-    if (!r || !map)
-        goto fail;
-    for (int id = 0; id < g->n; id++) {
-        int v = fn(r, g, g->nodes[id], map, user);
-        if (v == REBUILD_COPY)
-            v = graph_copy_node(r, g->nodes[id], map);
-        if (v == -1)
-            goto fail;
-        map[id] = v == REBUILD_DROP ? -1 : v;
-    }
-    if (graph_copy_outputs(r, g, map) != KILN_OK)
-        goto fail;
-    free(map);
-    return r;
-fail:
-    free(map);
-    kiln_graph_free(r);
-    return NULL;
-}
-
 /* ---- DeadCodeElimination ---------------------------------------------------- */
-
-static int keep_live(struct kiln_graph *r, const struct kiln_graph *g, const gnode *n,
-                     const int *map, void *user) {
-    return ((const int *)user)[n->id] ? REBUILD_COPY : REBUILD_DROP;
-}
 
 static struct kiln_graph *pass_dce(struct kiln_graph *g, const pass_env *env) {
     (void)env;
-    int *live = calloc((size_t)(g->n ? g->n : 1), sizeof(int));
-    if (!live)
-        return NULL;
-    for (int k = 0; k < g->nout; k++)
-        live[g->outs[k]] = 1;
-    for (int id = g->n - 1; id >= 0; id--) {
-        const gnode *n = g->nodes[id];
-        if (n->kind == GN_VAR)
-            live[id] = 1; /* inputs stay: the signature is fixed */
-        if (!live[id])
-            continue;
-        for (int i = 0; i < n->nin; i++)
-            live[n->in[i]] = 1;
-    }
-    struct kiln_graph *r = rebuild(g, keep_live, live);
-    free(live);
-    return r;
+    return pass_dead_code(g);
 }
 
 /* ---- EliminateCommonSubexpr ---------------------------------------------------- */
@@ -178,7 +126,7 @@ static struct kiln_graph *pass_cse(struct kiln_graph *g, const pass_env *env) {
         return NULL;
     }
     memset(t.slot, 0xff, sizeof(int) * t.cap);
-    struct kiln_graph *r = rebuild(g, merge_same, &t);
+    struct kiln_graph *r = pass_rebuild(g, merge_same, &t);
     free(t.slot);
     return r;
 }
@@ -254,7 +202,7 @@ static int fold_batch_norm(struct kiln_graph *r, const struct kiln_graph *g, con
  * multiply and add then fuse into the producer (a convolution). */
 static struct kiln_graph *pass_simplify_inference(struct kiln_graph *g, const pass_env *env) {
     (void)env;
-    return rebuild(g, fold_batch_norm, NULL);
+    return pass_rebuild(g, fold_batch_norm, NULL);
 }
 
 /* ---- SimplifyExpr ----------------------------------------------------------------
@@ -489,7 +437,7 @@ static struct kiln_graph *pass_simplify_expr(struct kiln_graph *g, const pass_en
     if (L.x && L.eps && L.gamma && L.beta) {
         for (int i = 0; i < g->n; i++)
             L.x[i] = L.gamma[i] = L.beta[i] = -1;
-        r = rebuild(g, fuse_layer_norm, &L);
+        r = pass_rebuild(g, fuse_layer_norm, &L);
     }
     free(L.x);
     free(L.eps);

@@ -16,9 +16,38 @@ typedef struct {
     layout_knobs *knobs; /* AlterOpLayout's hooks' knobs (docs/tuning.md), or NULL */
 } pass_env;
 
-/* Returned by a rebuild callback (pass_manager.c): copy the node unchanged,
- * or leave it out. */
+/* Returned by a rebuild callback: copy the node unchanged, or leave it out. */
 enum { REBUILD_COPY = -2, REBUILD_DROP = -3 };
+
+/* ---- rebuilding and rewriting (pattern.c) -----------------------------------
+ * pass_rebuild makes a new graph from g node by node: fn gets each node of
+ * g in order with the new graph and the map old id -> new id so far, and
+ * returns the new id for the node, REBUILD_COPY, REBUILD_DROP, or -1 on an
+ * error. NULL with an error. */
+typedef int (*rebuild_fn)(struct kiln_graph *r, const struct kiln_graph *g, const gnode *n,
+                          const int *map, void *user);
+KILN_HIDDEN struct kiln_graph *pass_rebuild(const struct kiln_graph *g, rebuild_fn fn, void *user);
+/* DeadCodeElimination: g without the nodes no output needs (variables stay). */
+KILN_HIDDEN struct kiln_graph *pass_dead_code(const struct kiln_graph *g);
+
+struct kiln_pattern;
+struct kiln_rewrite;
+typedef int (*pattern_rewrite_fn)(struct kiln_rewrite *rw, void *user);
+/* kiln_graph_rewrite with n patterns, tried in order at each node (the
+ * first whose callback rewrites it wins), to a fixed point; g typed. */
+KILN_HIDDEN struct kiln_graph *pattern_rewrite_all(const struct kiln_graph *g, int n,
+                                                   const struct kiln_pattern *const *pats,
+                                                   const pattern_rewrite_fn *fns,
+                                                   void *const *users);
+/* A call of function op `op` ("composite", "external") in r whose body is
+ * the nodes `members` of g (increasing ids; the last is the result, a
+ * tensor): their inputs from outside become the body's variables and the
+ * call's arguments (through map into r), in order of first use. Its
+ * attributes are `attrs` plus body. Returns its id in r, or -1. */
+KILN_HIDDEN int pattern_make_function(struct kiln_graph *r, const struct kiln_graph *g,
+                                      const int *members, int nmembers, const int *map,
+                                      const char *op, const gattr *attrs, int nattr,
+                                      const char *name);
 
 /* A call's attributes as text (the graph text syntax), leaving out those
  * named in skip (a NULL-terminated list, or NULL), then `extra`; malloc'd
