@@ -26,3 +26,5 @@ endfunction()
 kiln_embed_text(src/runtime/module_abi.h module_abi_text.c codegen_module_abi_text
                 BEGIN "begin module ABI text" END "end module ABI text")
 kiln_embed_text(src/base/intdiv.h intdiv_text.c codegen_intdiv_text)
+# the oneDNN glue every dnnl external function carries (src/contrib/dnnl.c)
+kiln_embed_text(src/contrib/dnnl_rt.h dnnl_rt_text.c contrib_dnnl_rt_text)

@@ -71,15 +71,13 @@ KILN_API kiln_pattern *kiln_pattern_alt(kiln_pattern_set *s, kiln_pattern *a, ki
 /* p, where the call's attributes have the values in `attrs` (graph text
  * syntax: "groups=1, data_layout=\"NCHW\""); an attribute the call does
  * not set compares with its schema default. */
-KILN_API kiln_pattern *kiln_pattern_attrs(kiln_pattern_set *s, kiln_pattern *p,
-                                          const char *attrs);
+KILN_API kiln_pattern *kiln_pattern_attrs(kiln_pattern_set *s, kiln_pattern *p, const char *attrs);
 /* p, of dtype `dtype` (KILN_DTYPE_COUNT: any) and, with ndim >= 0, of
  * that rank with dims[i] (< 0: any) where dims is not NULL. */
 KILN_API kiln_pattern *kiln_pattern_type(kiln_pattern_set *s, kiln_pattern *p, kiln_dtype dtype,
                                          int ndim, const int64_t *dims);
 /* op(p), or p alone. */
-KILN_API kiln_pattern *kiln_pattern_optional(kiln_pattern_set *s, const char *op,
-                                             kiln_pattern *p);
+KILN_API kiln_pattern *kiln_pattern_optional(kiln_pattern_set *s, const char *op, kiln_pattern *p);
 /* child, whose inputs lead back to parent through nodes matching path only. */
 KILN_API kiln_pattern *kiln_pattern_dominator(kiln_pattern_set *s, kiln_pattern *parent,
                                               kiln_pattern *path, kiln_pattern *child);

@@ -12,9 +12,9 @@
  *   "llvm -mattr=+avx2,+fma"           features on top of the baseline (x86-64)
  *   "llvm -mcpu=native -mattr=-avx512f"  features off
  *   "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72"   another architecture
- *   "dnnl, llvm"                       composite: external backends first, the
- *                                      CPU target last (kiln has no external
- *                                      backends yet: naming one is an error)
+ *   "dnnl, llvm"                       composite: external backends first
+ *                                      (kiln/byoc.h; the build checks that
+ *                                      they exist), the CPU target last
  * A bad string gets one clear error naming the bad word. The C compiler is
  * "cc" for this machine's architecture and TRIPLE-gcc for another, with
  * -O3 and the CPU's flags (-march=NAME, or -mcpu=NAME on aarch64);
@@ -52,6 +52,9 @@ KILN_API int kiln_target_vector_registers(const kiln_target *t);
 KILN_API int kiln_target_has(const kiln_target *t, const char *name);
 /* Every feature the target has, comma-separated (malloc'd). */
 KILN_API char *kiln_target_features(const kiln_target *t);
+/* The external backends of a composite target, in order: count, name i. */
+KILN_API int kiln_target_num_external(const kiln_target *t);
+KILN_API const char *kiln_target_external(const kiln_target *t, int i);
 /* Cache sizes in bytes (level 1 data, 2, 3); 0 when unknown. */
 KILN_API int64_t kiln_target_cache_bytes(const kiln_target *t, int level);
 

@@ -24,6 +24,11 @@ static int valid_ident(const char *s) {
 }
 
 static void render_func(cg_render *r, kstr *out, const tir_func *f) {
+    if (f->extern_text) { /* a backend's own C (kiln/byoc.h) */
+        kstr_puts(out, f->extern_text);
+        kstr_putc(out, '\n');
+        return;
+    }
     cg_names_reset(r);
     r->nshare = 0;
     r->fname = f->name;

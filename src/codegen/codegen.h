@@ -43,6 +43,7 @@ typedef struct {
                            says (on unless "0") */
     kiln_build_progress_fn progress; /* "compile C" and "link" reports; may be NULL */
     void *progress_user;
+    const char *ldflags; /* added to the link after -lm (a backend's library), or NULL */
 } codegen_toolchain;
 
 /* The compiler and flags of target t (kiln/target.h): the target decides,

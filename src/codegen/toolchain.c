@@ -456,6 +456,7 @@ kiln_status codegen_compile_parts(int n, const char *const *sources, const char 
             job_arg(j, obj);
             job_arg(j, src);
             job_arg(j, "-lm");
+            argv_split(&j->av, tc->ldflags);
         } else {
             job_arg(j, "-fPIC");
             job_arg(j, "-c");
@@ -511,6 +512,7 @@ kiln_status codegen_compile_parts(int n, const char *const *sources, const char 
             job_arg(l, obj);
         }
         job_arg(l, "-lm");
+        argv_split(&l->av, tc->ldflags);
         report(tc, "link", 0, 0, NULL);
         if (cache) { /* the objects by their digests */
             const void *in[256];

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../base/json.h"
+#include "../contrib/contrib.h"
 #include "../ops/ops.h"
 #include "../passes/passes.h"
 #include "../runtime/runtime_internal.h"
@@ -55,6 +56,9 @@ typedef struct {
     driver_records *records; /* --tuning-records, or NULL */
     driver_layout_knobs lk;  /* which apply them to AlterOpLayout's knobs */
     int ntuned;              /* distinct kernels built with a record's config */
+    int nbyoc;               /* the target's external backends (kiln/byoc.h), and those */
+    const kiln_codegen_spec *byoc[2 * TGT_MAX_EXTERNAL]; /* a graph partitioned by hand names */
+    int byoc_funcs[2 * TGT_MAX_EXTERNAL];                /* the external functions each compiled */
 } build;
 
 typedef struct {
@@ -145,7 +149,8 @@ static kiln_status make_groups(plan *P, int fuse) {
     for (int k = 0; k < P->ngroups; k++) {
         group_t *gr = &P->groups[k];
         const gnode *on = g->nodes[gr->out];
-        if (on->op->control) { /* its inputs as they are: they are its bodies' parameters */
+        if (on->op->control || on->op->external) { /* its inputs as they are: they are its
+                                                      bodies' parameters */
             gr->nin = on->nin;
             memcpy(gr->in, on->in, sizeof(int) * (size_t)on->nin);
         }
@@ -256,6 +261,62 @@ static tir_func *lower_group(plan *P, kiln_ctx *ctx, group_t *gr, const kiln_bui
         kiln_error_prefix("lowering %s", graph_node_label(on, label, sizeof label));
 done:
     free(t);
+    return f;
+}
+
+/* ---- external functions (kiln/byoc.h) ------------------------------------------------ */
+
+/* The kernel of external call group gr: its backend's C, under the call's
+ * global symbol, with the call's inputs and outputs as its arguments. */
+static tir_func *external_func(build *B, plan *P, group_t *gr) {
+    const gnode *n = P->g->nodes[gr->out];
+    const char *compiler = graph_attr_str(n, "Compiler", "");
+    char label[512];
+    int k = 0;
+    while (k < B->nbyoc && strcmp(B->byoc[k]->name, compiler))
+        k++;
+    if (k == B->nbyoc) { /* partitioned before the build (kiln_graph_partition_for) */
+        const kiln_codegen_spec *b = contrib_find(compiler);
+        if (!b || B->nbyoc == 2 * TGT_MAX_EXTERNAL) {
+            kiln_error_prefix("%s", graph_node_label(n, label, sizeof label));
+            return NULL;
+        }
+        B->byoc[B->nbyoc++] = b;
+    }
+    const kiln_codegen_spec *b = B->byoc[k];
+    snprintf(gr->func, sizeof gr->func, "%s%s", P->prefix, graph_attr_str(n, "global_symbol", ""));
+    memcpy(gr->kernel, gr->func, sizeof gr->kernel);
+    char *text = b->codegen(P->g, n->id, gr->func, b->user);
+    if (!text) {
+        kiln_error_prefix("backend %s: %s", b->name, graph_node_label(n, label, sizeof label));
+        return NULL;
+    }
+    kiln_ctx *ctx = B->ctx;
+    arena *A = tir_arena(ctx);
+    tir_func *f = arena_alloc(A, sizeof *f);
+    int nout = n->type.is_tuple ? n->type.n : 1;
+    f->name = tir_intern(ctx, gr->func);
+    f->extern_text = arena_strdup(A, text);
+    free(text);
+    f->nparams = gr->nin + nout;
+    f->params = arena_alloc(A, sizeof(tir_param) * (size_t)f->nparams);
+    f->body = tir_nop(ctx);
+    for (int i = 0; i < f->nparams; i++) {
+        const gtensor_type *t =
+            i < gr->nin ? &P->g->nodes[gr->in[i]]->type.t[0] : &n->type.t[i - gr->nin];
+        char nm[32];
+        snprintf(nm, sizeof nm, i < gr->nin ? "in%d" : "out%d", i < gr->nin ? i : i - gr->nin);
+        tir_param *p = &f->params[i];
+        p->name = tir_intern(ctx, nm);
+        p->buf = tir_handle(ctx, nm, t->dtype);
+        p->dtype = t->dtype;
+        p->ndim = t->ndim;
+        tir_node *shape = arena_alloc(A, sizeof(tir_node) * (size_t)(t->ndim ? t->ndim : 1));
+        for (int d = 0; d < t->ndim; d++)
+            shape[d] = tir_int(ctx, KILN_INT64, t->dims[d].v);
+        p->shape = shape;
+    }
+    B->byoc_funcs[k]++;
     return f;
 }
 
@@ -631,6 +692,19 @@ static char *make_json(plan *P, build *B, kiln_status *st) {
             f += n + (f[n] == ',');
         }
         free(feats);
+        /* the backends' libraries the kernels call: the runtime names a
+           missing one (kiln/byoc.h) */
+        kstr_puts(&js, "], \"external\": [");
+        for (int k = 0, lead = 1; k < B->nbyoc; k++) {
+            if (!B->byoc_funcs[k])
+                continue;
+            kstr_printf(&js, "%s{\"backend\": ", lead ? "" : ", ");
+            json_write_string(&js, B->byoc[k]->name);
+            kstr_puts(&js, ", \"library\": ");
+            json_write_string(&js, B->byoc[k]->library ? B->byoc[k]->library : "");
+            kstr_printf(&js, ", \"functions\": %d}", B->byoc_funcs[k]);
+            lead = 0;
+        }
         kstr_puts(&js, "]}");
     }
     kstr_puts(&js, ",\n  \"node_row_ptr\": [");
@@ -795,6 +869,20 @@ static char *plan_graph(build *B, struct kiln_graph *g, const char *prefix, int 
             B->fcap = ncap;
         }
         group_t *gr = &P.groups[k];
+        if (g->nodes[gr->out]->op->external) {
+            tir_func *f = external_func(B, &P, gr);
+            if (!f) {
+                *st = KILN_ERR_UNSUPPORTED;
+                goto done;
+            }
+            if ((*st = codegen_func_key(f, B->keys[B->nfuncs])) != KILN_OK)
+                goto done;
+            memset(B->cost[B->nfuncs], 0, sizeof B->cost[B->nfuncs]);
+            gr->fidx = B->nfuncs;
+            B->funcs[B->nfuncs++] = *f;
+            B->nkernels++;
+            continue;
+        }
         /* a group like one lowered before runs that one's function */
         if (B->ngkeys == B->gcap) {
             int ncap = B->gcap ? B->gcap * 2 : 64;
@@ -879,12 +967,18 @@ static struct kiln_graph *prepare(kiln_graph *g, const kiln_build_options *opts,
     }
     B->opts = opts;
     B->target = target;
+    if ((*st = contrib_backends(target, &B->nbyoc, B->byoc)) != KILN_OK) {
+        kiln_target_free(target);
+        return NULL;
+    }
     B->env = (pass_env){target,
                         opts ? opts->winograd : -1,
                         0,
                         opts ? opts->progress : NULL,
                         opts ? opts->progress_user : NULL,
-                        lk ? &lk->base : NULL};
+                        lk ? &lk->base : NULL,
+                        B->nbyoc,
+                        B->byoc};
     if (!lk && opts && opts->records) {
         char rec_target[1200];
         driver_records_target(target, rec_target, sizeof rec_target);
@@ -973,8 +1067,22 @@ kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
         (st = dump_kernels(opts->dump_dir, target, B.nfuncs, B.funcs, nparts, parts)) != KILN_OK)
         goto done;
     codegen_toolchain tc = driver_toolchain(opts, target);
-    if ((st = codegen_compile_parts(nparts, (const char *const *)parts, "mod", &tc, &so, &dir)) !=
-        KILN_OK)
+    /* the backends that compiled functions: their headers and libraries */
+    kstr cflags, ldflags;
+    kstr_init(&cflags);
+    kstr_init(&ldflags);
+    kstr_puts(&cflags, tc.cflags ? tc.cflags : "");
+    for (int k = 0; k < B.nbyoc; k++)
+        if (B.byoc_funcs[k]) {
+            kstr_printf(&cflags, " %s", B.byoc[k]->cflags ? B.byoc[k]->cflags : "");
+            kstr_printf(&ldflags, " %s", B.byoc[k]->ldflags ? B.byoc[k]->ldflags : "");
+        }
+    tc.cflags = cflags.buf;
+    tc.ldflags = ldflags.buf;
+    st = codegen_compile_parts(nparts, (const char *const *)parts, "mod", &tc, &so, &dir);
+    kstr_free(&cflags);
+    kstr_free(&ldflags);
+    if (st != KILN_OK)
         goto done;
     if ((st = driver_check_arch(so, target)) != KILN_OK) {
         driver_remove_dir(dir);

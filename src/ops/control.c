@@ -476,6 +476,16 @@ static rel_result rel_function(const struct kiln_graph *g, const gnode *call,
     return set_outs(g, out, b->nout, t);
 }
 
+/* annotation.compiler_begin / compiler_end (AnnotateTarget): the value
+ * itself, marking where a backend's region starts and ends. */
+static const attr_schema annotation_attrs[] = {{"compiler", GA_STR, 1, NULL}, {NULL, 0, 0, NULL}};
+
+static rel_result rel_annotation(const struct kiln_graph *g, const gnode *call,
+                                 const gtype *const *in, gtype *out) {
+    rel_result r = tensor_inputs(call, in);
+    return r == REL_OK ? ops_set_out(g, out, &in[0]->t[0]) : r;
+}
+
 /* A composite's compute: its body's ops composed, as a fused group's are
  * (a composite no backend took, compiled by kiln). */
 static kiln_status compute_composite(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *inputs,
@@ -532,6 +542,22 @@ const kiln_op_def ops_control_rows[] = {
      .pattern = OP_OPAQUE,
      .compute = compute_composite,
      .summary = "a function of matched ops (MergeComposite), computed as its body"},
+    {.name = "annotation.compiler_begin",
+     .min_in = 1,
+     .max_in = 1,
+     .attrs = annotation_attrs,
+     .rel = rel_annotation,
+     .pattern = OP_OPAQUE,
+     .sym_dims = 1,
+     .summary = "its input: where a backend's region starts (AnnotateTarget)"},
+    {.name = "annotation.compiler_end",
+     .min_in = 1,
+     .max_in = 1,
+     .attrs = annotation_attrs,
+     .rel = rel_annotation,
+     .pattern = OP_OPAQUE,
+     .sym_dims = 1,
+     .summary = "its input: where a backend's region ends (AnnotateTarget)"},
     {.name = "external",
      .min_in = 0,
      .max_in = MAX_CTL_IO,

@@ -452,16 +452,45 @@ typedef struct {
     const char *name;
     int opt_level; /* runs when the opt level is at least this */
     struct kiln_graph *(*run)(struct kiln_graph *g, const pass_env *env);
+    int byoc; /* runs only for a target with external backends (kiln/byoc.h) */
 } pass_row;
+
+static struct kiln_graph *run_merge_composite(struct kiln_graph *g, const pass_env *env) {
+    return pass_merge_composite(g, env->nbyoc, env->byoc);
+}
+
+static struct kiln_graph *run_annotate_target(struct kiln_graph *g, const pass_env *env) {
+    return pass_annotate_target(g, env->nbyoc, env->byoc);
+}
+
+static struct kiln_graph *run_merge_regions(struct kiln_graph *g, const pass_env *env) {
+    (void)env;
+    return pass_merge_compiler_regions(g);
+}
+
+static struct kiln_graph *run_partition_graph(struct kiln_graph *g, const pass_env *env) {
+    (void)env;
+    return pass_partition_graph(g);
+}
 
 /* The order of TVM's x86 pipeline, restricted to the passes kiln has.
  * FuseOps is not here: it partitions the graph at lowering (driver) and
  * only reads the flags below; nor is ConcatViews, the memory planner's
  * placing of concatenations (src/driver/concat_views.c). */
+/* The BYOC passes run after the graph is simplified and before
+ * AlterOpLayout, so the backends see plain layouts and kiln lays out only
+ * what stays its own. */
 static const pass_row k_passes[] = {
-    {"SimplifyInference", 0, pass_simplify_inference}, {"EliminateCommonSubexpr", 3, pass_cse},
-    {"FoldConstant", 2, pass_fold_constant},           {"SimplifyExpr", 3, pass_simplify_expr},
-    {"AlterOpLayout", 3, pass_alter_op_layout},        {"DeadCodeElimination", 1, pass_dce},
+    {"SimplifyInference", 0, pass_simplify_inference, 0},
+    {"EliminateCommonSubexpr", 3, pass_cse, 0},
+    {"FoldConstant", 2, pass_fold_constant, 0},
+    {"SimplifyExpr", 3, pass_simplify_expr, 0},
+    {"MergeComposite", 0, run_merge_composite, 1},
+    {"AnnotateTarget", 0, run_annotate_target, 1},
+    {"MergeCompilerRegions", 0, run_merge_regions, 1},
+    {"PartitionGraph", 0, run_partition_graph, 1},
+    {"AlterOpLayout", 3, pass_alter_op_layout, 0},
+    {"DeadCodeElimination", 1, pass_dce, 0},
 };
 #define NPASSES (int)(sizeof k_passes / sizeof k_passes[0])
 
@@ -476,7 +505,8 @@ int pass_known(const char *name) {
 
 const char *pass_names(void) {
     return "InferType, SimplifyInference, EliminateCommonSubexpr, FoldConstant, "
-           "SimplifyExpr, AlterOpLayout, DeadCodeElimination, FuseOps, ConcatViews";
+           "SimplifyExpr, MergeComposite, AnnotateTarget, MergeCompilerRegions, PartitionGraph, "
+           "AlterOpLayout, DeadCodeElimination, FuseOps, ConcatViews";
 }
 
 static int disabled(const char *list, const char *name) {
@@ -515,7 +545,8 @@ struct kiln_graph *pass_run_pipeline(struct kiln_graph *g, int opt_level, const 
         return NULL;
     for (int i = 0; i < NPASSES; i++) {
         const pass_row *p = &k_passes[i];
-        if (opt_level < p->opt_level || disabled(disabled_list, p->name))
+        if (opt_level < p->opt_level || disabled(disabled_list, p->name) ||
+            (p->byoc && env->nbyoc == 0))
             continue;
         if (env->progress) {
             char phase[96];

@@ -14,6 +14,8 @@ typedef struct {
     kiln_build_progress_fn progress; /* told "pass NAME" as each pass starts; may be NULL */
     void *progress_user;
     layout_knobs *knobs; /* AlterOpLayout's hooks' knobs (docs/tuning.md), or NULL */
+    int nbyoc;           /* the backends that take sub-graphs first (kiln/byoc.h) */
+    const struct kiln_codegen_spec *const *byoc;
 } pass_env;
 
 /* Returned by a rebuild callback: copy the node unchanged, or leave it out. */
@@ -40,14 +42,29 @@ KILN_HIDDEN struct kiln_graph *pattern_rewrite_all(const struct kiln_graph *g, i
                                                    const pattern_rewrite_fn *fns,
                                                    void *const *users);
 /* A call of function op `op` ("composite", "external") in r whose body is
- * the nodes `members` of g (increasing ids; the last is the result, a
- * tensor): their inputs from outside become the body's variables and the
- * call's arguments (through map into r), in order of first use. Its
- * attributes are `attrs` plus body. Returns its id in r, or -1. */
+ * the nodes `members` of g (increasing ids) with results outs[0..nout)
+ * (tensors; more than one makes the call a tuple): the members' inputs from
+ * outside become the body's variables and the call's arguments (through
+ * map into r), in order of first use. Its attributes are `attrs` plus
+ * body. Returns its id in r, or -1. */
 KILN_HIDDEN int pattern_make_function(struct kiln_graph *r, const struct kiln_graph *g,
-                                      const int *members, int nmembers, const int *map,
-                                      const char *op, const gattr *attrs, int nattr,
+                                      const int *members, int nmembers, const int *outs, int nout,
+                                      const int *map, const char *op, const gattr *attrs, int nattr,
                                       const char *name);
+
+/* ---- bring your own codegen (byoc.c; kiln/byoc.h) ---------------------------- */
+struct kiln_codegen_spec;
+/* MergeComposite: each backend's pattern rows, in order. */
+KILN_HIDDEN struct kiln_graph *pass_merge_composite(const struct kiln_graph *g, int nb,
+                                                    const struct kiln_codegen_spec *const *b);
+/* AnnotateTarget: calls a backend takes (its composites, its supported
+ * ops) wrapped in compiler_begin on each input and compiler_end. */
+KILN_HIDDEN struct kiln_graph *pass_annotate_target(const struct kiln_graph *g, int nb,
+                                                    const struct kiln_codegen_spec *const *b);
+KILN_HIDDEN struct kiln_graph *pass_merge_compiler_regions(const struct kiln_graph *g);
+/* PartitionGraph: regions become external calls named
+ * tvmgen_default_<compiler>_main_<k>; composites outside them are inlined. */
+KILN_HIDDEN struct kiln_graph *pass_partition_graph(const struct kiln_graph *g);
 
 /* A call's attributes as text (the graph text syntax), leaving out those
  * named in skip (a NULL-terminated list, or NULL), then `extra`; malloc'd

@@ -114,8 +114,7 @@ kiln_pattern *pattern_new(kiln_pattern_set *s, pat_kind k) {
     return p;
 }
 
-static const char *const k_classes[] = {"elemwise", "broadcast", "injective", "reduce",
-                                        "fusable"};
+static const char *const k_classes[] = {"elemwise", "broadcast", "injective", "reduce", "fusable"};
 static const int k_class_values[] = {OP_ELEMWISE, OP_BROADCAST, OP_INJECTIVE, OP_COMM_REDUCE,
                                      OP_OUT_ELEMWISE_FUSABLE};
 
@@ -277,8 +276,8 @@ struct kiln_match {
     const struct kiln_graph *g;
     const kiln_pattern_set *set;
     int root;
-    int *bind;       /* pattern id -> node, -1 unbound */
-    int *undo;       /* pattern ids in binding order */
+    int *bind; /* pattern id -> node, -1 unbound */
+    int *undo; /* pattern ids in binding order */
     int nundo;
     char *inner;     /* node -> 1: a call the match covers (not a wildcard's or constant's) */
     int *inner_list; /* those nodes in the order they were bound */
@@ -630,8 +629,9 @@ struct kiln_graph *pattern_rewrite_all(const struct kiln_graph *g, int n,
     }
     if (cur != g)
         kiln_graph_free(cur);
-    kiln_set_error(KILN_ERR_INVALID, "rewrite: still matching after %d rounds (a rewrite that "
-                                     "makes what it matches?)",
+    kiln_set_error(KILN_ERR_INVALID,
+                   "rewrite: still matching after %d rounds (a rewrite that "
+                   "makes what it matches?)",
                    REWRITE_MAX_ROUNDS);
     return NULL;
 }
@@ -672,8 +672,8 @@ static int body_var(struct kiln_graph *b, const gnode *src, int k) {
 }
 
 int pattern_make_function(struct kiln_graph *r, const struct kiln_graph *g, const int *members,
-                          int nmembers, const int *map, const char *op, const gattr *attrs,
-                          int nattr, const char *name) {
+                          int nmembers, const int *outs, int nout, const int *map, const char *op,
+                          const gattr *attrs, int nattr, const char *name) {
     struct kiln_graph *b = graph_new(g->ops);
     int *bmap = kiln_malloc(sizeof(int) * (size_t)g->n);
     int *args = kiln_malloc(sizeof(int) * (size_t)g->n);
@@ -704,8 +704,10 @@ int pattern_make_function(struct kiln_graph *r, const struct kiln_graph *g, cons
         if ((bmap[n->id] = graph_copy_node(b, n, bmap)) < 0)
             goto done;
     }
-    int out = bmap[members[nmembers - 1]];
-    if (kiln_graph_set_outputs(b, 1, &out, NULL) != KILN_OK ||
+    int bouts[256];
+    for (int k = 0; k < nout && k < 256; k++)
+        bouts[k] = bmap[outs[k]];
+    if (nout > 256 || kiln_graph_set_outputs(b, nout, bouts, NULL) != KILN_OK ||
         kiln_graph_infer_types(b) != KILN_OK)
         goto done;
     memcpy(all, attrs, sizeof(gattr) * (size_t)nattr);
@@ -741,7 +743,8 @@ static int partition_node(struct kiln_graph *r, const struct kiln_graph *g, cons
     for (int id = 0; id <= n->id; id++)
         if (P->region[id] == k)
             members[nm++] = id;
-    int v = pattern_make_function(r, g, members, nm, map, "composite", P->attrs, P->nattr, n->name);
+    int v = pattern_make_function(r, g, members, nm, &n->id, 1, map, "composite", P->attrs,
+                                  P->nattr, n->name);
     free(members);
     return v;
 }

@@ -24,18 +24,18 @@ struct kiln_pattern {
     pat_kind kind;
     int id; /* index in its set: where a match binds it */
     kiln_pattern_set *set;
-    const char *op;          /* PAT_OP by name, PAT_OPTIONAL's op */
-    kiln_pattern_pred pred;  /* PAT_OP by predicate */
+    const char *op;         /* PAT_OP by name, PAT_OPTIONAL's op */
+    kiln_pattern_pred pred; /* PAT_OP by predicate */
     void *user;
-    int op_class;            /* PAT_OP by class: the largest op_pattern, or -1 */
-    int nargs;               /* PAT_OP: -1 any */
+    int op_class; /* PAT_OP by class: the largest op_pattern, or -1 */
+    int nargs;    /* PAT_OP: -1 any */
     kiln_pattern **args;
-    int nattr;               /* PAT_ATTRS */
+    int nattr; /* PAT_ATTRS */
     const gattr *attrs;
-    kiln_dtype dtype;        /* PAT_TYPE: KILN_DTYPE_COUNT any */
-    int ndim;                /* PAT_TYPE: -1 any */
+    kiln_dtype dtype; /* PAT_TYPE: KILN_DTYPE_COUNT any */
+    int ndim;         /* PAT_TYPE: -1 any */
     int64_t dims[KILN_MAX_NDIM];
-    const char *name;        /* %name, or NULL */
+    const char *name; /* %name, or NULL */
 };
 
 struct kiln_pattern_set {

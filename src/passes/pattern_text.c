@@ -57,8 +57,9 @@ static kiln_pattern *parse_op(pparser *P) {
     int cls = -1;
     char *name = tok_name(P);
     if (P->lx.tok.kind == TK_GLOBAL && (cls = pattern_class_of(name)) < 0) {
-        lex_error(&P->lx, "unknown op class '@%s' (elemwise, broadcast, injective, reduce, "
-                          "fusable, opaque)",
+        lex_error(&P->lx,
+                  "unknown op class '@%s' (elemwise, broadcast, injective, reduce, "
+                  "fusable, opaque)",
                   name);
         return NULL;
     }

@@ -434,7 +434,13 @@ static kiln_status kernel_status(const kiln_model *m, int nid, int32_t r, unsign
                               "node %d '%s' (function '%s'): index out of range (an index "
                               "input is outside the axis it indexes)",
                               nid, n->name, n->func);
-    if (r & ~(KILN_KERNEL_ENOMEM | KILN_KERNEL_EINDEX | KILN_KERNEL_EDIVZERO))
+    if (r & KILN_KERNEL_EEXTERNAL)
+        return kiln_set_error(KILN_ERR_UNSUPPORTED,
+                              "node %d '%s' (function '%s'): the external library this function "
+                              "calls failed (its message is on stderr)",
+                              nid, n->name, n->func);
+    if (r &
+        ~(KILN_KERNEL_ENOMEM | KILN_KERNEL_EINDEX | KILN_KERNEL_EDIVZERO | KILN_KERNEL_EEXTERNAL))
         return kiln_set_error(KILN_ERR_INVALID,
                               "node %d '%s' (function '%s'): the kernel returned %d, which is "
                               "not a set of KILN_KERNEL_* codes",

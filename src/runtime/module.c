@@ -580,6 +580,10 @@ kiln_status kiln_function_call(const kiln_function *f, int nargs, kiln_ndarray *
                             "%s: index out of range: an index input (of a Gather, say) is "
                             "outside the dim it indexes",
                             f->name);
+    else if (bits & KILN_KERNEL_EEXTERNAL)
+        st = kiln_set_error(KILN_ERR_UNSUPPORTED,
+                            "%s: the external library it calls failed (its message is on stderr)",
+                            f->name);
     else if (bits & ~(int32_t)KILN_KERNEL_EDIVZERO)
         st = kiln_set_error(KILN_ERR_INVALID, "%s: kernel returned unknown status bits 0x%x",
                             f->name, (unsigned)bits);

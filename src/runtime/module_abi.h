@@ -21,8 +21,10 @@
  *       read or wrote outside its arrays, and the outputs are unusable) and
  *       EDIVZERO (an integer division or remainder had a zero divisor; the
  *       result is the defined value of base/intdiv.h, so the runtime reports
- *       it only when a run asks for that). A kernel that sees several
- *       conditions returns their union.
+ *       it only when a run asks for that), and EEXTERNAL (a function a
+ *       bring-your-own-codegen backend wrote, kiln/byoc.h, had its library
+ *       fail; the library's message went to stderr). A kernel that sees
+ *       several conditions returns their union.
  *
  * kiln_module_meta, one record per line, fields separated by one space:
  *   kiln-module 1
@@ -43,6 +45,7 @@
 #define KILN_KERNEL_ENOMEM 1
 #define KILN_KERNEL_EINDEX 2
 #define KILN_KERNEL_EDIVZERO 4
+#define KILN_KERNEL_EEXTERNAL 8
 
 typedef struct {
     int version;

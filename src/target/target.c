@@ -113,9 +113,9 @@ const char *target_arch_name(tgt_arch a) {
     return a == TGT_AARCH64 ? "aarch64" : "x86_64";
 }
 
-/* The external backends kiln can offload to (none yet). */
-static const char *const k_backends[] = {NULL};
-
+/* A backend's name (kiln/byoc.h) before the CPU part: an identifier. The
+ * driver checks it against the backends registered (built in, and from
+ * plugins loaded by then), which this layer cannot see. */
 static kiln_status parse_external(kiln_target *t, tokens *tk, int part) {
     const char *name = tk->words[part][0];
     if (!strcmp(name, "llvm") || !strcmp(name, "cpu") || !strcmp(name, "c") ||
@@ -124,20 +124,24 @@ static kiln_status parse_external(kiln_target *t, tokens *tk, int part) {
                    "'%s' comes before the last ','; in a composite target only the last part "
                    "is the CPU target (\"dnnl, llvm\")",
                    name);
-    for (int i = 0; k_backends[i]; i++)
-        if (!strcmp(k_backends[i], name)) {
-            if (t->n_external >= TGT_MAX_EXTERNAL)
-                return bad(KILN_ERR_INVALID, tk, "more than %d external backends",
-                           TGT_MAX_EXTERNAL);
-            if (!(t->external[t->n_external] = kiln_strdup(name)))
-                return KILN_ERR_NOMEM;
-            t->n_external++;
-            return KILN_OK;
-        }
-    return bad(KILN_ERR_UNSUPPORTED, tk,
-               "unknown external backend '%s' (kiln has no external backends yet; the last "
-               "part of a composite target is the CPU target, e.g. \"llvm -mcpu=haswell\")",
-               name);
+    int ok = (name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z');
+    for (const char *c = name; *c && ok; c++)
+        ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+             *c == '_';
+    if (!ok || strlen(name) > 63 || tk->nwords[part] > 1)
+        return bad(KILN_ERR_INVALID, tk,
+                   "'%s' is not an external backend's name (one identifier, like \"dnnl\"); "
+                   "the last part of a composite target is the CPU target",
+                   name);
+    for (int i = 0; i < t->n_external; i++)
+        if (!strcmp(t->external[i], name))
+            return bad(KILN_ERR_INVALID, tk, "external backend '%s' is named twice", name);
+    if (t->n_external >= TGT_MAX_EXTERNAL)
+        return bad(KILN_ERR_INVALID, tk, "more than %d external backends", TGT_MAX_EXTERNAL);
+    if (!(t->external[t->n_external] = kiln_strdup(name)))
+        return KILN_ERR_NOMEM;
+    t->n_external++;
+    return KILN_OK;
 }
 
 /* The options of the CPU part. */
@@ -413,6 +417,14 @@ kiln_target *kiln_target_parse(const char *text) {
     kiln_target *t;
     target_parse(text, &t);
     return t;
+}
+
+int kiln_target_num_external(const kiln_target *t) {
+    return t ? t->n_external : 0;
+}
+
+const char *kiln_target_external(const kiln_target *t, int i) {
+    return t && i >= 0 && i < t->n_external ? t->external[i] : NULL;
 }
 
 kiln_target *kiln_target_host(void) {

@@ -298,6 +298,10 @@ typedef struct {
     int nvars; /* symbolic sizes, in the order they are passed */
     const tir_node *vars;
     tir_node body; /* flat loop IR */
+    /* a function a bring-your-own-codegen backend wrote (src/contrib): its
+       whole C definition, which the C renderer prints in place of a body
+       (params still describe its arguments), or NULL */
+    const char *extern_text;
 } tir_func;
 
 /* "primfn name(A: float32[n], ...) {\n body }" */

@@ -100,7 +100,7 @@ bad "unknown CPU 'nosuchcpu' for x86_64 in -mcpu (known: native, x86-64" "llvm -
 bad "unknown CPU 'a;b'" "llvm -mcpu=a;b"
 bad "target 'cuda' is not supported" cuda
 bad "unknown target kind 'llvmx'" llvmx
-bad "unknown external backend 'dnnl'" "dnnl, llvm"
+bad "unknown external backend 'nosuch' (known:" "nosuch, llvm"
 bad "unknown feature '+avx3' for x86_64 in -mattr" "llvm -mattr=+avx2,+avx3"
 bad "unknown option '-mfpu'" "llvm -mfpu=neon"
 bad "unexpected word 'haswell'" "llvm haswell"

@@ -22,7 +22,7 @@ import sys
 
 # Lowest first: a layer may use itself and the layers before it.
 LAYERS = ["base", "runtime", "target", "tir", "te", "codegen", "graph", "ops", "passes",
-          "frontend", "driver", "tune"]
+          "contrib", "frontend", "driver", "tune"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 
 # The most lines a source file under SRC_DIR may have.

@@ -121,11 +121,12 @@ static void test_constructors(void) {
     CHECK_EQ_INT(matches(s, "subtract(%z, mean(%z))", g, SUBY), 0);
     CHECK_EQ_INT(matches(s, "subtract(*, mean(*))", g, SUBY), 1);
     /* dominator: dense, then elementwise ops only */
-    CHECK_EQ_INT(matches(s, "dom(nn.dense, @broadcast(*, *) | @elemwise(*), @elemwise)", g, EXP), 1);
+    CHECK_EQ_INT(matches(s, "dom(nn.dense, @broadcast(*, *) | @elemwise(*), @elemwise)", g, EXP),
+                 1);
     CHECK_EQ_INT(matches(s, "dom(nn.dense, @broadcast, @elemwise)", g, EXP), 1);
     CHECK_EQ_INT(matches(s, "dom(nn.dense, @elemwise(*), @elemwise)", g, EXP), 0); /* the add */
-    CHECK_EQ_INT(matches(s, "dom(nn.conv2d, @broadcast, @elemwise)", g, EXP), 0); /* no conv */
-    CHECK_EQ_INT(matches(s, "dom(nn.dense, @broadcast, @elemwise)", g, SIG), 0); /* transpose */
+    CHECK_EQ_INT(matches(s, "dom(nn.conv2d, @broadcast, @elemwise)", g, EXP), 0);  /* no conv */
+    CHECK_EQ_INT(matches(s, "dom(nn.dense, @broadcast, @elemwise)", g, SIG), 0);   /* transpose */
     /* the bound nodes */
     kiln_pattern *p = kiln_pattern_parse(s, "nn.relu(%b=add(%d=nn.dense(%in, *), *))");
     kiln_match *m = p ? kiln_pattern_match(p, g, RELU) : NULL;
@@ -139,8 +140,8 @@ static void test_constructors(void) {
     kiln_pattern *wc = kiln_pattern_wildcard(s), *cst = kiln_pattern_constant(s);
     kiln_pattern *dargs[2] = {wc, cst};
     kiln_pattern *dense = kiln_pattern_op(s, "nn.dense", 2, dargs);
-    kiln_pattern *bargs[2] = {dense, kiln_pattern_type(s, kiln_pattern_constant(s), KILN_FLOAT32,
-                                                       1, (int64_t[]){8})};
+    kiln_pattern *bargs[2] = {
+        dense, kiln_pattern_type(s, kiln_pattern_constant(s), KILN_FLOAT32, 1, (int64_t[]){8})};
     kiln_pattern *bias = kiln_pattern_op(s, "add", 2, bargs);
     kiln_pattern *top = kiln_pattern_optional(s, "nn.relu", bias);
     m = kiln_pattern_match(top, g, RELU);
@@ -233,8 +234,8 @@ static int fold_cb(kiln_rewrite *rw, void *user) {
         return KILN_REWRITE_SKIP;
     kiln_ndarray *sum = kiln_ndarray_empty(KILN_FLOAT32, 1, (int64_t[]){kiln_ndarray_numel(a)});
     for (int64_t i = 0; i < kiln_ndarray_numel(a); i++)
-        ((float *)kiln_ndarray_data(sum))[i] = ((const float *)kiln_ndarray_data(a))[i] +
-                                               ((const float *)kiln_ndarray_data(b))[i];
+        ((float *)kiln_ndarray_data(sum))[i] =
+            ((const float *)kiln_ndarray_data(a))[i] + ((const float *)kiln_ndarray_data(b))[i];
     kiln_graph *post = kiln_rewrite_post(rw);
     int c = kiln_graph_const(post, "sum", sum);
     kiln_ndarray_free(sum);

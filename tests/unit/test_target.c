@@ -350,9 +350,18 @@ static void test_bad(void) {
               "CPU 'cortex-a72' is aarch64", NULL);
     check_bad("host -mcpu=haswell", KILN_ERR_INVALID, "'host' is this machine's CPU", NULL);
     check_bad("llvm -device=gpu", KILN_ERR_INVALID, "unknown device 'gpu'", NULL);
-    /* composite strings: the backends before the CPU part are unknown today */
-    check_bad("dnnl, llvm", KILN_ERR_UNSUPPORTED, "unknown external backend 'dnnl'", NULL);
-    check_bad("dnnl,llvm -mcpu=haswell", KILN_ERR_UNSUPPORTED, "'dnnl'", NULL);
+    /* composite strings: backend names before the CPU part (the build checks
+       that they exist) */
+    kiln_target *ct = kiln_target_parse("dnnl, blas,llvm -mcpu=haswell");
+    CHECK(ct && kiln_target_num_external(ct) == 2);
+    CHECK_EQ_STR(kiln_target_external(ct, 0), "dnnl");
+    CHECK_EQ_STR(kiln_target_external(ct, 1), "blas");
+    CHECK(kiln_target_external(ct, 2) == NULL);
+    CHECK_CONTAINS(kiln_target_str(ct), "dnnl, blas, llvm");
+    kiln_target_free(ct);
+    check_bad("dnnl x, llvm", KILN_ERR_INVALID, "is not an external backend's name", NULL);
+    check_bad("dn-nl, llvm", KILN_ERR_INVALID, "'dn-nl' is not an external backend", NULL);
+    check_bad("dnnl, dnnl, llvm", KILN_ERR_INVALID, "named twice", NULL);
     check_bad("llvm, llvm", KILN_ERR_INVALID, "only the last part", NULL);
     check_bad("dnnl, ", KILN_ERR_INVALID, "an empty part after ','", NULL);
     check_bad(", llvm", KILN_ERR_INVALID, "an empty part before ','", NULL);
