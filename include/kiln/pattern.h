@@ -113,6 +113,10 @@ KILN_API int kiln_rewrite_root(const kiln_rewrite *rw);
 /* The node p is bound to, in pre (-1: unbound) and in post (its copy). */
 KILN_API int kiln_rewrite_pre_node(const kiln_rewrite *rw, const kiln_pattern *p);
 KILN_API int kiln_rewrite_post_node(const kiln_rewrite *rw, const kiln_pattern *p);
+/* How many nodes of pre that the outputs need read node `node` (a graph
+ * output counts once; dead code does not count): a callback that would
+ * leave an inner node computed twice checks it. */
+KILN_API int kiln_rewrite_uses(const kiln_rewrite *rw, int node);
 /* The callback: add the replacement to post and return its id, or
  * KILN_REWRITE_SKIP to keep the match as it is, or -1 on an error. */
 #define KILN_REWRITE_SKIP (-2)

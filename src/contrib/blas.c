@@ -96,7 +96,8 @@ static void emit_matmul(kstr *s, const contrib_fn *F, const struct kiln_graph *b
                         const gnode *mm) {
     const gtensor_type *at = ty(b->nodes[mm->in[0]]), *bt = ty(b->nodes[mm->in[1]]),
                        *ot = ty(b->nodes[out]);
-    int ta = (int)graph_attr_int(mm, "transpose_a", 0), tb = (int)graph_attr_int(mm, "transpose_b", 0);
+    int ta = (int)graph_attr_int(mm, "transpose_a", 0),
+        tb = (int)graph_attr_int(mm, "transpose_b", 0);
     int64_t m = ot->dims[ot->ndim - 2].v, n = ot->dims[ot->ndim - 1].v;
     int64_t k = at->dims[at->ndim - (ta ? 2 : 1)].v;
     int nb = ot->ndim - 2;

@@ -138,7 +138,7 @@ enum { OP_CONV, OP_DENSE, OP_MATMUL };
  * the external body's nodes it reads and writes. */
 typedef struct {
     int kind;
-    const gnode *anchor; /* in a composite's body, or the external body */
+    const gnode *anchor;          /* in a composite's body, or the external body */
     int src, wei, bias, sum, out; /* external body node ids (-1: none) */
     int nelt;
     struct {
@@ -259,8 +259,8 @@ static void post_ops(kstr *s, const dop *o) {
                          "0.0f);\n");
         else
             kstr_printf(s,
-                        "        dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, %.9gf, "
-                        "%.9gf);\n",
+                        "        dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, "
+                        "(float)%.17g, (float)%.17g);\n",
                         o->elt[e].lo, o->elt[e].hi);
 }
 
@@ -300,7 +300,8 @@ static void emit_init_op(kstr *s, const gen *G, int k) {
                     (long long)ot->dims[0].v, (long long)ot->dims[1].v, (long long)ot->dims[2].v,
                     (long long)ot->dims[3].v);
         if (groups == 1)
-            kstr_printf(s, "        dnnl_dims_t wd = {%lld, %lld, %lld, %lld};\n        int wn = 4;\n",
+            kstr_printf(s,
+                        "        dnnl_dims_t wd = {%lld, %lld, %lld, %lld};\n        int wn = 4;\n",
                         (long long)wt->dims[0].v, (long long)wt->dims[1].v,
                         (long long)wt->dims[2].v, (long long)wt->dims[3].v);
         else
@@ -424,8 +425,14 @@ static char *dnnl_codegen(const kiln_graph *g, int node, const char *symbol, voi
     if (!contrib_fn_init(&F, g, call))
         return NULL;
     const struct kiln_graph *b = F.body;
-    gen G = {&F, g, call, symbol, 0, calloc((size_t)b->n + 1, sizeof(dop)),
-             calloc((size_t)b->n + 1, 1), malloc(sizeof(int) * (size_t)(b->n + 1))};
+    gen G = {&F,
+             g,
+             call,
+             symbol,
+             0,
+             calloc((size_t)b->n + 1, sizeof(dop)),
+             calloc((size_t)b->n + 1, 1),
+             malloc(sizeof(int) * (size_t)(b->n + 1))};
     kstr s;
     kstr_init(&s);
     int ok = G.ops && G.blocked && G.producer;

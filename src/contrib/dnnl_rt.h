@@ -43,8 +43,8 @@ static int kiln_dnnl_fail(const char *fn, const char *what, dnnl_status_t st) {
 static dnnl_memory_desc_t kiln_dnnl_md(int nd, const dnnl_dims_t dims, dnnl_format_tag_t tag) {
     dnnl_memory_desc_t md;
     if (tag == dnnl_format_tag_undef) {
-        static const dnnl_format_tag_t plain[7] = {dnnl_format_tag_undef, dnnl_a, dnnl_ab,
-                                                   dnnl_abc, dnnl_abcd, dnnl_abcde, dnnl_abcdef};
+        static const dnnl_format_tag_t plain[7] = {
+            dnnl_format_tag_undef, dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd, dnnl_abcde, dnnl_abcdef};
         tag = plain[nd];
     }
     dnnl_memory_desc_init_by_tag(&md, nd, dims, dnnl_f32, tag);
@@ -53,10 +53,10 @@ static dnnl_memory_desc_t kiln_dnnl_md(int nd, const dnnl_dims_t dims, dnnl_form
 
 typedef struct {
     dnnl_primitive_t prim;
-    dnnl_memory_desc_t src, wei, bias, dst;        /* as the primitive takes them */
+    dnnl_memory_desc_t src, wei, bias, dst;             /* as the primitive takes them */
     dnnl_memory_desc_t src_in, wei_in, dst_out, sum_in; /* as its neighbours hold them */
-    dnnl_primitive_t re_src, re_wei, re_dst, re_sum;   /* NULL: the same layout */
-    void *wei_cache; /* a constant weight, reordered once */
+    dnnl_primitive_t re_src, re_wei, re_dst, re_sum;    /* NULL: the same layout */
+    void *wei_cache;                                    /* a constant weight, reordered once */
     int has_bias, has_sum, wei_const;
 } kiln_dnnl_op;
 
@@ -67,8 +67,8 @@ static int kiln_dnnl_reorder(const char *fn, dnnl_primitive_t *r, const dnnl_mem
     if (dnnl_memory_desc_equal(a, b))
         return 0;
     dnnl_primitive_desc_t pd;
-    dnnl_status_t st = dnnl_reorder_primitive_desc_create(&pd, a, kiln_dnnl_engine(), b,
-                                                          kiln_dnnl_engine(), NULL);
+    dnnl_status_t st =
+        dnnl_reorder_primitive_desc_create(&pd, a, kiln_dnnl_engine(), b, kiln_dnnl_engine(), NULL);
     if (st != dnnl_success)
         return kiln_dnnl_fail(fn, "make a reorder", st);
     st = dnnl_primitive_create(r, pd);
@@ -99,8 +99,8 @@ static int kiln_dnnl_exec(const char *fn, dnnl_primitive_t p, int n, const int *
     return st != dnnl_success ? kiln_dnnl_fail(fn, "run a primitive", st) : 0;
 }
 
-static int kiln_dnnl_move(const char *fn, dnnl_primitive_t r, const dnnl_memory_desc_t *a,
-                          void *pa, const dnnl_memory_desc_t *b, void *pb) {
+static int kiln_dnnl_move(const char *fn, dnnl_primitive_t r, const dnnl_memory_desc_t *a, void *pa,
+                          const dnnl_memory_desc_t *b, void *pb) {
     int kinds[2] = {DNNL_ARG_FROM, DNNL_ARG_TO};
     const dnnl_memory_desc_t *mds[2] = {a, b};
     void *ptrs[2] = {pa, pb};

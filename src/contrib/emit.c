@@ -31,8 +31,7 @@ int64_t contrib_numel(const gnode *n) {
 }
 
 static int static_f32(const gnode *n) {
-    if (!n->type.known || n->type.is_tuple || n->type.n != 1 ||
-        n->type.t[0].dtype != KILN_FLOAT32)
+    if (!n->type.known || n->type.is_tuple || n->type.n != 1 || n->type.t[0].dtype != KILN_FLOAT32)
         return 0;
     for (int d = 0; d < n->type.t[0].ndim; d++)
         if (n->type.t[0].dims[d].sym)

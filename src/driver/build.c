@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../contrib/contrib.h"
 #include "../passes/passes.h"
 #include "../runtime/runtime_internal.h"
 #include "../te/te_internal.h"
@@ -145,6 +146,14 @@ kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const
         kiln_status st = target_parse(value, &t);
         if (st)
             return st;
+        /* its external backends must exist (kiln/byoc.h) */
+        int nb;
+        const kiln_codegen_spec *b[TGT_MAX_EXTERNAL];
+        if ((st = contrib_backends(t, &nb, b)) != KILN_OK) {
+            kiln_error_prefix("target \"%s\"", value);
+            kiln_target_free(t);
+            return st;
+        }
         kiln_target_free(o->target);
         o->target = t;
         return KILN_OK;

@@ -264,59 +264,20 @@ done:
     return f;
 }
 
-/* ---- external functions (kiln/byoc.h) ------------------------------------------------ */
-
-/* The kernel of external call group gr: its backend's C, under the call's
- * global symbol, with the call's inputs and outputs as its arguments. */
+/* The kernel of external call group gr (kiln/byoc.h): its backend's C. */
 static tir_func *external_func(build *B, plan *P, group_t *gr) {
     const gnode *n = P->g->nodes[gr->out];
-    const char *compiler = graph_attr_str(n, "Compiler", "");
+    int k =
+        driver_backend(B->byoc, &B->nbyoc, 2 * TGT_MAX_EXTERNAL, graph_attr_str(n, "Compiler", ""));
     char label[512];
-    int k = 0;
-    while (k < B->nbyoc && strcmp(B->byoc[k]->name, compiler))
-        k++;
-    if (k == B->nbyoc) { /* partitioned before the build (kiln_graph_partition_for) */
-        const kiln_codegen_spec *b = contrib_find(compiler);
-        if (!b || B->nbyoc == 2 * TGT_MAX_EXTERNAL) {
-            kiln_error_prefix("%s", graph_node_label(n, label, sizeof label));
-            return NULL;
-        }
-        B->byoc[B->nbyoc++] = b;
-    }
-    const kiln_codegen_spec *b = B->byoc[k];
-    snprintf(gr->func, sizeof gr->func, "%s%s", P->prefix, graph_attr_str(n, "global_symbol", ""));
-    memcpy(gr->kernel, gr->func, sizeof gr->kernel);
-    char *text = b->codegen(P->g, n->id, gr->func, b->user);
-    if (!text) {
-        kiln_error_prefix("backend %s: %s", b->name, graph_node_label(n, label, sizeof label));
+    if (k < 0) {
+        kiln_error_prefix("%s", graph_node_label(n, label, sizeof label));
         return NULL;
     }
-    kiln_ctx *ctx = B->ctx;
-    arena *A = tir_arena(ctx);
-    tir_func *f = arena_alloc(A, sizeof *f);
-    int nout = n->type.is_tuple ? n->type.n : 1;
-    f->name = tir_intern(ctx, gr->func);
-    f->extern_text = arena_strdup(A, text);
-    free(text);
-    f->nparams = gr->nin + nout;
-    f->params = arena_alloc(A, sizeof(tir_param) * (size_t)f->nparams);
-    f->body = tir_nop(ctx);
-    for (int i = 0; i < f->nparams; i++) {
-        const gtensor_type *t =
-            i < gr->nin ? &P->g->nodes[gr->in[i]]->type.t[0] : &n->type.t[i - gr->nin];
-        char nm[32];
-        snprintf(nm, sizeof nm, i < gr->nin ? "in%d" : "out%d", i < gr->nin ? i : i - gr->nin);
-        tir_param *p = &f->params[i];
-        p->name = tir_intern(ctx, nm);
-        p->buf = tir_handle(ctx, nm, t->dtype);
-        p->dtype = t->dtype;
-        p->ndim = t->ndim;
-        tir_node *shape = arena_alloc(A, sizeof(tir_node) * (size_t)(t->ndim ? t->ndim : 1));
-        for (int d = 0; d < t->ndim; d++)
-            shape[d] = tir_int(ctx, KILN_INT64, t->dims[d].v);
-        p->shape = shape;
-    }
-    B->byoc_funcs[k]++;
+    snprintf(gr->func, sizeof gr->func, "%s%s", P->prefix, graph_attr_str(n, "global_symbol", ""));
+    memcpy(gr->kernel, gr->func, sizeof gr->kernel);
+    tir_func *f = driver_external_func(B->ctx, P->g, n, gr->func, gr->nin, gr->in, B->byoc[k]);
+    B->byoc_funcs[k] += f != NULL;
     return f;
 }
 
@@ -692,20 +653,9 @@ static char *make_json(plan *P, build *B, kiln_status *st) {
             f += n + (f[n] == ',');
         }
         free(feats);
-        /* the backends' libraries the kernels call: the runtime names a
-           missing one (kiln/byoc.h) */
-        kstr_puts(&js, "], \"external\": [");
-        for (int k = 0, lead = 1; k < B->nbyoc; k++) {
-            if (!B->byoc_funcs[k])
-                continue;
-            kstr_printf(&js, "%s{\"backend\": ", lead ? "" : ", ");
-            json_write_string(&js, B->byoc[k]->name);
-            kstr_puts(&js, ", \"library\": ");
-            json_write_string(&js, B->byoc[k]->library ? B->byoc[k]->library : "");
-            kstr_printf(&js, ", \"functions\": %d}", B->byoc_funcs[k]);
-            lead = 0;
-        }
-        kstr_puts(&js, "]}");
+        kstr_puts(&js, "]");
+        driver_external_json(&js, B->nbyoc, B->byoc, B->byoc_funcs);
+        kstr_puts(&js, "}");
     }
     kstr_puts(&js, ",\n  \"node_row_ptr\": [");
     for (int i = 0; i <= nnodes; i++)
@@ -1067,18 +1017,8 @@ kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
         (st = dump_kernels(opts->dump_dir, target, B.nfuncs, B.funcs, nparts, parts)) != KILN_OK)
         goto done;
     codegen_toolchain tc = driver_toolchain(opts, target);
-    /* the backends that compiled functions: their headers and libraries */
-    kstr cflags, ldflags;
-    kstr_init(&cflags);
-    kstr_init(&ldflags);
-    kstr_puts(&cflags, tc.cflags ? tc.cflags : "");
-    for (int k = 0; k < B.nbyoc; k++)
-        if (B.byoc_funcs[k]) {
-            kstr_printf(&cflags, " %s", B.byoc[k]->cflags ? B.byoc[k]->cflags : "");
-            kstr_printf(&ldflags, " %s", B.byoc[k]->ldflags ? B.byoc[k]->ldflags : "");
-        }
-    tc.cflags = cflags.buf;
-    tc.ldflags = ldflags.buf;
+    kstr cflags, ldflags; /* with the headers and libraries of the backends used */
+    driver_external_flags(&tc, &cflags, &ldflags, B.nbyoc, B.byoc, B.byoc_funcs);
     st = codegen_compile_parts(nparts, (const char *const *)parts, "mod", &tc, &so, &dir);
     kstr_free(&cflags);
     kstr_free(&ldflags);

@@ -123,4 +123,25 @@ KILN_HIDDEN const kiln_target *driver_session_target(const driver_session *S);
 KILN_HIDDEN tir_func *driver_session_lower(driver_session *S, int task, kiln_ctx *ctx,
                                            te_knobs *knobs, const char *name);
 
+/* ---- external functions (external.c; kiln/byoc.h) ------------------------- */
+struct kiln_codegen_spec;
+/* The index in list (n of at most cap) of backend `name`, added if it is
+ * not there; -1 with an error if kiln has no such backend. */
+KILN_HIDDEN int driver_backend(const struct kiln_codegen_spec **list, int *n, int cap,
+                               const char *name);
+/* The kernel of external call n of g (its inputs in[0..nin), then its
+ * outputs), named `name`: the C backend b writes. NULL with an error. */
+KILN_HIDDEN tir_func *driver_external_func(kiln_ctx *ctx, const struct kiln_graph *g,
+                                           const struct gnode *n, const char *name, int nin,
+                                           const int *in, const struct kiln_codegen_spec *b);
+/* mod.json's target.external: the backends that compiled funcs[k] > 0
+ * functions, with the library each needs where the package runs (nothing
+ * when there are none). */
+KILN_HIDDEN void driver_external_json(kstr *js, int n, const struct kiln_codegen_spec *const *b,
+                                      const int *funcs);
+/* tc's cflags plus the used backends' (into cflags) and their ldflags;
+ * the caller frees both strings after compiling. */
+KILN_HIDDEN void driver_external_flags(codegen_toolchain *tc, kstr *cflags, kstr *ldflags, int n,
+                                       const struct kiln_codegen_spec *const *b, const int *funcs);
+
 #endif

@@ -204,10 +204,9 @@ typedef struct {
     char attrs[256];                /* attributes added, in the text syntax ("" for none) */
     int out_block;                  /* the layout of the output (0 NCHW, x NCHW[x]c) */
     layout_input in[LAYOUT_MAX_IN]; /* one per input of the call */
-    int fold;                       /* a consumer whose work the new call absorbed, or -1 */
 } layout_rewrite;
 
-/* An op's layout hook: fill *rw (which comes zeroed, fold -1) and return 1
+/* An op's layout hook: fill *rw (which comes zeroed) and return 1
  * to rewrite the call, 0 to leave it to the op's `layout`, or -1 with an
  * error (having freed any values it made). */
 typedef int (*op_alter_fn)(const struct gnode *call, const layout_query *q, layout_rewrite *rw);

@@ -486,6 +486,13 @@ static rel_result rel_annotation(const struct kiln_graph *g, const gnode *call,
     return r == REL_OK ? ops_set_out(g, out, &in[0]->t[0]) : r;
 }
 
+/* Left in a graph (PartitionGraph removes them), an annotation copies. */
+static kiln_expr elem_annotation(kiln_ctx *ctx, const gnode *call, kiln_dtype dt,
+                                 const kiln_expr *args) {
+    (void)ctx, (void)call, (void)dt;
+    return args[0];
+}
+
 /* A composite's compute: its body's ops composed, as a fused group's are
  * (a composite no backend took, compiled by kiln). */
 static kiln_status compute_composite(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *inputs,
@@ -547,7 +554,10 @@ const kiln_op_def ops_control_rows[] = {
      .max_in = 1,
      .attrs = annotation_attrs,
      .rel = rel_annotation,
-     .pattern = OP_OPAQUE,
+     .pattern = OP_ELEMWISE,
+     .compute = ops_compute_elemwise,
+     .elem = elem_annotation,
+     .variant = 0,
      .sym_dims = 1,
      .summary = "its input: where a backend's region starts (AnnotateTarget)"},
     {.name = "annotation.compiler_end",
@@ -555,7 +565,10 @@ const kiln_op_def ops_control_rows[] = {
      .max_in = 1,
      .attrs = annotation_attrs,
      .rel = rel_annotation,
-     .pattern = OP_OPAQUE,
+     .pattern = OP_ELEMWISE,
+     .compute = ops_compute_elemwise,
+     .elem = elem_annotation,
+     .variant = 1,
      .sym_dims = 1,
      .summary = "its input: where a backend's region ends (AnnotateTarget)"},
     {.name = "external",

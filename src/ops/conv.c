@@ -365,10 +365,9 @@ static int winograd_tile(const layout_query *q, const gnode *n, int64_t O, int64
 
 /* The rewrite into the blocked convolution `op`: its packed weight pw
  * (named after the weight plus suffix), the input blocked by ib, the
- * output by ob, n's other attributes plus `extra`; mul, if not NULL, is
- * the multiply folded into pw. */
+ * output by ob, n's other attributes plus `extra`. */
 static int blocked_conv(const char *op, kiln_ndarray *pw, const char *suffix, int64_t ib,
-                        int64_t ob, const char *extra, const gnode *mul, layout_rewrite *rw) {
+                        int64_t ob, const char *extra, layout_rewrite *rw) {
     static const char *const drop[] = {"data_layout", "kernel_layout", "out_layout", "groups",
                                        NULL};
     rw->op = op;
@@ -378,14 +377,13 @@ static int blocked_conv(const char *op, kiln_ndarray *pw, const char *suffix, in
     rw->in[0].block = (int)ib;
     rw->in[1].value = pw;
     snprintf(rw->in[1].suffix, sizeof rw->in[1].suffix, "%s", suffix);
-    rw->fold = mul ? mul->id : -1;
     return 1;
 }
 
 /* conv n as nn.contrib_conv2d_winograd_NCHWc with tile m: the kernel
- * transformed here (times the folded scale, if any) */
-static int winograd_conv(const gnode *n, const gnode *w, const float *src, const float *scale,
-                         const gnode *mul, int m, int64_t ib, int64_t ob, layout_rewrite *rw) {
+ * transformed here */
+static int winograd_conv(const gnode *n, const gnode *w, const float *src, int m, int64_t ib,
+                         int64_t ob, layout_rewrite *rw) {
     int64_t O = kiln_ndarray_dim(w->value, 0), I = kiln_ndarray_dim(w->value, 1);
     int64_t Op = (O + ob - 1) / ob * ob, Ip = (I + ib - 1) / ib * ib; /* padded */
     /* the weight's output channels in blocks of two vectors where they
@@ -396,7 +394,7 @@ static int winograd_conv(const gnode *n, const gnode *w, const float *src, const
     kiln_ndarray *u = kiln_ndarray_empty(KILN_FLOAT32, 5, dims);
     if (!u)
         return -1;
-    if (!ops_winograd_weight(src, O, I, Op, Ip, scale, m, ib, wb, kiln_ndarray_data(u))) {
+    if (!ops_winograd_weight(src, O, I, Op, Ip, m, ib, wb, kiln_ndarray_data(u))) {
         kiln_ndarray_free(u);
         kiln_set_error(KILN_ERR_INVALID, "AlterOpLayout: no Winograd tile %d for %s", m, n->name);
         return -1;
@@ -407,17 +405,15 @@ static int winograd_conv(const gnode *n, const gnode *w, const float *src, const
              "tile_size=%d, groups=1, data_layout=\"NCHW%dc\", kernel_layout=\"EOI%di%do\", "
              "out_layout=\"NCHW%dc\"",
              m, (int)ib, (int)ib, (int)wb, (int)ob);
-    return blocked_conv("nn.contrib_conv2d_winograd_NCHWc", u, suffix, ib, ob, extra,
-                        scale ? mul : NULL, rw);
+    return blocked_conv("nn.contrib_conv2d_winograd_NCHWc", u, suffix, ib, ob, extra, rw);
 }
 
 /* The layout hook of nn.conv2d (any groups; depthwise as its own case)
  * with a constant float32 kernel: data in NCHW[x]c, the kernel packed
  * here into OIHW[x]i[y]o, output in NCHW[y]c, the block fitting one
- * vector register of the target (channel_block); or Winograd. A
- * per-channel constant multiply right after it (a batch norm's scale,
- * once SimplifyInference split it) is folded into the packed kernel, as
- * TVM's FoldScaleAxis does. */
+ * vector register of the target (channel_block); or Winograd. (A batch
+ * norm's per-channel scale after it is in its weights already:
+ * SimplifyExpr's FoldScaleAxis rule.) */
 static int alter_conv2d(const gnode *n, const layout_query *q, layout_rewrite *rw) {
     const struct kiln_graph *g = n->graph;
     const gnode *x = g->nodes[n->in[0]], *w = g->nodes[n->in[1]];
@@ -473,38 +469,10 @@ static int alter_conv2d(const gnode *n, const layout_query *q, layout_rewrite *r
        padded channels' weights are zeros */
     int64_t Ob = (O + ob - 1) / ob, ibw = dw ? 1 : ib, Ic = dw ? 1 : (I + ib - 1) / ib;
     int64_t dims[6] = {Ob, Ic, KH, KW, ibw, ob};
-    /* FoldScaleAxis: a per-channel constant multiply that is the conv's only
-       consumer (a batch norm's scale) goes into the packed weights */
-    const gnode *mul = NULL;
-    const float *scale = NULL;
-    for (int c = n->id + 1, uses = 0; c < g->n && uses <= 1; c++) {
-        const gnode *u = g->nodes[c];
-        int reads = 0;
-        for (int i = 0; i < u->nin; i++)
-            reads |= u->in[i] == n->id;
-        if (!reads)
-            continue;
-        uses++;
-        mul = uses == 1 ? u : NULL;
-    }
-    for (int k = 0; mul && k < g->nout; k++)
-        if (g->outs[k] == n->id)
-            mul = NULL;
-    if (mul && mul->kind == GN_CALL && mul->op->elem == ops_elem_multiply && mul->nin == 2) {
-        const gnode *sc = g->nodes[mul->in[mul->in[0] == n->id ? 1 : 0]];
-        const gtensor_type *st = ops_node_type(sc);
-        int per_channel = sc->kind == GN_CONST && st && st->dtype == KILN_FLOAT32 &&
-                          st->ndim >= 3 && st->ndim <= 4 && st->dims[st->ndim - 3].v == O &&
-                          mul->in[0] != mul->in[1];
-        for (int d = 0; per_channel && d < st->ndim; d++)
-            per_channel = d == st->ndim - 3 || st->dims[d].v == 1;
-        if (per_channel)
-            scale = kiln_ndarray_data(sc->value);
-    }
     /* (Winograd's tiles count the batch: a symbolic one takes the direct form) */
     int wm = dw || xt->dims[0].sym ? 0 : winograd_tile(q, n, O, C, KH, KW, groups, ot);
     if (wm) { /* (never with merged groups: Winograd takes groups = 1 only) */
-        int r = winograd_conv(n, w, src, scale, mul, wm, ib, ob, rw);
+        int r = winograd_conv(n, w, src, wm, ib, ob, rw);
         free(merged);
         return r;
     }
@@ -522,7 +490,7 @@ static int alter_conv2d(const gnode *n, const layout_query *q, layout_rewrite *r
                 for (int64_t k = 0; k < KW; k++) {
                     int64_t oc = o / ob, ocb = o % ob, icc = dw ? 0 : i / ib, icb = dw ? 0 : i % ib;
                     dst[((((oc * Ic + icc) * KH + h) * KW + k) * ibw + icb) * ob + ocb] =
-                        src[((o * I + i) * KH + h) * KW + k] * (scale ? scale[o] : 1.0f);
+                        src[((o * I + i) * KH + h) * KW + k];
                 }
     free(merged);
     char suffix[48], extra[256];
@@ -531,8 +499,7 @@ static int alter_conv2d(const gnode *n, const layout_query *q, layout_rewrite *r
              "groups=%lld, data_layout=\"NCHW%dc\", kernel_layout=\"OIHW%di%do\", "
              "out_layout=\"NCHW%dc\"",
              (long long)groups, (int)ib, (int)ibw, (int)ob, (int)ob);
-    return blocked_conv("nn.contrib_conv2d_NCHWc", pw, suffix, ib, ob, extra, scale ? mul : NULL,
-                        rw);
+    return blocked_conv("nn.contrib_conv2d_NCHWc", pw, suffix, ib, ob, extra, rw);
 }
 
 /* ---- nn.contrib_conv2d_NCHWc -------------------------------------------------------

@@ -57,8 +57,8 @@ static int mats(int m, wino_mats *w) {
     return 1;
 }
 
-int ops_winograd_weight(const float *w, int64_t O, int64_t I, int64_t Op, int64_t Ip,
-                        const float *scale, int m, int64_t ib, int64_t ob, float *dst) {
+int ops_winograd_weight(const float *w, int64_t O, int64_t I, int64_t Op, int64_t Ip, int m,
+                        int64_t ib, int64_t ob, float *dst) {
     wino_mats W;
     if (!mats(m, &W) || Op % ob || Ip % ib || Op < O || Ip < I)
         return 0;
@@ -66,7 +66,7 @@ int ops_winograd_weight(const float *w, int64_t O, int64_t I, int64_t Op, int64_
     for (int64_t o = 0; o < O; o++)
         for (int64_t i = 0; i < I; i++) {
             const float *g = w + (o * I + i) * 9;
-            double s = scale ? scale[o] : 1.0, t[6][3];
+            double t[6][3];
             for (int e = 0; e < a; e++) /* t = G g */
                 for (int c = 0; c < 3; c++)
                     t[e][c] =
@@ -77,7 +77,7 @@ int ops_winograd_weight(const float *w, int64_t O, int64_t I, int64_t Op, int64_
                         t[e][0] * W.g[n * 3] + t[e][1] * W.g[n * 3 + 1] + t[e][2] * W.g[n * 3 + 2];
                     int64_t at =
                         (((e * a + n) * (Op / ob) + o / ob) * (Ip / ib) + i / ib) * ib * ob;
-                    dst[at + (i % ib) * ob + o % ob] = (float)(u * s);
+                    dst[at + (i % ib) * ob + o % ob] = (float)u;
                 }
         }
     return 1;

@@ -382,12 +382,12 @@ KILN_HIDDEN void ops_slice_axis(int64_t n, int64_t b, int64_t e, int64_t s, int6
                                 int64_t *len);
 
 /* conv_winograd.c, for conv.c's layout hook: the Winograd F(m x m, 3 x 3)
- * kernel transform of [O, I, 3, 3] float weights w, each output channel o
- * times scale[o] (if scale), into U [(m+2)^2, Op/ob, Ip/ib, ib, ob] at dst
+ * kernel transform of [O, I, 3, 3] float weights w into
+ * U [(m+2)^2, Op/ob, Ip/ib, ib, ob] at dst
  * (zeroed: channels past O and I, padding, stay zero). m is 2 or 4; 0 if
  * not (or the blocks do not divide the padded counts), else 1. */
 KILN_HIDDEN int ops_winograd_weight(const float *w, int64_t O, int64_t I, int64_t Op, int64_t Ip,
-                                    const float *scale, int m, int64_t ib, int64_t ob, float *dst);
+                                    int m, int64_t ib, int64_t ob, float *dst);
 /* Estimated time of a 3x3 stride-1 convolution of C -> O channels with an
  * oh x ow output, for a batch of n: direct (m = 0) or Winograd F(m x m,
  * 3 x 3), on a machine with `lanes` float lanes per vector and a last-level

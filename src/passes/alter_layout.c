@@ -27,7 +27,6 @@ typedef struct {
     int *plain;     /* old id -> a plain (NCHW) version, or -1 until asked */
     int *alt;       /* old id -> a version blocked by alt_b, or -1 */
     int *alt_b;
-    int *folded; /* old id of a consumer a rewrite absorbed -> the rewritten node, else -1 */
 } alter;
 
 /* A call in the new graph, typed. */
@@ -147,8 +146,6 @@ static int apply_rewrite(alter *A, const gnode *n, layout_rewrite *rw) {
     int id = call(A, rw->op ? rw->op : n->op->name, n->nin, in, at, n->name);
     free(at);
     A->blk[n->id] = rw->out_block;
-    if (rw->fold > n->id && rw->fold < A->g->n)
-        A->folded[rw->fold] = n->id;
     return id;
 }
 
@@ -159,7 +156,6 @@ static int ask_op(alter *A, const gnode *n) {
         return REBUILD_COPY;
     layout_rewrite rw;
     memset(&rw, 0, sizeof rw);
-    rw.fold = -1;
     int r = n->op->alter(n, &A->q, &rw);
     if (r < 0) {
         for (int i = 0; i < LAYOUT_MAX_IN; i++)
@@ -281,20 +277,14 @@ struct kiln_graph *pass_alter_op_layout(struct kiln_graph *g, const pass_env *en
     A.plain = malloc(sizeof(int) * n);
     A.alt = malloc(sizeof(int) * n);
     A.alt_b = calloc(n, sizeof(int));
-    A.folded = malloc(sizeof(int) * n);
     A.q.block = A.blk;
     int *pin = malloc(sizeof(int) * n); /* old id -> plain new id, for copies */
-    int ok = A.r && A.map && A.blk && A.plain && A.alt && A.alt_b && A.folded && pin;
+    int ok = A.r && A.map && A.blk && A.plain && A.alt && A.alt_b && pin;
     for (int id = 0; ok && id < g->n; id++)
-        A.map[id] = A.plain[id] = A.alt[id] = pin[id] = A.folded[id] = -1;
+        A.map[id] = A.plain[id] = A.alt[id] = pin[id] = -1;
     for (int id = 0; ok && id < g->n; id++) {
         const gnode *node = g->nodes[id];
         int v = REBUILD_COPY;
-        if (A.folded[id] >= 0) { /* its work is in the node that absorbed it */
-            A.map[id] = A.map[A.folded[id]];
-            A.blk[id] = A.blk[A.folded[id]];
-            continue;
-        }
         if (node->kind == GN_CALL) {
             v = ask_op(&A, node);
             if (v == REBUILD_COPY && node->op->layout == LAYOUT_FOLLOWS)
@@ -323,7 +313,6 @@ struct kiln_graph *pass_alter_op_layout(struct kiln_graph *g, const pass_env *en
     free(A.plain);
     free(A.alt);
     free(A.alt_b);
-    free(A.folded);
     free(pin);
     if (!ok) {
         kiln_graph_free(A.r);

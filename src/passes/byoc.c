@@ -156,9 +156,8 @@ static void regions(const struct kiln_graph *g, int *comp, const char **compiler
     }
     for (int id = 0; id < g->n; id++) {
         int c = find(rep, id);
-        comp[id] = g->nodes[id]->kind == GN_CALL && !is_annotation(g->nodes[id]) && compiler[c]
-                       ? c
-                       : -1;
+        comp[id] =
+            g->nodes[id]->kind == GN_CALL && !is_annotation(g->nodes[id]) && compiler[c] ? c : -1;
     }
     for (int id = 0; id < g->n; id++)
         compiler[id] = comp[id] >= 0 ? compiler[find(rep, id)] : NULL;
@@ -223,8 +222,9 @@ static int merge_node(struct kiln_graph *r, const struct kiln_graph *g, const gn
 
 struct kiln_graph *pass_merge_compiler_regions(const struct kiln_graph *g) {
     size_t nn = (size_t)(g->n ? g->n : 1);
-    merger M = {g, malloc(sizeof(int) * nn), malloc(sizeof(int) * nn),
-                malloc(sizeof(char *) * nn), NULL, (int)((nn + 63) / 64)};
+    merger M = {
+        g,    malloc(sizeof(int) * nn), malloc(sizeof(int) * nn), malloc(sizeof(char *) * nn),
+        NULL, (int)((nn + 63) / 64)};
     int *from = malloc(sizeof(int) * nn);
     struct kiln_graph *r = NULL, *clean = NULL;
     if (!M.comp || !M.rep || !M.compiler || !from)
@@ -447,9 +447,13 @@ struct kiln_graph *pass_partition_graph(const struct kiln_graph *g) {
         S.newcomp[i] = -1;
     if (!(plain = pass_rebuild(g, strip_node, &S)))
         goto done;
-    P = (parter){plain, graph_new(g->ops), S.newcomp, S.newcompiler,
+    P = (parter){plain,
+                 graph_new(g->ops),
+                 S.newcomp,
+                 S.newcompiler,
                  malloc(sizeof(int) * (size_t)(plain->n + 1)),
-                 calloc((size_t)plain->n + 1, sizeof(int)), 0};
+                 calloc((size_t)plain->n + 1, sizeof(int)),
+                 0};
     if (!P.r || !P.map || !P.state)
         goto done;
     /* a region is numbered by its first member in the new graph (its old

@@ -94,6 +94,10 @@ KILN_HIDDEN struct kiln_graph *pass_run_pipeline(struct kiln_graph *g, int opt_l
 KILN_HIDDEN int pass_known(const char *name);
 KILN_HIDDEN const char *pass_names(void);
 
+/* SimplifyInference and SimplifyExpr (simplify.c): pattern rewrites. */
+KILN_HIDDEN struct kiln_graph *pass_simplify_inference(struct kiln_graph *g, const pass_env *env);
+KILN_HIDDEN struct kiln_graph *pass_simplify_expr(struct kiln_graph *g, const pass_env *env);
+
 /* FoldConstant (fold_constant.c): a new graph, or NULL with an error. */
 KILN_HIDDEN struct kiln_graph *pass_fold_constant(struct kiln_graph *g, const pass_env *env);
 

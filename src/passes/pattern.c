@@ -45,12 +45,15 @@ static int keep_live(struct kiln_graph *r, const struct kiln_graph *g, const gno
     return ((const char *)user)[n->id] ? REBUILD_COPY : REBUILD_DROP;
 }
 
-struct kiln_graph *pass_dead_code(const struct kiln_graph *g) {
+/* DCE with more roots: seed[id] set keeps node id and what it reads. */
+static struct kiln_graph *dead_code_seeded(const struct kiln_graph *g, const char *seed) {
     char *live = calloc((size_t)(g->n ? g->n : 1), 1);
     if (!live)
         return NULL;
     for (int k = 0; k < g->nout; k++)
         live[g->outs[k]] = 1;
+    for (int id = 0; seed && id < g->n; id++)
+        live[id] |= seed[id];
     for (int id = g->n - 1; id >= 0; id--) {
         const gnode *n = g->nodes[id];
         if (n->kind == GN_VAR)
@@ -63,6 +66,10 @@ struct kiln_graph *pass_dead_code(const struct kiln_graph *g) {
     struct kiln_graph *r = pass_rebuild(g, keep_live, live);
     free(live);
     return r;
+}
+
+struct kiln_graph *pass_dead_code(const struct kiln_graph *g) {
+    return dead_code_seeded(g, NULL);
 }
 
 /* ---- sets and constructors ------------------------------------------------------- */
@@ -543,7 +550,12 @@ struct kiln_rewrite {
     struct kiln_graph *post;
     const int *map;
     kiln_match *m;
+    const int *uses; /* consumers of each node of pre (a graph output counts) */
 };
+
+int kiln_rewrite_uses(const kiln_rewrite *rw, int node) {
+    return rw && node >= 0 && node < rw->pre->n ? rw->uses[node] : -1;
+}
 
 const kiln_graph *kiln_rewrite_pre(const kiln_rewrite *rw) {
     return rw ? rw->pre : NULL;
@@ -573,17 +585,20 @@ typedef struct {
     void *const *users;
     kiln_match **ms;
     int changed;
+    int *uses;
+    char *keep; /* new graph: copies of nodes nothing read before (dead code a rewrite did not
+                   make is not its to remove) */
+    int keep_cap;
 } rewriter;
 
-static int rewrite_node(struct kiln_graph *r, const struct kiln_graph *g, const gnode *n,
-                        const int *map, void *user) {
-    rewriter *R = user;
+static int rewrite_one(struct kiln_graph *r, const struct kiln_graph *g, const gnode *n,
+                       const int *map, rewriter *R) {
     if (n->kind != GN_CALL)
         return REBUILD_COPY;
     for (int k = 0; k < R->n; k++) {
         if (!match_run(R->ms[k], R->pats[k], n->id))
             continue;
-        kiln_rewrite rw = {g, r, map, R->ms[k]};
+        kiln_rewrite rw = {g, r, map, R->ms[k], R->uses};
         int first = r->n;
         int v = R->fns[k](&rw, R->users[k]);
         if (v == KILN_REWRITE_SKIP)
@@ -603,6 +618,27 @@ static int rewrite_node(struct kiln_graph *r, const struct kiln_graph *g, const 
     return REBUILD_COPY;
 }
 
+static int rewrite_node(struct kiln_graph *r, const struct kiln_graph *g, const gnode *n,
+                        const int *map, void *user) {
+    rewriter *R = user;
+    int v = rewrite_one(r, g, n, map, R);
+    if (v == REBUILD_COPY && !R->uses[n->id])
+        v = graph_copy_node(r, n, map);
+    if (v >= 0 && !R->uses[n->id]) {
+        if (v >= R->keep_cap) {
+            int cap = 2 * v + 64;
+            char *k = kiln_realloc(R->keep, (size_t)cap);
+            if (!k)
+                return -1;
+            memset(k + R->keep_cap, 0, (size_t)(cap - R->keep_cap));
+            R->keep = k;
+            R->keep_cap = cap;
+        }
+        R->keep[v] = 1;
+    }
+    return v;
+}
+
 #define REWRITE_MAX_ROUNDS 100
 
 struct kiln_graph *pattern_rewrite_all(const struct kiln_graph *g, int n,
@@ -610,15 +646,41 @@ struct kiln_graph *pattern_rewrite_all(const struct kiln_graph *g, int n,
                                        const pattern_rewrite_fn *fns, void *const *users) {
     struct kiln_graph *cur = (struct kiln_graph *)g;
     for (int round = 0; round < REWRITE_MAX_ROUNDS; round++) {
-        rewriter R = {n, pats, fns, users, kiln_calloc((size_t)n, sizeof(kiln_match *)), 0};
-        int ok = R.ms != NULL;
+        rewriter R = {n,
+                      pats,
+                      fns,
+                      users,
+                      kiln_calloc((size_t)n, sizeof(kiln_match *)),
+                      0,
+                      kiln_calloc((size_t)cur->n + 1, sizeof(int)),
+                      NULL,
+                      0};
+        char *live = kiln_calloc((size_t)cur->n + 1, 1);
+        int ok = R.ms && R.uses && live;
+        /* uses by live nodes only: dead code (removed later) reads nothing */
+        for (int k = 0; ok && k < cur->nout; k++) {
+            R.uses[cur->outs[k]]++;
+            live[cur->outs[k]] = 1;
+        }
+        for (int id = cur->n - 1; ok && id >= 0; id--)
+            for (int i = 0; live[id] && i < cur->nodes[id]->nin; i++) {
+                R.uses[cur->nodes[id]->in[i]]++;
+                live[cur->nodes[id]->in[i]] = 1;
+            }
+        free(live);
         for (int k = 0; k < n && ok; k++)
             ok = (R.ms[k] = match_new(pats[k]->set, cur)) != NULL;
         struct kiln_graph *next = ok ? pass_rebuild(cur, rewrite_node, &R) : NULL;
         for (int k = 0; k < n && R.ms; k++)
             kiln_match_free(R.ms[k]);
         free(R.ms);
-        struct kiln_graph *clean = next && R.changed ? pass_dead_code(next) : next;
+        free(R.uses);
+        char *seed =
+            next && R.keep_cap < next->n ? kiln_realloc(R.keep, (size_t)next->n + 1) : R.keep;
+        if (seed && next && R.keep_cap < next->n)
+            memset(seed + R.keep_cap, 0, (size_t)(next->n + 1 - R.keep_cap));
+        struct kiln_graph *clean = next && R.changed ? dead_code_seeded(next, seed) : next;
+        free(seed ? seed : R.keep);
         if (clean != next)
             kiln_graph_free(next);
         if (cur != g)

@@ -4,6 +4,7 @@
  * dlopen maps mod.so's segments without comparing them with the file's
  * size: a truncated mod.so then died with SIGBUS inside the loader. Every
  * offset read here is checked against the member's length first. */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,6 +205,26 @@ kiln_status pkg_check_target(const char *pkg, const unsigned char *so, size_t le
                                 "%s: its kernels need %s%s, which this CPU lacks: compile the "
                                 "model for this machine (--target host) or for a CPU it has",
                                 pkg, name, desc);
+    }
+    /* the libraries its external functions call (kiln/byoc.h): a missing
+       one is named here, not left to dlopen's message about mod.so */
+    const json *ext = json_get(tg, "external");
+    for (int i = 0; !st && i < json_len(ext); i++) {
+        const char *lib = json_str(json_get(json_at(ext, i), "library"));
+        const char *backend = json_str(json_get(json_at(ext, i), "backend"));
+        if (!lib || !*lib || strchr(lib, '/'))
+            continue;
+        void *h = dlopen(lib, RTLD_LAZY | RTLD_LOCAL);
+        if (h) {
+            dlclose(h);
+            continue;
+        }
+        st = kiln_set_error(KILN_ERR_UNSUPPORTED,
+                            "%s: its kernels call the %s backend's library %s, which this machine "
+                            "does not have (install it: Debian's libdnnl2 for dnnl, "
+                            "libopenblas0 for blas), or compile the model without --target "
+                            "\"%s, ...\"",
+                            pkg, backend ? backend : "?", lib, backend ? backend : "?");
     }
     arena_free(a);
     if (!root && !st)

@@ -36,6 +36,7 @@
 #include "kiln/graph.h"
 #include "kiln/onnx.h"
 #include "kiln/runtime.h"
+#include "kiln/schedule.h"
 
 #define RTOL 1e-3
 #define ATOL_OF_SCALE 1e-4
@@ -130,6 +131,10 @@ static int compare(const kiln_ndarray *got, const kiln_ndarray *exp, double *max
 
 /* Import, compile, run and compare one model; prints its result line.
  * Returns 0 on PASS, 1 on FAIL. */
+/* --target T: compile for T; a composite target ("dnnl, llvm") must also
+ * offload: some kernel is an external function (kiln/byoc.h) */
+static const char *g_target;
+
 static int run_model(const char *dir, const char *name) {
     char onnx[4096], io[4096], pkg[4096], why[16384] = "";
     snprintf(onnx, sizeof onnx, "%s/%s.onnx", dir, name);
@@ -156,7 +161,11 @@ static int run_model(const char *dir, const char *name) {
     }
     stage = "compile";
     t0 = now_s();
-    kiln_status st = kiln_graph_compile(g, pkg, NULL);
+    kiln_build_options *o = kiln_build_options_new();
+    kiln_status st = g_target ? kiln_build_options_set(o, "target", g_target) : KILN_OK;
+    if (st == KILN_OK)
+        st = kiln_graph_compile(g, pkg, o);
+    kiln_build_options_free(o);
     t_compile = now_s() - t0;
     if (st != KILN_OK) {
         snprintf(why, sizeof why, "%s", kiln_last_error());
@@ -166,6 +175,15 @@ static int run_model(const char *dir, const char *name) {
     if (!(ex = kiln_executor_load(pkg))) {
         snprintf(why, sizeof why, "%s", kiln_last_error());
         goto done;
+    }
+    if (g_target && strchr(g_target, ',')) {
+        int external = 0;
+        for (int k = 0; k < kiln_executor_num_kernels(ex); k++)
+            external += !strncmp(kiln_executor_kernel_func(ex, k), "tvmgen_default_", 15);
+        if (!external) {
+            snprintf(why, sizeof why, "target \"%s\": no sub-graph went to the backend", g_target);
+            goto done;
+        }
     }
     stage = "set inputs";
     for (int i = 0; i < kiln_executor_num_inputs(ex); i++) {
@@ -383,8 +401,13 @@ static int list_models(const char *dir, char **names, int cap) {
 
 int main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "--help")) {
-        fprintf(stderr, "usage: %s MODEL_DIR [MODEL ...]\n", argv[0]);
+        fprintf(stderr, "usage: %s [--target T] MODEL_DIR [MODEL ...]\n", argv[0]);
         return 2;
+    }
+    if (argc > 3 && !strcmp(argv[1], "--target")) {
+        g_target = argv[2];
+        argv += 2;
+        argc -= 2;
     }
     const char *dir = argv[1];
     char *names[MAX_MODELS];
@@ -426,7 +449,7 @@ int main(int argc, char **argv) {
     /* the dynamic-batch runs, of the models chosen */
     int ndyn = 0;
     for (int k = 0; k < (int)(sizeof g_dynamic / sizeof g_dynamic[0]); k++) {
-        int chosen = argc <= 2;
+        int chosen = argc <= 2 && !g_target; /* (a backend takes static shapes only) */
         for (int i = 2; i < argc; i++)
             chosen |= !strcmp(argv[i], g_dynamic[k].name);
         if (!chosen)
