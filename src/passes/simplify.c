@@ -318,10 +318,14 @@ struct kiln_graph *pass_simplify_expr(struct kiln_graph *g, const pass_env *env)
         {"divide(%a, %b=const) : float32", divide_by_power_of_two, NULL, {0}},
         {"nn.avg_pool2d(%a=nn.pad[pad_mode=\"constant\", pad_value=0](%b)) | "
          "nn.conv2d(%a, %c)",
-         fold_pad, NULL, {0}},
+         fold_pad,
+         NULL,
+         {0}},
         {"divide(%f=subtract(%a, %b=mean(%a)), "
          "sqrt(add(%c=mean(%e=(power(%f, const) | multiply(%f, %f))), %d=const)))",
-         layer_norm_core, NULL, {0}},
+         layer_norm_core,
+         NULL,
+         {0}},
         {"multiply(%a=nn.layer_norm(%c), %b=const)", layer_norm_affine, NULL, {0}},
         {"add(%a=nn.layer_norm(%c, %d), %b=const)", layer_norm_affine, NULL, {0}},
         {"multiply(%a=nn.conv2d(%d, %b=const), %c=const)", fold_scale, NULL, {0}},
