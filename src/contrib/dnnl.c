@@ -67,9 +67,9 @@ static int dnnl_supported(const kiln_graph *g, int node, void *user) {
 /* Whether n leads down to a convolution or dense through post-ops oneDNN
  * fuses, in its order: the anchor, a bias (one value per output channel or
  * unit, on the anchor itself), a residual sum (a tensor of the output's
- * shape), then ReLU or clip. stage: 0 an eltwise may come, 1 a sum or a
- * bias may, 2 only a bias or the anchor. */
-static int chain_ok(const struct kiln_graph *g, const gnode *n, int stage) {
+ * shape), then ReLU or clip. stage: 0 an eltwise, a sum or a bias may
+ * come, 1 a sum or a bias, 2 only a bias or the anchor. */
+static int chain_ok(const struct kiln_graph *g, const gnode *n, int stage, int *sums) {
     if (is_call(n, "nn.conv2d"))
         return conv_ok(g, n);
     if (is_call(n, "nn.dense"))
@@ -77,7 +77,7 @@ static int chain_ok(const struct kiln_graph *g, const gnode *n, int stage) {
     if (!f32_static(n))
         return 0;
     if (is_call(n, "nn.relu") || is_call(n, "clip"))
-        return stage == 0 && chain_ok(g, g->nodes[n->in[0]], 0);
+        return stage == 0 && chain_ok(g, g->nodes[n->in[0]], 0, sums);
     if (!is_call(n, "add") && !is_call(n, "nn.bias_add"))
         return 0;
     for (int lead = 0; lead < 2; lead++) {
@@ -98,11 +98,12 @@ static int chain_ok(const struct kiln_graph *g, const gnode *n, int stage) {
                 shaped = shaped && t->ndim == 1 &&
                          graph_attr_int(n, "axis", 1) % nt->ndim == (conv ? 1 : nt->ndim - 1) &&
                          graph_attr_int(n, "axis", 1) >= -nt->ndim;
-            if (shaped && chain_ok(g, next, 2))
+            if (shaped && chain_ok(g, next, 2, sums))
                 return 1;
         } else if (stage <= 1 && is_call(n, "add") && gtype_equal(&other->type, &n->type) &&
-                   chain_ok(g, next, 1)) {
-            return 1; /* a residual sum */
+                   chain_ok(g, next, 2, sums)) {
+            ++*sums; /* a residual sum */
+            return 1;
         }
     }
     return 0;
@@ -110,22 +111,30 @@ static int chain_ok(const struct kiln_graph *g, const gnode *n, int stage) {
 
 static int post_ops_ok(const kiln_graph *g, int node, void *user) {
     (void)user;
-    return chain_ok(g, g->nodes[node], 0);
+    int sums = 0;
+    return chain_ok(g, g->nodes[node], 0, &sums) && !sums;
+}
+
+/* the same, with a residual sum (the pattern's `*` may be a bias too) */
+static int sum_ok(const kiln_graph *g, int node, void *user) {
+    (void)user;
+    int sums = 0;
+    return chain_ok(g, g->nodes[node], 0, &sums) && sums == 1;
 }
 
 /* Largest first: a residual sum, then a bias, then the op alone; each with
  * a ReLU or clip after it or not. */
 static const kiln_codegen_pattern k_patterns[] = {
     {"dnnl.conv2d_sum",
-     "nn.relu(%s=add(nn.bias_add(nn.conv2d(*, const), const) | add(nn.conv2d(*, const), const) | "
-     "nn.conv2d(*, const), *)) | clip(%s) | %s",
-     post_ops_ok},
+     "nn.relu(%s=add(%c=(nn.bias_add(%v=nn.conv2d(*, const), const) | add(%v, const) | %v), *)) "
+     "| clip(%s) | %s",
+     sum_ok},
     {"dnnl.conv2d",
-     "nn.relu(%c=nn.bias_add(%v=nn.conv2d(*, const), const) | add(%v, const) | %v) | clip(%c) | "
-     "%c",
+     "nn.relu(%c=(nn.bias_add(%v=nn.conv2d(*, const), const) | add(%v, const) | %v)) | clip(%c) "
+     "| %c",
      post_ops_ok},
     {"dnnl.dense",
-     "nn.relu(%c=nn.bias_add(%v=nn.dense(*, const), const) | add(%v, const) | %v) | clip(%c) | "
+     "nn.relu(%c=(nn.bias_add(%v=nn.dense(*, const), const) | add(%v, const) | %v)) | clip(%c) | "
      "%c",
      post_ops_ok},
 };

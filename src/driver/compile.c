@@ -537,6 +537,10 @@ static char *make_json(plan *P, build *B, kiln_status *st) {
                     P->V.view[gr->out] ? "__view" : gr->kernel, gr->nin, nout);
         if (!control && gr->fidx >= 0)
             cost_attrs(&js, B->cost[gr->fidx]);
+        if (on->kind == GN_CALL && on->op->external) {
+            kstr_puts(&js, ", \"external\": ");
+            json_write_string(&js, graph_attr_str(on, "Compiler", ""));
+        }
         if (control && (*st = control_attrs(B, P, on, gr, &js)) != KILN_OK) {
             free(group_storage);
             goto fail;

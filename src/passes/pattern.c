@@ -289,6 +289,7 @@ struct kiln_match {
     char *inner;     /* node -> 1: a call the match covers (not a wildcard's or constant's) */
     int *inner_list; /* those nodes in the order they were bound */
     int ninner;
+    int swapped_first; /* commutative calls try their swapped arguments first */
 };
 
 /* Bindings past `mark` are undone (a branch that failed). */
@@ -412,12 +413,13 @@ static int match_kind(kiln_match *m, const kiln_pattern *p, int node) {
             return 0;
         cover(m, node);
         int mark = m->nundo, imark = m->ninner;
-        if (p->nargs < 0 || match_args(m, p, n, 0))
+        int comm = is_commutative(n) && p->nargs == 2, first = comm && m->swapped_first;
+        if (p->nargs < 0 || match_args(m, p, n, first))
             return 1;
         undo_to(m, mark, imark);
-        if (is_commutative(n) && p->nargs == 2) {
+        if (comm) {
             cover(m, node);
-            return match_args(m, p, n, 1);
+            return match_args(m, p, n, !first);
         }
         return 0;
     }
@@ -843,19 +845,26 @@ kiln_graph *kiln_graph_partition(const kiln_graph *g, const kiln_pattern *p, con
         uses[g->outs[k]]++;
     int nregions = 0;
     for (int id = g->n - 1; id >= 0; id--) {
-        if (g->nodes[id]->kind != GN_CALL || P.region[id] >= 0 || !match_run(m, p, id) ||
-            !m->inner[id])
-            continue;
-        int ok = 1;
-        for (int j = 0; j < m->ninner && ok; j++) {
-            int x = m->inner_list[j];
-            ok = P.region[x] < 0 && !g->nodes[x]->type.is_tuple;
-            /* an inner node read outside the match would be computed twice */
-            int inside = 0;
-            for (int c = x + 1; c <= id && x != id; c++)
-                for (int i = 0; i < g->nodes[c]->nin; i++)
-                    inside += m->inner[c] && g->nodes[c]->in[i] == x;
-            ok = ok && (x == id || inside == uses[x]);
+        /* a match whose inner nodes are read outside it, tried again with
+           the commutative calls' arguments the other way round (a residual
+           add whose first operand is also read elsewhere) */
+        int ok = 0;
+        for (int order = 0; order < 2 && !ok; order++) {
+            m->swapped_first = order;
+            if (g->nodes[id]->kind != GN_CALL || P.region[id] >= 0 || !match_run(m, p, id) ||
+                !m->inner[id])
+                break;
+            ok = 1;
+            for (int j = 0; j < m->ninner && ok; j++) {
+                int x = m->inner_list[j];
+                ok = P.region[x] < 0 && !g->nodes[x]->type.is_tuple;
+                /* an inner node read outside the match would be computed twice */
+                int inside = 0;
+                for (int c = x + 1; c <= id && x != id; c++)
+                    for (int i = 0; i < g->nodes[c]->nin; i++)
+                        inside += m->inner[c] && g->nodes[c]->in[i] == x;
+                ok = ok && (x == id || inside == uses[x]);
+            }
         }
         if (!ok || (check && check(g, id, user) != 1))
             continue;

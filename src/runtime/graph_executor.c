@@ -549,6 +549,8 @@ static kiln_status run_kernels(const kiln_model *m, run_state *rs, unsigned flag
         if (m->staged && kernel_setup(m, rs, m->kernels[k], what))
             return KILN_ERR_INVALID;
         double t0 = seconds ? now_seconds() : 0;
+        if (n->external)
+            kiln_pool_quiet();
         int32_t r = n->fn(rs->args + n->arg0, m->dynamic ? rs->kvars + n->kv0 : n->vars);
         if (r) {
             kiln_status st = kernel_status(m, m->kernels[k], r, flags);

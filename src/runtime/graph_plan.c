@@ -261,6 +261,7 @@ static kiln_status read_node(kiln_model *e, int nid, const json *jn, const int *
                         "attrs.num_outputs must be at least 1 and agree with "
                         "node_row_ptr (%d)",
                         n->noutputs);
+    n->external = json_str(json_get(attrs, "external")) != NULL;
     n->cost_json[0] = json_get(attrs, "flops");
     n->cost_json[1] = json_get(attrs, "bytes");
     n->binds_json = json_get(attrs, "binds");

@@ -63,6 +63,8 @@ typedef struct {
     const char *name, *func;
     int is_op, is_param;
     int is_view;       /* a "__view" tvm_op: runs nothing (graph_views.c); not a kernel */
+    int external;      /* attrs.external: a backend's function (kiln/byoc.h), with threads of
+                          its own: the pool's workers sleep before it runs */
     plan_control *ctl; /* a control node (is_op is set: it runs in order with the kernels) */
     int ninputs, noutputs, first; /* first: its first entry id (node_row_ptr) */
     int *inputs;                  /* entry ids */

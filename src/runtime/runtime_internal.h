@@ -15,6 +15,10 @@ KILN_HIDDEN kiln_module *kiln_module_load_owned(const char *so_path, const char 
  * dlopen opens as /proc/self/fd/N, so no file is left behind even by a
  * crash. `what` names it in errors ("model.tar: mod.so"). */
 KILN_HIDDEN kiln_module *kiln_module_load_image(const void *bytes, size_t len, const char *what);
+/* Let the pool's spinning workers sleep now: a function of another
+ * library with threads of its own (kiln/byoc.h) is about to run, and
+ * spinning would take the cores it needs. */
+KILN_HIDDEN void kiln_pool_quiet(void);
 /* Tests set this to take the O_TMPFILE path instead of memfd. */
 KILN_HIDDEN extern int kiln_module_image_no_memfd;
 

@@ -59,6 +59,8 @@ static worker *g_workers[MAX_THREADS];
 static atomic_int g_nworkers;
 static pthread_mutex_t g_grow = PTHREAD_MUTEX_INITIALIZER; /* to start workers */
 static atomic_int g_stop;
+/* bumped by kiln_pool_quiet: spinning workers go to sleep at once */
+static atomic_int g_quiet;
 
 static atomic_int g_nthreads; /* wanted thread count, 0 until resolved */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -116,10 +118,12 @@ static void *worker_main(void *arg) {
     for (;;) {
         unsigned long long g = atomic_load(&w->gen);
         int64_t spin_start = now_ns();
+        int quiet = atomic_load(&g_quiet);
         for (int i = 0; g == seen && !atomic_load(&g_stop); i++) {
             spin_pause(i);
             g = atomic_load(&w->gen);
-            if ((i & 255) == 255 && now_ns() - spin_start > WORKER_SPIN_NS)
+            if ((i & 255) == 255 &&
+                (now_ns() - spin_start > WORKER_SPIN_NS || atomic_load(&g_quiet) != quiet))
                 break;
         }
         if (g == seen && !atomic_load(&g_stop)) {
@@ -264,6 +268,10 @@ static void pool_init_once(void) {
     int expected = 0;
     atomic_compare_exchange_strong(&g_nthreads, &expected, default_threads());
     pthread_atfork(NULL, NULL, pool_atfork_child);
+}
+
+void kiln_pool_quiet(void) {
+    atomic_fetch_add(&g_quiet, 1);
 }
 
 int kiln_num_threads(void) {

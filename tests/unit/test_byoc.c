@@ -358,9 +358,12 @@ static void test_builtin_backends(void) {
     uint64_t seed = 3;
     int64_t xs4[4] = {1, 8, 12, 12}, ws[4] = {16, 8, 3, 3}, bs[1] = {16}, ws2[4] = {16, 16, 1, 1};
     int64_t xd[2] = {6, 32}, wd[2] = {24, 32}, bd[1] = {24};
-    kiln_ndarray *x4 = kiln_ndarray_empty(KILN_FLOAT32, 4, xs4), *w = kiln_ndarray_empty(KILN_FLOAT32, 4, ws);
-    kiln_ndarray *bias = kiln_ndarray_empty(KILN_FLOAT32, 1, bs), *w2 = kiln_ndarray_empty(KILN_FLOAT32, 4, ws2);
-    kiln_ndarray *x2 = kiln_ndarray_empty(KILN_FLOAT32, 2, xd), *wdn = kiln_ndarray_empty(KILN_FLOAT32, 2, wd);
+    kiln_ndarray *x4 = kiln_ndarray_empty(KILN_FLOAT32, 4, xs4),
+                 *w = kiln_ndarray_empty(KILN_FLOAT32, 4, ws);
+    kiln_ndarray *bias = kiln_ndarray_empty(KILN_FLOAT32, 1, bs),
+                 *w2 = kiln_ndarray_empty(KILN_FLOAT32, 4, ws2);
+    kiln_ndarray *x2 = kiln_ndarray_empty(KILN_FLOAT32, 2, xd),
+                 *wdn = kiln_ndarray_empty(KILN_FLOAT32, 2, wd);
     kiln_ndarray *bdn = kiln_ndarray_empty(KILN_FLOAT32, 1, bd);
     kiln_ndarray *all[7] = {x4, w, bias, w2, x2, wdn, bdn};
     for (int i = 0; i < 7; i++)
@@ -388,7 +391,8 @@ static void test_builtin_backends(void) {
         snprintf(target, sizeof target, "%s, llvm", backend);
         snprintf(sym, sizeof sym, "tvmgen_default_%s_main_0", backend);
         kiln_ndarray *ref = run_with(g, NULL, 1, (const kiln_ndarray *const *)&x4, NULL, 0);
-        kiln_ndarray *got = run_with(g, target, 1, (const kiln_ndarray *const *)&x4, funcs, sizeof funcs);
+        kiln_ndarray *got =
+            run_with(g, target, 1, (const kiln_ndarray *const *)&x4, funcs, sizeof funcs);
         CHECK(ref && got && tu_max_rel_err(got, ref) < 1e-4);
         if (which == 0) /* blas takes no convolution */
             CHECK_CONTAINS(funcs, sym);
