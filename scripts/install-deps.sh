@@ -17,6 +17,10 @@ command -v clang-format >/dev/null 2>&1 || need+=(clang-format) # scripts/check-
 [ -f /usr/include/onnx/onnx.proto ] || need+=(libonnx-dev)
 [ -d /usr/share/libonnx-testdata/data/node ] || need+=(libonnx-testdata)
 [ -f /usr/include/xgboost/c_api.h ] || need+=(libxgboost-dev) # kiln tune's cost model (optional to the build)
+# the bring-your-own-codegen backends dnnl and blas (optional to the build: kiln/byoc.h)
+[ -f /usr/include/dnnl.h ] || need+=(libdnnl-dev)
+[ -f /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h ] ||
+  [ -f /usr/include/aarch64-linux-gnu/openblas-pthread/cblas.h ] || need+=(libopenblas-dev)
 # cross-compilation (tests/cli/test_cross.sh, cmake/aarch64-linux-gnu.cmake):
 # the aarch64 C compiler and libc, and qemu to run the result. No arm64
 # multiarch packages: an arm64 libc6 beside the cross one breaks

@@ -16,9 +16,11 @@ bash scripts/check-format.sh || status=1
 for variant in release asan; do
   dir=build-test-$variant
   flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_WERROR=ON)
-  # the sanitized build also goes without XGBoost: kiln tune's fallback
-  # cost model (nearest neighbour) gets tested there
-  [ $variant = asan ] && flags+=(-DKILN_SANITIZE=ON -DKILN_NO_XGBOOST=ON)
+  # the sanitized build also goes without XGBoost and without the BYOC
+  # backends' libraries: kiln tune's fallback cost model (nearest neighbour)
+  # and a kiln that has no dnnl or blas backend get tested there
+  [ $variant = asan ] && flags+=(-DKILN_SANITIZE=ON -DKILN_NO_XGBOOST=ON -DKILN_NO_DNNL=ON
+                                 -DKILN_NO_OPENBLAS=ON)
   echo "== kiln: $variant build =="
   cmake -S . -B "$dir" "${flags[@]}" >/dev/null
   cmake --build "$dir" -j "$jobs"

@@ -66,10 +66,37 @@ static int inspect_package(const char *path) {
     printf("outputs:\n");
     for (int i = 0; i < kiln_package_info_num_outputs(p); i++)
         print_tensor(kiln_package_info_output(p, i));
-    printf("kernels (%d calls per run):\n", kiln_package_info_num_kernels(p));
-    for (int k = 0; k < kiln_package_info_num_kernels(p); k++)
-        printf("  %-40s %s\n", kiln_package_info_kernel_name(p, k),
-               kiln_package_info_kernel_func(p, k));
+    int nk = kiln_package_info_num_kernels(p);
+    printf("kernels (%d calls per run):\n", nk);
+    for (int k = 0; k < nk; k++) {
+        const char *b = kiln_package_info_kernel_backend(p, k);
+        printf("  %-40s %s%s%s%s\n", kiln_package_info_kernel_name(p, k),
+               kiln_package_info_kernel_func(p, k), strcmp(b, "kiln") ? "  [" : "",
+               strcmp(b, "kiln") ? b : "", strcmp(b, "kiln") ? "]" : "");
+    }
+    /* what went where: calls and graph ops per compiler (kiln/byoc.h) */
+    printf("placement:\n");
+    for (int k = 0; k < nk; k++) {
+        const char *b = kiln_package_info_kernel_backend(p, k);
+        int seen = 0;
+        for (int j = 0; j < k && !seen; j++)
+            seen = !strcmp(kiln_package_info_kernel_backend(p, j), b);
+        if (seen)
+            continue;
+        int calls = 0, ops = 0, known = 1;
+        for (int j = k; j < nk; j++)
+            if (!strcmp(kiln_package_info_kernel_backend(p, j), b)) {
+                calls++;
+                int o = kiln_package_info_kernel_ops(p, j);
+                known &= o >= 0;
+                ops += o > 0 ? o : 0;
+            }
+        if (known)
+            printf("  %-6s %d call%s, %d op%s\n", b, calls, calls == 1 ? "" : "s", ops,
+                   ops == 1 ? "" : "s");
+        else
+            printf("  %-6s %d call%s\n", b, calls, calls == 1 ? "" : "s");
+    }
     print_functions(kiln_package_info_functions(p));
     const char *target = kiln_package_info_target(p);
     printf("target: %s\n", target ? target : "(not recorded)");

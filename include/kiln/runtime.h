@@ -275,6 +275,11 @@ KILN_API const kiln_tensor_desc *kiln_package_info_output(const kiln_package_inf
 KILN_API int kiln_package_info_num_kernels(const kiln_package_info *p);
 KILN_API const char *kiln_package_info_kernel_name(const kiln_package_info *p, int k);
 KILN_API const char *kiln_package_info_kernel_func(const kiln_package_info *p, int k);
+/* Who compiled call k: "kiln", or the external backend whose function it
+ * is (kiln/byoc.h: "dnnl"); and how many of the graph's ops it computes
+ * (-1 if the package does not say). */
+KILN_API const char *kiln_package_info_kernel_backend(const kiln_package_info *p, int k);
+KILN_API int kiln_package_info_kernel_ops(const kiln_package_info *p, int k);
 /* The functions mod.so exports, as its kiln_module_meta text (module_abi.h)
  * read from its dynamic symbol table without loading it; NULL if it cannot
  * be found there. */

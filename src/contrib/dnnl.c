@@ -484,6 +484,12 @@ static char *dnnl_codegen(const kiln_graph *g, int node, const char *symbol, voi
         for (int k = 0; k < G.nops; k++)
             emit_init_op(&s, &G, k);
         kstr_puts(&s, "    (void)args;\n    return 0;\n}\n\n");
+        /* at unload: the primitives and the reordered weights */
+        kstr_printf(&s,
+                    "__attribute__((destructor)) static void %s_fini(void) {\n"
+                    "    for (int k = 0; k < %d; k++)\n"
+                    "        kiln_dnnl_op_free(&%s_st.op[k]);\n}\n\n",
+                    symbol, G.nops, symbol);
         /* the function: scratch tensors sized by their layouts */
         for (int id = 0; id < b->n; id++)
             F.scratch[id] = 0;
@@ -496,7 +502,8 @@ static char *dnnl_codegen(const kiln_graph *g, int node, const char *symbol, voi
                     "__ATOMIC_RELEASE);\n"
                     "        pthread_mutex_unlock(&%s_st.mu);\n    }\n"
                     "    if (%s_st.ready < 0)\n        return KILN_KERNEL_EEXTERNAL;\n"
-                    "    int32_t bad = 0;\n",
+                    "    dnnl_stream_t strm = kiln_dnnl_stream();\n"
+                    "    int32_t bad = strm ? 0 : KILN_KERNEL_EEXTERNAL;\n",
                     symbol, symbol, symbol, symbol, symbol, symbol, symbol);
         for (int id = 0; id < b->n; id++)
             if (G.producer[id] >= 0 && F.out_arg[id] < 0)
@@ -507,8 +514,8 @@ static char *dnnl_codegen(const kiln_graph *g, int node, const char *symbol, voi
                             id, symbol, id, id);
         for (int k = 0; k < G.nops; k++) {
             const dop *o = &G.ops[k];
-            kstr_printf(&s, "    if (!bad && kiln_dnnl_run(\"%s\", &%s_st.op[%d], ", symbol, symbol,
-                        k);
+            kstr_printf(&s, "    if (!bad && kiln_dnnl_run(\"%s\", strm, &%s_st.op[%d], ", symbol,
+                        symbol, k);
             int bufs[5] = {o->src, o->wei, o->bias, o->sum, o->out};
             for (int i = 0; i < 5; i++) {
                 if (bufs[i] < 0)
@@ -521,7 +528,7 @@ static char *dnnl_codegen(const kiln_graph *g, int node, const char *symbol, voi
         for (int id = 0; id < b->n; id++)
             if (G.producer[id] >= 0 && F.out_arg[id] < 0)
                 kstr_printf(&s, "    if (t%d)\n        kiln__api->workspace_free(t%d);\n", id, id);
-        kstr_puts(&s, "    return bad;\n}\n");
+        kstr_puts(&s, "    if (strm)\n        dnnl_stream_destroy(strm);\n    return bad;\n}\n");
     }
     free(G.ops);
     free(G.blocked);

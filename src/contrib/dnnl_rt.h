@@ -24,14 +24,20 @@ static dnnl_engine_t kiln_dnnl_engine(void) {
     return kiln_dnnl_eng;
 }
 
-static __thread dnnl_stream_t kiln_dnnl_strm;
-
+/* A stream for one call of a function (threads may call it at once). */
 static dnnl_stream_t kiln_dnnl_stream(void) {
-    if (!kiln_dnnl_strm && kiln_dnnl_engine() &&
-        dnnl_stream_create(&kiln_dnnl_strm, kiln_dnnl_engine(), dnnl_stream_default_flags) !=
-            dnnl_success)
-        kiln_dnnl_strm = NULL;
-    return kiln_dnnl_strm;
+    dnnl_stream_t s = NULL;
+    if (kiln_dnnl_engine() &&
+        dnnl_stream_create(&s, kiln_dnnl_engine(), dnnl_stream_default_flags) != dnnl_success)
+        s = NULL;
+    return s;
+}
+
+/* At unload (dlclose of the package's module): the engine goes. */
+__attribute__((destructor)) static void kiln_dnnl_eng_free(void) {
+    if (kiln_dnnl_eng)
+        dnnl_engine_destroy(kiln_dnnl_eng);
+    kiln_dnnl_eng = NULL;
 }
 
 static int kiln_dnnl_fail(const char *fn, const char *what, dnnl_status_t st) {
@@ -76,11 +82,11 @@ static int kiln_dnnl_reorder(const char *fn, dnnl_primitive_t *r, const dnnl_mem
     return st != dnnl_success ? kiln_dnnl_fail(fn, "make a reorder", st) : 0;
 }
 
-static int kiln_dnnl_exec(const char *fn, dnnl_primitive_t p, int n, const int *kinds,
-                          const dnnl_memory_desc_t *const *mds, void *const *ptrs) {
+static int kiln_dnnl_exec(const char *fn, dnnl_stream_t s, dnnl_primitive_t p, int n,
+                          const int *kinds, const dnnl_memory_desc_t *const *mds,
+                          void *const *ptrs) {
     dnnl_memory_t mem[6];
     dnnl_exec_arg_t args[6];
-    dnnl_stream_t s = kiln_dnnl_stream();
     dnnl_status_t st = s ? dnnl_success : dnnl_runtime_error;
     int made = 0;
     for (; made < n && st == dnnl_success; made++) {
@@ -99,12 +105,25 @@ static int kiln_dnnl_exec(const char *fn, dnnl_primitive_t p, int n, const int *
     return st != dnnl_success ? kiln_dnnl_fail(fn, "run a primitive", st) : 0;
 }
 
-static int kiln_dnnl_move(const char *fn, dnnl_primitive_t r, const dnnl_memory_desc_t *a, void *pa,
-                          const dnnl_memory_desc_t *b, void *pb) {
+static int kiln_dnnl_move(const char *fn, dnnl_stream_t s, dnnl_primitive_t r,
+                          const dnnl_memory_desc_t *a, void *pa, const dnnl_memory_desc_t *b,
+                          void *pb) {
     int kinds[2] = {DNNL_ARG_FROM, DNNL_ARG_TO};
     const dnnl_memory_desc_t *mds[2] = {a, b};
     void *ptrs[2] = {pa, pb};
-    return kiln_dnnl_exec(fn, r, 2, kinds, mds, ptrs);
+    return kiln_dnnl_exec(fn, s, r, 2, kinds, mds, ptrs);
+}
+
+/* What make created (at unload). */
+static void kiln_dnnl_op_free(kiln_dnnl_op *op) {
+    dnnl_primitive_t *ps[5] = {&op->prim, &op->re_src, &op->re_wei, &op->re_dst, &op->re_sum};
+    for (int i = 0; i < 5; i++)
+        if (*ps[i]) {
+            dnnl_primitive_destroy(*ps[i]);
+            *ps[i] = NULL;
+        }
+    free(op->wei_cache);
+    op->wei_cache = NULL;
 }
 
 /* Make op's primitive from descriptor d with post-ops po (taken), and the
@@ -142,28 +161,31 @@ static int kiln_dnnl_make(const char *fn, kiln_dnnl_op *op, const_dnnl_op_desc_t
         (op->has_sum && kiln_dnnl_reorder(fn, &op->re_sum, &op->sum_in, &op->dst)))
         return 1;
     if (op->wei_const && op->re_wei) {
+        dnnl_stream_t s = kiln_dnnl_stream();
         op->wei_cache = malloc(dnnl_memory_desc_get_size(&op->wei));
-        if (!op->wei_cache ||
-            kiln_dnnl_move(fn, op->re_wei, &op->wei_in, w, &op->wei, op->wei_cache))
-            return 1;
+        int bad = !s || !op->wei_cache ||
+                  kiln_dnnl_move(fn, s, op->re_wei, &op->wei_in, w, &op->wei, op->wei_cache);
+        if (s)
+            dnnl_stream_destroy(s);
+        return bad;
     }
     return 0;
 }
 
 /* Run op: src in src_in's layout, weight w (as wei_in), bias, the summand
  * (as sum_in) and dst (dst_out's layout). */
-static int kiln_dnnl_run(const char *fn, kiln_dnnl_op *op, void *src, void *w, void *bias,
-                         void *sum, void *dst) {
+static int kiln_dnnl_run(const char *fn, dnnl_stream_t strm, kiln_dnnl_op *op, void *src, void *w,
+                         void *bias, void *sum, void *dst) {
     void *s = src, *wt = op->wei_cache ? op->wei_cache : w, *d = dst;
     void *tmp[3] = {NULL, NULL, NULL};
     int bad = 0;
     if (op->re_src) {
         tmp[0] = s = kiln__api->workspace_alloc(dnnl_memory_desc_get_size(&op->src));
-        bad = !s || kiln_dnnl_move(fn, op->re_src, &op->src_in, src, &op->src, s);
+        bad = !s || kiln_dnnl_move(fn, strm, op->re_src, &op->src_in, src, &op->src, s);
     }
     if (!bad && op->re_wei && !op->wei_cache) {
         tmp[1] = wt = kiln__api->workspace_alloc(dnnl_memory_desc_get_size(&op->wei));
-        bad = !wt || kiln_dnnl_move(fn, op->re_wei, &op->wei_in, w, &op->wei, wt);
+        bad = !wt || kiln_dnnl_move(fn, strm, op->re_wei, &op->wei_in, w, &op->wei, wt);
     }
     if (!bad && op->re_dst) {
         tmp[2] = d = kiln__api->workspace_alloc(dnnl_memory_desc_get_size(&op->dst));
@@ -171,7 +193,7 @@ static int kiln_dnnl_run(const char *fn, kiln_dnnl_op *op, void *src, void *w, v
     }
     if (!bad && op->has_sum) {
         if (op->re_sum)
-            bad = kiln_dnnl_move(fn, op->re_sum, &op->sum_in, sum, &op->dst, d);
+            bad = kiln_dnnl_move(fn, strm, op->re_sum, &op->sum_in, sum, &op->dst, d);
         else if (sum != d)
             memcpy(d, sum, dnnl_memory_desc_get_size(&op->dst));
     }
@@ -179,10 +201,10 @@ static int kiln_dnnl_run(const char *fn, kiln_dnnl_op *op, void *src, void *w, v
         int kinds[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
         const dnnl_memory_desc_t *mds[4] = {&op->src, &op->wei, &op->dst, &op->bias};
         void *ptrs[4] = {s, wt, d, bias};
-        bad = kiln_dnnl_exec(fn, op->prim, op->has_bias ? 4 : 3, kinds, mds, ptrs);
+        bad = kiln_dnnl_exec(fn, strm, op->prim, op->has_bias ? 4 : 3, kinds, mds, ptrs);
     }
     if (!bad && op->re_dst)
-        bad = kiln_dnnl_move(fn, op->re_dst, &op->dst, d, &op->dst_out, dst);
+        bad = kiln_dnnl_move(fn, strm, op->re_dst, &op->dst, d, &op->dst_out, dst);
     for (int i = 0; i < 3; i++)
         if (tmp[i])
             kiln__api->workspace_free(tmp[i]);

@@ -541,6 +541,10 @@ static char *make_json(plan *P, build *B, kiln_status *st) {
             kstr_puts(&js, ", \"external\": ");
             json_write_string(&js, graph_attr_str(on, "Compiler", ""));
         }
+        if (!control) /* the graph's ops it computes (kiln inspect's placement) */
+            kstr_printf(&js, ", \"ops\": %d",
+                        on->kind == GN_CALL && on->op->external ? driver_body_ops(on)
+                                                                : gr->nmembers);
         if (control && (*st = control_attrs(B, P, on, gr, &js)) != KILN_OK) {
             free(group_storage);
             goto fail;

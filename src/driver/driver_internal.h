@@ -134,6 +134,9 @@ KILN_HIDDEN int driver_backend(const struct kiln_codegen_spec **list, int *n, in
 KILN_HIDDEN tir_func *driver_external_func(kiln_ctx *ctx, const struct kiln_graph *g,
                                            const struct gnode *n, const char *name, int nin,
                                            const int *in, const struct kiln_codegen_spec *b);
+/* The ops call n computes: its body's calls (composites' counted through
+ * their bodies), or 1 without a body. */
+KILN_HIDDEN int driver_body_ops(const struct gnode *n);
 /* mod.json's target.external: the backends that compiled funcs[k] > 0
  * functions, with the library each needs where the package runs (nothing
  * when there are none). */

@@ -60,6 +60,17 @@ tir_func *driver_external_func(kiln_ctx *ctx, const struct kiln_graph *g, const 
     return f;
 }
 
+int driver_body_ops(const gnode *n) {
+    const struct kiln_graph *b = graph_attr_graph(n, "body");
+    if (!b)
+        return 1;
+    int ops = 0;
+    for (int id = 0; id < b->n; id++)
+        if (b->nodes[id]->kind == GN_CALL)
+            ops += driver_body_ops(b->nodes[id]);
+    return ops;
+}
+
 void driver_external_json(kstr *js, int n, const kiln_codegen_spec *const *b, const int *funcs) {
     int any = 0;
     for (int k = 0; k < n; k++)

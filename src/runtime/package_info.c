@@ -23,7 +23,8 @@ struct kiln_package_info {
     char sha256[PKG_COUNT][KILN_SHA256_HEX];
     int ninputs, noutputs, nkernels;
     kiln_tensor_desc *inputs, *outputs;
-    const char **kernel_names, **kernel_funcs;
+    const char **kernel_names, **kernel_funcs, **kernel_backends;
+    int *kernel_ops;
 };
 
 typedef struct {
@@ -145,6 +146,8 @@ static kiln_status read_plan(kiln_package_info *info, plan *p, const kiln_npz *p
     }
     info->kernel_names = arena_alloc(ar, (size_t)p->nnodes * sizeof(char *));
     info->kernel_funcs = arena_alloc(ar, (size_t)p->nnodes * sizeof(char *));
+    info->kernel_backends = arena_alloc(ar, (size_t)p->nnodes * sizeof(char *));
+    info->kernel_ops = arena_alloc(ar, (size_t)p->nnodes * sizeof(int));
     for (int i = 0; i < p->nnodes; i++) {
         const json *n = json_at(nodes, i);
         const char *op = json_str(json_get(n, "op")), *name = json_str(json_get(n, "name"));
@@ -159,6 +162,12 @@ static kiln_status read_plan(kiln_package_info *info, plan *p, const kiln_npz *p
             return plan_err(p, "node '%s' (%lld) has no attrs.func_name", name, i);
         if (!strcmp(op, "tvm_op") && !strcmp(func, "__view"))
             continue; /* a view of its inputs (graph_views.c): no kernel */
+        const char *backend = json_str(json_get(json_get(n, "attrs"), "external"));
+        int64_t ops = -1;
+        if (!json_int(json_get(json_get(n, "attrs"), "ops"), &ops) || ops < 0 || ops > INT32_MAX)
+            ops = -1;
+        info->kernel_backends[info->nkernels] = arena_strdup(ar, backend ? backend : "kiln");
+        info->kernel_ops[info->nkernels] = (int)ops;
         info->kernel_names[info->nkernels] = arena_strdup(ar, name);
         info->kernel_funcs[info->nkernels++] = arena_strdup(ar, func);
     }
@@ -264,6 +273,14 @@ const char *kiln_package_info_kernel_name(const kiln_package_info *p, int k) {
 
 const char *kiln_package_info_kernel_func(const kiln_package_info *p, int k) {
     return p && k >= 0 && k < p->nkernels ? p->kernel_funcs[k] : NULL;
+}
+
+const char *kiln_package_info_kernel_backend(const kiln_package_info *p, int k) {
+    return p && k >= 0 && k < p->nkernels ? p->kernel_backends[k] : NULL;
+}
+
+int kiln_package_info_kernel_ops(const kiln_package_info *p, int k) {
+    return p && k >= 0 && k < p->nkernels ? p->kernel_ops[k] : -1;
 }
 
 const char *kiln_package_info_functions(const kiln_package_info *p) {

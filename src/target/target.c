@@ -128,11 +128,16 @@ static kiln_status parse_external(kiln_target *t, tokens *tk, int part) {
     for (const char *c = name; *c && ok; c++)
         ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
              *c == '_';
-    if (!ok || strlen(name) > 63 || tk->nwords[part] > 1)
+    if (!ok || strlen(name) > 63 || tk->nwords[part] > 1) {
+        char whole[256] = "";
+        for (int w = 0; w < tk->nwords[part]; w++)
+            snprintf(whole + strlen(whole), sizeof whole - strlen(whole), "%s%s", w ? " " : "",
+                     tk->words[part][w]);
         return bad(KILN_ERR_INVALID, tk,
                    "'%s' is not an external backend's name (one identifier, like \"dnnl\"); "
                    "the last part of a composite target is the CPU target",
-                   name);
+                   whole);
+    }
     for (int i = 0; i < t->n_external; i++)
         if (!strcmp(t->external[i], name))
             return bad(KILN_ERR_INVALID, tk, "external backend '%s' is named twice", name);
