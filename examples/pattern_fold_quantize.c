@@ -78,7 +78,8 @@ static kiln_graph *qdq_graph(void) {
     kiln_graph *g = kiln_graph_new();
     int64_t n = N;
     int x = kiln_graph_var(g, "x", KILN_FLOAT32, 1, &n, NULL);
-    kiln_ndarray *wv = filled(KILN_FLOAT32, N, -1.0f, 2.0f / N), *sv = filled(KILN_FLOAT32, 1, 0.01f, 0);
+    kiln_ndarray *wv = filled(KILN_FLOAT32, N, -1.0f, 2.0f / N),
+                 *sv = filled(KILN_FLOAT32, 1, 0.01f, 0);
     kiln_ndarray *zv = filled(KILN_FLOAT32, 1, 3.0f, 0);
     int w = kiln_graph_const(g, "weight", wv), s = kiln_graph_const(g, "scale", sv);
     int z = kiln_graph_const(g, "zero_point", zv);
@@ -86,10 +87,12 @@ static kiln_graph *qdq_graph(void) {
     kiln_ndarray_free(sv);
     kiln_ndarray_free(zv);
     int r = call(g, "round", call(g, "divide", w, s, NULL), -1, NULL);
-    int q = call(g, "cast", call(g, "clip", call(g, "add", r, z, NULL), -1, "a_min=-128, a_max=127"),
-                 -1, "dtype=\"int8\"");
-    int dq = call(g, "multiply", call(g, "subtract", call(g, "cast", q, -1, "dtype=\"float32\""), z, NULL),
-                  s, NULL);
+    int q =
+        call(g, "cast", call(g, "clip", call(g, "add", r, z, NULL), -1, "a_min=-128, a_max=127"),
+             -1, "dtype=\"int8\"");
+    int dq =
+        call(g, "multiply",
+             call(g, "subtract", call(g, "cast", q, -1, "dtype=\"float32\""), z, NULL), s, NULL);
     int y = call(g, "multiply", x, dq, NULL);
     kiln_graph_set_outputs(g, 1, &y, NULL);
     return g;
@@ -141,8 +144,7 @@ int main(void) {
     kiln_ndarray *x = filled(KILN_FLOAT32, N, 0.5f, 0.25f);
     kiln_ndarray *y0 = compile_run(g, "pattern_fold_before.tar", x);
     kiln_ndarray *y1 = compile_run(r, "pattern_fold_after.tar", x);
-    int same = y0 && y1 &&
-               !memcmp(kiln_ndarray_data(y0), kiln_ndarray_data(y1), sizeof(float) * N);
+    int same = y0 && y1 && !memcmp(kiln_ndarray_data(y0), kiln_ndarray_data(y1), sizeof(float) * N);
     printf("quantize left: %s; outputs before and after: %s\n", left ? "yes" : "no",
            same ? "bit-identical" : "DIFFERENT");
     kiln_ndarray_free(x);

@@ -124,7 +124,55 @@ static int sum_ok(const kiln_graph *g, int node, void *user) {
 
 /* Largest first: a residual sum, then a bias, then the op alone; each with
  * a ReLU or clip after it or not. */
+/* A scalar float constant within 1e-6 of v. */
+static int scalar_is(const gnode *c, double v) {
+    if (c->kind != GN_CONST || kiln_ndarray_numel(c->value) != 1 ||
+        kiln_ndarray_dtype(c->value) != KILN_FLOAT32)
+        return 0;
+    double x = ((const float *)kiln_ndarray_data(c->value))[0];
+    return x > v - 1e-6 * (1 + v) && x < v + 1e-6 * (1 + v);
+}
+
+/* GELU as exporters write it, x * 0.5 * (1 + erf(x / sqrt 2)) (the
+ * multiplies in either order, / sqrt 2 or * 1/sqrt 2), on a dense with its
+ * bias: the constants must be those. */
+static int gelu_ok(const kiln_graph *g, int node, void *user) {
+    (void)user;
+    const gnode *erf = NULL;
+    for (int id = node; id >= 0 && id > node - 8 && !erf; id--)
+        if (is_call(g->nodes[id], "erf"))
+            erf = g->nodes[id];
+    if (!erf)
+        return 0;
+    const gnode *in = g->nodes[erf->in[0]], *x = NULL;
+    if (is_call(in, "divide") && scalar_is(g->nodes[in->in[1]], 1.4142135623730951))
+        x = g->nodes[in->in[0]];
+    for (int i = 0; i < 2 && is_call(in, "multiply"); i++)
+        if (scalar_is(g->nodes[in->in[1 - i]], 0.7071067811865476))
+            x = g->nodes[in->in[i]];
+    if (!x)
+        return 0;
+    /* 1 + erf, and the two multiplies: by x and by 0.5 */
+    int halves = 0, ones = 0, xs = 0;
+    for (int id = erf->id + 1; id <= node; id++) {
+        const gnode *c = g->nodes[id];
+        for (int i = 0; i < c->nin && c->nin == 2; i++) {
+            const gnode *o = g->nodes[c->in[1 - i]];
+            ones += is_call(c, "add") && scalar_is(o, 1.0);
+            halves += is_call(c, "multiply") && scalar_is(o, 0.5);
+            xs += is_call(c, "multiply") && c->in[i] != x->id && o == x;
+        }
+    }
+    int sums = 0;
+    return ones == 1 && halves == 1 && xs == 1 && chain_ok(g, x, 2, &sums) && !sums;
+}
+
 static const kiln_codegen_pattern k_patterns[] = {
+    {"dnnl.dense_gelu",
+     "multiply(multiply(%b=(add(%v=nn.dense(*, const), const) | nn.bias_add(%v, const) | %v), "
+     "add(%e=erf(divide(%b, const) | multiply(%b, const)), const)), const) | "
+     "multiply(multiply(%b, const), add(%e, const))",
+     gelu_ok},
     {"dnnl.conv2d_sum",
      "nn.relu(%s=add(%c=(nn.bias_add(%v=nn.conv2d(*, const), const) | add(%v, const) | %v), *)) "
      "| clip(%s) | %s",
@@ -151,7 +199,7 @@ typedef struct {
     int src, wei, bias, sum, out; /* external body node ids (-1: none) */
     int nelt;
     struct {
-        int relu;
+        int relu, gelu; /* else clip(lo, hi) */
         double lo, hi;
     } elt[8];
 } dop;
@@ -192,6 +240,22 @@ static int read_op(const struct kiln_graph *b, const gnode *n, dop *o) {
     o->anchor = a;
     o->src = outer_of(n, cb, a->in[0]);
     o->wei = outer_of(n, cb, a->in[1]);
+    const char *name = graph_attr_str(n, "Composite", "");
+    if (strlen(name) > 5 && !strcmp(name + strlen(name) - 5, "_gelu")) {
+        /* the anchor, its bias (the add that reads it), then GELU (the rest:
+           its check read the whole shape) */
+        for (int id = a->id + 1; id < cb->n; id++) {
+            const gnode *x = cb->nodes[id];
+            if (x->kind == GN_CALL && (is_call(x, "add") || is_call(x, "nn.bias_add")) &&
+                (x->in[0] == a->id || x->in[1] == a->id)) {
+                o->bias = outer_of(n, cb, x->in[x->in[0] == a->id ? 1 : 0]);
+                break;
+            }
+        }
+        o->nelt = 1;
+        o->elt[0].gelu = 1;
+        return o->src >= 0 && o->wei >= 0;
+    }
     /* the chain after the anchor, each node read by the next */
     for (int cur = a->id, id = a->id + 1; id < cb->n; id++) {
         const gnode *x = cb->nodes[id];
@@ -266,6 +330,9 @@ static void post_ops(kstr *s, const dop *o) {
         if (o->elt[e].relu)
             kstr_puts(s, "        dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, "
                          "0.0f);\n");
+        else if (o->elt[e].gelu)
+            kstr_puts(s, "        dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_gelu_erf, "
+                         "0.0f, 0.0f);\n");
         else
             kstr_printf(s,
                         "        dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, "
