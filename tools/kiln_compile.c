@@ -83,6 +83,15 @@ static int check_shapes(const char *cmd, const char *spec) {
     return bad_arg(cmd, "%s", kiln_last_error());
 }
 
+int kiln_load_plugins(const char *cmd, int argc, char **argv) {
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--plugin") && kiln_plugin_load(argv[++i]) != KILN_OK) {
+            fprintf(stderr, "kiln %s: %s\n", cmd, kiln_last_error());
+            return 1;
+        }
+    return 0;
+}
+
 int kiln_build_arg(const char *cmd, int argc, char **argv, int *i, kiln_build_options *o,
                    const char **shapes, int *rc) {
     const char *a = argv[*i];
@@ -103,11 +112,7 @@ int kiln_build_arg(const char *cmd, int argc, char **argv, int *i, kiln_build_op
         if ((*rc = check_shapes(cmd, *shapes)) != 0)
             return -1;
     } else if (!strcmp(a, "--plugin")) {
-        if (kiln_plugin_load(argv[++*i]) != KILN_OK) {
-            fprintf(stderr, "kiln %s: %s\n", cmd, kiln_last_error());
-            *rc = 1;
-            return -1;
-        }
+        ++*i; /* loaded before the other options: kiln_load_plugins */
     } else {
         /* the library parses and checks each value; a bad one is named */
         const char *key = !strcmp(a, "--disabled-pass")    ? "disabled-pass"
@@ -226,6 +231,10 @@ int kiln_cmd_compile(int argc, char **argv) {
     progress prog = {now_s(), 0,    0, after && *after ? atof(after) : 1.0, isatty(2), 64,
                      "",      rows, 0};
     kiln_graph *g = NULL;
+    if (kiln_load_plugins("compile", argc, argv)) {
+        rc = 1;
+        goto done;
+    }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_val = i + 1 < argc;

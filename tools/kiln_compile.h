@@ -9,6 +9,10 @@ int kiln_cmd_compile(int argc, char **argv);
 int kiln_inspect_model(const char *path, const char *shapes);
 
 struct kiln_build_options;
+/* Load every `--plugin LIB.so` of argv first, so that its ops and backends
+ * (a --target "mybackend, llvm") are known whatever the options' order;
+ * 0, or 1 after printing the error. */
+int kiln_load_plugins(const char *cmd, int argc, char **argv);
 /* The build options `kiln compile` and `kiln tune` share (--target,
  * --input-shapes, --opt-level, --disabled-pass, --cross-compiler,
  * --winograd, --plugin, --no-cache) at argv[*i]: 1 if it was one (its value

@@ -75,6 +75,10 @@ int kiln_cmd_tune(int argc, char **argv) {
         rc = 1;
         goto done;
     }
+    if (kiln_load_plugins("tune", argc, argv)) {
+        rc = 1;
+        goto done;
+    }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *key = NULL;

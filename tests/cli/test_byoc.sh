@@ -1,16 +1,19 @@
 #!/bin/sh
-# test_byoc.sh KILN NPZ_TOOL MODELS DIR BACKENDS: bring your own codegen
+# test_byoc.sh KILN NPZ_TOOL MODELS DIR BACKENDS PLUGIN: bring your own codegen
 # from the command line (kiln/byoc.h). For each backend this build has
 # (BACKENDS, e.g. "dnnl blas"): `kiln compile --target "B, llvm"` on the
 # narrow ResNet-50 and the digits CNN, the logits against ONNX Runtime's
 # (the io file) and against kiln alone, `kiln inspect` showing what went
-# where, and the IR dump's partitioning passes. Then the errors: an unknown
+# where, and the IR dump's partitioning passes. A backend from a plugin
+# (PLUGIN registers "ccplug": C loops for add and multiply) on a BERT encoder,
+# the plugin named before or after the target. Then the errors: an unknown
 # backend, one this build lacks, a bad composite target.
 KILN=$1
 NPZ=$2
 MODELS=$3
 DIR=$4
 BACKENDS=$5
+PLUGIN=$6
 OUT=$DIR/cli_byoc_out
 . "$(dirname "$0")/expect.sh"
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
@@ -43,6 +46,20 @@ for b in $BACKENDS; do
     expect 0 "" "$KILN" run "$DIR/byoc_digits_$b.tar" --fill ones --outputs "$DIR/byoc_digits_$b.npz"
     expect 0 "" "$NPZ" compare "$DIR/byoc_digits_$b.npz" "$DIR/byoc_digits_ref.npz" 1e-4
 done
+
+# a backend from a plugin, on the residual adds of a BERT encoder
+BERT=$MODELS/e2e/bert_tiny_opset17
+expect 0 "" "$NPZ" pick "$BERT"_io.npz "$DIR/byoc_bert_in.npz" input_ids
+expect 0 "" "$NPZ" pick "$BERT"_io.npz "$DIR/byoc_bert_ref.npz" last_hidden_state
+expect 0 "wrote" "$KILN" compile "$BERT.onnx" --target "ccplug, llvm" --plugin "$PLUGIN" \
+    -o "$DIR/byoc_plug.tar"
+expect 0 "wrote" "$KILN" compile "$BERT.onnx" --plugin "$PLUGIN" --target "ccplug, llvm" \
+    -o "$DIR/byoc_plug.tar"
+expect 0 "ccplug" "$KILN" inspect "$DIR/byoc_plug.tar"
+grep -Eq "^  ccplug +[0-9]+ calls?" "$OUT" || fail "ccplug: nothing offloaded"
+expect 0 "" "$KILN" run "$DIR/byoc_plug.tar" --inputs "$DIR/byoc_bert_in.npz" \
+    --outputs "$DIR/byoc_plug_out.npz"
+expect 0 "" "$NPZ" compare "$DIR/byoc_plug_out.npz" "$DIR/byoc_bert_ref.npz" 1e-4
 
 # errors: a bad target exits 2 with the reason
 expect 2 "unknown external backend 'nosuch' (known:" "$KILN" compile "$DIGITS" \
