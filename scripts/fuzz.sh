@@ -77,6 +77,8 @@ fi
 cc=$(command -v clang || command -v clang-14)
 if [ ! -f "$build/CMakeCache.txt" ]; then
   CC=$cc cmake -S . -B "$build" -DKILN_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+else
+  cmake -S . -B "$build" >/dev/null # a target added since the folder was made
 fi
 cmake --build "$build" -j "$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}") >/dev/null
 

@@ -72,8 +72,8 @@ static kiln_pattern *parse_op(pparser *P) {
     if (optional)
         lex_next(&P->lx);
     gattr *attrs = NULL;
-    int nattr = 0;
-    if (lex_is(&P->lx, '[')) {
+    int nattr = 0, bracket = lex_is(&P->lx, '[');
+    if (bracket) {
         lex_next(&P->lx);
         if ((nattr = graph_parse_attr_list(P->s->scratch, &P->lx, &attrs)) < 0 || !expect(P, ']'))
             return NULL;
@@ -94,7 +94,7 @@ static kiln_pattern *parse_op(pparser *P) {
     } else {
         p = kiln_pattern_op(P->s, name, nargs, args);
     }
-    if (p && nattr) {
+    if (p && bracket) { /* (an empty list too: the text prints back as it was) */
         p = kiln_pattern_attrs(P->s, p, "");
         if (p)
             p->nattr = nattr, p->attrs = attrs;
