@@ -29,6 +29,21 @@ tir_func *driver_external_func(kiln_ctx *ctx, const struct kiln_graph *g, const 
                                const char *name, int nin, const int *in,
                                const kiln_codegen_spec *b) {
     char label[512];
+    /* a body holds the call's arguments and calls only: a constant comes in
+       as an argument (PartitionGraph makes it so; a hand-written one may not) */
+    const struct kiln_graph *body = graph_attr_graph(n, "body");
+    for (int id = 0; body && id < body->n; id++) {
+        const gnode *x = body->nodes[id];
+        if (x->kind != GN_VAR && x->kind != GN_CALL) {
+            char inner[300];
+            kiln_set_error(KILN_ERR_UNSUPPORTED,
+                           "%s: in its body, %s is not an argument or a call (a function for "
+                           "a backend takes its constants as arguments)",
+                           graph_node_label(n, label, sizeof label),
+                           graph_node_label(x, inner, sizeof inner));
+            return NULL;
+        }
+    }
     char *text = b->codegen(g, n->id, name, b->user);
     if (!text) {
         kiln_error_prefix("backend %s: %s", b->name, graph_node_label(n, label, sizeof label));

@@ -180,6 +180,49 @@ static void test_missing_library(void) {
         kiln_ndarray_free(xs[i]);
 }
 
+/* An external function written by hand in the text IR with a constant in
+ * its body, or an unknown compiler: the build says so (no crash, no C
+ * compiler error). */
+static void test_bad_external(void) {
+    const char *texts[2] = {
+        "def @main(%x: Tensor[(4), float32]) {\n"
+        "  %0 = external(%x, Compiler=\"ccomp\", global_symbol=\"f0\", body=fn (%a: "
+        "Tensor[(4), float32]) {\n"
+        "    %0 = add(%a, meta[relay.Constant][0]);\n"
+        "    %0\n"
+        "  });\n"
+        "  %0\n"
+        "}\n",
+        "def @main(%x: Tensor[(4), float32]) {\n"
+        "  %0 = external(%x, Compiler=\"nosuch\", global_symbol=\"f0\", body=fn (%a: "
+        "Tensor[(4), float32]) {\n"
+        "    %0 = add(%a, %a);\n"
+        "    %0\n"
+        "  });\n"
+        "  %0\n"
+        "}\n"};
+    const char *msgs[2] = {"is not an argument or a call", "unknown external backend 'nosuch'"};
+    int64_t four = 4;
+    kiln_ndarray *c = kiln_ndarray_empty(KILN_FLOAT32, 1, &four);
+    memset(kiln_ndarray_data(c), 0, 4 * sizeof(float));
+    kiln_npz *z = kiln_npz_new();
+    kiln_npz_add(z, "0", c);
+    for (int i = 0; i < 2; i++) {
+        kiln_graph *g = kiln_graph_parse(texts[i], z);
+        CHECK(g != NULL);
+        if (!g) {
+            fprintf(stderr, "parse: %s\n", kiln_last_error());
+            continue;
+        }
+        kiln_clear_error();
+        CHECK(kiln_graph_compile(g, test_tmp_path("byoc_bad.tar"), NULL) != KILN_OK);
+        CHECK_CONTAINS(kiln_last_error(), msgs[i]);
+        kiln_graph_free(g);
+    }
+    kiln_npz_free(z);
+    kiln_ndarray_free(c);
+}
+
 static void test_register_errors(void) {
     kiln_codegen_spec s = ccomp_spec("ccomp", NULL);
     CHECK_EQ_INT(kiln_codegen_register(&s), KILN_ERR_INVALID); /* registered already */
@@ -277,4 +320,5 @@ static void test_builtin_backends(void) {
 }
 
 TEST_MAIN(TEST(test_partition_passes), TEST(test_two_results), TEST(test_composite_compiled),
-          TEST(test_missing_library), TEST(test_register_errors), TEST(test_builtin_backends))
+          TEST(test_missing_library), TEST(test_bad_external), TEST(test_register_errors),
+          TEST(test_builtin_backends))
