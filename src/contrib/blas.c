@@ -10,27 +10,13 @@
 
 #ifdef KILN_HAVE_OPENBLAS
 
-static const gtensor_type *ty(const gnode *n) {
-    return &n->type.t[0];
-}
-
-static int f32_static(const gnode *n) {
-    if (!n->type.known || n->type.is_tuple || n->type.n != 1 || ty(n)->dtype != KILN_FLOAT32)
-        return 0;
-    for (int d = 0; d < ty(n)->ndim; d++)
-        if (ty(n)->dims[d].sym)
-            return 0;
-    return 1;
-}
-
 static int dense_ok(const struct kiln_graph *g, const gnode *n) {
     const char *wl = graph_attr_str(n, "weight_layout", "NK");
-    return (!strcmp(wl, "NK") || !strcmp(wl, "KN")) && f32_static(n) &&
-           f32_static(g->nodes[n->in[0]]) && f32_static(g->nodes[n->in[1]]);
+    return (!strcmp(wl, "NK") || !strcmp(wl, "KN")) && contrib_static_f32_call(g, n);
 }
 
 static int matmul_ok(const struct kiln_graph *g, const gnode *n) {
-    return f32_static(n) && f32_static(g->nodes[n->in[0]]) && f32_static(g->nodes[n->in[1]]);
+    return contrib_static_f32_call(g, n);
 }
 
 static int blas_supported(const kiln_graph *g, int node, void *user) {
@@ -49,12 +35,12 @@ static int dense_bias_ok(const kiln_graph *g, int node, void *user) {
     const gnode *add = g->nodes[node];
     int d = g->nodes[add->in[0]]->kind == GN_CALL ? 0 : 1;
     const gnode *dense = g->nodes[add->in[d]], *bias = g->nodes[add->in[1 - d]];
-    if (strcmp(dense->op->name, "nn.dense") || !dense_ok(g, dense) || !f32_static(bias) ||
-        !f32_static(add) || !gtype_equal(&add->type, &dense->type))
+    if (strcmp(dense->op->name, "nn.dense") || !dense_ok(g, dense) || !contrib_static_f32(bias) ||
+        !contrib_static_f32(add) || !gtype_equal(&add->type, &dense->type))
         return 0;
-    int64_t units = ty(dense)->dims[ty(dense)->ndim - 1].v;
-    return contrib_numel(bias) == units && ty(bias)->ndim >= 1 &&
-           ty(bias)->dims[ty(bias)->ndim - 1].v == units;
+    int64_t units = contrib_ty(dense)->dims[contrib_ty(dense)->ndim - 1].v;
+    return contrib_numel(bias) == units && contrib_ty(bias)->ndim >= 1 &&
+           contrib_ty(bias)->dims[contrib_ty(bias)->ndim - 1].v == units;
 }
 
 static const kiln_codegen_pattern k_patterns[] = {
@@ -64,10 +50,10 @@ static const kiln_codegen_pattern k_patterns[] = {
 /* y = x W^T (+ bias) for dense call `dense` of body b, y body node `out`. */
 static void emit_dense(kstr *s, const contrib_fn *F, const struct kiln_graph *b, int out,
                        const gnode *dense, int x, int w, int bias) {
-    const gtensor_type *xt = ty(b->nodes[x]);
+    const gtensor_type *xt = contrib_ty(b->nodes[x]);
     int64_t k = xt->dims[xt->ndim - 1].v;
     int64_t m = contrib_numel(b->nodes[x]) / (k ? k : 1);
-    int64_t n = ty(b->nodes[out])->dims[ty(b->nodes[out])->ndim - 1].v;
+    int64_t n = contrib_ty(b->nodes[out])->dims[contrib_ty(b->nodes[out])->ndim - 1].v;
     int kn = !strcmp(graph_attr_str(dense, "weight_layout", "NK"), "KN");
     kstr_printf(s, "    cblas_sgemm(CblasRowMajor, CblasNoTrans, %s, %lld, %lld, %lld, 1.0f, ",
                 kn ? "CblasNoTrans" : "CblasTrans", (long long)m, (long long)n, (long long)k);
@@ -94,8 +80,8 @@ static void emit_dense(kstr *s, const contrib_fn *F, const struct kiln_graph *b,
  * its attribute), the batch dims broadcast: one sgemm per output batch. */
 static void emit_matmul(kstr *s, const contrib_fn *F, const struct kiln_graph *b, int out,
                         const gnode *mm) {
-    const gtensor_type *at = ty(b->nodes[mm->in[0]]), *bt = ty(b->nodes[mm->in[1]]),
-                       *ot = ty(b->nodes[out]);
+    const gtensor_type *at = contrib_ty(b->nodes[mm->in[0]]), *bt = contrib_ty(b->nodes[mm->in[1]]),
+                       *ot = contrib_ty(b->nodes[out]);
     int ta = (int)graph_attr_int(mm, "transpose_a", 0),
         tb = (int)graph_attr_int(mm, "transpose_b", 0);
     int64_t m = ot->dims[ot->ndim - 2].v, n = ot->dims[ot->ndim - 1].v;

@@ -24,6 +24,14 @@ KILN_HIDDEN extern const kiln_codegen_spec contrib_dnnl;
 #endif
 
 /* ---- what the backends' code generators share (emit.c) ------------------- */
+/* A node's (first) tensor type. */
+static inline const gtensor_type *contrib_ty(const gnode *n) {
+    return &n->type.t[0];
+}
+/* 1 if n is one float32 tensor of static shape, the only kind the built-in
+ * backends take; contrib_static_f32_call: call n and each of its inputs. */
+KILN_HIDDEN int contrib_static_f32(const gnode *n);
+KILN_HIDDEN int contrib_static_f32_call(const struct kiln_graph *g, const gnode *n);
 /* The composite or op call n of body b, as the backend sees it: "nn.dense",
  * or the Composite name of a composite call. */
 KILN_HIDDEN const char *contrib_call_kind(const gnode *n);

@@ -17,19 +17,6 @@
 
 KILN_HIDDEN extern const char contrib_dnnl_rt_text[];
 
-static const gtensor_type *ty(const gnode *n) {
-    return &n->type.t[0];
-}
-
-static int f32_static(const gnode *n) {
-    if (!n->type.known || n->type.is_tuple || n->type.n != 1 || ty(n)->dtype != KILN_FLOAT32)
-        return 0;
-    for (int d = 0; d < ty(n)->ndim; d++)
-        if (ty(n)->dims[d].sym)
-            return 0;
-    return 1;
-}
-
 static int is_call(const gnode *n, const char *op) {
     return n->kind == GN_CALL && !strcmp(n->op->name, op);
 }
@@ -38,8 +25,7 @@ static int is_call(const gnode *n, const char *op) {
 
 static int conv_ok(const struct kiln_graph *g, const gnode *n) {
     int64_t v[8];
-    return is_call(n, "nn.conv2d") && f32_static(n) && f32_static(g->nodes[n->in[0]]) &&
-           f32_static(g->nodes[n->in[1]]) && ty(n)->ndim == 4 &&
+    return is_call(n, "nn.conv2d") && contrib_static_f32_call(g, n) && contrib_ty(n)->ndim == 4 &&
            !strcmp(graph_attr_str(n, "data_layout", "NCHW"), "NCHW") &&
            !strcmp(graph_attr_str(n, "kernel_layout", "OIHW"), "OIHW") &&
            !strcmp(graph_attr_str(n, "out_layout", ""), "") &&
@@ -49,13 +35,13 @@ static int conv_ok(const struct kiln_graph *g, const gnode *n) {
 
 static int dense_ok(const struct kiln_graph *g, const gnode *n) {
     const char *wl = graph_attr_str(n, "weight_layout", "NK");
-    return is_call(n, "nn.dense") && (!strcmp(wl, "NK") || !strcmp(wl, "KN")) && f32_static(n) &&
-           f32_static(g->nodes[n->in[0]]) && f32_static(g->nodes[n->in[1]]);
+    return is_call(n, "nn.dense") && (!strcmp(wl, "NK") || !strcmp(wl, "KN")) &&
+           contrib_static_f32_call(g, n);
 }
 
 static int matmul_ok(const struct kiln_graph *g, const gnode *n) {
-    return is_call(n, "nn.batch_matmul") && f32_static(n) && f32_static(g->nodes[n->in[0]]) &&
-           f32_static(g->nodes[n->in[1]]) && ty(n)->ndim <= 6;
+    return is_call(n, "nn.batch_matmul") && contrib_static_f32_call(g, n) &&
+           contrib_ty(n)->ndim <= 6;
 }
 
 static int dnnl_supported(const kiln_graph *g, int node, void *user) {
@@ -74,7 +60,7 @@ static int chain_ok(const struct kiln_graph *g, const gnode *n, int stage, int *
         return conv_ok(g, n);
     if (is_call(n, "nn.dense"))
         return dense_ok(g, n);
-    if (!f32_static(n))
+    if (!contrib_static_f32(n))
         return 0;
     if (is_call(n, "nn.relu") || is_call(n, "clip"))
         return stage == 0 && chain_ok(g, g->nodes[n->in[0]], 0, sums);
@@ -88,7 +74,7 @@ static int chain_ok(const struct kiln_graph *g, const gnode *n, int stage, int *
             int conv = is_call(next, "nn.conv2d");
             if (!conv && !is_call(next, "nn.dense"))
                 continue;
-            const gtensor_type *t = ty(other), *nt = ty(next);
+            const gtensor_type *t = contrib_ty(other), *nt = contrib_ty(next);
             int64_t units = conv ? nt->dims[1].v : nt->dims[nt->ndim - 1].v;
             int shaped = contrib_numel(other) == units && t->ndim >= 1;
             if (is_call(n, "add")) /* broadcast along the channels: [C, 1, 1]; units last: [N] */
@@ -297,8 +283,9 @@ static void dims_list(kstr *s, const gtensor_type *t) {
 
 /* "dnnl_memory_desc_t NAME = md of node id in its plain layout" */
 static void plain_md(kstr *s, const char *sym, const gnode *n) {
-    kstr_printf(s, "    %s_st.md[%d] = kiln_dnnl_md(%d, (dnnl_dims_t)", sym, n->id, ty(n)->ndim);
-    dims_list(s, ty(n));
+    kstr_printf(s, "    %s_st.md[%d] = kiln_dnnl_md(%d, (dnnl_dims_t)", sym, n->id,
+                contrib_ty(n)->ndim);
+    dims_list(s, contrib_ty(n));
     kstr_puts(s, ", dnnl_format_tag_undef);\n");
 }
 
@@ -363,7 +350,8 @@ static void emit_init_op(kstr *s, const gen *G, int k) {
         kstr_puts(s, ";\n");
     }
     post_ops(s, o);
-    const gtensor_type *xt = ty(b->nodes[o->src]), *wt = ty(b->nodes[o->wei]), *ot = ty(out);
+    const gtensor_type *xt = contrib_ty(b->nodes[o->src]), *wt = contrib_ty(b->nodes[o->wei]),
+                       *ot = contrib_ty(out);
     if (o->kind == OP_CONV) {
         int64_t str[2], pad[4], dil[2], groups = graph_attr_int(a, "groups", 1);
         graph_attr_ints(a, "strides", str, 2);

@@ -30,13 +30,20 @@ int64_t contrib_numel(const gnode *n) {
     return c;
 }
 
-static int static_f32(const gnode *n) {
+int contrib_static_f32(const gnode *n) {
     if (!n->type.known || n->type.is_tuple || n->type.n != 1 || n->type.t[0].dtype != KILN_FLOAT32)
         return 0;
     for (int d = 0; d < n->type.t[0].ndim; d++)
         if (n->type.t[0].dims[d].sym)
             return 0;
     return 1;
+}
+
+int contrib_static_f32_call(const struct kiln_graph *g, const gnode *n) {
+    for (int i = 0; i < n->nin; i++)
+        if (!contrib_static_f32(g->nodes[n->in[i]]))
+            return 0;
+    return contrib_static_f32(n);
 }
 
 int contrib_fn_init(contrib_fn *F, const struct kiln_graph *g, const gnode *call) {
@@ -62,7 +69,7 @@ int contrib_fn_init(contrib_fn *F, const struct kiln_graph *g, const gnode *call
         const gnode *x = b->nodes[id];
         F->var_arg[id] = x->kind == GN_VAR ? v++ : -1;
         F->out_arg[id] = -1;
-        if (!static_f32(x)) {
+        if (!contrib_static_f32(x)) {
             char label[300];
             kiln_set_error(KILN_ERR_UNSUPPORTED,
                            "external function '%s': %s is not a float32 tensor of static shape",

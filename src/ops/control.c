@@ -532,6 +532,14 @@ static kiln_status compute_composite(kiln_ctx *ctx, const gnode *call, kiln_tens
         .pattern = OP_OPAQUE, .summary = sum, .sym_dims = 1, .control = kind                       \
     }
 
+/* The two annotations: the same identity, told apart by their variant. */
+#define ANNOTATION_ROW(nm, which, sum)                                                             \
+    {                                                                                              \
+        .name = nm, .min_in = 1, .max_in = 1, .attrs = annotation_attrs, .rel = rel_annotation,    \
+        .pattern = OP_ELEMWISE, .compute = ops_compute_elemwise, .elem = elem_annotation,          \
+        .variant = which, .sym_dims = 1, .summary = sum                                            \
+    }
+
 const kiln_op_def ops_control_rows[] = {
     CONTROL_ROW("if", 1, if_attrs, rel_if, OP_CONTROL_IF,
                 "runs then_branch or else_branch on the captured inputs, as input 0 says"),
@@ -549,28 +557,10 @@ const kiln_op_def ops_control_rows[] = {
      .pattern = OP_OPAQUE,
      .compute = compute_composite,
      .summary = "a function of matched ops (MergeComposite), computed as its body"},
-    {.name = "annotation.compiler_begin",
-     .min_in = 1,
-     .max_in = 1,
-     .attrs = annotation_attrs,
-     .rel = rel_annotation,
-     .pattern = OP_ELEMWISE,
-     .compute = ops_compute_elemwise,
-     .elem = elem_annotation,
-     .variant = 0,
-     .sym_dims = 1,
-     .summary = "its input: where a backend's region starts (AnnotateTarget)"},
-    {.name = "annotation.compiler_end",
-     .min_in = 1,
-     .max_in = 1,
-     .attrs = annotation_attrs,
-     .rel = rel_annotation,
-     .pattern = OP_ELEMWISE,
-     .compute = ops_compute_elemwise,
-     .elem = elem_annotation,
-     .variant = 1,
-     .sym_dims = 1,
-     .summary = "its input: where a backend's region ends (AnnotateTarget)"},
+    ANNOTATION_ROW("annotation.compiler_begin", 0,
+                   "its input: where a backend's region starts (AnnotateTarget)"),
+    ANNOTATION_ROW("annotation.compiler_end", 1,
+                   "its input: where a backend's region ends (AnnotateTarget)"),
     {.name = "external",
      .min_in = 0,
      .max_in = MAX_CTL_IO,

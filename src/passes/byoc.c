@@ -119,18 +119,14 @@ struct kiln_graph *pass_annotate_target(const struct kiln_graph *g, int nb,
 }
 
 /* ---- regions ----------------------------------------------------------------------
- * comp[id]: the region of call id (its smallest member), -1 for nodes in
- * no region; compiler[comp]: its compiler (a string of the graph). */
+ * comp[id]: the region of call id (the id of one of its members), -1 for
+ * nodes in no region; compiler[id]: its region's compiler (a string of the
+ * graph). 0 when out of memory. */
 
-static int find(int *rep, int x) {
-    while (rep[x] != x)
-        x = rep[x] = rep[rep[x]];
-    return x;
-}
-
-static void regions(const struct kiln_graph *g, int *comp, const char **compiler) {
-    int *rep = malloc(sizeof(int) * (size_t)(g->n ? g->n : 1));
-    KILN_ASSERT(rep);
+static int regions(const struct kiln_graph *g, int *comp, const char **compiler) {
+    int *rep = kiln_malloc(sizeof(int) * (size_t)(g->n ? g->n : 1));
+    if (!rep)
+        return 0;
     for (int id = 0; id < g->n; id++) {
         rep[id] = id;
         compiler[id] = NULL;
@@ -146,22 +142,23 @@ static void regions(const struct kiln_graph *g, int *comp, const char **compiler
             else if (is_op(x, BEGIN_OP) && !is_annotation(n))
                 compiler[id] = graph_attr_str(x, "compiler", "");
             else if (x->kind == GN_CALL && !is_annotation(n) && !is_annotation(x))
-                rep[find(rep, id)] = find(rep, x->id); /* a direct edge: one region */
+                rep[pass_find(rep, id)] = pass_find(rep, x->id); /* a direct edge: one region */
         }
     }
     for (int id = 0; id < g->n; id++) { /* a region's compiler is any member's */
-        int c = find(rep, id);
+        int c = pass_find(rep, id);
         if (compiler[id] && !compiler[c])
             compiler[c] = compiler[id];
     }
     for (int id = 0; id < g->n; id++) {
-        int c = find(rep, id);
+        int c = pass_find(rep, id);
         comp[id] =
             g->nodes[id]->kind == GN_CALL && !is_annotation(g->nodes[id]) && compiler[c] ? c : -1;
     }
     for (int id = 0; id < g->n; id++)
-        compiler[id] = comp[id] >= 0 ? compiler[find(rep, id)] : NULL;
+        compiler[id] = comp[id] >= 0 ? compiler[pass_find(rep, id)] : NULL;
     free(rep);
+    return 1;
 }
 
 /* The node n reads as input i, through begin and end annotations. */
@@ -187,7 +184,7 @@ static int depends(const merger *M, int node, int region) {
     for (int w = 0; w < M->words; w++)
         for (uint64_t bits = d[w]; bits; bits &= bits - 1) {
             int c = w * 64 + __builtin_ctzll(bits);
-            if (find(M->rep, c) == region)
+            if (pass_find(M->rep, c) == region)
                 return 1;
         }
     return 0;
@@ -198,13 +195,13 @@ static int depends(const merger *M, int node, int region) {
 static int may_merge(const merger *M, int a, int b) {
     const struct kiln_graph *g = M->g;
     for (int id = 0; id < g->n; id++) {
-        int c = M->comp[id] >= 0 ? find(M->rep, M->comp[id]) : -1;
+        int c = M->comp[id] >= 0 ? pass_find(M->rep, M->comp[id]) : -1;
         if (c != a && c != b)
             continue;
         const gnode *n = g->nodes[id];
         for (int i = 0; i < n->nin; i++) {
             int x = real_input(g, n, i);
-            int cx = M->comp[x] >= 0 ? find(M->rep, M->comp[x]) : -1;
+            int cx = M->comp[x] >= 0 ? pass_find(M->rep, M->comp[x]) : -1;
             if (cx != a && cx != b && depends(M, x, c == a ? b : a))
                 return 0;
         }
@@ -222,17 +219,21 @@ static int merge_node(struct kiln_graph *r, const struct kiln_graph *g, const gn
 
 struct kiln_graph *pass_merge_compiler_regions(const struct kiln_graph *g) {
     size_t nn = (size_t)(g->n ? g->n : 1);
-    merger M = {
-        g,    malloc(sizeof(int) * nn), malloc(sizeof(int) * nn), malloc(sizeof(char *) * nn),
-        NULL, (int)((nn + 63) / 64)};
-    int *from = malloc(sizeof(int) * nn);
+    merger M = {g,
+                kiln_malloc(sizeof(int) * nn),
+                kiln_malloc(sizeof(int) * nn),
+                kiln_malloc(sizeof(char *) * nn),
+                NULL,
+                (int)((nn + 63) / 64)};
+    int *from = kiln_malloc(sizeof(int) * nn);
     struct kiln_graph *r = NULL, *clean = NULL;
     if (!M.comp || !M.rep || !M.compiler || !from)
         goto done;
-    M.dep = calloc(nn * (size_t)M.words, sizeof(uint64_t));
+    M.dep = kiln_calloc(nn * (size_t)M.words, sizeof(uint64_t));
     if (!M.dep)
         goto done;
-    regions(g, M.comp, M.compiler);
+    if (!regions(g, M.comp, M.compiler))
+        goto done;
     for (int id = 0; id < g->n; id++) {
         M.rep[id] = id;
         from[id] = -1;
@@ -260,10 +261,10 @@ struct kiln_graph *pass_merge_compiler_regions(const struct kiln_graph *g) {
             int src = g->nodes[b->in[0]]->in[0];
             if (M.comp[src] < 0 || strcmp(M.compiler[src], M.compiler[id]))
                 continue;
-            int a = find(M.rep, M.comp[src]), c = find(M.rep, M.comp[id]);
+            int a = pass_find(M.rep, M.comp[src]), c = pass_find(M.rep, M.comp[id]);
             if (a != c && may_merge(&M, a, c))
                 M.rep[c] = a;
-            if (find(M.rep, M.comp[src]) == find(M.rep, M.comp[id]))
+            if (pass_find(M.rep, M.comp[src]) == pass_find(M.rep, M.comp[id]))
                 from[b->id] = src;
         }
     }
@@ -313,7 +314,7 @@ static int strip_node(struct kiln_graph *r, const struct kiln_graph *g, const gn
 /* Inline composite n's body into P->r, its variables the call's arguments. */
 static int inline_composite(parter *P, const gnode *n) {
     const struct kiln_graph *b = graph_attr_graph(n, "body");
-    int *bmap = malloc(sizeof(int) * (size_t)(b && b->n ? b->n : 1));
+    int *bmap = kiln_malloc(sizeof(int) * (size_t)(b && b->n ? b->n : 1));
     if (!b || !bmap || b->nout != 1) {
         free(bmap);
         return kiln_set_error(KILN_ERR_INVALID, "composite '%s' has no body of one result",
@@ -337,9 +338,10 @@ static int inline_composite(parter *P, const gnode *n) {
  * results) as one external call. */
 static int make_region(parter *P, int k) {
     const struct kiln_graph *g = P->g;
-    int *members = malloc(sizeof(int) * (size_t)g->n), *outs = malloc(sizeof(int) * (size_t)g->n);
+    int *members = kiln_malloc(sizeof(int) * (size_t)g->n),
+        *outs = kiln_malloc(sizeof(int) * (size_t)g->n);
     int nm = 0, nout = 0, ok = members && outs;
-    char *used = calloc((size_t)g->n, 1);
+    char *used = kiln_calloc((size_t)g->n, 1);
     ok = ok && used;
     for (int id = 0; ok && id < g->n; id++) {
         const gnode *n = g->nodes[id];
@@ -391,7 +393,7 @@ static int emit(parter *P, int start) {
     size_t cap = (size_t)g->n + 2;
     for (int id = 0; id < g->n; id++)
         cap += (size_t)g->nodes[id]->nin; /* each edge pushes at most once */
-    int *stack = malloc(sizeof(int) * cap), sp = 0, ok = 1;
+    int *stack = kiln_malloc(sizeof(int) * cap), sp = 0, ok = 1;
     if (!stack)
         return 0;
     stack[sp++] = start;
@@ -435,14 +437,15 @@ static int emit(parter *P, int start) {
 
 struct kiln_graph *pass_partition_graph(const struct kiln_graph *g) {
     size_t nn = (size_t)(g->n ? g->n : 1);
-    int *comp = malloc(sizeof(int) * nn);
-    const char **compiler = malloc(sizeof(char *) * nn);
-    strip S = {comp, compiler, malloc(sizeof(int) * nn), malloc(sizeof(char *) * nn)};
+    int *comp = kiln_malloc(sizeof(int) * nn);
+    const char **compiler = kiln_malloc(sizeof(char *) * nn);
+    strip S = {comp, compiler, kiln_malloc(sizeof(int) * nn), kiln_malloc(sizeof(char *) * nn)};
     struct kiln_graph *plain = NULL, *r = NULL;
     parter P = {0};
     if (!comp || !compiler || !S.newcomp || !S.newcompiler)
         goto done;
-    regions(g, comp, compiler);
+    if (!regions(g, comp, compiler))
+        goto done;
     for (size_t i = 0; i < nn; i++)
         S.newcomp[i] = -1;
     if (!(plain = pass_rebuild(g, strip_node, &S)))
@@ -451,8 +454,8 @@ struct kiln_graph *pass_partition_graph(const struct kiln_graph *g) {
                  graph_new(g->ops),
                  S.newcomp,
                  S.newcompiler,
-                 malloc(sizeof(int) * (size_t)(plain->n + 1)),
-                 calloc((size_t)plain->n + 1, sizeof(int)),
+                 kiln_malloc(sizeof(int) * (size_t)(plain->n + 1)),
+                 kiln_calloc((size_t)plain->n + 1, sizeof(int)),
                  0};
     if (!P.r || !P.map || !P.state)
         goto done;

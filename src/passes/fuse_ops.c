@@ -55,7 +55,7 @@ static int widens(int64_t anchor, const gnode *n) {
     return anchor >= 0 && m > anchor;
 }
 
-static int find(int *rep, int g) {
+int pass_find(int *rep, int g) {
     while (rep[g] != g)
         g = rep[g] = rep[rep[g]];
     return g;
@@ -85,7 +85,7 @@ static int peel_tail(groups *G, int a, int b, char *tail) {
     int head = 0, ntail = 0, outs = 0;
     for (int id = 0; id < g->n; id++) {
         tail[id] = 0;
-        if (G->group[id] < 0 || find(G->rep, G->group[id]) != b)
+        if (G->group[id] < 0 || pass_find(G->rep, G->group[id]) != b)
             continue;
         const gnode *nd = g->nodes[id];
         int t = nd->op->pattern > OP_BROADCAST;
@@ -100,12 +100,12 @@ static int peel_tail(groups *G, int a, int b, char *tail) {
     for (int id = 0; id < g->n; id++) {
         if (G->group[id] < 0)
             continue;
-        int gid = find(G->rep, G->group[id]);
+        int gid = pass_find(G->rep, G->group[id]);
         if (gid == b && !tail[id]) {
             int out = G->escape[id];
             for (int e = G->cstart[id]; e < G->cstart[id + 1]; e++) {
                 int c = G->cons[e];
-                out |= G->group[c] < 0 || find(G->rep, G->group[c]) != b || tail[c];
+                out |= G->group[c] < 0 || pass_find(G->rep, G->group[c]) != b || tail[c];
             }
             outs += out;
         }
@@ -126,7 +126,7 @@ static int peel_tail(groups *G, int a, int b, char *tail) {
     for (int id = 0; id < g->n; id++) {
         if (tail[id])
             G->group[id] = t;
-        else if (G->group[id] >= 0 && find(G->rep, G->group[id]) == b &&
+        else if (G->group[id] >= 0 && pass_find(G->rep, G->group[id]) == b &&
                  g->nodes[id]->op->pattern > G->maxpat[b])
             G->maxpat[b] = g->nodes[id]->op->pattern;
     }
@@ -184,19 +184,19 @@ static int merge_diamonds(const struct kiln_graph *g, const char *alone, int *gr
     for (int changed = 1; changed;) {
         changed = 0;
         for (int a = 0; a < G.ngroups; a++) {
-            if (find(rep, a) != a || tuple[a])
+            if (pass_find(rep, a) != a || tuple[a])
                 continue;
             if (master[a] != OP_OUT_ELEMWISE_FUSABLE && master[a] > OP_INJECTIVE)
                 continue;
             int b = -1, ok = 1;
             for (int id = 0; id < g->n && ok; id++) {
-                if (group[id] < 0 || find(rep, group[id]) != a)
+                if (group[id] < 0 || pass_find(rep, group[id]) != a)
                     continue;
                 if (escape[id])
                     ok = 0;
                 for (int e = cstart[id]; e < cstart[id + 1] && ok; e++) {
                     int c = cons[e];
-                    int gc = group[c] < 0 ? -1 : find(rep, group[c]);
+                    int gc = group[c] < 0 ? -1 : pass_find(rep, group[c]);
                     if (gc == a)
                         continue;
                     if (gc < 0 || (b >= 0 && gc != b))
@@ -210,7 +210,7 @@ static int merge_diamonds(const struct kiln_graph *g, const char *alone, int *gr
             int64_t an = master[a] == OP_OUT_ELEMWISE_FUSABLE ? anchor_numel[a] : -1;
             int wide = 0;
             for (int id = 0; id < g->n && an >= 0 && !wide; id++)
-                wide = group[id] >= 0 && find(rep, group[id]) == b && widens(an, g->nodes[id]);
+                wide = group[id] >= 0 && pass_find(rep, group[id]) == b && widens(an, g->nodes[id]);
             if (wide)
                 continue;
             int fits = master[a] == OP_OUT_ELEMWISE_FUSABLE ? maxpat[b] <= OP_BROADCAST
@@ -238,7 +238,7 @@ static int merge_diamonds(const struct kiln_graph *g, const char *alone, int *gr
     for (int id = 0; id < g->n; id++) {
         if (group[id] < 0)
             continue;
-        int r = find(rep, group[id]);
+        int r = pass_find(rep, group[id]);
         if (num[r] < 0)
             num[r] = count++;
         group[id] = num[r];

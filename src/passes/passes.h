@@ -82,6 +82,9 @@ KILN_HIDDEN char *pass_attrs_text(const gnode *n, const char *const *skip, const
  * its own: the memory planner makes it a view (src/driver/concat_views.c). */
 KILN_HIDDEN int pass_fuse_ops(const struct kiln_graph *g, const char *alone, int *group);
 
+/* Union-find: the representative of x in rep (halving the path). */
+KILN_HIDDEN int pass_find(int *rep, int x);
+
 /* The graph pipeline (pass_manager.c): InferType, then the passes the opt
  * level turns on minus those named in disabled_list (comma-separated),
  * dumping the graph to dump_dir (may be NULL) before and after each pass.

@@ -831,10 +831,10 @@ kiln_graph *kiln_graph_partition(const kiln_graph *g, const kiln_pattern *p, con
     }
     size_t nn = (size_t)(g->n ? g->n : 1);
     parts P = {kiln_malloc(sizeof(int) * nn), kiln_malloc(sizeof(int) * nn), parsed, nattr};
-    int *uses = kiln_calloc(nn, sizeof(int));
+    int *uses = kiln_calloc(nn, sizeof(int)), *reads = kiln_calloc(nn, sizeof(int));
     kiln_match *m = match_new(p->set, g);
     struct kiln_graph *r = NULL;
-    if (!P.region || !P.root || !uses || !m)
+    if (!P.region || !P.root || !uses || !reads || !m)
         goto done;
     for (int id = 0; id < g->n; id++) {
         P.region[id] = -1;
@@ -854,17 +854,20 @@ kiln_graph *kiln_graph_partition(const kiln_graph *g, const kiln_pattern *p, con
             if (g->nodes[id]->kind != GN_CALL || P.region[id] >= 0 || !match_run(m, p, id) ||
                 !m->inner[id])
                 break;
+            /* reads[x]: how often the match's nodes read x; an inner node
+               read outside the match would be computed twice */
+            for (int j = 0; j < m->ninner; j++)
+                for (int i = 0; i < g->nodes[m->inner_list[j]]->nin; i++)
+                    reads[g->nodes[m->inner_list[j]]->in[i]]++;
             ok = 1;
             for (int j = 0; j < m->ninner && ok; j++) {
                 int x = m->inner_list[j];
-                ok = P.region[x] < 0 && !g->nodes[x]->type.is_tuple;
-                /* an inner node read outside the match would be computed twice */
-                int inside = 0;
-                for (int c = x + 1; c <= id && x != id; c++)
-                    for (int i = 0; i < g->nodes[c]->nin; i++)
-                        inside += m->inner[c] && g->nodes[c]->in[i] == x;
-                ok = ok && (x == id || inside == uses[x]);
+                ok = P.region[x] < 0 && !g->nodes[x]->type.is_tuple &&
+                     (x == id || reads[x] == uses[x]);
             }
+            for (int j = 0; j < m->ninner; j++)
+                for (int i = 0; i < g->nodes[m->inner_list[j]]->nin; i++)
+                    reads[g->nodes[m->inner_list[j]]->in[i]] = 0;
         }
         if (!ok || (check && check(g, id, user) != 1))
             continue;
@@ -878,5 +881,6 @@ done:
     free(P.region);
     free(P.root);
     free(uses);
+    free(reads);
     return r;
 }

@@ -9,34 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kiln/graph.h"
+#include "graph_round_trip.h"
 
 /* Inputs past this are skipped: it bounds time and memory per input. */
 #define FUZZ_MAX_INPUT (1u << 20)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* Abort unless print(parse(print(g))) == print(g). */
-static void check_round_trip(const kiln_graph *g, const char *stage) {
-    char *t1 = kiln_graph_print(g);
-    if (!t1)
-        return; /* out of memory */
-    kiln_graph *g2 = kiln_graph_parse(t1, NULL);
-    if (!g2) {
-        fprintf(stderr, "fuzz_graph_text: %s: printed text does not parse back: %s\n%s\n", stage,
-                kiln_last_error(), t1);
-        abort();
-    }
-    char *t2 = kiln_graph_print(g2);
-    if (t2 && strcmp(t1, t2) != 0) {
-        fprintf(stderr, "fuzz_graph_text: %s: print(parse(print(g))) differs:\n%s\n---\n%s\n",
-                stage, t1, t2);
-        abort();
-    }
-    free(t1);
-    free(t2);
-    kiln_graph_free(g2);
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > FUZZ_MAX_INPUT)
@@ -50,9 +28,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(text);
     if (!g)
         return 0;
-    check_round_trip(g, "as parsed");
+    fuzz_graph_round_trip(g, "fuzz_graph_text", "as parsed");
     if (kiln_graph_infer_types(g) == KILN_OK)
-        check_round_trip(g, "typed");
+        fuzz_graph_round_trip(g, "fuzz_graph_text", "typed");
     kiln_graph_free(g);
     return 0;
 }

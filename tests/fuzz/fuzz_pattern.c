@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph_round_trip.h"
 #include "kiln/pattern.h"
 
 /* Inputs past this are skipped: it bounds time and memory per input. */
@@ -37,26 +38,6 @@ static void check_pattern(const kiln_pattern *p) {
     kiln_pattern_set_free(s);
 }
 
-static void check_graph_text(const kiln_graph *g) {
-    char *t1 = kiln_graph_print(g);
-    if (!t1)
-        return;
-    kiln_graph *g2 = kiln_graph_parse(t1, NULL);
-    if (!g2) {
-        fprintf(stderr, "fuzz_pattern: a partitioned graph's text does not parse: %s\n%s\n",
-                kiln_last_error(), t1);
-        abort();
-    }
-    char *t2 = kiln_graph_print(g2);
-    if (t2 && strcmp(t1, t2)) {
-        fprintf(stderr, "fuzz_pattern: partitioned graph's text round trip differs\n");
-        abort();
-    }
-    free(t1);
-    free(t2);
-    kiln_graph_free(g2);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > FUZZ_MAX_INPUT)
         return 0;
@@ -78,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             kiln_match_free(kiln_pattern_match(p, g, id));
         kiln_graph *r = kiln_graph_partition(g, p, "Composite=\"fuzz\"", NULL, NULL);
         if (r)
-            check_graph_text(r);
+            fuzz_graph_round_trip(r, "fuzz_pattern", "partitioned");
         kiln_graph_free(r);
     }
     kiln_graph_free(g);

@@ -40,6 +40,19 @@ static kiln_ndarray *run_with(kiln_graph *g, const char *target, int nin,
     return r;
 }
 
+/* Whether b, compiled for target tb (NULL: kiln alone), gives the results
+ * of a compiled by kiln alone on xs, within tol (funcs as run_with). */
+static int same_results(kiln_graph *a, kiln_graph *b, const char *tb, int nin,
+                        kiln_ndarray *const *xs, double tol, char *funcs, size_t cap) {
+    const kiln_ndarray *const *in = (const kiln_ndarray *const *)xs;
+    kiln_ndarray *ref = run_with(a, NULL, nin, in, NULL, 0);
+    kiln_ndarray *got = run_with(b, tb, nin, in, funcs, cap);
+    int same = ref && got && tu_max_rel_err(got, ref) < tol;
+    kiln_ndarray_free(ref);
+    kiln_ndarray_free(got);
+    return same;
+}
+
 /* x, y [4, 8]: a = x * y + x (a mul_add); t = tanh(a) (kiln's); z = t + y;
  * w = z * a (reads the region of a through tanh: no merge with it). */
 static kiln_graph *test_graph(kiln_ndarray **xs) {
@@ -90,16 +103,10 @@ static void test_partition_passes(void) {
     /* the partitioned graph, compiled, gives kiln's results; so does the
        target "ccomp, llvm", whose kernels include the two functions */
     char funcs[4096];
-    kiln_ndarray *ref = run_with(g, NULL, 2, (const kiln_ndarray *const *)xs, NULL, 0);
-    kiln_ndarray *got = run_with(p, NULL, 2, (const kiln_ndarray *const *)xs, funcs, sizeof funcs);
-    CHECK(ref && got && tu_max_rel_err(got, ref) < 1e-6);
+    CHECK(same_results(g, p, NULL, 2, xs, 1e-6, funcs, sizeof funcs));
     CHECK_CONTAINS(funcs, "tvmgen_default_ccomp_main_0");
-    kiln_ndarray_free(got);
-    got = run_with(g, "ccomp, llvm", 2, (const kiln_ndarray *const *)xs, funcs, sizeof funcs);
-    CHECK(ref && got && tu_max_rel_err(got, ref) < 1e-6);
+    CHECK(same_results(g, g, "ccomp, llvm", 2, xs, 1e-6, funcs, sizeof funcs));
     CHECK_CONTAINS(funcs, "tvmgen_default_ccomp_main_1");
-    kiln_ndarray_free(got);
-    kiln_ndarray_free(ref);
     kiln_graph_free(p);
     kiln_graph_free(g);
     for (int i = 0; i < 2; i++)
@@ -126,11 +133,7 @@ static void test_two_results(void) {
     kiln_graph_set_outputs(g, 1, &o, NULL);
     kiln_graph *p = kiln_graph_partition_for(g, "ccomp");
     CHECK(p && count_op(p, "external") == 1 && count_op(p, "tuple_get") == 2);
-    kiln_ndarray *ref = run_with(g, NULL, 2, (const kiln_ndarray *const *)xs, NULL, 0);
-    kiln_ndarray *got = run_with(p, NULL, 2, (const kiln_ndarray *const *)xs, NULL, 0);
-    CHECK(ref && got && tu_max_rel_err(got, ref) < 1e-6);
-    kiln_ndarray_free(ref);
-    kiln_ndarray_free(got);
+    CHECK(same_results(g, p, NULL, 2, xs, 1e-6, NULL, 0));
     kiln_graph_free(p);
     kiln_graph_free(g);
     for (int i = 0; i < 2; i++)
@@ -145,11 +148,7 @@ static void test_composite_compiled(void) {
     kiln_pattern *pat = kiln_pattern_parse(s, "multiply(add(tanh, *), *)");
     kiln_graph *p = kiln_graph_partition(g, pat, "Composite=\"mine.tail\"", NULL, NULL);
     CHECK(p && count_op(p, "composite") == 1);
-    kiln_ndarray *ref = run_with(g, NULL, 2, (const kiln_ndarray *const *)xs, NULL, 0);
-    kiln_ndarray *got = run_with(p, NULL, 2, (const kiln_ndarray *const *)xs, NULL, 0);
-    CHECK(ref && got && tu_max_rel_err(got, ref) < 1e-6);
-    kiln_ndarray_free(ref);
-    kiln_ndarray_free(got);
+    CHECK(same_results(g, p, NULL, 2, xs, 1e-6, NULL, 0));
     kiln_graph_free(p);
     kiln_pattern_set_free(s);
     kiln_graph_free(g);
@@ -289,14 +288,9 @@ static void test_builtin_backends(void) {
         char target[64], funcs[4096], sym[64];
         snprintf(target, sizeof target, "%s, llvm", backend);
         snprintf(sym, sizeof sym, "tvmgen_default_%s_main_0", backend);
-        kiln_ndarray *ref = run_with(g, NULL, 1, (const kiln_ndarray *const *)&x4, NULL, 0);
-        kiln_ndarray *got =
-            run_with(g, target, 1, (const kiln_ndarray *const *)&x4, funcs, sizeof funcs);
-        CHECK(ref && got && tu_max_rel_err(got, ref) < 1e-4);
+        CHECK(same_results(g, g, target, 1, &x4, 1e-4, funcs, sizeof funcs));
         if (which == 0) /* blas takes no convolution */
             CHECK_CONTAINS(funcs, sym);
-        kiln_ndarray_free(ref);
-        kiln_ndarray_free(got);
         kiln_graph_free(g);
         /* dense + bias + relu, then a batch matmul of it with itself^T */
         g = kiln_graph_new();
@@ -307,12 +301,8 @@ static void test_builtin_backends(void) {
         int mm[2] = {dr, dr};
         int bm = kiln_graph_call(g, "nn.batch_matmul", 2, mm, "transpose_b=1", "bm");
         kiln_graph_set_outputs(g, 1, &bm, NULL);
-        ref = run_with(g, NULL, 1, (const kiln_ndarray *const *)&x2, NULL, 0);
-        got = run_with(g, target, 1, (const kiln_ndarray *const *)&x2, funcs, sizeof funcs);
-        CHECK(ref && got && tu_max_rel_err(got, ref) < 1e-4);
+        CHECK(same_results(g, g, target, 1, &x2, 1e-4, funcs, sizeof funcs));
         CHECK_CONTAINS(funcs, sym);
-        kiln_ndarray_free(ref);
-        kiln_ndarray_free(got);
         kiln_graph_free(g);
     }
     for (int i = 0; i < 7; i++)
