@@ -23,7 +23,8 @@ endif()
 # libraries, so `-lkiln` with `-static` (or pkg-config --static) finds them.
 set_target_properties(kiln_static PROPERTIES OUTPUT_NAME kiln)
 set_target_properties(kiln_runtime_static PROPERTIES OUTPUT_NAME kiln_runtime)
-set_target_properties(kiln kiln_runtime PROPERTIES VERSION ${KILN_VERSION} SOVERSION 0)
+set_target_properties(kiln kiln_runtime kiln_cli_lib PROPERTIES VERSION ${KILN_VERSION} SOVERSION 0)
+set_target_properties(kiln_cli_lib PROPERTIES INSTALL_RPATH "$ORIGIN")
 # The installed CLI finds libkiln.so next to it, wherever the prefix is.
 set_target_properties(kiln_cli PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
 
@@ -52,6 +53,7 @@ install(TARGETS kiln kiln_static kiln_runtime kiln_runtime_static
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS kiln_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS kiln_cli_lib LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
 set(KILN_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/kiln)
 install(EXPORT kilnTargets NAMESPACE kiln:: DESTINATION ${KILN_CMAKE_DIR})

@@ -1,7 +1,9 @@
-/* kiln.c: the `kiln` command-line tool. main dispatches to one function per
- * subcommand through the table below; adding a subcommand is one row. The
- * runtime-only build (KILN_RUNTIME_ONLY: a cross build for a board) has
- * run and inspect, not compile. */
+/* kiln.c: the `kiln` command-line tool. kiln_cli_main dispatches to one
+ * function per subcommand through the table below; adding a subcommand is
+ * one row. It lives in libkiln_cli, which the `kiln` binary (main.c) and
+ * the Python package's `python -m kiln` both call, so the two are one CLI.
+ * The runtime-only build (KILN_RUNTIME_ONLY: a cross build for a board)
+ * has run and inspect, not compile. */
 #include <stdio.h>
 #include <string.h>
 
@@ -10,7 +12,7 @@
 #endif
 #include "kiln_run.h"
 
-#define KILN_CLI_VERSION "0.1.0"
+#include "kiln_cli.h"
 
 typedef struct {
     const char *name;
@@ -37,13 +39,18 @@ static void usage(FILE *f) {
                "  --version  print kiln's version\n");
 }
 
-int main(int argc, char **argv) {
+int kiln_cli_argc;
+char **kiln_cli_argv;
+
+int kiln_cli_main(int argc, char **argv) {
+    kiln_cli_argc = argc;
+    kiln_cli_argv = argv;
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("kiln %s\n", KILN_CLI_VERSION);
+        printf("kiln %s\n", kiln_version());
         return 0;
     }
     for (int i = 0; i < NCOMMANDS; i++)

@@ -1,6 +1,8 @@
 /* kiln_compile.c: `kiln compile` (tvmc compile: an ONNX model to a package;
  * the target string goes to the library as it is) and the model half of
  * `kiln inspect` (the graph IR, inputs, outputs and op counts). */
+#define _GNU_SOURCE /* dladdr */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -10,11 +12,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kiln/ffi.h"
 #include "kiln/graph.h"
 #include "kiln/onnx.h"
 #include "kiln/plugin.h"
 #include "kiln/runtime.h"
 #include "kiln/schedule.h"
+#include "kiln_cli.h"
 #include "kiln_compile.h"
 
 static void compile_usage(FILE *f) {
@@ -24,7 +28,8 @@ static void compile_usage(FILE *f) {
         "\"name:[1,3,224,224]\"]\n"
         "                    [--opt-level 0-3] [--dump-ir DIR] [--disabled-pass PASS] "
         "[--cross-compiler CC]\n"
-        "                    [--plugin LIB.so] [--winograd auto|off|2|4] [--time-passes] "
+        "                    [--plugin LIB.so|PLUGIN.py] [--pass NAME] [--winograd auto|off|2|4] "
+        "[--time-passes] "
         "[--no-cache]\n"
         "                    [--tuning-records records.json]\n\n"
         "Compile an ONNX model into a package: a tar of mod.so (kernels), mod.json (the\n"
@@ -55,7 +60,12 @@ static void compile_usage(FILE *f) {
         "  --winograd W           3x3 stride-1 convolutions by Winograd F(m x m, 3 x 3): auto\n"
         "                         (default) where the cost model says it pays, off, or 2 / 4\n"
         "                         (that tile for every one that qualifies)\n"
-        "  --plugin LIB.so        load user ops from a plugin (kiln/plugin.h); may repeat\n"
+        "  --plugin LIB.so        load user ops, passes or backends from a plugin "
+        "(kiln/plugin.h);\n"
+        "                         a .py plugin runs under Python (python -m kiln, started\n"
+        "                         for it): its @kiln.register_pass functions; may repeat\n"
+        "  --pass NAME            run a user pass (a global function from graph to graph, that\n"
+        "                         a plugin registers) before the built-in passes; may repeat\n"
         "  --time-passes          print the time of each phase on stderr: import, each graph\n"
         "                         pass, lowering, C rendering, the C compiler, link, package\n"
         "  --no-cache             neither use nor fill the kernel cache, $XDG_CACHE_HOME/kiln\n"
@@ -83,7 +93,64 @@ static int check_shapes(const char *cmd, const char *spec) {
     return bad_arg(cmd, "%s", kiln_last_error());
 }
 
+/* A .py plugin needs the Python package in this process: when it is not
+ * (the plain kiln binary), run the same command line as `python -m kiln`,
+ * which loads libkiln (this one: KILN_LIBRARY_PATH) and the plugin. */
+static int run_under_python(const char *cmd, int argc, char **argv) {
+    int py = 0;
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--plugin")) {
+            size_t n = strlen(argv[i + 1]);
+            py |= n > 3 && !strcmp(argv[i + 1] + n - 3, ".py");
+        }
+    kiln_func *loader = py ? kiln_func_get("kiln.plugin.load_python", 1) : NULL;
+    if (!py || loader) {
+        kiln_func_release(loader);
+        return 0;
+    }
+    Dl_info info;
+    if (dladdr((void *)kiln_version, &info) && info.dli_fname) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s", info.dli_fname);
+        char *slash = strrchr(dir, '/');
+        if (slash) {
+            *slash = 0;
+            setenv("KILN_LIBRARY_PATH", dir, 1);
+        }
+    }
+#ifdef KILN_PYTHON_DIR
+    /* the source tree's package, after any the user set */
+    struct stat sb;
+    if (stat(KILN_PYTHON_DIR "/kiln/__init__.py", &sb) == 0) {
+        const char *old = getenv("PYTHONPATH");
+        char path[8192];
+        snprintf(path, sizeof path, "%s%s%s", old && *old ? old : "", old && *old ? ":" : "",
+                 KILN_PYTHON_DIR);
+        setenv("PYTHONPATH", path, 1);
+    }
+#endif
+    const char *python = getenv("KILN_PYTHON");
+    if (!python || !*python)
+        python = "python3";
+    char **args = calloc((size_t)kiln_cli_argc + 3, sizeof *args);
+    if (!args)
+        return 1;
+    args[0] = (char *)python;
+    args[1] = "-m";
+    args[2] = "kiln";
+    for (int i = 1; i < kiln_cli_argc; i++)
+        args[i + 2] = kiln_cli_argv[i];
+    fflush(NULL);
+    execvp(python, args);
+    fprintf(stderr, "kiln %s: a .py plugin runs under Python, and '%s' could not be started: %s\n",
+            cmd, python, strerror(errno));
+    free(args);
+    return 1;
+}
+
 int kiln_load_plugins(const char *cmd, int argc, char **argv) {
+    if (run_under_python(cmd, argc, argv))
+        return 1;
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--plugin") && kiln_plugin_load(argv[++i]) != KILN_OK) {
             fprintf(stderr, "kiln %s: %s\n", cmd, kiln_last_error());
@@ -98,7 +165,8 @@ int kiln_build_arg(const char *cmd, int argc, char **argv, int *i, kiln_build_op
     int has_val = *i + 1 < argc;
     int takes = !strcmp(a, "--input-shapes") || !strcmp(a, "--opt-level") || !strcmp(a, "-O") ||
                 !strcmp(a, "--disabled-pass") || !strcmp(a, "--cross-compiler") ||
-                !strcmp(a, "--winograd") || !strcmp(a, "--target") || !strcmp(a, "--plugin");
+                !strcmp(a, "--pass") || !strcmp(a, "--winograd") || !strcmp(a, "--target") ||
+                !strcmp(a, "--plugin");
     if (!takes && strcmp(a, "--no-cache"))
         return 0;
     if (takes && !has_val) {
@@ -116,6 +184,7 @@ int kiln_build_arg(const char *cmd, int argc, char **argv, int *i, kiln_build_op
     } else {
         /* the library parses and checks each value; a bad one is named */
         const char *key = !strcmp(a, "--disabled-pass")    ? "disabled-pass"
+                          : !strcmp(a, "--pass")           ? "pass"
                           : !strcmp(a, "--cross-compiler") ? "cc"
                           : !strcmp(a, "--winograd")       ? "winograd"
                           : !strcmp(a, "--target")         ? "target"

@@ -36,6 +36,16 @@ typedef enum {
     KILN_DTYPE_COUNT
 } kiln_dtype;
 
+/* kiln's version, and the version of its C API. The API version changes
+ * whenever a public function changes meaning or signature; bindings in
+ * other languages (the Python package) check it when they load libkiln. */
+#define KILN_VERSION "0.1.0"
+#define KILN_API_VERSION 1
+/* The version of the library actually loaded ("0.1.0"; KILN_VERSION). */
+KILN_API const char *kiln_version(void);
+/* The C API version of the library actually loaded (KILN_API_VERSION). */
+KILN_API int kiln_api_version(void);
+
 /* Status codes returned by fallible calls. 0 is success. */
 typedef enum {
     KILN_OK = 0,
@@ -56,6 +66,16 @@ KILN_API const char *kiln_status_str(kiln_status st);
 KILN_API const char *kiln_last_error(void);
 /* Forget the last error of this thread. */
 KILN_API void kiln_clear_error(void);
+/* Set this thread's last error to `message` and return st: for a callback
+ * written outside C (a Python function registered with kiln/ffi.h) to fail
+ * with its own message (and its own stack trace in it). */
+KILN_API kiln_status kiln_error_raise(kiln_status st, const char *message);
+/* The C call stack where the last error was raised, one frame per line
+ * ("libkiln.so.0(kiln_graph_compile+0x53) [0x7f...]"; hidden functions as
+ * an offset in their library, for addr2line), or "" if none was taken. */
+KILN_API const char *kiln_last_error_trace(void);
+/* Free memory that a kiln function returned as malloc'd (text, lists). */
+KILN_API void kiln_free(void *p);
 
 /* Size in bytes of one element of `dt` (bool is 1 byte). */
 KILN_API size_t kiln_dtype_size(kiln_dtype dt);

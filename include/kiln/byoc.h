@@ -73,6 +73,27 @@ typedef struct kiln_codegen_spec {
  * kiln_op_register is, so older plugins keep working. */
 KILN_API kiln_status kiln_codegen_register_sized(const kiln_codegen_spec *spec, size_t size);
 #define kiln_codegen_register(spec) kiln_codegen_register_sized((spec), sizeof(kiln_codegen_spec))
+/* The same, one piece at a time through an opaque handle, for bindings in
+ * other languages that cannot lay out kiln_codegen_spec (the Python
+ * package). Set what the spec has, then register: on success the builder
+ * becomes the registry's and lives as long as the process; on an error it
+ * is freed. Keys of _set: "summary", "cflags", "ldflags", "library". */
+typedef struct kiln_codegen_builder kiln_codegen_builder;
+KILN_API kiln_codegen_builder *kiln_codegen_builder_new(const char *name);
+KILN_API void kiln_codegen_builder_free(kiln_codegen_builder *b);
+KILN_API kiln_status kiln_codegen_builder_set(kiln_codegen_builder *b, const char *key,
+                                              const char *value);
+KILN_API kiln_status kiln_codegen_builder_add_pattern(kiln_codegen_builder *b, const char *name,
+                                                      const char *pattern, kiln_pattern_pred check);
+KILN_API kiln_status kiln_codegen_builder_set_supported(kiln_codegen_builder *b,
+                                                        int (*supported)(const kiln_graph *g,
+                                                                         int node, void *user));
+KILN_API kiln_status kiln_codegen_builder_set_codegen(kiln_codegen_builder *b,
+                                                      char *(*codegen)(const kiln_graph *g,
+                                                                       int node, const char *symbol,
+                                                                       void *user));
+/* Register the backend; user goes to every callback. */
+KILN_API kiln_status kiln_codegen_builder_register(kiln_codegen_builder *b, void *user);
 /* The backends kiln knows, comma-separated ("dnnl, blas"). */
 KILN_API const char *kiln_codegen_names(void);
 /* Set an error for a codegen callback to return NULL with. */

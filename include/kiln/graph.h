@@ -69,6 +69,23 @@ struct kiln_build_options;
 KILN_API kiln_status kiln_graph_compile(kiln_graph *g, const char *package_path,
                                         const struct kiln_build_options *opts);
 
+/* ---- passes by name (TVM's relay.transform) ----------------------------------
+ * The built-in graph passes, in the order the pipeline runs them, each
+ * with the opt level that turns it on: "InferType:0,SimplifyInference:0,
+ * EliminateCommonSubexpr:3,...". (FuseOps and ConcatViews run when a graph
+ * is lowered: they are not graph-to-graph passes.) */
+KILN_API const char *kiln_pass_list(void);
+/* Run one pass on g (types inferred first) and return the new graph, or
+ * NULL with an error that names the pass. `name` is a built-in pass or a
+ * user pass: a global function (kiln/ffi.h) that takes a graph and returns
+ * a graph. opts (may be NULL) give the target: AlterOpLayout lays out for
+ * it, and the BYOC passes use its backends. opt-level and disabled-pass
+ * are not applied here: the caller (a sequence of passes) decides. The
+ * build option "pass" runs user passes first in every compile
+ * (kiln compile --pass NAME). */
+KILN_API kiln_graph *kiln_graph_run_pass(kiln_graph *g, const char *name,
+                                         const struct kiln_build_options *opts);
+
 /* The graph in Relay-like text, malloc'd. Constants print as
  * meta[relay.Constant][K]; kiln_graph_constants lists them in that order. */
 KILN_API char *kiln_graph_print(const kiln_graph *g);

@@ -15,6 +15,11 @@ extern "C" {
  * Every unsupported op is listed in one error (op type, opset, node name).
  * Errors name the file and, where there is one, the node. */
 KILN_API kiln_graph *kiln_onnx_import(const char *path, const char *input_shapes);
+/* The same for a model held in memory (a serialized ModelProto); `name`
+ * names it in errors (NULL: "<memory>"). Tensors stored in external files
+ * cannot be found from memory: import such a model from its path. */
+KILN_API kiln_graph *kiln_onnx_import_bytes(const void *data, size_t len, const char *name,
+                                            const char *input_shapes);
 /* Check an input_shapes value without a model: each dimension a whole
  * number from 0 to INT64_MAX, at most 16 per input, an element count that
  * fits in int64. KILN_ERR_INVALID with a message naming the input and the

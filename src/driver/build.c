@@ -11,6 +11,7 @@
 #include "../runtime/runtime_internal.h"
 #include "../te/te_internal.h"
 #include "driver_internal.h"
+#include "kiln/ffi.h"
 
 kiln_build_options *kiln_build_options_new(void) {
     kiln_build_options *o = kiln_calloc(1, sizeof(kiln_build_options));
@@ -51,6 +52,7 @@ void kiln_build_options_free(kiln_build_options *o) {
     free(o->cflags);
     kiln_target_free(o->target);
     free(o->disabled);
+    free(o->passes);
     free(o->dump_dir);
     free(o->records);
     free(o);
@@ -75,26 +77,33 @@ kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const
         o->opt_level = value[0] - '0';
         return KILN_OK;
     }
-    if (strcmp(key, "disabled-pass") == 0) {
-        /* a comma-separated list; each name must be a known pass */
+    int is_pass = strcmp(key, "pass") == 0;
+    if (is_pass || strcmp(key, "disabled-pass") == 0) {
+        /* a comma-separated list; each name must be a known pass: built
+           in, or a user pass (a registered global function, kiln/ffi.h) */
         for (const char *p = value; *p;) {
             const char *e = strchr(p, ',');
             size_t len = e ? (size_t)(e - p) : strlen(p);
-            char name[128];
-            snprintf(name, sizeof name, "%.*s", (int)(len < 127 ? len : 127), p);
-            if (!pass_known(name))
-                return kiln_set_error(KILN_ERR_INVALID, "unknown pass '%s' (known: %s)", name,
-                                      pass_names());
+            char name[256];
+            snprintf(name, sizeof name, "%.*s", (int)(len < 255 ? len : 255), p);
+            kiln_func *f = pass_known(name) ? NULL : kiln_func_get(name, 1);
+            if (!pass_known(name) && !f)
+                return kiln_set_error(KILN_ERR_INVALID,
+                                      "unknown pass '%s' (built in: %s; a user pass is a "
+                                      "global function a plugin registers)",
+                                      name, pass_names());
+            kiln_func_release(f);
             p = e ? e + 1 : p + len;
         }
-        size_t old = o->disabled ? strlen(o->disabled) : 0;
-        char *d = kiln_realloc(o->disabled, old + strlen(value) + 2);
+        char **list = is_pass ? &o->passes : &o->disabled;
+        size_t old = *list ? strlen(*list) : 0;
+        char *d = kiln_realloc(*list, old + strlen(value) + 2);
         if (!d)
             return KILN_ERR_NOMEM;
         if (old)
             d[old++] = ',';
         strcpy(d + old, value);
-        o->disabled = d;
+        *list = d;
         return KILN_OK;
     }
     if (strcmp(key, "dump-ir") == 0) {
@@ -162,7 +171,7 @@ kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const
     if (!slot)
         return kiln_set_error(KILN_ERR_INVALID,
                               "unknown build option '%s' (known: cc, cflags, target, vector-bits, "
-                              "fuse, schedule, winograd, opt-level, disabled-pass, dump-ir, "
+                              "fuse, schedule, winograd, opt-level, pass, disabled-pass, dump-ir, "
                               "cache)",
                               key);
     if (slot == &o->cc && !*value)
@@ -354,4 +363,25 @@ kiln_status kiln_build_save(kiln_schedule *s, int nargs, kiln_tensor *const *arg
     free(so);
     free(dir);
     return st;
+}
+
+/* ---- one pass by name (kiln/graph.h) ------------------------------------------- */
+
+kiln_graph *kiln_graph_run_pass(kiln_graph *g, const char *name, const kiln_build_options *opts) {
+    if (!g || !name) {
+        kiln_set_error(KILN_ERR_INVALID, "run pass: NULL argument");
+        return NULL;
+    }
+    kiln_target *t = driver_target(opts);
+    if (!t)
+        return NULL;
+    const kiln_codegen_spec *byoc[TGT_MAX_EXTERNAL];
+    int nbyoc = 0;
+    kiln_graph *out = NULL;
+    if (contrib_backends(t, &nbyoc, byoc) == KILN_OK) {
+        pass_env env = {t, opts ? opts->winograd : -1, 0, NULL, NULL, NULL, nbyoc, byoc, NULL};
+        out = pass_run_one(g, name, &env);
+    }
+    kiln_target_free(t);
+    return out;
 }

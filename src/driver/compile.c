@@ -936,7 +936,8 @@ static struct kiln_graph *prepare(kiln_graph *g, const kiln_build_options *opts,
                         opts ? opts->progress_user : NULL,
                         lk ? &lk->base : NULL,
                         B->nbyoc,
-                        B->byoc};
+                        B->byoc,
+                        opts ? opts->passes : NULL};
     if (!lk && opts && opts->records) {
         char rec_target[1200];
         driver_records_target(target, rec_target, sizeof rec_target);

@@ -22,6 +22,7 @@ struct kiln_build_options {
     int winograd;        /* graphs: -1 auto, 0 off, 2 or 4 Winograd tile for every eligible conv */
     int opt_level;       /* graphs: 0-3, -1 for the default (3) */
     char *disabled;      /* graphs: comma-separated pass names */
+    char *passes;        /* graphs: user passes run first (global functions), comma-separated */
     char *dump_dir;      /* graphs: where to write the IR around each pass */
     char *records;       /* graphs: a tuning-records file (docs/tuning.md), or NULL */
     int cache;           /* the kernel cache: 1 on, 0 off, -1 as $KILN_CACHE says (on) */

@@ -505,6 +505,18 @@ kiln_graph *kiln_onnx_import(const char *path, const char *input_shapes) {
     return g;
 }
 
+kiln_graph *kiln_onnx_import_bytes(const void *data, size_t len, const char *name,
+                                   const char *input_shapes) {
+    if (!name)
+        name = "<memory>";
+    onnx_model *m = onnx_model_parse(data, len, name, NULL);
+    if (!m)
+        return NULL;
+    kiln_graph *g = import_model(m, m, name, input_shapes, 0);
+    onnx_model_free(m);
+    return g;
+}
+
 kiln_graph *onnx_import_model(const onnx_model *m, const char *path, const char *input_shapes,
                               int64_t fold_max) {
     return import_model(m, NULL, path, input_shapes, fold_max);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/ffi_internal.h"
 #include "../runtime/runtime_internal.h"
 #include "graph_internal.h"
 
@@ -706,4 +707,22 @@ kiln_status graph_copy_outputs(struct kiln_graph *dst, const struct kiln_graph *
     for (int k = 0; k < g->nout; k++)
         outs[k] = map[g->outs[k]];
     return kiln_graph_set_outputs(dst, g->nout, outs, g->out_names);
+}
+
+/* ---- graphs in value lists (kiln/ffi.h) ---------------------------------------- */
+
+static void free_graph(void *p) {
+    kiln_graph_free(p);
+}
+
+kiln_status kiln_args_push_graph(kiln_args *a, kiln_graph *g, int take) {
+    return ffi_push_object(a, KILN_VALUE_GRAPH, g, take ? free_graph : NULL);
+}
+
+kiln_graph *kiln_args_graph(const kiln_args *a, int i) {
+    return ffi_object(a, i, KILN_VALUE_GRAPH);
+}
+
+kiln_graph *kiln_args_take_graph(kiln_args *a, int i, int *owned) {
+    return ffi_take_object(a, i, KILN_VALUE_GRAPH, owned);
 }

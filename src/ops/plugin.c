@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../te/te_internal.h"
+#include "kiln/ffi.h"
 #include "kiln/plugin.h"
 #include "ops.h"
 
@@ -333,6 +334,26 @@ kiln_status kiln_op_register_sized(const kiln_op_spec *user, size_t spec_size) {
 kiln_status kiln_plugin_load(const char *path) {
     if (!path)
         return kiln_set_error(KILN_ERR_INVALID, "plugin: no path");
+    size_t plen = strlen(path);
+    if (plen > 3 && !strcmp(path + plen - 3, ".py")) {
+        /* a Python plugin: the Python package (kiln/__init__.py) registers
+           the loader when it is imported into this process */
+        kiln_func *load = kiln_func_get("kiln.plugin.load_python", 1);
+        if (!load)
+            return kiln_set_error(KILN_ERR_UNSUPPORTED,
+                                  "plugin %s is Python: it loads only where the kiln Python "
+                                  "package runs (python -m kiln, which the kiln command "
+                                  "starts itself for a .py plugin)",
+                                  path);
+        kiln_args *in = kiln_args_new(), *ret = kiln_args_new();
+        kiln_status st = in && ret ? kiln_args_push_str(in, path) : KILN_ERR_NOMEM;
+        if (st == KILN_OK && (st = kiln_func_call(load, in, ret)) != KILN_OK)
+            kiln_error_prefix("plugin %s", path);
+        kiln_args_free(in);
+        kiln_args_free(ret);
+        kiln_func_release(load);
+        return st;
+    }
     char full[4096];
     snprintf(full, sizeof full, "%s%s", strchr(path, '/') ? "" : "./", path);
     void *h = dlopen(full, RTLD_NOW | RTLD_LOCAL);

@@ -2,8 +2,9 @@
  * with a name and the opt level that turns them on; they run in table
  * order, each producing a new graph from the last. --disabled-pass drops
  * one by name; --dump-ir writes the graph before the first pass and after
- * each pass. Also the small passes: DeadCodeElimination,
- * EliminateCommonSubexpr and SimplifyInference. */
+ * each pass. User passes (global functions of kiln/ffi.h from graph to
+ * graph, "pass" build option) run first, in the order given. Also the small passes:
+ * DeadCodeElimination, EliminateCommonSubexpr and SimplifyInference. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "../runtime/runtime_internal.h"
+#include "kiln/ffi.h"
 #include "passes.h"
 
 /* ---- DeadCodeElimination ---------------------------------------------------- */
@@ -194,6 +196,77 @@ const char *pass_names(void) {
            "AlterOpLayout, DeadCodeElimination, FuseOps, ConcatViews";
 }
 
+const char *kiln_pass_list(void) {
+    return "InferType:0,SimplifyInference:0,EliminateCommonSubexpr:3,FoldConstant:2,"
+           "SimplifyExpr:3,MergeComposite:0,AnnotateTarget:0,MergeCompilerRegions:0,"
+           "PartitionGraph:0,AlterOpLayout:3,DeadCodeElimination:1";
+}
+
+static int copy_node(struct kiln_graph *r, const struct kiln_graph *g, const gnode *n,
+                     const int *map, void *user) {
+    (void)r, (void)g, (void)n, (void)map, (void)user;
+    return REBUILD_COPY;
+}
+
+/* A user pass: the global function `name` called with g; a new graph. */
+static struct kiln_graph *run_user_pass(struct kiln_graph *g, const char *name) {
+    kiln_func *f = kiln_func_get(name, 1);
+    if (!f) {
+        kiln_set_error(KILN_ERR_INVALID,
+                       "no pass '%s': neither built in (%s) nor a registered global function "
+                       "(kiln/ffi.h; a plugin registers it)",
+                       name, pass_names());
+        return NULL;
+    }
+    kiln_args *in = kiln_args_new(), *ret = kiln_args_new();
+    struct kiln_graph *out = NULL;
+    if (in && ret && kiln_args_push_graph(in, g, 0) == KILN_OK &&
+        kiln_func_call(f, in, ret) == KILN_OK) {
+        int owned = 0;
+        struct kiln_graph *r = kiln_args_take_graph(ret, 0, &owned);
+        if (!r)
+            kiln_error_prefix("the function returned no graph");
+        else if (owned)
+            out = r;
+        else /* the pass returned a graph it keeps (maybe its input): copy it */
+            out = pass_rebuild(r, copy_node, NULL);
+    }
+    kiln_args_free(in);
+    kiln_args_free(ret);
+    kiln_func_release(f);
+    return out;
+}
+
+struct kiln_graph *pass_run_one(struct kiln_graph *g, const char *name, const pass_env *env) {
+    if (kiln_graph_infer_types(g) != KILN_OK)
+        return NULL;
+    struct kiln_graph *out = NULL;
+    if (!strcmp(name, "InferType")) {
+        out = pass_rebuild(g, copy_node, NULL);
+    } else if (!strcmp(name, "FuseOps") || !strcmp(name, "ConcatViews")) {
+        kiln_set_error(KILN_ERR_INVALID,
+                       "pass %s runs when the graph is lowered, not on its own: it is "
+                       "on in every build of opt level 1 or more",
+                       name);
+        return NULL;
+    } else {
+        int i = 0;
+        while (i < NPASSES && strcmp(k_passes[i].name, name))
+            i++;
+        out = i < NPASSES ? k_passes[i].run(g, env) : run_user_pass(g, name);
+    }
+    if (!out) {
+        kiln_error_prefix("pass %s", name);
+        return NULL;
+    }
+    if (kiln_graph_infer_types(out) != KILN_OK) {
+        kiln_error_prefix("after pass %s", name);
+        kiln_graph_free(out);
+        return NULL;
+    }
+    return out;
+}
+
 static int disabled(const char *list, const char *name) {
     size_t n = strlen(name);
     for (const char *p = list; p && *p;) {
@@ -228,6 +301,27 @@ struct kiln_graph *pass_run_pipeline(struct kiln_graph *g, int opt_level, const 
     int step = 0;
     if (dump(dump_dir, step++, "input", "graph", cur) != KILN_OK)
         return NULL;
+    for (const char *p = env->user_passes; p && *p;) {
+        const char *e = strchr(p, ',');
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(e ? (size_t)(e - p) : strlen(p)), p);
+        p = e ? e + 1 : NULL;
+        if (!name[0] || disabled(disabled_list, name))
+            continue;
+        if (env->progress) {
+            char phase[300];
+            snprintf(phase, sizeof phase, "pass %s", name);
+            env->progress(env->progress_user, phase, 0, 0, NULL);
+        }
+        struct kiln_graph *next = pass_run_one(cur, name, env);
+        if (cur != g)
+            kiln_graph_free(cur);
+        if (!next || dump(dump_dir, step++, "after", name, next) != KILN_OK) {
+            kiln_graph_free(next);
+            return NULL;
+        }
+        cur = next;
+    }
     for (int i = 0; i < NPASSES; i++) {
         const pass_row *p = &k_passes[i];
         if (opt_level < p->opt_level || disabled(disabled_list, p->name) ||

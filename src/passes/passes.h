@@ -16,6 +16,7 @@ typedef struct {
     layout_knobs *knobs; /* AlterOpLayout's hooks' knobs (docs/tuning.md), or NULL */
     int nbyoc;           /* the backends that take sub-graphs first (kiln/byoc.h) */
     const struct kiln_codegen_spec *const *byoc;
+    const char *user_passes; /* global functions (kiln/ffi.h) run first, comma-separated */
 } pass_env;
 
 /* Returned by a rebuild callback: copy the node unchanged, or leave it out. */
@@ -95,6 +96,10 @@ KILN_HIDDEN struct kiln_graph *pass_run_pipeline(struct kiln_graph *g, int opt_l
                                                  const pass_env *env);
 /* 1 if `name` is a pass kiln knows; the list for messages. */
 KILN_HIDDEN int pass_known(const char *name);
+/* One pass by name (built in, InferType, or a user pass: a global function
+ * from graph to graph) on g, typed: a new graph, or NULL with an error. */
+KILN_HIDDEN struct kiln_graph *pass_run_one(struct kiln_graph *g, const char *name,
+                                            const pass_env *env);
 KILN_HIDDEN const char *pass_names(void);
 
 /* SimplifyInference and SimplifyExpr (simplify.c): pattern rewrites. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/ffi_internal.h"
 #include "runtime_internal.h"
 
 struct kiln_ndarray {
@@ -366,4 +367,22 @@ int kiln_ndarray_is_contiguous(const kiln_ndarray *a) {
         s *= a->shape[i];
     }
     return 1;
+}
+
+/* ---- arrays in value lists (kiln/ffi.h) ---------------------------------------- */
+
+static void free_array(void *p) {
+    kiln_ndarray_free(p);
+}
+
+kiln_status kiln_args_push_array(kiln_args *a, kiln_ndarray *arr, int take) {
+    return ffi_push_object(a, KILN_VALUE_ARRAY, arr, take ? free_array : NULL);
+}
+
+kiln_ndarray *kiln_args_array(const kiln_args *a, int i) {
+    return ffi_object(a, i, KILN_VALUE_ARRAY);
+}
+
+kiln_ndarray *kiln_args_take_array(kiln_args *a, int i, int *owned) {
+    return ffi_take_object(a, i, KILN_VALUE_ARRAY, owned);
 }
