@@ -13,6 +13,8 @@ command -v make >/dev/null 2>&1 || need+=(make)
 command -v protoc-c >/dev/null 2>&1 || need+=(protobuf-c-compiler)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkgconf) # tests/install checks kiln.pc
 command -v python3 >/dev/null 2>&1 || need+=(python3) # tests/layering reads the objects with nm
+# the Python package's tests run in a venv (scripts/python-env.sh)
+python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need+=(python3-venv)
 command -v clang-format >/dev/null 2>&1 || need+=(clang-format) # scripts/check-format.sh
 [ -f /usr/include/onnx/onnx.proto ] || need+=(libonnx-dev)
 [ -d /usr/share/libonnx-testdata/data/node ] || need+=(libonnx-testdata)

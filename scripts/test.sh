@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's second command: build kiln twice (optimized, and with
 # AddressSanitizer + UndefinedBehaviorSanitizer) and run every test in both,
-# then the runtime's tests under ThreadSanitizer (a third build), then the
+# then the Python package's tests (pytest) on the optimized build, then the
+# runtime's tests under ThreadSanitizer (a third build), then the
 # optimized build's tests again for AVX2 and baseline x86-64 code.
 # First it checks that the sources follow .clang-format.
 # The cross test (tests/cli/test_cross.sh) builds the runtime for aarch64
@@ -29,6 +30,20 @@ for variant in release asan; do
   ( cd "$dir" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
       UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j "$jobs" ) || status=1
 done
+# The Python package (python/kiln) over the optimized build's libkiln:
+# pytest in a venv of its own (scripts/python-env.sh: numpy, pytest, onnx,
+# onnxruntime, build), every test and every example script under
+# examples/python. pytest exits non-zero on a failure and when it collects
+# no test.
+echo "== kiln: Python package tests (pytest, python/tests) =="
+if py=$(bash scripts/python-env.sh build-python-venv); then
+  ( cd python && KILN_BUILD_DIR="$PWD/../build-test-release" \
+      KILN_LIBRARY_PATH="$PWD/../build-test-release" "../$py" -m pytest -q -p no:cacheprovider ) ||
+    status=1
+else
+  echo "kiln: could not make the Python test environment" >&2
+  status=1
+fi
 # ThreadSanitizer: the runtime's tests (one loaded model run by 8 threads,
 # the thread pool under concurrent callers, executors, modules), built and
 # run alone to keep it fast. die_after_fork=0: the pool tests fork children

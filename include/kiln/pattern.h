@@ -113,6 +113,9 @@ KILN_API int kiln_rewrite_root(const kiln_rewrite *rw);
 /* The node p is bound to, in pre (-1: unbound) and in post (its copy). */
 KILN_API int kiln_rewrite_pre_node(const kiln_rewrite *rw, const kiln_pattern *p);
 KILN_API int kiln_rewrite_post_node(const kiln_rewrite *rw, const kiln_pattern *p);
+/* The copy in post of node `pre_node` of pre, for any node before the root
+ * (the root's inputs included: TVM's `post` is the root over these), or -1. */
+KILN_API int kiln_rewrite_post_of(const kiln_rewrite *rw, int pre_node);
 /* How many nodes of pre that the outputs need read node `node` (a graph
  * output counts once; dead code does not count): a callback that would
  * leave an inner node computed twice checks it. */

@@ -5,7 +5,8 @@ opaque pointer (``c_void_p``), and every call goes through a public
 function of ``include/kiln/*.h``. The library is found, in order, at
 ``$KILN_LIBRARY_PATH`` (a file, or a folder holding ``libkiln.so``), inside
 the package (a wheel bundles it), in the source tree's build folders, and
-where the system's loader finds it. Its C API version must be the one this
+where the system's loader finds it; with ``$KILN_LIBRARY_PATH`` set, only
+there. Its C API version must be the one this
 package was written for (``KILN_API_VERSION``), or importing kiln fails with
 a message that says which library was found and what to do.
 """
@@ -63,6 +64,7 @@ def _candidates() -> list:
                 out.append(part)
             else:
                 out += [os.path.join(part, n) for n in names]
+        return out  # an explicit path is the only place looked
     out += [os.path.join(_here, "lib", n) for n in names]
     root = os.path.dirname(os.path.dirname(_here))
     for b in ("build", "build-test-release", "build-release"):
@@ -363,6 +365,7 @@ _SIGS = {
     "kiln_rewrite_pre_node": (c_int, P, P),
     "kiln_rewrite_post_node": (c_int, P, P),
     "kiln_rewrite_uses": (c_int, P, c_int),
+    "kiln_rewrite_post_of": (c_int, P, c_int),
     "kiln_graph_rewrite": (P, P, P, REWRITE_FN, P),
     "kiln_graph_partition": (P, P, P, S, PRED_FN, P),
     # byoc

@@ -387,6 +387,8 @@ def compile(graph: Graph, path: str, target: Any = None, tuning_records: Optiona
     mod.params in a tar, as ``kiln compile`` writes) and return the path.
     Keywords are build options: opt_level, disabled_pass, dump_ir,
     pass_ (user passes, run first), winograd, cache, ..."""
+    if kw.get("dump_ir"):
+        os.makedirs(kw["dump_ir"], exist_ok=True)
     o = options or BuildOptions(target=target, tuning_records=tuning_records, **kw)
     check(C.kiln_graph_compile(graph.handle, os.fspath(path).encode(), o.handle))
     return os.fspath(path)

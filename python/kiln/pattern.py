@@ -319,6 +319,44 @@ def uses(pre_node: Node) -> int:
     return C.kiln_rewrite_uses(rw, pre_node.id)
 
 
+class PostCall:
+    """TVM's ``post``: the matched call with its inputs as rewritten so far,
+    in ``graph`` (the graph being built). Build the replacement there."""
+
+    def __init__(self, pre: Node, post: Graph, rw: int) -> None:
+        self.pre = pre
+        self.graph = post
+        self._inputs = [Node(post, C.kiln_rewrite_post_of(rw, n.id)) for n in pre.inputs]
+
+    @property
+    def inputs(self) -> List[Node]:
+        return list(self._inputs)
+
+    args = inputs
+
+    @property
+    def op(self) -> str:
+        return self.pre.op
+
+    @property
+    def name(self) -> str:
+        return self.pre.name
+
+    @property
+    def dtype(self) -> Optional[str]:
+        return self.pre.dtype
+
+    @property
+    def shape(self) -> Optional[tuple]:
+        return self.pre.shape
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        return self.pre.attr(name, default)
+
+    def __repr__(self) -> str:
+        return f"<kiln post {self.op}>"
+
+
 def _rewrite_one(pattern: Pattern, fn: Callable[..., Optional[Node]], graph: Graph) -> Graph:
     with _Compiled(pattern) as c:
 
@@ -328,19 +366,20 @@ def _rewrite_one(pattern: Pattern, fn: Callable[..., Optional[Node]], graph: Gra
             try:
                 pre_g = Graph._borrowed(C.kiln_rewrite_pre(rw))
                 post_g = Graph._borrowed(C.kiln_rewrite_post(rw))
-                root = C.kiln_rewrite_post_node(rw, c.root)
+                pre = Node(pre_g, C.kiln_rewrite_root(rw))
+                post = PostCall(pre, post_g, rw)
                 node_map: Dict[Pattern, List[Node]] = {}
                 for k, cp in c.map.items():
                     n = C.kiln_rewrite_post_node(rw, cp)
                     if n >= 0:
                         node_map[c.objs[k]] = [Node(post_g, n)]
-                out = fn(Node(pre_g, C.kiln_rewrite_root(rw)), Node(post_g, root), node_map)
-                if out is None:
-                    return -2  # KILN_REWRITE_SKIP
+                out = fn(pre, post, node_map)
+                if out is None or out is post:
+                    return -2  # KILN_REWRITE_SKIP: the match stays as it is
                 if not isinstance(out, Node) or out.graph.handle != post_g.handle:
                     raise TypeError("a rewrite callback must return a node of post.graph "
                                     "(or None)")
-                return -2 if out.id == root else out.id
+                return out.id
             except BaseException as e:  # noqa: BLE001 - the error goes back to C
                 raise_in_c(e)
                 return -1

@@ -385,3 +385,89 @@ kiln_graph *kiln_graph_run_pass(kiln_graph *g, const char *name, const kiln_buil
     kiln_target_free(t);
     return out;
 }
+
+/* ---- global functions kiln registers itself (kiln/ffi.h) ------------------------
+ * Registered when the library loads (this file is in every program that
+ * builds anything), so any binding can reach them by name. */
+
+/* kiln.version() -> str */
+static kiln_status fn_version(const kiln_args *in, kiln_args *ret, void *user) {
+    (void)in, (void)user;
+    return kiln_args_push_str(ret, kiln_version());
+}
+
+/* kiln.call(f, args...) -> what f returns: calls a function value (a
+ * callback handed across the boundary) with the other arguments. */
+static kiln_status fn_call(const kiln_args *in, kiln_args *ret, void *user) {
+    (void)user;
+    kiln_func *f = kiln_args_func(in, 0);
+    if (!f)
+        return KILN_ERR_INVALID;
+    kiln_args *rest = kiln_args_new();
+    if (!rest)
+        return KILN_ERR_NOMEM;
+    kiln_status st = KILN_OK;
+    for (int i = 1; st == KILN_OK && i < kiln_args_count(in); i++)
+        switch (kiln_args_kind(in, i)) {
+        case KILN_VALUE_NONE: st = kiln_args_push_none(rest); break;
+        case KILN_VALUE_INT: st = kiln_args_push_int(rest, kiln_args_int(in, i)); break;
+        case KILN_VALUE_FLOAT: st = kiln_args_push_float(rest, kiln_args_float(in, i)); break;
+        case KILN_VALUE_STR: st = kiln_args_push_str(rest, kiln_args_str(in, i)); break;
+        case KILN_VALUE_ARRAY: st = kiln_args_push_array(rest, kiln_args_array(in, i), 0); break;
+        case KILN_VALUE_GRAPH: st = kiln_args_push_graph(rest, kiln_args_graph(in, i), 0); break;
+        case KILN_VALUE_FUNC: st = kiln_args_push_func(rest, kiln_args_func(in, i)); break;
+        }
+    if (st == KILN_OK)
+        st = kiln_func_call(f, rest, ret);
+    kiln_args_free(rest);
+    return st;
+}
+
+/* kiln.graph.run_pass(graph, name[, target]) -> graph */
+static kiln_status fn_run_pass(const kiln_args *in, kiln_args *ret, void *user) {
+    (void)user;
+    kiln_graph *g = kiln_args_graph(in, 0);
+    const char *name = g ? kiln_args_str(in, 1) : NULL;
+    if (!name)
+        return KILN_ERR_INVALID;
+    kiln_build_options *o = NULL;
+    if (kiln_args_count(in) > 2) {
+        const char *t = kiln_args_str(in, 2);
+        if (!t || !(o = kiln_build_options_new()) ||
+            kiln_build_options_set(o, "target", t) != KILN_OK) {
+            kiln_build_options_free(o);
+            return KILN_ERR_INVALID;
+        }
+    }
+    kiln_graph *out = kiln_graph_run_pass(g, name, o);
+    kiln_build_options_free(o);
+    return out ? kiln_args_push_graph(ret, out, 1) : KILN_ERR_INVALID;
+}
+
+/* kiln.graph.print(graph) -> str */
+static kiln_status fn_print(const kiln_args *in, kiln_args *ret, void *user) {
+    (void)user;
+    kiln_graph *g = kiln_args_graph(in, 0);
+    char *text = g ? kiln_graph_print(g) : NULL;
+    if (!text)
+        return KILN_ERR_INVALID;
+    kiln_status st = kiln_args_push_str(ret, text);
+    free(text);
+    return st;
+}
+
+__attribute__((constructor)) static void register_builtins(void) {
+    static const struct {
+        const char *name;
+        kiln_packed_fn fn;
+    } rows[] = {{"kiln.version", fn_version},
+                {"kiln.call", fn_call},
+                {"kiln.graph.run_pass", fn_run_pass},
+                {"kiln.graph.print", fn_print}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        kiln_func *f = kiln_func_new(rows[i].fn, NULL, NULL);
+        if (f)
+            kiln_func_register(rows[i].name, f, 1);
+        kiln_func_release(f);
+    }
+}

@@ -599,6 +599,15 @@ int kiln_graph_tuple(kiln_graph *g, int n, const int *in, const char *name) {
 int kiln_graph_tuple_get(kiln_graph *g, int tuple, int index, const char *name) {
     if (index < 0)
         return kiln_set_error(KILN_ERR_INVALID, "tuple_get: negative index %d", index), -1;
+    /* an element of a tuple built here is that element (Relay folds
+       TupleGetItem(Tuple) the same way): outputs and ops then see tensors */
+    if (g && tuple >= 0 && tuple < g->n && g->nodes[tuple]->kind == GN_TUPLE) {
+        if (index >= g->nodes[tuple]->nin)
+            return kiln_set_error(KILN_ERR_INVALID, "tuple_get: index %d of a tuple of %d", index,
+                                  g->nodes[tuple]->nin),
+                   -1;
+        return g->nodes[tuple]->in[index];
+    }
     int id = graph_add(g, GN_TUPLE_GET, NULL, 1, &tuple, 0, NULL, name);
     if (id >= 0)
         g->nodes[id]->index = index;

@@ -580,6 +580,10 @@ int kiln_rewrite_post_node(const kiln_rewrite *rw, const kiln_pattern *p) {
     return id >= 0 && id < rw->m->root + 1 && id != rw->m->root ? rw->map[id] : -1;
 }
 
+int kiln_rewrite_post_of(const kiln_rewrite *rw, int pre_node) {
+    return rw && pre_node >= 0 && pre_node < rw->m->root ? rw->map[pre_node] : -1;
+}
+
 typedef struct {
     int n;
     const kiln_pattern *const *pats;

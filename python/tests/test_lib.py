@@ -1,0 +1,52 @@
+"""Finding libkiln, and the version check: a mismatched library gives a
+clear error at import, never a crash later."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import kiln
+from conftest import run_py
+
+FAKE = r'''
+const char *kiln_version(void) { return "9.9.9"; }
+int kiln_api_version(void) { return 999; }
+'''
+
+
+def _cc(src: str, out: str) -> None:
+    c = out + ".c"
+    with open(c, "w") as f:
+        f.write(src)
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", out, c], check=True)
+
+
+def test_loaded_library_matches():
+    assert kiln._lib.lib.kiln_api_version() == kiln.API_VERSION
+    assert kiln.library_version() == kiln.__version__
+    assert os.path.exists(kiln.library_path)
+    assert kiln.target_host().startswith("llvm")
+
+
+def test_mismatched_version_is_a_clear_error(tmp_path):
+    fake = str(tmp_path / "libkiln.so")
+    _cc(FAKE, fake)
+    r = run_py(["-c", "import kiln"], env={"KILN_LIBRARY_PATH": fake}, check=False)
+    assert r.returncode != 0
+    err = r.stderr
+    assert "KilnLibraryError" in err and "C API version 999" in err and "9.9.9" in err
+    assert f"needs C API version {kiln.API_VERSION}" in err and fake in err
+    # a folder works too
+    r = run_py(["-c", "import kiln"], env={"KILN_LIBRARY_PATH": str(tmp_path)}, check=False)
+    assert "C API version 999" in r.stderr
+
+
+def test_not_a_kiln_library(tmp_path):
+    other = str(tmp_path / "libother.so")
+    _cc("int something(void) { return 1; }\n", other)
+    r = run_py(["-c", "import kiln"], env={"KILN_LIBRARY_PATH": other}, check=False)
+    assert r.returncode != 0 and "no kiln_api_version" in r.stderr
+    r = run_py(["-c", "import kiln"], env={"KILN_LIBRARY_PATH": str(tmp_path / "nothing.so")},
+               check=False)
+    assert r.returncode != 0 and "libkiln.so not found" in r.stderr
