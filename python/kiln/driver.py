@@ -128,3 +128,15 @@ def build(s: Schedule, args: Sequence[Tensor], target: Any = None, name: str = "
 def load_module(path: str) -> Module:
     """Load a module saved by Module.export_library."""
     return Module(check_ptr(C.kiln_module_load(os.fspath(path).encode())))
+
+
+def build_save(s: Schedule, args: Sequence[Tensor], path: str, target: Any = None,
+               name: str = "default_function", options: Optional[BuildOptions] = None,
+               **kw: Any) -> str:
+    """Build into a shared object at ``path`` without loading it: the way
+    to cross-compile ("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72";
+    the C runtime's kiln_module_load reads it on the target machine)."""
+    o = options or BuildOptions(target=target, **kw)
+    check(C.kiln_build_save(s.handle, len(args), tensor_args(args), name.encode(), o.handle,
+                            os.fspath(path).encode()))
+    return os.fspath(path)

@@ -464,6 +464,38 @@ def compute(shape: Sequence[Any], fcompute: Callable[..., Any], name: str = "com
     return Tensor(check_ptr(C.kiln_compute(c.handle, n, arr, cb, None, name.encode())), c)
 
 
+def scan(shape: Sequence[Any], fcompute: Callable[..., Any], dtype: str = "float32",
+         scan_axis: int = 0, name: str = "scan") -> Tensor:
+    """A recurrent compute (TVM's te.scan, simpler): ``fcompute(y, *idx)``
+    gives element idx and may read ``y`` itself at an index below its own
+    on ``scan_axis`` (guard t - 1 for t = 0 with if_then_else), e.g. a
+    prefix sum ``lambda y, t: A[t] + if_then_else(t > 0, y[t - 1], 0.0)``.
+    kiln checks the rule (kiln/te.h) and refuses a body that breaks it."""
+    c = current_context()
+    n, arr = _shape(shape, c)
+    y = Tensor(check_ptr(C.kiln_scan_declare(c.handle, n, arr, _nd.dtype_code(dtype), scan_axis,
+                                             name.encode())), c)
+
+    def body(ctx: int, idx: Any, user: int) -> Optional[int]:
+        try:
+            e = fcompute(y, *[Expr(idx[k], c) for k in range(n)])
+            return (e if isinstance(e, Expr) else const(e, dtype, ctx=c)).handle
+        except BaseException as ex:  # noqa: BLE001 - the error goes back to C
+            raise_in_c(ex)
+            return None
+
+    check(C.kiln_scan_define(y.handle, COMPUTE_FN(body), None))
+    return y
+
+
+def checked_index(index: Expr, n: Any, from_end: bool = False) -> Expr:
+    """An index read from data, checked against extent n (kiln_checked_index:
+    out of range gives 0 and a KILN_ERR_RANGE error from the kernel)."""
+    nn = n if isinstance(n, Expr) else const(int(n), ctx=index.ctx)
+    return _wrap(C.kiln_checked_index(index.handle, nn.handle, 1 if from_end else 0),
+                 index.ctx)
+
+
 # ---- schedules ------------------------------------------------------------------
 
 
@@ -585,7 +617,7 @@ def tensor_args(args: Sequence[Tensor]) -> Any:
 
 __all__ = [
     "Context", "Expr", "Tensor", "Operation", "Stage", "Schedule", "var", "size_var", "const",
-    "placeholder", "compute", "reduce_axis", "sum", "prod", "max", "min", "if_then_else",
+    "placeholder", "compute", "scan", "checked_index", "reduce_axis", "sum", "prod", "max", "min", "if_then_else",
     "select", "logical_and", "logical_or", "logical_not", "power", "exp", "log", "sqrt",
     "rsqrt", "tanh", "sigmoid", "erf", "floor", "ceil", "round", "abs", "sin", "cos", "tan",
     "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "create_schedule",

@@ -50,3 +50,24 @@ def test_not_a_kiln_library(tmp_path):
     r = run_py(["-c", "import kiln"], env={"KILN_LIBRARY_PATH": str(tmp_path / "nothing.so")},
                check=False)
     assert r.returncode != 0 and "libkiln.so not found" in r.stderr
+
+
+def test_no_struct_layouts_in_python():
+    """Python holds only opaque handles: no ctypes Structure or Union mirrors
+    a C layout (no class on them, no _fields_), so a change of a layout in C
+    cannot silently corrupt memory."""
+    import ast
+    import glob
+
+    pkg = os.path.dirname(kiln.__file__)
+    for path in glob.glob(os.path.join(pkg, "*.py")):
+        tree = ast.parse(open(path).read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases = {ast.unparse(b).split(".")[-1] for b in node.bases}
+                assert not bases & {"Structure", "Union", "BigEndianStructure",
+                                    "LittleEndianStructure"}, (path, node.name)
+            if isinstance(node, ast.Name):
+                assert node.id != "_fields_", path
+            if isinstance(node, ast.Attribute):
+                assert node.attr not in ("Structure", "_fields_"), path

@@ -177,3 +177,37 @@ def test_context_and_expr_identity():
         assert bool(e == e) and not bool(e != e)
         assert str(e) in ("n + 1", "(n + 1)")
         assert te.const(5).value == 5
+
+
+def test_scan_prefix_sum_and_checked_index():
+    n = 16
+    A = te.placeholder((n,), name="A")
+    Y = te.scan((n,), lambda y, t: A[t] + te.if_then_else(t > 0, y[t - 1], 0.0), name="Y")
+    s = te.create_schedule(Y.op)
+    a = np.random.rand(n).astype("float32")
+    y = np.zeros(n, "float32")
+    build_and_run(s, [A, Y], [a, y])
+    np.testing.assert_allclose(y, np.cumsum(a), rtol=1e-5)
+    with pytest.raises(kiln.KilnError):  # reads y at its own index: refused
+        te.scan((n,), lambda y, t: y[t] + 1.0, name="bad")
+    idx = te.placeholder((4,), dtype="int64", name="idx")
+    G = te.compute((4,), lambda i: A[te.checked_index(idx[i], n)], name="G")
+    iv = np.array([0, 3, 15, 2], "int64")
+    g = np.zeros(4, "float32")
+    f = build_and_run(te.create_schedule(G.op), [A, idx, G], [a, iv, g])
+    np.testing.assert_array_equal(g, a[iv])
+    with pytest.raises(kiln.KilnError):
+        f(a, np.array([0, 99, 1, 2], "int64"), g)  # out of range: an error, no crash
+
+
+def test_build_save_cross(tmp_path):
+    import shutil
+
+    A = te.placeholder((8,), name="A")
+    B = te.compute((8,), lambda i: A[i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    if not shutil.which("aarch64-linux-gnu-gcc"):
+        pytest.skip("no aarch64 cross compiler")
+    path = kiln.build_save(s, [A, B], str(tmp_path / "f.so"),
+                           target="llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72", name="f")
+    assert open(path, "rb").read(20)[18] == 183  # e_machine: EM_AARCH64
