@@ -26,7 +26,7 @@ from ._lib import C as _C
 
 __version__ = "0.1.0"
 
-from . import byoc, graph, pattern, runtime, te, transform, tune  # noqa: E402
+from . import byoc, graph, pattern, runtime, target, te, transform, tune  # noqa: E402
 from .driver import Module, PackedFunction, build, build_save, load_module, lower  # noqa: E402
 from .ffi import (  # noqa: E402
     Function,
@@ -56,7 +56,7 @@ def target_host() -> str:
 
 __all__ = [
     "API_VERSION", "KilnError", "KilnLibraryError", "library_path", "library_version",
-    "target_host", "te", "graph", "transform", "pattern", "byoc", "runtime", "tune",
+    "target_host", "target", "te", "graph", "transform", "pattern", "byoc", "runtime", "tune",
     "lower", "build", "build_save", "Module", "PackedFunction", "load_module", "register_func",
     "get_global_func", "list_global_func_names", "remove_global_func", "Function", "Graph",
     "Node", "op", "from_onnx", "load_plugin", "register_pass", "BuildOptions",

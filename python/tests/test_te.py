@@ -211,3 +211,23 @@ def test_build_save_cross(tmp_path):
     path = kiln.build_save(s, [A, B], str(tmp_path / "f.so"),
                            target="llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72", name="f")
     assert open(path, "rb").read(20)[18] == 183  # e_machine: EM_AARCH64
+
+
+def test_targets():
+    t = kiln.target.Target("llvm -mcpu=haswell")
+    assert t.arch == "x86_64" and t.cpu == "haswell" and t.vector_bits == 256
+    assert t.has("avx2") and t.has("fma") and not t.has("avx512f")
+    assert "avx2" in t.features
+    assert str(kiln.target.Target(str(t))) == str(t)
+    host = kiln.target.Target.host()
+    assert host.arch in ("x86_64", "aarch64")
+    with pytest.raises(kiln.KilnError, match="bogus"):
+        kiln.target.Target("llvm -mcpu=bogus")
+    A = te.placeholder((16,), name="A")
+    B = te.compute((16,), lambda i: A[i] * 3.0, name="B")
+    s = te.create_schedule(B.op)
+    s[B].vectorize(B.op.axis[0])
+    a = np.arange(16, dtype="float32")
+    b = np.zeros(16, "float32")
+    kiln.build(s, [A, B], target=t, name="f")(a, b)  # AVX2 code: this CPU runs it
+    np.testing.assert_array_equal(b, a * 3)
