@@ -89,7 +89,8 @@ KILN_API kiln_func *kiln_func_new(kiln_packed_fn fn, void *user, void (*free_use
 KILN_API kiln_func *kiln_func_retain(kiln_func *f);
 KILN_API void kiln_func_release(kiln_func *f);
 /* Call f. ret must be a list (it is emptied first). A function that fails
- * without a message gets one naming it. */
+ * without a message gets one naming its status (kiln_func_call_name also
+ * prefixes the function's name to any error). */
 KILN_API kiln_status kiln_func_call(kiln_func *f, const kiln_args *args, kiln_args *ret);
 
 /* ---- the global registry ---------------------------------------------------- */

@@ -43,7 +43,12 @@ __attribute__((noinline)) static void take_trace(void) {
 }
 
 kiln_status kiln_error_raise(kiln_status st, const char *message) {
-    snprintf(g_err, sizeof g_err, "%s", message ? message : "");
+    if (!message)
+        message = "";
+    if (message >= g_err && message < g_err + sizeof g_err) /* raising the current error */
+        memmove(g_err, message, strnlen(message, (size_t)(g_err + sizeof g_err - message)) + 1);
+    else
+        snprintf(g_err, sizeof g_err, "%s", message);
     take_trace();
     return st;
 }

@@ -2,6 +2,7 @@
  * (kiln/ffi.h). Arrays and graphs are opaque objects here, each with the
  * destructor of the layer that made it (ffi_push_object), so the base layer
  * calls nothing above it. */
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,9 +167,11 @@ static value *get(const kiln_args *a, int i, kiln_value_kind want) {
         return NULL;
     }
     value *x = &a->v[i];
+    /* a float reads as an int when it is a whole number in int64's range
+       (checked before any conversion: casting one outside it is undefined) */
     int ok = x->kind == want || (want == KILN_VALUE_FLOAT && x->kind == KILN_VALUE_INT) ||
-             (want == KILN_VALUE_INT && x->kind == KILN_VALUE_FLOAT &&
-              x->v.f == (double)(int64_t)x->v.f);
+             (want == KILN_VALUE_INT && x->kind == KILN_VALUE_FLOAT && x->v.f >= -0x1p63 &&
+              x->v.f < 0x1p63 && x->v.f == trunc(x->v.f));
     if (!ok) {
         kiln_set_error(KILN_ERR_INVALID, "kiln_args: value %d is a %s, not a %s", i,
                        kind_name(x->kind), kind_name(want));
@@ -179,7 +182,7 @@ static value *get(const kiln_args *a, int i, kiln_value_kind want) {
 
 int64_t kiln_args_int(const kiln_args *a, int i) {
     value *x = get(a, i, KILN_VALUE_INT);
-    return !x ? 0 : x->kind == KILN_VALUE_FLOAT ? (int64_t)x->v.f : x->v.i;
+    return !x ? 0 : x->kind == KILN_VALUE_FLOAT ? (int64_t)x->v.f : x->v.i; /* checked in get */
 }
 
 double kiln_args_float(const kiln_args *a, int i) {
@@ -279,6 +282,7 @@ kiln_status kiln_func_register(const char *name, kiln_func *f, int override) {
         return kiln_set_error(KILN_ERR_INVALID, "kiln_func_register: no %s",
                               f ? "name" : "function");
     kiln_status st = KILN_OK;
+    kiln_func *old = NULL;
     pthread_mutex_lock(&g_lock);
     int i = find(name);
     if (i >= 0 && !override) {
@@ -287,7 +291,7 @@ kiln_status kiln_func_register(const char *name, kiln_func *f, int override) {
                             "explicitly)",
                             name);
     } else if (i >= 0) {
-        kiln_func_release(g_entries[i].fn);
+        old = g_entries[i].fn;
         g_entries[i].fn = kiln_func_retain(f);
     } else {
         char *copy = kiln_strdup(name);
@@ -306,6 +310,7 @@ kiln_status kiln_func_register(const char *name, kiln_func *f, int override) {
         }
     }
     pthread_mutex_unlock(&g_lock);
+    kiln_func_release(old); /* outside the lock: its destructor may use the registry */
     return st;
 }
 

@@ -93,6 +93,11 @@ kiln_status kiln_build_options_set(kiln_build_options *o, const char *key, const
                                       "global function a plugin registers)",
                                       name, pass_names());
             kiln_func_release(f);
+            if (is_pass && !pass_graph_to_graph(name))
+                return kiln_set_error(KILN_ERR_INVALID,
+                                      "pass %s runs when the graph is lowered (opt level 1 "
+                                      "and up), not as a pass to run by name",
+                                      name);
             p = e ? e + 1 : p + len;
         }
         char **list = is_pass ? &o->passes : &o->disabled;

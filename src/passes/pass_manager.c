@@ -181,6 +181,10 @@ static const pass_row k_passes[] = {
 };
 #define NPASSES (int)(sizeof k_passes / sizeof k_passes[0])
 
+int pass_graph_to_graph(const char *name) {
+    return strcmp(name, "FuseOps") && strcmp(name, "ConcatViews");
+}
+
 int pass_known(const char *name) {
     if (!strcmp(name, "FuseOps") || !strcmp(name, "InferType") || !strcmp(name, "ConcatViews"))
         return 1;
@@ -226,7 +230,7 @@ static struct kiln_graph *run_user_pass(struct kiln_graph *g, const char *name) 
         struct kiln_graph *r = kiln_args_take_graph(ret, 0, &owned);
         if (!r)
             kiln_error_prefix("the function returned no graph");
-        else if (owned)
+        else if (owned && r != g)
             out = r;
         else /* the pass returned a graph it keeps (maybe its input): copy it */
             out = pass_rebuild(r, copy_node, NULL);
@@ -243,7 +247,7 @@ struct kiln_graph *pass_run_one(struct kiln_graph *g, const char *name, const pa
     struct kiln_graph *out = NULL;
     if (!strcmp(name, "InferType")) {
         out = pass_rebuild(g, copy_node, NULL);
-    } else if (!strcmp(name, "FuseOps") || !strcmp(name, "ConcatViews")) {
+    } else if (!pass_graph_to_graph(name)) {
         kiln_set_error(KILN_ERR_INVALID,
                        "pass %s runs when the graph is lowered, not on its own: it is "
                        "on in every build of opt level 1 or more",

@@ -96,6 +96,8 @@ KILN_HIDDEN struct kiln_graph *pass_run_pipeline(struct kiln_graph *g, int opt_l
                                                  const pass_env *env);
 /* 1 if `name` is a pass kiln knows; the list for messages. */
 KILN_HIDDEN int pass_known(const char *name);
+/* 0 for the passes that run only when a graph is lowered (FuseOps, ConcatViews). */
+KILN_HIDDEN int pass_graph_to_graph(const char *name);
 /* One pass by name (built in, InferType, or a user pass: a global function
  * from graph to graph) on g, typed: a new graph, or NULL with an error. */
 KILN_HIDDEN struct kiln_graph *pass_run_one(struct kiln_graph *g, const char *name,
