@@ -52,6 +52,10 @@ KILN_API double kiln_graph_node_attr_float(const kiln_graph *g, int id, const ch
                                            double def);
 KILN_API const char *kiln_graph_node_attr_str(const kiln_graph *g, int id, const char *name,
                                               const char *def);
+/* The attributes a call sets (not its schema's defaults; no sub-graphs), in
+ * the text syntax ("strides=[2, 2], data_layout=\"NCHW\""), malloc'd (""
+ * for a node that is not a call). */
+KILN_API char *kiln_graph_node_attrs(const kiln_graph *g, int id);
 /* The node's (inferred) type, when it is one tensor: dtype (KILN_DTYPE_COUNT
  * if unknown), rank (-1) and dim d (-1 if symbolic or unknown). */
 KILN_API kiln_dtype kiln_graph_node_dtype(const kiln_graph *g, int id);

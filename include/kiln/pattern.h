@@ -131,6 +131,12 @@ typedef int (*kiln_rewrite_fn)(kiln_rewrite *rw, void *user);
 KILN_API kiln_graph *kiln_graph_rewrite(const kiln_graph *g, const kiln_pattern *p,
                                         kiln_rewrite_fn cb, void *user);
 
+/* One round only (TVM's rewrite_once): each node of g is offered to cb once,
+ * and what cb makes is not matched again, so a rewrite may wrap what it
+ * matched (relu(x) -> clip(relu(x))). NULL with an error. */
+KILN_API kiln_graph *kiln_graph_rewrite_once(const kiln_graph *g, const kiln_pattern *p,
+                                             kiln_rewrite_fn cb, void *user);
+
 /* Each match of p, largest first from the graph's outputs and never
  * overlapping another, whose inner nodes are used only inside it, becomes
  * one call of op "composite" (Relay's function with a Composite

@@ -327,6 +327,7 @@ _SIGS = {
     "kiln_graph_node_attr_int": (c_int64, P, c_int, S, c_int64),
     "kiln_graph_node_attr_float": (c_double, P, c_int, S, c_double),
     "kiln_graph_node_attr_str": (S, P, c_int, S, S),
+    "kiln_graph_node_attrs": (P, P, c_int),
     "kiln_graph_node_dtype": (c_int, P, c_int),
     "kiln_graph_node_ndim": (c_int, P, c_int),
     "kiln_graph_node_dim": (c_int64, P, c_int, c_int),
@@ -371,6 +372,7 @@ _SIGS = {
     "kiln_rewrite_uses": (c_int, P, c_int),
     "kiln_rewrite_post_of": (c_int, P, c_int),
     "kiln_graph_rewrite": (P, P, P, REWRITE_FN, P),
+    "kiln_graph_rewrite_once": (P, P, P, REWRITE_FN, P),
     "kiln_graph_partition": (P, P, P, S, PRED_FN, P),
     # byoc
     "kiln_codegen_names": (S,),

@@ -43,9 +43,12 @@ class PackedFunction:
         import numpy as np
 
         ws = []
-        for a in arrays:
+        for k, a in enumerate(arrays):
             if not isinstance(a, np.ndarray):
                 raise TypeError(f"kiln: {self.name} takes numpy arrays, not {type(a).__name__}")
+            if k == len(arrays) - 1 and not a.flags.writeable:
+                raise KilnError(f"kiln: {self.name}: the output (the last argument) is a "
+                                "read-only array (kernels write their outputs in place)")
             if not a.flags.c_contiguous:
                 raise KilnError(f"kiln: {self.name}: arrays must be C-contiguous "
                                 "(np.ascontiguousarray)")

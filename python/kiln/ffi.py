@@ -15,6 +15,7 @@ with kiln's message and the C stack where it was raised (``c_trace``).
 from __future__ import annotations
 
 import ctypes
+import numbers
 import threading
 from typing import Any, Callable, Dict, List, Optional
 
@@ -61,14 +62,17 @@ class Function:
 
 # Python callables behind kiln_func objects: alive until C releases them.
 _live: Dict[int, Any] = {}
-_live_lock = threading.Lock()
+_live_lock = threading.RLock()
 _next_key = [1]
 
 
 @FREE_FN
 def _free_user(user: int) -> None:
     with _live_lock:
-        _live.pop(user or 0, None)
+        item = _live.pop(user or 0, None)
+    # dropped outside the lock: the callable's closure may hold functions
+    # whose release comes back here
+    del item
 
 
 def _packed(fn: Callable) -> Any:
@@ -151,10 +155,10 @@ def push_values(a: int, values: Any, keep: List[Any], own: bool = False) -> None
     for v in values:
         if v is None:
             st = C.kiln_args_push_none(a)
-        elif isinstance(v, bool) or isinstance(v, int):
+        elif isinstance(v, numbers.Integral):  # bool, int, numpy integers
             st = C.kiln_args_push_int(a, int(v))
-        elif isinstance(v, float):
-            st = C.kiln_args_push_float(a, v)
+        elif isinstance(v, numbers.Real):  # float, numpy floats
+            st = C.kiln_args_push_float(a, float(v))
         elif isinstance(v, str):
             st = C.kiln_args_push_str(a, v.encode())
         elif isinstance(v, Graph):
@@ -187,8 +191,9 @@ def push_values(a: int, values: Any, keep: List[Any], own: bool = False) -> None
 def read_values(a: int, take: bool) -> List[Any]:
     """The values of list ``a`` as Python objects. With ``take`` (results),
     arrays come back as numpy copies and graphs as Graphs of their own;
-    without (arguments of a call from C), graphs are views valid during the
-    call, arrays numpy copies."""
+    without (arguments of a call from C), arrays and graphs are views of
+    the caller's, valid during the call (a function may write an output
+    array in place, as TVM's packed functions do; copy one to keep it)."""
     from .graph import Graph
 
     out: List[Any] = []
@@ -203,7 +208,7 @@ def read_values(a: int, take: bool) -> List[Any]:
         elif k == STR:
             out.append(C.kiln_args_str(a, i).decode())
         elif k == ARRAY:
-            out.append(_nd.to_numpy(check_ptr(C.kiln_args_array(a, i)), copy=True))
+            out.append(_nd.to_numpy(check_ptr(C.kiln_args_array(a, i)), copy=take))
         elif k == GRAPH:
             if take:
                 owned = ctypes.c_int(0)

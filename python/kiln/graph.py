@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import operator
 import os
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
@@ -49,6 +50,38 @@ def format_attr(v: Any) -> str:
     raise TypeError(f"kiln: attribute value {v!r} is not an int, float, str or list")
 
 
+def _split_top(text: str) -> List[str]:
+    out, depth, cur, quote = [], 0, [], False
+    for i, ch in enumerate(text):
+        if ch == '"' and (i == 0 or text[i - 1] != "\\"):
+            quote = not quote
+        if not quote:
+            depth += ch in "[("
+            depth -= ch in "])"
+            if ch == "," and depth == 0:
+                out.append("".join(cur).strip())
+                cur = []
+                continue
+        cur.append(ch)
+    if "".join(cur).strip():
+        out.append("".join(cur).strip())
+    return out
+
+
+def parse_attrs(text: str) -> Dict[str, Any]:
+    """Attribute text ("strides=[2, 2], layout=\"NCHW\"") as a dict."""
+    out: Dict[str, Any] = {}
+    for item in _split_top(text):
+        key, _, val = item.partition("=")
+        val = val.strip()
+        try:
+            out[key.strip()] = json.loads(val.rstrip("f") if val.endswith("f") and
+                                          not val.startswith('"') else val)
+        except ValueError:
+            out[key.strip()] = val
+    return out
+
+
 def format_attrs(attrs: Dict[str, Any]) -> str:
     return ", ".join(f"{k}={format_attr(v)}" for k, v in attrs.items() if v is not None)
 
@@ -60,13 +93,24 @@ class Graph:
     def __init__(self, handle: Optional[int] = None) -> None:
         self.handle = handle if handle is not None else check_ptr(C.kiln_graph_new())
         self._owned = True
+        self._writable = True
+        self._owner: Any = None
 
     @classmethod
-    def _borrowed(cls, handle: int) -> "Graph":
+    def _borrowed(cls, handle: int, owner: Any = None, writable: bool = False) -> "Graph":
+        """A view of a graph C owns: ``owner`` (kept alive) owns it; only
+        the graph a rewrite builds (post) may be added to."""
         g = cls.__new__(cls)
         g.handle = handle
         g._owned = False
+        g._writable = writable
+        g._owner = owner
         return g
+
+    def _check_writable(self) -> None:
+        if not self._writable:
+            raise KilnError("kiln: this graph is a read-only view (a rewrite's pre graph, a "
+                            "function body): build nodes in post.graph or a graph of your own")
 
     def __del__(self) -> None:
         h = getattr(self, "handle", None)
@@ -80,16 +124,19 @@ class Graph:
     # ---- building -------------------------------------------------------------
     def var(self, name: str, shape: Sequence[Union[int, str]], dtype: str = "float32") -> "Node":
         """A graph input. A dim given as a string is symbolic ("batch")."""
+        self._check_writable()
         nd = len(shape)
-        dims = (ctypes.c_int64 * max(nd, 1))(*[d if isinstance(d, int) else -1 for d in shape])
+        fixed = [None if isinstance(d, str) else operator.index(d) for d in shape]
+        dims = (ctypes.c_int64 * max(nd, 1))(*[-1 if d is None else d for d in fixed])
         syms = (ctypes.c_char_p * max(nd, 1))(
-            *[None if isinstance(d, int) else str(d).encode() for d in shape]
+            *[str(d).encode() if f is None else None for d, f in zip(shape, fixed)]
         )
         i = C.kiln_graph_var(self.handle, name.encode(), _nd.dtype_code(dtype), nd, dims, syms)
         return self._node(i)
 
     def const(self, value: Any, name: Optional[str] = None, dtype: Optional[str] = None) -> "Node":
         """A constant holding a copy of ``value`` (a numpy array or scalar)."""
+        self._check_writable()
         import numpy as np
 
         arr = np.asarray(value, dtype=dtype) if dtype else np.asarray(value)
@@ -105,6 +152,7 @@ class Graph:
     def call(self, op: str, *inputs: Any, name: Optional[str] = None, **attrs: Any) -> "Node":
         """A call of ``op`` on ``inputs`` (nodes of this graph, or arrays that
         become constants) with attributes ``attrs``."""
+        self._check_writable()
         ids = [self._input_id(x) for x in _flatten(inputs)]
         arr = (ctypes.c_int * max(len(ids), 1))(*ids)
         text = format_attrs(attrs)
@@ -112,14 +160,17 @@ class Graph:
         return self._node(i)
 
     def tuple(self, nodes: Sequence["Node"], name: Optional[str] = None) -> "Node":
+        self._check_writable()
         ids = [self._input_id(x) for x in nodes]
         arr = (ctypes.c_int * max(len(ids), 1))(*ids)
         return self._node(C.kiln_graph_tuple(self.handle, len(ids), arr, enc(name)))
 
     def tuple_get(self, t: "Node", index: int, name: Optional[str] = None) -> "Node":
+        self._check_writable()
         return self._node(C.kiln_graph_tuple_get(self.handle, self._input_id(t), index, enc(name)))
 
     def set_outputs(self, nodes: Sequence["Node"], names: Optional[Sequence[str]] = None) -> None:
+        self._check_writable()
         ids = [self._input_id(x) for x in nodes]
         arr = (ctypes.c_int * max(len(ids), 1))(*ids)
         cn = (ctypes.c_char_p * max(len(ids), 1))(*[n.encode() for n in names]) if names else None
@@ -131,6 +182,8 @@ class Graph:
         return Node(self, i)
 
     def _input_id(self, x: Any) -> int:
+        if hasattr(x, "materialize"):  # a rewrite's post: the call, rebuilt here
+            x = x.materialize()
         if isinstance(x, Node):
             if x.graph.handle != self.handle:
                 raise KilnError("kiln: a node of another graph was given as an input")
@@ -156,7 +209,9 @@ class Graph:
         return Node(self, i)
 
     def infer_types(self) -> "Graph":
-        check(C.kiln_graph_infer_types(self.handle))
+        """Infer every node's type (a view C handed out is typed already)."""
+        if self._writable:
+            check(C.kiln_graph_infer_types(self.handle))
         return self
 
     def text(self) -> str:
@@ -258,7 +313,13 @@ class Node:
     def body(self) -> Optional[Graph]:
         """The function body of a composite or external call (a view)."""
         b = C.kiln_graph_node_body(self.graph.handle, self.id)
-        return Graph._borrowed(b) if b else None
+        return Graph._borrowed(b, owner=self.graph) if b else None
+
+    @property
+    def attrs(self) -> Dict[str, Any]:
+        """The attributes the call sets (not its defaults), as Python
+        values: ints, floats, strings and lists of them."""
+        return parse_attrs(take_str(C.kiln_graph_node_attrs(self.graph.handle, self.id)))
 
     def __getitem__(self, index: int) -> "Node":
         return self.graph.tuple_get(self, index)
@@ -324,6 +385,7 @@ class _OpNamespace:
         return _OpNamespace(f"{self._prefix}.{name}" if self._prefix else name)
 
     def __call__(self, *args: Any, name: Optional[str] = None, **attrs: Any) -> Node:
+        args = tuple(a.materialize() if hasattr(a, "materialize") else a for a in args)
         nodes = [a for a in _flatten(args) if isinstance(a, Node)]
         if not nodes:
             raise KilnError(f"kiln: op {self._prefix} needs at least one graph node argument")
@@ -387,6 +449,10 @@ def compile(graph: Graph, path: str, target: Any = None, tuning_records: Optiona
     mod.params in a tar, as ``kiln compile`` writes) and return the path.
     Keywords are build options: opt_level, disabled_pass, dump_ir,
     pass_ (user passes, run first), winograd, cache, ..."""
+    if options is None:
+        from .transform import PassContext
+
+        kw = {**PassContext.current().build_options(), **kw}  # the context, then the call
     if kw.get("dump_ir"):
         os.makedirs(kw["dump_ir"], exist_ok=True)
     o = options or BuildOptions(target=target, tuning_records=tuning_records, **kw)

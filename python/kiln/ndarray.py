@@ -24,7 +24,13 @@ def dtype_code(dtype: Any) -> int:
     """kiln's code for a dtype given by name ("float32"), numpy dtype or code."""
     if isinstance(dtype, int):
         return dtype
-    name = str(dtype) if not hasattr(dtype, "name") else dtype.name
+    if isinstance(dtype, str):
+        name = dtype
+    else:  # a numpy dtype, or a type such as np.float32
+        try:
+            name = _np().dtype(dtype).name
+        except TypeError:
+            name = str(dtype)
     if name not in DTYPE_CODE or name == "handle":
         raise ValueError(f"kiln: unknown dtype '{name}' (known: {', '.join(DTYPES[:9])}, ...)")
     return DTYPE_CODE[name]
@@ -52,6 +58,8 @@ class Wrapped:
             arr = np.asarray(arr)
         if arr.dtype.name not in DTYPE_CODE:
             raise TypeError(f"kiln: arrays of dtype {arr.dtype} are not supported")
+        if not arr.dtype.isnative:  # kiln reads this machine's byte order
+            arr = arr.astype(arr.dtype.newbyteorder("="))
         item = arr.itemsize
         if any(s % item or s < 0 for s in arr.strides):
             arr = np.ascontiguousarray(arr)
@@ -59,7 +67,7 @@ class Wrapped:
         nd = arr.ndim
         shape = (ctypes.c_int64 * max(nd, 1))(*arr.shape)
         strides = (ctypes.c_int64 * max(nd, 1))(*[s // item for s in arr.strides])
-        data = arr.ctypes.data if arr.size else ctypes.addressof(ctypes.c_char())
+        data = arr.ctypes.data  # valid for an empty array too
         self.handle = check_ptr(
             C.kiln_ndarray_wrap(data, DTYPE_CODE[arr.dtype.name], nd, shape, strides, 0)
         )
@@ -80,9 +88,10 @@ def shape_of(handle: int) -> Tuple[int, ...]:
     return tuple(C.kiln_ndarray_dim(handle, i) for i in range(C.kiln_ndarray_ndim(handle)))
 
 
-def to_numpy(handle: int, copy: bool = True) -> Any:
+def to_numpy(handle: int, copy: bool = True, owner: Any = None) -> Any:
     """The kiln array as numpy: a copy (default), or a view of kiln's memory
-    that is valid only while the kiln array is."""
+    that keeps ``owner`` (what owns that memory) alive, and is valid only as
+    long as the kiln array is."""
     np = _np()
     code = C.kiln_ndarray_dtype(handle)
     name = dtype_name(code)
@@ -99,6 +108,7 @@ def to_numpy(handle: int, copy: bool = True) -> Any:
     lo = sum(min(0, (d - 1) * s) for d, s in zip(shape, strides))
     hi = sum(max(0, (d - 1) * s) for d, s in zip(shape, strides)) + dt.itemsize
     buf = (ctypes.c_char * (hi - lo)).from_address(ptr + lo)
+    buf._kiln_owner = owner  # type: ignore[attr-defined] - numpy keeps buf alive
     view = np.ndarray(shape, dt, buffer=buf, offset=-lo, strides=strides)
     return view.copy() if copy else view
 

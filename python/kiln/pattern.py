@@ -27,7 +27,7 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from . import ndarray as _nd
-from ._lib import PRED_FN, REWRITE_FN, C, check_ptr, raise_in_c, take_str
+from ._lib import PRED_FN, REWRITE_FN, C, KilnError, check_ptr, raise_in_c, take_str
 from .graph import Graph, Node, format_attrs
 
 P = ctypes.c_void_p
@@ -73,6 +73,7 @@ class Pattern:
             m = C.kiln_pattern_match(c.root, node.graph.infer_types().handle, node.id)
             if m:
                 C.kiln_match_free(m)
+            c.reraise()
             return bool(m)
 
     def partition(self, graph: Graph, attrs: Optional[Dict[str, Any]] = None,
@@ -132,16 +133,7 @@ class CallPattern(Pattern):
             return C.kiln_pattern_op(c.set, self.op.encode(), n, arr)
         if self.op_class is not None:
             return C.kiln_pattern_op_class(c.set, self.op_class, n, arr)
-        pred = self.pred
-
-        def cpred(g: int, node: int, user: int) -> int:
-            try:
-                return 1 if pred(Node(Graph._borrowed(g), node)) else 0
-            except BaseException as e:  # noqa: BLE001 - a failing predicate rejects
-                raise_in_c(e)
-                return 0
-
-        cb = PRED_FN(cpred)
+        cb = c.predicate(self.pred)
         c.keep.append(cb)
         return C.kiln_pattern_op_where(c.set, cb, None, n, arr)
 
@@ -149,6 +141,15 @@ class CallPattern(Pattern):
 class AltPattern(Pattern):
     def __init__(self, a: Pattern, b: Pattern) -> None:
         self.a, self.b = a, b
+
+    def __call__(self, *args: Pattern) -> "AltPattern":
+        """(is_op("add") | is_op("subtract"))(x, y): each side with these args."""
+        sides = []
+        for side in (self.a, self.b):
+            if not callable(side):
+                raise TypeError("kiln: only alternatives of op patterns take arguments")
+            sides.append(side(*args))
+        return AltPattern(*sides)
 
     def _make(self, c: "_Compiled") -> int:
         return C.kiln_pattern_alt(c.set, c.get(self.a), c.get(self.b))
@@ -219,13 +220,17 @@ class NamedPattern(Pattern):
 
 
 class _Compiled:
-    """Python patterns as one C pattern set (freed on exit)."""
+    """Python patterns as one C pattern set (freed on exit). A Python
+    callback that raises (a predicate, a check) is remembered, answers "no"
+    from then on, and the exception is raised when the C call returns
+    (:meth:`reraise`): C's matcher treats a predicate's answer as a yes/no."""
 
     def __init__(self, root: Pattern) -> None:
         self.set = check_ptr(C.kiln_pattern_set_new())
         self.map: Dict[int, int] = {}
         self.objs: Dict[int, Pattern] = {}
         self.keep: List[Any] = []
+        self.error: Optional[BaseException] = None
         try:
             self.root = self.get(root)
         except BaseException:
@@ -240,6 +245,27 @@ class _Compiled:
             self.map[k] = check_ptr(p._make(self))
             self.objs[k] = p
         return self.map[k]
+
+    def predicate(self, fn: Callable[[Node], bool]) -> Any:
+        """A C predicate calling fn(node), failing safely (see above)."""
+
+        def cpred(g: int, node: int, user: int) -> int:
+            if self.error is not None:
+                return 0
+            try:
+                return 1 if fn(Node(Graph._borrowed(g), node)) else 0
+            except BaseException as e:  # noqa: BLE001 - raised after the C call
+                self.error = e
+                return 0
+
+        cb = PRED_FN(cpred)
+        self.keep.append(cb)
+        return cb
+
+    def reraise(self) -> None:
+        if self.error is not None:
+            e, self.error = self.error, None
+            raise KilnError(f"a pattern callback failed: {type(e).__name__}: {e}") from e
 
     def __enter__(self) -> "_Compiled":
         return self
@@ -277,6 +303,11 @@ def is_class(name: str) -> CallPattern:
     return CallPattern(op_class=_CLASSES[name])
 
 
+def has_attr(attrs: Dict[str, Any], pattern: Optional[Pattern] = None) -> Pattern:
+    """A pattern (default: any call) whose attributes have these values."""
+    return (pattern if pattern is not None else CallPattern(op_class=8)).has_attr(attrs)
+
+
 def dominates(parent: Pattern, path: Pattern, child: Pattern) -> Pattern:
     return DominatorPattern(parent, path, child)
 
@@ -294,6 +325,7 @@ class DFPatternCallback:
     ``post.graph``) or None to leave the match alone."""
 
     def __init__(self, require_type: bool = False, rewrite_once: bool = False) -> None:
+        # kiln always types the graph first, so require_type always holds
         self.pattern: Optional[Pattern] = None
         self.require_type = require_type
         self.rewrite_once = rewrite_once
@@ -327,6 +359,7 @@ class PostCall:
         self.pre = pre
         self.graph = post
         self._inputs = [Node(post, C.kiln_rewrite_post_of(rw, n.id)) for n in pre.inputs]
+        self._made: Optional[Node] = None
 
     @property
     def inputs(self) -> List[Node]:
@@ -353,19 +386,35 @@ class PostCall:
     def attr(self, name: str, default: Any = None) -> Any:
         return self.pre.attr(name, default)
 
+    @property
+    def attrs(self) -> Dict[str, Any]:
+        return self.pre.attrs
+
+    def materialize(self) -> Node:
+        """The call itself, made in post.graph (once): what TVM's ``post``
+        is, for a replacement that wraps it (``op.nn.relu(post)``)."""
+        if self._made is None:
+            text = take_str(C.kiln_graph_node_attrs(self.pre.graph.handle, self.pre.id))
+            ids = (ctypes.c_int * max(len(self._inputs), 1))(*[n.id for n in self._inputs])
+            i = C.kiln_graph_call(self.graph.handle, self.op.encode(), len(self._inputs), ids,
+                                  text.encode(), self.name.encode() or None)
+            self._made = self.graph._node(i)
+        return self._made
+
     def __repr__(self) -> str:
         return f"<kiln post {self.op}>"
 
 
-def _rewrite_one(pattern: Pattern, fn: Callable[..., Optional[Node]], graph: Graph) -> Graph:
+def _rewrite_one(pattern: Pattern, fn: Callable[..., Optional[Node]], graph: Graph,
+                 once: bool = False) -> Graph:
     with _Compiled(pattern) as c:
 
         def cb(rw: int, user: int) -> int:
             prev = getattr(_current, "rw", None)
             _current.rw = rw
             try:
-                pre_g = Graph._borrowed(C.kiln_rewrite_pre(rw))
-                post_g = Graph._borrowed(C.kiln_rewrite_post(rw))
+                pre_g = Graph._borrowed(C.kiln_rewrite_pre(rw), owner=graph)
+                post_g = Graph._borrowed(C.kiln_rewrite_post(rw), writable=True)
                 pre = Node(pre_g, C.kiln_rewrite_root(rw))
                 post = PostCall(pre, post_g, rw)
                 node_map: Dict[Pattern, List[Node]] = {}
@@ -373,9 +422,12 @@ def _rewrite_one(pattern: Pattern, fn: Callable[..., Optional[Node]], graph: Gra
                     n = C.kiln_rewrite_post_node(rw, cp)
                     if n >= 0:
                         node_map[c.objs[k]] = [Node(post_g, n)]
+                node_map[pattern] = [post]  # TVM: node_map[self.pattern][0] is post
                 out = fn(pre, post, node_map)
                 if out is None or out is post:
                     return -2  # KILN_REWRITE_SKIP: the match stays as it is
+                if post._made is not None and out is post._made:
+                    return -2  # the call rebuilt unchanged: no rewrite
                 if not isinstance(out, Node) or out.graph.handle != post_g.handle:
                     raise TypeError("a rewrite callback must return a node of post.graph "
                                     "(or None)")
@@ -387,12 +439,17 @@ def _rewrite_one(pattern: Pattern, fn: Callable[..., Optional[Node]], graph: Gra
                 _current.rw = prev
 
         ccb = REWRITE_FN(cb)
-        h = C.kiln_graph_rewrite(graph.infer_types().handle, c.root, ccb, None)
+        run = C.kiln_graph_rewrite_once if once else C.kiln_graph_rewrite
+        h = run(graph.infer_types().handle, c.root, ccb, None)
+        c.reraise()
         return Graph(check_ptr(h))
 
 
-def rewrite(pattern: Any, callback: Any = None, graph: Optional[Graph] = None) -> Graph:
-    """Rewrite ``graph`` until no match is left (at most 100 rounds).
+def rewrite(pattern: Any, callback: Any = None, graph: Optional[Graph] = None,
+            once: bool = False) -> Graph:
+    """Rewrite ``graph`` until no match is left (at most 100 rounds), or
+    with ``once`` (a callback's rewrite_once) in one round whose results are
+    not matched again.
 
     ``rewrite(pattern, callback, graph)`` with ``callback(pre, post,
     node_map)``, or ``rewrite(callbacks, graph)`` with one or more
@@ -400,13 +457,13 @@ def rewrite(pattern: Any, callback: Any = None, graph: Optional[Graph] = None) -
     if isinstance(pattern, Pattern):
         if graph is None:
             raise TypeError("kiln: rewrite(pattern, callback, graph)")
-        return _rewrite_one(pattern, callback, graph)
+        return _rewrite_one(pattern, callback, graph, once)
     graph = callback
     cbs = pattern if isinstance(pattern, (list, tuple)) else [pattern]
     for cb in cbs:
         if cb.pattern is None:
             raise ValueError(f"kiln: {type(cb).__name__} has no pattern")
-        graph = _rewrite_one(cb.pattern, cb.callback, graph)
+        graph = _rewrite_one(cb.pattern, cb.callback, graph, once or cb.rewrite_once)
     return graph
 
 
@@ -416,21 +473,12 @@ def partition(pattern: Pattern, graph: Graph, attrs: Optional[Dict[str, Any]] = 
     (at least {"Composite": NAME}); ``check(root_node)`` may refuse one."""
     attrs = attrs or {"Composite": "composite"}
     with _Compiled(pattern) as c:
-        ccheck = None
-        if check is not None:
-            def cc(g: int, node: int, user: int) -> int:
-                try:
-                    return 1 if check(Node(Graph._borrowed(g), node)) else 0
-                except BaseException as e:  # noqa: BLE001
-                    raise_in_c(e)
-                    return 0
-
-            ccheck = PRED_FN(cc)
+        ccheck = c.predicate(check) if check is not None else PRED_FN()
         h = C.kiln_graph_partition(graph.infer_types().handle, c.root,
-                                   format_attrs(attrs).encode(),
-                                   ccheck if ccheck else PRED_FN(), None)
+                                   format_attrs(attrs).encode(), ccheck, None)
+        c.reraise()
         return Graph(check_ptr(h))
 
 
-__all__ = ["Pattern", "wildcard", "is_constant", "is_op", "is_op_where", "is_class",
+__all__ = ["Pattern", "wildcard", "is_constant", "is_op", "is_op_where", "is_class", "has_attr",
            "dominates", "parse", "rewrite", "partition", "DFPatternCallback", "uses"]

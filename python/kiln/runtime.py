@@ -153,14 +153,29 @@ class GraphModule:
     def get_num_outputs(self) -> int:
         return C.kiln_executor_num_outputs(self.handle)
 
-    def get_output(self, index: int, copy: bool = True) -> Any:
-        """Output ``index`` of the last run as numpy (a copy; with
-        copy=False a view valid until the next run)."""
+    def get_num_inputs(self) -> int:
+        return len(self.model.inputs)
+
+    def get_output(self, index: int, out: Any = None, copy: bool = True) -> Any:
+        """Output ``index`` of the last run as numpy: a copy, or copied into
+        ``out`` (and returned), or with copy=False a view of the executor's
+        buffer (it keeps the executor alive; its values change with the
+        next run)."""
         h = C.kiln_executor_output(self.handle, index)
         if not h:
             raise KilnError(f"kiln: no output {index} (run first; the model has "
                             f"{self.get_num_outputs()})")
-        return _nd.to_numpy(h, copy=copy)
+        if out is not None:
+            w = _nd.Wrapped(out)
+            try:
+                if w.array is not out:
+                    raise KilnError("kiln: get_output(out=...) needs an array of the output's "
+                                    "dtype in this machine's byte order")
+                check(C.kiln_ndarray_copy(w.handle, h))
+            finally:
+                w.free()
+            return out
+        return _nd.to_numpy(h, copy=copy, owner=self)
 
     def benchmark(self, repeat: int = 10, number: int = 1, warmup: int = 1) -> Dict[str, float]:
         """Time ``repeat`` rounds of ``number`` runs: mean, median, max, min

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import numbers
 import threading
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
@@ -74,19 +75,22 @@ class Context:
 
 
 class _State(threading.local):
-    ctx: Optional[Context] = None
+    ctx: Optional[Context] = None  # the innermost `with Context()`
+    default: Optional[Context] = None  # this thread's own
 
 
 _state = _State()
-_default: List[Context] = []
 
 
 def current_context() -> Context:
+    """The context new expressions go to: the innermost ``with
+    te.Context()`` of this thread, else this thread's default one (each
+    thread has its own: a context is not for concurrent use)."""
     if _state.ctx is not None:
         return _state.ctx
-    if not _default:
-        _default.append(Context())
-    return _default[0]
+    if _state.default is None:
+        _state.default = Context()
+    return _state.default
 
 
 class Expr:
@@ -239,8 +243,8 @@ def const(v: Any, dtype: Optional[str] = None, ctx: Optional[Context] = None) ->
     if dtype is None:
         if isinstance(v, bool):
             dtype = "bool"
-        elif isinstance(v, int):
-            return _wrap(C.kiln_int(c.handle, v), c)
+        elif isinstance(v, numbers.Integral):  # int, numpy integers
+            return _wrap(C.kiln_int(c.handle, int(v)), c)
         else:
             dtype = "float32"
     return _wrap(C.kiln_const(c.handle, _nd.dtype_code(dtype), float(v)), c)
@@ -432,7 +436,7 @@ class Operation:
 
 
 def _shape(shape: Sequence[Any], c: Context) -> Tuple[int, Any]:
-    es = [d if isinstance(d, Expr) else const(int(d), ctx=c) for d in shape]
+    es = [d if isinstance(d, Expr) else const(builtins.int(d), ctx=c) for d in shape]
     return len(es), (P * _bmax(len(es), 1))(*[e.handle for e in es])
 
 
@@ -444,9 +448,11 @@ def placeholder(shape: Sequence[Any], dtype: str = "float32", name: str = "place
                                                name.encode())), c)
 
 
-def compute(shape: Sequence[Any], fcompute: Callable[..., Any], name: str = "compute"
-            ) -> Tensor:
-    """A tensor whose element at (i, j, ...) is ``fcompute(i, j, ...)``."""
+def compute(shape: Sequence[Any], fcompute: Callable[..., Any], name: str = "compute",
+            tag: str = "", attrs: Optional[dict] = None) -> Tensor:
+    """A tensor whose element at (i, j, ...) is ``fcompute(i, j, ...)``.
+    ``tag`` and ``attrs`` are TVM's metadata for its schedules; kiln's
+    schedules do not read them, and they are accepted for compatibility."""
     c = current_context()
     n, arr = _shape(shape, c)
 

@@ -30,6 +30,74 @@ PassLike = Union[str, Callable[[Graph], Graph]]
 _opt_levels: Dict[str, int] = {}
 
 
+class PassContext:
+    """TVM's PassContext: ``with PassContext(opt_level=2, disabled_pass=[...]):``
+    sets what Sequential and kiln.graph.compile use when not told
+    otherwise. ``config`` takes more build options (e.g. {"winograd": "off"})."""
+
+    _stack: List["PassContext"] = []
+
+    def __init__(self, opt_level: int = 3, disabled_pass: Sequence[str] = (),
+                 required_pass: Sequence[str] = (), config: Optional[Dict[str, Any]] = None
+                 ) -> None:
+        self.opt_level = opt_level
+        self.disabled_pass = list(disabled_pass)
+        self.required_pass = list(required_pass)
+        self.config = dict(config or {})
+
+    def __enter__(self) -> "PassContext":
+        PassContext._stack.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        PassContext._stack.pop()
+
+    @staticmethod
+    def current() -> "PassContext":
+        return PassContext._stack[-1] if PassContext._stack else _DEFAULT_CONTEXT
+
+    def build_options(self) -> Dict[str, Any]:
+        """What kiln.graph.compile takes from the context."""
+        opts: Dict[str, Any] = {"opt_level": self.opt_level}
+        if self.disabled_pass:
+            opts["disabled_pass"] = ",".join(self.disabled_pass)
+        opts.update(self.config)
+        return opts
+
+
+_DEFAULT_CONTEXT = PassContext()
+
+
+class Pass(str):
+    """A built-in pass by name (``kiln.transform.FoldConstant()``), usable in
+    Sequential and callable on a graph, as TVM's pass objects."""
+
+    def __call__(self, graph: Graph, target: Any = None) -> Graph:  # type: ignore[override]
+        return run_pass(graph, str(self), target=target)
+
+
+def _builtin(name: str) -> Callable[[], Pass]:
+    def make() -> Pass:
+        return Pass(name)
+
+    make.__name__ = name
+    make.__doc__ = f"The built-in pass {name}."
+    return make
+
+
+InferType = _builtin("InferType")
+SimplifyInference = _builtin("SimplifyInference")
+EliminateCommonSubexpr = _builtin("EliminateCommonSubexpr")
+FoldConstant = _builtin("FoldConstant")
+SimplifyExpr = _builtin("SimplifyExpr")
+MergeComposite = _builtin("MergeComposite")
+AnnotateTarget = _builtin("AnnotateTarget")
+MergeCompilerRegions = _builtin("MergeCompilerRegions")
+PartitionGraph = _builtin("PartitionGraph")
+AlterOpLayout = _builtin("AlterOpLayout")
+DeadCodeElimination = _builtin("DeadCodeElimination")
+
+
 def list_passes() -> Dict[str, int]:
     """The built-in passes in pipeline order, with the opt level of each,
     then the passes registered from Python."""
@@ -76,18 +144,34 @@ class Sequential:
     PassContext decides. ``dump_ir`` (a folder) gets the graph before the
     first pass and after each one."""
 
-    def __init__(self, passes: Sequence[PassLike], opt_level: int = 3,
-                 disabled_pass: Sequence[str] = (), required_pass: Sequence[str] = (),
+    def __init__(self, passes: Sequence[PassLike], opt_level: Optional[int] = None,
+                 disabled_pass: Optional[Sequence[str]] = None,
+                 required_pass: Optional[Sequence[str]] = None,
                  target: Any = None, dump_ir: Optional[str] = None) -> None:
         self.passes = list(passes)
-        self.opt_level = opt_level
-        self.disabled = set(disabled_pass)
-        self.required = set(required_pass)
+        self._opt_level = opt_level
+        self._disabled = disabled_pass
+        self._required = required_pass
         self.target = target
         self.dump_ir = dump_ir
 
     def _name(self, p: PassLike) -> str:
         return p if isinstance(p, str) else getattr(p, "pass_name", getattr(p, "__name__", "pass"))
+
+    @property
+    def opt_level(self) -> int:
+        """Given, else the current PassContext's."""
+        return self._opt_level if self._opt_level is not None else PassContext.current().opt_level
+
+    @property
+    def disabled(self) -> set:
+        d = self._disabled if self._disabled is not None else PassContext.current().disabled_pass
+        return set(d)
+
+    @property
+    def required(self) -> set:
+        r = self._required if self._required is not None else PassContext.current().required_pass
+        return set(r)
 
     def __call__(self, graph: Graph) -> Graph:
         levels = list_passes()
@@ -121,4 +205,7 @@ class Sequential:
             f.write(g.text())
 
 
-__all__ = ["list_passes", "run_pass", "register_pass", "Sequential"]
+__all__ = ["list_passes", "run_pass", "register_pass", "Sequential", "PassContext", "Pass",
+           "InferType", "SimplifyInference", "EliminateCommonSubexpr", "FoldConstant",
+           "SimplifyExpr", "MergeComposite", "AnnotateTarget", "MergeCompilerRegions",
+           "PartitionGraph", "AlterOpLayout", "DeadCodeElimination"]

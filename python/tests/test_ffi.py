@@ -104,3 +104,34 @@ def test_threads_call_python_functions():
     for t in ts:
         t.join()
     assert not errors
+
+
+def test_numpy_scalars_and_in_place_arrays():
+    f = kiln.get_global_func("test.py.add")
+    assert f(np.int64(3), np.int32(4)) == 7 and f(np.float32(0.5), 1) == 1.5
+    assert f(True, 1) == 2
+
+    def fill(out, v):
+        out[:] = v  # arguments are views of the caller's arrays
+
+    out = np.zeros(4, "float32")
+    kiln.get_global_func("kiln.call")(fill, out, 7.0)
+    np.testing.assert_array_equal(out, [7, 7, 7, 7])
+
+
+def test_nested_function_release_does_not_deadlock():
+    import gc
+
+    from kiln import ffi
+
+    before = len(ffi._live)
+
+    def make():
+        inner = ffi.to_function(lambda: 1)
+        return ffi.to_function(lambda: inner() + 1)
+
+    outer = make()
+    assert outer() == 2
+    del outer
+    gc.collect()
+    assert len(ffi._live) == before  # both Python entries freed, no hang

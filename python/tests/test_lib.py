@@ -71,3 +71,49 @@ def test_no_struct_layouts_in_python():
                 assert node.id != "_fields_", path
             if isinstance(node, ast.Attribute):
                 assert node.attr not in ("Structure", "_fields_"), path
+
+
+def _header_params():
+    """{function: parameter count} for every KILN_API function in the headers."""
+    import glob
+    import re
+
+    out = {}
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for path in glob.glob(os.path.join(root, "include", "kiln", "*.h")):
+        text = re.sub(r"/\*.*?\*/", " ", open(path).read(), flags=re.S)
+        for m in re.finditer(r"KILN_API\b[^;{]*?\b(kiln_\w+)\s*\(", text):
+            i, depth, params, cur = m.end(), 1, [], ""
+            while depth:
+                ch = text[i]
+                depth += ch == "("
+                depth -= ch == ")"
+                if ch == "," and depth == 1:
+                    params.append(cur)
+                    cur = ""
+                elif depth:
+                    cur += ch
+                i += 1
+            params.append(cur)
+            params = [p for p in params if p.strip() not in ("", "void")]
+            out[m.group(1)] = len(params)
+    return out
+
+
+def test_signatures_match_the_headers():
+    """Every C signature the package declares names a public function of
+    include/kiln/*.h with as many parameters, and the library exports it."""
+    from kiln._lib import _SIGS, lib
+
+    params = _header_params()
+    assert len(params) > 250
+    for name, sig in _SIGS.items():
+        assert name in params, f"{name} is not a KILN_API function of include/kiln"
+        assert params[name] == len(sig) - 1, (name, params[name], len(sig) - 1)
+        assert hasattr(lib, name), f"libkiln does not export {name}"
+    from kiln import te
+
+    for n in te._UNARY:
+        assert params["kiln_" + n] == 1, n
+    for n in te._BINARY:
+        assert params["kiln_" + n] == 2, n

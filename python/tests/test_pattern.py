@@ -54,7 +54,7 @@ def test_constructors_match_and_text():
         parse("nn.relu(").match(r)
 
 
-def test_rewrite_callback_node_map_and_skip():
+def test_rewrite_callback_node_map_and_skip(tmp_path):
     g, _ = conv_graph()
     data, w, bias = wildcard(), is_constant(), is_constant()
     pat = is_op("nn.bias_add")(is_op("nn.conv2d")(data, w), bias)
@@ -65,10 +65,11 @@ def test_rewrite_callback_node_map_and_skip():
         seen["keys"] = {k for k in node_map}
         assert node_map[w][0].value.shape == (2, 2, 3, 3)
         assert kiln.pattern.uses(pre.inputs[0]) == 1
-        conv = post.inputs[0]
+        assert post.op == "nn.bias_add" and post.inputs[0].op == "nn.conv2d"
+        assert node_map[pat][0] is post  # TVM: node_map[self.pattern][0] is post
         return post.graph.call("nn.conv2d", node_map[data][0], node_map[w][0],
                                padding=[1, 1, 1, 1], name="conv_no_bias") + \
-            post.graph.call("reshape", node_map[bias][0], newshape=[2, 1, 1]) if conv else None
+            post.graph.call("reshape", node_map[bias][0], newshape=[2, 1, 1])
 
     g2 = rewrite(pat, cb, g)
     assert seen["pre"] == "nn.bias_add" and {data, w, bias} <= seen["keys"]
@@ -77,7 +78,7 @@ def test_rewrite_callback_node_map_and_skip():
     x = np.random.randn(1, 2, 6, 6).astype("float32")
     outs = []
     for gg in (g, g2):
-        pkg = kiln.graph.compile(gg, f"/tmp/kiln_pytest_rw_{id(gg)}.tar")
+        pkg = kiln.graph.compile(gg, str(tmp_path / f"rw{len(outs)}.tar"))
         outs.append(kiln.runtime.load(pkg).run([x])[0])
     np.testing.assert_allclose(outs[0], outs[1], rtol=1e-5, atol=1e-5)
     # returning None leaves every match alone
@@ -144,3 +145,57 @@ def test_partition_with_check():
         "nn.conv2d", "nn.bias_add", "nn.relu"]
     g3 = pat.partition(g, {"Composite": "x.y"}, check=lambda root: False)
     assert not [n for n in g3.nodes if n.op == "composite"]
+
+
+def test_post_wraps_and_alternatives_take_args():
+    g, (x, c, b, r) = conv_graph()
+    # wrap each relu in a clip: post is the call as TVM's post is
+    relu = is_op("nn.relu")(wildcard())
+
+    def cb(pre, post, node_map):
+        return op.clip(post, a_min=0.0, a_max=6.0)
+
+    g2 = rewrite(relu, cb, g, once=True)  # wrapping what it matches: one round
+    assert g2.text().count("clip(") == 1 and g2.text().count("nn.relu(") == 1
+    with pytest.raises(kiln.KilnError, match="still matching"):
+        rewrite(relu, cb, g)  # to a fixed point it never settles
+
+    class Wrap(DFPatternCallback):
+        def __init__(self):
+            super().__init__(rewrite_once=True)
+            self.pattern = relu
+
+        def callback(self, pre, post, node_map):
+            return op.clip(node_map[self.pattern][0], a_min=0.0, a_max=6.0)
+
+    assert rewrite(Wrap(), g).text() == g2.text()
+    alt = (is_op("add") | is_op("subtract"))(wildcard(), wildcard())
+    assert alt.match(g.outputs[0])
+    assert kiln.pattern.has_attr({"axis": 1}).match(b) and not kiln.pattern.has_attr(
+        {"axis": 2}).match(b)
+
+
+def test_predicate_errors_are_raised_not_swallowed():
+    g, (x, c, b, r) = conv_graph()
+
+    def bad(n):
+        raise ZeroDivisionError("the check divided by zero")
+
+    with pytest.raises(kiln.KilnError, match="divided by zero"):
+        partition(is_op("nn.relu")(wildcard()), g, {"Composite": "x.y"}, check=bad)
+    with pytest.raises(kiln.KilnError, match="divided by zero"):
+        is_op_where(bad)(wildcard()).match(r)
+    with pytest.raises(kiln.KilnError, match="divided by zero"):
+        rewrite(is_op_where(bad)(wildcard()), lambda pre, post, m: None, g)
+    # and the engine is fine afterwards
+    assert is_op("nn.relu")(wildcard()).match(r)
+
+
+def test_pre_is_read_only():
+    g, _ = conv_graph()
+
+    def cb(pre, post, node_map):
+        pre.graph.call("nn.relu", pre)  # building in pre is refused
+
+    with pytest.raises(kiln.KilnError, match="read-only"):
+        rewrite(is_op("nn.relu")(wildcard()), cb, g)

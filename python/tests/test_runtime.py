@@ -95,3 +95,18 @@ def test_dynamic_batch(digits_onnx, digits_data, reference, tmp_path):
     for n in (1, 7):
         (y,) = m.run([digits_data["input"][:n]])
         np.testing.assert_allclose(y, reference[:n], rtol=1e-4, atol=1e-4)
+
+
+def test_output_views_keep_the_executor(digits_tar, digits_data, reference):
+    import gc
+
+    gm = kiln.runtime.GraphModule(digits_tar)
+    gm.run(input=digits_data["input"][0:1])
+    view = gm.get_output(0, copy=False)
+    out = np.empty((1, 10), "float32")
+    assert gm.get_output(0, out=out) is out
+    assert gm.get_num_inputs() == 1
+    del gm
+    gc.collect()
+    np.testing.assert_allclose(view[0], reference[0], rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(view, out)

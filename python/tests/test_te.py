@@ -214,6 +214,8 @@ def test_build_save_cross(tmp_path):
 
 
 def test_targets():
+    if not kiln.target.Target.host().has("avx2"):
+        pytest.skip("runs AVX2 code")
     t = kiln.target.Target("llvm -mcpu=haswell")
     assert t.arch == "x86_64" and t.cpu == "haswell" and t.vector_bits == 256
     assert t.has("avx2") and t.has("fma") and not t.has("avx512f")
@@ -231,3 +233,55 @@ def test_targets():
     b = np.zeros(16, "float32")
     kiln.build(s, [A, B], target=t, name="f")(a, b)  # AVX2 code: this CPU runs it
     np.testing.assert_array_equal(b, a * 3)
+
+
+def test_numpy_scalars_and_dtypes():
+    A = te.placeholder((4,), dtype=np.float32, name="A")
+    assert A.dtype == "float32"
+    C = te.compute((np.int64(4),), lambda i: A[np.int64(3) - i] * np.float32(2), name="C")
+    a = np.arange(4, dtype="float32")
+    c = np.zeros(4, "float32")
+    build_and_run(te.create_schedule(C.op), [A, C], [a, c])
+    np.testing.assert_array_equal(c, a[::-1] * 2)
+    # a big-endian array is read by value
+    A2 = te.placeholder((3,), dtype="int32", name="A2")
+    C2 = te.compute((3,), lambda i: A2[i] + 1, name="C2")
+    c2 = np.zeros(3, "int32")
+    f = kiln.build(te.create_schedule(C2.op), [A2, C2], target="llvm", name="f2")
+    big = np.arange(3, dtype=">i4")
+    from kiln import ndarray as knd
+
+    w = knd.Wrapped(big)
+    assert knd.to_numpy(w.handle).tolist() == [0, 1, 2]
+    f(np.ascontiguousarray(big.astype("int32")), c2)
+    assert c2.tolist() == [1, 2, 3]
+    ro = np.zeros(3, "int32")
+    ro.flags.writeable = False
+    with pytest.raises(kiln.KilnError, match="read-only"):
+        f(np.arange(3, dtype="int32"), ro)
+
+
+def test_threads_have_their_own_default_context():
+    import threading
+
+    errors = []
+
+    def work():
+        try:
+            A = te.placeholder((8,), name="A")
+            B = te.compute((8,), lambda i: A[i] + 1.0, name="B")
+            b = np.zeros(8, "float32")
+            kiln.build(te.create_schedule(B.op), [A, B], target="llvm", name="g")(
+                np.ones(8, "float32"), b)
+            assert (b == 2).all()
+            assert te.current_context() is not main
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    main = te.current_context()
+    ts = [threading.Thread(target=work) for _ in range(3)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors

@@ -127,6 +127,21 @@ const char *kiln_graph_node_attr_str(const kiln_graph *g, int id, const char *na
     return n && n->kind == GN_CALL && name ? graph_attr_str(n, name, def) : def;
 }
 
+char *kiln_graph_node_attrs(const kiln_graph *g, int id) {
+    const gnode *n = node_at(g, id);
+    kstr s;
+    kstr_init(&s);
+    for (int i = 0; n && n->kind == GN_CALL && i < n->nattr; i++) {
+        if (n->attrs[i].kind == GA_GRAPH)
+            continue;
+        if (s.len)
+            kstr_puts(&s, ", ");
+        graph_print_attr(&s, &n->attrs[i]);
+    }
+    char *out = kstr_take(&s);
+    return out ? out : kiln_strdup("");
+}
+
 static const gtensor_type *node_tensor(const kiln_graph *g, int id) {
     const gnode *n = node_at(g, id);
     return n && n->type.known && !n->type.is_tuple && n->type.n == 1 ? &n->type.t[0] : NULL;

@@ -647,11 +647,14 @@ static int rewrite_node(struct kiln_graph *r, const struct kiln_graph *g, const 
 
 #define REWRITE_MAX_ROUNDS 100
 
-struct kiln_graph *pattern_rewrite_all(const struct kiln_graph *g, int n,
-                                       const kiln_pattern *const *pats,
-                                       const pattern_rewrite_fn *fns, void *const *users) {
+/* At most max_rounds rounds; with `settle`, still matching after them is an
+ * error, else the graph after them is the result. */
+static struct kiln_graph *rewrite_rounds(const struct kiln_graph *g, int n,
+                                         const kiln_pattern *const *pats,
+                                         const pattern_rewrite_fn *fns, void *const *users,
+                                         int max_rounds, int settle) {
     struct kiln_graph *cur = (struct kiln_graph *)g;
-    for (int round = 0; round < REWRITE_MAX_ROUNDS; round++) {
+    for (int round = 0; round < max_rounds; round++) {
         rewriter R = {n,
                       pats,
                       fns,
@@ -691,7 +694,7 @@ struct kiln_graph *pattern_rewrite_all(const struct kiln_graph *g, int n,
             kiln_graph_free(next);
         if (cur != g)
             kiln_graph_free(cur);
-        if (!clean || !R.changed)
+        if (!clean || !R.changed || (!settle && round + 1 == max_rounds))
             return clean;
         cur = clean;
     }
@@ -700,12 +703,19 @@ struct kiln_graph *pattern_rewrite_all(const struct kiln_graph *g, int n,
     kiln_set_error(KILN_ERR_INVALID,
                    "rewrite: still matching after %d rounds (a rewrite that "
                    "makes what it matches?)",
-                   REWRITE_MAX_ROUNDS);
+                   max_rounds);
     return NULL;
 }
 
-kiln_graph *kiln_graph_rewrite(const kiln_graph *g, const kiln_pattern *p, kiln_rewrite_fn cb,
-                               void *user) {
+struct kiln_graph *pattern_rewrite_all(const struct kiln_graph *g, int n,
+                                       const kiln_pattern *const *pats,
+                                       const pattern_rewrite_fn *fns, void *const *users) {
+    return rewrite_rounds(g, n, pats, fns, users, REWRITE_MAX_ROUNDS, 1);
+}
+
+/* kiln_graph_rewrite (settle: to a fixed point) and kiln_graph_rewrite_once. */
+static kiln_graph *rewrite_public(const kiln_graph *g, const kiln_pattern *p, kiln_rewrite_fn cb,
+                                  void *user, int settle) {
     if (!g || !p || !cb) {
         kiln_set_error(KILN_ERR_INVALID, "rewrite: needs a graph, a pattern and a callback");
         return NULL;
@@ -713,7 +723,17 @@ kiln_graph *kiln_graph_rewrite(const kiln_graph *g, const kiln_pattern *p, kiln_
     if (kiln_graph_infer_types((kiln_graph *)g) != KILN_OK)
         return NULL;
     pattern_rewrite_fn fn = cb;
-    return pattern_rewrite_all(g, 1, &p, &fn, &user);
+    return rewrite_rounds(g, 1, &p, &fn, &user, settle ? REWRITE_MAX_ROUNDS : 1, settle);
+}
+
+kiln_graph *kiln_graph_rewrite(const kiln_graph *g, const kiln_pattern *p, kiln_rewrite_fn cb,
+                               void *user) {
+    return rewrite_public(g, p, cb, user, 1);
+}
+
+kiln_graph *kiln_graph_rewrite_once(const kiln_graph *g, const kiln_pattern *p, kiln_rewrite_fn cb,
+                                    void *user) {
+    return rewrite_public(g, p, cb, user, 0);
 }
 
 /* ---- partitioning into composite functions ---------------------------------------- */

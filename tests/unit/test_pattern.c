@@ -302,6 +302,22 @@ static void test_rewrite_no_fixed_point(void) {
     kiln_graph *r = kiln_graph_rewrite(g, p, flip_cb, ab);
     CHECK(r == NULL);
     CHECK_CONTAINS(kiln_last_error(), "still matching after 100 rounds");
+    /* one round: flipped once, and what the callback made is not matched again */
+    r = kiln_graph_rewrite_once(g, p, flip_cb, ab);
+    CHECK(r != NULL);
+    char *t = r ? kiln_graph_print(r) : NULL;
+    CHECK_CONTAINS(t, "subtract(%y, %x)");
+    free(t);
+    kiln_graph_free(r);
+    /* the attributes a call sets, as text */
+    int c = kiln_graph_call(g, "clip", 1, &x, "a_min=0.5f, a_max=6f", "c");
+    char *at = kiln_graph_node_attrs(g, c);
+    CHECK_CONTAINS(at, "a_min=0.5");
+    CHECK_CONTAINS(at, "a_max=6");
+    free(at);
+    at = kiln_graph_node_attrs(g, x);
+    CHECK(at && !*at);
+    free(at);
     kiln_pattern_set_free(s);
     kiln_graph_free(g);
 }
