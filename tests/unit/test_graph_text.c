@@ -204,6 +204,9 @@ static void test_tuples_and_outputs(void) {
     int one = kiln_graph_tuple(g, 1, &m1, NULL);
     int none = kiln_graph_tuple(g, 0, NULL, NULL);
     int tg = kiln_graph_tuple_get(g, tup, 1, NULL);
+    CHECK_EQ_INT(tg, w); /* an element of a tuple built here is that element */
+    CHECK_EQ_INT(kiln_graph_tuple_get(g, tup, 2, NULL), -1);
+    CHECK_CONTAINS(kiln_last_error(), "index 2 of a tuple of 2");
     add_const(g, "unused", 1, S_1, 0); /* not printed: not in the text */
     /* types: split is a tuple of two, the 1-tuple and the empty tuple */
     gdim hd[2] = {{-1, "batch"}, {2, NULL}};
@@ -230,8 +233,8 @@ static void test_tuples_and_outputs(void) {
                       "span=\"shared\" */) /* span=\"pair\" */;\n"
                       "  %7 = (%4,) /* ty=(Tensor[(batch, 2), float32],) */;\n"
                       "  %8 = () /* ty=() */;\n"
-                      "  %9 = %6.1;\n"
-                      "  (%6, %9, meta[relay.Constant][0] /* ty=Tensor[(2, 2), float32], "
+                      "  (%6, meta[relay.Constant][0] /* ty=Tensor[(2, 2), float32], "
+                      "span=\"shared\" */, meta[relay.Constant][0] /* ty=Tensor[(2, 2), float32], "
                       "span=\"shared\" */, %7, %x) /* outputs=[\"out \\\"a\\\"\", \"b\", "
                       "\"weight\", \"\", \"x\"] */\n}\n");
     kiln_npz *z = kiln_graph_constants(g);
