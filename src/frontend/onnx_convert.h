@@ -107,6 +107,10 @@ KILN_HIDDEN int cvt_int_minus_zero(imp *I, const Onnx__NodeProto *n, int x, int 
 /* onnx_convert_conv.c, for QLinearConv too: Conv of x by w (+ the bias b
  * if >= 0) with node n's window and group. */
 KILN_HIDDEN int cvt_conv_of(imp *I, const Onnx__NodeProto *n, int x, int w, int b);
+/* qnn.conv2d of x by w with q = {x_zero_point, w_zero_point, x_scale,
+ * w_scale} (+ the int32 bias b if >= 0), node n's window and group; -2
+ * without an error for a window that is not 1-D or 2-D. */
+KILN_HIDDEN int cvt_qconv_of(imp *I, const Onnx__NodeProto *n, int x, int w, const int q[4], int b);
 /* onnx_convert_nn.c, for QLinearMatMul too: ONNX MatMul of a and b. */
 KILN_HIDDEN int cvt_matmul_of(imp *I, const Onnx__NodeProto *n, int a, int b);
 

@@ -220,13 +220,17 @@ static int biased(imp *I, const Onnx__NodeProto *n, int y, int b, int nsp) {
 
 /* ---- convolutions ----------------------------------------------------------------- */
 
-/* (onnx_convert.h) Conv of x by w (+ the bias b if >= 0) with node n's window and group. */
-int cvt_conv_of(imp *I, const Onnx__NodeProto *n, int x, int w, int b) {
+/* Conv of x by w (+ the bias b if >= 0) with node n's window and group:
+ * nn.conv<k>d, or with q (x_zero_point, w_zero_point, x_scale, w_scale)
+ * qnn.conv2d of 1-D and 2-D windows (-2, no error, for others). */
+static int conv_call(imp *I, const Onnx__NodeProto *n, int x, int w, const int *q, int b) {
     int64_t ksp[MAXSP], group;
     window win;
     if (weight_of(I, n, x, w, ksp) < 0 || window_of(I, n, imp_type(I, x), ksp, &win) < 0 ||
         kernel_shape_ok(I, n, win.nsp, ksp) < 0 || group_of(I, n, &group) < 0)
         return -1;
+    if (q && win.nsp > 2)
+        return -2;
     if (win.nsp == 1 && ((x = as_2d(I, n, x, 1)) < 0 || (w = as_2d(I, n, w, 1)) < 0))
         return -1;
     kstr a;
@@ -234,10 +238,21 @@ int cvt_conv_of(imp *I, const Onnx__NodeProto *n, int x, int w, int b) {
     window_attrs(&a, &win);
     kstr_printf(&a, ", groups=%lld", (long long)group);
     char op[32];
-    int in[2] = {x, w};
-    int c = imp_call(I, n, op_name(op, sizeof op, "conv", win.nsp, ""), 2, in, a.buf);
+    int in[6] = {x, w, q ? q[0] : -1, q ? q[1] : -1, q ? q[2] : -1, q ? q[3] : -1};
+    int c = imp_call(I, n, q ? "qnn.conv2d" : op_name(op, sizeof op, "conv", win.nsp, ""),
+                     q ? 6 : 2, in, a.buf);
     kstr_free(&a);
     return biased(I, n, c, b, win.nsp);
+}
+
+/* (onnx_convert.h) */
+int cvt_conv_of(imp *I, const Onnx__NodeProto *n, int x, int w, int b) {
+    return conv_call(I, n, x, w, NULL, b);
+}
+
+/* (onnx_convert.h) */
+int cvt_qconv_of(imp *I, const Onnx__NodeProto *n, int x, int w, const int q[4], int b) {
+    return conv_call(I, n, x, w, q, b);
 }
 
 int cvt_conv(imp *I, const Onnx__NodeProto *n, int *outs) {
@@ -269,19 +284,6 @@ int cvt_int_minus_zero(imp *I, const Onnx__NodeProto *n, int x, int z, int64_t p
         z = cvt_reshape_to(I, n, z, zrank, dims);
     }
     return cvt_binary_of(I, n, "subtract", x, z);
-}
-
-/* ConvInteger: the int32 convolution of x - x_zero_point by
- * w - w_zero_point (per output channel or one); the padding is x's zero
- * point, so it adds 0, as ONNX Runtime computes it. */
-int cvt_conv_integer(imp *I, const Onnx__NodeProto *n, int *outs) {
-    int x = imp_input(I, n, 0), w = imp_input(I, n, 1);
-    const gtensor_type *wt = imp_type(I, w);
-    if (!wt || wt->ndim < 1 || wt->dims[0].sym)
-        return imp_fail(I, n, "the weight must have concrete dims");
-    x = cvt_int_minus_zero(I, n, x, imp_input(I, n, 2), 1, 1);
-    w = x < 0 ? -1 : cvt_int_minus_zero(I, n, w, imp_input(I, n, 3), wt->dims[0].v, wt->ndim);
-    return outs[0] = w < 0 ? -1 : cvt_conv_of(I, n, x, w, -1);
 }
 
 /* ConvTranspose: nn.conv2d/3d_transpose (1-D as 2-D). The padding comes

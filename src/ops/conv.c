@@ -25,7 +25,7 @@
     {"strides", GA_INTS, 0, ones}, {"padding", GA_INTS, 0, zeros}, {"dilation", GA_INTS, 0, ones}, \
         {"groups", GA_INT, 0, "1"}, {"channels", GA_INT, 0, NULL},                                 \
         {"kernel_size", GA_INTS, 0, NULL}, {"data_layout", GA_STR, 0, data},                       \
-        {"kernel_layout", GA_STR, 0, kernel}, {                                                    \
+        {"kernel_layout", GA_STR, 0, kernel}, {"out_dtype", GA_STR, 0, NULL}, {                    \
         NULL, 0, 0, NULL                                                                           \
     }
 /* a transposed one's: padding may be negative (it crops the extent) */
@@ -75,7 +75,7 @@ static kiln_expr kernel_axis(kiln_ctx *ctx, int nsp, int d, int64_t k) {
  * dtype and concrete dims but the batch, and its strides s and dilation d. */
 static rel_result conv_operands(const gnode *call, const gtype *const *in, int transposed,
                                 const gtensor_type **x, const gtensor_type **w, int64_t *s,
-                                int64_t *d) {
+                                int64_t *d, kiln_dtype *acc) {
     OPS_REQUIRE_KNOWN(2);
     int nsp = call->op->variant;
     rel_result r = REL_OK;
@@ -89,9 +89,10 @@ static rel_result conv_operands(const gnode *call, const gtype *const *in, int t
                         conv_data_layout[nsp],
                         (transposed ? convt_kernel_layout : conv_kernel_layout)[nsp], a->ndim,
                         b->ndim);
-    if (a->dtype != b->dtype)
-        return ops_fail("data is %s but weight is %s", kiln_dtype_name(a->dtype),
-                        kiln_dtype_name(b->dtype));
+    if (transposed ? a->dtype != b->dtype : ops_accum_dtype(call, a, b, acc) != REL_OK)
+        return transposed ? ops_fail("data is %s but weight is %s", kiln_dtype_name(a->dtype),
+                                     kiln_dtype_name(b->dtype))
+                          : REL_ERROR;
     if (!ops_all_known(a, 1, 2 + nsp) || !ops_all_known(b, 0, 2 + nsp))
         return ops_fail("only the batch dim may be symbolic");
     if (!ops_attr_sp_checked(call, "strides", 1, 1, nsp, s) ||
@@ -100,12 +101,13 @@ static rel_result conv_operands(const gnode *call, const gtype *const *in, int t
     return REL_OK;
 }
 
-static rel_result rel_conv(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
-                           gtype *out) {
+rel_result ops_conv_rel(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
+                        gtype *out) {
     int nsp = call->op->variant;
     const gtensor_type *x, *w;
     int64_t s[OPS_MAX_SPATIAL], d[OPS_MAX_SPATIAL], p[OPS_MAX_SPATIAL];
-    rel_result r = conv_operands(call, in, 0, &x, &w, s, d);
+    kiln_dtype acc;
+    rel_result r = conv_operands(call, in, 0, &x, &w, s, d, &acc);
     if (r != REL_OK)
         return r;
     if (!ops_pad_sum(call, nsp, p))
@@ -122,6 +124,7 @@ static rel_result rel_conv(const struct kiln_graph *g, const gnode *call, const 
                         "groups",
                         (long long)w->dims[1].v, (long long)x->dims[1].v, (long long)groups);
     gtensor_type res = *x;
+    res.dtype = acc;
     res.dims[1] = w->dims[0];
     for (int i = 0; i < nsp; i++) {
         int64_t o = ops_window_out(x->dims[2 + i].v, p[i], w->dims[2 + i].v, s[i], d[i], 0);
@@ -137,6 +140,7 @@ typedef struct {
     int nsp;
     int64_t s[OPS_MAX_SPATIAL], d[OPS_MAX_SPATIAL], ocg, icg;
     kiln_expr ic, k[OPS_MAX_SPATIAL];
+    kiln_dtype acc; /* out_dtype, or KILN_DTYPE_COUNT */
 } conv_args;
 
 static kiln_expr conv_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
@@ -151,9 +155,9 @@ static kiln_expr conv_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
                              kiln_mul(c->k[d], ops_int(ctx, c->d[d])));
         wi[2 + d] = axes[1 + d] = c->k[d];
     }
-    return kiln_sum(
-        kiln_mul(kiln_tensor_at(c->p, 2 + c->nsp, pi), kiln_tensor_at(c->w, 2 + c->nsp, wi)),
-        1 + c->nsp, axes);
+    return kiln_sum(kiln_mul(ops_accum_operand(c->acc, kiln_tensor_at(c->p, 2 + c->nsp, pi)),
+                             ops_accum_operand(c->acc, kiln_tensor_at(c->w, 2 + c->nsp, wi))),
+                    1 + c->nsp, axes);
 }
 
 /* In a compute: 1 if the call's layouts are the plain ones of its rank
@@ -167,8 +171,8 @@ static int plain_layouts(const gnode *call, int nsp, const char *const *kernel) 
     return 0;
 }
 
-static kiln_status compute_conv(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
-                                kiln_tensor **out) {
+kiln_status ops_conv_compute(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                             kiln_tensor **out) {
     int nsp = call->op->variant;
     if (!plain_layouts(call, nsp, conv_kernel_layout))
         return KILN_ERR_UNSUPPORTED;
@@ -182,6 +186,7 @@ static kiln_status compute_conv(kiln_ctx *ctx, const gnode *call, kiln_tensor *c
     c.w = in[1];
     c.nsp = nsp;
     c.icg = wd[1];
+    c.acc = ops_out_dtype(call);
     if (!c.p)
         return KILN_ERR_INVALID;
     ops_attr_sp(call, "strides", 1, nsp, c.s);
@@ -211,7 +216,8 @@ static rel_result rel_conv_transpose(const struct kiln_graph *g, const gnode *ca
     int nsp = call->op->variant;
     const gtensor_type *x, *w;
     int64_t s[OPS_MAX_SPATIAL], d[OPS_MAX_SPATIAL], op[OPS_MAX_SPATIAL], p[2 * OPS_MAX_SPATIAL];
-    rel_result r = conv_operands(call, in, 1, &x, &w, s, d);
+    kiln_dtype acc;
+    rel_result r = conv_operands(call, in, 1, &x, &w, s, d, &acc);
     if (r != REL_OK)
         return r;
     if (!ops_attr_sp_checked(call, "output_padding", 0, 0, nsp, op) ||
@@ -768,7 +774,8 @@ static kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call, ki
     .pattern = OP_OUT_ELEMWISE_FUSABLE, .compute = fn, .summary = sum, .variant = nsp
 
 const kiln_op_def ops_conv_rows[] = {
-    {CONV_ROW("nn.conv2d", conv2d_attrs, rel_conv, compute_conv, 2, "2-D convolution, NCHW x OIHW"),
+    {CONV_ROW("nn.conv2d", conv2d_attrs, ops_conv_rel, ops_conv_compute, 2,
+              "2-D convolution, NCHW x OIHW"),
      .alter = alter_conv2d},
     {.name = "nn.contrib_conv2d_NCHWc",
      .min_in = 2,
@@ -780,7 +787,7 @@ const kiln_op_def ops_conv_rows[] = {
      .summary = "2-D convolution in NCHW[x]c x OIHW[x]i[y]o (nn.conv2d's layout hook makes it)",
      .schedule = schedule_conv2d_nchwc,
      .sym_dims = 1},
-    {CONV_ROW("nn.conv3d", conv3d_attrs, rel_conv, compute_conv, 3,
+    {CONV_ROW("nn.conv3d", conv3d_attrs, ops_conv_rel, ops_conv_compute, 3,
               "3-D convolution, NCDHW x OIDHW")},
     {CONV_ROW("nn.conv2d_transpose", conv2d_transpose_attrs, rel_conv_transpose,
               compute_conv_transpose, 2, "2-D transposed convolution, NCHW x IOHW")},

@@ -22,10 +22,14 @@ enum { NLL_LOSS, NLL_WEIGHT };
 
 /* ---- attribute schemas ------------------------------------------------------------ */
 
-static const attr_schema dense_attrs[] = {
-    {"units", GA_INT, 0, NULL}, {"weight_layout", GA_STR, 0, "\"NK\""}, {NULL, 0, 0, NULL}};
-static const attr_schema batch_matmul_attrs[] = {
-    {"transpose_a", GA_INT, 0, "0"}, {"transpose_b", GA_INT, 0, "0"}, {NULL, 0, 0, NULL}};
+static const attr_schema dense_attrs[] = {{"units", GA_INT, 0, NULL},
+                                          {"weight_layout", GA_STR, 0, "\"NK\""},
+                                          {"out_dtype", GA_STR, 0, NULL},
+                                          {NULL, 0, 0, NULL}};
+static const attr_schema batch_matmul_attrs[] = {{"transpose_a", GA_INT, 0, "0"},
+                                                 {"transpose_b", GA_INT, 0, "0"},
+                                                 {"out_dtype", GA_STR, 0, NULL},
+                                                 {NULL, 0, 0, NULL}};
 static const attr_schema softmax_attrs[] = {{"axis", GA_INT, 0, "-1"}, {NULL, 0, 0, NULL}};
 /* ignore_index: absent, no target is ignored */
 static const attr_schema nll_attrs[] = {{"ignore_index", GA_INT, 0, NULL}, {NULL, 0, 0, NULL}};
@@ -46,8 +50,8 @@ static int dense_layout(const char *layout) {
     return b >= 1 && b <= 4096 && !strcmp(end, "n") ? (int)b : -1;
 }
 
-static rel_result rel_dense(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
-                            gtype *out) {
+rel_result ops_dense_rel(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
+                         gtype *out) {
     OPS_REQUIRE_KNOWN(2);
     rel_result r = REL_OK;
     const gtensor_type *x = ops_tensor_in(in[0], 0, &r),
@@ -64,9 +68,9 @@ static rel_result rel_dense(const struct kiln_graph *g, const gnode *call, const
     if (x->ndim < 1 || w->ndim != (nr ? 3 : 2))
         return ops_fail("dense needs data of rank >= 1 and a %d-D weight (%s), got %d-D and %d-D",
                         nr ? 3 : 2, layout, x->ndim, w->ndim);
-    if (x->dtype != w->dtype)
-        return ops_fail("data is %s but weight is %s", kiln_dtype_name(x->dtype),
-                        kiln_dtype_name(w->dtype));
+    kiln_dtype acc;
+    if (ops_accum_dtype(call, x, w, &acc) != REL_OK)
+        return REL_ERROR;
     if (nr && (w->dims[2].sym || w->dims[2].v != nr || w->dims[0].sym))
         return ops_fail("weight in %s must be [units/%d, in, %d]", layout, nr, nr);
     gdim kdim = w->dims[nr ? 1 : kn ? 0 : 1];
@@ -77,6 +81,7 @@ static rel_result rel_dense(const struct kiln_graph *g, const gnode *call, const
         return ops_fail("data has %s features but the weight expects %s", a, b);
     }
     gtensor_type res = *x;
+    res.dtype = acc;
     res.dims[x->ndim - 1] = w->dims[kn ? 1 : 0];
     if (nr && !kiln_mul_ok(w->dims[0].v, nr, &res.dims[x->ndim - 1].v))
         return ops_fail("weight [%lld, ., %d] has too many units", (long long)w->dims[0].v, nr);
@@ -87,6 +92,7 @@ typedef struct {
     kiln_tensor *x, *w;
     int nd, kn, nr;
     kiln_expr k;
+    kiln_dtype acc; /* out_dtype, or KILN_DTYPE_COUNT */
 } dense_args;
 
 static kiln_expr dense_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
@@ -103,11 +109,13 @@ static kiln_expr dense_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
         kiln_expr wi[2] = {a->kn ? a->k : n, a->kn ? n : a->k};
         w = kiln_tensor_at(a->w, 2, wi);
     }
-    return kiln_sum(kiln_mul(kiln_tensor_at(a->x, a->nd, xi), w), 1, &a->k);
+    return kiln_sum(kiln_mul(ops_accum_operand(a->acc, kiln_tensor_at(a->x, a->nd, xi)),
+                             ops_accum_operand(a->acc, w)),
+                    1, &a->k);
 }
 
-static kiln_status compute_dense(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
-                                 kiln_tensor **out) {
+kiln_status ops_dense_compute(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                              kiln_tensor **out) {
     int64_t od[KILN_MAX_NDIM], wd[3];
     int nd = ops_out_shape(call, od);
     ops_shape(in[1], wd);
@@ -122,7 +130,8 @@ static kiln_status compute_dense(kiln_ctx *ctx, const gnode *call, kiln_tensor *
                                      ops_int(ctx, wd[nr > 0 ? 1
                                                      : kn   ? 0
                                                             : 1]),
-                                     "k")};
+                                     "k"),
+                    ops_out_dtype(call)};
     out[0] = ops_compute(ctx, call, "", nd, od, dense_body, &a);
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
 }
@@ -449,7 +458,10 @@ static kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tens
  * so each k step of a tile loads whole contiguous weight vectors. When the
  * units have no such divisor the weight is only transposed to [in, units]. */
 static int alter_dense(const gnode *call, const layout_query *q, layout_rewrite *rw) {
-    if (strcmp(graph_attr_str(call, "weight_layout", "NK"), "NK"))
+    /* packed panels are for the float GEMM: an integer product (out_dtype)
+       keeps its layout */
+    if (strcmp(graph_attr_str(call, "weight_layout", "NK"), "NK") ||
+        ops_out_dtype(call) != KILN_DTYPE_COUNT)
         return 0;
     const gnode *w = call->graph->nodes[call->in[1]];
     const gtensor_type *xt = ops_node_type(call->graph->nodes[call->in[0]]);
@@ -872,8 +884,8 @@ static kiln_status compute_nll_loss(kiln_ctx *ctx, const gnode *call, kiln_tenso
 
 /* ---- batch_matmul: numpy matmul with broadcast batch dims ---------------------- */
 
-static rel_result rel_batch_matmul(const struct kiln_graph *g, const gnode *call,
-                                   const gtype *const *in, gtype *out) {
+rel_result ops_bmm_rel(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
+                       gtype *out) {
     OPS_REQUIRE_KNOWN(2);
     rel_result r = REL_OK;
     const gtensor_type *a = ops_tensor_in(in[0], 0, &r),
@@ -882,9 +894,9 @@ static rel_result rel_batch_matmul(const struct kiln_graph *g, const gnode *call
         return r;
     if (a->ndim < 2 || b->ndim < 2)
         return ops_fail("both inputs must have rank >= 2, got %d-D and %d-D", a->ndim, b->ndim);
-    if (a->dtype != b->dtype)
-        return ops_fail("input 0 is %s but input 1 is %s", kiln_dtype_name(a->dtype),
-                        kiln_dtype_name(b->dtype));
+    kiln_dtype acc;
+    if (ops_accum_dtype(call, a, b, &acc) != REL_OK)
+        return REL_ERROR;
     int ta = graph_attr_int(call, "transpose_a", 0) != 0,
         tb = graph_attr_int(call, "transpose_b", 0) != 0;
     gdim m = a->dims[a->ndim - 2 + ta], ka = a->dims[a->ndim - 1 - ta];
@@ -905,6 +917,7 @@ static rel_result rel_batch_matmul(const struct kiln_graph *g, const gnode *call
         return ops_fail("too many dims");
     res.dims[res.ndim++] = m;
     res.dims[res.ndim++] = n;
+    res.dtype = acc;
     return ops_set_out(g, out, &res);
 }
 
@@ -913,6 +926,7 @@ typedef struct {
     int nd, na, nb, ta, tb;
     int64_t ad[KILN_MAX_NDIM], bd[KILN_MAX_NDIM];
     kiln_expr k;
+    kiln_dtype acc; /* out_dtype, or KILN_DTYPE_COUNT */
 } bmm_args;
 
 /* The index of a rank-n operand with dims `dims`: batch dims right-aligned
@@ -930,12 +944,13 @@ static kiln_expr bmm_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     kiln_expr ai[KILN_MAX_NDIM], bi[KILN_MAX_NDIM];
     bmm_index(ctx, a, a->na, a->ad, a->ta, i, i[a->nd - 2], a->k, ai);
     bmm_index(ctx, a, a->nb, a->bd, a->tb, i, a->k, i[a->nd - 1], bi);
-    return kiln_sum(kiln_mul(kiln_tensor_at(a->a, a->na, ai), kiln_tensor_at(a->b, a->nb, bi)), 1,
-                    &a->k);
+    return kiln_sum(kiln_mul(ops_accum_operand(a->acc, kiln_tensor_at(a->a, a->na, ai)),
+                             ops_accum_operand(a->acc, kiln_tensor_at(a->b, a->nb, bi))),
+                    1, &a->k);
 }
 
-static kiln_status compute_batch_matmul(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
-                                        kiln_tensor **out) {
+kiln_status ops_bmm_compute(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                            kiln_tensor **out) {
     bmm_args a;
     memset(&a, 0, sizeof a);
     int64_t od[KILN_MAX_NDIM];
@@ -946,6 +961,7 @@ static kiln_status compute_batch_matmul(kiln_ctx *ctx, const gnode *call, kiln_t
     a.nb = ops_shape(in[1], a.bd);
     a.ta = graph_attr_int(call, "transpose_a", 0) != 0;
     a.tb = graph_attr_int(call, "transpose_b", 0) != 0;
+    a.acc = ops_out_dtype(call);
     /* any dim may be symbolic (a sequence length), the reduced one too */
     kiln_expr oe[KILN_MAX_NDIM];
     ops_out_dims(ctx, call, oe);
@@ -974,9 +990,9 @@ const kiln_op_def ops_nn_rows[] = {
      .min_in = 2,
      .max_in = 2,
      .attrs = dense_attrs,
-     .rel = rel_dense,
+     .rel = ops_dense_rel,
      .pattern = OP_OUT_ELEMWISE_FUSABLE,
-     .compute = compute_dense,
+     .compute = ops_dense_compute,
      .summary = "x * W^T, W is [units, in] (weight_layout NK; KN and packed NC[x]n too)",
      .schedule = schedule_dense,
      .variant = MM_DENSE,
@@ -986,9 +1002,9 @@ const kiln_op_def ops_nn_rows[] = {
      .min_in = 2,
      .max_in = 2,
      .attrs = batch_matmul_attrs,
-     .rel = rel_batch_matmul,
+     .rel = ops_bmm_rel,
      .pattern = OP_OUT_ELEMWISE_FUSABLE,
-     .compute = compute_batch_matmul,
+     .compute = ops_bmm_compute,
      .summary = "numpy matmul: [..., M, K] x [..., K, N], batch dims broadcast",
      .schedule = schedule_dense,
      .variant = MM_BATCH,

@@ -32,6 +32,7 @@ static const family g_families[] = {
     {ops_compress_rows, &ops_compress_count},
     {ops_vision_rows, &ops_vision_count},
     {ops_control_rows, &ops_control_count},
+    {ops_qnn_rows, &ops_qnn_count},
 };
 
 #define NFAMILIES ((int)(sizeof g_families / sizeof g_families[0]))

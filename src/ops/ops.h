@@ -10,6 +10,11 @@
  *   nn.c             nn.dense, nn.batch_matmul, nn.softmax, nn.log_softmax,
  *                    nn.hardmax, nn.nll_loss, nn.nll_loss_weight
  *   conv_winograd.c  nn.contrib_conv2d_winograd_NCHWc
+ *   qnn.c            the quantized ops: qnn.quantize, qnn.dequantize,
+ *                    qnn.requantize, qnn.add, qnn.mul, qnn.conv2d, qnn.dense,
+ *                    qnn.batch_matmul, qnn.concatenate (their products and
+ *                    concatenation are conv.c's, nn.c's and transform.c's
+ *                    relations and computes over centered operands)
  *   conv.c           nn.conv2d, nn.contrib_conv2d_NCHWc (its layout hook
  *                    picks Winograd: it calls conv_winograd.c), nn.conv3d,
  *                    nn.conv2d_transpose, nn.conv3d_transpose
@@ -41,7 +46,8 @@
  *   op_table.c       the registry: the families' tables, concatenated
  *   plugin.c         user ops (kiln/plugin.h) as rows of the same kind
  * Files call downward only: families call ops_common.c (and conv.c calls
- * conv_winograd.c), op_table.c reads the families' tables.
+ * conv_winograd.c; qnn.c calls the relations and computes of conv.c, nn.c
+ * and transform.c below), op_table.c reads the families' tables.
  *
  * Adding an op. In its family's file, in this order:
  *   1. its attribute schema: a static attr_schema[] (name, kind, required,
@@ -105,6 +111,7 @@ OPS_FAMILY(signal);
 OPS_FAMILY(compress);
 OPS_FAMILY(vision);
 OPS_FAMILY(control);
+OPS_FAMILY(qnn);
 #undef OPS_FAMILY
 
 /* The size a schedule assumes for a symbolic extent when it picks a
@@ -138,6 +145,16 @@ KILN_HIDDEN rel_result ops_fail(const char *fmt, ...) KILN_PRINTF(1, 2);
 /* The tensor type of input i, or NULL with *r = REL_ERROR for a tuple. */
 KILN_HIDDEN const gtensor_type *ops_tensor_in(const gtype *t, int i, rel_result *r);
 KILN_HIDDEN rel_result ops_set_out(const struct kiln_graph *g, gtype *out, const gtensor_type *t);
+/* Matmul-like calls (nn.conv2d, nn.dense, nn.batch_matmul) accumulate in
+ * their "out_dtype" attribute's dtype when they have one (Relay's: int8 or
+ * uint8 operands, each of its own, summed in int32), else in their
+ * operands' common dtype. Sets *acc, or fails naming the dtypes. */
+KILN_HIDDEN rel_result ops_accum_dtype(const gnode *call, const gtensor_type *a,
+                                       const gtensor_type *b, kiln_dtype *acc);
+/* The call's out_dtype, or KILN_DTYPE_COUNT when it has none (in a compute). */
+KILN_HIDDEN kiln_dtype ops_out_dtype(const gnode *call);
+/* An operand of the product: cast to acc unless acc is KILN_DTYPE_COUNT. */
+KILN_HIDDEN kiln_expr ops_accum_operand(kiln_dtype acc, kiln_expr x);
 /* The output is a tuple of the n tensor types t[] (copied into the graph). */
 KILN_HIDDEN rel_result ops_set_tuple(const struct kiln_graph *g, gtype *out, int n,
                                      const gtensor_type *t);
@@ -185,6 +202,29 @@ KILN_HIDDEN int ops_is_index_dtype(kiln_dtype dt);
 KILN_HIDDEN int ops_is_int_dtype(kiln_dtype dt);
 /* 1 for float16, bfloat16, float32 and float64. */
 KILN_HIDDEN int ops_is_float_dtype(kiln_dtype dt);
+
+/* ---- shared with qnn.c: the plain products and concatenation ------------------- */
+
+/* nn.conv2d's relation and compute (conv.c): the call's variant is its
+ * spatial rank; with an out_dtype attribute the sum is in that dtype. */
+KILN_HIDDEN rel_result ops_conv_rel(const struct kiln_graph *g, const gnode *call,
+                                    const gtype *const *in, gtype *out);
+KILN_HIDDEN kiln_status ops_conv_compute(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                         kiln_tensor **out);
+/* nn.dense's and nn.batch_matmul's (nn.c), over inputs 0 and 1. */
+KILN_HIDDEN rel_result ops_dense_rel(const struct kiln_graph *g, const gnode *call,
+                                     const gtype *const *in, gtype *out);
+KILN_HIDDEN kiln_status ops_dense_compute(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                          kiln_tensor **out);
+KILN_HIDDEN rel_result ops_bmm_rel(const struct kiln_graph *g, const gnode *call,
+                                   const gtype *const *in, gtype *out);
+KILN_HIDDEN kiln_status ops_bmm_compute(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                        kiln_tensor **out);
+/* concatenate's of the first n inputs, along the call's `axis` (transform.c). */
+KILN_HIDDEN rel_result ops_concat_rel(const struct kiln_graph *g, const gnode *call, int n,
+                                      const gtype *const *in, gtype *out);
+KILN_HIDDEN kiln_status ops_concat_compute(kiln_ctx *ctx, const gnode *call, int n,
+                                           kiln_tensor *const *in, kiln_tensor **out);
 
 /* ---- shape functions (ops_common.c): the building blocks of the ops that
  * compute dims as int64 vectors (shape.c, and image.c's resize_dims) ---- */

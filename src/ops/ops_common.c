@@ -31,6 +31,39 @@ const gtensor_type *ops_tensor_in(const gtype *t, int i, rel_result *r) {
     return &t->t[0];
 }
 
+kiln_dtype ops_out_dtype(const gnode *call) {
+    const char *s = graph_attr_str(call, "out_dtype", "");
+    kiln_dtype dt;
+    return *s && kiln_dtype_parse(s, &dt) == KILN_OK ? dt : KILN_DTYPE_COUNT;
+}
+
+static int small_int(kiln_dtype dt) {
+    return dt == KILN_INT8 || dt == KILN_UINT8 || dt == KILN_INT16 || dt == KILN_INT32;
+}
+
+rel_result ops_accum_dtype(const gnode *call, const gtensor_type *a, const gtensor_type *b,
+                           kiln_dtype *acc) {
+    const char *s = graph_attr_str(call, "out_dtype", "");
+    if (!*s) {
+        if (a->dtype != b->dtype)
+            return ops_fail("data is %s but weight is %s", kiln_dtype_name(a->dtype),
+                            kiln_dtype_name(b->dtype));
+        *acc = a->dtype;
+        return REL_OK;
+    }
+    if (kiln_dtype_parse(s, acc) != KILN_OK || (*acc != KILN_INT32 && *acc != KILN_INT64))
+        return ops_fail("out_dtype '%s' is not int32 or int64", s);
+    if (!small_int(a->dtype) || !small_int(b->dtype))
+        return ops_fail("with out_dtype %s the operands must be int8, uint8, int16 or int32, "
+                        "not %s and %s",
+                        s, kiln_dtype_name(a->dtype), kiln_dtype_name(b->dtype));
+    return REL_OK;
+}
+
+kiln_expr ops_accum_operand(kiln_dtype acc, kiln_expr x) {
+    return acc == KILN_DTYPE_COUNT ? x : kiln_cast(acc, x);
+}
+
 rel_result ops_set_out(const struct kiln_graph *g, gtype *out, const gtensor_type *t) {
     *out = gtype_tensor((struct kiln_graph *)g, t->dtype, t->ndim, t->dims);
     return REL_OK;

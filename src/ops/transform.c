@@ -222,6 +222,7 @@ typedef struct {
     int ind;
     int64_t perm[KILN_MAX_NDIM];
     int axis;
+    int ntensors; /* concatenate: the joined inputs (qnn.concatenate has more inputs) */
     int64_t offset[4097];
 } lay;
 
@@ -330,9 +331,9 @@ static kiln_status fold_transpose(const gnode *call, const kiln_ndarray *const *
 
 /* ---- concatenate, split ------------------------------------------------------------ */
 
-static rel_result rel_concatenate(const struct kiln_graph *g, const gnode *call,
-                                  const gtype *const *in, gtype *out) {
-    OPS_REQUIRE_KNOWN(call->nin);
+rel_result ops_concat_rel(const struct kiln_graph *g, const gnode *call, int n,
+                          const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(n);
     rel_result r = REL_OK;
     const gtensor_type *x = ops_tensor_in(in[0], 0, &r);
     if (!x)
@@ -345,7 +346,7 @@ static rel_result rel_concatenate(const struct kiln_graph *g, const gnode *call,
     if (x->dims[axis].sym)
         return ops_fail("the concatenated axis must not be symbolic");
     gtensor_type res = *x;
-    for (int i = 1; i < call->nin; i++) {
+    for (int i = 1; i < n; i++) {
         const gtensor_type *y = ops_tensor_in(in[i], i, &r);
         if (!y)
             return r;
@@ -364,6 +365,11 @@ static rel_result rel_concatenate(const struct kiln_graph *g, const gnode *call,
             return ops_fail("the concatenated axis overflows int64");
     }
     return ops_set_out(g, out, &res);
+}
+
+static rel_result rel_concatenate(const struct kiln_graph *g, const gnode *call,
+                                  const gtype *const *in, gtype *out) {
+    return ops_concat_rel(g, call, call->nin, in, out);
 }
 
 static rel_result rel_split(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
@@ -444,20 +450,21 @@ static kiln_expr concat_tree(kiln_ctx *ctx, const lay *l, const kiln_expr *idx, 
 static kiln_expr concat_body(kiln_ctx *ctx, const kiln_expr *idx, void *u) {
     lay *l = u;
     int ks[4096], nk = 0;
-    for (int k = 0; k < l->e.call->nin; k++)
+    for (int k = 0; k < l->ntensors; k++)
         if (l->offset[k + 1] > l->offset[k])
             ks[nk++] = k;
     /* no element to compute when every input is empty; read input 0 */
     return nk ? concat_tree(ctx, l, idx, ks, 0, nk) : concat_leaf(ctx, l, idx, 0);
 }
 
-static kiln_status compute_concatenate(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
-                                       kiln_tensor **out) {
+kiln_status ops_concat_compute(kiln_ctx *ctx, const gnode *call, int n, kiln_tensor *const *in,
+                               kiln_tensor **out) {
     static _Thread_local lay l;
     memset(&l, 0, sizeof l);
     l.e = (ew){call, in, ops_out_shape(call, l.odims)};
     l.axis = ops_norm_axis(call, 0, l.e.nd);
-    for (int k = 0; k < call->nin; k++) {
+    l.ntensors = n;
+    for (int k = 0; k < n; k++) {
         int64_t d[KILN_MAX_NDIM];
         ops_shape(in[k], d);
         l.offset[k + 1] = l.offset[k] + d[l.axis];
@@ -465,6 +472,11 @@ static kiln_status compute_concatenate(kiln_ctx *ctx, const gnode *call, kiln_te
     /* skip empty inputs: they contribute no elements */
     out[0] = ops_compute(ctx, call, "", l.e.nd, l.odims, concat_body, &l);
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
+}
+
+static kiln_status compute_concatenate(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
+                                       kiln_tensor **out) {
+    return ops_concat_compute(ctx, call, call->nin, in, out);
 }
 
 typedef struct {

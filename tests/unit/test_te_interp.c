@@ -1165,7 +1165,25 @@ static const workload g_work[] = {
      "mode=\"max\", sampling_ratio=2, coordinate_transformation_mode=\"output_half_pixel\", "
      "spatial_scale=4"},
     {"image.roi_align", "f32[3,1,4,3];f32[5,4];i64S[5]", "mode=\"max\", spatial_scale=9"},
-    {"image.roi_align", "f16[1,2,3,3];f16[2,4];i64S[2]", "output_height=2, spatial_scale=2"},
+    {"image.roi_align", "f16[1,2,3,3];f16[2,4];i64S[2]", "output_height=2, spatial_scale=2"}, /* the
+    quantized ops (qnn.c): per-tensor and per-channel parameters, mixed int8 and uint8 operands */
+    {"qnn.quantize", "f32[3,4,5];f32+[];i8[]", "out_dtype=\"int8\""},
+    {"qnn.quantize", "f32[2,3,4];f32+[3];u8[3]", "axis=1, out_dtype=\"uint8\""},
+    {"qnn.quantize", "f32[2,3];f32+[1];i32[1]", "out_dtype=\"int32\""},
+    {"qnn.dequantize", "i8[3,4,5];f32+[];i8[]", NULL},
+    {"qnn.dequantize", "u8[2,3,4];f32+[3];u8[3]", "axis=1"},
+    {"qnn.dequantize", "i32[3,5];f32+[5];i32[5]", "axis=1"},
+    {"qnn.requantize", "i32[2,3,4];f32+[3];i32T[];f32+[];i8[]", "axis=1"},
+    {"qnn.requantize", "i32[2,5];f32+[];i32[];f32+[];u8[]", "out_dtype=\"uint8\""},
+    {"qnn.add", "i8[3,4];i8[4];f32+[];i8[];f32+[];i8[];f32+[];i8[]", NULL},
+    {"qnn.mul", "u8[2,3];u8[2,3];f32+[];u8[];f32+[];u8[];f32+[];u8[]", NULL},
+    {"qnn.conv2d", "u8[1,4,7,6];i8[6,2,3,3];u8[];i8[];f32+[];f32+[]",
+     "padding=[1, 0, 2, 1], strides=[2, 1], groups=2"},
+    {"qnn.conv2d", "i8[1,3,5,5];i8[4,3,3,3];i8[];i8[4];f32+[];f32+[4]", "padding=[1, 1, 1, 1]"},
+    {"qnn.dense", "i8[5,12];i8[7,12];i8[];i8[7];f32+[];f32+[7]", NULL},
+    {"qnn.batch_matmul", "u8[2,3,4];i8[4,5];u8[];i8[];f32+[];f32+[]", NULL},
+    {"qnn.batch_matmul", "i8[2,3,4];i8[2,5,4];i8[];i8[5];f32+[];f32+[5]", "transpose_b=1"},
+    {"qnn.concatenate", "i8[3,4];i8[3,2];f32+[];f32+[];i8[];i8[];f32+[];i8[]", "axis=1"},
 };
 
 static int parse_dtype(const char *s, size_t len, kiln_dtype *dt) {
