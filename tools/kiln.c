@@ -24,6 +24,7 @@ static const command k_commands[] = {
 #ifndef KILN_RUNTIME_ONLY
     {"compile", kiln_cmd_compile, "compile an ONNX model into a package (model.tar)"},
     {"tune", kiln_cmd_tune, "tune a model's kernels on this machine into tuning records"},
+    {"quantize", kiln_cmd_quantize, "quantize a float ONNX model into a QDQ (int8) ONNX model"},
 #endif
     {"run", kiln_cmd_run, "run a compiled package (model.tar) and time or save its outputs"},
     {"inspect", kiln_cmd_inspect, "print a model's graph IR and op counts, or a package's I/O"},

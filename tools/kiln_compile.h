@@ -22,5 +22,7 @@ int kiln_build_arg(const char *cmd, int argc, char **argv, int *i, struct kiln_b
                    const char **shapes, int *rc);
 /* `kiln tune` (tvmc tune): kiln_tune.c. */
 int kiln_cmd_tune(int argc, char **argv);
+/* `kiln quantize`: kiln_quantize.c. */
+int kiln_cmd_quantize(int argc, char **argv);
 
 #endif

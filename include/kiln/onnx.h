@@ -26,6 +26,32 @@ KILN_API kiln_graph *kiln_onnx_import_bytes(const void *data, size_t len, const 
  * dimension, or KILN_OK. kiln_onnx_import applies the same rules. */
 KILN_API kiln_status kiln_onnx_check_input_shapes(const char *input_shapes);
 
+/* ---- post-training quantization (`kiln quantize`) ------------------------------
+ * kiln_onnx_quantize writes a QDQ ONNX model of the float model at
+ * model_path (which ONNX Runtime runs too): the inputs of its Conv, MatMul
+ * and Gemm nodes that are float activations become QuantizeLinear ->
+ * DequantizeLinear pairs (uint8, asymmetric) over ranges calibrated by
+ * running the model on `calibration` (one array per model input, named as
+ * the input, samples along dim 0), and their float32 weights symmetric
+ * int8 (per output channel from opset 13; per tensor before) with a
+ * DequantizeLinear; biases stay float. Options (NULL: the defaults):
+ *   "calibration"  minmax (default: each activation's minimum and maximum)
+ *                  or percentile (the range that keeps "percentile" % of
+ *                  its values, default 99.999: outliers clipped)
+ *   "per-channel"  1 (default) or 0: weights per tensor
+ *   "max-samples"  use at most this many calibration samples
+ *   "batch"        samples per run where the batch dim is symbolic (8)
+ *   "input-shapes" as kiln_onnx_import takes them
+ * *report (may be NULL) gets a malloc'd line saying what was quantized. */
+typedef struct kiln_quantize_options kiln_quantize_options;
+KILN_API kiln_quantize_options *kiln_quantize_options_new(void);
+KILN_API void kiln_quantize_options_free(kiln_quantize_options *o);
+KILN_API kiln_status kiln_quantize_options_set(kiln_quantize_options *o, const char *key,
+                                               const char *value);
+KILN_API kiln_status kiln_onnx_quantize(const char *model_path, const kiln_npz *calibration,
+                                        const char *out_path, const kiln_quantize_options *o,
+                                        char **report);
+
 #ifdef __cplusplus
 }
 #endif

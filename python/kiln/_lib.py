@@ -344,6 +344,11 @@ _SIGS = {
     "kiln_graph_run_pass": (P, P, S, P),
     "kiln_onnx_import": (P, S, S),
     "kiln_onnx_import_bytes": (P, ctypes.c_char_p, c_size_t, S, S),
+    "kiln_quantize_options_new": (P,),
+    "kiln_quantize_options_free": (None, P),
+    "kiln_quantize_options_set": (c_int, P, S, S),
+    "kiln_onnx_quantize": (c_int, S, P, S, P, POINTER(P)),
+    "kiln_npz_load": (P, S),
     "kiln_plugin_load": (c_int, S),
     # patterns
     "kiln_pattern_set_new": (P,),

@@ -443,6 +443,42 @@ def from_onnx(model: Any, shape_dict: Optional[Dict[str, Sequence[Union[int, str
     return Graph(check_ptr(h))
 
 
+def quantize(model: str, calibration: Any, output: str, calibration_method: str = "minmax",
+             percentile: Optional[float] = None, per_channel: bool = True,
+             max_samples: Optional[int] = None, batch: Optional[int] = None,
+             input_shapes: Optional[str] = None) -> str:
+    """Post-training quantization (``kiln quantize``): write a QDQ ONNX
+    model of the float model at ``model`` to ``output``, calibrated on
+    ``calibration`` (a dict of numpy arrays, one per model input with the
+    samples along dim 0, or an .npz path). Returns what was quantized."""
+    opts = check_ptr(C.kiln_quantize_options_new())
+    z = None
+    keep = []
+    try:
+        for key, val in (("calibration", calibration_method), ("percentile", percentile),
+                         ("per-channel", None if per_channel else "0"),
+                         ("max-samples", max_samples), ("batch", batch),
+                         ("input-shapes", input_shapes)):
+            if val is not None:
+                check(C.kiln_quantize_options_set(opts, key.encode(), str(val).encode()))
+        if isinstance(calibration, (str, os.PathLike)):
+            z = check_ptr(C.kiln_npz_load(os.fspath(calibration).encode()))
+        else:
+            z = check_ptr(C.kiln_npz_new())
+            for k, v in calibration.items():
+                w = _nd.Wrapped(v)
+                keep.append(w)
+                check(C.kiln_npz_add(z, str(k).encode(), w.handle))
+        report = ctypes.c_void_p()
+        check(C.kiln_onnx_quantize(os.fspath(model).encode(), z, os.fspath(output).encode(), opts,
+                                   ctypes.byref(report)))
+        return take_str(report.value)
+    finally:
+        C.kiln_quantize_options_free(opts)
+        if z:
+            C.kiln_npz_free(z)
+
+
 def compile(graph: Graph, path: str, target: Any = None, tuning_records: Optional[str] = None,
             options: Optional[BuildOptions] = None, **kw: Any) -> str:
     """Compile ``graph`` into a package at ``path`` (mod.so, mod.json and

@@ -1,0 +1,154 @@
+/* test_quantize.c: kiln_onnx_quantize (post-training quantization into a
+ * QDQ ONNX model) on the bundled digits CNN: what it quantizes, that the
+ * quantized model keeps the float model's answers on the held-out set,
+ * both calibration methods and per-tensor weights, and its errors. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "kiln/graph.h"
+#include "kiln/onnx.h"
+#include "kiln/runtime.h"
+
+static char g_model[4096], g_heldout[4096], g_tmp[4096];
+
+static void paths(void) {
+    const char *src = getenv("KILN_SOURCE_DIR"), *tmp = getenv("KILN_TEST_TMP");
+    snprintf(g_model, sizeof g_model, "%s/models/digits/digits_cnn.onnx", src ? src : ".");
+    snprintf(g_heldout, sizeof g_heldout, "%s/models/digits/heldout.npz", src ? src : ".");
+    snprintf(g_tmp, sizeof g_tmp, "%s", tmp ? tmp : ".");
+}
+
+/* The first n samples of the held-out set as calibration data. */
+static kiln_npz *calibration(int64_t n) {
+    kiln_npz *z = kiln_npz_load(g_heldout), *c = kiln_npz_new();
+    const kiln_ndarray *x = kiln_npz_get(z, "input");
+    int64_t dims[4] = {n, 1, 8, 8}, strides[4] = {64, 64, 8, 1};
+    kiln_ndarray *v = x ? kiln_ndarray_view(x, 4, dims, strides, 0) : NULL;
+    CHECK(v != NULL);
+    kiln_npz_add(c, "input", v);
+    kiln_ndarray_free(v);
+    kiln_npz_free(z);
+    return c;
+}
+
+/* Top-1 of each of the 360 held-out samples under the model at path. */
+static int top1(const char *path, int *cls) {
+    kiln_graph *g = kiln_onnx_import(path, "input:[360,1,8,8]");
+    char pkg[4200];
+    snprintf(pkg, sizeof pkg, "%s/quantize_top1.tar", g_tmp);
+    kiln_status st = g ? kiln_graph_compile(g, pkg, NULL) : KILN_ERR_INVALID;
+    kiln_graph_free(g);
+    kiln_executor *e = st == KILN_OK ? kiln_executor_load(pkg) : NULL;
+    kiln_npz *z = kiln_npz_load(g_heldout);
+    int ok = e && z && kiln_executor_set_input(e, "input", kiln_npz_get(z, "input")) == KILN_OK &&
+             kiln_executor_run(e) == KILN_OK;
+    if (ok) {
+        const float *y = kiln_ndarray_data(kiln_executor_output(e, 0));
+        for (int i = 0; i < 360; i++) {
+            cls[i] = 0;
+            for (int k = 1; k < 10; k++)
+                if (y[i * 10 + k] > y[i * 10 + cls[i]])
+                    cls[i] = k;
+        }
+    } else {
+        fprintf(stderr, "top1 %s: %s\n", path, kiln_last_error());
+    }
+    kiln_npz_free(z);
+    kiln_executor_free(e);
+    return ok;
+}
+
+static int count_op(const char *path, const char *op) {
+    kiln_graph *g = kiln_onnx_import(path, NULL);
+    int n = 0;
+    for (int i = 0; g && i < kiln_graph_num_nodes(g); i++)
+        n += !strcmp(kiln_graph_node_op(g, i), op);
+    kiln_graph_free(g);
+    return n;
+}
+
+static void test_quantize_digits(void) {
+    paths();
+    kiln_npz *c = calibration(96);
+    char out[4200], *report = NULL;
+    snprintf(out, sizeof out, "%s/digits_int8.onnx", g_tmp);
+    CHECK_EQ_INT(kiln_onnx_quantize(g_model, c, out, NULL, &report), KILN_OK);
+    CHECK_CONTAINS(report, "quantized 4 activations (uint8, min-max over 96 samples)");
+    CHECK_CONTAINS(report, "4 weights (int8, per channel)");
+    kiln_free(report);
+    /* the QDQ model imports as QNN ops: a quantize and dequantize per
+       activation (the weights' dequantize of a constant folds at import
+       into the float weight it stands for) */
+    CHECK_EQ_INT(count_op(out, "qnn.quantize"), 4);
+    CHECK_EQ_INT(count_op(out, "qnn.dequantize"), 4);
+    int f[360], q[360], agree = 0;
+    CHECK(top1(g_model, f) && top1(out, q));
+    for (int i = 0; i < 360; i++)
+        agree += f[i] == q[i];
+    printf("digits: int8 (min-max, per channel) agrees with float on %d of 360\n", agree);
+    CHECK(agree >= 357); /* 99 % */
+    /* percentile calibration and per-tensor weights */
+    kiln_quantize_options *o = kiln_quantize_options_new();
+    CHECK_EQ_INT(kiln_quantize_options_set(o, "calibration", "percentile"), KILN_OK);
+    CHECK_EQ_INT(kiln_quantize_options_set(o, "percentile", "99.9"), KILN_OK);
+    CHECK_EQ_INT(kiln_quantize_options_set(o, "per-channel", "0"), KILN_OK);
+    CHECK_EQ_INT(kiln_quantize_options_set(o, "max-samples", "64"), KILN_OK);
+    CHECK_EQ_INT(kiln_onnx_quantize(g_model, c, out, o, &report), KILN_OK);
+    CHECK_CONTAINS(report, "percentile over 64 samples");
+    CHECK_CONTAINS(report, "(int8, per tensor)");
+    kiln_free(report);
+    agree = 0;
+    CHECK(top1(out, q));
+    for (int i = 0; i < 360; i++)
+        agree += f[i] == q[i];
+    printf("digits: int8 (percentile 99.9, per tensor) agrees with float on %d of 360\n", agree);
+    CHECK(agree >= 350);
+    kiln_quantize_options_free(o);
+    kiln_npz_free(c);
+}
+
+/* Calibration data of one zero array `name` of n digit-shaped samples. */
+static kiln_npz *one_array(const char *name, kiln_dtype dt, int64_t n) {
+    kiln_npz *c = kiln_npz_new();
+    int64_t d[4] = {n, 1, 8, 8};
+    kiln_ndarray *a = kiln_ndarray_empty(dt, 4, d);
+    kiln_npz_add(c, name, a);
+    kiln_ndarray_free(a);
+    return c;
+}
+
+static void test_errors(void) {
+    paths();
+    char out[4200];
+    snprintf(out, sizeof out, "%s/bad_int8.onnx", g_tmp);
+    kiln_quantize_options *o = kiln_quantize_options_new();
+    CHECK_EQ_INT(kiln_quantize_options_set(o, "calibration", "entropy"), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "not minmax or percentile");
+    CHECK_EQ_INT(kiln_quantize_options_set(o, "percentile", "101"), KILN_ERR_INVALID);
+    CHECK_EQ_INT(kiln_quantize_options_set(o, "batch", "0"), KILN_ERR_INVALID);
+    CHECK_EQ_INT(kiln_quantize_options_set(o, "colour", "red"), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "unknown quantize option 'colour'");
+    /* calibration data without the model's input, of another dtype, or
+       not filling the batches */
+    kiln_npz *c = one_array("pixels", KILN_FLOAT32, 8);
+    CHECK_EQ_INT(kiln_onnx_quantize(g_model, c, out, NULL, NULL), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "no array 'input'");
+    kiln_npz_free(c);
+    c = one_array("input", KILN_INT32, 8);
+    CHECK_EQ_INT(kiln_onnx_quantize(g_model, c, out, NULL, NULL), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "calibration array 'input' is int32");
+    kiln_npz_free(c);
+    c = one_array("input", KILN_FLOAT32, 9);
+    CHECK_EQ_INT(kiln_onnx_quantize(g_model, c, out, NULL, NULL), KILN_ERR_INVALID);
+    CHECK_CONTAINS(kiln_last_error(), "do not fill batches of 8");
+    CHECK_EQ_INT(kiln_quantize_options_set(o, "batch", "3"), KILN_OK);
+    CHECK_EQ_INT(kiln_onnx_quantize(g_model, c, out, o, NULL), KILN_OK);
+    CHECK_EQ_INT(kiln_onnx_quantize("/nonexistent/m.onnx", c, out, o, NULL), KILN_ERR_IO);
+    CHECK_CONTAINS(kiln_last_error(), "/nonexistent/m.onnx");
+    kiln_npz_free(c);
+    kiln_quantize_options_free(o);
+}
+
+TEST_MAIN(TEST(test_quantize_digits), TEST(test_errors))
