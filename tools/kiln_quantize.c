@@ -9,25 +9,24 @@
 #include "kiln_compile.h"
 
 static void quantize_usage(FILE *f) {
-    fprintf(f,
-            "usage: kiln quantize MODEL.onnx --calibration DATA.npz -o MODEL_INT8.onnx\n"
-            "                     [--method minmax|percentile] [--percentile P] [--per-tensor]\n"
-            "                     [--max-samples N] [--batch N] [--input-shapes S]\n\n"
-            "Quantize a float model after training: run it on the calibration data, take\n"
-            "each activation's range, and write a QDQ ONNX model (QuantizeLinear and\n"
-            "DequantizeLinear around the inputs of Conv, MatMul and Gemm; uint8 activations,\n"
-            "symmetric int8 weights per output channel). ONNX Runtime runs the result too.\n\n"
-            "  --calibration FILE  an .npz with one array per model input (its name), the\n"
-            "                      samples along dim 0\n"
-            "  -o, --output FILE   the quantized model\n"
-            "  --method M          minmax (default) or percentile (clip the outliers)\n"
-            "  --percentile P      the share of values kept with --method percentile\n"
-            "                      (default 99.999)\n"
-            "  --per-tensor        one weight scale per tensor instead of per channel\n"
-            "  --max-samples N     use at most N calibration samples\n"
-            "  --batch N           samples per run where the batch dim is symbolic (8)\n"
-            "  --input-shapes S    as kiln compile takes them\n"
-            "  --help              print this message\n");
+    fprintf(f, "usage: kiln quantize MODEL.onnx --calibration DATA.npz -o MODEL_INT8.onnx\n"
+               "                     [--method minmax|percentile] [--percentile P] [--per-tensor]\n"
+               "                     [--max-samples N] [--batch N] [--input-shapes S]\n\n"
+               "Quantize a float model after training: run it on the calibration data, take\n"
+               "each activation's range, and write a QDQ ONNX model (QuantizeLinear and\n"
+               "DequantizeLinear around the inputs of Conv, MatMul and Gemm; uint8 activations,\n"
+               "symmetric int8 weights per output channel). ONNX Runtime runs the result too.\n\n"
+               "  --calibration FILE  an .npz with one array per model input (its name), the\n"
+               "                      samples along dim 0\n"
+               "  -o, --output FILE   the quantized model\n"
+               "  --method M          minmax (default) or percentile (clip the outliers)\n"
+               "  --percentile P      the share of values kept with --method percentile\n"
+               "                      (default 99.999)\n"
+               "  --per-tensor        one weight scale per tensor instead of per channel\n"
+               "  --max-samples N     use at most N calibration samples\n"
+               "  --batch N           samples per run where the batch dim is symbolic (8)\n"
+               "  --input-shapes S    as kiln compile takes them\n"
+               "  --help              print this message\n");
 }
 
 int kiln_cmd_quantize(int argc, char **argv) {
@@ -42,8 +41,8 @@ int kiln_cmd_quantize(int argc, char **argv) {
                           : !strcmp(a, "--batch")        ? "batch"
                           : !strcmp(a, "--input-shapes") ? "input-shapes"
                                                          : NULL;
-        int takes = key || !strcmp(a, "--calibration") || !strcmp(a, "-o") ||
-                    !strcmp(a, "--output");
+        int takes =
+            key || !strcmp(a, "--calibration") || !strcmp(a, "-o") || !strcmp(a, "--output");
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             quantize_usage(stdout);
             kiln_quantize_options_free(o);
@@ -64,8 +63,7 @@ int kiln_cmd_quantize(int argc, char **argv) {
         } else if (!strcmp(a, "--per-tensor")) {
             kiln_quantize_options_set(o, "per-channel", "0");
         } else if (a[0] == '-' || model) {
-            fprintf(stderr, "kiln quantize: unexpected argument '%s' (kiln quantize --help)\n",
-                    a);
+            fprintf(stderr, "kiln quantize: unexpected argument '%s' (kiln quantize --help)\n", a);
             rc = 2;
         } else {
             model = a;

@@ -404,15 +404,24 @@ const kiln_ndarray *imp_const(const imp *I, int id) {
 }
 
 /* Fold call id now if it reads only constants and is cheap (see
- * IMPORT_FOLD_MAX_ELEMENTS: I->fold_max); 0 with imp_fail's error. */
+ * IMPORT_FOLD_MAX_ELEMENTS: I->fold_max); 0 with imp_fail's error. A call
+ * that makes floats of an int8 or uint8 constant (a quantized weight's
+ * DequantizeLinear) is left to FoldConstant: the graph keeps the quantized
+ * weight for FakeQuantizationToInteger until the passes run. */
 static int fold_if_constant(imp *I, const Onnx__NodeProto *n, int id) {
     const gnode *c = graph_node(I->g, id);
     if (!c->op->compute || c->type.is_tuple || c->op->pattern > OP_COMM_REDUCE)
         return 1;
-    for (int i = 0; i < c->nin; i++)
-        if (!imp_const(I, c->in[i]))
-            return 1;
     const gtensor_type *t = &c->type.t[0];
+    for (int i = 0; i < c->nin; i++) {
+        const kiln_ndarray *v = imp_const(I, c->in[i]);
+        if (!v)
+            return 1;
+        kiln_dtype dt = kiln_ndarray_dtype(v);
+        if ((dt == KILN_INT8 || dt == KILN_UINT8) &&
+            (t->dtype == KILN_FLOAT32 || t->dtype == KILN_FLOAT16 || t->dtype == KILN_FLOAT64))
+            return 1;
+    }
     int64_t dims[MAXD], count;
     for (int d = 0; d < t->ndim; d++) {
         if (t->dims[d].sym)

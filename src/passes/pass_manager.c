@@ -178,6 +178,8 @@ static const pass_row k_passes[] = {
     {"PartitionGraph", 0, run_partition_graph, 1},
     {"AlterOpLayout", 3, pass_alter_op_layout, 0},
     {"DeadCodeElimination", 1, pass_dce, 0},
+    /* opt level 4: only when named (kiln compile --pass ...) */
+    {"FakeQuantizationToInteger", 4, pass_fake_quantization, 0},
 };
 #define NPASSES (int)(sizeof k_passes / sizeof k_passes[0])
 
@@ -197,13 +199,13 @@ int pass_known(const char *name) {
 const char *pass_names(void) {
     return "InferType, SimplifyInference, EliminateCommonSubexpr, FoldConstant, "
            "SimplifyExpr, MergeComposite, AnnotateTarget, MergeCompilerRegions, PartitionGraph, "
-           "AlterOpLayout, DeadCodeElimination, FuseOps, ConcatViews";
+           "AlterOpLayout, DeadCodeElimination, FakeQuantizationToInteger, FuseOps, ConcatViews";
 }
 
 const char *kiln_pass_list(void) {
     return "InferType:0,SimplifyInference:0,EliminateCommonSubexpr:3,FoldConstant:2,"
            "SimplifyExpr:3,MergeComposite:0,AnnotateTarget:0,MergeCompilerRegions:0,"
-           "PartitionGraph:0,AlterOpLayout:3,DeadCodeElimination:1";
+           "PartitionGraph:0,AlterOpLayout:3,DeadCodeElimination:1,FakeQuantizationToInteger:4";
 }
 
 static int copy_node(struct kiln_graph *r, const struct kiln_graph *g, const gnode *n,

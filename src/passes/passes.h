@@ -110,6 +110,8 @@ KILN_HIDDEN struct kiln_graph *pass_simplify_expr(struct kiln_graph *g, const pa
 
 /* FoldConstant (fold_constant.c): a new graph, or NULL with an error. */
 KILN_HIDDEN struct kiln_graph *pass_fold_constant(struct kiln_graph *g, const pass_env *env);
+/* FakeQuantizationToInteger (fake_quant.c): QDQ sub-graphs into QNN ops. */
+KILN_HIDDEN struct kiln_graph *pass_fake_quantization(struct kiln_graph *g, const pass_env *env);
 
 /* AlterOpLayout (alter_layout.c): convolutions to NCHW[x]c with packed
  * weights, dense weights transposed; a new graph, or NULL with an error. */

@@ -10,76 +10,7 @@
 #include <string.h>
 
 #include "../runtime/runtime_internal.h"
-#include "pattern_internal.h"
-
-/* A rule: a pattern, its %names the callback reads, and the callback. */
-typedef struct rule rule;
-typedef int (*rule_fn)(kiln_rewrite *rw, const rule *r);
-struct rule {
-    const char *text;
-    rule_fn fn;
-    kiln_pattern *p, *x[6]; /* the pattern and its named parts %a .. %f */
-};
-
-static int run_rule(kiln_rewrite *rw, void *user) {
-    const rule *r = user;
-    return r->fn(rw, r);
-}
-
-static const gnode *pre(const kiln_rewrite *rw, const kiln_pattern *p) {
-    int id = kiln_rewrite_pre_node(rw, p);
-    return id >= 0 ? kiln_rewrite_pre(rw)->nodes[id] : NULL;
-}
-
-static int post(kiln_rewrite *rw, const kiln_pattern *p) {
-    return kiln_rewrite_post_node(rw, p);
-}
-
-static const gnode *root(const kiln_rewrite *rw) {
-    return kiln_rewrite_pre(rw)->nodes[kiln_rewrite_root(rw)];
-}
-
-/* A call in the new graph, typed; -1 on an error. */
-static int call(kiln_rewrite *rw, const char *op, int nin, const int *in, const char *attrs,
-                const char *name) {
-    struct kiln_graph *r = kiln_rewrite_post(rw);
-    int id = kiln_graph_call(r, op, nin, in, attrs, name);
-    return id < 0 || graph_infer_node(r, id) != KILN_OK ? -1 : id;
-}
-
-/* Run `rules` (texts parsed here) over g to a fixed point. */
-static struct kiln_graph *run_rules(struct kiln_graph *g, rule *rules, int n) {
-    kiln_pattern_set *sets[8] = {0};
-    const kiln_pattern *pats[8];
-    pattern_rewrite_fn fns[8];
-    void *users[8];
-    struct kiln_graph *r = NULL;
-    for (int k = 0; k < n; k++) {
-        kiln_pattern_set *s = sets[k] = kiln_pattern_set_new(); /* each rule's %names */
-        if (!s || !(rules[k].p = kiln_pattern_parse(s, rules[k].text)))
-            goto done;
-        for (int i = 0; i < 6; i++) {
-            char nm[2] = {(char)('a' + i), 0};
-            rules[k].x[i] = kiln_pattern_named(s, nm);
-        }
-        pats[k] = rules[k].p;
-        fns[k] = run_rule;
-        users[k] = &rules[k];
-    }
-    r = pattern_rewrite_all(g, n, pats, fns, users);
-done:
-    for (int k = 0; k < n; k++)
-        kiln_pattern_set_free(sets[k]);
-    return r;
-}
-
-static double at(const kiln_ndarray *a, int64_t i) {
-    switch (kiln_ndarray_dtype(a)) {
-    case KILN_FLOAT32: return ((const float *)kiln_ndarray_data(a))[i];
-    case KILN_FLOAT64: return ((const double *)kiln_ndarray_data(a))[i];
-    default: return NAN;
-    }
-}
+#include "rules.h"
 
 /* ---- SimplifyInference ------------------------------------------------------------
  * batch_norm(x, gamma, beta, mean, var) with constant parameters becomes
@@ -90,7 +21,7 @@ static double at(const kiln_ndarray *a, int64_t i) {
 
 static int fold_batch_norm(kiln_rewrite *rw, const rule *r) {
     (void)r;
-    const gnode *n = root(rw);
+    const gnode *n = rule_root(rw);
     const struct kiln_graph *g = kiln_rewrite_pre(rw);
     if (!n->type.known || n->type.is_tuple)
         return KILN_REWRITE_SKIP;
@@ -115,8 +46,8 @@ static int fold_batch_norm(kiln_rewrite *rw, const rule *r) {
     kiln_ndarray *shift = kiln_ndarray_empty(xt->dtype, nd, shape);
     double eps = graph_attr_float(n, "epsilon", 1e-5);
     for (int64_t k = 0; scale && shift && k < c; k++) {
-        double s = at(p[0], k) / sqrt(at(p[3], k) + eps);
-        double b = at(p[1], k) - at(p[2], k) * s;
+        double s = rule_at(p[0], k) / sqrt(rule_at(p[3], k) + eps);
+        double b = rule_at(p[1], k) - rule_at(p[2], k) * s;
         if (xt->dtype == KILN_FLOAT32) {
             ((float *)kiln_ndarray_data(scale))[k] = (float)s;
             ((float *)kiln_ndarray_data(shift))[k] = (float)b;
@@ -135,16 +66,16 @@ static int fold_batch_norm(kiln_rewrite *rw, const rule *r) {
     kiln_ndarray_free(shift);
     if (sc < 0 || sh < 0)
         return -1;
-    int m[2] = {post(rw, r->x[0]), sc};
-    int mul = call(rw, "multiply", 2, m, NULL, n->name);
+    int m[2] = {rule_post(rw, r->x[0]), sc};
+    int mul = rule_call(rw, "multiply", 2, m, NULL, n->name);
     int a[2] = {mul, sh};
-    return mul < 0 ? -1 : call(rw, "add", 2, a, NULL, n->name);
+    return mul < 0 ? -1 : rule_call(rw, "add", 2, a, NULL, n->name);
 }
 
 struct kiln_graph *pass_simplify_inference(struct kiln_graph *g, const pass_env *env) {
     (void)env;
     rule rules[] = {{"nn.batch_norm(%a, const, const, const, const)", fold_batch_norm, NULL, {0}}};
-    return run_rules(g, rules, 1);
+    return rule_run(g, rules, 1);
 }
 
 /* ---- SimplifyExpr ------------------------------------------------------------------ */
@@ -153,7 +84,7 @@ struct kiln_graph *pass_simplify_inference(struct kiln_graph *g, const pass_env 
 static int scalar_const(const gnode *n, double *v) {
     if (!n || n->kind != GN_CONST || kiln_ndarray_numel(n->value) != 1)
         return 0;
-    *v = at(n->value, 0);
+    *v = rule_at(n->value, 0);
     return !isnan(*v);
 }
 
@@ -171,13 +102,13 @@ static int last_axis_mean(const gnode *n) {
  * bit (both are x scaled by a power of two, rounded once) without a vector
  * division per element (about 5 cycles each on Zen). */
 static int divide_by_power_of_two(kiln_rewrite *rw, const rule *r) {
-    const gnode *c = pre(rw, r->x[1]);
+    const gnode *c = rule_pre(rw, r->x[1]);
     if (kiln_ndarray_dtype(c->value) != KILN_FLOAT32 || kiln_ndarray_numel(c->value) > 4096)
         return KILN_REWRITE_SKIP;
     int64_t k = kiln_ndarray_numel(c->value);
     for (int64_t i = 0; i < k; i++) {
         int e;
-        double v = at(c->value, i), m = frexp(v, &e);
+        double v = rule_at(c->value, i), m = frexp(v, &e);
         if (!isfinite(v) || fabs(m) != 0.5 || e - 1 < -125 || e - 1 > 125)
             return KILN_REWRITE_SKIP;
     }
@@ -186,12 +117,12 @@ static int divide_by_power_of_two(kiln_rewrite *rw, const rule *r) {
         return -1;
     float *d = kiln_ndarray_data(inv); /* a clone is compact */
     for (int64_t i = 0; i < k; i++)
-        d[i] = 1.0f / (float)at(c->value, i);
+        d[i] = 1.0f / (float)rule_at(c->value, i);
     char nm[256];
     snprintf(nm, sizeof nm, "%s.reciprocal", c->name ? c->name : "");
     int ci = graph_const_take(kiln_rewrite_post(rw), nm, inv);
-    int in[2] = {post(rw, r->x[0]), ci};
-    return ci < 0 ? -1 : call(rw, "multiply", 2, in, NULL, root(rw)->name);
+    int in[2] = {rule_post(rw, r->x[0]), ci};
+    return ci < 0 ? -1 : rule_call(rw, "multiply", 2, in, NULL, rule_root(rw)->name);
 }
 
 /* An average pool or a 2-D convolution (NCHW) reading a constant zero
@@ -204,7 +135,7 @@ static int divide_by_power_of_two(kiln_rewrite *rw, const rule *r) {
  * Zen 5. A pool with padding of its own that it does not count keeps the
  * pad. */
 static int fold_pad(kiln_rewrite *rw, const rule *r) {
-    const gnode *n = root(rw), *p = pre(rw, r->x[0]);
+    const gnode *n = rule_root(rw), *p = rule_pre(rw, r->x[0]);
     int pool = !strcmp(n->op->name, "nn.avg_pool2d");
     int64_t pw[16], pad[8];
     if (p->nin != 1 || graph_attr_ints(p, "pad_width", pw, 16) != 8 || pw[0] || pw[1] || pw[2] ||
@@ -224,8 +155,9 @@ static int fold_pad(kiln_rewrite *rw, const rule *r) {
     static const char *const skip_pool[] = {"padding", "count_include_pad", NULL},
                              *const skip_conv[] = {"padding", NULL};
     char *attrs = pass_attrs_text(n, pool ? skip_pool : skip_conv, extra);
-    int in[2] = {post(rw, r->x[1]), n->nin > 1 ? post(rw, r->x[2]) : -1}; /* pad's input */
-    int id = attrs ? call(rw, n->op->name, n->nin, in, attrs, n->name) : -1;
+    int in[2] = {rule_post(rw, r->x[1]),
+                 n->nin > 1 ? rule_post(rw, r->x[2]) : -1}; /* pad's input */
+    int id = attrs ? rule_call(rw, n->op->name, n->nin, in, attrs, n->name) : -1;
     free(attrs);
     return id;
 }
@@ -235,25 +167,26 @@ static int fold_pad(kiln_rewrite *rw, const rule *r) {
  * runs as six kernels with plain reductions: one nn.layer_norm. The gamma
  * and beta after it are the next two rules. */
 static int layer_norm_core(kiln_rewrite *rw, const rule *r) {
-    const gnode *x = pre(rw, r->x[0]), *m = pre(rw, r->x[1]), *v = pre(rw, r->x[2]);
-    const gnode *p = pre(rw, r->x[4]);
+    const gnode *x = rule_pre(rw, r->x[0]), *m = rule_pre(rw, r->x[1]), *v = rule_pre(rw, r->x[2]);
+    const gnode *p = rule_pre(rw, r->x[4]);
     double eps, two = 2;
-    if (!p || !last_axis_mean(m) || !last_axis_mean(v) || !scalar_const(pre(rw, r->x[3]), &eps) ||
-        eps < 0 || !x->type.known || x->type.is_tuple || x->type.t[0].dtype != KILN_FLOAT32)
+    if (!p || !last_axis_mean(m) || !last_axis_mean(v) ||
+        !scalar_const(rule_pre(rw, r->x[3]), &eps) || eps < 0 || !x->type.known ||
+        x->type.is_tuple || x->type.t[0].dtype != KILN_FLOAT32)
         return KILN_REWRITE_SKIP;
     if (!strcmp(p->op->name, "power") &&
         (!scalar_const(kiln_rewrite_pre(rw)->nodes[p->in[1]], &two) || two != 2.0))
         return KILN_REWRITE_SKIP;
     char attrs[96];
     snprintf(attrs, sizeof attrs, "axis=-1, epsilon=%.9g", eps);
-    int in = post(rw, r->x[0]);
-    return call(rw, "nn.layer_norm", 1, &in, attrs, root(rw)->name);
+    int in = rule_post(rw, r->x[0]);
+    return rule_call(rw, "nn.layer_norm", 1, &in, attrs, rule_root(rw)->name);
 }
 
 /* nn.layer_norm(x [, gamma]) then a multiply by gamma (add of beta): a
  * float32 constant over the last axis, the norm read by nothing else. */
 static int layer_norm_affine(kiln_rewrite *rw, const rule *r) {
-    const gnode *ln = pre(rw, r->x[0]), *c = pre(rw, r->x[1]);
+    const gnode *ln = rule_pre(rw, r->x[0]), *c = rule_pre(rw, r->x[1]);
     int beta = ln->nin == 2; /* the rule for beta matches a norm with gamma */
     const gtensor_type *t = &ln->type.t[0];
     int64_t axis = graph_attr_int(ln, "axis", -1);
@@ -263,13 +196,13 @@ static int layer_norm_affine(kiln_rewrite *rw, const rule *r) {
         kiln_ndarray_dtype(c->value) != KILN_FLOAT32)
         return KILN_REWRITE_SKIP;
     int in[3]; /* the norm's own inputs, then the constant */
-    in[0] = post(rw, r->x[2]);
+    in[0] = rule_post(rw, r->x[2]);
     if (beta)
-        in[1] = post(rw, r->x[3]);
-    in[ln->nin] = post(rw, r->x[1]);
+        in[1] = rule_post(rw, r->x[3]);
+    in[ln->nin] = rule_post(rw, r->x[1]);
     char attrs[96];
     snprintf(attrs, sizeof attrs, "axis=-1, epsilon=%.9g", graph_attr_float(ln, "epsilon", 1e-5));
-    return call(rw, "nn.layer_norm", ln->nin + 1, in, attrs, root(rw)->name);
+    return rule_call(rw, "nn.layer_norm", ln->nin + 1, in, attrs, rule_root(rw)->name);
 }
 
 /* FoldScaleAxis: a convolution whose only reader multiplies it by a
@@ -277,14 +210,15 @@ static int layer_norm_affine(kiln_rewrite *rw, const rule *r) {
  * norm's scale) convolves with the weights scaled instead, rounded once as
  * the multiply would have, so no multiply is left (TVM's FoldScaleAxis). */
 static int fold_scale(kiln_rewrite *rw, const rule *r) {
-    const gnode *conv = pre(rw, r->x[0]), *w = pre(rw, r->x[1]), *s = pre(rw, r->x[2]);
+    const gnode *conv = rule_pre(rw, r->x[0]), *w = rule_pre(rw, r->x[1]),
+                *s = rule_pre(rw, r->x[2]);
     const kiln_ndarray *wv = w->value, *sv = s->value;
     if (kiln_rewrite_uses(rw, conv->id) != 1 || kiln_ndarray_dtype(wv) != KILN_FLOAT32 ||
         kiln_ndarray_dtype(sv) != KILN_FLOAT32 || kiln_ndarray_ndim(wv) != 4 ||
         strcmp(graph_attr_str(conv, "kernel_layout", "OIHW"), "OIHW") ||
         strcmp(graph_attr_str(conv, "data_layout", "NCHW"), "NCHW") ||
-        strcmp(graph_attr_str(conv, "out_layout", ""), "") || !root(rw)->type.known ||
-        !gtype_equal(&root(rw)->type, &conv->type))
+        strcmp(graph_attr_str(conv, "out_layout", ""), "") || !rule_root(rw)->type.known ||
+        !gtype_equal(&rule_root(rw)->type, &conv->type))
         return KILN_REWRITE_SKIP;
     int64_t O = kiln_ndarray_dim(wv, 0);
     int nd = kiln_ndarray_ndim(sv);
@@ -306,8 +240,8 @@ static int fold_scale(kiln_rewrite *rw, const rule *r) {
     snprintf(nm, sizeof nm, "%s.scaled", w->name ? w->name : "");
     int wi = graph_const_take(kiln_rewrite_post(rw), nm, scaled);
     char *attrs = pass_attrs_text(conv, NULL, "");
-    int in[2] = {post(rw, r->x[3]), wi};
-    int id = wi >= 0 && attrs ? call(rw, "nn.conv2d", 2, in, attrs, conv->name) : -1;
+    int in[2] = {rule_post(rw, r->x[3]), wi};
+    int id = wi >= 0 && attrs ? rule_call(rw, "nn.conv2d", 2, in, attrs, conv->name) : -1;
     free(attrs);
     return id;
 }
@@ -330,5 +264,5 @@ struct kiln_graph *pass_simplify_expr(struct kiln_graph *g, const pass_env *env)
         {"add(%a=nn.layer_norm(%c, %d), %b=const)", layer_norm_affine, NULL, {0}},
         {"multiply(%a=nn.conv2d(%d, %b=const), %c=const)", fold_scale, NULL, {0}},
     };
-    return run_rules(g, rules, (int)(sizeof rules / sizeof rules[0]));
+    return rule_run(g, rules, (int)(sizeof rules / sizeof rules[0]));
 }

@@ -10,6 +10,7 @@
 #include "kiln/graph.h"
 #include "kiln/onnx.h"
 #include "kiln/runtime.h"
+#include "kiln/schedule.h"
 
 static char g_model[4096], g_heldout[4096], g_tmp[4096];
 
@@ -79,10 +80,10 @@ static void test_quantize_digits(void) {
     CHECK_CONTAINS(report, "4 weights (int8, per channel)");
     kiln_free(report);
     /* the QDQ model imports as QNN ops: a quantize and dequantize per
-       activation (the weights' dequantize of a constant folds at import
-       into the float weight it stands for) */
+       activation, a dequantize per weight (kept for the passes: FoldConstant
+       folds it into the float weight it stands for) */
     CHECK_EQ_INT(count_op(out, "qnn.quantize"), 4);
-    CHECK_EQ_INT(count_op(out, "qnn.dequantize"), 4);
+    CHECK_EQ_INT(count_op(out, "qnn.dequantize"), 8);
     int f[360], q[360], agree = 0;
     CHECK(top1(g_model, f) && top1(out, q));
     for (int i = 0; i < 360; i++)
@@ -119,6 +120,63 @@ static kiln_npz *one_array(const char *name, kiln_dtype dt, int64_t n) {
     return c;
 }
 
+/* FakeQuantizationToInteger on the QDQ model: integer convolutions and
+ * dense layers, the same answers. */
+static void test_fake_quantization(void) {
+    paths();
+    kiln_npz *c = calibration(96);
+    char out[4200];
+    snprintf(out, sizeof out, "%s/digits_int8_fq.onnx", g_tmp);
+    CHECK_EQ_INT(kiln_onnx_quantize(g_model, c, out, NULL, NULL), KILN_OK);
+    kiln_npz_free(c);
+    kiln_graph *g = kiln_onnx_import(out, "input:[360,1,8,8]");
+    kiln_graph *r = g ? kiln_graph_run_pass(g, "FakeQuantizationToInteger", NULL) : NULL;
+    CHECK(r != NULL);
+    int conv = 0, dense = 0, fconv = 0, fdense = 0, bias_i32 = 0;
+    for (int i = 0; r && i < kiln_graph_num_nodes(r); i++) {
+        const char *op = kiln_graph_node_op(r, i);
+        conv += !strcmp(op, "qnn.conv2d");
+        dense += !strcmp(op, "qnn.dense") || !strcmp(op, "qnn.batch_matmul");
+        fconv += !strcmp(op, "nn.conv2d");
+        fdense += !strcmp(op, "nn.dense") || !strcmp(op, "nn.batch_matmul");
+        bias_i32 += !strcmp(op, "nn.bias_add") && kiln_graph_node_dtype(r, i) == KILN_INT32;
+    }
+    CHECK_EQ_INT(conv, 2);
+    CHECK_EQ_INT(fconv, 0);
+    CHECK_EQ_INT(bias_i32, 2); /* the convolutions' biases on the accumulators' grid */
+    printf("FakeQuantizationToInteger: %d qnn.conv2d, %d integer matmuls, %d float ones\n", conv,
+           dense, fdense);
+    CHECK(dense + fdense == 2);
+    /* compiled with the pass (run first, by name), against the float model */
+    char pkg[4200];
+    snprintf(pkg, sizeof pkg, "%s/quantize_fq.tar", g_tmp);
+    kiln_build_options *o = kiln_build_options_new();
+    CHECK_EQ_INT(kiln_build_options_set(o, "pass", "FakeQuantizationToInteger"), KILN_OK);
+    CHECK_EQ_INT(kiln_graph_compile(g, pkg, o), KILN_OK);
+    kiln_build_options_free(o);
+    kiln_executor *e = kiln_executor_load(pkg);
+    kiln_npz *z = kiln_npz_load(g_heldout);
+    int f[360], agree = 0;
+    CHECK(top1(g_model, f));
+    if (e && z && kiln_executor_set_input(e, "input", kiln_npz_get(z, "input")) == KILN_OK &&
+        kiln_executor_run(e) == KILN_OK) {
+        const float *y = kiln_ndarray_data(kiln_executor_output(e, 0));
+        for (int i = 0; i < 360; i++) {
+            int best = 0;
+            for (int k = 1; k < 10; k++)
+                if (y[i * 10 + k] > y[i * 10 + best])
+                    best = k;
+            agree += best == f[i];
+        }
+    }
+    printf("digits: integer convolutions agree with float on %d of 360\n", agree);
+    CHECK(agree >= 357);
+    kiln_executor_free(e);
+    kiln_npz_free(z);
+    kiln_graph_free(r);
+    kiln_graph_free(g);
+}
+
 static void test_errors(void) {
     paths();
     char out[4200];
@@ -151,4 +209,4 @@ static void test_errors(void) {
     kiln_quantize_options_free(o);
 }
 
-TEST_MAIN(TEST(test_quantize_digits), TEST(test_errors))
+TEST_MAIN(TEST(test_quantize_digits), TEST(test_fake_quantization), TEST(test_errors))
