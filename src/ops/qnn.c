@@ -210,6 +210,25 @@ static kiln_status compute_quant_unary(kiln_ctx *ctx, const gnode *call, kiln_te
     return out[0] ? KILN_OK : KILN_ERR_INVALID;
 }
 
+/* The layout hook of quantize, dequantize and requantize: with every
+ * parameter per tensor, the op runs in its data's blocked NCHW[x]c layout
+ * (it reads the data at its own index and the parameters at 0), so a
+ * quantized model's QDQ pairs between blocked convolutions need no layout
+ * transforms; per channel, it needs NCHW (the row's LAYOUT_PLAIN). */
+static int alter_quant(const gnode *call, const layout_query *q, layout_rewrite *rw) {
+    int b = q->block[call->in[0]];
+    if (!b)
+        return 0;
+    for (int i = 1; i < call->nin; i++) {
+        const gtensor_type *t = ops_node_type(call->graph->nodes[call->in[i]]);
+        if (!t || t->ndim > 1 || (t->ndim == 1 && t->dims[0].v != 1))
+            return 0;
+    }
+    rw->in[0].block = b;
+    rw->out_block = b;
+    return 1;
+}
+
 /* ---- qnn.add, qnn.mul ----------------------------------------------------------------
  * Inputs: lhs, rhs, lhs_scale, lhs_zero_point, rhs_scale, rhs_zero_point,
  * output_scale, output_zero_point (Relay's order); per-tensor parameters.
@@ -450,7 +469,8 @@ static kiln_status compute_qconcat(kiln_ctx *ctx, const gnode *call, kiln_tensor
 #define QROW(nm, lo, hi, schema, relation, pat, fn, var, sym, sum)                                 \
     {                                                                                              \
         .name = nm, .min_in = lo, .max_in = hi, .attrs = schema, .rel = relation, .pattern = pat,  \
-        .compute = fn, .summary = sum, .variant = var, .sym_dims = sym                             \
+        .compute = fn, .summary = sum, .variant = var, .sym_dims = sym,                            \
+        .alter = pat == OP_ELEMWISE ? alter_quant : NULL                                           \
     }
 
 const kiln_op_def ops_qnn_rows[] = {

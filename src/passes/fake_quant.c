@@ -95,7 +95,8 @@ static int dequantize_acc(kiln_rewrite *rw, int acc, int scale, int axis, const 
     char attrs[32];
     snprintf(attrs, sizeof attrs, "axis=%d", axis);
     int in[3] = {acc, scale, zid};
-    return acc < 0 || scale < 0 || zid < 0 ? -1 : rule_call(rw, "qnn.dequantize", 3, in, attrs, name);
+    return acc < 0 || scale < 0 || zid < 0 ? -1
+                                           : rule_call(rw, "qnn.dequantize", 3, in, attrs, name);
 }
 
 /* The quantized product of rule r's root: the data's dequantize at %a
@@ -114,9 +115,8 @@ static int quantized_product(kiln_rewrite *rw, const rule *r, const char *op, in
     char *attrs = pass_attrs_text(n, skip, extra_attrs);
     if (!attrs)
         return -1;
-    int in[6] = {rule_post(rw, r->x[1]),        post_of(rw, w.n->in[0]),
-                 post_of(rw, x.n->in[2]),       post_of(rw, w.n->in[2]),
-                 post_of(rw, x.n->in[1]),       post_of(rw, w.n->in[1])};
+    int in[6] = {rule_post(rw, r->x[1]),  post_of(rw, w.n->in[0]), post_of(rw, x.n->in[2]),
+                 post_of(rw, w.n->in[2]), post_of(rw, x.n->in[1]), post_of(rw, w.n->in[1])};
     int acc = rule_call(rw, op, 6, in, attrs, n->name);
     free(attrs);
     return dequantize_acc(rw, acc, product_scale(rw, &x, &w, "acc_scale"), out_axis, n->name);
@@ -145,8 +145,8 @@ static int fake_matmul(kiln_rewrite *rw, const rule *r) {
     if (!t || !b || graph_attr_int(n, "transpose_a", 0))
         return KILN_REWRITE_SKIP;
     int tb = graph_attr_int(n, "transpose_b", 0) != 0;
-    return quantized_product(rw, r, "qnn.batch_matmul", tb ? b->ndim - 2 : b->ndim - 1,
-                             t->ndim - 1, "out_dtype=\"int32\"");
+    return quantized_product(rw, r, "qnn.batch_matmul", tb ? b->ndim - 2 : b->ndim - 1, t->ndim - 1,
+                             "out_dtype=\"int32\"");
 }
 
 /* bias_add(dequantize(acc int32, s, 0), bias): the bias on acc's grid. */
@@ -173,8 +173,9 @@ static int fake_bias(kiln_rewrite *rw, const rule *r) {
     const float *s = kiln_ndarray_data(d.scale), *bv = kiln_ndarray_data(b);
     for (int64_t k = 0; k < nb; k++) {
         double v = rint((double)bv[k] / s[d.count == 1 ? 0 : k]);
-        ((int32_t *)kiln_ndarray_data(q))[k] =
-            (int32_t)(v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : v);
+        ((int32_t *)kiln_ndarray_data(q))[k] = (int32_t)(v > INT32_MAX   ? INT32_MAX
+                                                         : v < INT32_MIN ? INT32_MIN
+                                                                         : v);
     }
     int qb = kiln_graph_const(kiln_rewrite_post(rw), "bias_quantized", q);
     kiln_ndarray_free(q);
@@ -207,14 +208,22 @@ struct kiln_graph *pass_fake_quantization(struct kiln_graph *g, const pass_env *
     (void)env;
     rule rules[] = {
         {"nn.conv2d(%a=qnn.dequantize(%b, const, const), %e=qnn.dequantize(const, const, const))",
-         fake_conv, NULL, {0}},
+         fake_conv,
+         NULL,
+         {0}},
         {"nn.dense(%a=qnn.dequantize(%b, const, const), %e=qnn.dequantize(const, const, const))",
-         fake_dense, NULL, {0}},
+         fake_dense,
+         NULL,
+         {0}},
         {"nn.batch_matmul(%a=qnn.dequantize(%b, const, const), "
          "%e=qnn.dequantize(const, const, const))",
-         fake_matmul, NULL, {0}},
+         fake_matmul,
+         NULL,
+         {0}},
         {"nn.bias_add(%a=qnn.dequantize(%b, const, const), const)", fake_bias, NULL, {0}},
-        {"qnn.quantize(%a=qnn.dequantize(*, const, const), const, const)", fake_requantize, NULL,
+        {"qnn.quantize(%a=qnn.dequantize(*, const, const), const, const)",
+         fake_requantize,
+         NULL,
          {0}},
     };
     return rule_run(g, rules, (int)(sizeof rules / sizeof rules[0]));

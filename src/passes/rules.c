@@ -29,7 +29,7 @@ const gnode *rule_root(const kiln_rewrite *rw) {
 
 /* A call in the new graph, typed; -1 on an error. */
 int rule_call(kiln_rewrite *rw, const char *op, int nin, const int *in, const char *attrs,
-                const char *name) {
+              const char *name) {
     struct kiln_graph *r = kiln_rewrite_post(rw);
     int id = kiln_graph_call(r, op, nin, in, attrs, name);
     return id < 0 || graph_infer_node(r, id) != KILN_OK ? -1 : id;
@@ -68,4 +68,3 @@ double rule_at(const kiln_ndarray *a, int64_t i) {
     default: return NAN;
     }
 }
-

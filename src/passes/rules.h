@@ -23,8 +23,8 @@ KILN_HIDDEN int rule_post(kiln_rewrite *rw, const kiln_pattern *p);
 /* The matched node (the pattern's root) in the graph before. */
 KILN_HIDDEN const gnode *rule_root(const kiln_rewrite *rw);
 /* A call in the new graph, typed; -1 on an error. */
-KILN_HIDDEN int rule_call(kiln_rewrite *rw, const char *op, int nin, const int *in, const char *attrs,
-                     const char *name);
+KILN_HIDDEN int rule_call(kiln_rewrite *rw, const char *op, int nin, const int *in,
+                          const char *attrs, const char *name);
 /* Run `rules` (at most 8; their texts parsed here) over g to a fixed point. */
 KILN_HIDDEN struct kiln_graph *rule_run(struct kiln_graph *g, rule *rules, int n);
 /* Element i of a float32 or float64 array as a double (NaN for others). */

@@ -70,6 +70,20 @@ static int count_op(const char *path, const char *op) {
     return n;
 }
 
+/* The layout_transforms AlterOpLayout leaves in the model at path. */
+static int layout_transforms(const char *path) {
+    kiln_graph *g = kiln_onnx_import(path, NULL);
+    kiln_graph *f = g ? kiln_graph_run_pass(g, "FoldConstant", NULL) : NULL;
+    kiln_graph *a = f ? kiln_graph_run_pass(f, "AlterOpLayout", NULL) : NULL;
+    int n = a ? 0 : -1;
+    for (int i = 0; a && i < kiln_graph_num_nodes(a); i++)
+        n += !strcmp(kiln_graph_node_op(a, i), "layout_transform");
+    kiln_graph_free(a);
+    kiln_graph_free(f);
+    kiln_graph_free(g);
+    return n;
+}
+
 static void test_quantize_digits(void) {
     paths();
     kiln_npz *c = calibration(96);
@@ -118,6 +132,34 @@ static kiln_npz *one_array(const char *name, kiln_dtype dt, int64_t n) {
     kiln_npz_add(c, name, a);
     kiln_ndarray_free(a);
     return c;
+}
+
+/* Per-tensor quantize and dequantize run in the convolutions' blocked
+ * layout: the narrow ResNet-50 (models/e2e) quantized has the float
+ * model's layout transforms, none around its QDQ pairs. */
+static void test_qdq_blocked_layout(void) {
+    paths();
+    char model[4200], out[4200];
+    const char *src = getenv("KILN_SOURCE_DIR");
+    snprintf(model, sizeof model, "%s/models/e2e/resnet50_narrow.onnx", src ? src : ".");
+    snprintf(out, sizeof out, "%s/resnet50_narrow_int8.onnx", g_tmp);
+    kiln_npz *c = kiln_npz_new();
+    int64_t d[4] = {2, 3, 64, 64};
+    kiln_ndarray *x = kiln_ndarray_empty(KILN_FLOAT32, 4, d);
+    float *p = kiln_ndarray_data(x);
+    for (int64_t i = 0; i < kiln_ndarray_numel(x); i++)
+        p[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
+    kiln_npz_add(c, "input", x);
+    kiln_ndarray_free(x);
+    char *report = NULL;
+    CHECK_EQ_INT(kiln_onnx_quantize(model, c, out, NULL, &report), KILN_OK);
+    CHECK_CONTAINS(report, "per channel");
+    kiln_free(report);
+    kiln_npz_free(c);
+    int lt = layout_transforms(model), lq = layout_transforms(out);
+    printf("resnet50_narrow: %d layout transforms in float, %d quantized\n", lt, lq);
+    CHECK(lt >= 0 && lt < 10);
+    CHECK_EQ_INT(lq, lt);
 }
 
 /* FakeQuantizationToInteger on the QDQ model: integer convolutions and
@@ -209,4 +251,5 @@ static void test_errors(void) {
     kiln_quantize_options_free(o);
 }
 
-TEST_MAIN(TEST(test_quantize_digits), TEST(test_fake_quantization), TEST(test_errors))
+TEST_MAIN(TEST(test_quantize_digits), TEST(test_qdq_blocked_layout), TEST(test_fake_quantization),
+          TEST(test_errors))

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""int8_bench.py: a model quantized by `kiln quantize` (QDQ ONNX), run by
+kiln and by ONNX Runtime, against both runs of the float model, in the same
+session (rounds alternate). Prints ms per run, the ratios and the CPU. A
+benchmark, not a test: CI never runs it.
+
+    PYTHONPATH=python python bench/int8_bench.py --model build/bench-models/resnet50.onnx
+        [--input-shapes "input:[1,3,224,224]"] [--calib-samples 16] [--rounds 5] [--runs 10]
+        [--fake-quant]      also kiln with FakeQuantizationToInteger (integer ops)
+
+The calibration data is random (N(0, 1)); with random weights, what this
+measures is speed, not accuracy (test_quantize checks that on the digits CNN).
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+
+import numpy as np  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+
+import kiln  # noqa: E402
+from python_overhead import cpu_model, isa  # noqa: E402
+
+
+def timed(fn, runs):
+    fn()
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        ts.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(ts)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--input-shapes", default=None)
+    ap.add_argument("--calib-samples", type=int, default=16)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--fake-quant", action="store_true")
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="kiln-int8-")
+    sess = ort.InferenceSession(a.model, providers=["CPUExecutionProvider"])
+    inp = sess.get_inputs()[0]
+    shape = [d if isinstance(d, int) else 1 for d in inp.shape]
+    rng = np.random.RandomState(0)
+    calib = {inp.name: rng.randn(a.calib_samples, *shape[1:]).astype("float32")}
+    q = os.path.join(tmp, "model_int8.onnx")
+    t0 = time.perf_counter()
+    print(kiln.quantize(a.model, calib, q, input_shapes=a.input_shapes,
+                        batch=shape[0]), f"({time.perf_counter() - t0:.1f} s)")
+    x = {inp.name: rng.randn(*shape).astype("float32")}
+    shapes = {inp.name: shape}
+    ways = {}
+    for name, path, extra in (("kiln float", a.model, {}), ("kiln int8 (QDQ)", q, {})) + (
+            (("kiln int8 (integer ops)", q, {"pass_": "FakeQuantizationToInteger"}),)
+            if a.fake_quant else ()):
+        g = kiln.from_onnx(path, shape_dict=shapes)
+        m = kiln.runtime.load(kiln.graph.compile(g, os.path.join(tmp, f"{len(ways)}.tar"), **extra))
+        gm = kiln.runtime.GraphModule(m)
+        gm.set_input(**x)
+        ways[name] = gm.run
+    so = ort.SessionOptions()
+    for name, path in (("ORT float", a.model), ("ORT int8 (QDQ)", q)):
+        s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        ways[name] = (lambda s=s: s.run(None, x))
+    res = {k: [] for k in ways}
+    names = list(ways)
+    for r in range(a.rounds):
+        for k in names[r % len(names):] + names[:r % len(names)]:
+            res[k].append(timed(ways[k], a.runs))
+    med = {k: statistics.median(v) for k, v in res.items()}
+    print(f"\n{os.path.basename(a.model)}; CPU: {cpu_model()} ({isa()}), "
+          f"{kiln.runtime.num_threads()} threads; {a.rounds} rounds of {a.runs} runs, medians")
+    print("| way | ms | / ORT float | / ORT int8 |\n|---|---:|---:|---:|")
+    for k in names:
+        print(f"| {k} | {med[k]:.2f} | {med[k] / med['ORT float']:.2f} | "
+              f"{med[k] / med['ORT int8 (QDQ)']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
