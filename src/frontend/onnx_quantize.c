@@ -197,7 +197,8 @@ static void add_tensor(builder *b, const char *name, int dt, int nd, const int64
         return;
     }
     onnx__tensor_proto__init(t);
-    memcpy(d, dims, (size_t)nd * sizeof *d);
+    if (nd)
+        memcpy(d, dims, (size_t)nd * sizeof *d);
     memcpy(data, raw, bytes);
     t->name = (char *)name;
     t->n_dims = (size_t)nd;
