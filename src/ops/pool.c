@@ -150,14 +150,38 @@ static rel_result rel_global_pool(const struct kiln_graph *g, const gnode *call,
 
 /* ---- computes ---------------------------------------------------------------------- */
 
-/* What a window reduces: the max, the sum, or the sum of |x|^p. */
+/* The dtype an average of dt sums in: dt for floats; integers widen, so
+ * the sum of a window cannot overflow (int8 and uint8: int32). */
+static kiln_dtype avg_sum_dtype(kiln_dtype dt) {
+    if (ops_is_float_dtype(dt))
+        return dt;
+    return kiln_dtype_size(dt) >= 4 ? KILN_INT64 : KILN_INT32;
+}
+
+/* What a window reduces: the max, the sum (wide for integers), or the sum
+ * of |x|^p. */
 static kiln_expr window_reduce(kiln_ctx *ctx, int kind, double p, kiln_dtype dt, kiln_expr v, int n,
                                const kiln_expr *axes) {
     if (kind == POOL_MAX || kind == POOL_ARGMAX)
         return kiln_max_reduce(v, n, axes);
     if (kind == POOL_LP)
         v = kiln_pow(kiln_abs(v), ops_const(ctx, dt, p));
+    else if (avg_sum_dtype(dt) != dt)
+        v = kiln_cast(avg_sum_dtype(dt), v);
     return kiln_sum(v, n, axes);
+}
+
+/* The average s / cnt of an integer window (s, cnt in s's wide dtype),
+ * rounded half away from zero as TFLite's int8 AveragePool, in dtype out;
+ * a float one divides. */
+static kiln_expr average(kiln_ctx *ctx, kiln_expr s, kiln_expr cnt, kiln_dtype sum_dt,
+                         kiln_dtype out) {
+    if (ops_is_float_dtype(sum_dt))
+        return kiln_div(s, cnt);
+    kiln_expr half = kiln_floordiv(cnt, ops_const(ctx, sum_dt, 2));
+    kiln_expr q = kiln_select(kiln_ge(s, ops_const(ctx, sum_dt, 0)),
+                              kiln_div(kiln_add(s, half), cnt), kiln_div(kiln_sub(s, half), cnt));
+    return kiln_cast(out, q);
 }
 
 typedef struct {
@@ -195,7 +219,7 @@ static kiln_expr pool_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
  * p-th root of the sum. */
 static kiln_expr finish_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     pool_args *a = u;
-    kiln_dtype dt = kiln_tensor_dtype(a->sum);
+    kiln_dtype dt = kiln_tensor_dtype(a->sum), out = kiln_tensor_dtype(a->p);
     kiln_expr s = kiln_tensor_at(a->sum, a->nd, i);
     if (a->kind == POOL_LP)
         return kiln_pow(s, ops_const(ctx, dt, 1.0 / a->lp));
@@ -203,7 +227,7 @@ static kiln_expr finish_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
         int64_t size = 1;
         for (int d = 0; d < a->nsp; d++)
             size *= a->k[d];
-        return kiln_div(s, ops_const(ctx, dt, (double)size));
+        return average(ctx, s, ops_const(ctx, dt, (double)size), dt, out);
     }
     kiln_expr cnt = NULL;
     for (int d = 0; d < a->nsp; d++) {
@@ -225,7 +249,7 @@ static kiln_expr finish_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
         n = kiln_max(n, ops_int(ctx, 1));
         cnt = cnt ? kiln_mul(cnt, n) : n;
     }
-    return kiln_div(s, kiln_cast(dt, cnt));
+    return average(ctx, s, kiln_cast(dt, cnt), dt, out);
 }
 
 /* The lowest value of dt: max pooling's padding. */
@@ -383,11 +407,11 @@ static kiln_expr gsum_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
 
 static kiln_expr gfinish_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     gpool_args *a = u;
-    kiln_dtype dt = kiln_tensor_dtype(a->x);
+    kiln_dtype dt = kiln_tensor_dtype(a->x), sdt = kiln_tensor_dtype(a->sum);
     kiln_expr s = kiln_tensor_at(a->sum, a->nd, i);
     if (a->kind == POOL_LP)
         return kiln_pow(s, ops_const(ctx, dt, 1.0 / a->lp));
-    return kiln_div(s, ops_const(ctx, dt, (double)a->count));
+    return average(ctx, s, ops_const(ctx, sdt, (double)a->count), sdt, dt);
 }
 
 static kiln_status compute_global_pool(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,

@@ -154,4 +154,48 @@ static void test_unpool_index_range(void) {
     }
 }
 
-TEST_MAIN(TEST(test_conv_errors), TEST(test_pool_errors), TEST(test_unpool_index_range))
+/* Integer average pooling sums in int32 (a window of uint8 200s does not
+ * wrap) and rounds half away from zero, as TFLite's int8 AveragePool. */
+static int64_t avg_of(const char *op, const char *attrs, kiln_dtype dt, const int64_t *d,
+                      const int8_t *vals, int n, int k) {
+    kiln_graph *g = kiln_graph_new();
+    int x = kiln_graph_var(g, "x", dt, 4, d, NULL);
+    int y = kiln_graph_call(g, op, 1, &x, attrs, "pool");
+    kiln_graph_set_outputs(g, 1, &y, NULL);
+    char pkg[4096];
+    snprintf(pkg, sizeof pkg, "%s/int_avg_pool.tar",
+             getenv("KILN_TEST_TMP") ? getenv("KILN_TEST_TMP") : ".");
+    CHECK_EQ_INT(kiln_graph_compile(g, pkg, NULL), KILN_OK);
+    kiln_graph_free(g);
+    kiln_executor *e = kiln_executor_load(pkg);
+    kiln_ndarray *a = kiln_ndarray_empty(dt, 4, d);
+    for (int i = 0; i < n; i++)
+        ((int8_t *)kiln_ndarray_data(a))[i] = vals[i];
+    int64_t r = -999;
+    if (e && kiln_executor_set_input(e, "x", a) == KILN_OK && kiln_executor_run(e) == KILN_OK) {
+        const kiln_ndarray *o = kiln_executor_output(e, 0);
+        r = dt == KILN_UINT8 ? ((const uint8_t *)kiln_ndarray_data(o))[k]
+                             : ((const int8_t *)kiln_ndarray_data(o))[k];
+    }
+    kiln_ndarray_free(a);
+    kiln_executor_free(e);
+    return r;
+}
+
+static void test_int_average_pool(void) {
+    int64_t d[4] = {1, 1, 2, 2};
+    int8_t v[16];
+    memset(v, (int8_t)200, sizeof v);
+    v[0] = (int8_t)201;
+    v[1] = (int8_t)202; /* (201 + 202 + 200 + 200) / 4 = 200.75 */
+    CHECK_EQ_INT(avg_of("nn.avg_pool2d", "pool_size=[2, 2]", KILN_UINT8, d, v, 4, 0), 201);
+    int8_t w[4] = {-1, -2, 0, 1}; /* -2 / 4 = -0.5: away from zero */
+    CHECK_EQ_INT(avg_of("nn.global_avg_pool2d", NULL, KILN_INT8, d, w, 4, 0), -1);
+    int8_t z[4] = {-100, -100, -100, -100};
+    CHECK_EQ_INT(avg_of("nn.avg_pool2d", "pool_size=[2, 2]", KILN_INT8, d, z, 4, 0), -100);
+    int8_t h[4] = {1, 0, 0, 1}; /* 0.5 */
+    CHECK_EQ_INT(avg_of("nn.global_avg_pool2d", NULL, KILN_INT8, d, h, 4, 0), 1);
+}
+
+TEST_MAIN(TEST(test_conv_errors), TEST(test_pool_errors), TEST(test_unpool_index_range),
+          TEST(test_int_average_pool))

@@ -1019,6 +1019,8 @@ static const workload g_work[] = {
     {"nn.max_pool3d_with_argmax", "f32[1,2,4,5,6]",
      "pool_size=[2, 3, 2], strides=[1, 2, 2], padding=[0, 1, 1, 1, 1, 0], storage_order=1"},
     {"nn.global_avg_pool2d", "f32[2,3,5,4]", NULL},
+    {"nn.global_avg_pool2d", "i8[2,3,5,4]", NULL},
+    {"nn.avg_pool2d", "u8[1,3,7,7]", "pool_size=[3, 2], padding=[1, 1, 1, 1]"},
     {"nn.global_max_pool2d", "f32[2,3,5,4]", NULL},
     {"nn.global_lp_pool2d", "f32[2,3,5,4]", NULL},
     {"nn.global_lp_pool2d", "f64[2,3,4,2,3]", "p=3"},
