@@ -29,13 +29,18 @@ struct kiln_quantize_options {
     int64_t batch;   /* samples per run where the batch dim is symbolic */
 };
 
+/* The defaults (kiln/onnx.h). */
+static void defaults_of(kiln_quantize_options *o) {
+    memset(o, 0, sizeof *o);
+    o->pct = 99.999;
+    o->per_channel = 1;
+    o->batch = 8;
+}
+
 kiln_quantize_options *kiln_quantize_options_new(void) {
     kiln_quantize_options *o = kiln_calloc(1, sizeof *o);
-    if (o) {
-        o->pct = 99.999;
-        o->per_channel = 1;
-        o->batch = 8;
-    }
+    if (o)
+        defaults_of(o);
     return o;
 }
 
@@ -254,10 +259,7 @@ kiln_status kiln_onnx_quantize(const char *model_path, const kiln_npz *calib, co
     if (!model_path || !calib || !out_path)
         return kiln_set_error(KILN_ERR_INVALID, "quantize: NULL argument");
     kiln_quantize_options defaults;
-    memset(&defaults, 0, sizeof defaults);
-    defaults.pct = 99.999;
-    defaults.per_channel = 1;
-    defaults.batch = 8;
+    defaults_of(&defaults);
     const kiln_quantize_options *o = opts ? opts : &defaults;
     if (report)
         *report = NULL;

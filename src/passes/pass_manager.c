@@ -6,6 +6,7 @@
  * graph, "pass" build option) run first, in the order given. Also the small passes:
  * DeadCodeElimination, EliminateCommonSubexpr and SimplifyInference. */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,16 +197,30 @@ int pass_known(const char *name) {
     return 0;
 }
 
+/* The two lists of the pass table, made from it once: names ("InferType,
+ * SimplifyInference, ..., FuseOps, ConcatViews") and name:level pairs. */
+static char g_names[1024], g_levels[1024];
+static pthread_once_t g_lists_once = PTHREAD_ONCE_INIT;
+
+static void make_lists(void) {
+    size_t a = (size_t)snprintf(g_names, sizeof g_names, "InferType");
+    size_t b = (size_t)snprintf(g_levels, sizeof g_levels, "InferType:0");
+    for (int i = 0; i < NPASSES; i++) {
+        a += (size_t)snprintf(g_names + a, sizeof g_names - a, ", %s", k_passes[i].name);
+        b += (size_t)snprintf(g_levels + b, sizeof g_levels - b, ",%s:%d", k_passes[i].name,
+                              k_passes[i].opt_level);
+    }
+    snprintf(g_names + a, sizeof g_names - a, ", FuseOps, ConcatViews");
+}
+
 const char *pass_names(void) {
-    return "InferType, SimplifyInference, EliminateCommonSubexpr, FoldConstant, "
-           "SimplifyExpr, MergeComposite, AnnotateTarget, MergeCompilerRegions, PartitionGraph, "
-           "AlterOpLayout, DeadCodeElimination, FakeQuantizationToInteger, FuseOps, ConcatViews";
+    pthread_once(&g_lists_once, make_lists);
+    return g_names;
 }
 
 const char *kiln_pass_list(void) {
-    return "InferType:0,SimplifyInference:0,EliminateCommonSubexpr:3,FoldConstant:2,"
-           "SimplifyExpr:3,MergeComposite:0,AnnotateTarget:0,MergeCompilerRegions:0,"
-           "PartitionGraph:0,AlterOpLayout:3,DeadCodeElimination:1,FakeQuantizationToInteger:4";
+    pthread_once(&g_lists_once, make_lists);
+    return g_levels;
 }
 
 static int copy_node(struct kiln_graph *r, const struct kiln_graph *g, const gnode *n,
