@@ -69,6 +69,10 @@ KILN_HIDDEN void *kiln_malloc(size_t n);
 KILN_HIDDEN void *kiln_calloc(size_t n, size_t size);
 KILN_HIDDEN void *kiln_realloc(void *p, size_t n);
 KILN_HIDDEN char *kiln_strdup(const char *s);
+/* Room for one more element in arr (n used of *cap, each elem bytes),
+ * doubling from `first`: the array (maybe moved; *cap updated), or NULL
+ * with KILN_ERR_NOMEM and arr left as it was. */
+KILN_HIDDEN void *kiln_grow(void *arr, int n, int *cap, int first, size_t elem);
 
 /* A bump allocator: everything is freed at once by arena_free. */
 typedef struct arena arena;

@@ -74,14 +74,10 @@ static value *push(kiln_args *a) {
         kiln_set_error(KILN_ERR_INVALID, "kiln_args: no list");
         return NULL;
     }
-    if (a->n == a->cap) {
-        int cap = a->cap ? 2 * a->cap : 4;
-        value *v = kiln_realloc(a->v, (size_t)cap * sizeof *v);
-        if (!v)
-            return NULL;
-        a->v = v;
-        a->cap = cap;
-    }
+    value *v = kiln_grow(a->v, a->n, &a->cap, 4, sizeof *v);
+    if (!v)
+        return NULL;
+    a->v = v;
     value *x = &a->v[a->n++];
     memset(x, 0, sizeof *x);
     return x;
@@ -295,15 +291,11 @@ kiln_status kiln_func_register(const char *name, kiln_func *f, int override) {
         g_entries[i].fn = kiln_func_retain(f);
     } else {
         char *copy = kiln_strdup(name);
-        entry *e = g_n == g_cap
-                       ? kiln_realloc(g_entries, (size_t)(g_cap ? 2 * g_cap : 16) * sizeof *e)
-                       : g_entries;
-        if (!copy || !e) {
+        entry *e = copy ? kiln_grow(g_entries, g_n, &g_cap, 16, sizeof *e) : NULL;
+        if (!e) {
             free(copy);
             st = KILN_ERR_NOMEM;
         } else {
-            if (g_n == g_cap)
-                g_cap = g_cap ? 2 * g_cap : 16;
             g_entries = e;
             g_entries[g_n].name = copy;
             g_entries[g_n++].fn = kiln_func_retain(f);

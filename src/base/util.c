@@ -28,6 +28,16 @@ void *kiln_realloc(void *p, size_t n) {
     return q;
 }
 
+void *kiln_grow(void *arr, int n, int *cap, int first, size_t elem) {
+    if (n < *cap)
+        return arr;
+    int c = *cap ? 2 * *cap : first;
+    void *p = kiln_realloc(arr, (size_t)c * elem);
+    if (p)
+        *cap = c;
+    return p;
+}
+
 char *kiln_strdup(const char *s) {
     size_t n = strlen(s) + 1;
     char *d = kiln_malloc(n);

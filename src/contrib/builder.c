@@ -66,14 +66,10 @@ kiln_status kiln_codegen_builder_add_pattern(kiln_codegen_builder *b, const char
                                              const char *pattern, kiln_pattern_pred check) {
     if (!b || !name || !pattern)
         return kiln_set_error(KILN_ERR_INVALID, "codegen builder: NULL argument");
-    if (b->nrows == b->cap) {
-        int cap = b->cap ? 2 * b->cap : 8;
-        kiln_codegen_pattern *r = kiln_realloc(b->rows, (size_t)cap * sizeof *r);
-        if (!r)
-            return KILN_ERR_NOMEM;
-        b->rows = r;
-        b->cap = cap;
-    }
+    kiln_codegen_pattern *rows = kiln_grow(b->rows, b->nrows, &b->cap, 8, sizeof *rows);
+    if (!rows)
+        return KILN_ERR_NOMEM;
+    b->rows = rows;
     kiln_codegen_pattern *row = &b->rows[b->nrows];
     row->name = kiln_strdup(name);
     row->pattern = kiln_strdup(pattern);
