@@ -398,6 +398,16 @@ _SIGS = {
 }
 
 
+# te's math and arithmetic builders: kiln_NAME(expr) and kiln_NAME(expr, expr)
+TE_UNARY = ["exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "floor", "ceil", "abs",
+            "round", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+            "acosh", "atanh", "neg", "not"]
+TE_BINARY = ["add", "sub", "mul", "div", "mod", "floordiv", "floormod", "min", "max", "eq", "ne",
+             "lt", "le", "gt", "ge", "and", "or", "pow", "shl", "shr"]
+_SIGS.update({"kiln_" + n: (P, P) for n in TE_UNARY})
+_SIGS.update({"kiln_" + n: (P, P, P) for n in TE_BINARY})
+
+
 class _Funcs:
     """The C functions, with their signatures set (``C.kiln_graph_new()``)."""
 

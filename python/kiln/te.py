@@ -25,28 +25,13 @@ import threading
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 from . import ndarray as _nd
-from ._lib import COMPUTE_FN, C, KilnError, check, check_ptr, lib, raise_in_c
+from ._lib import COMPUTE_FN, TE_BINARY, TE_UNARY, C, KilnError, check, check_ptr, raise_in_c
 
 P = ctypes.c_void_p
 _bmax = builtins.max
 
-# math intrinsics: kiln_NAME(expr) -> expr
-_UNARY = ["exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "floor", "ceil", "abs",
-          "round", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
-          "acosh", "atanh", "neg", "not"]
-_BINARY = ["add", "sub", "mul", "div", "mod", "floordiv", "floormod", "min", "max", "eq", "ne",
-           "lt", "le", "gt", "ge", "and", "or", "pow", "shl", "shr"]
-
-
-def _cfn(name: str, nargs: int) -> Any:
-    f = getattr(lib, name)
-    f.restype = P
-    f.argtypes = [P] * nargs
-    return f
-
-
-_U = {n: _cfn("kiln_" + n, 1) for n in _UNARY}
-_B = {n: _cfn("kiln_" + n, 2) for n in _BINARY}
+_U = {n: getattr(C, "kiln_" + n) for n in TE_UNARY}
+_B = {n: getattr(C, "kiln_" + n) for n in TE_BINARY}
 
 
 class Context:
