@@ -59,3 +59,23 @@ def run_py(args, env=None, cwd=None, check=True):
     if check and r.returncode != 0:
         raise AssertionError(f"{args} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
     return r
+
+
+def run_threads(work, n=4):
+    """Run work(k) for k < n on n threads at once; the exceptions they raised."""
+    import threading
+
+    errors = []
+
+    def guarded(k):
+        try:
+            work(k)
+        except BaseException as e:  # noqa: BLE001 - reported to the test
+            errors.append(e)
+
+    ts = [threading.Thread(target=guarded, args=(k,)) for k in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return errors

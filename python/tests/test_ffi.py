@@ -4,12 +4,11 @@ strings, arrays, graphs and functions, and errors crossing both ways."""
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 
 import kiln
+from conftest import run_threads
 
 
 def test_python_function_called_through_c():
@@ -89,21 +88,13 @@ def test_remove_and_lifetime():
 def test_threads_call_python_functions():
     kiln.register_func("test.py.square", lambda v: v * v, override=True)
     f = kiln.get_global_func("test.py.square")
-    errors = []
 
     def work(k):
-        try:
-            for i in range(200):
-                assert f(i + k) == (i + k) ** 2
-        except BaseException as e:  # noqa: BLE001
-            errors.append(e)
+        for i in range(200):
+            assert f(i + k) == (i + k) ** 2
 
-    ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    assert not errors
+    errors = run_threads(work)
+    assert not errors, errors
 
 
 def test_numpy_scalars_and_in_place_arrays():

@@ -3,6 +3,8 @@ callbacks (pre, post, node_map) run by the C engine, and partitioning."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -85,39 +87,22 @@ def test_rewrite_callback_node_map_and_skip(tmp_path):
     assert rewrite(pat, lambda pre, post, m: None, g).text() == g.text()
 
 
-def test_seed001_fold_quantize_callback():
-    """Seed 001: fold the quantize of a constant into a constant."""
+def test_seed001_fold_quantize_callback(root):
+    """Seed 001: fold the quantize of a constant into a constant, with the
+    example's callback and graph (examples/python/pattern_pass.py)."""
+    import importlib.util
 
-    class FoldQuantize(DFPatternCallback):
-        def __init__(self):
-            super().__init__()
-            self.w, self.scale, self.zp = is_constant(), is_constant(), is_constant()
-            q = is_op("add")(is_op("round")(is_op("divide")(self.w, self.scale)), self.zp)
-            self.pattern = is_op("cast")(is_op("clip")(q)).has_attr({"dtype": "int8"})
-
-        def callback(self, pre, post, node_map):
-            w = node_map[self.w][0].value
-            s = node_map[self.scale][0].value
-            z = node_map[self.zp][0].value
-            clip = pre.inputs[0]
-            lo, hi = clip.attr("a_min", 0.0), clip.attr("a_max", 0.0)
-            q = np.clip(np.round(w / s) + z, lo, hi).astype("int8")
-            return post.graph.const(q, name="folded")
-
-    g = kiln.Graph()
-    x = g.var("x", (8,))
-    w = g.const(np.linspace(-1, 1, 8).astype("float32"))
-    s = g.const(np.float32(0.01))
-    z = g.const(np.float32(3.0))
-    q = op.cast(op.clip(op.add(op.round(op.divide(w, s)), z), a_min=-128.0, a_max=127.0),
-                dtype="int8")
-    y = op.multiply(x, op.multiply(op.subtract(op.cast(q, dtype="float32"), z), s))
-    g.set_outputs([y])
-    g2 = rewrite(FoldQuantize(), g)
+    spec = importlib.util.spec_from_file_location(
+        "pattern_pass", os.path.join(root, "examples", "python", "pattern_pass.py"))
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    g = ex.qdq_graph()
+    g2 = rewrite(ex.FoldQuantize(), g)
     assert "round" not in g2.text() and "divide" not in g2.text()
     folded = [n for n in g2.nodes if n.op == "const" and n.dtype == "int8"]
     assert len(folded) == 1
-    ref = np.clip(np.round(np.linspace(-1, 1, 8) / np.float32(0.01)) + 3, -128, 127)
+    ref = np.clip(np.round(np.linspace(-1, 1, 64).astype("float32") / np.float32(0.01)) + 3,
+                  -128, 127)
     np.testing.assert_array_equal(folded[0].value, ref.astype("int8"))
 
 

@@ -4,12 +4,12 @@ profiles, threads, and clear errors for bad inputs."""
 from __future__ import annotations
 
 import os
-import threading
 
 import numpy as np
 import pytest
 
 import kiln
+from conftest import run_threads
 
 
 @pytest.fixture(scope="module")
@@ -48,25 +48,16 @@ def test_graph_module_benchmark_profile(digits_tar, digits_data, reference):
 
 def test_threads_one_executor_each(digits_tar, digits_data, reference):
     m = kiln.runtime.load(digits_tar)
-    errors = []
 
     def work(k):
-        try:
-            gm = kiln.runtime.GraphModule(m)
-            for i in range(k, 40, 4):
-                gm.run(input=digits_data["input"][i:i + 1])
-                np.testing.assert_allclose(gm.get_output(0)[0], reference[i], rtol=1e-4,
-                                           atol=1e-4)
-                (y,) = m.run([digits_data["input"][i:i + 1]])  # the shared model too
-                np.testing.assert_allclose(y[0], reference[i], rtol=1e-4, atol=1e-4)
-        except BaseException as e:  # noqa: BLE001
-            errors.append(e)
+        gm = kiln.runtime.GraphModule(m)
+        for i in range(k, 40, 4):
+            gm.run(input=digits_data["input"][i:i + 1])
+            np.testing.assert_allclose(gm.get_output(0)[0], reference[i], rtol=1e-4, atol=1e-4)
+            (y,) = m.run([digits_data["input"][i:i + 1]])  # the shared model too
+            np.testing.assert_allclose(y[0], reference[i], rtol=1e-4, atol=1e-4)
 
-    ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    errors = run_threads(work)
     assert not errors, errors
 
 

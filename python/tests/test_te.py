@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import kiln
+from conftest import run_threads
 from kiln import te
 
 
@@ -262,26 +263,16 @@ def test_numpy_scalars_and_dtypes():
 
 
 def test_threads_have_their_own_default_context():
-    import threading
-
-    errors = []
-
-    def work():
-        try:
-            A = te.placeholder((8,), name="A")
-            B = te.compute((8,), lambda i: A[i] + 1.0, name="B")
-            b = np.zeros(8, "float32")
-            kiln.build(te.create_schedule(B.op), [A, B], target="llvm", name="g")(
-                np.ones(8, "float32"), b)
-            assert (b == 2).all()
-            assert te.current_context() is not main
-        except BaseException as e:  # noqa: BLE001
-            errors.append(e)
-
     main = te.current_context()
-    ts = [threading.Thread(target=work) for _ in range(3)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+
+    def work(k):
+        A = te.placeholder((8,), name="A")
+        B = te.compute((8,), lambda i: A[i] + 1.0, name="B")
+        b = np.zeros(8, "float32")
+        kiln.build(te.create_schedule(B.op), [A, B], target="llvm", name="g")(
+            np.ones(8, "float32"), b)
+        assert (b == 2).all()
+        assert te.current_context() is not main
+
+    errors = run_threads(work, 3)
     assert not errors, errors
