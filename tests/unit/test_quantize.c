@@ -18,7 +18,7 @@ static void paths(void) {
     const char *src = getenv("KILN_SOURCE_DIR"), *tmp = getenv("KILN_TEST_TMP");
     snprintf(g_model, sizeof g_model, "%s/models/digits/digits_cnn.onnx", src ? src : ".");
     snprintf(g_heldout, sizeof g_heldout, "%s/models/digits/heldout.npz", src ? src : ".");
-    snprintf(g_tmp, sizeof g_tmp, "%s", tmp ? tmp : ".");
+    snprintf(g_tmp, sizeof g_tmp, "%s", tmp ? tmp : "/tmp");
 }
 
 /* The first n samples of the held-out set as calibration data. */
