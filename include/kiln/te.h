@@ -109,6 +109,15 @@ KILN_API kiln_expr kiln_atanh(kiln_expr a);
 KILN_API kiln_expr kiln_shl(kiln_expr a, kiln_expr b);
 KILN_API kiln_expr kiln_shr(kiln_expr a, kiln_expr b);
 
+/* ---- integer dot products ------------------------------------------------
+ * The int32 sum of int32(a[j]) * int32(b[j]) for j < k, k = 2 or 4; the
+ * operands integers of at most 16 bits (not bool). The int8 kernels' step:
+ * vectorized where b's k values per lane are consecutive (lane l at
+ * l * k + j) and a's are the same in every lane, it becomes one vpdpbusd
+ * (k = 4, uint8 x int8, VNNI) or vpmaddwd (k = 2, uint8 x int16) on x86,
+ * and an exact loop elsewhere. */
+KILN_API kiln_expr kiln_dot(int k, const kiln_expr *a, const kiln_expr *b);
+
 /* ---- reductions ----------------------------------------------------------
  * A reduction must be the whole body of a compute. `axes` are reduce axes. */
 KILN_API kiln_expr kiln_sum(kiln_expr a, int naxes, const kiln_expr *axes);

@@ -194,6 +194,10 @@ static char *horizontal_call(cg_render *r, tir_intrin f, kiln_dtype dt, int lane
     return t;
 }
 
+char *cg_expr(cg_render *r, tir_node e) {
+    return ex(r, e);
+}
+
 static char *ex(cg_render *r, tir_node e) {
     if (r->st)
         return cg_sdup("0");
@@ -245,6 +249,18 @@ static char *ex(cg_render *r, tir_node e) {
             cg_fail(r, KILN_ERR_UNSUPPORTED, BF16_MSG);
             return cg_sdup("0");
         }
+        if (op == TIR_CALL && tir_dot_pairs((tir_intrin)e->aux)) {
+            if (dt != KILN_INT32 || (int)e->nsrc != tir_intrin_nargs((tir_intrin)e->aux)) {
+                cg_fail(r, KILN_ERR_INVALID, "malformed %s node", tir_intrin_name(e->aux));
+                return cg_sdup("0");
+            }
+            return cg_dot(r, e, NULL);
+        }
+        /* an accumulation into a dot product: one multiply-add instruction */
+        if (op == TIR_ADD && dt == KILN_INT32 && e->src[1]->op == TIR_CALL &&
+            tir_dot_pairs((tir_intrin)e->src[1]->aux) && e->src[0]->lanes == L &&
+            (int)e->src[1]->nsrc == tir_intrin_nargs((tir_intrin)e->src[1]->aux))
+            return cg_dot(r, e->src[1], e->src[0]);
         if (op == TIR_CALL && e->aux >= TIR_HSUM && e->aux <= TIR_HMIN) {
             if (e->nsrc != 1 || L != 1 || !cg_lanes_ok(e->src[0]->lanes) || odt != dt) {
                 cg_fail(r, KILN_ERR_INVALID, "malformed %s node", tir_intrin_name(e->aux));

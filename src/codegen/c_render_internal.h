@@ -148,6 +148,11 @@ KILN_HIDDEN int cg_uses_status(tir_node s);
 /* Render statement s at indent `ind` into o (outlined parallel bodies go
  * to r->pre). */
 KILN_HIDDEN void cg_stmt(cg_render *r, kstr *o, tir_node s, int ind);
+/* An expression's C text (c_render.c). */
+KILN_HIDDEN char *cg_expr(cg_render *r, tir_node e);
+/* A dot product call e (TIR_DOT2, TIR_DOT4) plus acc (NULL: none), int32
+ * of e's lanes (c_dot.c). */
+KILN_HIDDEN char *cg_dot(cg_render *r, tir_node e, tir_node acc);
 
 /* ---- c_vmath.c ---- */
 

@@ -25,7 +25,8 @@
     {"strides", GA_INTS, 0, ones}, {"padding", GA_INTS, 0, zeros}, {"dilation", GA_INTS, 0, ones}, \
         {"groups", GA_INT, 0, "1"}, {"channels", GA_INT, 0, NULL},                                 \
         {"kernel_size", GA_INTS, 0, NULL}, {"data_layout", GA_STR, 0, data},                       \
-        {"kernel_layout", GA_STR, 0, kernel}, {"out_dtype", GA_STR, 0, NULL}, {                    \
+        {"kernel_layout", GA_STR, 0, kernel}, {"out_dtype", GA_STR, 0, NULL},                      \
+        {"pad_value", GA_INT, 0, "0"}, {                                                           \
         NULL, 0, 0, NULL                                                                           \
     }
 /* a transposed one's: padding may be negative (it crops the extent) */
@@ -182,7 +183,7 @@ kiln_status ops_conv_compute(kiln_ctx *ctx, const gnode *call, kiln_tensor *cons
     ops_pad_sp(call, nsp, pad);
     conv_args c;
     memset(&c, 0, sizeof c);
-    c.p = ops_pad_window(ctx, call, in[0], nsp, pad, 0);
+    c.p = ops_pad_window(ctx, call, in[0], nsp, pad, (double)graph_attr_int(call, "pad_value", 0));
     c.w = in[1];
     c.nsp = nsp;
     c.icg = wd[1];
@@ -424,12 +425,15 @@ static int alter_conv2d(const gnode *n, const layout_query *q, layout_rewrite *r
     const struct kiln_graph *g = n->graph;
     const gnode *x = g->nodes[n->in[0]], *w = g->nodes[n->in[1]];
     const gtensor_type *xt = ops_node_type(x), *ot = ops_node_type(n);
+    if (xt && xt->dtype == KILN_UINT8)
+        return ops_alter_conv2d_int8(n, q, rw);
     /* the batch may be symbolic: the NCHW[x]c compute and schedule take it */
     if (w->kind != GN_CONST || !xt || !ot || xt->dtype != KILN_FLOAT32 || xt->ndim != 4 ||
         !ops_all_known(xt, 1, 4) || !ops_all_known(ot, 1, ot->ndim) ||
         kiln_ndarray_dtype(w->value) != KILN_FLOAT32 || kiln_ndarray_ndim(w->value) != 4 ||
         strcmp(graph_attr_str(n, "data_layout", "NCHW"), "NCHW") ||
-        strcmp(graph_attr_str(n, "kernel_layout", "OIHW"), "OIHW"))
+        strcmp(graph_attr_str(n, "kernel_layout", "OIHW"), "OIHW") ||
+        graph_attr_int(n, "pad_value", 0))
         return 0;
     int64_t lanes = target_lanes(q->target);
     int64_t O = kiln_ndarray_dim(w->value, 0), I = kiln_ndarray_dim(w->value, 1);
@@ -570,11 +574,17 @@ static rel_result rel_conv2d_nchwc(const struct kiln_graph *g, const gnode *call
                         (long long)w->dims[0].v, (long long)w->dims[1].v, (long long)w->dims[4].v,
                         (long long)ic, ib, (long long)groups);
     }
+    return ops_nchwc_result(g, call, x, w, ob, x->dtype, out);
+}
+
+rel_result ops_nchwc_result(const struct kiln_graph *g, const gnode *call, const gtensor_type *x,
+                            const gtensor_type *w, int64_t ob, kiln_dtype dt, gtype *out) {
     int64_t s[2], d[2], p[2];
     if (!ops_attr2_checked(call, "strides", 1, 1, s) ||
         !ops_attr2_checked(call, "dilation", 1, 1, d) || !ops_pad_sum(call, 2, p))
         return REL_ERROR;
     gtensor_type res = *x;
+    res.dtype = dt;
     res.dims[1] = (gdim){w->dims[0].v, NULL};
     res.dims[4] = (gdim){ob, NULL};
     for (int i = 0; i < 2; i++) {
@@ -584,6 +594,12 @@ static rel_result rel_conv2d_nchwc(const struct kiln_graph *g, const gnode *call
         res.dims[2 + i] = (gdim){o, NULL};
     }
     return ops_set_out(g, out, &res);
+}
+
+void ops_nchwc_window(kiln_ctx *ctx, const kiln_expr *i, const int64_t s[2], const int64_t d[2],
+                      kiln_expr kh, kiln_expr kw, kiln_expr *h, kiln_expr *w) {
+    *h = kiln_add(kiln_mul(i[2], ops_int(ctx, s[0])), kiln_mul(kh, ops_int(ctx, d[0])));
+    *w = kiln_add(kiln_mul(i[3], ops_int(ctx, s[1])), kiln_mul(kw, ops_int(ctx, d[1])));
 }
 
 typedef struct {
@@ -596,10 +612,8 @@ typedef struct {
 
 static kiln_expr convc_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     convc_args *c = u;
-    kiln_expr h =
-        kiln_add(kiln_mul(i[2], ops_int(ctx, c->s[0])), kiln_mul(c->kh, ops_int(ctx, c->d[0])));
-    kiln_expr w =
-        kiln_add(kiln_mul(i[3], ops_int(ctx, c->s[1])), kiln_mul(c->kw, ops_int(ctx, c->d[1])));
+    kiln_expr h, w;
+    ops_nchwc_window(ctx, i, c->s, c->d, c->kh, c->kw, &h, &w);
     kiln_expr z = ops_int(ctx, 0);
     if (c->dw) {
         kiln_expr pi[5] = {i[0], i[1], h, w, i[4]}, wi[6] = {i[1], z, c->kh, c->kw, z, i[4]};
@@ -662,17 +676,18 @@ static kiln_status compute_conv2d_nchwc(kiln_ctx *ctx, const gnode *call, kiln_t
  * the output stage, over the same block. Depthwise convolutions have no
  * reuse across channel blocks: ocb is 1 for them. */
 
-static kiln_status schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
-                                         kiln_tensor *out, const kiln_target *target) {
+kiln_status ops_schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call, kiln_tensor *anchor,
+                                      kiln_tensor *out, const kiln_target *target) {
     int64_t od[5];
     if (kiln_tensor_ndim(out) != 5 || ops_shape(out, od) != 5)
         return KILN_OK;
     int lanes = target_lanes(target), nregs = target->vector_regs;
     int64_t vecs = (od[4] + lanes - 1) / lanes; /* registers per pixel and block */
     int dw = is_depthwise(call);
-    int64_t reg_n, ocb, block_bytes = 4;
+    int64_t reg_n, ocb, block_bytes;
     int pixels_inner;
     const gtensor_type *wt = &call->graph->nodes[call->in[1]]->type.t[0];
+    block_bytes = (int64_t)kiln_dtype_size(wt->dtype);
     for (int d = 1; d < wt->ndim; d++)
         block_bytes *= wt->dims[d].v; /* one output block's weights */
     ops_register_block_knobs(s, "conv", od[3], od[1], vecs, nregs, dw, block_bytes,
@@ -785,7 +800,7 @@ const kiln_op_def ops_conv_rows[] = {
      .pattern = OP_OUT_ELEMWISE_FUSABLE,
      .compute = compute_conv2d_nchwc,
      .summary = "2-D convolution in NCHW[x]c x OIHW[x]i[y]o (nn.conv2d's layout hook makes it)",
-     .schedule = schedule_conv2d_nchwc,
+     .schedule = ops_schedule_conv2d_nchwc,
      .sym_dims = 1},
     {CONV_ROW("nn.conv3d", conv3d_attrs, ops_conv_rel, ops_conv_compute, 3,
               "3-D convolution, NCDHW x OIDHW")},

@@ -95,6 +95,7 @@ OPS_FAMILY(elemwise);
 OPS_FAMILY(broadcast);
 OPS_FAMILY(nn);
 OPS_FAMILY(conv);
+OPS_FAMILY(conv_int8);
 OPS_FAMILY(winograd);
 OPS_FAMILY(pool);
 OPS_FAMILY(reduce);
@@ -211,6 +212,25 @@ KILN_HIDDEN rel_result ops_conv_rel(const struct kiln_graph *g, const gnode *cal
                                     const gtype *const *in, gtype *out);
 KILN_HIDDEN kiln_status ops_conv_compute(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                          kiln_tensor **out);
+/* The blocked convolution's register-blocked schedule (conv.c), shared
+ * by nn.contrib_conv2d_NCHWc and its int8 form. */
+KILN_HIDDEN kiln_status ops_schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call,
+                                                  kiln_tensor *anchor, kiln_tensor *out,
+                                                  const kiln_target *target);
+/* A blocked convolution's output type (conv.c): data x [N, C/x, H, W, x]
+ * and weight w (dims 0, 2, 3: output blocks, KH, KW), output blocks of ob,
+ * dtype dt; strides, dilation and padding from the call. */
+KILN_HIDDEN rel_result ops_nchwc_result(const struct kiln_graph *g, const gnode *call,
+                                        const gtensor_type *x, const gtensor_type *w, int64_t ob,
+                                        kiln_dtype dt, gtype *out);
+/* The input row and column a blocked convolution's output index i (n, c,
+ * oh, ow, ...) reads at tap (kh, kw), with strides s and dilation d. */
+KILN_HIDDEN void ops_nchwc_window(kiln_ctx *ctx, const kiln_expr *i, const int64_t s[2],
+                                  const int64_t d[2], kiln_expr kh, kiln_expr kw, kiln_expr *h,
+                                  kiln_expr *w);
+/* nn.conv2d's layout hook for uint8 data and a constant int8 kernel
+ * (conv_int8.c): nn.contrib_conv2d_NCHWc_int8 where it applies. */
+KILN_HIDDEN int ops_alter_conv2d_int8(const gnode *call, const layout_query *q, layout_rewrite *rw);
 /* nn.dense's and nn.batch_matmul's (nn.c), over inputs 0 and 1. */
 KILN_HIDDEN rel_result ops_dense_rel(const struct kiln_graph *g, const gnode *call,
                                      const gtype *const *in, gtype *out);

@@ -251,7 +251,7 @@ struct kiln_graph *pass_simplify_expr(struct kiln_graph *g, const pass_env *env)
     rule rules[] = {
         {"divide(%a, %b=const) : float32", divide_by_power_of_two, NULL, {0}},
         {"nn.avg_pool2d(%a=nn.pad[pad_mode=\"constant\", pad_value=0](%b)) | "
-         "nn.conv2d(%a, %c)",
+         "nn.conv2d[pad_value=0](%a, %c)",
          fold_pad,
          NULL,
          {0}},

@@ -432,11 +432,38 @@ static int eval_select(ev *E, tir_node e, const uint8_t *m, val *out) {
     return 1;
 }
 
+/* A dot product (TIR_DOT2, TIR_DOT4): int32 sum of the pairs' products. */
+static int eval_dot(ev *E, tir_node e, const uint8_t *m, val *out) {
+    int k = tir_dot_pairs((tir_intrin)e->aux);
+    val a[8];
+    out->uni = 1;
+    for (int j = 0; j < 2 * k; j++) {
+        if (!tir_is_int_dtype((kiln_dtype)e->src[j]->dtype) || e->src[j]->dtype == KILN_BOOL)
+            return fail_expr(E, "a dot product of non-integers:", e), 0;
+        if (!eval(E, e->src[j], m, &a[j]))
+            return 0;
+        out->uni &= a[j].uni;
+    }
+    int n = LANES(E->n, out->uni);
+    int64_t *r = out->p;
+    for (int i = 0; i < n; i++) {
+        int64_t acc = 0;
+        for (int j = 0; j < k; j++)
+            acc += ((const int64_t *)a[j].p)[a[j].uni ? 0 : i] *
+                   ((const int64_t *)a[k + j].p)[a[k + j].uni ? 0 : i];
+        r[i] = te_wrap_int(KILN_INT32, acc);
+    }
+    return 1;
+}
+
 static int eval_call(ev *E, tir_node e, const uint8_t *m, val *out) {
     tir_intrin f = (tir_intrin)e->aux;
     kiln_dtype dt = (kiln_dtype)e->dtype;
     if (f >= TIR_INTRIN_COUNT || (int)e->nsrc != tir_intrin_nargs(f))
         return fail_expr(E, "a call with an unknown intrinsic or argument count:", e), 0;
+    if (tir_dot_pairs(f))
+        return dt == KILN_INT32 ? eval_dot(E, e, m, out)
+                                : (fail_expr(E, "a dot product not of int32:", e), 0);
     val a, b = {NULL, 1};
     if (!eval(E, e->src[0], m, &a))
         return 0;

@@ -367,6 +367,34 @@ kiln_expr kiln_shr(kiln_expr a, kiln_expr b) {
     return intrin(TIR_SHR, 2, a, b);
 }
 
+kiln_expr kiln_dot(int k, const kiln_expr *a, const kiln_expr *b) {
+    if (k != 2 && k != 4) {
+        kiln_set_error(KILN_ERR_INVALID, "dot: %d pairs (2 or 4 are supported)", k);
+        return NULL;
+    }
+    if (!a || !b)
+        return NULL;
+    tir_node args[8];
+    for (int j = 0; j < 2 * k; j++) {
+        tir_node x = j < k ? a[j] : b[j - k];
+        if (!x)
+            return NULL;
+        kiln_dtype dt = (kiln_dtype)x->dtype;
+        if (x->ctx != a[0]->ctx || x->lanes != 1) {
+            kiln_set_error(KILN_ERR_INVALID, "dot: operands from different contexts or vectors");
+            return NULL;
+        }
+        if (!tir_is_int_dtype(dt) || dt == KILN_BOOL || kiln_dtype_size(dt) > 2) {
+            kiln_set_error(KILN_ERR_INVALID,
+                           "dot: operand %d is %s, not an integer of 8 or 16 bits", j,
+                           kiln_dtype_name(dt));
+            return NULL;
+        }
+        args[j] = x;
+    }
+    return tir_call(a[0]->ctx, k == 2 ? TIR_DOT2 : TIR_DOT4, KILN_INT32, 1, 2 * k, args);
+}
+
 /* ---- reductions -------------------------------------------------------------------- */
 
 static tir_node reduce(tir_combiner c, tir_node a, int naxes, const kiln_expr *axes) {

@@ -439,12 +439,18 @@ const char *tir_intrin_name(tir_intrin f) {
     static const char *names[TIR_INTRIN_COUNT] = {
         "exp",   "log",   "sqrt",  "rsqrt", "tanh", "sigmoid", "erf",  "pow",  "floor", "ceil",
         "abs",   "round", "sin",   "cos",   "tan",  "asin",    "acos", "atan", "sinh",  "cosh",
-        "asinh", "acosh", "atanh", "shl",   "shr",  "hsum",    "hmax", "hmin"};
+        "asinh", "acosh", "atanh", "shl",   "shr",  "hsum",    "hmax", "hmin", "dot2",  "dot4"};
     return (unsigned)f < TIR_INTRIN_COUNT ? names[f] : "?";
 }
 
 int tir_intrin_nargs(tir_intrin f) {
+    if (tir_dot_pairs(f))
+        return 2 * tir_dot_pairs(f);
     return f == TIR_POW || f == TIR_SHL || f == TIR_SHR ? 2 : 1;
+}
+
+int tir_dot_pairs(tir_intrin f) {
+    return f == TIR_DOT2 ? 2 : f == TIR_DOT4 ? 4 : 0;
 }
 
 /* ---- node sets ------------------------------------------------------------------ */

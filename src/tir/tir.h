@@ -106,6 +106,12 @@ typedef enum {
     TIR_HSUM,
     TIR_HMAX,
     TIR_HMIN,
+    /* integer dot products, the int8 kernels' multiply-add (ops' kernels
+       build them; the C renderer maps them onto vpdpbusd, vpmaddwd): the
+       int32 sum of int32(a_j) * int32(b_j) over the k pairs, arguments
+       a_0 .. a_k-1, b_0 .. b_k-1 (each an integer of at most 16 bits) */
+    TIR_DOT2,
+    TIR_DOT4,
     TIR_INTRIN_COUNT
 } tir_intrin;
 
@@ -215,6 +221,8 @@ KILN_HIDDEN const char *tir_op_name(tir_op op);
 KILN_HIDDEN const char *tir_intrin_name(tir_intrin f);
 /* The argument count of intrinsic f: 2 for pow and the shifts, else 1. */
 KILN_HIDDEN int tir_intrin_nargs(tir_intrin f);
+/* The pairs of a dot product intrinsic (2 or 4), 0 for the others. */
+KILN_HIDDEN int tir_dot_pairs(tir_intrin f);
 /* 1 if var v occurs anywhere in n. */
 KILN_HIDDEN int tir_uses_var(tir_node n, tir_node v);
 
