@@ -1,5 +1,6 @@
-/* c_dot.c: the C rendering of the integer dot products TIR_DOT2 and
- * TIR_DOT4 (tir.h), the multiply-add of the int8 kernels.
+/* c_dot.c: the fast form of the integer dot products TIR_DOT2 and
+ * TIR_DOT4 (tir.h), the multiply-add of the int8 kernels: the shape the
+ * renderer (c_render.c) asks about, and the helpers it calls.
  *
  * The int8 convolution (src/ops/conv_int8.c) reads, per output vector of
  * L int32 lanes, k consecutive activations a[i..i+k) (the same in every
@@ -130,55 +131,10 @@ static const char *dot_helper(cg_render *r, int k, int L, kiln_dtype adt, kiln_d
     return name;
 }
 
-/* x as int32 at L lanes */
-static char *widened(cg_render *r, tir_node x, int L) {
-    char *a = cg_expr(r, x), *t;
-    if (x->lanes == 1) {
-        t = cg_sfmt("((int32_t)(%s))", a);
-        free(a);
-        return L == 1 ? t : cg_splat(r, KILN_INT32, L, t);
-    }
-    char vt[48];
-    cg_vtype(r, vt, KILN_INT32, L);
-    t = cg_sfmt("__builtin_convertvector(%s, %s)", a, vt);
-    free(a);
-    return t;
-}
-
-char *cg_dot(cg_render *r, tir_node e, tir_node acc) {
+const char *cg_dot_fast(cg_render *r, tir_node e, tir_node op[4]) {
     int k = tir_dot_pairs((tir_intrin)e->aux), L = e->lanes;
-    tir_node abuf, aidx, bbuf, bidx;
-    const char *h = NULL;
-    if (L > 1 && consecutive(r, e->src, k, 0, 1, &abuf, &aidx) &&
-        consecutive(r, e->src + k, k, k, L, &bbuf, &bidx))
-        h = dot_helper(r, k, L, (kiln_dtype)e->src[0]->dtype, (kiln_dtype)e->src[k]->dtype);
-    if (h) {
-        char *an = cg_var_name(r, abuf), *ai = cg_expr(r, aidx), *bn = cg_var_name(r, bbuf),
-             *bi = cg_expr(r, bidx);
-        char *at = acc ? cg_expr(r, acc) : cg_splat(r, KILN_INT32, L, cg_sdup("0"));
-        char *t = cg_sfmt("%s(%s, %s + (%s), %s + (%s))", h, at, an, ai, bn, bi);
-        free(an);
-        free(ai);
-        free(bn);
-        free(bi);
-        free(at);
-        return t;
-    }
-    /* any other shape: the lanes' sum of products in int32 */
-    kstr t;
-    kstr_init(&t);
-    kstr_putc(&t, '(');
-    if (acc) {
-        char *a = cg_expr(r, acc);
-        kstr_printf(&t, "%s + ", a);
-        free(a);
-    }
-    for (int j = 0; j < k; j++) {
-        char *a = widened(r, e->src[j], L), *b = widened(r, e->src[k + j], L);
-        kstr_printf(&t, "%s%s * %s", j ? " + " : "", a, b);
-        free(a);
-        free(b);
-    }
-    kstr_putc(&t, ')');
-    return kstr_take(&t);
+    if (L > 1 && consecutive(r, e->src, k, 0, 1, &op[0], &op[1]) &&
+        consecutive(r, e->src + k, k, k, L, &op[2], &op[3]))
+        return dot_helper(r, k, L, (kiln_dtype)e->src[0]->dtype, (kiln_dtype)e->src[k]->dtype);
+    return NULL;
 }

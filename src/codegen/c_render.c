@@ -194,8 +194,51 @@ static char *horizontal_call(cg_render *r, tir_intrin f, kiln_dtype dt, int lane
     return t;
 }
 
-char *cg_expr(cg_render *r, tir_node e) {
-    return ex(r, e);
+/* x as int32 at L lanes */
+static char *widened(cg_render *r, tir_node x, int L) {
+    char *a = ex(r, x), *t;
+    if (x->lanes == 1) {
+        t = cg_sfmt("((int32_t)(%s))", a);
+        free(a);
+        return L == 1 ? t : cg_splat(r, KILN_INT32, L, t);
+    }
+    char vt[48];
+    cg_vtype(r, vt, KILN_INT32, L);
+    t = cg_sfmt("__builtin_convertvector(%s, %s)", a, vt);
+    free(a);
+    return t;
+}
+
+/* A dot product call e (TIR_DOT2, TIR_DOT4) plus acc (NULL: none): the
+ * int8 kernels' helper (c_dot.c), or the lanes' sum of products. */
+static char *ex_dot(cg_render *r, tir_node e, tir_node acc) {
+    int k = tir_dot_pairs((tir_intrin)e->aux), L = e->lanes;
+    tir_node op[4];
+    const char *h = cg_dot_fast(r, e, op);
+    if (h) {
+        char *a[5] = {acc ? ex(r, acc) : cg_splat(r, KILN_INT32, L, cg_sdup("0")),
+                      cg_var_name(r, op[0]), ex(r, op[1]), cg_var_name(r, op[2]), ex(r, op[3])};
+        char *t = cg_sfmt("%s(%s, %s + (%s), %s + (%s))", h, a[0], a[1], a[2], a[3], a[4]);
+        for (int i = 0; i < 5; i++)
+            free(a[i]);
+        return t;
+    }
+    kstr t;
+    kstr_init(&t);
+    kstr_putc(&t, '(');
+    if (acc) {
+        char *a = ex(r, acc);
+        kstr_printf(&t, "%s + ", a);
+        free(a);
+    }
+    for (int j = 0; j < k; j++) {
+        char *a = widened(r, e->src[j], L), *b = widened(r, e->src[k + j], L);
+        kstr_printf(&t, "%s%s * %s", j ? " + " : "", a, b);
+        free(a);
+        free(b);
+    }
+    kstr_putc(&t, ')');
+    return kstr_take(&t);
 }
 
 static char *ex(cg_render *r, tir_node e) {
@@ -254,13 +297,13 @@ static char *ex(cg_render *r, tir_node e) {
                 cg_fail(r, KILN_ERR_INVALID, "malformed %s node", tir_intrin_name(e->aux));
                 return cg_sdup("0");
             }
-            return cg_dot(r, e, NULL);
+            return ex_dot(r, e, NULL);
         }
         /* an accumulation into a dot product: one multiply-add instruction */
         if (op == TIR_ADD && dt == KILN_INT32 && e->src[1]->op == TIR_CALL &&
             tir_dot_pairs((tir_intrin)e->src[1]->aux) && e->src[0]->lanes == L &&
             (int)e->src[1]->nsrc == tir_intrin_nargs((tir_intrin)e->src[1]->aux))
-            return cg_dot(r, e->src[1], e->src[0]);
+            return ex_dot(r, e->src[1], e->src[0]);
         if (op == TIR_CALL && e->aux >= TIR_HSUM && e->aux <= TIR_HMIN) {
             if (e->nsrc != 1 || L != 1 || !cg_lanes_ok(e->src[0]->lanes) || odt != dt) {
                 cg_fail(r, KILN_ERR_INVALID, "malformed %s node", tir_intrin_name(e->aux));

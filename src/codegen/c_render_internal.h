@@ -148,11 +148,12 @@ KILN_HIDDEN int cg_uses_status(tir_node s);
 /* Render statement s at indent `ind` into o (outlined parallel bodies go
  * to r->pre). */
 KILN_HIDDEN void cg_stmt(cg_render *r, kstr *o, tir_node s, int ind);
-/* An expression's C text (c_render.c). */
-KILN_HIDDEN char *cg_expr(cg_render *r, tir_node e);
-/* A dot product call e (TIR_DOT2, TIR_DOT4) plus acc (NULL: none), int32
- * of e's lanes (c_dot.c). */
-KILN_HIDDEN char *cg_dot(cg_render *r, tir_node e, tir_node acc);
+/* The helper (c_dot.c) that computes dot product call e (TIR_DOT2,
+ * TIR_DOT4: vectorized, its operands loads of two buffers in the int8
+ * kernels' shape) as acc + e from pointers: its name, with op[0..3] set to
+ * the first operand's buffer and index and the second's; NULL for any
+ * other shape (then e is the lanes' sum of products). */
+KILN_HIDDEN const char *cg_dot_fast(cg_render *r, tir_node e, tir_node op[4]);
 
 /* ---- c_vmath.c ---- */
 

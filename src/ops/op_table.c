@@ -15,6 +15,7 @@ static const family g_families[] = {
     {ops_elemwise_rows, &ops_elemwise_count},
     {ops_broadcast_rows, &ops_broadcast_count},
     {ops_conv_rows, &ops_conv_count},
+    {ops_conv_nchwc_rows, &ops_conv_nchwc_count},
     {ops_conv_int8_rows, &ops_conv_int8_count},
     {ops_winograd_rows, &ops_winograd_count},
     {ops_nn_rows, &ops_nn_count},

@@ -95,6 +95,7 @@ OPS_FAMILY(elemwise);
 OPS_FAMILY(broadcast);
 OPS_FAMILY(nn);
 OPS_FAMILY(conv);
+OPS_FAMILY(conv_nchwc);
 OPS_FAMILY(conv_int8);
 OPS_FAMILY(winograd);
 OPS_FAMILY(pool);
@@ -212,12 +213,12 @@ KILN_HIDDEN rel_result ops_conv_rel(const struct kiln_graph *g, const gnode *cal
                                     const gtype *const *in, gtype *out);
 KILN_HIDDEN kiln_status ops_conv_compute(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                                          kiln_tensor **out);
-/* The blocked convolution's register-blocked schedule (conv.c), shared
+/* The blocked convolution's register-blocked schedule (conv_nchwc.c), shared
  * by nn.contrib_conv2d_NCHWc and its int8 form. */
 KILN_HIDDEN kiln_status ops_schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call,
                                                   kiln_tensor *anchor, kiln_tensor *out,
                                                   const kiln_target *target);
-/* A blocked convolution's output type (conv.c): data x [N, C/x, H, W, x]
+/* A blocked convolution's output type (conv_nchwc.c): data x [N, C/x, H, W, x]
  * and weight w (dims 0, 2, 3: output blocks, KH, KW), output blocks of ob,
  * dtype dt; strides, dilation and padding from the call. */
 KILN_HIDDEN rel_result ops_nchwc_result(const struct kiln_graph *g, const gnode *call,

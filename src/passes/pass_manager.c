@@ -170,6 +170,9 @@ static struct kiln_graph *run_partition_graph(struct kiln_graph *g, const pass_e
  * what stays its own. */
 static const pass_row k_passes[] = {
     {"SimplifyInference", 0, pass_simplify_inference, 0},
+    /* a QDQ model's integer form, before FoldConstant dequantizes its weights */
+    {"FakeQuantizationToInteger", 3, pass_fake_quantization, 0},
+    {"QnnCanonicalize", 3, pass_qnn_canonicalize, 0},
     {"EliminateCommonSubexpr", 3, pass_cse, 0},
     {"FoldConstant", 2, pass_fold_constant, 0},
     {"SimplifyExpr", 3, pass_simplify_expr, 0},
@@ -179,8 +182,6 @@ static const pass_row k_passes[] = {
     {"PartitionGraph", 0, run_partition_graph, 1},
     {"AlterOpLayout", 3, pass_alter_op_layout, 0},
     {"DeadCodeElimination", 1, pass_dce, 0},
-    /* opt level 4: only when named (kiln compile --pass ...) */
-    {"FakeQuantizationToInteger", 4, pass_fake_quantization, 0},
 };
 #define NPASSES (int)(sizeof k_passes / sizeof k_passes[0])
 

@@ -112,6 +112,9 @@ KILN_HIDDEN struct kiln_graph *pass_simplify_expr(struct kiln_graph *g, const pa
 KILN_HIDDEN struct kiln_graph *pass_fold_constant(struct kiln_graph *g, const pass_env *env);
 /* FakeQuantizationToInteger (fake_quant.c): QDQ sub-graphs into QNN ops. */
 KILN_HIDDEN struct kiln_graph *pass_fake_quantization(struct kiln_graph *g, const pass_env *env);
+/* QnnCanonicalize (qnn_canon.c): QNN products and dequantize into integer
+ * and float arithmetic the int8 kernels take. */
+KILN_HIDDEN struct kiln_graph *pass_qnn_canonicalize(struct kiln_graph *g, const pass_env *env);
 
 /* AlterOpLayout (alter_layout.c): convolutions to NCHW[x]c with packed
  * weights, dense weights transposed; a new graph, or NULL with an error. */

@@ -400,7 +400,7 @@ static const char *after_alter_layout(kiln_graph *g, const char *bits, int build
     if (st)
         *st = s;
     kiln_build_options_free(o);
-    snprintf(path, sizeof path, "%s/05_after_AlterOpLayout.txt", dir);
+    snprintf(path, sizeof path, "%s/07_after_AlterOpLayout.txt", dir);
     FILE *f = fopen(path, "r");
     if (!f)
         return NULL;

@@ -993,6 +993,15 @@ static const workload g_work[] = {
     {"nn.contrib_conv2d_NCHWc", "f32[1,2,5,6,4];f32[2,2,3,3,4,4]",
      "padding=[1, 1, 0, 1], data_layout=\"NCHW4c\", kernel_layout=\"OIHW4i4o\", "
      "out_layout=\"NCHW4c\""},
+    /* the int8 kernel: dot products of 4 int8 (VNNI) and 2 int16 (AVX2) pairs */
+    {"nn.contrib_conv2d_NCHWc_int8", "u8[1,2,5,6,8];i8[2,2,3,3,2,16,4]",
+     "padding=[1, 1, 0, 1], pad_value=9, data_layout=\"NCHW8c\", kernel_layout=\"OIHW2i16o4i\", "
+     "out_layout=\"NCHW16c\""},
+    {"nn.contrib_conv2d_NCHWc_int8", "u8[1,1,6,5,4];i16[3,1,3,3,2,8,2]",
+     "strides=[2, 1], padding=[1, 1, 1, 1], pad_value=200, data_layout=\"NCHW4c\", "
+     "kernel_layout=\"OIHW2i8o2i\", out_layout=\"NCHW8c\""},
+    {"nn.conv2d", "u8[1,4,7,6];i8[6,4,3,3]",
+     "padding=[1, 1, 1, 1], out_dtype=\"int32\", pad_value=17"},
     {"nn.contrib_conv2d_winograd_NCHWc", "f32[1,2,6,5,4];f32[16,1,2,4,8]",
      "tile_size=2, padding=[1, 1, 1, 1], data_layout=\"NCHW4c\", out_layout=\"NCHW8c\""},
     {"nn.dense", "f32[5,12];f32[7,12]", NULL},
@@ -1194,7 +1203,7 @@ static int parse_dtype(const char *s, size_t len, kiln_dtype *dt) {
         kiln_dtype dt;
     } names[] = {{"f32", KILN_FLOAT32}, {"f64", KILN_FLOAT64}, {"f16", KILN_FLOAT16},
                  {"i8", KILN_INT8},     {"u8", KILN_UINT8},    {"i32", KILN_INT32},
-                 {"i64", KILN_INT64},   {"bool", KILN_BOOL}};
+                 {"i64", KILN_INT64},   {"bool", KILN_BOOL},   {"i16", KILN_INT16}};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (strlen(names[k].name) == len && !strncmp(names[k].name, s, len)) {
             *dt = names[k].dt;

@@ -1,0 +1,207 @@
+/* qnn_canon.c: QnnCanonicalize (Relay's qnn canonicalization): QNN ops
+ * lowered into plain integer and float arithmetic that the int8 kernels
+ * and FuseOps take, as rules of the pattern language (rules.h).
+ *
+ *   qnn.conv2d(x, w, zx, 0, ...)  ->  nn.conv2d(x, w, out_dtype=int32,
+ *                                      pad_value=zx) - zx * sum(w[o])
+ *   qnn.dense(x, w, zx, 0, ...)   ->  nn.dense(x, w, out_dtype=int32)
+ *                                      - zx * sum(w[u])
+ *   qnn.dequantize(q, s, zp)      ->  float32(q - zp) * s (s, zp shaped
+ *                                      to broadcast along the axis)
+ *
+ * sum((x - zx) * w) over a window is sum(x * w) - zx * sum(w): with the
+ * window's padding at zx (the real 0), the second term is one constant per
+ * output channel, computed here from the constant weight, so the
+ * convolution multiplies the raw uint8 activations by the int8 weights,
+ * which is what vpdpbusd does (nn.conv2d's layout hook makes the int8
+ * kernel, src/ops/conv_int8.c). int8 activations are moved to uint8 first
+ * (x + 128, the zero point with them): an elementwise op that fuses into
+ * the producer. Weights must be constant with zero points all 0 (symmetric,
+ * as ONNX Runtime's quantizer and TFLite make them); other products keep
+ * their QNN reference computes. The dequantize's subtraction and multiply
+ * fuse into the convolution's epilogue with the bias, the activation and
+ * the next quantize.
+ *
+ * Runs at opt level 3 after FakeQuantizationToInteger (fake_quant.c), which
+ * makes the QNN ops of a QDQ model. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ops/ops.h"
+#include "../runtime/runtime_internal.h"
+#include "passes.h"
+#include "rules.h"
+
+/* Element i of an integer array as int64 (int8, uint8, int32, int64). */
+static int64_t int_at(const kiln_ndarray *a, int64_t i) {
+    const void *p = kiln_ndarray_data(a);
+    switch (kiln_ndarray_dtype(a)) {
+    case KILN_INT8: return ((const int8_t *)p)[i];
+    case KILN_UINT8: return ((const uint8_t *)p)[i];
+    case KILN_INT32: return ((const int32_t *)p)[i];
+    case KILN_INT64: return ((const int64_t *)p)[i];
+    default: return 0;
+    }
+}
+
+static int is_int_array(const kiln_ndarray *a) {
+    kiln_dtype dt = kiln_ndarray_dtype(a);
+    return dt == KILN_INT8 || dt == KILN_UINT8 || dt == KILN_INT32 || dt == KILN_INT64;
+}
+
+static int all_zero(const kiln_ndarray *a) {
+    for (int64_t i = 0; i < kiln_ndarray_numel(a); i++)
+        if (int_at(a, i))
+            return 0;
+    return 1;
+}
+
+/* A constant of n int32 values v shaped `ndim` dims (n, 1, ...), in post. */
+static int const_i32(kiln_rewrite *rw, const int32_t *v, int64_t n, int ndim, const char *name) {
+    int64_t dims[4] = {n, 1, 1, 1};
+    kiln_ndarray *a = kiln_ndarray_empty(KILN_INT32, ndim, dims);
+    if (!a)
+        return -1;
+    memcpy(kiln_ndarray_data(a), v, (size_t)n * sizeof(int32_t));
+    int id = kiln_graph_const(kiln_rewrite_post(rw), name, a);
+    kiln_ndarray_free(a);
+    return id;
+}
+
+/* The data of a product as uint8, and its zero point: int8 data + 128. */
+static int data_u8(kiln_rewrite *rw, int x, kiln_dtype dt, int64_t *zx, const char *name) {
+    if (dt == KILN_UINT8)
+        return x;
+    int32_t c = 128;
+    int k = const_i32(rw, &c, 1, 0, "shift");
+    int a = k < 0 ? -1 : rule_call(rw, "cast", 1, &x, "dtype=\"int32\"", name);
+    int in[2] = {a, k};
+    int b = a < 0 ? -1 : rule_call(rw, "add", 2, in, "", name);
+    *zx += 128;
+    return b < 0 ? -1 : rule_call(rw, "cast", 1, &b, "dtype=\"uint8\"", name);
+}
+
+/* An integer product of rule r's root: data %a, weight %b (int8, its
+ * output channels along dim 0), zero points %c (data) and %d (weight).
+ * `op` the plain op; corr_dims the correction's rank (broadcast against
+ * the result). */
+static int canon_product(kiln_rewrite *rw, const rule *r, const char *op, int corr_dims) {
+    const gnode *n = rule_root(rw);
+    const gnode *x = rule_pre(rw, r->x[0]), *w = rule_pre(rw, r->x[1]);
+    const gnode *zx = rule_pre(rw, r->x[2]), *zw = rule_pre(rw, r->x[3]);
+    const gtensor_type *xt = ops_node_type(x);
+    if (!xt || (xt->dtype != KILN_UINT8 && xt->dtype != KILN_INT8) ||
+        kiln_ndarray_dtype(w->value) != KILN_INT8 || kiln_ndarray_ndim(w->value) < 2 ||
+        !is_int_array(zx->value) || kiln_ndarray_numel(zx->value) != 1 ||
+        !is_int_array(zw->value) || !all_zero(zw->value) ||
+        strcmp(graph_attr_str(n, "out_dtype", "int32"), "int32"))
+        return KILN_REWRITE_SKIP;
+    int64_t z = int_at(zx->value, 0), O = kiln_ndarray_dim(w->value, 0);
+    int64_t per = kiln_ndarray_numel(w->value) / (O ? O : 1);
+    int xin = data_u8(rw, rule_post(rw, r->x[0]), xt->dtype, &z, n->name);
+    if (xin < 0)
+        return -1;
+    static const char *const skip[] = {"out_dtype", NULL};
+    char extra[64];
+    if (corr_dims > 1) /* a convolution: its padding is the real 0 */
+        snprintf(extra, sizeof extra, "out_dtype=\"int32\", pad_value=%lld", (long long)z);
+    else
+        snprintf(extra, sizeof extra, "out_dtype=\"int32\"");
+    char *attrs = pass_attrs_text(n, skip, extra);
+    if (!attrs)
+        return -1;
+    int in[2] = {xin, rule_post(rw, r->x[1])};
+    int y = rule_call(rw, op, 2, in, attrs, n->name);
+    free(attrs);
+    if (y < 0 || !z)
+        return y;
+    /* zx * sum(w) per output channel */
+    int32_t *corr = malloc((size_t)O * sizeof(int32_t));
+    if (!corr)
+        return -1;
+    const int8_t *wv = kiln_ndarray_data(w->value);
+    for (int64_t o = 0; o < O; o++) {
+        int64_t s = 0;
+        for (int64_t i = 0; i < per; i++)
+            s += wv[o * per + i];
+        corr[o] = (int32_t)(s * z);
+    }
+    int c = const_i32(rw, corr, O, corr_dims, "zero_point_term");
+    free(corr);
+    int sub[2] = {y, c};
+    return c < 0 ? -1 : rule_call(rw, "subtract", 2, sub, "", n->name);
+}
+
+static int canon_conv(kiln_rewrite *rw, const rule *r) {
+    const gnode *n = rule_root(rw);
+    const gnode *w = rule_pre(rw, r->x[1]);
+    if (strcmp(graph_attr_str(n, "data_layout", "NCHW"), "NCHW") ||
+        strcmp(graph_attr_str(n, "kernel_layout", "OIHW"), "OIHW") ||
+        kiln_ndarray_ndim(w->value) != 4)
+        return KILN_REWRITE_SKIP;
+    return canon_product(rw, r, "nn.conv2d", 3);
+}
+
+static int canon_dense(kiln_rewrite *rw, const rule *r) {
+    const gnode *w = rule_pre(rw, r->x[1]);
+    if (kiln_ndarray_ndim(w->value) != 2)
+        return KILN_REWRITE_SKIP;
+    return canon_product(rw, r, "nn.dense", 1);
+}
+
+/* qnn.dequantize(q, s, zp) -> float32(q - zp) * s */
+static int canon_dequantize(kiln_rewrite *rw, const rule *r) {
+    const gnode *n = rule_root(rw);
+    const gnode *s = rule_pre(rw, r->x[1]), *zp = rule_pre(rw, r->x[2]);
+    const gtensor_type *qt = ops_node_type(rule_pre(rw, r->x[0]));
+    int64_t cnt = kiln_ndarray_numel(s->value), axis = graph_attr_int(n, "axis", -1);
+    if (!qt || kiln_ndarray_dtype(s->value) != KILN_FLOAT32 || !is_int_array(zp->value) ||
+        (kiln_ndarray_numel(zp->value) != cnt && kiln_ndarray_numel(zp->value) != 1) ||
+        qt->ndim > 8)
+        return KILN_REWRITE_SKIP;
+    if (axis < 0)
+        axis += qt->ndim;
+    /* the parameters shaped [C, 1, ...] for the dims after the axis */
+    int rank = cnt == 1 ? 0 : (int)(qt->ndim - axis);
+    if (cnt > 1 && (axis < 0 || axis >= qt->ndim || rank > 4))
+        return KILN_REWRITE_SKIP;
+    int64_t dims[8] = {cnt, 1, 1, 1, 1, 1, 1, 1};
+    kiln_ndarray *sc = kiln_ndarray_empty(KILN_FLOAT32, rank, dims);
+    if (!sc)
+        return -1;
+    memcpy(kiln_ndarray_data(sc), kiln_ndarray_data(s->value), (size_t)cnt * sizeof(float));
+    int sid = kiln_graph_const(kiln_rewrite_post(rw), "scale", sc);
+    kiln_ndarray_free(sc);
+    int q = rule_post(rw, r->x[0]);
+    if (sid < 0 || q < 0)
+        return -1;
+    if (!all_zero(zp->value)) {
+        int64_t nz = kiln_ndarray_numel(zp->value);
+        int32_t *z = malloc((size_t)nz * sizeof(int32_t));
+        if (!z)
+            return -1;
+        for (int64_t i = 0; i < nz; i++)
+            z[i] = (int32_t)int_at(zp->value, i);
+        int zid = const_i32(rw, z, nz, nz == 1 ? 0 : rank, "zero_point");
+        free(z);
+        int wide = zid < 0 ? -1 : rule_call(rw, "cast", 1, &q, "dtype=\"int32\"", n->name);
+        int in[2] = {wide, zid};
+        q = wide < 0 ? -1 : rule_call(rw, "subtract", 2, in, "", n->name);
+        if (q < 0)
+            return -1;
+    }
+    int f = rule_call(rw, "cast", 1, &q, "dtype=\"float32\"", n->name);
+    int in[2] = {f, sid};
+    return f < 0 ? -1 : rule_call(rw, "multiply", 2, in, "", n->name);
+}
+
+struct kiln_graph *pass_qnn_canonicalize(struct kiln_graph *g, const pass_env *env) {
+    (void)env;
+    rule rules[] = {
+        {"qnn.conv2d(%a, %b=const, %c=const, %d=const, const, const)", canon_conv, NULL, {0}},
+        {"qnn.dense(%a, %b=const, %c=const, %d=const, const, const)", canon_dense, NULL, {0}},
+        {"qnn.dequantize(%a, %b=const, %c=const)", canon_dequantize, NULL, {0}},
+    };
+    return rule_run(g, rules, (int)(sizeof rules / sizeof rules[0]));
+}
