@@ -116,19 +116,11 @@ int ops_alter_conv2d_int8(const gnode *n, const layout_query *q, layout_rewrite 
 static rel_result rel_conv2d_nchwc_int8(const struct kiln_graph *g, const gnode *call,
                                         const gtype *const *in, gtype *out) {
     OPS_REQUIRE_KNOWN(2);
-    rel_result r = REL_OK;
-    const gtensor_type *x = ops_tensor_in(in[0], 0, &r),
-                       *w = x ? ops_tensor_in(in[1], 1, &r) : NULL;
-    if (!w)
+    const gtensor_type *x, *w;
+    int ib, ob;
+    rel_result r = ops_nchwc_operands(call, in, 7, "OIHW[x/k]i[y]o[k]i", &x, &w, &ib, &ob);
+    if (r != REL_OK)
         return r;
-    int ib = ops_layout_block(graph_attr_str(call, "data_layout", "NCHW"));
-    int ob = ops_layout_block(graph_attr_str(call, "out_layout", "NCHW"));
-    if (ib < 1 || ob < 1)
-        return ops_fail("data_layout and out_layout must be NCHW[x]c");
-    if (x->ndim != 5 || w->ndim != 7)
-        return ops_fail("data must be 5-D (NCHW[x]c) and weight 7-D (OIHW[x/k]i[y]o[k]i), got "
-                        "%d-D and %d-D",
-                        x->ndim, w->ndim);
     if (x->dtype != KILN_UINT8 || (w->dtype != KILN_INT8 && w->dtype != KILN_INT16))
         return ops_fail("data must be uint8 and weight int8 or int16, got %s and %s",
                         kiln_dtype_name(x->dtype), kiln_dtype_name(w->dtype));

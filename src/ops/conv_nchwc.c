@@ -36,22 +36,32 @@ static int is_depthwise(const gnode *call) {
            w->dims[0].v * w->dims[5].v == x->dims[1].v * x->dims[4].v;
 }
 
+rel_result ops_nchwc_operands(const gnode *call, const gtype *const *in, int wdims,
+                              const char *wlayout, const gtensor_type **x, const gtensor_type **w,
+                              int *ib, int *ob) {
+    rel_result r = REL_OK;
+    *x = ops_tensor_in(in[0], 0, &r);
+    *w = *x ? ops_tensor_in(in[1], 1, &r) : NULL;
+    if (!*w)
+        return r;
+    *ib = ops_layout_block(graph_attr_str(call, "data_layout", "NCHW"));
+    *ob = ops_layout_block(graph_attr_str(call, "out_layout", "NCHW"));
+    if (*ib < 1 || *ob < 1)
+        return ops_fail("data_layout and out_layout must be NCHW[x]c");
+    if ((*x)->ndim != 5 || (*w)->ndim != wdims)
+        return ops_fail("data must be 5-D (NCHW[x]c) and weight %d-D (%s), got %d-D and %d-D",
+                        wdims, wlayout, (*x)->ndim, (*w)->ndim);
+    return REL_OK;
+}
+
 static rel_result rel_conv2d_nchwc(const struct kiln_graph *g, const gnode *call,
                                    const gtype *const *in, gtype *out) {
     OPS_REQUIRE_KNOWN(2);
-    rel_result r = REL_OK;
-    const gtensor_type *x = ops_tensor_in(in[0], 0, &r),
-                       *w = x ? ops_tensor_in(in[1], 1, &r) : NULL;
-    if (!w)
+    const gtensor_type *x, *w;
+    int ib, ob;
+    rel_result r = ops_nchwc_operands(call, in, 6, "OIHW[x]i[y]o", &x, &w, &ib, &ob);
+    if (r != REL_OK)
         return r;
-    int ib = ops_layout_block(graph_attr_str(call, "data_layout", "NCHW"));
-    int ob = ops_layout_block(graph_attr_str(call, "out_layout", "NCHW"));
-    if (ib < 1 || ob < 1)
-        return ops_fail("data_layout and out_layout must be NCHW[x]c");
-    if (x->ndim != 5 || w->ndim != 6)
-        return ops_fail("data must be 5-D (NCHW[x]c) and weight 6-D (OIHW[x]i[y]o), got %d-D and "
-                        "%d-D",
-                        x->ndim, w->ndim);
     if (x->dtype != w->dtype)
         return ops_fail("data is %s but weight is %s", kiln_dtype_name(x->dtype),
                         kiln_dtype_name(w->dtype));

@@ -218,6 +218,12 @@ KILN_HIDDEN kiln_status ops_conv_compute(kiln_ctx *ctx, const gnode *call, kiln_
 KILN_HIDDEN kiln_status ops_schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call,
                                                   kiln_tensor *anchor, kiln_tensor *out,
                                                   const kiln_target *target);
+/* A blocked convolution's operands (conv_nchwc.c): data x 5-D and weight
+ * w of wdims dims (its layout named wlayout in the message), the blocks of
+ * the data_layout and out_layout attributes in *ib, *ob. */
+KILN_HIDDEN rel_result ops_nchwc_operands(const gnode *call, const gtype *const *in, int wdims,
+                                          const char *wlayout, const gtensor_type **x,
+                                          const gtensor_type **w, int *ib, int *ob);
 /* A blocked convolution's output type (conv_nchwc.c): data x [N, C/x, H, W, x]
  * and weight w (dims 0, 2, 3: output blocks, KH, KW), output blocks of ob,
  * dtype dt; strides, dilation and padding from the call. */
