@@ -36,17 +36,6 @@ static const attr_schema conv2d_nchwc_int8_attrs[] = {{"strides", GA_INTS, 0, "[
                                                       {"pad_value", GA_INT, 0, "0"},
                                                       {NULL, 0, 0, NULL}};
 
-/* The pairs k of the target's dot product and the weights' dtype. */
-static int dot_pairs(const kiln_target *t, kiln_dtype *wdt) {
-    if (t->arch == TGT_X86_64 && !target_has(t, TGT_AVX512VNNI) && !target_has(t, TGT_AVXVNNI) &&
-        target_has(t, TGT_AVX2)) {
-        *wdt = KILN_INT16;
-        return 2;
-    }
-    *wdt = KILN_INT8;
-    return 4;
-}
-
 int ops_alter_conv2d_int8(const gnode *n, const layout_query *q, layout_rewrite *rw) {
     const struct kiln_graph *g = n->graph;
     const gnode *x = g->nodes[n->in[0]], *w = g->nodes[n->in[1]];
@@ -59,7 +48,7 @@ int ops_alter_conv2d_int8(const gnode *n, const layout_query *q, layout_rewrite 
         strcmp(graph_attr_str(n, "kernel_layout", "OIHW"), "OIHW"))
         return 0;
     kiln_dtype wdt;
-    int64_t k = dot_pairs(q->target, &wdt), lanes = target_lanes(q->target);
+    int64_t k = ops_int8_dot(q->target, &wdt), lanes = target_lanes(q->target);
     int64_t O = kiln_ndarray_dim(w->value, 0), I = kiln_ndarray_dim(w->value, 1);
     int64_t KH = kiln_ndarray_dim(w->value, 2), KW = kiln_ndarray_dim(w->value, 3);
     if (I != xt->dims[1].v)

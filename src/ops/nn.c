@@ -37,8 +37,11 @@ static const attr_schema nll_attrs[] = {{"ignore_index", GA_INT, 0, NULL}, {NULL
 /* ---- nn.dense ------------------------------------------------------------------------ */
 
 /* The column panel width of a dense weight layout: 0 for "NK" or "KN", x
- * for "NC[x]n" ([units/x, in, x]), -1 for anything else. */
-static int dense_layout(const char *layout) {
+ * for "NC[x]n" ([units/x, in, x]) and "NC[x]n[k]k" ([units/x, in/k, x,
+ * k], the int8 panels of k-element dot products, k in *kp, else 0), -1
+ * for anything else. */
+static int dense_layout_k(const char *layout, int *kp) {
+    *kp = 0;
     if (!layout)
         return -1;
     if (!strcmp(layout, "NK") || !strcmp(layout, "KN"))
@@ -47,7 +50,20 @@ static int dense_layout(const char *layout) {
         return -1;
     char *end;
     long b = strtol(layout + 2, &end, 10);
-    return b >= 1 && b <= 4096 && !strcmp(end, "n") ? (int)b : -1;
+    if (b < 1 || b > 4096 || *end != 'n')
+        return -1;
+    if (!end[1])
+        return (int)b;
+    long k = strtol(end + 1, &end, 10);
+    if ((k != 2 && k != 4) || strcmp(end, "k"))
+        return -1;
+    *kp = (int)k;
+    return (int)b;
+}
+
+static int dense_layout(const char *layout) {
+    int kp;
+    return dense_layout_k(layout, &kp);
 }
 
 rel_result ops_dense_rel(const struct kiln_graph *g, const gnode *call, const gtype *const *in,
@@ -61,19 +77,27 @@ rel_result ops_dense_rel(const struct kiln_graph *g, const gnode *call, const gt
     /* weight_layout "NK" is Relay's [units, in]; "KN" is [in, units]; "NC[x]n"
        is [units/x, in, x], the panels AlterOpLayout packs constant weights into */
     const char *layout = graph_attr_str(call, "weight_layout", "NK");
-    int nr = dense_layout(layout);
+    int kp, nr = dense_layout_k(layout, &kp);
     if (nr < 0)
-        return ops_fail("weight_layout '%s' is not NK, KN or NC[x]n", layout);
-    int kn = nr == 0 && !strcmp(layout, "KN");
-    if (x->ndim < 1 || w->ndim != (nr ? 3 : 2))
+        return ops_fail("weight_layout '%s' is not NK, KN, NC[x]n or NC[x]n[k]k", layout);
+    int kn = nr == 0 && !strcmp(layout, "KN"), wnd = kp ? 4 : nr ? 3 : 2;
+    if (x->ndim < 1 || w->ndim != wnd)
         return ops_fail("dense needs data of rank >= 1 and a %d-D weight (%s), got %d-D and %d-D",
-                        nr ? 3 : 2, layout, x->ndim, w->ndim);
+                        wnd, layout, x->ndim, w->ndim);
     kiln_dtype acc;
     if (ops_accum_dtype(call, x, w, &acc) != REL_OK)
         return REL_ERROR;
+    if (kp &&
+        (acc != KILN_INT32 || x->dtype != KILN_UINT8 ||
+         w->dtype != (kp == 4 ? KILN_INT8 : KILN_INT16) || w->dims[3].v != kp || w->dims[1].sym))
+        return ops_fail("weight in %s must be [units/%d, in/%d, %d, %d] %s for uint8 data and "
+                        "out_dtype int32",
+                        layout, nr, kp, nr, kp, kp == 4 ? "int8" : "int16");
     if (nr && (w->dims[2].sym || w->dims[2].v != nr || w->dims[0].sym))
         return ops_fail("weight in %s must be [units/%d, in, %d]", layout, nr, nr);
     gdim kdim = w->dims[nr ? 1 : kn ? 0 : 1];
+    if (kp)
+        kdim.v *= kp;
     if (!gdim_equal(x->dims[x->ndim - 1], kdim)) {
         char a[64], b[64];
         ops_dim_str(x->dims[x->ndim - 1], a, sizeof a);
@@ -90,7 +114,7 @@ rel_result ops_dense_rel(const struct kiln_graph *g, const gnode *call, const gt
 
 typedef struct {
     kiln_tensor *x, *w;
-    int nd, kn, nr;
+    int nd, kn, nr, kp;
     kiln_expr k;
     kiln_dtype acc; /* out_dtype, or KILN_DTYPE_COUNT */
 } dense_args;
@@ -101,6 +125,17 @@ static kiln_expr dense_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     memcpy(xi, i, sizeof(kiln_expr) * (size_t)a->nd);
     xi[a->nd - 1] = a->k;
     kiln_expr n = i[a->nd - 1], w;
+    if (a->kp) { /* int8 panels: a dot product of kp features per k step */
+        kiln_expr xa[4], wb[4];
+        for (int j = 0; j < a->kp; j++) {
+            xi[a->nd - 1] = kiln_add(kiln_mul(a->k, ops_int(ctx, a->kp)), ops_int(ctx, j));
+            kiln_expr wi[4] = {kiln_floordiv(n, ops_int(ctx, a->nr)), a->k,
+                               kiln_floormod(n, ops_int(ctx, a->nr)), ops_int(ctx, j)};
+            xa[j] = kiln_tensor_at(a->x, a->nd, xi);
+            wb[j] = kiln_tensor_at(a->w, 4, wi);
+        }
+        return kiln_sum(kiln_dot(a->kp, xa, wb), 1, &a->k);
+    }
     if (a->nr) {
         kiln_expr wi[3] = {kiln_floordiv(n, ops_int(ctx, a->nr)), a->k,
                            kiln_floormod(n, ops_int(ctx, a->nr))};
@@ -116,16 +151,17 @@ static kiln_expr dense_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
 
 kiln_status ops_dense_compute(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
                               kiln_tensor **out) {
-    int64_t od[KILN_MAX_NDIM], wd[3];
+    int64_t od[KILN_MAX_NDIM], wd[4];
     int nd = ops_out_shape(call, od);
     ops_shape(in[1], wd);
     const char *layout = graph_attr_str(call, "weight_layout", "NK");
-    int nr = dense_layout(layout), kn = nr == 0 && !strcmp(layout, "KN");
+    int kp, nr = dense_layout_k(layout, &kp), kn = nr == 0 && !strcmp(layout, "KN");
     dense_args a = {in[0],
                     in[1],
                     nd,
                     kn,
                     nr > 0 ? nr : 0,
+                    kp,
                     kiln_reduce_axis(ctx, ops_int(ctx, 0),
                                      ops_int(ctx, wd[nr > 0 ? 1
                                                      : kn   ? 0
@@ -457,12 +493,57 @@ static kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tens
  * width of the register tile the dense schedule will use for the target,
  * so each k step of a tile loads whole contiguous weight vectors. When the
  * units have no such divisor the weight is only transposed to [in, units]. */
-static int alter_dense(const gnode *call, const layout_query *q, layout_rewrite *rw) {
-    /* packed panels are for the float GEMM: an integer product (out_dtype)
-       keeps its layout */
-    if (strcmp(graph_attr_str(call, "weight_layout", "NK"), "NK") ||
-        ops_out_dtype(call) != KILN_DTYPE_COUNT)
+/* An int8 product (uint8 data, constant int8 [units, in] weight, out_dtype
+ * int32: QnnCanonicalize's) packed into panels of k-element dot products,
+ * [units/nr, in/k, nr, k] (weight_layout="NC[nr]n[k]k"), k and the
+ * weight's dtype the target's (ops_int8_dot): each k step of a tile
+ * multiplies k features of a row by nr/lanes vectors of k weights, one
+ * vpdpbusd (or vpmaddwd) each. */
+static int alter_dense_int8(const gnode *call, const layout_query *q, layout_rewrite *rw) {
+    const gnode *w = call->graph->nodes[call->in[1]];
+    const gtensor_type *xt = ops_node_type(call->graph->nodes[call->in[0]]);
+    if (w->kind != GN_CONST || kiln_ndarray_ndim(w->value) != 2 || !xt || xt->dtype != KILN_UINT8 ||
+        kiln_ndarray_dtype(w->value) != KILN_INT8 || ops_out_dtype(call) != KILN_INT32)
         return 0;
+    kiln_dtype wdt;
+    int64_t k = ops_int8_dot(q->target, &wdt);
+    int64_t rows = kiln_ndarray_dim(w->value, 0), cols = kiln_ndarray_dim(w->value, 1);
+    int64_t xd[KILN_MAX_NDIM], mr, nr, vl;
+    for (int d = 0; d < xt->ndim; d++)
+        xd[d] = xt->dims[d].sym ? -1 : xt->dims[d].v;
+    int fold;
+    int64_t m = dense_rows(xt->ndim, xd, &fold);
+    dense_tile(m, xd, fold, rows, cols, 0, q->target, &mr, &nr, &vl);
+    if (!nr || rows % nr || nr % vl || cols % k)
+        return 0;
+    int64_t dims[4] = {rows / nr, cols / k, nr, k};
+    kiln_ndarray *t = kiln_ndarray_empty(wdt, 4, dims);
+    if (!t)
+        return -1;
+    const int8_t *src = kiln_ndarray_data(w->value);
+    for (int64_t n = 0; n < rows; n++)
+        for (int64_t c = 0; c < cols; c++) {
+            int64_t at = ((n / nr * (cols / k) + c / k) * nr + n % nr) * k + c % k;
+            if (wdt == KILN_INT16)
+                ((int16_t *)kiln_ndarray_data(t))[at] = src[n * cols + c];
+            else
+                ((int8_t *)kiln_ndarray_data(t))[at] = src[n * cols + c];
+        }
+    static const char *const drop[] = {"weight_layout", NULL};
+    rw->drop = drop;
+    snprintf(rw->attrs, sizeof rw->attrs, "weight_layout=\"NC%dn%dk\"", (int)nr, (int)k);
+    snprintf(rw->in[1].suffix, sizeof rw->in[1].suffix, ".NC%dn%dk", (int)nr, (int)k);
+    rw->in[1].value = t;
+    return 1;
+}
+
+static int alter_dense(const gnode *call, const layout_query *q, layout_rewrite *rw) {
+    if (strcmp(graph_attr_str(call, "weight_layout", "NK"), "NK"))
+        return 0;
+    /* packed panels of floats are for the float GEMM; an integer product
+       (out_dtype) gets int8 panels where it can */
+    if (ops_out_dtype(call) != KILN_DTYPE_COUNT)
+        return alter_dense_int8(call, q, rw);
     const gnode *w = call->graph->nodes[call->in[1]];
     const gtensor_type *xt = ops_node_type(call->graph->nodes[call->in[0]]);
     if (w->kind != GN_CONST || kiln_ndarray_ndim(w->value) != 2 || !xt)

@@ -235,6 +235,12 @@ KILN_HIDDEN rel_result ops_nchwc_result(const struct kiln_graph *g, const gnode 
 KILN_HIDDEN void ops_nchwc_window(kiln_ctx *ctx, const kiln_expr *i, const int64_t s[2],
                                   const int64_t d[2], kiln_expr kh, kiln_expr kw, kiln_expr *h,
                                   kiln_expr *w);
+/* The int8 kernels' dot product on target t: its pairs k (the return
+ * value) and the packed weights' dtype. k = 4 int8 (vpdpbusd) where the
+ * target has VNNI, and where it has no x86 dot product at all (an exact
+ * loop); k = 2 int16 (vpmaddwd) on AVX2 without VNNI, where vpmaddubsw's
+ * int16 sums of two uint8 x int8 products could saturate. */
+KILN_HIDDEN int ops_int8_dot(const kiln_target *t, kiln_dtype *wdt);
 /* nn.conv2d's layout hook for uint8 data and a constant int8 kernel
  * (conv_int8.c): nn.contrib_conv2d_NCHWc_int8 where it applies. */
 KILN_HIDDEN int ops_alter_conv2d_int8(const gnode *call, const layout_query *q, layout_rewrite *rw);

@@ -862,3 +862,13 @@ kiln_ndarray *ops_block_array(const kiln_ndarray *c, const int64_t d4[4], int b,
         *bb = (int)blk;
     return t;
 }
+
+int ops_int8_dot(const kiln_target *t, kiln_dtype *wdt) {
+    if (t->arch == TGT_X86_64 && !target_has(t, TGT_AVX512VNNI) && !target_has(t, TGT_AVXVNNI) &&
+        target_has(t, TGT_AVX2)) {
+        *wdt = KILN_INT16;
+        return 2;
+    }
+    *wdt = KILN_INT8;
+    return 4;
+}

@@ -24,6 +24,7 @@
  *
  * Runs at opt level 3 after FakeQuantizationToInteger (fake_quant.c), which
  * makes the QNN ops of a QDQ model. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,12 +197,107 @@ static int canon_dequantize(kiln_rewrite *rw, const rule *r) {
     return f < 0 ? -1 : rule_call(rw, "multiply", 2, in, "", n->name);
 }
 
+/* A float32 scalar constant's value, or NaN. */
+static double scalar_f32(const gnode *n) {
+    if (!n || n->kind != GN_CONST || kiln_ndarray_dtype(n->value) != KILN_FLOAT32 ||
+        kiln_ndarray_numel(n->value) != 1)
+        return NAN;
+    return *(const float *)kiln_ndarray_data(n->value);
+}
+
+/* quantize([relu | clip](float32(acc) * S), s2, zp) with acc int32: the
+ * requantization of the accumulator in one multiply, float32(acc) *
+ * (S / s2), rounded, plus zp, clamped to the output range narrowed by the
+ * activation (relu: q >= zp; clip(a, b): rint(a / s2) + zp .. rint(b /
+ * s2) + zp): no division and no dequantized value, as ONNX Runtime's
+ * QLinearConv requantizes. `act` is 0 none, 1 relu, 2 clip (the root's
+ * input). */
+static int fold_requantize(kiln_rewrite *rw, const rule *r, int act) {
+    const struct kiln_graph *g = kiln_rewrite_pre(rw);
+    const gnode *n = rule_root(rw), *acc = rule_pre(rw, r->x[2]);
+    const gnode *S = rule_pre(rw, r->x[3]), *zpn = rule_pre(rw, r->x[5]);
+    const gnode *cast = rule_pre(rw, r->x[1]), *a = g->nodes[n->in[0]];
+    const gtensor_type *at = ops_node_type(acc);
+    double s2 = scalar_f32(rule_pre(rw, r->x[4]));
+    kiln_dtype odt;
+    if (!at || at->dtype != KILN_INT32 || strcmp(graph_attr_str(cast, "dtype", ""), "float32") ||
+        kiln_ndarray_dtype(S->value) != KILN_FLOAT32 || !(s2 > 0) || !is_int_array(zpn->value) ||
+        kiln_ndarray_numel(zpn->value) != 1 ||
+        kiln_dtype_parse(graph_attr_str(n, "out_dtype", "int8"), &odt) != KILN_OK ||
+        (odt != KILN_INT8 && odt != KILN_UINT8))
+        return KILN_REWRITE_SKIP;
+    double zp = (double)int_at(zpn->value, 0), lo = odt == KILN_UINT8 ? 0 : -128,
+           hi = odt == KILN_UINT8 ? 255 : 127;
+    if (act == 1)
+        lo = zp > lo ? zp : lo;
+    if (act == 2) {
+        double a0 = rint(graph_attr_float(a, "a_min", -INFINITY) / s2) + zp;
+        double a1 = rint(graph_attr_float(a, "a_max", INFINITY) / s2) + zp;
+        lo = a0 > lo ? a0 : lo;
+        hi = a1 < hi ? a1 : hi;
+    }
+    if (lo > hi)
+        return KILN_REWRITE_SKIP;
+    /* M = S / s2 in float32, S's shape */
+    int64_t dims[8];
+    int nd = kiln_ndarray_ndim(S->value);
+    for (int d = 0; d < nd && d < 8; d++)
+        dims[d] = kiln_ndarray_dim(S->value, d);
+    kiln_ndarray *m = nd <= 8 ? kiln_ndarray_empty(KILN_FLOAT32, nd, dims) : NULL;
+    if (!m)
+        return nd <= 8 ? -1 : KILN_REWRITE_SKIP;
+    const float *sv = kiln_ndarray_data(S->value);
+    for (int64_t i = 0; i < kiln_ndarray_numel(S->value); i++)
+        ((float *)kiln_ndarray_data(m))[i] = (float)((double)sv[i] / s2);
+    int mid = kiln_graph_const(kiln_rewrite_post(rw), "requant_scale", m);
+    kiln_ndarray_free(m);
+    kiln_ndarray *z = kiln_ndarray_empty(KILN_FLOAT32, 0, NULL);
+    if (!z)
+        return -1;
+    *(float *)kiln_ndarray_data(z) = (float)zp;
+    int zid = kiln_graph_const(kiln_rewrite_post(rw), "zero_point", z);
+    kiln_ndarray_free(z);
+    int c = rule_post(rw, r->x[1]);
+    int in[2] = {c, mid};
+    int v = mid < 0 ? -1 : rule_call(rw, "multiply", 2, in, "", n->name);
+    v = v < 0 ? -1 : rule_call(rw, "round", 1, &v, "", n->name);
+    int in2[2] = {v, zid};
+    v = v < 0 || zid < 0 ? -1 : rule_call(rw, "add", 2, in2, "", n->name);
+    char attrs[96];
+    snprintf(attrs, sizeof attrs, "a_min=%g, a_max=%g", lo, hi);
+    v = v < 0 ? -1 : rule_call(rw, "clip", 1, &v, attrs, n->name);
+    snprintf(attrs, sizeof attrs, "dtype=\"%s\"", kiln_dtype_name(odt));
+    return v < 0 ? -1 : rule_call(rw, "cast", 1, &v, attrs, n->name);
+}
+
+static int fold_requantize_none(kiln_rewrite *rw, const rule *r) {
+    return fold_requantize(rw, r, 0);
+}
+static int fold_requantize_relu(kiln_rewrite *rw, const rule *r) {
+    return fold_requantize(rw, r, 1);
+}
+static int fold_requantize_clip(kiln_rewrite *rw, const rule *r) {
+    return fold_requantize(rw, r, 2);
+}
+
 struct kiln_graph *pass_qnn_canonicalize(struct kiln_graph *g, const pass_env *env) {
     (void)env;
     rule rules[] = {
         {"qnn.conv2d(%a, %b=const, %c=const, %d=const, const, const)", canon_conv, NULL, {0}},
         {"qnn.dense(%a, %b=const, %c=const, %d=const, const, const)", canon_dense, NULL, {0}},
         {"qnn.dequantize(%a, %b=const, %c=const)", canon_dequantize, NULL, {0}},
+        {"qnn.quantize(nn.relu(%a=multiply(%b=cast(%c), %d=const)), %e=const, %f=const)",
+         fold_requantize_relu,
+         NULL,
+         {0}},
+        {"qnn.quantize(clip(%a=multiply(%b=cast(%c), %d=const)), %e=const, %f=const)",
+         fold_requantize_clip,
+         NULL,
+         {0}},
+        {"qnn.quantize(%a=multiply(%b=cast(%c), %d=const), %e=const, %f=const)",
+         fold_requantize_none,
+         NULL,
+         {0}},
     };
     return rule_run(g, rules, (int)(sizeof rules / sizeof rules[0]));
 }

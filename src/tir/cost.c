@@ -243,6 +243,10 @@ static int64_t expr_flops(tir_node e, tir_set *seen) {
     if (tir_set_add(seen, e))
         return 0;
     int64_t n = is_float_arith(e) ? e->lanes : 0;
+    /* an integer dot product (the int8 kernels): its multiplies and adds,
+       so an int8 convolution's count is its float twin's */
+    if (e->op == TIR_CALL && tir_dot_pairs((tir_intrin)e->aux))
+        n = 2 * (int64_t)tir_dot_pairs((tir_intrin)e->aux) * e->lanes;
     for (uint32_t i = 0; i < e->nsrc; i++)
         n += expr_flops(e->src[i], seen);
     return n;

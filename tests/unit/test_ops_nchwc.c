@@ -558,7 +558,7 @@ static void test_nchwc_errors(void) {
     int64_t xs2[2] = {2, 8}, ws2[3] = {2, 8, 8};
     kiln_ndarray *w3 = kiln_ndarray_empty(KILN_FLOAT32, 3, ws2);
     const char *bad[2] = {"weight_layout=\"NCxn\"", "weight_layout=\"NC4n\""};
-    const char *msg[2] = {"is not NK, KN or NC[x]n", "must be [units/4, in, 4]"};
+    const char *msg[2] = {"is not NK, KN, NC[x]n or NC[x]n[k]k", "must be [units/4, in, 4]"};
     for (int k = 0; k < 2; k++) {
         g = kiln_graph_new();
         int in2[2] = {kiln_graph_var(g, "x", KILN_FLOAT32, 2, xs2, NULL),

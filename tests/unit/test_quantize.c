@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "check.h"
 #include "kiln/graph.h"
@@ -13,6 +14,18 @@
 #include "kiln/schedule.h"
 
 static char g_model[4096], g_heldout[4096], g_tmp[4096];
+
+/* A file's text (malloc'd), or NULL. */
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *b = calloc(1, 1 << 22);
+    size_t n = b ? fread(b, 1, (1 << 22) - 1, f) : 0;
+    fclose(f);
+    (void)n;
+    return b;
+}
 
 static void paths(void) {
     const char *src = getenv("KILN_SOURCE_DIR"), *tmp = getenv("KILN_TEST_TMP");
@@ -189,13 +202,39 @@ static void test_fake_quantization(void) {
     printf("FakeQuantizationToInteger: %d qnn.conv2d, %d integer matmuls, %d float ones\n", conv,
            dense, fdense);
     CHECK(dense + fdense == 2);
-    /* compiled with the pass (run first, by name), against the float model */
-    char pkg[4200];
+    /* QnnCanonicalize: plain integer products, no QNN op left but the
+       quantizes (the requantizations folded into multiply-round-clip) */
+    kiln_graph *cn = r ? kiln_graph_run_pass(r, "QnnCanonicalize", NULL) : NULL;
+    CHECK(cn != NULL);
+    int iconv = 0, qnn = 0;
+    for (int i = 0; cn && i < kiln_graph_num_nodes(cn); i++) {
+        const char *op = kiln_graph_node_op(cn, i);
+        iconv += !strcmp(op, "nn.conv2d") && kiln_graph_node_dtype(cn, i) == KILN_INT32;
+        qnn += !strncmp(op, "qnn.", 4) && strcmp(op, "qnn.quantize");
+    }
+    CHECK_EQ_INT(iconv, 2);
+    CHECK_EQ_INT(qnn, 0);
+    kiln_graph_free(cn);
+    /* compiled by default (both passes run at opt level 3): int8 kernels,
+       against the float model */
+    char pkg[4200], dir[4200], path[4300];
     snprintf(pkg, sizeof pkg, "%s/quantize_fq.tar", g_tmp);
+    snprintf(dir, sizeof dir, "%s/quantize_fq_dump", g_tmp);
+    mkdir(dir, 0755);
     kiln_build_options *o = kiln_build_options_new();
-    CHECK_EQ_INT(kiln_build_options_set(o, "pass", "FakeQuantizationToInteger"), KILN_OK);
+    CHECK_EQ_INT(kiln_build_options_set(o, "dump-ir", dir), KILN_OK);
     CHECK_EQ_INT(kiln_graph_compile(g, pkg, o), KILN_OK);
     kiln_build_options_free(o);
+    snprintf(path, sizeof path, "%s/07_after_AlterOpLayout.txt", dir);
+    char *text = read_text(path);
+    CHECK(text != NULL);
+    int kconv = 0;
+    for (const char *t = text; t && (t = strstr(t, "nn.contrib_conv2d_NCHWc_int8(")); t++)
+        kconv++;
+    CHECK_EQ_INT(kconv, 2);
+    printf("compiled: %d int8 convolution kernels, int8 dense panels: %s\n", kconv,
+           text && (strstr(text, "4k\"") || strstr(text, "2k\"")) ? "yes" : "no");
+    free(text);
     kiln_executor *e = kiln_executor_load(pkg);
     kiln_npz *z = kiln_npz_load(g_heldout);
     int f[360], agree = 0;

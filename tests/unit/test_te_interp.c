@@ -1005,6 +1005,9 @@ static const workload g_work[] = {
     {"nn.contrib_conv2d_winograd_NCHWc", "f32[1,2,6,5,4];f32[16,1,2,4,8]",
      "tile_size=2, padding=[1, 1, 1, 1], data_layout=\"NCHW4c\", out_layout=\"NCHW8c\""},
     {"nn.dense", "f32[5,12];f32[7,12]", NULL},
+    /* int8 panels: dot products of 4 int8 and of 2 int16 features */
+    {"nn.dense", "u8[3,12];i8[2,3,16,4]", "weight_layout=\"NC16n4k\", out_dtype=\"int32\""},
+    {"nn.dense", "u8[2,5,8];i16[3,4,8,2]", "weight_layout=\"NC8n2k\", out_dtype=\"int32\""},
     {"nn.batch_matmul", "f32[2,5,6];f32[1,6,3]", NULL},
     {"nn.conv3d", "f32[1,4,5,6,4];f32[6,2,3,2,3]",
      "padding=[1, 0, 2, 0, 1, 1], strides=[2, 1, 1], dilation=[1, 2, 1], groups=2"},
