@@ -36,6 +36,45 @@ static const attr_schema conv2d_nchwc_int8_attrs[] = {{"strides", GA_INTS, 0, "[
                                                       {"pad_value", GA_INT, 0, "0"},
                                                       {NULL, 0, 0, NULL}};
 
+/* A depthwise integer convolution (groups = channels = outputs): no
+ * reduction over channels for a dot product, so the blocked convolution
+ * nn.contrib_conv2d_NCHWc in int32 (out_dtype), a vector of channels per
+ * multiply-add, the kernel packed [C/b, 1, KH, KW, 1, b] int8 (b the
+ * target's int32 lanes; padded channels are groups of their own, with
+ * zero weights), the padding at pad_value. */
+static int depthwise_int8(const gnode *n, const layout_query *q, layout_rewrite *rw) {
+    const struct kiln_graph *g = n->graph;
+    const gnode *x = g->nodes[n->in[0]], *w = g->nodes[n->in[1]];
+    int64_t C = kiln_ndarray_dim(w->value, 0), KH = kiln_ndarray_dim(w->value, 2),
+            KW = kiln_ndarray_dim(w->value, 3);
+    if (kiln_ndarray_dim(w->value, 1) != 1 || C != ops_node_type(x)->dims[1].v)
+        return 0;
+    int64_t xb = q->block[x->id], b = xb ? xb : target_lanes(q->target), Cb = (C + b - 1) / b;
+    int64_t dims[6] = {Cb, 1, KH, KW, 1, b};
+    kiln_ndarray *pw = kiln_ndarray_empty(KILN_INT8, 6, dims);
+    if (!pw)
+        return -1;
+    int8_t *dst = kiln_ndarray_data(pw);
+    const int8_t *src = kiln_ndarray_data(w->value);
+    memset(dst, 0, (size_t)(Cb * b * KH * KW));
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t t = 0; t < KH * KW; t++)
+            dst[((c / b) * KH * KW + t) * b + c % b] = src[c * KH * KW + t];
+    static const char *const drop[] = {"data_layout", "kernel_layout", "out_layout", "groups",
+                                       NULL};
+    rw->op = "nn.contrib_conv2d_NCHWc";
+    rw->drop = drop;
+    snprintf(rw->attrs, sizeof rw->attrs,
+             "groups=%lld, data_layout=\"NCHW%dc\", kernel_layout=\"OIHW1i%do\", "
+             "out_layout=\"NCHW%dc\"",
+             (long long)(Cb * b), (int)b, (int)b, (int)b);
+    rw->out_block = (int)b;
+    rw->in[0].block = (int)b;
+    rw->in[1].value = pw;
+    snprintf(rw->in[1].suffix, sizeof rw->in[1].suffix, ".OIHW1i%do", (int)b);
+    return 1;
+}
+
 int ops_alter_conv2d_int8(const gnode *n, const layout_query *q, layout_rewrite *rw) {
     const struct kiln_graph *g = n->graph;
     const gnode *x = g->nodes[n->in[0]], *w = g->nodes[n->in[1]];
@@ -43,10 +82,12 @@ int ops_alter_conv2d_int8(const gnode *n, const layout_query *q, layout_rewrite 
     if (w->kind != GN_CONST || !xt || !ot || xt->dtype != KILN_UINT8 || xt->ndim != 4 ||
         ot->dtype != KILN_INT32 || !ops_all_known(xt, 1, 4) || !ops_all_known(ot, 1, 4) ||
         kiln_ndarray_dtype(w->value) != KILN_INT8 || kiln_ndarray_ndim(w->value) != 4 ||
-        graph_attr_int(n, "groups", 1) != 1 ||
         strcmp(graph_attr_str(n, "data_layout", "NCHW"), "NCHW") ||
         strcmp(graph_attr_str(n, "kernel_layout", "OIHW"), "OIHW"))
         return 0;
+    int64_t groups = graph_attr_int(n, "groups", 1);
+    if (groups != 1)
+        return groups == xt->dims[1].v ? depthwise_int8(n, q, rw) : 0;
     kiln_dtype wdt;
     int64_t k = ops_int8_dot(q->target, &wdt), lanes = target_lanes(q->target);
     int64_t O = kiln_ndarray_dim(w->value, 0), I = kiln_ndarray_dim(w->value, 1);
@@ -106,7 +147,7 @@ static rel_result rel_conv2d_nchwc_int8(const struct kiln_graph *g, const gnode 
                                         const gtype *const *in, gtype *out) {
     OPS_REQUIRE_KNOWN(2);
     const gtensor_type *x, *w;
-    int ib, ob;
+    int ib = 0, ob = 0;
     rel_result r = ops_nchwc_operands(call, in, 7, "OIHW[x/k]i[y]o[k]i", &x, &w, &ib, &ob);
     if (r != REL_OK)
         return r;

@@ -16,7 +16,8 @@ static const attr_schema conv2d_nchwc_attrs[] = {
     {"dilation", GA_INTS, 0, "[1, 1]"}, {"groups", GA_INT, 0, "1"},
     {"channels", GA_INT, 0, NULL},      {"kernel_size", GA_INTS, 0, NULL},
     {"data_layout", GA_STR, 1, NULL},   {"kernel_layout", GA_STR, 0, NULL},
-    {"out_layout", GA_STR, 1, NULL},    {NULL, 0, 0, NULL}};
+    {"out_layout", GA_STR, 1, NULL},    {"out_dtype", GA_STR, 0, NULL},
+    {"pad_value", GA_INT, 0, "0"},      {NULL, 0, 0, NULL}};
 
 /* ---- nn.contrib_conv2d_NCHWc -------------------------------------------------------
  * data [N, IC/x, H, W, x], weight [OC/y, IC/x, KH, KW, x, y], out [N, OC/y,
@@ -58,13 +59,13 @@ static rel_result rel_conv2d_nchwc(const struct kiln_graph *g, const gnode *call
                                    const gtype *const *in, gtype *out) {
     OPS_REQUIRE_KNOWN(2);
     const gtensor_type *x, *w;
-    int ib, ob;
+    int ib = 0, ob = 0;
     rel_result r = ops_nchwc_operands(call, in, 6, "OIHW[x]i[y]o", &x, &w, &ib, &ob);
     if (r != REL_OK)
         return r;
-    if (x->dtype != w->dtype)
-        return ops_fail("data is %s but weight is %s", kiln_dtype_name(x->dtype),
-                        kiln_dtype_name(w->dtype));
+    kiln_dtype acc;
+    if (ops_accum_dtype(call, x, w, &acc) != REL_OK)
+        return REL_ERROR;
     if (!ops_all_known(x, 1, 5) || !ops_all_known(w, 0, 6))
         return ops_fail("only the batch dim may be symbolic");
     int64_t groups = graph_attr_int(call, "groups", 1), ic, oc, wic;
@@ -90,7 +91,7 @@ static rel_result rel_conv2d_nchwc(const struct kiln_graph *g, const gnode *call
                         (long long)w->dims[0].v, (long long)w->dims[1].v, (long long)w->dims[4].v,
                         (long long)ic, ib, (long long)groups);
     }
-    return ops_nchwc_result(g, call, x, w, ob, x->dtype, out);
+    return ops_nchwc_result(g, call, x, w, ob, acc, out);
 }
 
 rel_result ops_nchwc_result(const struct kiln_graph *g, const gnode *call, const gtensor_type *x,
@@ -122,6 +123,7 @@ typedef struct {
     kiln_tensor *p, *w;
     int64_t s[2], d[2];
     int dw;
+    kiln_dtype acc;       /* out_dtype, or KILN_DTYPE_COUNT */
     int64_t ob, ocg, icb; /* grouped: output block, a group's output channels, its input blocks */
     kiln_expr icc, kh, kw, ib;
 } convc_args;
@@ -134,8 +136,9 @@ static kiln_expr convc_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     if (c->dw) {
         kiln_expr pi[5] = {i[0], i[1], h, w, i[4]}, wi[6] = {i[1], z, c->kh, c->kw, z, i[4]};
         kiln_expr axes[2] = {c->kh, c->kw};
-        return kiln_sum(kiln_mul(kiln_tensor_at(c->p, 5, pi), kiln_tensor_at(c->w, 6, wi)), 2,
-                        axes);
+        return kiln_sum(kiln_mul(ops_accum_operand(c->acc, kiln_tensor_at(c->p, 5, pi)),
+                                 ops_accum_operand(c->acc, kiln_tensor_at(c->w, 6, wi))),
+                        2, axes);
     }
     kiln_expr ci = c->icc; /* grouped: the first input block of this output block's group */
     if (c->ocg)
@@ -145,7 +148,9 @@ static kiln_expr convc_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
             c->icc);
     kiln_expr pi[5] = {i[0], ci, h, w, c->ib}, wi[6] = {i[1], c->icc, c->kh, c->kw, c->ib, i[4]};
     kiln_expr axes[4] = {c->icc, c->kh, c->kw, c->ib};
-    return kiln_sum(kiln_mul(kiln_tensor_at(c->p, 5, pi), kiln_tensor_at(c->w, 6, wi)), 4, axes);
+    return kiln_sum(kiln_mul(ops_accum_operand(c->acc, kiln_tensor_at(c->p, 5, pi)),
+                             ops_accum_operand(c->acc, kiln_tensor_at(c->w, 6, wi))),
+                    4, axes);
 }
 
 static kiln_status compute_conv2d_nchwc(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
@@ -156,8 +161,9 @@ static kiln_status compute_conv2d_nchwc(kiln_ctx *ctx, const gnode *call, kiln_t
     ops_pad4(call, pad);
     convc_args c;
     memset(&c, 0, sizeof c);
-    c.p = ops_pad_spatial(ctx, call, in[0], pad, 0);
+    c.p = ops_pad_spatial(ctx, call, in[0], pad, (double)graph_attr_int(call, "pad_value", 0));
     c.w = in[1];
+    c.acc = ops_out_dtype(call);
     if (!c.p)
         return KILN_ERR_INVALID;
     ops_attr2(call, "strides", 1, c.s);

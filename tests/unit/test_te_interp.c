@@ -1000,6 +1000,9 @@ static const workload g_work[] = {
     {"nn.contrib_conv2d_NCHWc_int8", "u8[1,1,6,5,4];i16[3,1,3,3,2,8,2]",
      "strides=[2, 1], padding=[1, 1, 1, 1], pad_value=200, data_layout=\"NCHW4c\", "
      "kernel_layout=\"OIHW2i8o2i\", out_layout=\"NCHW8c\""},
+    {"nn.contrib_conv2d_NCHWc", "u8[1,2,5,6,8];i8[2,1,3,3,1,8]",
+     "groups=16, padding=[1, 1, 1, 1], pad_value=3, out_dtype=\"int32\", data_layout=\"NCHW8c\", "
+     "kernel_layout=\"OIHW1i8o\", out_layout=\"NCHW8c\""},
     {"nn.conv2d", "u8[1,4,7,6];i8[6,4,3,3]",
      "padding=[1, 1, 1, 1], out_dtype=\"int32\", pad_value=17"},
     {"nn.contrib_conv2d_winograd_NCHWc", "f32[1,2,6,5,4];f32[16,1,2,4,8]",
