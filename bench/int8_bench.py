@@ -6,7 +6,11 @@ benchmark, not a test: CI never runs it.
 
     PYTHONPATH=python python bench/int8_bench.py --model build/bench-models/resnet50.onnx
         [--input-shapes "input:[1,3,224,224]"] [--calib-samples 16] [--rounds 5] [--runs 10]
-        [--fake-quant]      also kiln with FakeQuantizationToInteger (integer ops)
+        [--float-kernels]   also kiln running the QDQ model on float kernels
+                            (FakeQuantizationToInteger disabled: the weights
+                            dequantized at compile time)
+        [--agree N]         top-1 agreement of each int8 run with its float run
+                            on N random inputs
 
 The calibration data is random (N(0, 1)); with random weights, what this
 measures is speed, not accuracy (test_quantize checks that on the digits CNN).
@@ -46,7 +50,8 @@ def main():
     ap.add_argument("--calib-samples", type=int, default=16)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--fake-quant", action="store_true")
+    ap.add_argument("--float-kernels", action="store_true")
+    ap.add_argument("--agree", type=int, default=0)
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="kiln-int8-")
     sess = ort.InferenceSession(a.model, providers=["CPUExecutionProvider"])
@@ -60,19 +65,27 @@ def main():
                         batch=shape[0]), f"({time.perf_counter() - t0:.1f} s)")
     x = {inp.name: rng.randn(*shape).astype("float32")}
     shapes = {inp.name: shape}
-    ways = {}
+    ways, outs = {}, {}
     for name, path, extra in (("kiln float", a.model, {}), ("kiln int8 (QDQ)", q, {})) + (
-            (("kiln int8 (integer ops)", q, {"pass_": "FakeQuantizationToInteger"}),)
-            if a.fake_quant else ()):
+            (("kiln int8 (float kernels)", q, {"disabled_pass": "FakeQuantizationToInteger"}),)
+            if a.float_kernels else ()):
         g = kiln.from_onnx(path, shape_dict=shapes)
         m = kiln.runtime.load(kiln.graph.compile(g, os.path.join(tmp, f"{len(ways)}.tar"), **extra))
         gm = kiln.runtime.GraphModule(m)
         gm.set_input(**x)
         ways[name] = gm.run
+        outs[name] = lambda v, m=m: m.run({inp.name: v})[0]
     so = ort.SessionOptions()
     for name, path in (("ORT float", a.model), ("ORT int8 (QDQ)", q)):
         s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
         ways[name] = (lambda s=s: s.run(None, x))
+        outs[name] = lambda v, s=s: s.run(None, {inp.name: v})[0]
+    if a.agree:
+        vs = [rng.randn(*shape).astype("float32") for _ in range(a.agree)]
+        for i8, f in (("kiln int8 (QDQ)", "kiln float"), ("ORT int8 (QDQ)", "ORT float"),
+                      ("kiln int8 (QDQ)", "ORT int8 (QDQ)")):
+            same = sum(int(np.argmax(outs[i8](v)) == np.argmax(outs[f](v))) for v in vs)
+            print(f"top-1 agreement, {i8} vs {f}: {same}/{len(vs)}")
     res = {k: [] for k in ways}
     names = list(ways)
     for r in range(a.rounds):

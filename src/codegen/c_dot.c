@@ -11,7 +11,8 @@
  * arguments are loads of two buffers at those indices), it is rendered as
  * a call of a helper whose body picks the instruction by the macros the C
  * compiler defines for the target's flags (__AVX512VNNI__, __AVXVNNI__,
- * __AVX512BW__, __AVX2__), with a plain loop for any other target; an
+ * __AVX512BW__, __AVX2__; on aarch64 __ARM_FEATURE_MATMUL_INT8 for usdot,
+ * __ARM_FEATURE_DOTPROD for sdot), with a plain loop for any other; an
  * accumulation acc + dot(...) passes acc in, so it is one vpdpbusd. Any
  * other dot product is the lanes' sum of products, exact everywhere. The
  * target decides the shape: the layout hook packs k = 4 weights where the
@@ -81,12 +82,13 @@ static int consecutive(cg_render *r, const tir_node *loads, int k, int stride, i
 /* The helper for a k-pair dot product of L lanes, a of dtype adt and b of
  * bdt, accumulating; its name, or NULL where kiln has none for the shape. */
 static const char *dot_helper(cg_render *r, int k, int L, kiln_dtype adt, kiln_dtype bdt) {
-    static const char *const names[4] = {"kiln_dot4_u8i8_x16", "kiln_dot4_u8i8_x8",
-                                         "kiln_dot2_u8i16_x16", "kiln_dot2_u8i16_x8"};
-    if (adt != KILN_UINT8 || (L != 16 && L != 8) ||
+    static const char *const names[6] = {"kiln_dot4_u8i8_x16", "kiln_dot4_u8i8_x8",
+                                         "kiln_dot4_u8i8_x4",  "kiln_dot2_u8i16_x16",
+                                         "kiln_dot2_u8i16_x8", "kiln_dot2_u8i16_x4"};
+    if (adt != KILN_UINT8 || (L != 16 && L != 8 && L != 4) ||
         !((k == 4 && bdt == KILN_INT8) || (k == 2 && bdt == KILN_INT16)))
         return NULL;
-    int which = (k == 4 ? 0 : 2) + (L == 8);
+    int which = (k == 4 ? 0 : 3) + (L == 8 ? 1 : L == 4 ? 2 : 0);
     const char *name = names[which];
     if (cg_have_helper(r, name))
         return name;
@@ -94,7 +96,7 @@ static const char *dot_helper(cg_render *r, int k, int L, kiln_dtype adt, kiln_d
     cg_vtype(r, vt, KILN_INT32, L);
     const char *bt = k == 4 ? "int8_t" : "int16_t";
     /* the instruction, by the compiler's target macros */
-    static const char *const fast[4] = {
+    static const char *const fast[6] = {
         "#if defined(__AVX512VNNI__) && defined(__AVX512F__)\n"
         "    return (%s)_mm512_dpbusd_epi32((__m512i)acc, _mm512_set1_epi32(s), "
         "_mm512_loadu_si512((const void *)b));\n",
@@ -104,17 +106,34 @@ static const char *dot_helper(cg_render *r, int k, int L, kiln_dtype adt, kiln_d
         "#elif defined(__AVXVNNI__)\n"
         "    return (%s)_mm256_dpbusd_avx_epi32((__m256i)acc, _mm256_set1_epi32(s), "
         "_mm256_loadu_si256((const void *)b));\n",
+        /* NEON: usdot (uint8 x int8) with the int8 matrix extension; with
+           only the dot product extension sdot on the activations moved to
+           int8 (a - 128), plus 128 * the weights' sum (a second sdot) */
+        "#if defined(__ARM_FEATURE_MATMUL_INT8)\n"
+        "    return (%s)vusdotq_s32((int32x4_t)acc, vreinterpretq_u8_s32(vdupq_n_s32(s)), "
+        "vld1q_s8(b));\n"
+        "#elif defined(__ARM_FEATURE_DOTPROD)\n"
+        "    int8x16_t w = vld1q_s8(b), x = vreinterpretq_s8_u8(veorq_u8("
+        "vreinterpretq_u8_s32(vdupq_n_s32(s)), vdupq_n_u8(0x80)));\n"
+        "    int32x4_t t = vdotq_s32((int32x4_t)acc, x, w);\n"
+        "    return (%s)vaddq_s32(t, vshlq_n_s32(vdotq_s32(vdupq_n_s32(0), vdupq_n_s8(1), w), "
+        "7));\n",
         "#if defined(__AVX512BW__)\n"
         "    return (%s)_mm512_add_epi32((__m512i)acc, _mm512_madd_epi16(_mm512_set1_epi32(s), "
         "_mm512_loadu_si512((const void *)b)));\n",
         "#if defined(__AVX2__)\n"
         "    return (%s)_mm256_add_epi32((__m256i)acc, _mm256_madd_epi16(_mm256_set1_epi32(s), "
         "_mm256_loadu_si256((const void *)b)));\n",
+        "#if defined(__ARM_NEON)\n"
+        "    int16x8_t w = vld1q_s16(b);\n"
+        "    int16x4_t x = vreinterpret_s16_s32(vdup_n_s32(s));\n"
+        "    int32x4_t p = vmull_s16(vget_low_s16(w), x), q = vmull_s16(vget_high_s16(w), x);\n"
+        "    return (%s)vaddq_s32((int32x4_t)acc, vpaddq_s32(p, q));\n",
     };
     kstr t;
     kstr_init(&t);
-    kstr_puts(&t,
-              "#if defined(__AVX2__) || defined(__AVX512F__)\n#include <immintrin.h>\n#endif\n");
+    kstr_puts(&t, "#if defined(__AVX2__) || defined(__AVX512F__)\n#include <immintrin.h>\n"
+                  "#elif defined(__ARM_NEON)\n#include <arm_neon.h>\n#endif\n");
     kstr_printf(&t, "static inline %s %s(%s acc, const uint8_t *a, const %s *b) {\n", vt, name, vt,
                 bt);
     if (k == 4)

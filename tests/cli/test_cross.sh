@@ -5,7 +5,7 @@
 # MobileNetV2 for "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72" with the
 # x86 kiln, runs them under qemu-aarch64 and compares their outputs with the
 # same models compiled for and run on this machine (max |diff| / max |x86|
-# <= 1e-4). Also: the packages' kernels are NEON code sized for 128-bit
+# <= 1e-4); the int8 digits CNN likewise on sdot, usdot and plain NEON. Also: the packages' kernels are NEON code sized for 128-bit
 # vectors and 32 registers; each runtime refuses the other's package; a
 # compiler for the wrong architecture is named. Skipped (exit 77) without
 # the cross tools (scripts/install-deps.sh installs them) or when
@@ -98,6 +98,33 @@ cross mobilenetv2 "$SRC/models/e2e/mobilenetv2_narrow.onnx" \
     "$SRC/models/e2e/mobilenetv2_narrow_io.npz" input
 cross resnet50 "$SRC/models/e2e/resnet50_narrow.onnx" "$SRC/models/e2e/resnet50_narrow_io.npz" \
     input
+
+# int8: the digits CNN quantized by kiln quantize runs on the int8 kernels
+# of three aarch64 targets: sdot (dot product extension), usdot (+i8mm) and
+# the exact loop (cortex-a72); the same integers as on this machine
+expect 0 "wrote" "$KILN" quantize "$SRC/models/digits/digits_cnn.onnx" \
+    --calibration "$SRC/models/digits/heldout.npz" -o "$W/digits_int8.onnx"
+expect 0 "" "$NPZ" pick "$SRC/models/digits/heldout.npz" "$W/int8.in.npz" input
+expect 0 "wrote" "$KILN" compile "$W/digits_int8.onnx" --input-shapes "input:[360,1,8,8]" \
+    -o "$W/int8.x86.tar"
+expect 0 "" "$KILN" run "$W/int8.x86.tar" --inputs "$W/int8.in.npz" --outputs "$W/int8.x86.out.npz"
+for cpu in "neoverse-n1:sdot" "neoverse-n1 -mattr=+i8mm:usdot" "cortex-a72:"; do
+    mcpu=${cpu%%:*} insn=${cpu##*:} tag=$(echo "${cpu%%:*}" | tr -c 'a-z0-9\n' _)
+    expect 0 "wrote" "$KILN" compile "$W/digits_int8.onnx" --input-shapes "input:[360,1,8,8]" \
+        --target "llvm -mtriple=$TRIPLE -mcpu=$mcpu" --cross-compiler $TRIPLE-gcc \
+        -o "$W/int8.$tag.tar"
+    expect 0 "" $ARM run "$W/int8.$tag.tar" --inputs "$W/int8.in.npz" \
+        --outputs "$W/int8.$tag.out.npz"
+    "$NPZ" compare "$W/int8.$tag.out.npz" "$W/int8.x86.out.npz" 1e-4 >"$OUT" 2>&1 ||
+        { echo "FAIL: int8 on $mcpu: outputs differ from x86's"; cat "$OUT"; fails=$((fails + 1)); }
+    if [ -n "$insn" ] && command -v $TRIPLE-objdump >/dev/null 2>&1; then
+        mkdir -p "$W/int8.$tag.pkg"
+        tar -xf "$W/int8.$tag.tar" -C "$W/int8.$tag.pkg"
+        n=$($TRIPLE-objdump -d "$W/int8.$tag.pkg/mod.so" | grep -cE "[[:space:]]$insn[[:space:]]")
+        echo "int8 on $mcpu: $n $insn instructions"
+        [ "$n" -gt 0 ] || { echo "FAIL: int8 on $mcpu: no $insn"; fails=$((fails + 1)); }
+    fi
+done
 
 # the register blocks use NEON's 32 registers: some convolution keeps more
 # than 16 four-lane accumulators (an AVX2 target keeps at most 16 of 8 lanes)
