@@ -433,6 +433,60 @@ char *cg_cast_text(cg_render *r, kiln_dtype to, kiln_dtype from, const char *a) 
     return cg_sfmt("((%s)(%s))", cg_types[to].c, a);
 }
 
+/* int32 lanes truncated to 8-bit ones: gcc's __builtin_convertvector does
+ * it in one vpmovdb with AVX-512 and lane by lane (about 40 instructions
+ * for 16 lanes) with AVX2, where masking to the low byte and two saturating
+ * packs give the same bits. */
+static char *narrow_call(cg_render *r, kiln_dtype to, int L, char *a) {
+    char vt[48], it[48], name[64];
+    cg_vtype(r, vt, to, L);
+    cg_vtype(r, it, KILN_INT32, L);
+    snprintf(name, sizeof name, "kiln_narrow_%s", vt + 5);
+    if (!cg_have_helper(r, name)) {
+        kstr t;
+        kstr_init(&t);
+        kstr_puts(&t, "#if defined(__AVX2__)\n#include <immintrin.h>\n#endif\n");
+        kstr_printf(&t, "static inline %s %s(%s v) {\n", vt, name, it);
+        kstr_printf(&t, "#if defined(__AVX512F__) && (%d == 16 || defined(__AVX512VL__))\n", L);
+        kstr_printf(&t, "    return __builtin_convertvector(v, %s);\n#elif defined(__AVX2__)\n",
+                    vt);
+        kstr_puts(&t, "    __m256i m = _mm256_set1_epi32(0xff), h[2];\n");
+        kstr_printf(&t, "    memcpy(h, &v, %d);\n", L * 4);
+        if (L == 16)
+            kstr_puts(&t, "    __m256i w = _mm256_permute4x64_epi64(_mm256_packus_epi32("
+                          "_mm256_and_si256(h[0], m), _mm256_and_si256(h[1], m)), 0xd8);\n"
+                          "    __m128i b = _mm_packus_epi16(_mm256_castsi256_si128(w), "
+                          "_mm256_extracti128_si256(w, 1));\n");
+        else
+            kstr_puts(&t, "    __m256i x = _mm256_and_si256(h[0], m);\n"
+                          "    __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(x), "
+                          "_mm256_extracti128_si256(x, 1));\n"
+                          "    __m128i b = _mm_packus_epi16(w, w);\n");
+        kstr_printf(&t, "    %s r;\n    memcpy(&r, &b, %d);\n    return r;\n", vt, L);
+        kstr_printf(&t, "#else\n    return __builtin_convertvector(v, %s);\n#endif\n}\n", vt);
+        cg_add_helper(r, name, kstr_take(&t));
+    }
+    char *c = cg_sfmt("%s(%s)", name, a);
+    free(a);
+    return c;
+}
+
+char *cg_vector_cast(cg_render *r, kiln_dtype to, kiln_dtype from, int L, const char *a) {
+    char vt[48];
+    cg_vtype(r, vt, to, L);
+    int narrow = (to == KILN_UINT8 || to == KILN_INT8) && (L == 8 || L == 16);
+    if (narrow && (from == KILN_FLOAT32 || from == KILN_INT32)) {
+        /* floats through int32 (vcvttps2dq): gcc converts float lanes to
+           8-bit ones one at a time */
+        char it[48];
+        cg_vtype(r, it, KILN_INT32, L);
+        char *w =
+            from == KILN_INT32 ? cg_sdup(a) : cg_sfmt("__builtin_convertvector(%s, %s)", a, it);
+        return narrow_call(r, to, L, w);
+    }
+    return cg_sfmt("__builtin_convertvector(%s, %s)", a, vt);
+}
+
 char *cg_scalar_text(cg_render *r, int op, uint32_t aux, kiln_dtype dt, kiln_dtype odt, char **a) {
     switch (op) {
     case TIR_ADD:

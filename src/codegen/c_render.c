@@ -47,7 +47,7 @@ static char *cast_expr(cg_render *r, kiln_dtype to, tir_node v) {
             cg_vtype(r, bt, KILN_BOOL, L);
             t = cg_sfmt("(__builtin_convertvector((%s) != 0, %s) & 1)", a, bt);
         } else {
-            t = cg_sfmt("__builtin_convertvector(%s, %s)", a, vt);
+            t = cg_vector_cast(r, to, from, L, a);
         }
     } else {
         t = cg_lane_call(r, "cast", TIR_CAST, 0, to, L, from, 1, &from, &a);

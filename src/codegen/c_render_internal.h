@@ -108,6 +108,12 @@ KILN_HIDDEN char *cg_const_float(kiln_dtype dt, double v);
 KILN_HIDDEN void cg_vtype(cg_render *r, char out[48], kiln_dtype dt, int lanes);
 /* Text of a scalar cast of text a from `from` to `to`. */
 KILN_HIDDEN char *cg_cast_text(cg_render *r, kiln_dtype to, kiln_dtype from, const char *a);
+/* Vector a (L lanes of from) converted to to (neither bool nor bfloat16):
+ * __builtin_convertvector, or for 8-bit results of float32 and int32 a
+ * helper that narrows through int32 with packs where gcc would go lane by
+ * lane. */
+KILN_HIDDEN char *cg_vector_cast(cg_render *r, kiln_dtype to, kiln_dtype from, int L,
+                                 const char *a);
 /* Text of a scalar op (the kind of TIR op/aux) with result dtype dt on
  * operand texts a[] whose dtype is odt. */
 KILN_HIDDEN char *cg_scalar_text(cg_render *r, int op, uint32_t aux, kiln_dtype dt, kiln_dtype odt,

@@ -8,6 +8,10 @@
  *                                      - zx * sum(w[u])
  *   qnn.dequantize(q, s, zp)      ->  float32(q - zp) * s (s, zp shaped
  *                                      to broadcast along the axis)
+ *   float32(acc) * c * d          ->  float32(acc) * (c * d)
+ *   float32(acc) * c + d          ->  float32(acc + rint(d / c)) * c
+ *   quantize([relu|clip](float32(acc) * S), s2, zp)
+ *                                 ->  clip(round(float32(acc) * S / s2) + zp)
  *
  * sum((x - zx) * w) over a window is sum(x * w) - zx * sum(w): with the
  * window's padding at zx (the real 0), the second term is one constant per
@@ -205,6 +209,17 @@ static double scalar_f32(const gnode *n) {
     return *(const float *)kiln_ndarray_data(n->value);
 }
 
+/* Whether rule r's part %e is the int32 accumulator a dequantized product
+ * starts from (the cast's source), and the cast (%b) and the multiply (%a)
+ * are read only by the chain being folded: folding one reader of a value
+ * that others read would compute it twice and keep FuseOps from fusing
+ * either chain into the convolution. */
+static int folds_alone(kiln_rewrite *rw, const rule *r, const kiln_pattern *acc) {
+    const gtensor_type *t = ops_node_type(rule_pre(rw, acc));
+    return t && t->dtype == KILN_INT32 && kiln_rewrite_uses(rw, rule_pre(rw, r->x[0])->id) == 1 &&
+           kiln_rewrite_uses(rw, rule_pre(rw, r->x[1])->id) == 1;
+}
+
 /* quantize([relu | clip](float32(acc) * S), s2, zp) with acc int32: the
  * requantization of the accumulator in one multiply, float32(acc) *
  * (S / s2), rounded, plus zp, clamped to the output range narrowed by the
@@ -220,7 +235,8 @@ static int fold_requantize(kiln_rewrite *rw, const rule *r, int act) {
     const gtensor_type *at = ops_node_type(acc);
     double s2 = scalar_f32(rule_pre(rw, r->x[4]));
     kiln_dtype odt;
-    if (!at || at->dtype != KILN_INT32 || strcmp(graph_attr_str(cast, "dtype", ""), "float32") ||
+    if (!folds_alone(rw, r, r->x[2]) || kiln_rewrite_uses(rw, a->id) != 1 || !at ||
+        strcmp(graph_attr_str(cast, "dtype", ""), "float32") ||
         kiln_ndarray_dtype(S->value) != KILN_FLOAT32 || !(s2 > 0) || !is_int_array(zpn->value) ||
         kiln_ndarray_numel(zpn->value) != 1 ||
         kiln_dtype_parse(graph_attr_str(n, "out_dtype", "int8"), &odt) != KILN_OK ||
@@ -270,6 +286,79 @@ static int fold_requantize(kiln_rewrite *rw, const rule *r, int act) {
     return v < 0 ? -1 : rule_call(rw, "cast", 1, &v, attrs, n->name);
 }
 
+/* The float32 constant of c and d combined elementwise (op '*': c * d;
+ * '/': rint(d / c) as int32), shaped as the larger; NULL if their shapes
+ * are neither equal nor one a scalar, or a value does not fit. */
+static kiln_ndarray *combine(const kiln_ndarray *c, const kiln_ndarray *d, char op) {
+    if (kiln_ndarray_dtype(c) != KILN_FLOAT32 || kiln_ndarray_dtype(d) != KILN_FLOAT32)
+        return NULL;
+    int64_t nc = kiln_ndarray_numel(c), nd = kiln_ndarray_numel(d);
+    const kiln_ndarray *big = nc >= nd ? c : d;
+    if (nc != nd && nc != 1 && nd != 1)
+        return NULL;
+    if (nc == nd && kiln_ndarray_ndim(c) != kiln_ndarray_ndim(d))
+        return NULL;
+    int nd_ = kiln_ndarray_ndim(big);
+    int64_t dims[8];
+    if (nd_ > 8)
+        return NULL;
+    for (int i = 0; i < nd_; i++)
+        dims[i] = kiln_ndarray_dim(big, i);
+    kiln_ndarray *out = kiln_ndarray_empty(op == '*' ? KILN_FLOAT32 : KILN_INT32, nd_, dims);
+    if (!out)
+        return NULL;
+    const float *cv = kiln_ndarray_data(c), *dv = kiln_ndarray_data(d);
+    for (int64_t i = 0; i < kiln_ndarray_numel(big); i++) {
+        float a = cv[nc == 1 ? 0 : i], b = dv[nd == 1 ? 0 : i];
+        if (op == '*') {
+            ((float *)kiln_ndarray_data(out))[i] = a * b;
+            continue;
+        }
+        double q = rint((double)b / a);
+        if (!(a != 0) || !(fabs(q) < 1073741824.0)) {
+            kiln_ndarray_free(out);
+            return NULL;
+        }
+        ((int32_t *)kiln_ndarray_data(out))[i] = (int32_t)q;
+    }
+    return out;
+}
+
+/* (float32(acc) * c) * d -> float32(acc) * (c * d): a batch norm's scale
+ * after a quantized convolution joins the dequantization's */
+static int fold_scales(kiln_rewrite *rw, const rule *r) {
+    const gnode *c = rule_pre(rw, r->x[2]), *d = rule_pre(rw, r->x[3]);
+    if (!folds_alone(rw, r, r->x[4]))
+        return KILN_REWRITE_SKIP;
+    kiln_ndarray *m = combine(c->value, d->value, '*');
+    if (!m)
+        return KILN_REWRITE_SKIP;
+    int id = kiln_graph_const(kiln_rewrite_post(rw), "scale", m);
+    kiln_ndarray_free(m);
+    int in[2] = {rule_post(rw, r->x[1]), id};
+    return id < 0 ? -1 : rule_call(rw, "multiply", 2, in, "", rule_root(rw)->name);
+}
+
+/* float32(acc) * c + d -> float32(acc + rint(d / c)) * c: a bias (or a
+ * batch norm's shift) onto the accumulator's grid, as FakeQuantizationToInteger
+ * puts nn.bias_add, so the requantization folds */
+static int fold_shift(kiln_rewrite *rw, const rule *r) {
+    const gnode *c = rule_pre(rw, r->x[2]), *d = rule_pre(rw, r->x[3]);
+    if (!folds_alone(rw, r, r->x[4]))
+        return KILN_REWRITE_SKIP;
+    kiln_ndarray *q = combine(c->value, d->value, '/');
+    if (!q)
+        return KILN_REWRITE_SKIP;
+    const char *name = rule_root(rw)->name;
+    int id = kiln_graph_const(kiln_rewrite_post(rw), "bias_quantized", q);
+    kiln_ndarray_free(q);
+    int in[2] = {rule_post(rw, r->x[4]), id};
+    int sum = id < 0 ? -1 : rule_call(rw, "add", 2, in, "", name);
+    int f = sum < 0 ? -1 : rule_call(rw, "cast", 1, &sum, "dtype=\"float32\"", name);
+    int m[2] = {f, rule_post(rw, r->x[2])};
+    return f < 0 ? -1 : rule_call(rw, "multiply", 2, m, "", name);
+}
+
 static int fold_requantize_none(kiln_rewrite *rw, const rule *r) {
     return fold_requantize(rw, r, 0);
 }
@@ -298,6 +387,8 @@ struct kiln_graph *pass_qnn_canonicalize(struct kiln_graph *g, const pass_env *e
          fold_requantize_none,
          NULL,
          {0}},
+        {"multiply(%a=multiply(%b=cast(%e), %c=const), %d=const)", fold_scales, NULL, {0}},
+        {"add(%a=multiply(%b=cast(%e), %c=const), %d=const)", fold_shift, NULL, {0}},
     };
     return rule_run(g, rules, (int)(sizeof rules / sizeof rules[0]));
 }
