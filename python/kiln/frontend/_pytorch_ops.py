@@ -1,0 +1,951 @@
+"""The PyTorch frontend's one converter table: each aten op in kiln ops.
+
+A converter takes the converter context ``cv`` (kiln.frontend.pytorch's
+_Converter: ``cv.g`` the graph, ``cv.shape``/``cv.dtype`` of a node,
+``cv.tensor`` to make a static value a constant, ``cv.fail`` for an error
+that names the node and its source line) and the node's inputs in schema
+order, and returns the output (or a tuple of them). At least one input is
+a kiln Node: nodes whose inputs are all static are computed by torch.
+In-place ops (``aten::relu_``) convert as their functional op.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from ..graph import Node
+
+Converter = Callable[..., Any]
+_TABLE: Dict[str, Converter] = {}
+
+
+def _op(*names: str) -> Callable[[Converter], Converter]:
+    def reg(fn: Converter) -> Converter:
+        for n in names:
+            _TABLE["aten::" + n] = fn
+        return fn
+    return reg
+
+
+def converter(kind: str) -> Optional[Converter]:
+    """The converter of op ``kind`` ("aten::conv2d"), or None."""
+    fn = _TABLE.get(kind)
+    if fn is None and kind.endswith("_") and not kind.endswith("__"):
+        fn = _TABLE.get(kind[:-1])  # an in-place op: its functional form
+    return fn
+
+
+def supported_ops() -> List[str]:
+    """The aten ops with a conversion (in-place forms convert too)."""
+    return sorted(_TABLE)
+
+
+# ---- helpers ------------------------------------------------------------------------------
+
+def _ints(v: Any, n: int) -> List[int]:
+    """An int or list of ints as n ints (a single one repeated)."""
+    if isinstance(v, int):
+        return [v] * n
+    v = [int(x) for x in v]
+    return v * n if len(v) == 1 else v
+
+
+def _axis(d: int, nd: int) -> int:
+    return d + nd if d < 0 else d
+
+
+def _is_float(dt: str) -> bool:
+    return dt.startswith("float") or dt == "bfloat16"
+
+
+def _call(cv: Any, op: str, *ins: Any, **attrs: Any) -> Node:
+    return cv.g.call(op, *ins, **attrs)
+
+
+def _reshape(cv: Any, x: Node, shape: Sequence[int]) -> Node:
+    shape = [int(d) for d in shape]
+    if tuple(shape) == cv.shape(x):
+        return x
+    return _call(cv, "reshape", x, newshape=shape)
+
+
+def _full_shape(cv: Any, x: Node, size: Sequence[Any]) -> List[int]:
+    """A view's size with its -1 resolved."""
+    size = [int(d) for d in size]
+    total = 1
+    for d in cv.shape(x):
+        total *= d
+    known = 1
+    for d in size:
+        known *= d if d != -1 else 1
+    if size.count(-1) > 1 or (size.count(-1) == 0 and known != total) or \
+            (size.count(-1) == 1 and (known == 0 or total % known)):
+        cv.fail(f"cannot view a tensor of shape {list(cv.shape(x))} as {size}")
+    return [total // known if d == -1 else d for d in size]
+
+
+def _slice(cv: Any, x: Node, axis: int, begin: int, end: int, step: int = 1) -> Node:
+    n = cv.shape(x)[axis]
+    begin = max(0, min(n, begin + n if begin < 0 else begin))
+    end = max(0, min(n, end + n if end < 0 else end))
+    if begin == 0 and end == n and step == 1:
+        return x
+    if end <= begin:
+        cv.fail(f"an empty slice [{begin}:{end}] of dim {axis} (kiln has no empty tensors)")
+    return _call(cv, "strided_slice", x, begin=[begin], end=[end], strides=[step], axes=[axis])
+
+
+def _cast(cv: Any, x: Node, dtype: str) -> Node:
+    return x if cv.dtype(x) == dtype else _call(cv, "cast", x, dtype=dtype)
+
+
+def _torch_dtype_name(cv: Any, dt: Any) -> Optional[str]:
+    """A torch dtype (or its ScalarType code in a traced graph) as kiln's name."""
+    if dt is None:
+        return None
+    if isinstance(dt, int):  # ScalarType: the order of c10's enum
+        names = ["uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
+                 None, None, None, "bool"]
+        name = names[dt] if dt < len(names) else None
+    else:
+        name = str(dt).replace("torch.", "")
+    if name is None:
+        cv.fail(f"dtype {dt} is not supported")
+    return name
+
+
+def _scalar_value(cv: Any, v: Any) -> Any:
+    if isinstance(v, cv.torch.Tensor) and v.dim() == 0:
+        return v.item()
+    return v
+
+
+# ---- elementwise --------------------------------------------------------------------------
+
+def _binary(cv: Any, op: str, a: Any, b: Any) -> Node:
+    like = a if isinstance(a, Node) else b
+    other = b if like is a else a
+    ov = _scalar_value(cv, other)
+    if not _is_float(cv.dtype(like)) and isinstance(ov, float):
+        like = _cast(cv, like, "float32")  # an integer tensor and a float scalar: float
+    if like is a:
+        a = like
+    else:
+        b = like
+    x, y = cv.tensor(a, like), cv.tensor(b, like)
+    dx, dy = cv.dtype(x), cv.dtype(y)
+    if dx != dy:  # torch's promotion, for the float/int mixes models have
+        target = dx if _is_float(dx) and not _is_float(dy) else dy if _is_float(dy) else dx
+        x, y = _cast(cv, x, target), _cast(cv, y, target)
+    return _call(cv, op, x, y)
+
+
+def _scaled(cv: Any, b: Any, alpha: Any) -> Any:
+    if alpha is None or alpha == 1:
+        return b
+    if isinstance(b, Node):
+        return _binary(cv, "multiply", b, alpha)
+    return b * alpha
+
+
+@_op("add")
+def _add(cv: Any, a: Any, b: Any, alpha: Any = 1) -> Node:
+    return _binary(cv, "add", a, _scaled(cv, b, alpha))
+
+
+@_op("sub")
+def _sub(cv: Any, a: Any, b: Any, alpha: Any = 1) -> Node:
+    return _binary(cv, "subtract", a, _scaled(cv, b, alpha))
+
+
+@_op("rsub")
+def _rsub(cv: Any, a: Any, b: Any, alpha: Any = 1) -> Node:
+    return _binary(cv, "subtract", b, _scaled(cv, a, alpha))
+
+
+@_op("mul")
+def _mul(cv: Any, a: Any, b: Any) -> Node:
+    return _binary(cv, "multiply", a, b)
+
+
+@_op("div")
+def _div(cv: Any, a: Any, b: Any, rounding_mode: Optional[str] = None) -> Node:
+    if isinstance(a, Node) and not _is_float(cv.dtype(a)) and rounding_mode is None:
+        a = _cast(cv, a, "float32")  # true division of integers
+    q = _binary(cv, "divide", a, b)
+    if rounding_mode is None or not _is_float(cv.dtype(q)):
+        if rounding_mode == "floor" and not _is_float(cv.dtype(q)):
+            cv.fail("floor division of integer tensors is not supported")
+        return q
+    if rounding_mode == "floor":
+        return _call(cv, "floor", q)
+    zero = cv.tensor(0.0, q)
+    return _call(cv, "where", _call(cv, "less", q, zero), _call(cv, "ceil", q),
+                 _call(cv, "floor", q))
+
+
+@_op("floor_divide")
+def _floor_divide(cv: Any, a: Any, b: Any) -> Node:
+    return _div(cv, a, b, "floor")
+
+
+@_op("remainder")
+def _remainder(cv: Any, a: Any, b: Any) -> Node:
+    return _binary(cv, "floor_mod", a, b)
+
+
+@_op("maximum")
+def _maximum(cv: Any, a: Any, b: Any) -> Node:
+    return _binary(cv, "maximum", a, b)
+
+
+def _max_min(op: str, arg: str, binary: str) -> Converter:
+    """aten::max / aten::min: of all elements, elementwise of two tensors,
+    or along a dim (values and indices)."""
+    def conv(cv: Any, x: Any, dim: Any = None, keepdim: Any = False) -> Any:
+        if isinstance(dim, Node) or isinstance(dim, cv.torch.Tensor):
+            return _binary(cv, binary, x, dim)
+        nd = len(cv.shape(x))
+        if dim is None:
+            return _call(cv, op, x, axis=list(range(nd)), keepdims=0)
+        axis = _axis(int(dim), nd)
+        k = 1 if keepdim else 0
+        return (_call(cv, op, x, axis=[axis], keepdims=k),
+                _call(cv, arg, x, axis=axis, keepdims=k))
+    return conv
+
+
+_op("max")(_max_min("max", "argmax", "maximum"))
+_op("min")(_max_min("min", "argmin", "minimum"))
+
+
+@_op("minimum")
+def _minimum(cv: Any, a: Any, b: Any) -> Node:
+    return _binary(cv, "minimum", a, b)
+
+
+def _compare(op: str) -> Converter:
+    return lambda cv, a, b: _binary(cv, op, a, b)
+
+
+for _name, _kop in (("eq", "equal"), ("ne", "not_equal"), ("gt", "greater"), ("lt", "less"),
+                    ("ge", "greater_equal"), ("le", "less_equal")):
+    _op(_name)(_compare(_kop))
+
+
+@_op("pow")
+def _pow(cv: Any, x: Any, e: Any) -> Node:
+    ev = _scalar_value(cv, e)
+    if isinstance(x, Node) and isinstance(ev, (int, float)):
+        if ev == 2:
+            return _call(cv, "multiply", x, x)
+        if ev == 1:
+            return x
+        if ev == 0.5:
+            return _call(cv, "sqrt", x)
+    return _binary(cv, "power", x, e)
+
+
+def _unary(op: str) -> Converter:
+    return lambda cv, x, *rest: _call(cv, op, x)
+
+
+for _name, _kop in (("relu", "nn.relu"), ("sigmoid", "sigmoid"), ("tanh", "tanh"),
+                    ("exp", "exp"), ("log", "log"), ("sqrt", "sqrt"), ("rsqrt", "rsqrt"),
+                    ("erf", "erf"), ("abs", "abs"), ("neg", "negative"), ("sin", "sin"),
+                    ("cos", "cos"), ("floor", "floor"), ("ceil", "ceil"), ("sign", "sign"),
+                    ("reciprocal", "reciprocal"), ("hardswish", "nn.hard_swish"),
+                    ("mish", "nn.mish"), ("selu", "nn.selu"), ("logical_not", "logical_not")):
+    _op(_name)(_unary(_kop))
+
+
+def _clip(cv: Any, x: Node, lo: Any, hi: Any) -> Node:
+    big = 3.4028234663852886e38
+    lo = -big if lo is None else float(_scalar_value(cv, lo))
+    hi = big if hi is None else float(_scalar_value(cv, hi))
+    return _call(cv, "clip", x, a_min=lo, a_max=hi)
+
+
+@_op("clamp", "clip")
+def _clamp(cv: Any, x: Node, lo: Any = None, hi: Any = None) -> Node:
+    if isinstance(lo, Node) or isinstance(hi, Node):
+        y = x if lo is None else _binary(cv, "maximum", x, lo)
+        return y if hi is None else _binary(cv, "minimum", y, hi)
+    return _clip(cv, x, lo, hi)
+
+
+@_op("clamp_min")
+def _clamp_min(cv: Any, x: Node, lo: Any) -> Node:
+    return _clamp(cv, x, lo, None)
+
+
+@_op("clamp_max")
+def _clamp_max(cv: Any, x: Node, hi: Any) -> Node:
+    return _clamp(cv, x, None, hi)
+
+
+@_op("hardtanh")
+def _hardtanh(cv: Any, x: Node, lo: Any = -1.0, hi: Any = 1.0) -> Node:
+    return _clip(cv, x, lo, hi)
+
+
+@_op("relu6")
+def _relu6(cv: Any, x: Node) -> Node:
+    return _clip(cv, x, 0.0, 6.0)
+
+
+@_op("hardsigmoid")
+def _hardsigmoid(cv: Any, x: Node) -> Node:
+    # torch: min(max(x + 3, 0), 6) / 6
+    return _binary(cv, "divide", _clip(cv, _binary(cv, "add", x, 3.0), 0.0, 6.0), 6.0)
+
+
+@_op("silu")
+def _silu(cv: Any, x: Node) -> Node:
+    return _call(cv, "multiply", x, _call(cv, "sigmoid", x))
+
+
+@_op("gelu")
+def _gelu(cv: Any, x: Node, approximate: str = "none") -> Node:
+    half = _binary(cv, "multiply", x, 0.5)
+    if approximate == "tanh":
+        cube = _call(cv, "multiply", x, _call(cv, "multiply", x, x))
+        inner = _binary(cv, "add", x, _binary(cv, "multiply", cube, 0.044715))
+        t = _call(cv, "tanh", _binary(cv, "multiply", inner, math.sqrt(2.0 / math.pi)))
+    elif approximate == "none":
+        t = _call(cv, "erf", _binary(cv, "multiply", x, 1.0 / math.sqrt(2.0)))
+    else:
+        cv.fail(f"gelu approximate={approximate!r} is not 'none' or 'tanh'")
+    return _call(cv, "multiply", half, _binary(cv, "add", t, 1.0))
+
+
+@_op("leaky_relu")
+def _leaky_relu(cv: Any, x: Node, slope: Any = 0.01) -> Node:
+    return _call(cv, "nn.leaky_relu", x, alpha=float(slope))
+
+
+@_op("elu")
+def _elu(cv: Any, x: Node, alpha: Any = 1.0, scale: Any = 1, input_scale: Any = 1) -> Node:
+    if scale != 1 or input_scale != 1:
+        cv.fail("elu with scale or input_scale other than 1 is not supported")
+    return _call(cv, "nn.elu", x, alpha=float(alpha))
+
+
+@_op("softplus")
+def _softplus(cv: Any, x: Node, beta: Any = 1, threshold: Any = 20) -> Node:
+    if beta != 1:
+        cv.fail("softplus with beta other than 1 is not supported")
+    return _call(cv, "nn.softplus", x)
+
+
+@_op("softmax", "_softmax")
+def _softmax(cv: Any, x: Node, dim: int, dtype: Any = None) -> Node:
+    if isinstance(dtype, bool):  # aten::_softmax(self, dim, half_to_float)
+        dtype = None
+    x = _cast(cv, x, _torch_dtype_name(cv, dtype) or cv.dtype(x))
+    return _call(cv, "nn.softmax", x, axis=int(dim))
+
+
+@_op("log_softmax")
+def _log_softmax(cv: Any, x: Node, dim: int, dtype: Any = None) -> Node:
+    x = _cast(cv, x, _torch_dtype_name(cv, dtype) or cv.dtype(x))
+    return _call(cv, "nn.log_softmax", x, axis=int(dim))
+
+
+@_op("where")
+def _where(cv: Any, cond: Any, a: Any, b: Any) -> Node:
+    like = a if isinstance(a, Node) else b if isinstance(b, Node) else None
+    c = cv.tensor(cond)
+    if like is None:
+        x, y = cv.tensor(a), cv.tensor(b)
+    else:
+        x, y = cv.tensor(a, like), cv.tensor(b, like)
+    return _call(cv, "where", _cast(cv, c, "bool"), x, y)
+
+
+@_op("masked_fill")
+def _masked_fill(cv: Any, x: Any, mask: Any, value: Any) -> Node:
+    x = cv.tensor(x)
+    return _call(cv, "where", _cast(cv, cv.tensor(mask), "bool"), cv.tensor(value, x), x)
+
+
+@_op("dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout")
+def _dropout(cv: Any, x: Node, p: Any, train: Any) -> Node:
+    if train:
+        cv.fail("dropout in training mode: call module.eval() before converting")
+    return x
+
+
+@_op("contiguous", "clone", "detach", "alias", "lift_fresh", "lift", "dequantize")
+def _identity(cv: Any, x: Node, *rest: Any) -> Node:
+    return x
+
+
+@_op("to", "type_as", "float", "int", "long")
+def _to(cv: Any, x: Node, *rest: Any) -> Node:
+    """aten::to's overloads: the first dtype-like argument decides."""
+    import_torch = cv.torch
+    for r in rest:
+        if isinstance(r, Node):  # type_as / to(other)
+            return _cast(cv, x, cv.dtype(r))
+        if isinstance(r, (int, import_torch.dtype)) and not isinstance(r, bool):
+            return _cast(cv, x, _torch_dtype_name(cv, r))
+    kind = cv.node.kind()
+    if kind in ("aten::float", "aten::int", "aten::long"):
+        return _cast(cv, x, {"aten::float": "float32", "aten::int": "int32",
+                             "aten::long": "int64"}[kind])
+    return x
+
+
+# ---- shapes -------------------------------------------------------------------------------
+
+@_op("view", "reshape")
+def _view(cv: Any, x: Node, size: Sequence[Any]) -> Node:
+    return _reshape(cv, x, _full_shape(cv, x, size))
+
+
+@_op("view_as", "reshape_as")
+def _view_as(cv: Any, x: Node, other: Node) -> Node:
+    return _reshape(cv, x, cv.shape(other))
+
+
+@_op("flatten")
+def _flatten(cv: Any, x: Node, start: int = 0, end: int = -1) -> Node:
+    s = list(cv.shape(x))
+    if not s:
+        return _reshape(cv, x, [1])
+    a, b = _axis(int(start), len(s)), _axis(int(end), len(s))
+    n = 1
+    for d in s[a:b + 1]:
+        n *= d
+    return _reshape(cv, x, s[:a] + [n] + s[b + 1:])
+
+
+@_op("unsqueeze")
+def _unsqueeze(cv: Any, x: Node, dim: int) -> Node:
+    s = list(cv.shape(x))
+    s.insert(_axis(int(dim), len(s) + 1), 1)
+    return _reshape(cv, x, s)
+
+
+@_op("squeeze")
+def _squeeze(cv: Any, x: Node, dim: Any = None) -> Node:
+    s = list(cv.shape(x))
+    if dim is None:
+        return _reshape(cv, x, [d for d in s if d != 1])
+    dims = {_axis(int(d), len(s)) for d in _ints(dim, 1)}
+    return _reshape(cv, x, [d for k, d in enumerate(s) if not (k in dims and d == 1)])
+
+
+@_op("permute")
+def _permute(cv: Any, x: Node, dims: Sequence[int]) -> Node:
+    nd = len(cv.shape(x))
+    axes = [_axis(int(d), nd) for d in dims]
+    if axes == list(range(nd)):
+        return x
+    return _call(cv, "transpose", x, axes=axes)
+
+
+@_op("transpose", "swapaxes", "swapdims")
+def _transpose(cv: Any, x: Node, d0: int, d1: int) -> Node:
+    nd = len(cv.shape(x))
+    axes = list(range(nd))
+    a, b = _axis(int(d0), nd), _axis(int(d1), nd)
+    axes[a], axes[b] = axes[b], axes[a]
+    return _permute(cv, x, axes)
+
+
+@_op("t", "numpy_T")
+def _t(cv: Any, x: Node) -> Node:
+    nd = len(cv.shape(x))
+    return x if nd < 2 else _permute(cv, x, list(range(nd))[::-1])
+
+
+@_op("expand")
+def _expand(cv: Any, x: Node, size: Sequence[int], implicit: Any = False) -> Node:
+    s = list(cv.shape(x))
+    size = [int(d) for d in size]
+    full = [1] * (len(size) - len(s)) + s
+    out = [full[k] if d == -1 else d for k, d in enumerate(size)]
+    if out == s:
+        return x
+    return _call(cv, "broadcast_to", x, shape=out)
+
+
+@_op("expand_as")
+def _expand_as(cv: Any, x: Node, other: Node) -> Node:
+    return _expand(cv, x, list(cv.shape(other)))
+
+
+@_op("repeat")
+def _repeat(cv: Any, x: Node, reps: Sequence[int]) -> Node:
+    reps = [int(r) for r in reps]
+    s = list(cv.shape(x))
+    if len(reps) > len(s):
+        x = _reshape(cv, x, [1] * (len(reps) - len(s)) + s)
+    return _call(cv, "tile", x, reps=reps)
+
+
+@_op("cat", "concat", "concatenate")
+def _cat(cv: Any, xs: Sequence[Any], dim: int = 0) -> Node:
+    like = next(x for x in xs if isinstance(x, Node))
+    nodes = [cv.tensor(x) for x in xs]
+    nodes = [n for n in nodes if 0 not in cv.shape(n)]  # torch allows empty pieces
+    if len(nodes) == 1:
+        return nodes[0]
+    return _call(cv, "concatenate", *nodes, axis=_axis(int(dim), len(cv.shape(like))))
+
+
+@_op("stack")
+def _stack(cv: Any, xs: Sequence[Any], dim: int = 0) -> Node:
+    nd = len(cv.shape(next(x for x in xs if isinstance(x, Node)))) + 1
+    d = _axis(int(dim), nd)
+    return _cat(cv, [_unsqueeze(cv, cv.tensor(x), d) for x in xs], d)
+
+
+def _pieces(cv: Any, x: Node, dim: int, sizes: Sequence[int]) -> List[Node]:
+    axis = _axis(int(dim), len(cv.shape(x)))
+    out, at = [], 0
+    for n in sizes:
+        out.append(_slice(cv, x, axis, at, at + n))
+        at += n
+    return out
+
+
+@_op("chunk")
+def _chunk(cv: Any, x: Node, chunks: int, dim: int = 0) -> List[Node]:
+    n = cv.shape(x)[_axis(int(dim), len(cv.shape(x)))]
+    each = -(-n // int(chunks))
+    sizes = [min(each, n - k) for k in range(0, n, each)]
+    return _pieces(cv, x, dim, sizes)
+
+
+@_op("split", "split_with_sizes")
+def _split(cv: Any, x: Node, size: Any, dim: int = 0) -> List[Node]:
+    n = cv.shape(x)[_axis(int(dim), len(cv.shape(x)))]
+    if isinstance(size, int):
+        sizes = [min(size, n - k) for k in range(0, n, size)]
+    else:
+        sizes = [int(s) for s in size]
+    return _pieces(cv, x, dim, sizes)
+
+
+@_op("unbind")
+def _unbind(cv: Any, x: Node, dim: int = 0) -> List[Node]:
+    s = list(cv.shape(x))
+    axis = _axis(int(dim), len(s))
+    rest = s[:axis] + s[axis + 1:]
+    return [_reshape(cv, p, rest) for p in _pieces(cv, x, axis, [1] * s[axis])]
+
+
+@_op("slice")
+def _slice_op(cv: Any, x: Node, dim: int = 0, start: Any = None, end: Any = None,
+              step: int = 1) -> Node:
+    s = cv.shape(x)
+    axis = _axis(int(dim), len(s))
+    start = 0 if start is None else int(start)
+    end = s[axis] if end is None else min(int(end), s[axis])
+    return _slice(cv, x, axis, start, end, int(step))
+
+
+@_op("narrow")
+def _narrow(cv: Any, x: Node, dim: int, start: int, length: int) -> Node:
+    return _slice_op(cv, x, dim, int(start), int(start) + int(length))
+
+
+@_op("select")
+def _select(cv: Any, x: Node, dim: int, index: int) -> Node:
+    s = list(cv.shape(x))
+    axis = _axis(int(dim), len(s))
+    i = int(index) + s[axis] if int(index) < 0 else int(index)
+    if not 0 <= i < s[axis]:
+        cv.fail(f"index {index} is out of range for dim {axis} of size {s[axis]}")
+    return _reshape(cv, _slice(cv, x, axis, i, i + 1), s[:axis] + s[axis + 1:])
+
+
+@_op("index_select")
+def _index_select(cv: Any, x: Node, dim: int, index: Any) -> Node:
+    return _call(cv, "take", cv.tensor(x), cv.tensor(index),
+                 axis=_axis(int(dim), len(cv.shape(cv.tensor(x)))))
+
+
+@_op("embedding")
+def _embedding(cv: Any, weight: Any, indices: Any, *rest: Any) -> Node:
+    return _call(cv, "take", cv.tensor(weight), cv.tensor(indices), axis=0)
+
+
+@_op("roll")
+def _roll(cv: Any, x: Node, shifts: Any, dims: Any = ()) -> Node:
+    shifts = _ints(shifts, 1)
+    dims = _ints(dims, 1) if dims is not None else []
+    if not dims:
+        s = cv.shape(x)
+        n = 1
+        for d in s:
+            n *= d
+        return _reshape(cv, _roll(cv, _reshape(cv, x, [n]), shifts, [0]), s)
+    for sh, d in zip(shifts, dims):
+        axis = _axis(d, len(cv.shape(x)))
+        n = cv.shape(x)[axis]
+        k = sh % n
+        if k:
+            x = _cat(cv, [_slice(cv, x, axis, n - k, n), _slice(cv, x, axis, 0, n - k)], axis)
+    return x
+
+
+def _pad_width(cv: Any, x: Node, pad: Sequence[int]) -> List[int]:
+    """torch's pad (last dim first, before/after pairs) as kiln's pad_width."""
+    nd = len(cv.shape(x))
+    pad = [int(p) for p in pad]
+    if len(pad) % 2 or len(pad) // 2 > nd:
+        cv.fail(f"pad {pad} does not fit a {nd}-D tensor")
+    width = [0] * (2 * nd)
+    for k in range(len(pad) // 2):
+        d = nd - 1 - k
+        width[2 * d], width[2 * d + 1] = pad[2 * k], pad[2 * k + 1]
+    return width
+
+
+def _circular(cv: Any, x: Node, width: List[int]) -> Node:
+    for d in range(len(width) // 2):
+        lo, hi = width[2 * d], width[2 * d + 1]
+        n = cv.shape(x)[d]
+        parts = ([_slice(cv, x, d, n - lo, n)] if lo else []) + [x] + \
+            ([_slice(cv, x, d, 0, hi)] if hi else [])
+        if len(parts) > 1:
+            x = _cat(cv, parts, d)
+    return x
+
+
+@_op("pad")
+def _pad(cv: Any, x: Node, pad: Sequence[int], mode: str = "constant", value: Any = None) -> Node:
+    width = _pad_width(cv, x, pad)
+    if any(w < 0 for w in width):
+        cv.fail("negative padding (cropping) is not supported")
+    if mode == "circular":
+        return _circular(cv, x, width)
+    kmode = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}.get(mode)
+    if kmode is None:
+        cv.fail(f"pad mode {mode!r} is not supported")
+    return _call(cv, "nn.pad", x, pad_width=width, pad_value=float(value or 0.0), pad_mode=kmode)
+
+
+@_op("constant_pad_nd")
+def _constant_pad(cv: Any, x: Node, pad: Sequence[int], value: Any = 0) -> Node:
+    return _pad(cv, x, pad, "constant", value)
+
+
+for _name, _mode in (("reflection_pad1d", "reflect"), ("reflection_pad2d", "reflect"),
+                     ("replication_pad1d", "replicate"), ("replication_pad2d", "replicate"),
+                     ("replication_pad3d", "replicate")):
+    _op(_name)(lambda cv, x, pad, _m=_mode: _pad(cv, x, pad, _m))
+
+
+# ---- reductions ---------------------------------------------------------------------------
+
+def _reduce(op: str) -> Converter:
+    def conv(cv: Any, x: Node, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Node:
+        if dim is not None and not isinstance(dim, (list, tuple, int)):  # (self, dtype)
+            dim, dtype = None, dim
+        nd = len(cv.shape(x))
+        axes = list(range(nd)) if dim is None or dim == [] else \
+            [_axis(int(d), nd) for d in _ints(dim, 1)]
+        x = _cast(cv, x, _torch_dtype_name(cv, dtype) or cv.dtype(x))
+        return _call(cv, op, x, axis=axes, keepdims=1 if keepdim else 0)
+    return conv
+
+
+_op("mean")(_reduce("mean"))
+_op("sum")(_reduce("sum"))
+_op("amax")(_reduce("max"))
+_op("amin")(_reduce("min"))
+_op("prod")(_reduce("prod"))
+
+
+# ---- linear algebra ---------------------------------------------------------------------
+
+def _dense(cv: Any, x: Node, w: Any, transposed: bool) -> Node:
+    """x @ w^T (transposed=True: w is [out, in], as Linear's weight)."""
+    if isinstance(w, Node):
+        wn = w if transposed else _call(cv, "transpose", w, axes=[1, 0])
+    else:
+        wn = cv.tensor(w if transposed else w.t().contiguous())
+    return _call(cv, "nn.dense", x, wn)
+
+
+@_op("linear")
+def _linear(cv: Any, x: Node, w: Any, b: Any = None) -> Node:
+    y = _dense(cv, cv.tensor(x), w, True)
+    return y if b is None else _binary(cv, "add", y, b)
+
+
+def _matmul_nodes(cv: Any, a: Any, b: Any) -> Node:
+    if not isinstance(b, Node) and b.dim() == 2 and isinstance(a, Node):
+        return _dense(cv, a, b, False)
+    a, b = cv.tensor(a), cv.tensor(b)
+    ra, rb = len(cv.shape(a)), len(cv.shape(b))
+    if ra == 1:
+        a = _reshape(cv, a, [1] + list(cv.shape(a)))
+    if rb == 1:
+        b = _reshape(cv, b, list(cv.shape(b)) + [1])
+    y = _call(cv, "nn.batch_matmul", a, b)
+    if ra == 1 or rb == 1:
+        s = list(cv.shape(y))
+        drop = ({len(s) - 2} if ra == 1 else set()) | ({len(s) - 1} if rb == 1 else set())
+        y = _reshape(cv, y, [d for k, d in enumerate(s) if k not in drop])
+    return y
+
+
+@_op("matmul", "mm", "bmm")
+def _matmul(cv: Any, a: Any, b: Any) -> Node:
+    return _matmul_nodes(cv, a, b)
+
+
+@_op("addmm", "baddbmm")
+def _addmm(cv: Any, bias: Any, a: Any, b: Any, beta: Any = 1, alpha: Any = 1) -> Node:
+    y = _matmul_nodes(cv, a, b)
+    if alpha != 1:
+        y = _binary(cv, "multiply", y, float(alpha))
+    if beta == 0:
+        return y
+    return _binary(cv, "add", y, _scaled(cv, bias, beta))
+
+
+# ---- convolution and normalization -------------------------------------------------------
+
+def _conv(cv: Any, x: Node, w: Any, b: Any, stride: Any, padding: Any, dilation: Any,
+          transposed: bool, output_padding: Any, groups: int) -> Node:
+    wn = cv.tensor(w)
+    ws = cv.shape(wn)
+    nsp = len(ws) - 2
+    if nsp == 1:  # conv1d as a conv2d of height 1
+        xs = cv.shape(x)
+        x2 = _reshape(cv, x, [xs[0], xs[1], 1, xs[2]])
+        w2 = _reshape(cv, wn, [ws[0], ws[1], 1, ws[2]])
+        y = _conv(cv, x2, w2, b, [1] + _ints(stride, 1), [0] + _ints(padding, 1),
+                  [1] + _ints(dilation, 1), transposed, [0] + _ints(output_padding or [0], 1),
+                  groups)
+        ys = cv.shape(y)
+        return _reshape(cv, y, [ys[0], ys[1], ys[3]])
+    if nsp not in (2, 3):
+        cv.fail(f"a {nsp}-D convolution is not supported")
+    if isinstance(padding, str):
+        padding = _same_padding(cv, x, ws, stride, dilation, padding)
+    pad = _ints(padding, nsp)
+    if len(pad) == nsp:
+        pad = pad + pad
+    attrs = dict(strides=_ints(stride, nsp), padding=pad, dilation=_ints(dilation, nsp),
+                 groups=int(groups))
+    if transposed:
+        if nsp != 2:
+            cv.fail("only 2-D transposed convolutions are supported")
+        y = _call(cv, "nn.conv2d_transpose", x, wn,
+                  output_padding=_ints(output_padding or [0], nsp), **attrs)
+    else:
+        op = "nn.conv2d" if nsp == 2 else "nn.conv3d"
+        y = _call(cv, op, x, wn, channels=ws[0], kernel_size=list(ws[2:]), **attrs)
+    if b is None:
+        return y
+    return _call(cv, "nn.bias_add", y, cv.tensor(b), axis=1)
+
+
+def _same_padding(cv: Any, x: Node, ws: Sequence[int], stride: Any, dilation: Any,
+                  mode: str) -> List[int]:
+    nsp = len(ws) - 2
+    if mode == "valid":
+        return [0] * (2 * nsp)
+    if mode != "same":
+        cv.fail(f"padding={mode!r} is not 'same' or 'valid'")
+    if any(s != 1 for s in _ints(stride, nsp)):
+        cv.fail("padding='same' needs stride 1")
+    before, after = [], []
+    for k, d in zip(ws[2:], _ints(dilation, nsp)):
+        total = d * (k - 1)
+        before.append(total // 2)
+        after.append(total - total // 2)
+    return before + after
+
+
+@_op("_convolution")
+def _convolution(cv: Any, x: Node, w: Any, b: Any, stride: Any, padding: Any, dilation: Any,
+                 transposed: Any, output_padding: Any, groups: int, *rest: Any) -> Node:
+    return _conv(cv, x, w, b, stride, padding, dilation, bool(transposed), output_padding,
+                 groups)
+
+
+@_op("conv1d", "conv2d", "conv3d", "_convolution_mode")
+def _conv_nd(cv: Any, x: Node, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0,
+             dilation: Any = 1, groups: int = 1) -> Node:
+    return _conv(cv, x, w, b, stride, padding, dilation, False, None, groups)
+
+
+@_op("conv_transpose2d")
+def _conv_transpose2d(cv: Any, x: Node, w: Any, b: Any = None, stride: Any = 1,
+                      padding: Any = 0, output_padding: Any = 0, groups: int = 1,
+                      dilation: Any = 1) -> Node:
+    return _conv(cv, x, w, b, stride, padding, dilation, True, output_padding, groups)
+
+
+@_op("batch_norm")
+def _batch_norm(cv: Any, x: Node, w: Any, b: Any, mean: Any, var: Any, training: Any,
+                momentum: Any = 0.1, eps: Any = 1e-5, *rest: Any) -> Node:
+    if training:
+        cv.fail("batch_norm in training mode: call module.eval() before converting")
+    if mean is None or var is None:
+        cv.fail("batch_norm without running statistics (track_running_stats=False) is not "
+                "supported")
+    c = cv.shape(x)[1]
+    ones, zeros = cv.torch.ones(c), cv.torch.zeros(c)
+    ins = [cv.tensor(v if v is not None else d) for v, d in ((w, ones), (b, zeros), (mean, None),
+                                                            (var, None))]
+    return _call(cv, "nn.batch_norm", x, *ins, epsilon=float(eps))
+
+
+@_op("layer_norm")
+def _layer_norm(cv: Any, x: Node, shape: Sequence[int], w: Any = None, b: Any = None,
+                eps: Any = 1e-5, *rest: Any) -> Node:
+    nd = len(cv.shape(x))
+    shape = [int(d) for d in shape]
+    if list(cv.shape(x)[nd - len(shape):]) != shape:
+        cv.fail(f"normalized_shape {shape} is not the last dims of {list(cv.shape(x))}")
+    w = w if w is not None else cv.torch.ones(shape)
+    b = b if b is not None else cv.torch.zeros(shape)
+    return _call(cv, "nn.layer_norm", x, cv.tensor(w), cv.tensor(b), axis=nd - len(shape),
+                 epsilon=float(eps))
+
+
+# ---- pooling ------------------------------------------------------------------------------
+
+def _pool_args(cv: Any, kernel: Any, stride: Any, padding: Any) -> Dict[str, Any]:
+    k = _ints(kernel, 2)
+    s = _ints(stride, 2) if stride not in (None, []) else k
+    p = _ints(padding, 2)
+    return dict(pool_size=k, strides=s, padding=p + p)
+
+
+@_op("max_pool2d")
+def _max_pool2d(cv: Any, x: Node, kernel: Any, stride: Any = None, padding: Any = 0,
+                dilation: Any = 1, ceil_mode: Any = False) -> Node:
+    return _call(cv, "nn.max_pool2d", x, dilation=_ints(dilation, 2),
+                 ceil_mode=1 if ceil_mode else 0, **_pool_args(cv, kernel, stride, padding))
+
+
+@_op("avg_pool2d")
+def _avg_pool2d(cv: Any, x: Node, kernel: Any, stride: Any = None, padding: Any = 0,
+                ceil_mode: Any = False, count_include_pad: Any = True,
+                divisor_override: Any = None) -> Node:
+    if divisor_override is not None:
+        cv.fail("avg_pool2d with divisor_override is not supported")
+    return _call(cv, "nn.avg_pool2d", x, ceil_mode=1 if ceil_mode else 0,
+                 count_include_pad=1 if count_include_pad else 0,
+                 **_pool_args(cv, kernel, stride, padding))
+
+
+def _adaptive(cv: Any, x: Node, out: Any, reduce: str) -> Node:
+    s = cv.shape(x)
+    if len(s) != 4:
+        cv.fail(f"adaptive pooling of a {len(s)}-D tensor (NCHW only)")
+    out = [s[2 + k] if o is None else int(o) for k, o in enumerate(_ints_or_none(out))]
+    if out == [1, 1]:
+        return _call(cv, "nn.global_avg_pool2d" if reduce == "mean" else
+                     "nn.global_max_pool2d", x)
+    if s[2] % out[0] == 0 and s[3] % out[1] == 0:
+        k = [s[2] // out[0], s[3] // out[1]]
+        if k == [1, 1]:
+            return x
+        op = "nn.avg_pool2d" if reduce == "mean" else "nn.max_pool2d"
+        return _call(cv, op, x, pool_size=k, strides=k)
+    # separable: each output row, then each output column, over torch's windows
+    for axis in (2, 3):
+        n, o = cv.shape(x)[axis], out[axis - 2]
+        rows = [_call(cv, reduce, _slice(cv, x, axis, (i * n) // o, -(-((i + 1) * n) // o)),
+                      axis=[axis], keepdims=1) for i in range(o)]
+        x = rows[0] if o == 1 else _cat(cv, rows, axis)
+    return x
+
+
+def _ints_or_none(v: Any) -> List[Any]:
+    if isinstance(v, int):
+        return [v, v]
+    v = list(v)
+    return v * 2 if len(v) == 1 else v
+
+
+@_op("adaptive_avg_pool2d")
+def _adaptive_avg_pool2d(cv: Any, x: Node, out: Any) -> Node:
+    return _adaptive(cv, x, out, "mean")
+
+
+@_op("adaptive_max_pool2d")
+def _adaptive_max_pool2d(cv: Any, x: Node, out: Any) -> Any:
+    y = _adaptive(cv, x, out, "max")
+    return (y, None) if len(list(cv.node.outputs())) > 1 else y  # indices: not computed
+
+
+# ---- attention: torch's fused inference kernels --------------------------------------------
+
+def _heads(cv: Any, x: Node, h: int) -> Node:
+    """[B, T, E] -> [B, H, T, E/H]."""
+    b, t, e = cv.shape(x)
+    return _call(cv, "transpose", _reshape(cv, x, [b, t, h, e // h]), axes=[0, 2, 1, 3])
+
+
+def _attention(cv: Any, q: Node, k: Node, v: Node, e: int, h: int, qkv_w: Any, qkv_b: Any,
+               proj_w: Any, proj_b: Any, mask: Any) -> List[Node]:
+    """torch's native multi-head attention on [B, T, E] inputs: the
+    output and the per-head attention weights [B, H, T, S]."""
+    if mask is not None:
+        cv.fail("attention masks are not supported by the fused attention conversion")
+    if len(cv.shape(q)) != 3:
+        cv.fail(f"fused attention on a {len(cv.shape(q))}-D input (only [B, T, E])")
+    if q is k and k is v:
+        qkv = _linear(cv, q, qkv_w, qkv_b)
+        qp, kp, vp = _pieces(cv, qkv, 2, [e, e, e])
+    else:
+        ws = [qkv_w[i * e:(i + 1) * e] if not isinstance(qkv_w, Node) else
+              _slice(cv, qkv_w, 0, i * e, (i + 1) * e) for i in range(3)]
+        bs = [qkv_b[i * e:(i + 1) * e] if not isinstance(qkv_b, Node) else
+              _slice(cv, qkv_b, 0, i * e, (i + 1) * e) for i in range(3)]
+        qp, kp, vp = (_linear(cv, x, w, b) for x, w, b in zip((q, k, v), ws, bs))
+    d = e // h
+    qh = _binary(cv, "multiply", _heads(cv, qp, h), 1.0 / math.sqrt(d))
+    scores = _call(cv, "nn.batch_matmul", qh, _heads(cv, kp, h), transpose_b=1)
+    attn = _call(cv, "nn.softmax", scores, axis=-1)
+    out = _call(cv, "nn.batch_matmul", attn, _heads(cv, vp, h))
+    bsz, t = cv.shape(q)[0], cv.shape(q)[1]
+    out = _reshape(cv, _call(cv, "transpose", out, axes=[0, 2, 1, 3]), [bsz, t, e])
+    return [_linear(cv, out, proj_w, proj_b), attn]
+
+
+@_op("_native_multi_head_attention")
+def _native_mha(cv: Any, q: Node, k: Node, v: Node, e: int, h: int, qkv_w: Any, qkv_b: Any,
+                proj_w: Any, proj_b: Any, mask: Any = None, need_weights: Any = True,
+                average: Any = True, mask_type: Any = None) -> Any:
+    out, attn = _attention(cv, q, k, v, int(e), int(h), qkv_w, qkv_b, proj_w, proj_b, mask)
+    if not need_weights:
+        return out, None
+    return out, (_call(cv, "mean", attn, axis=[1]) if average else attn)
+
+
+@_op("_transformer_encoder_layer_fwd")
+def _encoder_layer(cv: Any, src: Node, e: int, h: int, qkv_w: Any, qkv_b: Any, proj_w: Any,
+                   proj_b: Any, use_gelu: Any, norm_first: Any, eps: Any, n1w: Any, n1b: Any,
+                   n2w: Any, n2b: Any, w1: Any, b1: Any, w2: Any, b2: Any, mask: Any = None,
+                   mask_type: Any = None) -> Node:
+    e, h = int(e), int(h)
+    shape = [e]
+
+    def norm(x: Node, w: Any, b: Any) -> Node:
+        return _layer_norm(cv, x, shape, w, b, eps)
+
+    x = norm(src, n1w, n1b) if norm_first else src
+    a = _attention(cv, x, x, x, e, h, qkv_w, qkv_b, proj_w, proj_b, mask)[0]
+    x = _call(cv, "add", src, a)
+    if not norm_first:
+        x = norm(x, n1w, n1b)
+    y = norm(x, n2w, n2b) if norm_first else x
+    y = _linear(cv, y, w1, b1)
+    y = _gelu(cv, y) if use_gelu else _call(cv, "nn.relu", y)
+    x = _call(cv, "add", x, _linear(cv, y, w2, b2))
+    return x if norm_first else norm(x, n2w, n2b)
