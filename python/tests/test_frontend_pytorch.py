@@ -63,6 +63,7 @@ def assert_close(module, inputs, tmp_path, input_names=None):
     refs, outs = run_both(module, inputs, tmp_path, input_names)
     for r, o in zip(refs, outs):
         assert o.shape == r.shape and o.dtype == r.dtype
+        assert r.size == 1 or np.ptp(r) > 1e-3 * np.abs(r).max(), "torch's output is constant"
         err = rel_error(o, r)
         assert err <= TOL, f"relative error {err:.3g} > {TOL}"
 
@@ -93,6 +94,25 @@ def test_torchvision(name, res, tmp_path):
         warnings.simplefilter("ignore")
         model = getattr(torchvision.models, name)(weights=None, **kw).eval()
     assert_close(model, torch.randn(1, 3, res, res), tmp_path)
+
+
+def test_small_vision_transformers(tmp_path):
+    """ViT (torch's fused attention) and Swin (shifted windows: roll, pad,
+    and the attention mask torch computes in place on constants)."""
+    from torchvision.models.swin_transformer import SwinTransformer
+    from torchvision.models.vision_transformer import VisionTransformer
+
+    torch.manual_seed(9)
+    vit = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
+                            hidden_dim=32, mlp_dim=64).eval()
+    swin = SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 2],
+                           window_size=[4, 4], num_classes=10).eval()
+    with torch.no_grad():
+        for p in vit.parameters():  # ViT's head starts at zero
+            if not p.any():
+                p.normal_(0, 0.02)
+    assert_close(vit, torch.randn(1, 3, 32, 32), tmp_path)
+    assert_close(swin, torch.randn(1, 3, 40, 40), tmp_path)
 
 
 # ---- transformers -------------------------------------------------------------------
@@ -180,7 +200,8 @@ class Elementwise(torch.nn.Module):
         g = g + f.relu(x).mean(dim=(1, 2), keepdim=True)
         h = x.sum(-1, keepdim=True) + x.amax(dim=1, keepdim=True)
         h = h + torch.max(y, dim=2)[0][..., None]
-        return a + b + c + d + e + g + h
+        i = x.mean() + y.sum(dtype=torch.float32) + y.type_as(x) * x.float()
+        return a + b + c + d + e + g + h + i
 
 
 def test_elementwise_and_reductions(tmp_path):
@@ -208,7 +229,8 @@ class Shapes(torch.nn.Module):
         u = torch.roll(x, shifts=2, dims=1).narrow(1, 1, 4)
         u = u + torch.nn.functional.pad(x, (1, 1))[:, 1:5, 1:-1]
         v = e.unsqueeze(1).expand(2, 3, 7, 4).squeeze(0).reshape(2, -1)
-        return r.sum() + s.mean(), t, u, v, x.flatten(1).index_select(1, ids[0, :3])
+        w = x.flatten(1).index_select(1, ids[0, :3]) + ids[:, :3].to(torch.float32)
+        return r.sum() + s.mean(), t, u, v, w
 
 
 def test_shapes_and_indexing(tmp_path):

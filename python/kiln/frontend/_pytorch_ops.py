@@ -372,7 +372,7 @@ def _masked_fill(cv: Any, x: Any, mask: Any, value: Any) -> Node:
 
 @_op("dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout")
 def _dropout(cv: Any, x: Node, p: Any, train: Any) -> Node:
-    if train:
+    if train and float(p) != 0.0:  # p = 0 is the identity in training too
         cv.fail("dropout in training mode: call module.eval() before converting")
     return x
 
@@ -389,6 +389,8 @@ def _to(cv: Any, x: Node, *rest: Any) -> Node:
     for r in rest:
         if isinstance(r, Node):  # type_as / to(other)
             return _cast(cv, x, cv.dtype(r))
+        if isinstance(r, import_torch.Tensor):
+            return _cast(cv, x, _torch_dtype_name(cv, r.dtype))
         if isinstance(r, (int, import_torch.dtype)) and not isinstance(r, bool):
             return _cast(cv, x, _torch_dtype_name(cv, r))
     kind = cv.node.kind()
@@ -644,9 +646,14 @@ for _name, _mode in (("reflection_pad1d", "reflect"), ("reflection_pad2d", "refl
 
 # ---- reductions ---------------------------------------------------------------------------
 
+def _arg_names(cv: Any) -> List[str]:
+    """The argument names of the node's own overload."""
+    return [a.name for a in cv.torch._C.parse_schema(cv.node.schema()).arguments]
+
+
 def _reduce(op: str) -> Converter:
     def conv(cv: Any, x: Node, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Node:
-        if dim is not None and not isinstance(dim, (list, tuple, int)):  # (self, dtype)
+        if "dim" not in _arg_names(cv):  # aten::mean(self, dtype): all elements
             dim, dtype = None, dim
         nd = len(cv.shape(x))
         axes = list(range(nd)) if dim is None or dim == [] else \

@@ -27,7 +27,11 @@ from . import _pytorch_ops as _ops
 
 # nodes whose result depends on a graph input's shape only, not its values
 _SHAPE_QUERIES = {"aten::size", "aten::dim", "aten::numel", "prim::dtype", "prim::device",
-                  "prim::layout", "aten::__isnot__", "aten::__is__", "prim::shape"}
+                  "prim::layout", "aten::__isnot__", "aten::__is__", "prim::shape", "aten::len"}
+# nodes whose result depends on their first input's shape and dtype only
+# (torch computes them on a stand-in of that shape)
+_LIKE_OPS = {"aten::new_zeros", "aten::new_ones", "aten::new_full", "aten::zeros_like",
+             "aten::ones_like", "aten::full_like"}
 # nodes the driver itself handles, whatever their inputs
 _STRUCTURAL = {"prim::Constant", "prim::ListConstruct", "prim::TupleConstruct",
                "prim::ListUnpack", "prim::TupleUnpack", "prim::TupleIndex", "aten::__getitem__",
@@ -164,7 +168,8 @@ class _Converter:
                     if all(i in static for i in ins + block_outs):
                         static.update(o.unique() for o in n.outputs())
                     continue
-                if kind in _SHAPE_QUERIES or (all(i in static for i in ins)
+                like = kind in _LIKE_OPS and all(i in static for i in ins[1:])
+                if kind in _SHAPE_QUERIES or like or (all(i in static for i in ins)
                                               and not n.isNondeterministic()
                                               and not list(n.blocks())):
                     static.update(o.unique() for o in n.outputs())
@@ -241,9 +246,16 @@ class _Converter:
         if kind == "prim::If":
             self._run_if(n, ins[0])
             return
+        if kind == "aten::len":  # of a list, whatever it holds
+            self._set(outs, [len(ins[0])])
+            return
         if kind in _SHAPE_QUERIES and ins and isinstance(ins[0], Node):
             self._set(outs, [self._shape_query(kind, ins)])
             return
+        if kind in _LIKE_OPS and isinstance(ins[0], Node) and \
+                not any(self._dynamic(x) for x in ins[1:]):
+            ins[0] = self.torch.zeros(self.shape(ins[0]),
+                                      dtype=getattr(self.torch, self.dtype(ins[0])))
         if not any(self._dynamic(x) for x in ins) and not n.isNondeterministic():
             self._set(outs, self._eval_static(n, ins))
             return
