@@ -277,6 +277,13 @@ def test_script_module(tmp_path):
     assert_close(scripted, torch.randn(1, 3, 8, 8), tmp_path)
 
 
+def test_float64(tmp_path):
+    torch.manual_seed(10)
+    mlp = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(), torch.nn.LayerNorm(8))
+    mlp = mlp.double().eval()
+    assert_close(mlp, torch.randn(3, 8, dtype=torch.float64), tmp_path)
+
+
 def test_mlp_names_inputs(tmp_path):
     torch.manual_seed(8)
     mlp = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Dropout(),
@@ -333,6 +340,9 @@ def test_bad_arguments():
         from_pytorch(lambda x: x, torch.randn(2, 4))
     with pytest.raises(TypeError, match="dtype torch.complex64"):
         from_pytorch(lin, torch.randn(2, 4, dtype=torch.complex64))
+    with pytest.raises(kiln.KilnError, match="torch.jit.trace of Linear on the example inputs "
+                                             "failed: RuntimeError"):
+        from_pytorch(lin, torch.randn(2, 5))  # not 4 features
     with pytest.raises(ValueError, match="input_names"):
         from_pytorch(lin, torch.randn(2, 4), input_names=["a", "b"])
     scripted = torch.jit.script(Checked().eval())

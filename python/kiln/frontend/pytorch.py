@@ -109,8 +109,12 @@ def _frozen_graph(torch: Any, module: Any, inputs: Tuple[Any, ...]) -> Any:
     if isinstance(module, torch.jit.ScriptModule):
         scripted = module
     elif isinstance(module, torch.nn.Module):
-        with torch.no_grad():
-            scripted = torch.jit.trace(module, inputs, check_trace=False)
+        try:
+            with torch.no_grad():
+                scripted = torch.jit.trace(module, inputs, check_trace=False)
+        except Exception as e:  # the module's own error on these inputs
+            raise KilnError(f"kiln: torch.jit.trace of {type(module).__name__} on the example "
+                            f"inputs failed: {type(e).__name__}: {e}") from e
     else:
         raise TypeError(f"kiln: from_pytorch takes a torch.nn.Module or torch.jit.ScriptModule, "
                         f"not a {type(module).__name__}")
@@ -370,10 +374,13 @@ class _Converter:
             name = str(value.dtype).replace("torch.", "")
             if name not in _TORCH_DTYPES:
                 self.fail(f"a constant has dtype {value.dtype}, which kiln does not take")
-            value = value.numpy()
-        arr = np.asarray(value, dtype=dtype) if dtype else np.asarray(value)
-        if arr.dtype == np.float64 and dtype is None:
-            arr = arr.astype(np.float32)
+            arr = value.numpy()
+        else:  # a Python scalar: float32 (or int64), as torch's scalars
+            arr = np.asarray(value)
+            if arr.dtype == np.float64:
+                arr = arr.astype(np.float32)
+        if dtype:
+            arr = arr.astype(dtype)
         return self.g.const(np.ascontiguousarray(arr))
 
     def tensor(self, x: Any, like: Optional[Node] = None) -> Node:
