@@ -321,6 +321,21 @@ class TrainingDropout(torch.nn.Module):
         return torch.nn.functional.dropout(x, 0.5, training=True)
 
 
+class Branchy(torch.nn.Module):
+    def forward(self, x):
+        if bool(x.sum() > 0):
+            x = torch.cumsum(x, 0)
+        return x
+
+
+def test_data_dependent_branch_is_listed():
+    with pytest.raises(UnsupportedOpError) as err:
+        from_pytorch(torch.jit.script(Branchy().eval()), torch.randn(3))
+    assert set(err.value.ops) == {"prim::If (on a tensor's values)", "aten::cumsum",
+                                  "aten::Bool"}
+    assert "test_frontend_pytorch.py:" in err.value.ops["aten::cumsum"][1]
+
+
 def test_training_mode_is_an_error():
     m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5))  # not eval()
     with pytest.raises(kiln.KilnError, match=r"training mode.*call module.eval\(\)"):

@@ -161,11 +161,16 @@ class _Converter:
         static = set()
         missing: Dict[str, List[Any]] = {}
 
+        def add_missing(kind: str, n: Any) -> None:
+            missing.setdefault(kind, [0, location(n)])[0] += 1
+
         def visit(block: Any) -> None:
             for n in block.nodes():
                 kind = n.kind()
                 ins = [v.unique() for v in n.inputs()]
                 if kind in _STRUCTURAL:
+                    if kind == "prim::If" and ins[0] not in static:
+                        add_missing("prim::If (on a tensor's values)", n)
                     for b in n.blocks():
                         visit(b)
                     block_outs = [v.unique() for b in n.blocks() for v in b.outputs()]
@@ -179,8 +184,7 @@ class _Converter:
                     static.update(o.unique() for o in n.outputs())
                     continue
                 if _ops.converter(kind) is None:
-                    entry = missing.setdefault(kind, [0, location(n)])
-                    entry[0] += 1
+                    add_missing(kind, n)
                 for b in n.blocks():
                     visit(b)
 
