@@ -255,6 +255,37 @@ def test_pools(tmp_path):
     assert_close(Pools().eval(), torch.randn(1, 3, 10, 11), tmp_path)
 
 
+class NormsAndResize(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gn = torch.nn.GroupNorm(2, 6)
+        self.inorm = torch.nn.InstanceNorm2d(6, affine=True)
+        self.prelu = torch.nn.PReLU(6)
+
+    def forward(self, x, ids):
+        f = torch.nn.functional
+        y = self.prelu(self.inorm(self.gn(x)))
+        a = f.interpolate(y, scale_factor=2, mode="nearest")
+        b = f.interpolate(y, size=(7, 9), mode="bilinear", align_corners=False)
+        c = f.interpolate(y, size=(5, 6), mode="bilinear", align_corners=True)
+        s = y.flatten(2)
+        d = f.max_pool1d(s, 3, 2, ceil_mode=True) + f.avg_pool1d(s, 3, 2, ceil_mode=True)
+        e = f.adaptive_avg_pool1d(s, 5)
+        g = y[:, ids] + y[:, :, ids[:2]].sum() + torch.div(ids, 3, rounding_mode="floor")[0]
+        h = (torch.div(-ids, 4, rounding_mode="trunc") + ids // 2 + ids / 5)[None, :]
+        return a, b, c, d, e, g, h
+
+
+def test_norms_resize_and_indexing(tmp_path):
+    torch.manual_seed(11)
+    m = NormsAndResize().eval()
+    with torch.no_grad():
+        for p in m.parameters():
+            p.uniform_(0.5, 1.5)
+    ids = torch.tensor([3, 0, 5, 1], dtype=torch.int64)
+    assert_close(m, (torch.randn(2, 6, 4, 5), ids), tmp_path)
+
+
 class Checked(torch.nn.Module):
     def __init__(self):
         super().__init__()

@@ -51,6 +51,13 @@ def _ints(v: Any, n: int) -> List[int]:
     return v * n if len(v) == 1 else v
 
 
+def _numel(shape: Sequence[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
 def _axis(d: int, nd: int) -> int:
     return d + nd if d < 0 else d
 
@@ -73,9 +80,7 @@ def _reshape(cv: Any, x: Node, shape: Sequence[int]) -> Node:
 def _full_shape(cv: Any, x: Node, size: Sequence[Any]) -> List[int]:
     """A view's size with its -1 resolved."""
     size = [int(d) for d in size]
-    total = 1
-    for d in cv.shape(x):
-        total *= d
+    total = _numel(cv.shape(x))
     known = 1
     for d in size:
         known *= d if d != -1 else 1
@@ -171,15 +176,24 @@ def _mul(cv: Any, a: Any, b: Any) -> Node:
 
 @_op("div")
 def _div(cv: Any, a: Any, b: Any, rounding_mode: Optional[str] = None) -> Node:
-    if isinstance(a, Node) and not _is_float(cv.dtype(a)) and rounding_mode is None:
-        a = _cast(cv, a, "float32")  # true division of integers
+    like = a if isinstance(a, Node) else b
+    int_dtype = None if _is_float(cv.dtype(like)) else cv.dtype(like)
+    if int_dtype is not None:  # integers: in float64 (exact to 2^53), then back
+        a = _cast(cv, a, "float64") if isinstance(a, Node) else a
+        b = _cast(cv, b, "float64") if isinstance(b, Node) else b
     q = _binary(cv, "divide", a, b)
-    if rounding_mode is None or not _is_float(cv.dtype(q)):
-        if rounding_mode == "floor" and not _is_float(cv.dtype(q)):
-            cv.fail("floor division of integer tensors is not supported")
+    if rounding_mode is not None:
+        q = _rounded(cv, q, rounding_mode)
+    if int_dtype is None:
         return q
+    return _cast(cv, q, "float32" if rounding_mode is None else int_dtype)
+
+
+def _rounded(cv: Any, q: Node, rounding_mode: str) -> Node:
     if rounding_mode == "floor":
         return _call(cv, "floor", q)
+    if rounding_mode != "trunc":
+        cv.fail(f"rounding_mode {rounding_mode!r} is not 'floor' or 'trunc'")
     zero = cv.tensor(0.0, q)
     return _call(cv, "where", _call(cv, "less", q, zero), _call(cv, "ceil", q),
                  _call(cv, "floor", q))
@@ -418,10 +432,7 @@ def _flatten(cv: Any, x: Node, start: int = 0, end: int = -1) -> Node:
     if not s:
         return _reshape(cv, x, [1])
     a, b = _axis(int(start), len(s)), _axis(int(end), len(s))
-    n = 1
-    for d in s[a:b + 1]:
-        n *= d
-    return _reshape(cv, x, s[:a] + [n] + s[b + 1:])
+    return _reshape(cv, x, s[:a] + [_numel(s[a:b + 1])] + s[b + 1:])
 
 
 @_op("unsqueeze")
@@ -583,10 +594,7 @@ def _roll(cv: Any, x: Node, shifts: Any, dims: Any = ()) -> Node:
     dims = _ints(dims, 1) if dims is not None else []
     if not dims:
         s = cv.shape(x)
-        n = 1
-        for d in s:
-            n *= d
-        return _reshape(cv, _roll(cv, _reshape(cv, x, [n]), shifts, [0]), s)
+        return _reshape(cv, _roll(cv, _reshape(cv, x, [_numel(s)]), shifts, [0]), s)
     for sh, d in zip(shifts, dims):
         axis = _axis(d, len(cv.shape(x)))
         n = cv.shape(x)[axis]
@@ -822,6 +830,46 @@ def _layer_norm(cv: Any, x: Node, shape: Sequence[int], w: Any = None, b: Any = 
                  epsilon=float(eps))
 
 
+def _channel_affine(cv: Any, y: Node, w: Any, b: Any) -> Node:
+    """y * w + b with w and b per channel (dim 1)."""
+    nd = len(cv.shape(y))
+    for v, op in ((w, "multiply"), (b, "add")):
+        if v is not None:
+            c = cv.tensor(v, y)
+            y = _call(cv, op, y, _reshape(cv, c, [cv.shape(c)[0]] + [1] * (nd - 2)))
+    return y
+
+
+@_op("group_norm")
+def _group_norm(cv: Any, x: Node, groups: int, w: Any = None, b: Any = None, eps: Any = 1e-5,
+                *rest: Any) -> Node:
+    s = list(cv.shape(x))
+    if s[1] % int(groups):
+        cv.fail(f"{s[1]} channels do not split into {groups} groups")
+    g = _reshape(cv, x, [s[0], int(groups), _numel(s) // s[0] // int(groups)])
+    y = _reshape(cv, _call(cv, "nn.layer_norm", g, axis=2, epsilon=float(eps)), s)
+    return _channel_affine(cv, y, w, b)
+
+
+@_op("instance_norm")
+def _instance_norm(cv: Any, x: Node, w: Any, b: Any, mean: Any, var: Any, use_input_stats: Any,
+                   momentum: Any = 0.1, eps: Any = 1e-5, *rest: Any) -> Node:
+    if not use_input_stats:
+        return _batch_norm(cv, x, w, b, mean, var, False, momentum, eps)
+    y = _call(cv, "nn.layer_norm", x, axis=2, epsilon=float(eps))
+    return _channel_affine(cv, y, w, b)
+
+
+@_op("prelu")
+def _prelu(cv: Any, x: Node, w: Any) -> Node:
+    nd = len(cv.shape(x))
+    wn = cv.tensor(w, x)
+    if nd >= 2 and cv.shape(wn)[0] > 1:
+        wn = _reshape(cv, wn, [cv.shape(wn)[0]] + [1] * (nd - 2))
+    neg = _call(cv, "multiply", x, wn)
+    return _call(cv, "where", _call(cv, "greater_equal", x, cv.tensor(0.0, x)), x, neg)
+
+
 # ---- pooling ------------------------------------------------------------------------------
 
 def _pool_args(cv: Any, kernel: Any, stride: Any, padding: Any) -> Dict[str, Any]:
@@ -888,6 +936,86 @@ def _adaptive_avg_pool2d(cv: Any, x: Node, out: Any) -> Node:
 def _adaptive_max_pool2d(cv: Any, x: Node, out: Any) -> Any:
     y = _adaptive(cv, x, out, "max")
     return (y, None) if len(list(cv.node.outputs())) > 1 else y  # indices: not computed
+
+
+def _as_2d(cv: Any, x: Node, fn: Callable[[Node], Node]) -> Node:
+    """A 1-D op on [N, C, L] as its 2-D form on [N, C, 1, L]."""
+    s = cv.shape(x)
+    if len(s) != 3:
+        cv.fail(f"a 1-D pool of a {len(s)}-D tensor (N, C, L only)")
+    y = fn(_reshape(cv, x, [s[0], s[1], 1, s[2]]))
+    ys = cv.shape(y)
+    return _reshape(cv, y, [ys[0], ys[1], ys[3]])
+
+
+@_op("max_pool1d")
+def _max_pool1d(cv: Any, x: Node, kernel: Any, stride: Any = None, padding: Any = 0,
+                dilation: Any = 1, ceil_mode: Any = False) -> Node:
+    st = [1] + _ints(stride, 1) if stride not in (None, []) else None
+    return _as_2d(cv, x, lambda y: _max_pool2d(cv, y, [1] + _ints(kernel, 1), st,
+                                                [0] + _ints(padding, 1),
+                                                [1] + _ints(dilation, 1), ceil_mode))
+
+
+@_op("avg_pool1d")
+def _avg_pool1d(cv: Any, x: Node, kernel: Any, stride: Any = None, padding: Any = 0,
+                ceil_mode: Any = False, count_include_pad: Any = True) -> Node:
+    st = [1] + _ints(stride, 1) if stride not in (None, []) else None
+    return _as_2d(cv, x, lambda y: _avg_pool2d(cv, y, [1] + _ints(kernel, 1), st,
+                                                [0] + _ints(padding, 1), ceil_mode,
+                                                count_include_pad))
+
+
+@_op("adaptive_avg_pool1d")
+def _adaptive_avg_pool1d(cv: Any, x: Node, out: Any) -> Node:
+    return _as_2d(cv, x, lambda y: _adaptive(cv, y, [1] + _ints(out, 1), "mean"))
+
+
+def _upsample(cv: Any, x: Node, size: Any, scales: Any, method: str, coord: str) -> Node:
+    s = list(cv.shape(x))
+    nsp = len(s) - 2
+    attrs: Dict[str, Any] = dict(method=method, coordinate_transformation_mode=coord)
+    if size is not None:
+        out = s[:2] + _ints(size, nsp)
+    elif scales is not None and all(f is not None for f in scales):
+        scales = [float(f) for f in (scales * nsp if len(scales) == 1 else scales)]
+        out = s[:2] + [int(math.floor(d * f)) for d, f in zip(s[2:], scales)]
+        attrs["scales"] = [1.0, 1.0] + scales  # torch samples at 1/scale_factor
+    else:
+        cv.fail("upsampling needs an output size or scale factors")
+    if method == "nearest":
+        attrs["rounding_method"] = "floor"
+    return _call(cv, "image.resize", x, size=out, **attrs)
+
+
+def _scales_of(cv: Any, rest: Sequence[Any]) -> Any:
+    """The scale factors of upsample's (..., scales_h, scales_w) overload."""
+    return None if not rest or any(r is None for r in rest) else list(rest)
+
+
+@_op("upsample_nearest2d", "upsample_nearest1d", "upsample_nearest3d")
+def _upsample_nearest(cv: Any, x: Node, size: Any, *rest: Any) -> Node:
+    scales = rest[0] if "scale_factors" in _arg_names(cv) else _scales_of(cv, rest)
+    return _upsample(cv, x, size, scales, "nearest", "asymmetric")
+
+
+@_op("upsample_bilinear2d", "upsample_linear1d", "upsample_trilinear3d")
+def _upsample_linear(cv: Any, x: Node, size: Any, align_corners: Any, *rest: Any) -> Node:
+    scales = rest[0] if "scale_factors" in _arg_names(cv) else _scales_of(cv, rest)
+    coord = "align_corners" if align_corners else "pytorch_half_pixel"
+    return _upsample(cv, x, size, scales, "linear", coord)
+
+
+@_op("index")
+def _index(cv: Any, x: Node, indices: Sequence[Any]) -> Node:
+    used = [k for k, i in enumerate(indices) if i is not None]
+    if len(used) != 1:
+        cv.fail("indexing with more than one index tensor is not supported")
+    idx = indices[used[0]]
+    if (isinstance(idx, Node) and cv.dtype(idx) == "bool") or \
+            (not isinstance(idx, Node) and idx.dtype == cv.torch.bool):
+        cv.fail("indexing with a boolean mask (a data-dependent shape) is not supported")
+    return _call(cv, "take", cv.tensor(x), cv.tensor(idx), axis=used[0])
 
 
 # ---- attention: torch's fused inference kernels --------------------------------------------

@@ -291,10 +291,7 @@ class _Converter:
         if kind == "aten::dim":
             return len(shape)
         if kind == "aten::numel":
-            n = 1
-            for d in shape:
-                n *= d
-            return n
+            return _ops._numel(shape)
         if kind == "prim::dtype":
             return getattr(self.torch, self.dtype(ins[0]))
         if kind == "prim::device":
