@@ -6,7 +6,8 @@ constants, submodules are inlined), and its TorchScript graph is read
 once. Values the example inputs' shapes decide -- constants, ``aten::size``
 and the integer arithmetic on it, lists -- are computed with torch itself
 while converting ("static" values); every other node becomes kiln ops
-through one converter table (:mod:`kiln.frontend._pytorch_ops`). Before
+through one converter table (parts in ``_pytorch_ops.py`` and
+``_pytorch_nn.py``; :func:`supported_ops` lists it). Before
 anything is built, every node that reads a graph input and has no converter
 is collected, and one :class:`UnsupportedOpError` lists them all with their
 counts and where the first of each is in the model's source.
@@ -23,7 +24,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .._lib import KilnError
 from ..graph import Graph, Node
-from . import _pytorch_ops as _ops
+from . import _pytorch_nn, _pytorch_ops
+
+# the one converter table: "aten::NAME" -> converter, from both parts
+_CONVERTERS = {**_pytorch_ops.TABLE, **_pytorch_nn.TABLE}
 
 # nodes whose result depends on a graph input's shape only, not its values
 _SHAPE_QUERIES = {"aten::size", "aten::dim", "aten::numel", "prim::dtype", "prim::device",
@@ -58,6 +62,19 @@ class UnsupportedOpError(KilnError, NotImplementedError):
 
 class _NodeError(KilnError):
     """An error that already names its node (raised once, not wrapped again)."""
+
+
+def converter(kind: str) -> Optional[Any]:
+    """The converter of op ``kind`` ("aten::conv2d"), or None."""
+    fn = _CONVERTERS.get(kind)
+    if fn is None and kind.endswith("_") and not kind.endswith("__"):
+        fn = _CONVERTERS.get(kind[:-1])  # an in-place op: its functional form
+    return fn
+
+
+def supported_ops() -> List[str]:
+    """The aten ops with a conversion (their in-place forms convert too)."""
+    return sorted(_CONVERTERS)
 
 
 def _import_torch() -> Any:
@@ -183,7 +200,7 @@ class _Converter:
                                               and not list(n.blocks())):
                     static.update(o.unique() for o in n.outputs())
                     continue
-                if _ops.converter(kind) is None:
+                if converter(kind) is None:
                     add_missing(kind, n)
                 for b in n.blocks():
                     visit(b)
@@ -267,7 +284,7 @@ class _Converter:
         if not any(self._dynamic(x) for x in ins) and not n.isNondeterministic():
             self._set(outs, self._eval_static(n, ins))
             return
-        fn = _ops.converter(kind)
+        fn = converter(kind)
         if fn is None:  # check_supported lists these first
             raise UnsupportedOpError({kind: (1, location(n))})
         res = fn(self, *ins)
@@ -291,7 +308,7 @@ class _Converter:
         if kind == "aten::dim":
             return len(shape)
         if kind == "aten::numel":
-            return _ops._numel(shape)
+            return _pytorch_ops._numel(shape)
         if kind == "prim::dtype":
             return getattr(self.torch, self.dtype(ins[0]))
         if kind == "prim::device":
