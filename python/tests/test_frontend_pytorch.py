@@ -286,6 +286,21 @@ def test_norms_resize_and_indexing(tmp_path):
     assert_close(m, (torch.randn(2, 6, 4, 5), ids), tmp_path)
 
 
+class Einsums(torch.nn.Module):
+    def forward(self, q, k):
+        a = torch.einsum("bhid,bhjd->bhij", q, k)
+        b = torch.einsum("...id,...jd->...ij", q, k * 2).sum(1)
+        c = torch.einsum("bhid,hd->bih", q, k[0, :, 0])
+        d = torch.einsum("bhid->bdh", q) + torch.einsum("bhid,bhid", q, k)
+        e = torch.einsum("i,j", q[0, 0, 0], k[0, 0, 1])
+        return a, b, c, d, e
+
+
+def test_einsum(tmp_path):
+    torch.manual_seed(12)
+    assert_close(Einsums().eval(), (torch.randn(2, 3, 4, 5), torch.randn(2, 3, 4, 5)), tmp_path)
+
+
 class Checked(torch.nn.Module):
     def __init__(self):
         super().__init__()

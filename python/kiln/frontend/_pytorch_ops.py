@@ -726,6 +726,69 @@ def _addmm(cv: Any, bias: Any, a: Any, b: Any, beta: Any = 1, alpha: Any = 1) ->
     return _binary(cv, "add", y, _scaled(cv, bias, beta))
 
 
+def _einsum_terms(cv: Any, equation: str, ranks: Sequence[int]) -> List[str]:
+    """The equation's operand and output subscripts, one letter per dim
+    ("..." spelled out with letters the equation does not use)."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, out = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ranks):
+        cv.fail(f"einsum {equation!r} has {len(terms)} operands, {len(ranks)} were given")
+    spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in eq]
+    ns = [r - (len(t) - 3) if "..." in t else 0 for t, r in zip(terms, ranks)]
+    ell = "".join(spare[:max(ns)])  # "..." of each operand: its last letters
+    for k, (t, r) in enumerate(zip(terms, ranks)):
+        terms[k] = t.replace("...", ell[len(ell) - ns[k]:]) if "..." in t else t
+        if len(terms[k]) != r or len(set(terms[k])) != r:
+            cv.fail(f"einsum term {t!r} does not fit a {r}-D operand (repeated subscripts, "
+                    "diagonals, are not supported)")
+    if not arrow:  # implicit output: the letters used once, in order
+        letters = "".join(terms)
+        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1
+                                   and c not in ell))
+    return terms + [out.replace("...", ell)]
+
+
+def _einsum_sum(cv: Any, x: Node, term: str, keep: str) -> Any:
+    """x with the dims of ``term`` not in ``keep`` summed away."""
+    axes = [k for k, c in enumerate(term) if c not in keep]
+    if not axes:
+        return x, term
+    return _call(cv, "sum", x, axis=axes, keepdims=0), "".join(c for c in term if c in keep)
+
+
+@_op("einsum")
+def _einsum(cv: Any, equation: str, operands: Sequence[Any], *rest: Any) -> Node:
+    """One or two operands: sums, a transpose, and one batch_matmul over
+    [batch, kept of a, kept of b] with the shared subscripts contracted."""
+    xs = [cv.tensor(x) for x in operands]
+    if len(xs) not in (1, 2):
+        cv.fail("einsum of more than two operands is not supported")
+    terms = _einsum_terms(cv, equation, [len(cv.shape(x)) for x in xs])
+    out = terms[-1]
+    if len(xs) == 1:
+        y, t = _einsum_sum(cv, xs[0], terms[0], out)
+        return _permute(cv, y, [t.index(c) for c in out])
+    (a, ta), (b, tb) = (_einsum_sum(cv, xs[0], terms[0], terms[1] + out),
+                        _einsum_sum(cv, xs[1], terms[1], terms[0] + out))
+    batch = [c for c in ta if c in tb and c in out]
+    contract = [c for c in ta if c in tb and c not in out]
+    ka = [c for c in ta if c not in tb]
+    kb = [c for c in tb if c not in ta]
+    dims = {c: d for t, x in ((ta, a), (tb, b)) for c, d in zip(t, cv.shape(x))}
+    if any(cv.shape(a)[ta.index(c)] != cv.shape(b)[tb.index(c)] for c in batch + contract):
+        cv.fail(f"einsum {equation!r}: shared subscripts of different sizes (broadcasting is "
+                "not supported)")
+    size = lambda cs: _numel([dims[c] for c in cs])  # noqa: E731
+    a = _reshape(cv, _permute(cv, a, [ta.index(c) for c in batch + ka + contract]),
+                 [size(batch), size(ka), size(contract)])
+    b = _reshape(cv, _permute(cv, b, [tb.index(c) for c in batch + contract + kb]),
+                 [size(batch), size(contract), size(kb)])
+    y = _reshape(cv, _call(cv, "nn.batch_matmul", a, b), [dims[c] for c in batch + ka + kb])
+    t = "".join(batch + ka + kb)
+    return _permute(cv, y, [t.index(c) for c in out])
+
+
 # ---- indexing -----------------------------------------------------------------------------
 
 @_op("index")
