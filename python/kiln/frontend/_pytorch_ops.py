@@ -128,15 +128,12 @@ def _scalar_value(cv: Any, v: Any) -> Any:
 # ---- elementwise --------------------------------------------------------------------------
 
 def _binary(cv: Any, op: str, a: Any, b: Any) -> Node:
-    like = a if isinstance(a, Node) else b
-    other = b if like is a else a
-    ov = _scalar_value(cv, other)
+    a_is_node = isinstance(a, Node)
+    like = a if a_is_node else b
+    ov = _scalar_value(cv, b if a_is_node else a)
     if not _is_float(cv.dtype(like)) and isinstance(ov, float):
         like = _cast(cv, like, "float32")  # an integer tensor and a float scalar: float
-    if like is a:
-        a = like
-    else:
-        b = like
+        a, b = (like, b) if a_is_node else (a, like)
     x, y = cv.tensor(a, like), cv.tensor(b, like)
     dx, dy = cv.dtype(x), cv.dtype(y)
     if dx != dy:  # torch's promotion, for the float/int mixes models have
