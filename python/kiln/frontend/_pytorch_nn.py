@@ -325,7 +325,7 @@ def _attention(cv: Any, q: Node, k: Node, v: Node, e: int, h: int, qkv_w: Any, q
         cv.fail("attention masks are not supported by the fused attention conversion")
     if len(cv.shape(q)) != 3:
         cv.fail(f"fused attention on a {len(cv.shape(q))}-D input (only [B, T, E])")
-    if q is k and k is v:
+    if q == k and k == v:  # self-attention: one projection
         qkv = _linear(cv, q, qkv_w, qkv_b)
         qp, kp, vp = _pieces(cv, qkv, 2, [e, e, e])
     else:

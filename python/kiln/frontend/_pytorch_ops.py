@@ -127,6 +127,10 @@ def _scalar_value(cv: Any, v: Any) -> Any:
 
 # ---- elementwise --------------------------------------------------------------------------
 
+_PROMOTION = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+              "float32", "float64"]
+
+
 def _binary(cv: Any, op: str, a: Any, b: Any) -> Node:
     a_is_node = isinstance(a, Node)
     like = a if a_is_node else b
@@ -136,8 +140,8 @@ def _binary(cv: Any, op: str, a: Any, b: Any) -> Node:
         a, b = (like, b) if a_is_node else (a, like)
     x, y = cv.tensor(a, like), cv.tensor(b, like)
     dx, dy = cv.dtype(x), cv.dtype(y)
-    if dx != dy:  # torch's promotion, for the float/int mixes models have
-        target = dx if _is_float(dx) and not _is_float(dy) else dy if _is_float(dy) else dx
+    if dx != dy:  # torch's promotion of two tensors: the wider kind, then size
+        target = max(dx, dy, key=lambda d: _PROMOTION.index(d) if d in _PROMOTION else -1)
         x, y = _cast(cv, x, target), _cast(cv, y, target)
     return _call(cv, op, x, y)
 
