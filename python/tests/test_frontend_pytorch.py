@@ -165,6 +165,7 @@ class Convs(torch.nn.Module):
         super().__init__()
         nn = torch.nn
         self.c1 = nn.Conv1d(4, 6, 3, padding=2, dilation=2)
+        self.c1s = nn.Conv1d(6, 6, 4, padding="same", groups=3)
         self.c2 = nn.Conv2d(4, 8, 3, stride=2, padding=1, groups=2, padding_mode="reflect")
         self.c3 = nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False, padding_mode="circular")
         self.c4 = nn.Conv2d(8, 4, (1, 3), padding="same", padding_mode="replicate")
@@ -175,10 +176,11 @@ class Convs(torch.nn.Module):
     def forward(self, x, s):
         y = self.c4(self.c3(self.c2(x)))
         y = self.bn(torch.nn.functional.relu6(self.ct(y)))
-        z = self.bn1(self.c1(s))
+        z = self.bn1(self.c1s(self.c1(s)))
         return y, z
 
 
+@pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")  # torch's note
 def test_convolutions(tmp_path):
     torch.manual_seed(3)
     m = Convs().eval()

@@ -41,7 +41,12 @@ def _conv(cv: Any, x: Node, w: Any, b: Any, stride: Any, padding: Any, dilation:
         xs = cv.shape(x)
         x2 = _reshape(cv, x, [xs[0], xs[1], 1, xs[2]])
         w2 = _reshape(cv, wn, [ws[0], ws[1], 1, ws[2]])
-        y = _conv(cv, x2, w2, b, [1] + _ints(stride, 1), [0] + _ints(padding, 1),
+        if isinstance(padding, str):  # [before, after] as [top, left, bottom, right]
+            before, after = _same_padding(cv, x, ws, stride, dilation, padding)
+            padding = [0, before, 0, after]
+        else:
+            padding = [0] + _ints(padding, 1)
+        y = _conv(cv, x2, w2, b, [1] + _ints(stride, 1), padding,
                   [1] + _ints(dilation, 1), transposed, [0] + _ints(output_padding or [0], 1),
                   groups)
         ys = cv.shape(y)
