@@ -340,6 +340,8 @@ def test_mlp_names_inputs(tmp_path):
     g = from_pytorch(mlp, torch.randn(4, 16), input_names=["features"])
     assert [n.name for n in g.nodes if n.op == "var"] == ["features"]
     assert_close(mlp, torch.randn(4, 16), tmp_path)
+    traced = torch.jit.trace(mlp, torch.randn(4, 16))  # a ScriptModule, taken as it is
+    assert_close(traced, torch.randn(4, 16), tmp_path)
 
 
 # ---- errors ---------------------------------------------------------------------------
