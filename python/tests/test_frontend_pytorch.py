@@ -134,15 +134,39 @@ def test_transformer_encoder(batch_first, norm_first, activation, tmp_path):
     assert_close(model, x, tmp_path)
 
 
+class PaddedEncoder(torch.nn.Module):
+    def __init__(self, batch_first):
+        super().__init__()
+        layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=batch_first)
+        self.enc = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+
+    def forward(self, x, pad):
+        return self.enc(x, src_key_padding_mask=pad)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_transformer_encoder_padding_mask(batch_first, tmp_path):
+    torch.manual_seed(13)
+    model = PaddedEncoder(batch_first).eval()
+    x = torch.randn(3, 5, 32) if batch_first else torch.randn(5, 3, 32)
+    pad = torch.zeros(3, 5, dtype=torch.bool)
+    pad[0, 3:] = True
+    pad[2, 1] = True
+    fused = "aten::_transformer_encoder_layer_fwd" in traced_kinds(model, (x, pad))
+    if torch.__version__.startswith("1.13"):
+        assert fused == batch_first
+    assert_close(model, (x, pad), tmp_path)
+
+
 class Attention(torch.nn.Module):
     def __init__(self, cross, need_weights):
         super().__init__()
         self.mha = torch.nn.MultiheadAttention(32, 4, batch_first=True)
         self.cross, self.need_weights = cross, need_weights
 
-    def forward(self, q, kv):
+    def forward(self, q, kv, pad):
         kv = kv if self.cross else q
-        out, w = self.mha(q, kv, kv, need_weights=self.need_weights)
+        out, w = self.mha(q, kv, kv, key_padding_mask=pad, need_weights=self.need_weights)
         return (out, w) if self.need_weights else out + kv.mean()
 
 
@@ -150,12 +174,14 @@ class Attention(torch.nn.Module):
 def test_multi_head_attention(cross, need_weights, tmp_path):
     torch.manual_seed(2)
     model = Attention(cross, need_weights).eval()
-    q, kv = torch.randn(2, 5, 32), torch.randn(2, 7, 32)
+    q, kv = torch.randn(2, 5, 32), torch.randn(2, 5 if not cross else 7, 32)
+    pad = torch.zeros(2, kv.shape[1], dtype=torch.bool)
+    pad[1, 2:] = True
     # self-attention without weights takes torch's fused kernel
-    fused = "aten::_native_multi_head_attention" in traced_kinds(model, (q, kv))
+    fused = "aten::_native_multi_head_attention" in traced_kinds(model, (q, kv, pad))
     if torch.__version__.startswith("1.13"):
         assert fused == (not cross and not need_weights)
-    assert_close(model, (q, kv), tmp_path, input_names=["query", "memory"])
+    assert_close(model, (q, kv, pad), tmp_path, input_names=["query", "memory", "pad"])
 
 
 # ---- ops ----------------------------------------------------------------------------

@@ -322,12 +322,31 @@ def _heads(cv: Any, x: Node, h: int) -> Node:
     return _call(cv, "transpose", _reshape(cv, x, [b, t, h, e // h]), axes=[0, 2, 1, 3])
 
 
+def _masked_softmax(cv: Any, scores: Node, mask: Any, mask_type: Any) -> Node:
+    """torch's masked softmax over [B, H, T, S] scores: a key padding mask
+    [B, S] (mask_type 1) or an attention mask [T, S] (0); a boolean mask
+    excludes its True entries, a float mask is added. (A row with every key
+    masked, where torch gives NaN, averages all values here.)"""
+    b, _, t, s = cv.shape(scores)
+    m = cv.tensor(mask)
+    ms = cv.shape(m)
+    if mask_type == 1 or (mask_type is None and ms == (b, s)):
+        m = _reshape(cv, m, [b, 1, 1, s]) if ms == (b, s) else None
+    elif mask_type == 0 or mask_type is None:
+        m = _reshape(cv, m, [1, 1, t, s]) if ms == (t, s) else None
+    if m is None:
+        cv.fail(f"an attention mask of shape {list(ms)} (mask_type {mask_type}) is not "
+                f"[B, S] = {[b, s]} or [T, S] = {[t, s]}")
+    if cv.dtype(m) != "bool":
+        return _call(cv, "nn.softmax", _binary(cv, "add", scores, m), axis=-1)
+    scores = _call(cv, "where", m, cv.tensor(-1e30, scores), scores)
+    return _call(cv, "nn.softmax", scores, axis=-1)
+
+
 def _attention(cv: Any, q: Node, k: Node, v: Node, e: int, h: int, qkv_w: Any, qkv_b: Any,
-               proj_w: Any, proj_b: Any, mask: Any) -> List[Node]:
+               proj_w: Any, proj_b: Any, mask: Any, mask_type: Any) -> List[Node]:
     """torch's native multi-head attention on [B, T, E] inputs: the
     output and the per-head attention weights [B, H, T, S]."""
-    if mask is not None:
-        cv.fail("attention masks are not supported by the fused attention conversion")
     if len(cv.shape(q)) != 3:
         cv.fail(f"fused attention on a {len(cv.shape(q))}-D input (only [B, T, E])")
     if q == k and k == v:  # self-attention: one projection
@@ -342,7 +361,10 @@ def _attention(cv: Any, q: Node, k: Node, v: Node, e: int, h: int, qkv_w: Any, q
     d = e // h
     qh = _binary(cv, "multiply", _heads(cv, qp, h), 1.0 / math.sqrt(d))
     scores = _call(cv, "nn.batch_matmul", qh, _heads(cv, kp, h), transpose_b=1)
-    attn = _call(cv, "nn.softmax", scores, axis=-1)
+    if mask is None:
+        attn = _call(cv, "nn.softmax", scores, axis=-1)
+    else:
+        attn = _masked_softmax(cv, scores, mask, mask_type)
     out = _call(cv, "nn.batch_matmul", attn, _heads(cv, vp, h))
     bsz, t = cv.shape(q)[0], cv.shape(q)[1]
     out = _reshape(cv, _call(cv, "transpose", out, axes=[0, 2, 1, 3]), [bsz, t, e])
@@ -353,7 +375,8 @@ def _attention(cv: Any, q: Node, k: Node, v: Node, e: int, h: int, qkv_w: Any, q
 def _native_mha(cv: Any, q: Node, k: Node, v: Node, e: int, h: int, qkv_w: Any, qkv_b: Any,
                 proj_w: Any, proj_b: Any, mask: Any = None, need_weights: Any = True,
                 average: Any = True, mask_type: Any = None) -> Any:
-    out, attn = _attention(cv, q, k, v, int(e), int(h), qkv_w, qkv_b, proj_w, proj_b, mask)
+    out, attn = _attention(cv, q, k, v, int(e), int(h), qkv_w, qkv_b, proj_w, proj_b, mask,
+                           mask_type)
     if not need_weights:
         return out, None
     return out, (_call(cv, "mean", attn, axis=[1]) if average else attn)
@@ -371,7 +394,7 @@ def _encoder_layer(cv: Any, src: Node, e: int, h: int, qkv_w: Any, qkv_b: Any, p
         return _layer_norm(cv, x, shape, w, b, eps)
 
     x = norm(src, n1w, n1b) if norm_first else src
-    a = _attention(cv, x, x, x, e, h, qkv_w, qkv_b, proj_w, proj_b, mask)[0]
+    a = _attention(cv, x, x, x, e, h, qkv_w, qkv_b, proj_w, proj_b, mask, mask_type)[0]
     x = _call(cv, "add", src, a)
     if not norm_first:
         x = norm(x, n1w, n1b)
