@@ -671,6 +671,40 @@ def _reduce(op: str) -> Converter:
     return conv
 
 
+@_op("argmax", "argmin")
+def _arg_reduce(cv: Any, x: Node, dim: Any = None, keepdim: Any = False) -> Node:
+    op = cv.node.kind().split("::")[1]
+    if dim is None:  # of the flattened tensor
+        y = _call(cv, op, _reshape(cv, x, [_numel(cv.shape(x))]), axis=0, keepdims=0)
+        return _reshape(cv, y, [1] * len(cv.shape(x))) if keepdim else y
+    return _call(cv, op, x, axis=_axis(int(dim), len(cv.shape(x))), keepdims=1 if keepdim else 0)
+
+
+@_op("cumsum")
+def _cumsum(cv: Any, x: Node, dim: int, dtype: Any = None) -> Node:
+    x = _cast(cv, x, _torch_dtype_name(cv, dtype) or cv.dtype(x))
+    return _call(cv, "cumsum", x, axis=_axis(int(dim), len(cv.shape(x))))
+
+
+@_op("norm", "linalg_vector_norm")
+def _norm(cv: Any, x: Node, p: Any = 2, dim: Any = None, keepdim: Any = False,
+          dtype: Any = None) -> Node:
+    """The p-norm over dims (all when none): p = 1, 2 or inf."""
+    p = 2 if p is None else float(_scalar_value(cv, p))
+    nd = len(cv.shape(x))
+    axes = list(range(nd)) if dim is None or dim == [] else \
+        [_axis(int(d), nd) for d in _ints(dim, 1)]
+    k = 1 if keepdim else 0
+    if p == 2:
+        return _call(cv, "sqrt", _call(cv, "sum", _call(cv, "multiply", x, x), axis=axes,
+                                       keepdims=k))
+    if p == 1:
+        return _call(cv, "sum", _call(cv, "abs", x), axis=axes, keepdims=k)
+    if p == math.inf:
+        return _call(cv, "max", _call(cv, "abs", x), axis=axes, keepdims=k)
+    cv.fail(f"a {p}-norm is not supported (1, 2 and inf are)")
+
+
 _op("mean")(_reduce("mean"))
 _op("sum")(_reduce("sum"))
 _op("amax")(_reduce("max"))
