@@ -49,7 +49,8 @@ def run_both(module, inputs, tmp_path, input_names=None):
     inputs = inputs if isinstance(inputs, tuple) else (inputs,)
     with torch.no_grad():
         ref = module(*inputs)
-    refs = list(ref) if isinstance(ref, (tuple, list)) else [ref]
+    refs = list(ref.values()) if isinstance(ref, dict) else \
+        list(ref) if isinstance(ref, (tuple, list)) else [ref]
     g = from_pytorch(module, inputs, input_names=input_names)
     path = str(tmp_path / "m.tar")
     kiln.graph.compile(g, path)
@@ -113,6 +114,27 @@ def test_small_vision_transformers(tmp_path):
                 p.normal_(0, 0.02)
     assert_close(vit, torch.randn(1, 3, 32, 32), tmp_path)
     assert_close(swin, torch.randn(1, 3, 40, 40), tmp_path)
+
+
+@pytest.mark.parametrize("name", ["lraspp_mobilenet_v3_large", "deeplabv3_mobilenet_v3_large"])
+def test_segmentation_dict_outputs(name, tmp_path):
+    """A dict of outputs (traced with strict=False): one graph output per
+    entry, named by its key; bilinear upsampling to the input size."""
+    torch.manual_seed(14)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = getattr(torchvision.models.segmentation, name)(
+            weights=None, weights_backbone=None, aux_loss=name.startswith("deeplab")).eval()
+    x = torch.randn(1, 3, 48, 48)
+    g = from_pytorch(model, x)
+    path = str(tmp_path / "seg.tar")
+    kiln.graph.compile(g, path)
+    m = kiln.runtime.load(path)
+    with torch.no_grad():
+        want = model(x)
+    assert [p.name for p in m.outputs] == list(want)  # "out" (and "aux")
+    for o, r in zip(m.run([x.numpy()]), want.values()):
+        assert o.shape == tuple(r.shape) and rel_error(o, r.numpy()) <= TOL
 
 
 # ---- transformers -------------------------------------------------------------------

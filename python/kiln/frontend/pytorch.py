@@ -39,7 +39,8 @@ _LIKE_OPS = {"aten::new_zeros", "aten::new_ones", "aten::new_full", "aten::zeros
 # nodes the driver itself handles, whatever their inputs
 _STRUCTURAL = {"prim::Constant", "prim::ListConstruct", "prim::TupleConstruct",
                "prim::ListUnpack", "prim::TupleUnpack", "prim::TupleIndex", "aten::__getitem__",
-               "prim::If", "prim::RaiseException", "prim::Uninitialized"}
+               "prim::If", "prim::RaiseException", "prim::Uninitialized",
+               "prim::DictConstruct"}
 
 _KILN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -128,7 +129,8 @@ def _frozen_graph(torch: Any, module: Any, inputs: Tuple[Any, ...]) -> Any:
     elif isinstance(module, torch.nn.Module):
         try:
             with torch.no_grad():
-                scripted = torch.jit.trace(module, inputs, check_trace=False)
+                # strict=False: a dict of outputs (segmentation models) is traced
+                scripted = torch.jit.trace(module, inputs, check_trace=False, strict=False)
         except Exception as e:  # the module's own error on these inputs
             raise KilnError(f"kiln: torch.jit.trace of {type(module).__name__} on the example "
                             f"inputs failed: {type(e).__name__}: {e}") from e
@@ -215,25 +217,36 @@ class _Converter:
             dt = _TORCH_DTYPES[str(x.dtype).replace("torch.", "")]
             self.env[p.unique()] = self.g.var(name, tuple(x.shape), dtype=dt)
         self.run_block(self.ts.block())
-        outs: List[Node] = []
+        outs: List[Tuple[Optional[str], Node]] = []
         for v in self.ts.outputs():
-            self._flatten_output(self.env[v.unique()], outs)
-        self.g.set_outputs(outs)
+            self._flatten_output(self.env[v.unique()], None, outs)
+        names = None
+        if any(name is not None for name, _ in outs):  # a dict's keys name its outputs
+            names = []
+            for k, (name, _) in enumerate(outs):
+                name = name or f"output{k}"
+                names.append(name if name not in names else f"{name}_{k}")
+        self.g.set_outputs([node for _, node in outs], names)
         self.node = None
         self._infer()
         return self.g
 
-    def _flatten_output(self, val: Any, outs: List[Node]) -> None:
+    def _flatten_output(self, val: Any, name: Optional[str],
+                        outs: List[Tuple[Optional[str], Node]]) -> None:
         if isinstance(val, (list, tuple)):
             for x in val:
-                self._flatten_output(x, outs)
+                self._flatten_output(x, name, outs)
+        elif isinstance(val, dict):
+            for key, x in val.items():
+                self._flatten_output(x, f"{name}.{key}" if name else str(key), outs)
         elif isinstance(val, Node):
-            outs.append(val)
+            outs.append((name, val))
         elif isinstance(val, self.torch.Tensor):
-            outs.append(self.const(val))
+            outs.append((name, self.const(val)))
         else:
             raise KilnError(f"kiln: the module returns a {type(val).__name__} ({val!r}); "
-                            "from_pytorch takes tensors and tuples or lists of them as outputs")
+                            "from_pytorch takes tensors, and tuples, lists and dicts of them, "
+                            "as outputs")
 
     def run_block(self, block: Any) -> None:
         for n in block.nodes():
@@ -251,6 +264,9 @@ class _Converter:
         outs = list(n.outputs())
         if kind == "prim::Constant":
             self._set(outs, [n.output().toIValue()])
+            return
+        if kind == "prim::DictConstruct":  # keys and values alternate
+            self._set(outs, [dict(zip(ins[0::2], ins[1::2]))])
             return
         if kind in ("prim::ListConstruct", "prim::TupleConstruct"):
             self._set(outs, [list(ins) if kind == "prim::ListConstruct" else tuple(ins)])
