@@ -313,6 +313,22 @@ def test_pools(tmp_path):
     assert_close(Pools().eval(), torch.randn(1, 3, 10, 11), tmp_path)
 
 
+class Pools3d(torch.nn.Module):
+    def forward(self, x):
+        f = torch.nn.functional
+        a = f.max_pool3d(x, 2, ceil_mode=True).flatten(1)
+        b = f.avg_pool3d(x, 3, 1, padding=1, count_include_pad=False).flatten(1)
+        c = f.adaptive_avg_pool3d(x, (2, 3, 2)).flatten(1)
+        return a, b, c, f.adaptive_avg_pool3d(x, 1).flatten(1), f.adaptive_max_pool3d(x, 1)
+
+
+def test_pools_3d_and_video(tmp_path):
+    torch.manual_seed(15)
+    assert_close(Pools3d().eval(), torch.randn(1, 2, 5, 6, 7), tmp_path)
+    r3d = torchvision.models.video.r3d_18(weights=None).eval()
+    assert_close(r3d, torch.randn(1, 3, 4, 32, 32), tmp_path)
+
+
 class NormsAndResize(torch.nn.Module):
     def __init__(self):
         super().__init__()

@@ -180,47 +180,58 @@ def _prelu(cv: Any, x: Node, w: Any) -> Node:
 
 # ---- pooling ------------------------------------------------------------------------------
 
-def _pool_args(cv: Any, kernel: Any, stride: Any, padding: Any) -> Dict[str, Any]:
-    k = _ints(kernel, 2)
-    s = _ints(stride, 2) if stride not in (None, []) else k
-    p = _ints(padding, 2)
+def _pool_args(cv: Any, x: Node, kernel: Any, stride: Any, padding: Any) -> Dict[str, Any]:
+    n = len(cv.shape(x)) - 2
+    if n not in (2, 3):
+        cv.fail(f"pooling of a {n + 2}-D tensor (NCHW or NCDHW)")
+    k = _ints(kernel, n)
+    s = _ints(stride, n) if stride not in (None, []) else k
+    p = _ints(padding, n)
     return dict(pool_size=k, strides=s, padding=p + p)
 
 
-@_op("max_pool2d")
-def _max_pool2d(cv: Any, x: Node, kernel: Any, stride: Any = None, padding: Any = 0,
-                dilation: Any = 1, ceil_mode: Any = False) -> Node:
-    return _call(cv, "nn.max_pool2d", x, dilation=_ints(dilation, 2),
-                 ceil_mode=1 if ceil_mode else 0, **_pool_args(cv, kernel, stride, padding))
+@_op("max_pool2d", "max_pool3d")
+def _max_pool(cv: Any, x: Node, kernel: Any, stride: Any = None, padding: Any = 0,
+              dilation: Any = 1, ceil_mode: Any = False) -> Node:
+    a = _pool_args(cv, x, kernel, stride, padding)
+    return _call(cv, f"nn.max_pool{len(a['pool_size'])}d", x,
+                 dilation=_ints(dilation, len(a["pool_size"])), ceil_mode=1 if ceil_mode else 0,
+                 **a)
 
 
-@_op("avg_pool2d")
-def _avg_pool2d(cv: Any, x: Node, kernel: Any, stride: Any = None, padding: Any = 0,
-                ceil_mode: Any = False, count_include_pad: Any = True,
-                divisor_override: Any = None) -> Node:
+@_op("avg_pool2d", "avg_pool3d")
+def _avg_pool(cv: Any, x: Node, kernel: Any, stride: Any = None, padding: Any = 0,
+              ceil_mode: Any = False, count_include_pad: Any = True,
+              divisor_override: Any = None) -> Node:
     if divisor_override is not None:
-        cv.fail("avg_pool2d with divisor_override is not supported")
-    return _call(cv, "nn.avg_pool2d", x, ceil_mode=1 if ceil_mode else 0,
-                 count_include_pad=1 if count_include_pad else 0,
-                 **_pool_args(cv, kernel, stride, padding))
+        cv.fail("average pooling with divisor_override is not supported")
+    a = _pool_args(cv, x, kernel, stride, padding)
+    return _call(cv, f"nn.avg_pool{len(a['pool_size'])}d", x, ceil_mode=1 if ceil_mode else 0,
+                 count_include_pad=1 if count_include_pad else 0, **a)
 
 
 def _adaptive(cv: Any, x: Node, out: Any, reduce: str) -> Node:
+    """Adaptive pooling of NCHW or NCDHW to ``out`` (None keeps a dim)."""
     s = cv.shape(x)
-    if len(s) != 4:
-        cv.fail(f"adaptive pooling of a {len(s)}-D tensor (NCHW only)")
-    out = [s[2 + k] if o is None else int(o) for k, o in enumerate(_ints_or_none(out))]
-    if out == [1, 1]:
+    nsp = len(s) - 2
+    if nsp not in (2, 3):
+        cv.fail(f"adaptive pooling of a {len(s)}-D tensor (NCHW or NCDHW)")
+    sizes = [out] * nsp if isinstance(out, int) else list(out) * (nsp if len(out) == 1 else 1)
+    out = [s[2 + k] if o is None else int(o) for k, o in enumerate(sizes)]
+    if nsp == 2 and out == [1, 1]:
         return _call(cv, "nn.global_avg_pool2d" if reduce == "mean" else
                      "nn.global_max_pool2d", x)
-    if s[2] % out[0] == 0 and s[3] % out[1] == 0:
-        k = [s[2] // out[0], s[3] // out[1]]
-        if k == [1, 1]:
+    if all(o == 1 for o in out):
+        return _call(cv, reduce, x, axis=list(range(2, 2 + nsp)), keepdims=1)
+    if all(d % o == 0 for d, o in zip(s[2:], out)):
+        k = [d // o for d, o in zip(s[2:], out)]
+        if all(v == 1 for v in k):
             return x
-        op = "nn.avg_pool2d" if reduce == "mean" else "nn.max_pool2d"
+        op = f"nn.{'avg' if reduce == 'mean' else 'max'}_pool{nsp}d"
         return _call(cv, op, x, pool_size=k, strides=k)
-    # separable: each output row, then each output column, over torch's windows
-    for axis in (2, 3):
+    # separable: each output slab along one spatial axis, then the next,
+    # over torch's windows [floor(i n / o), ceil((i + 1) n / o))
+    for axis in range(2, 2 + nsp):
         n, o = cv.shape(x)[axis], out[axis - 2]
         rows = [_call(cv, reduce, _slice(cv, x, axis, (i * n) // o, -(-((i + 1) * n) // o)),
                       axis=[axis], keepdims=1) for i in range(o)]
@@ -228,20 +239,13 @@ def _adaptive(cv: Any, x: Node, out: Any, reduce: str) -> Node:
     return x
 
 
-def _ints_or_none(v: Any) -> List[Any]:
-    if isinstance(v, int):
-        return [v, v]
-    v = list(v)
-    return v * 2 if len(v) == 1 else v
-
-
-@_op("adaptive_avg_pool2d")
-def _adaptive_avg_pool2d(cv: Any, x: Node, out: Any) -> Node:
+@_op("adaptive_avg_pool2d", "adaptive_avg_pool3d")
+def _adaptive_avg_pool(cv: Any, x: Node, out: Any) -> Node:
     return _adaptive(cv, x, out, "mean")
 
 
-@_op("adaptive_max_pool2d")
-def _adaptive_max_pool2d(cv: Any, x: Node, out: Any) -> Any:
+@_op("adaptive_max_pool2d", "adaptive_max_pool3d")
+def _adaptive_max_pool(cv: Any, x: Node, out: Any) -> Any:
     y = _adaptive(cv, x, out, "max")
     return (y, None) if len(list(cv.node.outputs())) > 1 else y  # indices: not computed
 
@@ -260,18 +264,18 @@ def _as_2d(cv: Any, x: Node, fn: Callable[[Node], Node]) -> Node:
 def _max_pool1d(cv: Any, x: Node, kernel: Any, stride: Any = None, padding: Any = 0,
                 dilation: Any = 1, ceil_mode: Any = False) -> Node:
     st = [1] + _ints(stride, 1) if stride not in (None, []) else None
-    return _as_2d(cv, x, lambda y: _max_pool2d(cv, y, [1] + _ints(kernel, 1), st,
-                                                [0] + _ints(padding, 1),
-                                                [1] + _ints(dilation, 1), ceil_mode))
+    return _as_2d(cv, x, lambda y: _max_pool(cv, y, [1] + _ints(kernel, 1), st,
+                                              [0] + _ints(padding, 1),
+                                              [1] + _ints(dilation, 1), ceil_mode))
 
 
 @_op("avg_pool1d")
 def _avg_pool1d(cv: Any, x: Node, kernel: Any, stride: Any = None, padding: Any = 0,
                 ceil_mode: Any = False, count_include_pad: Any = True) -> Node:
     st = [1] + _ints(stride, 1) if stride not in (None, []) else None
-    return _as_2d(cv, x, lambda y: _avg_pool2d(cv, y, [1] + _ints(kernel, 1), st,
-                                                [0] + _ints(padding, 1), ceil_mode,
-                                                count_include_pad))
+    return _as_2d(cv, x, lambda y: _avg_pool(cv, y, [1] + _ints(kernel, 1), st,
+                                              [0] + _ints(padding, 1), ceil_mode,
+                                              count_include_pad))
 
 
 @_op("adaptive_avg_pool1d")
