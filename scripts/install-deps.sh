@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what kiln needs on a fresh Debian 12 machine: a C compiler, CMake,
 # zlib, protobuf-c (library and protoc-c), onnx.proto and the ONNX node tests,
-# and on x86-64 the aarch64 cross compiler, its libc and qemu-user.
+# torch and torchvision for the PyTorch frontend's tests, and on x86-64 the
+# aarch64 cross compiler, its libc and qemu-user.
 # Does nothing for packages that are already there.
 set -euo pipefail
 need=()
@@ -15,6 +16,9 @@ command -v pkg-config >/dev/null 2>&1 || need+=(pkgconf) # tests/install checks 
 command -v python3 >/dev/null 2>&1 || need+=(python3) # tests/layering reads the objects with nm
 # the Python package's tests run in a venv (scripts/python-env.sh)
 python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need+=(python3-venv)
+# the PyTorch frontend's tests (scripts/torch-env.sh): Debian's torch, not PyPI's
+/usr/bin/python3 -c "import torch" >/dev/null 2>&1 || need+=(python3-torch)
+/usr/bin/python3 -c "import torchvision" >/dev/null 2>&1 || need+=(python3-torchvision)
 command -v clang-format >/dev/null 2>&1 || need+=(clang-format) # scripts/check-format.sh
 [ -f /usr/include/onnx/onnx.proto ] || need+=(libonnx-dev)
 [ -d /usr/share/libonnx-testdata/data/node ] || need+=(libonnx-testdata)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's second command: build kiln twice (optimized, and with
 # AddressSanitizer + UndefinedBehaviorSanitizer) and run every test in both,
-# then the Python package's tests (pytest) on the optimized build, then the
+# then the Python package's tests (pytest) on the optimized build, and the
+# PyTorch frontend's in a venv with Debian's torch, then the
 # runtime's tests under ThreadSanitizer (a third build), then the
 # optimized build's tests again for AVX2 and baseline x86-64 code.
 # First it checks that the sources follow .clang-format.
@@ -42,6 +43,19 @@ if py=$(bash scripts/python-env.sh build-python-venv); then
     status=1
 else
   echo "kiln: could not make the Python test environment" >&2
+  status=1
+fi
+# The PyTorch frontend (kiln.frontend.from_pytorch) against Debian's torch
+# and torchvision, in a venv of its own (scripts/torch-env.sh); the run
+# above skips these tests for want of torch. KILN_REQUIRE_TORCH=1 makes a
+# missing torch a failure here, never a skip.
+echo "== kiln: PyTorch frontend tests (pytest, python/tests/test_frontend_pytorch.py) =="
+if py=$(bash scripts/torch-env.sh build-torch-venv); then
+  ( cd python && KILN_REQUIRE_TORCH=1 KILN_BUILD_DIR="$PWD/../build-test-release" \
+      KILN_LIBRARY_PATH="$PWD/../build-test-release" "../$py" -m pytest -q -p no:cacheprovider \
+      tests/test_frontend_pytorch.py ) || status=1
+else
+  echo "kiln: could not make the PyTorch test environment" >&2
   status=1
 fi
 # ThreadSanitizer: the runtime's tests (one loaded model run by 8 threads,

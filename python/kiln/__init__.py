@@ -8,6 +8,7 @@ A thin ctypes layer over kiln's public C API (no compiled extension):
 - :mod:`kiln.transform`: passes by name, Sequential, passes in Python.
 - :mod:`kiln.pattern`: the pattern language and rewrites with callbacks.
 - :mod:`kiln.byoc`: backends with pattern tables, and partition_for.
+- :mod:`kiln.frontend`: PyTorch modules into graphs (``from_pytorch``).
 - :mod:`kiln.runtime`: packages run on numpy arrays, timed and profiled.
 - :mod:`kiln.tune`: auto-tuning.
 - :func:`register_func` / :func:`get_global_func`: the global function
@@ -26,7 +27,7 @@ from ._lib import C as _C
 
 __version__ = "0.1.0"
 
-from . import byoc, graph, pattern, runtime, target, te, transform, tune  # noqa: E402
+from . import byoc, frontend, graph, pattern, runtime, target, te, transform, tune  # noqa: E402
 from .driver import Module, PackedFunction, build, build_save, load_module, lower  # noqa: E402
 from .ffi import (  # noqa: E402
     Function,
@@ -56,7 +57,8 @@ def target_host() -> str:
 
 __all__ = [
     "API_VERSION", "KilnError", "KilnLibraryError", "library_path", "library_version",
-    "target_host", "target", "te", "graph", "transform", "pattern", "byoc", "runtime", "tune",
+    "target_host", "target", "te", "graph", "frontend", "transform", "pattern", "byoc", "runtime",
+    "tune",
     "lower", "build", "build_save", "Module", "PackedFunction", "load_module", "register_func",
     "get_global_func", "list_global_func_names", "remove_global_func", "Function", "Graph",
     "Node", "op", "from_onnx", "load_plugin", "quantize", "register_pass", "BuildOptions",

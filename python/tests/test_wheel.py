@@ -33,6 +33,7 @@ def test_wheel_in_fresh_venv(tmp_path):
     names = zipfile.ZipFile(whl).namelist()
     assert "kiln/lib/libkiln.so.0" in names and "kiln/lib/libkiln_cli.so.0" in names
     assert "kiln/py.typed" in names and "linux" in os.path.basename(whl)
+    assert "kiln/frontend/pytorch.py" in names and "kiln/frontend/_pytorch_nn.py" in names
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = str(venv / "bin" / "python")
