@@ -8,6 +8,7 @@
  *                                      - zx * sum(w[u])
  *   qnn.dequantize(q, s, zp)      ->  float32(q - zp) * s (s, zp shaped
  *                                      to broadcast along the axis)
+ *   qnn.requantize(q, s, zp, s2, zp2)  ->  clip(round(float32(q - zp) * (s / s2)) + zp2)
  *   float32(acc) * c * d          ->  float32(acc) * (c * d)
  *   float32(acc) * c + d          ->  float32(acc + rint(d / c)) * c
  *   quantize([relu|clip](float32(acc) * S), s2, zp)
@@ -155,48 +156,67 @@ static int canon_dense(kiln_rewrite *rw, const rule *r) {
     return canon_product(rw, r, "nn.dense", 1);
 }
 
+/* The rank that per-channel parameters of a rank-nd tensor along `axis`
+ * take to broadcast ([C, 1, ...]: the dims from the axis on), 0 for a
+ * per-tensor one (cnt 1); -1 where kiln does not canonicalize. */
+static int param_rank(int64_t cnt, int64_t axis, int nd) {
+    if (cnt == 1)
+        return 0;
+    if (axis < 0)
+        axis += nd;
+    return axis < 0 || axis >= nd || nd - axis > 4 ? -1 : (int)(nd - axis);
+}
+
+/* float32(q - zp) in post (q the post node, zp the zero point constant
+ * shaped to `rank`); float32(q) where zp is all 0. */
+static int centered_f32(kiln_rewrite *rw, int q, const kiln_ndarray *zp, int rank,
+                        const char *name) {
+    if (!all_zero(zp)) {
+        int64_t nz = kiln_ndarray_numel(zp);
+        int32_t *z = malloc((size_t)nz * sizeof(int32_t));
+        if (!z)
+            return -1;
+        for (int64_t i = 0; i < nz; i++)
+            z[i] = (int32_t)int_at(zp, i);
+        int zid = const_i32(rw, z, nz, nz == 1 ? 0 : rank, "zero_point");
+        free(z);
+        int wide = zid < 0 || q < 0 ? -1 : rule_call(rw, "cast", 1, &q, "dtype=\"int32\"", name);
+        int in[2] = {wide, zid};
+        q = wide < 0 ? -1 : rule_call(rw, "subtract", 2, in, "", name);
+    }
+    return q < 0 ? -1 : rule_call(rw, "cast", 1, &q, "dtype=\"float32\"", name);
+}
+
+/* A float32 scale s shaped to `rank` ([C, 1, ...]). */
+static kiln_ndarray *shaped_scale(const kiln_ndarray *s, int rank) {
+    int64_t dims[4] = {kiln_ndarray_numel(s), 1, 1, 1};
+    kiln_ndarray *sc = kiln_ndarray_empty(KILN_FLOAT32, rank, dims);
+    if (sc)
+        memcpy(kiln_ndarray_data(sc), kiln_ndarray_data(s), (size_t)dims[0] * sizeof(float));
+    return sc;
+}
+
+/* Whether scale s and zero point zp are a per-tensor or per-channel pair. */
+static int scale_zp(const kiln_ndarray *s, const kiln_ndarray *zp) {
+    return kiln_ndarray_dtype(s) == KILN_FLOAT32 && is_int_array(zp) &&
+           (kiln_ndarray_numel(zp) == kiln_ndarray_numel(s) || kiln_ndarray_numel(zp) == 1);
+}
+
 /* qnn.dequantize(q, s, zp) -> float32(q - zp) * s */
 static int canon_dequantize(kiln_rewrite *rw, const rule *r) {
     const gnode *n = rule_root(rw);
     const gnode *s = rule_pre(rw, r->x[1]), *zp = rule_pre(rw, r->x[2]);
     const gtensor_type *qt = ops_node_type(rule_pre(rw, r->x[0]));
-    int64_t cnt = kiln_ndarray_numel(s->value), axis = graph_attr_int(n, "axis", -1);
-    if (!qt || kiln_ndarray_dtype(s->value) != KILN_FLOAT32 || !is_int_array(zp->value) ||
-        (kiln_ndarray_numel(zp->value) != cnt && kiln_ndarray_numel(zp->value) != 1) ||
-        qt->ndim > 8)
+    int rank =
+        qt ? param_rank(kiln_ndarray_numel(s->value), graph_attr_int(n, "axis", -1), qt->ndim) : -1;
+    if (rank < 0 || !scale_zp(s->value, zp->value))
         return KILN_REWRITE_SKIP;
-    if (axis < 0)
-        axis += qt->ndim;
-    /* the parameters shaped [C, 1, ...] for the dims after the axis */
-    int rank = cnt == 1 ? 0 : (int)(qt->ndim - axis);
-    if (cnt > 1 && (axis < 0 || axis >= qt->ndim || rank > 4))
-        return KILN_REWRITE_SKIP;
-    int64_t dims[8] = {cnt, 1, 1, 1, 1, 1, 1, 1};
-    kiln_ndarray *sc = kiln_ndarray_empty(KILN_FLOAT32, rank, dims);
+    kiln_ndarray *sc = shaped_scale(s->value, rank);
     if (!sc)
         return -1;
-    memcpy(kiln_ndarray_data(sc), kiln_ndarray_data(s->value), (size_t)cnt * sizeof(float));
     int sid = kiln_graph_const(kiln_rewrite_post(rw), "scale", sc);
     kiln_ndarray_free(sc);
-    int q = rule_post(rw, r->x[0]);
-    if (sid < 0 || q < 0)
-        return -1;
-    if (!all_zero(zp->value)) {
-        int64_t nz = kiln_ndarray_numel(zp->value);
-        int32_t *z = malloc((size_t)nz * sizeof(int32_t));
-        if (!z)
-            return -1;
-        for (int64_t i = 0; i < nz; i++)
-            z[i] = (int32_t)int_at(zp->value, i);
-        int zid = const_i32(rw, z, nz, nz == 1 ? 0 : rank, "zero_point");
-        free(z);
-        int wide = zid < 0 ? -1 : rule_call(rw, "cast", 1, &q, "dtype=\"int32\"", n->name);
-        int in[2] = {wide, zid};
-        q = wide < 0 ? -1 : rule_call(rw, "subtract", 2, in, "", n->name);
-        if (q < 0)
-            return -1;
-    }
-    int f = rule_call(rw, "cast", 1, &q, "dtype=\"float32\"", n->name);
+    int f = sid < 0 ? -1 : centered_f32(rw, rule_post(rw, r->x[0]), zp->value, rank, n->name);
     int in[2] = {f, sid};
     return f < 0 ? -1 : rule_call(rw, "multiply", 2, in, "", n->name);
 }
@@ -218,6 +238,43 @@ static int folds_alone(kiln_rewrite *rw, const rule *r, const kiln_pattern *acc)
     const gtensor_type *t = ops_node_type(rule_pre(rw, acc));
     return t && t->dtype == KILN_INT32 && kiln_rewrite_uses(rw, rule_pre(rw, r->x[0])->id) == 1 &&
            kiln_rewrite_uses(rw, rule_pre(rw, r->x[1])->id) == 1;
+}
+
+/* cast(clip(round(c * (S / s2)) + zp, lo, hi), odt) in post: c a float32
+ * value, S a float32 constant shaped to broadcast against it, the
+ * multiplier divided in float32 as qnn.requantize's compute does. */
+static int requant_tail(kiln_rewrite *rw, int c, const kiln_ndarray *S, double s2, double zp,
+                        double lo, double hi, kiln_dtype odt, const char *name) {
+    int64_t dims[8];
+    int nd = kiln_ndarray_ndim(S);
+    if (nd > 8)
+        return KILN_REWRITE_SKIP;
+    for (int d = 0; d < nd; d++)
+        dims[d] = kiln_ndarray_dim(S, d);
+    kiln_ndarray *m = kiln_ndarray_empty(KILN_FLOAT32, nd, dims);
+    if (!m)
+        return -1;
+    const float *sv = kiln_ndarray_data(S);
+    for (int64_t i = 0; i < kiln_ndarray_numel(S); i++)
+        ((float *)kiln_ndarray_data(m))[i] = sv[i] / (float)s2;
+    int mid = kiln_graph_const(kiln_rewrite_post(rw), "requant_scale", m);
+    kiln_ndarray_free(m);
+    kiln_ndarray *z = kiln_ndarray_empty(KILN_FLOAT32, 0, NULL);
+    if (!z)
+        return -1;
+    *(float *)kiln_ndarray_data(z) = (float)zp;
+    int zid = kiln_graph_const(kiln_rewrite_post(rw), "zero_point", z);
+    kiln_ndarray_free(z);
+    int in[2] = {c, mid};
+    int v = mid < 0 || c < 0 ? -1 : rule_call(rw, "multiply", 2, in, "", name);
+    v = v < 0 ? -1 : rule_call(rw, "round", 1, &v, "", name);
+    int in2[2] = {v, zid};
+    v = v < 0 || zid < 0 ? -1 : rule_call(rw, "add", 2, in2, "", name);
+    char attrs[96];
+    snprintf(attrs, sizeof attrs, "a_min=%g, a_max=%g", lo, hi);
+    v = v < 0 ? -1 : rule_call(rw, "clip", 1, &v, attrs, name);
+    snprintf(attrs, sizeof attrs, "dtype=\"%s\"", kiln_dtype_name(odt));
+    return v < 0 ? -1 : rule_call(rw, "cast", 1, &v, attrs, name);
 }
 
 /* quantize([relu | clip](float32(acc) * S), s2, zp) with acc int32: the
@@ -254,36 +311,38 @@ static int fold_requantize(kiln_rewrite *rw, const rule *r, int act) {
     }
     if (lo > hi)
         return KILN_REWRITE_SKIP;
-    /* M = S / s2 in float32, S's shape */
-    int64_t dims[8];
-    int nd = kiln_ndarray_ndim(S->value);
-    for (int d = 0; d < nd && d < 8; d++)
-        dims[d] = kiln_ndarray_dim(S->value, d);
-    kiln_ndarray *m = nd <= 8 ? kiln_ndarray_empty(KILN_FLOAT32, nd, dims) : NULL;
-    if (!m)
-        return nd <= 8 ? -1 : KILN_REWRITE_SKIP;
-    const float *sv = kiln_ndarray_data(S->value);
-    for (int64_t i = 0; i < kiln_ndarray_numel(S->value); i++)
-        ((float *)kiln_ndarray_data(m))[i] = (float)((double)sv[i] / s2);
-    int mid = kiln_graph_const(kiln_rewrite_post(rw), "requant_scale", m);
-    kiln_ndarray_free(m);
-    kiln_ndarray *z = kiln_ndarray_empty(KILN_FLOAT32, 0, NULL);
-    if (!z)
+    return requant_tail(rw, rule_post(rw, r->x[1]), S->value, s2, zp, lo, hi, odt, n->name);
+}
+
+/* qnn.requantize(q, s, zp, s2, zp2) with compute_dtype float32 (ONNX
+ * Runtime's, the default) into an int8 or uint8: cast(clip(round(float32(q -
+ * zp) * (s / s2)) + zp2)), exactly its compute, in ops that follow the
+ * blocked layout and fuse (QLinearConv's per-channel requantize). */
+static int canon_requantize(kiln_rewrite *rw, const rule *r) {
+    const gnode *n = rule_root(rw);
+    const gnode *s = rule_pre(rw, r->x[1]), *zp = rule_pre(rw, r->x[2]);
+    const gnode *zp2 = rule_pre(rw, r->x[4]);
+    const gtensor_type *qt = ops_node_type(rule_pre(rw, r->x[0]));
+    double s2 = scalar_f32(rule_pre(rw, r->x[3]));
+    kiln_dtype odt;
+    int rank =
+        qt ? param_rank(kiln_ndarray_numel(s->value), graph_attr_int(n, "axis", -1), qt->ndim) : -1;
+    if (rank < 0 || !scale_zp(s->value, zp->value) || !(s2 > 0) || !is_int_array(zp2->value) ||
+        kiln_ndarray_numel(zp2->value) != 1 ||
+        strcmp(graph_attr_str(n, "compute_dtype", "float32"), "float32") ||
+        kiln_dtype_parse(graph_attr_str(n, "out_dtype", "int8"), &odt) != KILN_OK ||
+        (odt != KILN_INT8 && odt != KILN_UINT8))
+        return KILN_REWRITE_SKIP;
+    kiln_ndarray *sc = shaped_scale(s->value, rank);
+    if (!sc)
         return -1;
-    *(float *)kiln_ndarray_data(z) = (float)zp;
-    int zid = kiln_graph_const(kiln_rewrite_post(rw), "zero_point", z);
-    kiln_ndarray_free(z);
-    int c = rule_post(rw, r->x[1]);
-    int in[2] = {c, mid};
-    int v = mid < 0 ? -1 : rule_call(rw, "multiply", 2, in, "", n->name);
-    v = v < 0 ? -1 : rule_call(rw, "round", 1, &v, "", n->name);
-    int in2[2] = {v, zid};
-    v = v < 0 || zid < 0 ? -1 : rule_call(rw, "add", 2, in2, "", n->name);
-    char attrs[96];
-    snprintf(attrs, sizeof attrs, "a_min=%g, a_max=%g", lo, hi);
-    v = v < 0 ? -1 : rule_call(rw, "clip", 1, &v, attrs, n->name);
-    snprintf(attrs, sizeof attrs, "dtype=\"%s\"", kiln_dtype_name(odt));
-    return v < 0 ? -1 : rule_call(rw, "cast", 1, &v, attrs, n->name);
+    int c = centered_f32(rw, rule_post(rw, r->x[0]), zp->value, rank, n->name);
+    int st = c < 0 ? -1
+                   : requant_tail(rw, c, sc, s2, (double)int_at(zp2->value, 0),
+                                  odt == KILN_UINT8 ? 0 : -128, odt == KILN_UINT8 ? 255 : 127, odt,
+                                  n->name);
+    kiln_ndarray_free(sc);
+    return st;
 }
 
 /* The float32 constant of c and d combined elementwise (op '*': c * d;
@@ -371,10 +430,14 @@ static int fold_requantize_clip(kiln_rewrite *rw, const rule *r) {
 
 struct kiln_graph *pass_qnn_canonicalize(struct kiln_graph *g, const pass_env *env) {
     (void)env;
-    rule rules[] = {
+    /* the QNN ops lowered, then the float chains they leave folded */
+    rule lower[] = {
         {"qnn.conv2d(%a, %b=const, %c=const, %d=const, const, const)", canon_conv, NULL, {0}},
         {"qnn.dense(%a, %b=const, %c=const, %d=const, const, const)", canon_dense, NULL, {0}},
         {"qnn.dequantize(%a, %b=const, %c=const)", canon_dequantize, NULL, {0}},
+        {"qnn.requantize(%a, %b=const, %c=const, %d=const, %e=const)", canon_requantize, NULL, {0}},
+    };
+    rule fold[] = {
         {"qnn.quantize(nn.relu(%a=multiply(%b=cast(%c), %d=const)), %e=const, %f=const)",
          fold_requantize_relu,
          NULL,
@@ -390,5 +453,11 @@ struct kiln_graph *pass_qnn_canonicalize(struct kiln_graph *g, const pass_env *e
         {"multiply(%a=multiply(%b=cast(%e), %c=const), %d=const)", fold_scales, NULL, {0}},
         {"add(%a=multiply(%b=cast(%e), %c=const), %d=const)", fold_shift, NULL, {0}},
     };
-    return rule_run(g, rules, (int)(sizeof rules / sizeof rules[0]));
+    struct kiln_graph *l = rule_run(g, lower, (int)(sizeof lower / sizeof lower[0]));
+    if (!l)
+        return NULL;
+    struct kiln_graph *f = rule_run(l, fold, (int)(sizeof fold / sizeof fold[0]));
+    if (l != g && f != l)
+        kiln_graph_free(l);
+    return f;
 }
