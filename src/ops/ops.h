@@ -241,6 +241,10 @@ KILN_HIDDEN void ops_nchwc_window(kiln_ctx *ctx, const kiln_expr *i, const int64
  * loop); k = 2 int16 (vpmaddwd) on AVX2 without VNNI, where vpmaddubsw's
  * int16 sums of two uint8 x int8 products could saturate. */
 KILN_HIDDEN int ops_int8_dot(const kiln_target *t, kiln_dtype *wdt);
+/* Whether target t has an int8 dot product instruction (VNNI, AVX-VNNI,
+ * aarch64 dotprod or i8mm): where int8 kernels beat float ones, so a QDQ
+ * model is made integer by default (FakeQuantizationToInteger). */
+KILN_HIDDEN int ops_int8_fast(const kiln_target *t);
 /* nn.conv2d's layout hook for uint8 data and a constant int8 kernel
  * (conv_int8.c): nn.contrib_conv2d_NCHWc_int8 where it applies. */
 KILN_HIDDEN int ops_alter_conv2d_int8(const gnode *call, const layout_query *q, layout_rewrite *rw);

@@ -872,3 +872,9 @@ int ops_int8_dot(const kiln_target *t, kiln_dtype *wdt) {
     *wdt = KILN_INT8;
     return 4;
 }
+
+int ops_int8_fast(const kiln_target *t) {
+    if (t->arch == TGT_X86_64)
+        return target_has(t, TGT_AVX512VNNI) || target_has(t, TGT_AVXVNNI);
+    return target_has(t, TGT_DOTPROD) || target_has(t, TGT_I8MM);
+}

@@ -275,7 +275,9 @@ struct kiln_graph *pass_run_one(struct kiln_graph *g, const char *name, const pa
         int i = 0;
         while (i < NPASSES && strcmp(k_passes[i].name, name))
             i++;
-        out = i < NPASSES ? k_passes[i].run(g, env) : run_user_pass(g, name);
+        pass_env named = *env;
+        named.named = 1;
+        out = i < NPASSES ? k_passes[i].run(g, &named) : run_user_pass(g, name);
     }
     if (!out) {
         kiln_error_prefix("pass %s", name);

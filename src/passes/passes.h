@@ -17,6 +17,8 @@ typedef struct {
     int nbyoc;           /* the backends that take sub-graphs first (kiln/byoc.h) */
     const struct kiln_codegen_spec *const *byoc;
     const char *user_passes; /* global functions (kiln/ffi.h) run first, comma-separated */
+    int named;               /* 1 while a pass runs because it was named (pass_run_one):
+                                a pass that the pipeline runs only on some targets runs */
 } pass_env;
 
 /* Returned by a rebuild callback: copy the node unchanged, or leave it out. */
