@@ -92,23 +92,25 @@ static int data_u8(kiln_rewrite *rw, int x, kiln_dtype dt, int64_t *zx, const ch
  * output channels along dim 0), zero points %c (data) and %d (weight).
  * `op` the plain op; corr_dims the correction's rank (broadcast against
  * the result). */
-static int canon_product(kiln_rewrite *rw, const rule *r, const char *op, int corr_dims) {
+static int canon_product(kiln_rewrite *rw, const rule *r, const char *op, int corr_dims,
+                         const kiln_ndarray *wt) {
     const gnode *n = rule_root(rw);
-    const gnode *x = rule_pre(rw, r->x[0]), *w = rule_pre(rw, r->x[1]);
+    const gnode *x = rule_pre(rw, r->x[0]);
     const gnode *zx = rule_pre(rw, r->x[2]), *zw = rule_pre(rw, r->x[3]);
     const gtensor_type *xt = ops_node_type(x);
+    const kiln_ndarray *wv_ = wt ? wt : rule_pre(rw, r->x[1])->value;
     if (!xt || (xt->dtype != KILN_UINT8 && xt->dtype != KILN_INT8) ||
-        kiln_ndarray_dtype(w->value) != KILN_INT8 || kiln_ndarray_ndim(w->value) < 2 ||
+        kiln_ndarray_dtype(wv_) != KILN_INT8 || kiln_ndarray_ndim(wv_) < 2 ||
         !is_int_array(zx->value) || kiln_ndarray_numel(zx->value) != 1 ||
         !is_int_array(zw->value) || !all_zero(zw->value) ||
         strcmp(graph_attr_str(n, "out_dtype", "int32"), "int32"))
         return KILN_REWRITE_SKIP;
-    int64_t z = int_at(zx->value, 0), O = kiln_ndarray_dim(w->value, 0);
-    int64_t per = kiln_ndarray_numel(w->value) / (O ? O : 1);
+    int64_t z = int_at(zx->value, 0), O = kiln_ndarray_dim(wv_, 0);
+    int64_t per = kiln_ndarray_numel(wv_) / (O ? O : 1);
     int xin = data_u8(rw, rule_post(rw, r->x[0]), xt->dtype, &z, n->name);
     if (xin < 0)
         return -1;
-    static const char *const skip[] = {"out_dtype", NULL};
+    static const char *const skip[] = {"out_dtype", "transpose_b", NULL};
     char extra[64];
     if (corr_dims > 1) /* a convolution: its padding is the real 0 */
         snprintf(extra, sizeof extra, "out_dtype=\"int32\", pad_value=%lld", (long long)z);
@@ -117,8 +119,9 @@ static int canon_product(kiln_rewrite *rw, const rule *r, const char *op, int co
     char *attrs = pass_attrs_text(n, skip, extra);
     if (!attrs)
         return -1;
-    int in[2] = {xin, rule_post(rw, r->x[1])};
-    int y = rule_call(rw, op, 2, in, attrs, n->name);
+    int in[2] = {xin, wt ? kiln_graph_const(kiln_rewrite_post(rw), "weight", wt)
+                         : rule_post(rw, r->x[1])};
+    int y = in[1] < 0 ? -1 : rule_call(rw, op, 2, in, attrs, n->name);
     free(attrs);
     if (y < 0 || !z)
         return y;
@@ -126,7 +129,7 @@ static int canon_product(kiln_rewrite *rw, const rule *r, const char *op, int co
     int32_t *corr = malloc((size_t)O * sizeof(int32_t));
     if (!corr)
         return -1;
-    const int8_t *wv = kiln_ndarray_data(w->value);
+    const int8_t *wv = kiln_ndarray_data(wv_);
     for (int64_t o = 0; o < O; o++) {
         int64_t s = 0;
         for (int64_t i = 0; i < per; i++)
@@ -146,14 +149,39 @@ static int canon_conv(kiln_rewrite *rw, const rule *r) {
         strcmp(graph_attr_str(n, "kernel_layout", "OIHW"), "OIHW") ||
         kiln_ndarray_ndim(w->value) != 4)
         return KILN_REWRITE_SKIP;
-    return canon_product(rw, r, "nn.conv2d", 3);
+    return canon_product(rw, r, "nn.conv2d", 3, NULL);
 }
 
 static int canon_dense(kiln_rewrite *rw, const rule *r) {
     const gnode *w = rule_pre(rw, r->x[1]);
     if (kiln_ndarray_ndim(w->value) != 2)
         return KILN_REWRITE_SKIP;
-    return canon_product(rw, r, "nn.dense", 1);
+    return canon_product(rw, r, "nn.dense", 1, NULL);
+}
+
+/* qnn.batch_matmul of data and a constant 2-D weight ([K, N], or [N, K]
+ * with transpose_b): a dense over the weight as [N, K], so the int8 panels
+ * take it (a BERT's linear layers, which ONNX writes as MatMul) */
+static int canon_bmm(kiln_rewrite *rw, const rule *r) {
+    const gnode *n = rule_root(rw);
+    const kiln_ndarray *w = rule_pre(rw, r->x[1])->value;
+    if (kiln_ndarray_ndim(w) != 2 || kiln_ndarray_dtype(w) != KILN_INT8)
+        return KILN_REWRITE_SKIP;
+    int tb = graph_attr_int(n, "transpose_b", 0) != 0;
+    int64_t N = kiln_ndarray_dim(w, tb ? 0 : 1), K = kiln_ndarray_dim(w, tb ? 1 : 0);
+    int64_t dims[2] = {N, K};
+    kiln_ndarray *t = kiln_ndarray_empty(KILN_INT8, 2, dims);
+    if (!t)
+        return -1;
+    int64_t s0 = kiln_ndarray_stride(w, 0), s1 = kiln_ndarray_stride(w, 1);
+    const int8_t *src = (const int8_t *)kiln_ndarray_data(w);
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t k = 0; k < K; k++)
+            ((int8_t *)kiln_ndarray_data(t))[i * K + k] =
+                src[tb ? i * s0 + k * s1 : k * s0 + i * s1];
+    int st = canon_product(rw, r, "nn.dense", 1, t);
+    kiln_ndarray_free(t);
+    return st;
 }
 
 /* The rank that per-channel parameters of a rank-nd tensor along `axis`
@@ -434,6 +462,7 @@ struct kiln_graph *pass_qnn_canonicalize(struct kiln_graph *g, const pass_env *e
     rule lower[] = {
         {"qnn.conv2d(%a, %b=const, %c=const, %d=const, const, const)", canon_conv, NULL, {0}},
         {"qnn.dense(%a, %b=const, %c=const, %d=const, const, const)", canon_dense, NULL, {0}},
+        {"qnn.batch_matmul(%a, %b=const, %c=const, %d=const, const, const)", canon_bmm, NULL, {0}},
         {"qnn.dequantize(%a, %b=const, %c=const)", canon_dequantize, NULL, {0}},
         {"qnn.requantize(%a, %b=const, %c=const, %d=const, %e=const)", canon_requantize, NULL, {0}},
     };
