@@ -260,6 +260,7 @@ _SIGS = {
     "kiln_const": (P, P, c_int, c_double),
     "kiln_reduce_axis": (P, P, P, P, S),
     "kiln_select": (P, P, P, P),
+    "kiln_dot": (P, c_int, P, P),
     "kiln_cast": (P, c_int, P),
     "kiln_sum": (P, P, c_int, POINTER(P)),
     "kiln_max_reduce": (P, P, c_int, POINTER(P)),

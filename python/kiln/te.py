@@ -296,6 +296,20 @@ def if_then_else(cond: Expr, t: Any, f: Any) -> Expr:
 select = if_then_else
 
 
+def dot(a: Sequence[Expr], b: Sequence[Expr]) -> Expr:
+    """The int32 sum of ``a[j] * b[j]`` over 2 or 4 pairs of integers of at
+    most 16 bits: the int8 kernels' step (``kiln_dot``). Vectorized where
+    lane l's ``b`` values are consecutive and ``a``'s the same in every
+    lane, it is one ``vpdpbusd`` (4 pairs, uint8 x int8, VNNI), ``vpmaddwd``
+    (2 pairs, uint8 x int16), ``sdot``/``usdot`` on aarch64; an exact loop
+    elsewhere."""
+    if len(a) != len(b) or not a:
+        raise KilnError(f"dot: {len(a)} and {len(b)} operands, not two lists of 2 or 4")
+    arr = (ctypes.c_void_p * len(a))
+    return _wrap(C.kiln_dot(len(a), arr(*[x.handle for x in a]), arr(*[x.handle for x in b])),
+                 a[0].ctx)
+
+
 def logical_and(a: Expr, b: Expr) -> Expr:
     return a._b("and", b)
 
