@@ -11,6 +11,11 @@ benchmark, not a test: CI never runs it.
                             dequantized at compile time)
         [--agree N]         top-1 agreement of each int8 run with its float run
                             on N random inputs
+        [--cpu-time]        also each kiln package's single-thread CPU time per
+                            run (`kiln run` in a child, KILN_NUM_THREADS=1, the
+                            CPU seconds of 41 runs less those of 1, over 40, best
+                            of 3): on a shared VM whose other tenants take the
+                            cores, wall times swing 2x and CPU time does not
 
 The calibration data is random (N(0, 1)); with random weights, what this
 measures is speed, not accuracy (test_quantize checks that on the digits CNN).
@@ -52,6 +57,7 @@ def main():
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--float-kernels", action="store_true")
     ap.add_argument("--agree", type=int, default=0)
+    ap.add_argument("--cpu-time", action="store_true")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="kiln-int8-")
     sess = ort.InferenceSession(a.model, providers=["CPUExecutionProvider"])
@@ -65,12 +71,13 @@ def main():
                         batch=shape[0]), f"({time.perf_counter() - t0:.1f} s)")
     x = {inp.name: rng.randn(*shape).astype("float32")}
     shapes = {inp.name: shape}
-    ways, outs = {}, {}
+    ways, outs, pkgs = {}, {}, {}
     for name, path, extra in (("kiln float", a.model, {}), ("kiln int8 (QDQ)", q, {})) + (
             (("kiln int8 (float kernels)", q, {"disabled_pass": "FakeQuantizationToInteger"}),)
             if a.float_kernels else ()):
         g = kiln.from_onnx(path, shape_dict=shapes)
-        m = kiln.runtime.load(kiln.graph.compile(g, os.path.join(tmp, f"{len(ways)}.tar"), **extra))
+        pkgs[name] = kiln.graph.compile(g, os.path.join(tmp, f"{len(ways)}.tar"), **extra)
+        m = kiln.runtime.load(pkgs[name])
         gm = kiln.runtime.GraphModule(m)
         gm.set_input(**x)
         ways[name] = gm.run
@@ -98,6 +105,29 @@ def main():
     for k in names:
         print(f"| {k} | {med[k]:.2f} | {med[k] / med['ORT float']:.2f} | "
               f"{med[k] / med['ORT int8 (QDQ)']:.2f} |")
+    if a.cpu_time:
+        kb = os.path.join(os.environ.get("KILN_BUILD_DIR", os.path.join(os.path.dirname(HERE),
+                                                                          "build")), "kiln")
+        cms = {k: cpu_ms(p, kb) for k, p in pkgs.items()}
+        print("\nsingle-thread CPU time per run (best of 3):")
+        print("| way | ms | / kiln float |\n|---|---:|---:|")
+        for k, v in cms.items():
+            print(f"| {k} | {v:.2f} | {v / cms['kiln float']:.2f} |")
+
+
+def cpu_ms(pkg, kiln_bin):
+    """Single-thread CPU ms per run of a package (see --cpu-time)."""
+    import resource
+    import subprocess
+
+    def cpu(n):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run([kiln_bin, "run", pkg, "--fill", "random", "--print-time", "--repeat", "1",
+                        "--number", str(n)], env={**os.environ, "KILN_NUM_THREADS": "1"},
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return min((cpu(41) - cpu(1)) / 40 for _ in range(3)) * 1e3
 
 
 if __name__ == "__main__":
