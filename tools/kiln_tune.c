@@ -13,33 +13,34 @@
 #include "kiln_compile.h"
 
 static void tune_usage(FILE *f) {
-    fprintf(f,
-            "usage: kiln tune MODEL.onnx -o records.json [--target T] [--input-shapes S]\n"
-            "                 [--trials N] [--early-stopping N] [--tuner xgb|ga|random|grid]\n"
-            "                 [--tuning-records old.json] [--timeout S] [--tasks LIST] [--jobs N]\n"
-            "                 [--repeat N] [--seed N] [--log-plot curve.svg] [build options]\n\n"
-            "Tune a model's kernels on this machine: each distinct kernel (a task) is built\n"
-            "with other values of its schedule's knobs (register tiles, loop orders), each\n"
-            "candidate measured in a separate process against the default kernel's outputs,\n"
-            "and every measurement appended to the records file as one JSON line. Build with\n"
-            "the results: kiln compile MODEL.onnx --tuning-records records.json.\n\n"
-            "  -o, --output FILE      the records file (appended; a run resumes from it)\n"
-            "  --trials N             measurements per task (default 64)\n"
-            "  --early-stopping N     end a task after N measurements without a better one\n"
-            "  --tuner T              xgb (default: simulated annealing on an XGBoost cost model,\n"
-            "                         or a nearest-neighbour model where kiln was built without\n"
-            "                         XGBoost), ga, random or grid\n"
-            "  --tuning-records FILE  start from these records too (same workload and target)\n"
-            "  --timeout S            seconds one measurement may take (default 10)\n"
-            "  --tasks LIST           tune only these tasks: numbers as listed, or op names\n"
-            "  --jobs N               candidates compiled at once (default: the cores)\n"
-            "  --repeat N             timed rounds per measurement (default 3)\n"
-            "  --seed N               the search's random seed (default 1)\n"
-            "  --log-plot FILE        write the best GFLOP/s so far per task as an SVG picture\n"
-            "  build options          as kiln compile: --target, --input-shapes, --opt-level,\n"
-            "                         --disabled-pass, --cross-compiler, --winograd, --plugin,\n"
-            "                         --no-cache\n"
-            "  --help                 print this message\n");
+    fprintf(
+        f,
+        "usage: kiln tune MODEL.onnx|MODEL.tflite -o records.json [--target T] [--input-shapes S]\n"
+        "                 [--trials N] [--early-stopping N] [--tuner xgb|ga|random|grid]\n"
+        "                 [--tuning-records old.json] [--timeout S] [--tasks LIST] [--jobs N]\n"
+        "                 [--repeat N] [--seed N] [--log-plot curve.svg] [build options]\n\n"
+        "Tune a model's kernels on this machine: each distinct kernel (a task) is built\n"
+        "with other values of its schedule's knobs (register tiles, loop orders), each\n"
+        "candidate measured in a separate process against the default kernel's outputs,\n"
+        "and every measurement appended to the records file as one JSON line. Build with\n"
+        "the results: kiln compile MODEL.onnx --tuning-records records.json.\n\n"
+        "  -o, --output FILE      the records file (appended; a run resumes from it)\n"
+        "  --trials N             measurements per task (default 64)\n"
+        "  --early-stopping N     end a task after N measurements without a better one\n"
+        "  --tuner T              xgb (default: simulated annealing on an XGBoost cost model,\n"
+        "                         or a nearest-neighbour model where kiln was built without\n"
+        "                         XGBoost), ga, random or grid\n"
+        "  --tuning-records FILE  start from these records too (same workload and target)\n"
+        "  --timeout S            seconds one measurement may take (default 10)\n"
+        "  --tasks LIST           tune only these tasks: numbers as listed, or op names\n"
+        "  --jobs N               candidates compiled at once (default: the cores)\n"
+        "  --repeat N             timed rounds per measurement (default 3)\n"
+        "  --seed N               the search's random seed (default 1)\n"
+        "  --log-plot FILE        write the best GFLOP/s so far per task as an SVG picture\n"
+        "  build options          as kiln compile: --target, --input-shapes, --opt-level,\n"
+        "                         --disabled-pass, --cross-compiler, --winograd, --plugin,\n"
+        "                         --no-cache\n"
+        "  --help                 print this message\n");
 }
 
 static void on_log(void *user, int level, const char *line) {
@@ -119,7 +120,7 @@ int kiln_cmd_tune(int argc, char **argv) {
     }
     rc = 1;
     kiln_tune_options_set_log(t, on_log, &tty);
-    if (!(g = kiln_onnx_import(model, shapes)) || kiln_graph_tune(g, o, t) != KILN_OK) {
+    if (!(g = kiln_import_model(model, shapes)) || kiln_graph_tune(g, o, t) != KILN_OK) {
         fprintf(stderr, "%skiln tune: %s\n", tty ? "\r\033[K" : "", kiln_last_error());
         goto done;
     }

@@ -1,0 +1,633 @@
+/* tflite_import.c: the TFLite importer's driver (kiln/tflite.h). It loads
+ * and checks the model (tflite_load.c), lists every operator it cannot
+ * convert in one error, makes the graph's inputs (applying input_shapes),
+ * then converts the operators in their order: constants are made when an
+ * operator first reads them, quantized inputs are dequantized to float32
+ * and quantized outputs quantized back, the converter (tflite_convert.c)
+ * working in float32 in between. Errors name the file, the operator's
+ * index and its op. */
+#include "tflite_import.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../te/interp.h"
+#include "kiln/tflite.h"
+#include "onnx_import.h"
+
+int tfl_fail(tfl_imp *T, const char *fmt, ...) {
+    if (T->failed)
+        return -1;
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const char *name = T->op ? tfl_op_name(T->op->code->builtin) : NULL;
+    if (T->op)
+        kiln_set_error(KILN_ERR_INVALID, "%s: operator %d (%s): %s", T->path, T->op_index,
+                       name ? name : "?", msg);
+    else
+        kiln_set_error(KILN_ERR_INVALID, "%s: %s", T->path, msg);
+    T->failed = 1;
+    return -1;
+}
+
+const gtensor_type *tfl_type(const tfl_imp *T, int id) {
+    const gnode *n = graph_node(T->g, id);
+    return n && n->type.known && !n->type.is_tuple ? &n->type.t[0] : NULL;
+}
+
+int tfl_dims(tfl_imp *T, int id, int64_t *dims) {
+    const gtensor_type *t = tfl_type(T, id);
+    if (!t)
+        return tfl_fail(T, "an operand has no type");
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->dims[d].sym)
+            return tfl_fail(T, "dim %d of an operand is not static", d);
+        dims[d] = t->dims[d].v;
+    }
+    return t->ndim;
+}
+
+/* Fold call id when it reads only constants and is cheap, as the ONNX
+ * importer does; the dequantize of an int8 weight stays for FoldConstant. */
+static int fold(tfl_imp *T, int id) {
+    const gnode *c = graph_node(T->g, id);
+    if (!c->op->compute || c->type.is_tuple || c->op->pattern > OP_COMM_REDUCE)
+        return id;
+    for (int i = 0; i < c->nin; i++) {
+        const gnode *a = graph_node(T->g, c->in[i]);
+        if (a->kind != GN_CONST)
+            return id;
+    }
+    if (!strcmp(c->op->name, "qnn.dequantize"))
+        return id;
+    int64_t count = 1;
+    const gtensor_type *t = &c->type.t[0];
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->dims[d].sym || !kiln_mul_ok(count, t->dims[d].v, &count))
+            return id;
+    }
+    if (count > ((int64_t)1 << 24))
+        return id;
+    if (graph_fold_node(T->g, id, (int64_t)1 << 26) != KILN_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", kiln_last_error());
+        return tfl_fail(T, "folding constants: %s", msg);
+    }
+    return id;
+}
+
+int tfl_call(tfl_imp *T, const char *op, int nin, const int *in, const char *attrs) {
+    if (T->failed)
+        return -1;
+    for (int i = 0; i < nin; i++)
+        if (in[i] < 0)
+            return tfl_fail(T, "a required input of %s is missing", op);
+    /* named after the operator's first output, as TFLite's tools show it */
+    const char *name = T->op && T->op->nout ? T->m->tensors[T->op->out[0]].name : NULL;
+    int id = kiln_graph_call(T->g, op, nin, in, attrs, name && *name ? name : NULL);
+    if (id < 0 || graph_infer_node(T->g, id) != KILN_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", kiln_last_error());
+        return tfl_fail(T, "%s", msg);
+    }
+    return fold(T, id);
+}
+
+const tfl_tensor *tfl_in_tensor(const tfl_imp *T, int i) {
+    return i < T->op->nin && T->op->in[i] >= 0 ? &T->m->tensors[T->op->in[i]] : NULL;
+}
+
+const tfl_tensor *tfl_out_tensor(const tfl_imp *T, int i) {
+    return &T->m->tensors[T->op->out[i]];
+}
+
+const fb_table *tfl_options(const tfl_imp *T) {
+    return T->op->has_options ? &T->op->options : NULL;
+}
+
+int64_t tfl_opt_int(tfl_imp *T, int slot, int size, int64_t def) {
+    const fb_table *o = tfl_options(T);
+    int bad = 0;
+    int64_t v = o ? fb_int(o, slot, size, 1, def, &bad) : def;
+    if (bad)
+        tfl_fail(T, "builtin option %d lies outside its table", slot);
+    return v;
+}
+
+float tfl_opt_float(tfl_imp *T, int slot, float def) {
+    const fb_table *o = tfl_options(T);
+    int bad = 0;
+    float v = o ? fb_float(o, slot, def, &bad) : def;
+    if (bad)
+        tfl_fail(T, "builtin option %d lies outside its table", slot);
+    return v;
+}
+
+/* kiln's dtype of a TFLite tensor type, or KILN_DTYPE_COUNT. */
+static kiln_dtype dtype_of(int type) {
+    switch (type) {
+    case TFL_FLOAT32: return KILN_FLOAT32;
+    case TFL_FLOAT16: return KILN_FLOAT16;
+    case TFL_FLOAT64: return KILN_FLOAT64;
+    case TFL_INT32: return KILN_INT32;
+    case TFL_INT64: return KILN_INT64;
+    case TFL_UINT8: return KILN_UINT8;
+    case TFL_INT8: return KILN_INT8;
+    case TFL_INT16: return KILN_INT16;
+    case TFL_BOOL: return KILN_BOOL;
+    case TFL_UINT16: return KILN_UINT16;
+    case TFL_UINT32: return KILN_UINT32;
+    case TFL_UINT64: return KILN_UINT64;
+    default: return KILN_DTYPE_COUNT;
+    }
+}
+
+/* The array of a tensor that has a buffer, or NULL (*err set if it is
+ * malformed). */
+static kiln_ndarray *tensor_array(tfl_imp *T, const tfl_tensor *x, int index, int *err) {
+    const tfl_buffer *b = &T->m->buffers[x->buffer];
+    if (!x->buffer || !b->data)
+        return NULL;
+    *err = 1;
+    kiln_dtype dt = dtype_of(x->type);
+    if (dt == KILN_DTYPE_COUNT)
+        return tfl_fail(T, "constant tensor %d '%s' has type %s, which kiln does not read", index,
+                        x->name, tfl_type_name(x->type)),
+               NULL;
+    if (x->has_sparsity)
+        return tfl_fail(T, "constant tensor %d '%s' is sparse, which kiln does not read", index,
+                        x->name),
+               NULL;
+    int64_t numel = 1;
+    for (int d = 0; d < x->ndim; d++)
+        if (!kiln_mul_ok(numel, x->dims[d], &numel))
+            return tfl_fail(T, "tensor %d '%s': its element count overflows", index, x->name), NULL;
+    size_t es = kiln_dtype_size(dt);
+    if ((uint64_t)numel > b->size / es || (uint64_t)numel * es != b->size)
+        return tfl_fail(T, "tensor %d '%s' of %lld %s elements has a buffer of %zu bytes", index,
+                        x->name, (long long)numel, tfl_type_name(x->type), b->size),
+               NULL;
+    kiln_ndarray *a = kiln_ndarray_empty(dt, x->ndim, x->dims);
+    if (!a) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", kiln_last_error());
+        return tfl_fail(T, "tensor %d '%s': %s", index, x->name, msg), NULL;
+    }
+    if (b->size)
+        memcpy(kiln_ndarray_data(a), b->data, b->size);
+    if (dt == KILN_BOOL) { /* any non-zero byte is true */
+        unsigned char *p = kiln_ndarray_data(a);
+        for (size_t i = 0; i < b->size; i++)
+            p[i] = p[i] != 0;
+    }
+    *err = 0;
+    return a;
+}
+
+/* The node of tensor `index` as stored (a constant made now if it has
+ * data), or -1 with an error. */
+static int tensor_node(tfl_imp *T, int index) {
+    if (T->ids[index] >= 0)
+        return T->ids[index];
+    const tfl_tensor *x = &T->m->tensors[index];
+    int err = 0;
+    kiln_ndarray *a = tensor_array(T, x, index, &err);
+    if (err)
+        return -1;
+    if (!a)
+        return tfl_fail(T, "tensor %d '%s' is read before an operator writes it", index, x->name);
+    int id = graph_const_take(T->g, x->name, a);
+    if (id < 0)
+        return tfl_fail(T, "tensor %d '%s': %s", index, x->name, kiln_last_error());
+    return T->ids[index] = id;
+}
+
+int tfl_ints_const(tfl_imp *T, kiln_dtype dt, int n, const int64_t *v) {
+    int64_t dims[1] = {n};
+    kiln_ndarray *a = kiln_ndarray_empty(dt, 1, dims);
+    if (!a)
+        return tfl_fail(T, "%s", kiln_last_error());
+    for (int i = 0; i < n; i++) {
+        if (dt == KILN_INT64)
+            ((int64_t *)kiln_ndarray_data(a))[i] = v[i];
+        else
+            ((int32_t *)kiln_ndarray_data(a))[i] = (int32_t)v[i];
+    }
+    return graph_const_take(T->g, NULL, a);
+}
+
+int tfl_float_const(tfl_imp *T, int n, const float *v) {
+    int64_t dims[1] = {n};
+    kiln_ndarray *a = kiln_ndarray_empty(KILN_FLOAT32, n == 1 ? 0 : 1, dims);
+    if (!a)
+        return tfl_fail(T, "%s", kiln_last_error());
+    memcpy(kiln_ndarray_data(a), v, sizeof(float) * (size_t)n);
+    return graph_const_take(T->g, NULL, a);
+}
+
+int tfl_reshape(tfl_imp *T, int x, int nd, const int64_t *dims) {
+    kstr a;
+    kstr_init(&a);
+    kstr_puts(&a, "newshape=[");
+    for (int d = 0; d < nd; d++)
+        kstr_printf(&a, "%s%lld", d ? ", " : "", (long long)dims[d]);
+    kstr_puts(&a, "]");
+    int id = tfl_call(T, "reshape", 1, &x, a.buf);
+    kstr_free(&a);
+    return id;
+}
+
+/* The element v[i] of an integer or float array as int64 / double. */
+static double elem_d(const kiln_ndarray *a, int64_t i) {
+    const void *d = kiln_ndarray_data(a);
+    switch (kiln_ndarray_dtype(a)) {
+    case KILN_FLOAT32: return ((const float *)d)[i];
+    case KILN_FLOAT64: return ((const double *)d)[i];
+    case KILN_FLOAT16: return te_half_to_float(((const uint16_t *)d)[i]);
+    case KILN_INT64: return (double)((const int64_t *)d)[i];
+    case KILN_INT32: return ((const int32_t *)d)[i];
+    case KILN_INT16: return ((const int16_t *)d)[i];
+    case KILN_INT8: return ((const int8_t *)d)[i];
+    case KILN_UINT8:
+    case KILN_BOOL: return ((const uint8_t *)d)[i];
+    default: return 0;
+    }
+}
+
+/* The constant array of the operator's input i, or NULL with an error. */
+static const kiln_ndarray *const_input(tfl_imp *T, int i) {
+    if (i >= T->op->nin || T->op->in[i] < 0)
+        return tfl_fail(T, "input %d is missing", i), NULL;
+    int id = tensor_node(T, T->op->in[i]);
+    const gnode *n = id >= 0 ? graph_node(T->g, id) : NULL;
+    if (!n)
+        return NULL;
+    if (n->kind != GN_CONST)
+        return tfl_fail(T, "input %d must be a constant", i), NULL;
+    return n->value;
+}
+
+int tfl_const_ints(tfl_imp *T, int i, int64_t *v, int cap) {
+    const kiln_ndarray *a = const_input(T, i);
+    if (!a)
+        return -1;
+    int64_t n = kiln_ndarray_numel(a);
+    if (n > cap)
+        return tfl_fail(T, "input %d has %lld values, more than %d", i, (long long)n, cap);
+    kiln_dtype dt = kiln_ndarray_dtype(a);
+    if (dt != KILN_INT32 && dt != KILN_INT64)
+        return tfl_fail(T, "input %d must be int32 or int64, is %s", i, kiln_dtype_name(dt));
+    for (int64_t k = 0; k < n; k++)
+        v[k] = dt == KILN_INT64 ? ((const int64_t *)kiln_ndarray_data(a))[k]
+                                : ((const int32_t *)kiln_ndarray_data(a))[k];
+    return (int)n;
+}
+
+int tfl_const_scalar(tfl_imp *T, int i, double *v) {
+    const kiln_ndarray *a = const_input(T, i);
+    if (!a)
+        return -1;
+    if (kiln_ndarray_numel(a) < 1)
+        return tfl_fail(T, "input %d is empty", i);
+    const tfl_tensor *x = tfl_in_tensor(T, i);
+    *v = elem_d(a, 0);
+    if (x->nq)
+        *v = (*v - (double)x->zero_point[0]) * x->scale[0];
+    return 0;
+}
+
+/* The quantization parameters of tensor x as constants (a scalar, or one
+ * per channel) into *s, *zp. */
+static int quant_params(tfl_imp *T, const tfl_tensor *x, int *s, int *zp) {
+    int64_t z[1];
+    *s = tfl_float_const(T, x->nq, x->scale);
+    if (x->nq == 1) {
+        z[0] = x->zero_point[0];
+        kiln_ndarray *a = kiln_ndarray_empty(KILN_INT32, 0, NULL);
+        if (!a)
+            return tfl_fail(T, "%s", kiln_last_error());
+        *(int32_t *)kiln_ndarray_data(a) = (int32_t)z[0];
+        *zp = graph_const_take(T->g, NULL, a);
+    } else {
+        *zp = tfl_ints_const(T, KILN_INT32, x->nq, x->zero_point);
+    }
+    return *s >= 0 && *zp >= 0 ? 0 : -1;
+}
+
+static int is_quantized(const tfl_tensor *x) {
+    return x->nq && (x->type == TFL_INT8 || x->type == TFL_UINT8 || x->type == TFL_INT16 ||
+                     x->type == TFL_INT32);
+}
+
+/* qnn.quantize or qnn.dequantize (op) of x with the parameters of tensor
+ * index (per channel along its quantized_dimension), attributes `extra`
+ * after the axis. */
+static int qnn_call(tfl_imp *T, const char *op, int x, int index, const char *extra) {
+    const tfl_tensor *t = &T->m->tensors[index];
+    if (t->type == TFL_INT16)
+        return tfl_fail(T, "tensor %d '%s': int16 activations are not supported", index, t->name);
+    int s = -1, zp = -1;
+    if (quant_params(T, t, &s, &zp))
+        return -1;
+    char attrs[128];
+    snprintf(attrs, sizeof attrs, "axis=%d%s", t->nq > 1 ? t->qdim : -1, extra);
+    int in[3] = {x, s, zp};
+    return tfl_call(T, op, 3, in, attrs);
+}
+
+/* The float32 value of tensor index (dequantized or widened), or the
+ * stored value for a non-float tensor. */
+static int float_node(tfl_imp *T, int index) {
+    if (T->fl[index] >= 0)
+        return T->fl[index];
+    int id = tensor_node(T, index);
+    if (id < 0)
+        return -1;
+    const tfl_tensor *x = &T->m->tensors[index];
+    if (is_quantized(x)) {
+        id = qnn_call(T, "qnn.dequantize", id, index, "");
+    } else if (x->type == TFL_FLOAT16 || x->type == TFL_FLOAT64) {
+        id = tfl_call(T, "cast", 1, &id, "dtype=\"float32\"");
+    }
+    return id < 0 ? -1 : (T->fl[index] = id);
+}
+
+/* Bind output i of the current operator to `v` (its float32 value, or the
+ * stored value of a non-float output), quantizing or narrowing it to the
+ * tensor's type. */
+static int bind_output(tfl_imp *T, int i, int v) {
+    int index = T->op->out[i];
+    const tfl_tensor *x = &T->m->tensors[index];
+    if (v < 0)
+        return tfl_fail(T, "output %d was not computed", i);
+    if (T->ids[index] >= 0)
+        return tfl_fail(T, "tensor %d '%s' is written twice", index, x->name);
+    const gtensor_type *t = tfl_type(T, v);
+    if (!t)
+        return tfl_fail(T, "output %d is not a tensor", i);
+    int id = v, flt = -1;
+    if (is_quantized(x) && x->type != TFL_INT32) {
+        if (t->dtype != KILN_FLOAT32)
+            return tfl_fail(T, "output %d: a quantized %s from %s", i, tfl_type_name(x->type),
+                            kiln_dtype_name(t->dtype));
+        id = qnn_call(T, "qnn.quantize", v, index,
+                      x->type == TFL_INT8 ? ", out_dtype=\"int8\"" : ", out_dtype=\"uint8\"");
+    } else {
+        kiln_dtype want = dtype_of(x->type);
+        if (want == KILN_DTYPE_COUNT)
+            return tfl_fail(T, "output %d has type %s, which kiln does not support", i,
+                            tfl_type_name(x->type));
+        if (t->dtype != want) {
+            char attrs[64];
+            snprintf(attrs, sizeof attrs, "dtype=\"%s\"", kiln_dtype_name(want));
+            id = tfl_call(T, "cast", 1, &v, attrs);
+        }
+        if (want == KILN_FLOAT32)
+            flt = id;
+    }
+    if (id < 0)
+        return -1;
+    /* the declared shape, where the file gives a static one, must match */
+    t = tfl_type(T, id);
+    int static_decl = 1;
+    for (int d = 0; d < x->ndim; d++)
+        static_decl &= !x->dynamic[d];
+    if (static_decl && x->ndim && t->ndim != x->ndim)
+        return tfl_fail(T, "output %d '%s' is %d-D here, %d-D in the file", i, x->name, t->ndim,
+                        x->ndim);
+    T->ids[index] = id;
+    T->fl[index] = flt;
+    return 0;
+}
+
+/* 1 if operators a and b run the same op (a builtin, or one custom code). */
+static int same_op(const tfl_opcode *a, const tfl_opcode *b) {
+    if (a->custom || b->custom)
+        return a->custom && b->custom && !strcmp(a->custom, b->custom);
+    return a->builtin == b->builtin;
+}
+
+/* Every operator kiln cannot convert, in one error: each op once, with the
+ * indices of the operators that use it. */
+static int check_supported(tfl_imp *T) {
+    const tfl_model *m = T->m;
+    kstr s;
+    kstr_init(&s);
+    int nbad = 0;
+    char *done = kiln_calloc((size_t)m->nops + 1, 1);
+    if (!done)
+        return -1;
+    for (int i = 0; i < m->nops; i++) {
+        const tfl_opcode *c = m->ops[i].code;
+        if (done[i] || (!c->custom && tfl_find_converter(c->builtin)))
+            continue;
+        int k = 0;
+        for (int j = i; j < m->nops; j++)
+            k += same_op(m->ops[j].code, c);
+        const char *name = tfl_op_name(c->builtin);
+        if (c->custom)
+            kstr_printf(&s, "%sCUSTOM '%s'", nbad ? "; " : "", c->custom);
+        else if (name)
+            kstr_printf(&s, "%s%s", nbad ? "; " : "", name);
+        else
+            kstr_printf(&s, "%sbuiltin %d", nbad ? "; " : "", c->builtin);
+        kstr_printf(&s, " (operator%s", k > 1 ? "s" : "");
+        k = 0;
+        for (int j = i; j < m->nops; j++) {
+            if (!same_op(m->ops[j].code, c))
+                continue;
+            done[j] = 1;
+            if (k < 16)
+                kstr_printf(&s, "%s %d", k ? "," : "", j);
+            else if (k == 16)
+                kstr_puts(&s, ", ...");
+            k++;
+        }
+        kstr_puts(&s, ")");
+        nbad++;
+    }
+    kiln_free(done);
+    if (nbad)
+        kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: %d unsupported operator type%s: %s", T->path,
+                       nbad, nbad > 1 ? "s" : "", s.buf ? s.buf : "");
+    kstr_free(&s);
+    return nbad ? -1 : 0;
+}
+
+/* ---- inputs ------------------------------------------------------------------ */
+
+typedef struct {
+    const char *name;
+    int found, ndim;
+    int64_t dims[KILN_MAX_NDIM];
+} shape_query;
+
+static kiln_status find_shape(const char *name, size_t nlen, int ndim, const int64_t *dims,
+                              const char *const *syms, void *user) {
+    shape_query *q = user;
+    if (strlen(q->name) != nlen || memcmp(q->name, name, nlen))
+        return KILN_OK;
+    for (int d = 0; d < ndim; d++)
+        if (syms[d])
+            return kiln_set_error(KILN_ERR_INVALID,
+                                  "input '%s': dim %d is symbolic; the TFLite frontend takes "
+                                  "static shapes",
+                                  q->name, d);
+    q->found = 1;
+    q->ndim = ndim;
+    memcpy(q->dims, dims, sizeof(int64_t) * (size_t)ndim);
+    return KILN_OK;
+}
+
+/* Each name in input_shapes must be an input of the model. */
+static kiln_status check_name(const char *name, size_t nlen, int ndim, const int64_t *dims,
+                              const char *const *syms, void *user) {
+    (void)ndim, (void)dims, (void)syms;
+    const tfl_imp *T = user;
+    for (int i = 0; i < T->m->nin; i++) {
+        const char *n = T->m->tensors[T->m->inputs[i]].name;
+        if (strlen(n) == nlen && !memcmp(n, name, nlen))
+            return KILN_OK;
+    }
+    return kiln_set_error(KILN_ERR_INVALID, "input_shapes names '%.*s', which is not an input",
+                          (int)nlen, name);
+}
+
+static int add_inputs(tfl_imp *T, const char *shapes) {
+    if (shapes && onnx_shapes_parse(shapes, check_name, T) != KILN_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", kiln_last_error());
+        return tfl_fail(T, "%s", msg);
+    }
+    for (int i = 0; i < T->m->nin; i++) {
+        int index = T->m->inputs[i];
+        const tfl_tensor *x = &T->m->tensors[index];
+        if (T->ids[index] >= 0)
+            return tfl_fail(T, "tensor %d '%s' is listed twice as an input", index, x->name);
+        kiln_dtype dt = dtype_of(x->type);
+        if (dt == KILN_DTYPE_COUNT)
+            return tfl_fail(T, "input %d '%s' has type %s, which kiln does not support", i, x->name,
+                            tfl_type_name(x->type));
+        shape_query q = {x->name, 0, x->ndim, {0}};
+        memcpy(q.dims, x->dims, sizeof(int64_t) * (size_t)x->ndim);
+        if (shapes && onnx_shapes_parse(shapes, find_shape, &q) != KILN_OK) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", kiln_last_error());
+            return tfl_fail(T, "%s", msg);
+        }
+        char name[32];
+        if (!*x->name)
+            snprintf(name, sizeof name, "input%d", i);
+        int id = kiln_graph_var(T->g, *x->name ? x->name : name, dt, q.ndim, q.dims, NULL);
+        if (id < 0 || graph_infer_node(T->g, id) != KILN_OK)
+            return tfl_fail(T, "input '%s': %s", x->name, kiln_last_error());
+        T->ids[index] = id;
+    }
+    return 0;
+}
+
+/* ---- operators ------------------------------------------------------------------ */
+
+static int convert_op(tfl_imp *T, int i) {
+    const tfl_op *op = &T->m->ops[i];
+    T->op_index = i;
+    T->op = op;
+    const tfl_converter *c = tfl_find_converter(op->code->builtin);
+    if (op->nin < c->in_min || op->nin > c->in_max)
+        return tfl_fail(T, "%d inputs, expected %d to %d", op->nin, c->in_min, c->in_max);
+    if (c->nout ? op->nout != c->nout : op->nout < 1)
+        return tfl_fail(T, "%d outputs, expected %d", op->nout, c->nout ? c->nout : 1);
+    int in[TFL_MAX_OP_IO], outs[TFL_MAX_OP_IO];
+    for (int k = 0; k < op->nin; k++) {
+        in[k] = op->in[k] < 0 ? -1 : float_node(T, op->in[k]);
+        if (op->in[k] >= 0 && in[k] < 0)
+            return -1;
+    }
+    for (int k = 0; k < op->nout; k++)
+        outs[k] = -1;
+    if (c->convert(T, in, outs) < 0 || T->failed)
+        return tfl_fail(T, "conversion failed");
+    for (int k = 0; k < op->nout; k++)
+        if (bind_output(T, k, outs[k]))
+            return -1;
+    return 0;
+}
+
+static int set_outputs(tfl_imp *T) {
+    T->op = NULL;
+    int n = T->m->nout;
+    if (!n)
+        return tfl_fail(T, "the model has no output");
+    int *ids = kiln_malloc(sizeof(int) * (size_t)n);
+    const char **names = kiln_malloc(sizeof(char *) * (size_t)n);
+    int r = ids && names ? 0 : -1;
+    for (int i = 0; i < n && !r; i++) {
+        int index = T->m->outputs[i];
+        const tfl_tensor *x = &T->m->tensors[index];
+        ids[i] = tensor_node(T, index);
+        names[i] = *x->name ? x->name : NULL;
+        r = ids[i] < 0 ? -1 : 0;
+    }
+    if (!r && kiln_graph_set_outputs(T->g, n, ids, names) != KILN_OK)
+        r = tfl_fail(T, "%s", kiln_last_error());
+    kiln_free(ids);
+    kiln_free((void *)names);
+    return r;
+}
+
+static kiln_graph *import_model(const tfl_model *m, const char *path, const char *shapes) {
+    tfl_imp T = {0};
+    T.m = m;
+    T.path = path;
+    T.g = kiln_graph_new();
+    T.ids = kiln_malloc(sizeof(int) * (size_t)(m->ntensors + 1));
+    T.fl = kiln_malloc(sizeof(int) * (size_t)(m->ntensors + 1));
+    int ok = T.g && T.ids && T.fl;
+    for (int i = 0; ok && i < m->ntensors; i++)
+        T.ids[i] = T.fl[i] = -1;
+    ok = ok && !check_supported(&T) && !add_inputs(&T, shapes);
+    for (int i = 0; ok && i < m->nops; i++)
+        ok = !convert_op(&T, i);
+    ok = ok && !set_outputs(&T) && kiln_graph_infer_types(T.g) == KILN_OK;
+    kiln_free(T.ids);
+    kiln_free(T.fl);
+    if (!ok) {
+        kiln_graph_free(T.g);
+        return NULL;
+    }
+    return T.g;
+}
+
+kiln_graph *kiln_tflite_import_bytes(const void *data, size_t len, const char *name,
+                                     const char *input_shapes) {
+    const char *path = name ? name : "<memory>";
+    tfl_model *m = tfl_model_load(data, len, path);
+    if (!m)
+        return NULL;
+    kiln_graph *g = import_model(m, path, input_shapes);
+    tfl_model_free(m);
+    return g;
+}
+
+kiln_graph *kiln_tflite_import(const char *path, const char *input_shapes) {
+    if (!path) {
+        kiln_set_error(KILN_ERR_INVALID, "kiln_tflite_import: no path");
+        return NULL;
+    }
+    size_t len;
+    char *data = kiln_read_file(path, &len);
+    if (!data)
+        return NULL;
+    kiln_graph *g = kiln_tflite_import_bytes(data, len, path, input_shapes);
+    kiln_free(data);
+    return g;
+}
+
+int kiln_tflite_is_model(const void *data, size_t len) {
+    return tfl_is_tflite(data, len);
+}
