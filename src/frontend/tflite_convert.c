@@ -69,7 +69,18 @@ enum {
     B_QUANTIZE = 114,
     B_HARD_SWISH = 117,
     B_BATCH_MATMUL = 126,
-    B_GELU = 150
+    B_GELU = 150,
+    B_LESS = 58,
+    B_GREATER = 61,
+    B_GREATER_EQUAL = 62,
+    B_LESS_EQUAL = 63,
+    B_SELECT = 64,
+    B_EQUAL = 71,
+    B_NOT_EQUAL = 72,
+    B_LOGICAL_OR = 84,
+    B_LOGICAL_AND = 86,
+    B_LOGICAL_NOT = 87,
+    B_SELECT_V2 = 123
 };
 
 #define MAXD KILN_MAX_NDIM
@@ -292,6 +303,19 @@ BINARY_ACT(cvt_div, "divide")
 BINARY(cvt_maximum, "maximum")
 BINARY(cvt_minimum, "minimum")
 BINARY(cvt_pow, "power")
+BINARY(cvt_less, "less")
+BINARY(cvt_greater, "greater")
+BINARY(cvt_less_equal, "less_equal")
+BINARY(cvt_greater_equal, "greater_equal")
+BINARY(cvt_equal, "equal")
+BINARY(cvt_not_equal, "not_equal")
+BINARY(cvt_logical_and, "logical_and")
+BINARY(cvt_logical_or, "logical_or")
+
+/* SELECT, SELECT_V2: where(condition, x, y), broadcasting. */
+static int cvt_select(tfl_imp *T, const int *in, int *outs) {
+    return outs[0] = tfl_call(T, "where", 3, in, NULL);
+}
 
 #define UNARY(fn, op)                                                                              \
     static int fn(tfl_imp *T, const int *in, int *outs) {                                          \
@@ -308,6 +332,7 @@ UNARY(cvt_neg, "negative")
 UNARY(cvt_abs, "abs")
 UNARY(cvt_floor, "floor")
 UNARY(cvt_hard_swish, "nn.hard_swish")
+UNARY(cvt_logical_not, "logical_not")
 
 static int cvt_relu6(tfl_imp *T, const int *in, int *outs) {
     return outs[0] = activation(T, in[0], 3);
@@ -863,6 +888,17 @@ static const tfl_converter table[] = {
     {B_HARD_SWISH, cvt_hard_swish, 1, 1, 1},
     {B_BATCH_MATMUL, cvt_batch_matmul, 2, 2, 1},
     {B_GELU, cvt_gelu, 1, 1, 1},
+    {B_LESS, cvt_less, 2, 2, 1},
+    {B_GREATER, cvt_greater, 2, 2, 1},
+    {B_GREATER_EQUAL, cvt_greater_equal, 2, 2, 1},
+    {B_LESS_EQUAL, cvt_less_equal, 2, 2, 1},
+    {B_SELECT, cvt_select, 3, 3, 1},
+    {B_EQUAL, cvt_equal, 2, 2, 1},
+    {B_NOT_EQUAL, cvt_not_equal, 2, 2, 1},
+    {B_LOGICAL_OR, cvt_logical_or, 2, 2, 1},
+    {B_LOGICAL_AND, cvt_logical_and, 2, 2, 1},
+    {B_LOGICAL_NOT, cvt_logical_not, 1, 1, 1},
+    {B_SELECT_V2, cvt_select, 3, 3, 1},
 };
 
 const tfl_converter *tfl_find_converter(int builtin) {
