@@ -400,6 +400,10 @@ static int bind_output(tfl_imp *T, int i, int v) {
     if (static_decl && x->ndim && t->ndim != x->ndim)
         return tfl_fail(T, "output %d '%s' is %d-D here, %d-D in the file", i, x->name, t->ndim,
                         x->ndim);
+    for (int d = 0; static_decl && x->ndim && !T->reshaped && d < t->ndim; d++)
+        if (!t->dims[d].sym && t->dims[d].v != x->dims[d])
+            return tfl_fail(T, "output %d '%s' has size %lld in dim %d here, %lld in the file", i,
+                            x->name, (long long)t->dims[d].v, d, (long long)x->dims[d]);
     T->ids[index] = id;
     T->fl[index] = flt;
     return 0;
@@ -584,6 +588,7 @@ static kiln_graph *import_model(const tfl_model *m, const char *path, const char
     tfl_imp T = {0};
     T.m = m;
     T.path = path;
+    T.reshaped = shapes && *shapes;
     T.g = kiln_graph_new();
     T.ids = kiln_malloc(sizeof(int) * (size_t)(m->ntensors + 1));
     T.fl = kiln_malloc(sizeof(int) * (size_t)(m->ntensors + 1));

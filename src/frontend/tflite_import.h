@@ -29,7 +29,8 @@ typedef struct tfl_imp {
     int *fl;      /* tensor index -> node id of its float32 value, -1 */
     int op_index; /* the operator being converted */
     const tfl_op *op;
-    int failed; /* the current operator has failed: keep its first error */
+    int failed;   /* the current operator has failed: keep its first error */
+    int reshaped; /* input_shapes were given: the file's shapes may not hold */
 } tfl_imp;
 
 /* Convert one operator: in[i] is the float32 value of each input that is
