@@ -13,293 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../te/interp.h"
 #include "kiln/tflite.h"
 #include "onnx_import.h"
-
-int tfl_fail(tfl_imp *T, const char *fmt, ...) {
-    if (T->failed)
-        return -1;
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    const char *name = T->op ? tfl_op_name(T->op->code->builtin) : NULL;
-    if (T->op)
-        kiln_set_error(KILN_ERR_INVALID, "%s: operator %d (%s): %s", T->path, T->op_index,
-                       name ? name : "?", msg);
-    else
-        kiln_set_error(KILN_ERR_INVALID, "%s: %s", T->path, msg);
-    T->failed = 1;
-    return -1;
-}
-
-const gtensor_type *tfl_type(const tfl_imp *T, int id) {
-    const gnode *n = graph_node(T->g, id);
-    return n && n->type.known && !n->type.is_tuple ? &n->type.t[0] : NULL;
-}
-
-int tfl_dims(tfl_imp *T, int id, int64_t *dims) {
-    const gtensor_type *t = tfl_type(T, id);
-    if (!t)
-        return tfl_fail(T, "an operand has no type");
-    for (int d = 0; d < t->ndim; d++) {
-        if (t->dims[d].sym)
-            return tfl_fail(T, "dim %d of an operand is not static", d);
-        dims[d] = t->dims[d].v;
-    }
-    return t->ndim;
-}
-
-/* Fold call id when it reads only constants and is cheap, as the ONNX
- * importer does; the dequantize of an int8 weight stays for FoldConstant. */
-static int fold(tfl_imp *T, int id) {
-    const gnode *c = graph_node(T->g, id);
-    if (!c->op->compute || c->type.is_tuple || c->op->pattern > OP_COMM_REDUCE)
-        return id;
-    for (int i = 0; i < c->nin; i++) {
-        const gnode *a = graph_node(T->g, c->in[i]);
-        if (a->kind != GN_CONST)
-            return id;
-    }
-    if (!strcmp(c->op->name, "qnn.dequantize"))
-        return id;
-    int64_t count = 1;
-    const gtensor_type *t = &c->type.t[0];
-    for (int d = 0; d < t->ndim; d++) {
-        if (t->dims[d].sym || !kiln_mul_ok(count, t->dims[d].v, &count))
-            return id;
-    }
-    if (count > ((int64_t)1 << 24))
-        return id;
-    if (graph_fold_node(T->g, id, (int64_t)1 << 26) != KILN_OK) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", kiln_last_error());
-        return tfl_fail(T, "folding constants: %s", msg);
-    }
-    return id;
-}
-
-int tfl_call(tfl_imp *T, const char *op, int nin, const int *in, const char *attrs) {
-    if (T->failed)
-        return -1;
-    for (int i = 0; i < nin; i++)
-        if (in[i] < 0)
-            return tfl_fail(T, "a required input of %s is missing", op);
-    /* named after the operator's first output, as TFLite's tools show it */
-    const char *name = T->op && T->op->nout ? T->m->tensors[T->op->out[0]].name : NULL;
-    int id = kiln_graph_call(T->g, op, nin, in, attrs, name && *name ? name : NULL);
-    if (id < 0 || graph_infer_node(T->g, id) != KILN_OK) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", kiln_last_error());
-        return tfl_fail(T, "%s", msg);
-    }
-    return fold(T, id);
-}
-
-const tfl_tensor *tfl_in_tensor(const tfl_imp *T, int i) {
-    return i < T->op->nin && T->op->in[i] >= 0 ? &T->m->tensors[T->op->in[i]] : NULL;
-}
-
-const tfl_tensor *tfl_out_tensor(const tfl_imp *T, int i) {
-    return &T->m->tensors[T->op->out[i]];
-}
-
-const fb_table *tfl_options(const tfl_imp *T) {
-    return T->op->has_options ? &T->op->options : NULL;
-}
-
-int64_t tfl_opt_int(tfl_imp *T, int slot, int size, int64_t def) {
-    const fb_table *o = tfl_options(T);
-    int bad = 0;
-    int64_t v = o ? fb_int(o, slot, size, 1, def, &bad) : def;
-    if (bad)
-        tfl_fail(T, "builtin option %d lies outside its table", slot);
-    return v;
-}
-
-float tfl_opt_float(tfl_imp *T, int slot, float def) {
-    const fb_table *o = tfl_options(T);
-    int bad = 0;
-    float v = o ? fb_float(o, slot, def, &bad) : def;
-    if (bad)
-        tfl_fail(T, "builtin option %d lies outside its table", slot);
-    return v;
-}
-
-/* kiln's dtype of a TFLite tensor type, or KILN_DTYPE_COUNT. */
-static kiln_dtype dtype_of(int type) {
-    switch (type) {
-    case TFL_FLOAT32: return KILN_FLOAT32;
-    case TFL_FLOAT16: return KILN_FLOAT16;
-    case TFL_FLOAT64: return KILN_FLOAT64;
-    case TFL_INT32: return KILN_INT32;
-    case TFL_INT64: return KILN_INT64;
-    case TFL_UINT8: return KILN_UINT8;
-    case TFL_INT8: return KILN_INT8;
-    case TFL_INT16: return KILN_INT16;
-    case TFL_BOOL: return KILN_BOOL;
-    case TFL_UINT16: return KILN_UINT16;
-    case TFL_UINT32: return KILN_UINT32;
-    case TFL_UINT64: return KILN_UINT64;
-    default: return KILN_DTYPE_COUNT;
-    }
-}
-
-/* The array of a tensor that has a buffer, or NULL (*err set if it is
- * malformed). */
-static kiln_ndarray *tensor_array(tfl_imp *T, const tfl_tensor *x, int index, int *err) {
-    const tfl_buffer *b = &T->m->buffers[x->buffer];
-    if (!x->buffer || !b->data)
-        return NULL;
-    *err = 1;
-    kiln_dtype dt = dtype_of(x->type);
-    if (dt == KILN_DTYPE_COUNT)
-        return tfl_fail(T, "constant tensor %d '%s' has type %s, which kiln does not read", index,
-                        x->name, tfl_type_name(x->type)),
-               NULL;
-    if (x->has_sparsity)
-        return tfl_fail(T, "constant tensor %d '%s' is sparse, which kiln does not read", index,
-                        x->name),
-               NULL;
-    int64_t numel = 1;
-    for (int d = 0; d < x->ndim; d++)
-        if (!kiln_mul_ok(numel, x->dims[d], &numel))
-            return tfl_fail(T, "tensor %d '%s': its element count overflows", index, x->name), NULL;
-    size_t es = kiln_dtype_size(dt);
-    if ((uint64_t)numel > b->size / es || (uint64_t)numel * es != b->size)
-        return tfl_fail(T, "tensor %d '%s' of %lld %s elements has a buffer of %zu bytes", index,
-                        x->name, (long long)numel, tfl_type_name(x->type), b->size),
-               NULL;
-    kiln_ndarray *a = kiln_ndarray_empty(dt, x->ndim, x->dims);
-    if (!a) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", kiln_last_error());
-        return tfl_fail(T, "tensor %d '%s': %s", index, x->name, msg), NULL;
-    }
-    if (b->size)
-        memcpy(kiln_ndarray_data(a), b->data, b->size);
-    if (dt == KILN_BOOL) { /* any non-zero byte is true */
-        unsigned char *p = kiln_ndarray_data(a);
-        for (size_t i = 0; i < b->size; i++)
-            p[i] = p[i] != 0;
-    }
-    *err = 0;
-    return a;
-}
-
-/* The node of tensor `index` as stored (a constant made now if it has
- * data), or -1 with an error. */
-static int tensor_node(tfl_imp *T, int index) {
-    if (T->ids[index] >= 0)
-        return T->ids[index];
-    const tfl_tensor *x = &T->m->tensors[index];
-    int err = 0;
-    kiln_ndarray *a = tensor_array(T, x, index, &err);
-    if (err)
-        return -1;
-    if (!a)
-        return tfl_fail(T, "tensor %d '%s' is read before an operator writes it", index, x->name);
-    int id = graph_const_take(T->g, x->name, a);
-    if (id < 0)
-        return tfl_fail(T, "tensor %d '%s': %s", index, x->name, kiln_last_error());
-    return T->ids[index] = id;
-}
-
-int tfl_ints_const(tfl_imp *T, kiln_dtype dt, int n, const int64_t *v) {
-    int64_t dims[1] = {n};
-    kiln_ndarray *a = kiln_ndarray_empty(dt, 1, dims);
-    if (!a)
-        return tfl_fail(T, "%s", kiln_last_error());
-    for (int i = 0; i < n; i++) {
-        if (dt == KILN_INT64)
-            ((int64_t *)kiln_ndarray_data(a))[i] = v[i];
-        else
-            ((int32_t *)kiln_ndarray_data(a))[i] = (int32_t)v[i];
-    }
-    return graph_const_take(T->g, NULL, a);
-}
-
-int tfl_float_const(tfl_imp *T, int n, const float *v) {
-    int64_t dims[1] = {n};
-    kiln_ndarray *a = kiln_ndarray_empty(KILN_FLOAT32, n == 1 ? 0 : 1, dims);
-    if (!a)
-        return tfl_fail(T, "%s", kiln_last_error());
-    memcpy(kiln_ndarray_data(a), v, sizeof(float) * (size_t)n);
-    return graph_const_take(T->g, NULL, a);
-}
-
-int tfl_reshape(tfl_imp *T, int x, int nd, const int64_t *dims) {
-    kstr a;
-    kstr_init(&a);
-    kstr_puts(&a, "newshape=[");
-    for (int d = 0; d < nd; d++)
-        kstr_printf(&a, "%s%lld", d ? ", " : "", (long long)dims[d]);
-    kstr_puts(&a, "]");
-    int id = tfl_call(T, "reshape", 1, &x, a.buf);
-    kstr_free(&a);
-    return id;
-}
-
-/* The element v[i] of an integer or float array as int64 / double. */
-static double elem_d(const kiln_ndarray *a, int64_t i) {
-    const void *d = kiln_ndarray_data(a);
-    switch (kiln_ndarray_dtype(a)) {
-    case KILN_FLOAT32: return ((const float *)d)[i];
-    case KILN_FLOAT64: return ((const double *)d)[i];
-    case KILN_FLOAT16: return te_half_to_float(((const uint16_t *)d)[i]);
-    case KILN_INT64: return (double)((const int64_t *)d)[i];
-    case KILN_INT32: return ((const int32_t *)d)[i];
-    case KILN_INT16: return ((const int16_t *)d)[i];
-    case KILN_INT8: return ((const int8_t *)d)[i];
-    case KILN_UINT8:
-    case KILN_BOOL: return ((const uint8_t *)d)[i];
-    default: return 0;
-    }
-}
-
-/* The constant array of the operator's input i, or NULL with an error. */
-static const kiln_ndarray *const_input(tfl_imp *T, int i) {
-    if (i >= T->op->nin || T->op->in[i] < 0)
-        return tfl_fail(T, "input %d is missing", i), NULL;
-    int id = tensor_node(T, T->op->in[i]);
-    const gnode *n = id >= 0 ? graph_node(T->g, id) : NULL;
-    if (!n)
-        return NULL;
-    if (n->kind != GN_CONST)
-        return tfl_fail(T, "input %d must be a constant", i), NULL;
-    return n->value;
-}
-
-int tfl_const_ints(tfl_imp *T, int i, int64_t *v, int cap) {
-    const kiln_ndarray *a = const_input(T, i);
-    if (!a)
-        return -1;
-    int64_t n = kiln_ndarray_numel(a);
-    if (n > cap)
-        return tfl_fail(T, "input %d has %lld values, more than %d", i, (long long)n, cap);
-    kiln_dtype dt = kiln_ndarray_dtype(a);
-    if (dt != KILN_INT32 && dt != KILN_INT64)
-        return tfl_fail(T, "input %d must be int32 or int64, is %s", i, kiln_dtype_name(dt));
-    for (int64_t k = 0; k < n; k++)
-        v[k] = dt == KILN_INT64 ? ((const int64_t *)kiln_ndarray_data(a))[k]
-                                : ((const int32_t *)kiln_ndarray_data(a))[k];
-    return (int)n;
-}
-
-int tfl_const_scalar(tfl_imp *T, int i, double *v) {
-    const kiln_ndarray *a = const_input(T, i);
-    if (!a)
-        return -1;
-    if (kiln_ndarray_numel(a) < 1)
-        return tfl_fail(T, "input %d is empty", i);
-    const tfl_tensor *x = tfl_in_tensor(T, i);
-    *v = elem_d(a, 0);
-    if (x->nq)
-        *v = (*v - (double)x->zero_point[0]) * x->scale[0];
-    return 0;
-}
 
 /* The quantization parameters of tensor x as constants (a scalar, or one
  * per channel) into *s, *zp. */
@@ -345,7 +60,7 @@ static int qnn_call(tfl_imp *T, const char *op, int x, int index, const char *ex
 static int float_node(tfl_imp *T, int index) {
     if (T->fl[index] >= 0)
         return T->fl[index];
-    int id = tensor_node(T, index);
+    int id = tfl_tensor_node(T, index);
     if (id < 0)
         return -1;
     const tfl_tensor *x = &T->m->tensors[index];
@@ -378,7 +93,7 @@ static int bind_output(tfl_imp *T, int i, int v) {
         id = qnn_call(T, "qnn.quantize", v, index,
                       x->type == TFL_INT8 ? ", out_dtype=\"int8\"" : ", out_dtype=\"uint8\"");
     } else {
-        kiln_dtype want = dtype_of(x->type);
+        kiln_dtype want = tfl_dtype_of(x->type);
         if (want == KILN_DTYPE_COUNT)
             return tfl_fail(T, "output %d has type %s, which kiln does not support", i,
                             tfl_type_name(x->type));
@@ -513,7 +228,7 @@ static int add_inputs(tfl_imp *T, const char *shapes) {
         const tfl_tensor *x = &T->m->tensors[index];
         if (T->ids[index] >= 0)
             return tfl_fail(T, "tensor %d '%s' is listed twice as an input", index, x->name);
-        kiln_dtype dt = dtype_of(x->type);
+        kiln_dtype dt = tfl_dtype_of(x->type);
         if (dt == KILN_DTYPE_COUNT)
             return tfl_fail(T, "input %d '%s' has type %s, which kiln does not support", i, x->name,
                             tfl_type_name(x->type));
@@ -573,7 +288,7 @@ static int set_outputs(tfl_imp *T) {
     for (int i = 0; i < n && !r; i++) {
         int index = T->m->outputs[i];
         const tfl_tensor *x = &T->m->tensors[index];
-        ids[i] = tensor_node(T, index);
+        ids[i] = tfl_tensor_node(T, index);
         names[i] = *x->name ? x->name : NULL;
         r = ids[i] < 0 ? -1 : 0;
     }

@@ -7,6 +7,8 @@
  *     -> tflite_convert.c   the converter table (one row per builtin
  *                           operator) and converters, which see float
  *                           values in TFLite's layout (NHWC)
+ *       -> tflite_helpers.c what the driver and converters share (this
+ *                           header); it calls nothing above it
  *   tflite_load.c       the checked model (tflite_load.h)
  *     -> flatbuf.c      the verifying FlatBuffer reader
  *
@@ -66,6 +68,11 @@ KILN_HIDDEN int tfl_dims(tfl_imp *T, int id, int64_t *dims);
 KILN_HIDDEN int tfl_const_ints(tfl_imp *T, int i, int64_t *v, int cap);
 /* The first value of constant input i as a double, dequantized; 0 or -1. */
 KILN_HIDDEN int tfl_const_scalar(tfl_imp *T, int i, double *v);
+/* kiln's dtype of a TFLite tensor type, or KILN_DTYPE_COUNT. */
+KILN_HIDDEN kiln_dtype tfl_dtype_of(int type);
+/* The node of tensor `index` as stored (a constant made now if it has
+ * data), or -1 with an error. */
+KILN_HIDDEN int tfl_tensor_node(tfl_imp *T, int index);
 /* Constants made by the converters. */
 KILN_HIDDEN int tfl_ints_const(tfl_imp *T, kiln_dtype dt, int n, const int64_t *v);
 KILN_HIDDEN int tfl_float_const(tfl_imp *T, int n, const float *v);
