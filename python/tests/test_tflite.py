@@ -48,3 +48,55 @@ def test_from_tflite_errors():
         kiln.from_tflite(path("unsupported_ops.tflite"))
     with pytest.raises(kiln.KilnError, match="negative dim"):
         kiln.from_tflite(path("bad_negative_shape.tflite"))
+
+
+def _generator():
+    """make_tflite_tests.py, for the weights it wrote (ramp)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("make_tflite_tests",
+                                                  path("make_tflite_tests.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _run(name, x, tmp_path):
+    g = kiln.from_tflite(path(name))
+    pkg = kiln.graph.compile(g, str(tmp_path / (name + ".tar")))
+    return kiln.runtime.load(pkg).run([x])[0]
+
+
+def test_conv_float_against_numpy(tmp_path):
+    """CONV_2D 3x3 SAME stride 2 + bias, RELU6 -> ADD -> MEAN -> FC -> SOFTMAX."""
+    gen = _generator()
+    w = np.array(gen.ramp(4 * 3 * 3 * 2), np.float32).reshape(4, 3, 3, 2)  # OHWI
+    b = np.array([0.1, -0.2, 0.3, 0.0], np.float32)
+    c = np.array(gen.ramp(4, 0.05), np.float32)
+    fw = np.array(gen.ramp(3 * 4, 0.2), np.float32).reshape(3, 4)
+    x = np.random.default_rng(1).uniform(-1, 1, (1, 5, 5, 2)).astype(np.float32)
+    # TFLite's SAME: out 3, total padding (3 - 1) * 2 + 3 - 5 = 2, one each side
+    xp = np.pad(x, [(0, 0), (1, 1), (1, 1), (0, 0)])
+    y = np.zeros((1, 3, 3, 4), np.float32)
+    for i in range(3):
+        for j in range(3):
+            patch = xp[0, 2 * i:2 * i + 3, 2 * j:2 * j + 3, :]
+            y[0, i, j] = np.einsum("hwc,ohwc->o", patch, w) + b
+    y = np.clip(y, 0, 6) + c
+    logits = y.mean(axis=(1, 2)) @ fw.T
+    ref = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+    np.testing.assert_allclose(_run("ok_conv_float.tflite", x, tmp_path), ref, rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_shape_ops_against_numpy(tmp_path):
+    """RESHAPE, TRANSPOSE, STRIDED_SLICE (end and shrink masks), PAD,
+    CONCATENATION, GATHER, SPLIT, PACK."""
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    t = x.reshape(2, 3, 2).transpose(0, 2, 1)
+    s = t[0, 0:2, 0:]
+    p = np.pad(s, [(0, 1), (1, 1)])
+    c = np.concatenate([p, p], axis=-1)
+    g = c[[2, 0]]
+    h0, h1 = np.split(g, 2, axis=1)
+    ref = np.stack([h0, h1], axis=0)
+    np.testing.assert_array_equal(_run("ok_shapes.tflite", x, tmp_path), ref)
