@@ -147,6 +147,27 @@ static void same_pad(int64_t padding, int64_t in, int64_t k, int64_t stride, int
 
 /* ---- convolution, pooling, dense --------------------------------------------------- */
 
+/* The operator's input i permuted by perm (4-D); a quantized tensor is
+ * permuted as integers and dequantized after, its per-channel axis moved
+ * along, so the convolution reads dequantize(...) as
+ * FakeQuantizationToInteger matches it. */
+static int nchw_operand(tfl_imp *T, const int *in, int i, const int *perm) {
+    int index, raw = tfl_quantized_input(T, i, &index);
+    if (raw < 0)
+        return transpose(T, in[i], 4, perm);
+    int axis = -1;
+    for (int k = 0; k < 4; k++)
+        if (perm[k] == T->m->tensors[index].qdim)
+            axis = k;
+    return tfl_qnn_call(T, "qnn.dequantize", transpose(T, raw, 4, perm), index, axis, "");
+}
+
+/* y + bias along y's dim 1 (NCHW channels, dense units). */
+static int bias_add(tfl_imp *T, int y, int bias) {
+    int in[2] = {y, bias};
+    return tfl_call(T, "nn.bias_add", 2, in, "axis=1");
+}
+
 /* CONV_2D (Conv2DOptions: padding 0, stride_w 1, stride_h 2, activation 3,
  * dilation_w 4, dilation_h 5) and DEPTHWISE_CONV_2D (padding 0, stride_w 1,
  * stride_h 2, depth_multiplier 3, activation 4, dilation_w 5, dilation_h 6). */
@@ -171,14 +192,14 @@ static int convert_conv(tfl_imp *T, const int *in, int *outs, int depthwise) {
             return tfl_fail(T, "depthwise filter [%lld, ..., %lld] for %lld channels",
                             (long long)wd[0], (long long)O, (long long)C);
         static const int perm[4] = {3, 0, 1, 2};
-        w = transpose(T, in[1], 4, perm);
+        w = nchw_operand(T, in, 1, perm);
         groups = C;
     } else {
         O = wd[0];
         if (!wd[3] || C % wd[3])
             return tfl_fail(T, "filter of %lld input channels for an input of %lld",
                             (long long)wd[3], (long long)C);
-        w = transpose(T, in[1], 4, to_nchw);
+        w = nchw_operand(T, in, 1, to_nchw);
         groups = C / wd[3];
     }
     int64_t pt, pb, pl, pr;
@@ -191,11 +212,11 @@ static int convert_conv(tfl_imp *T, const int *in, int *outs, int depthwise) {
              (long long)sh, (long long)sw, (long long)pt, (long long)pl, (long long)pb,
              (long long)pr, (long long)dh, (long long)dw, (long long)groups, (long long)O,
              (long long)wd[1], (long long)wd[2]);
-    int conv_in[2] = {transpose(T, in[0], 4, to_nchw), w};
-    int y = transpose(T, tfl_call(T, "nn.conv2d", 2, conv_in, attrs), 4, to_nhwc);
+    int conv_in[2] = {nchw_operand(T, in, 0, to_nchw), w};
+    int y = tfl_call(T, "nn.conv2d", 2, conv_in, attrs);
     if (T->op->nin > 2 && in[2] >= 0)
-        y = binary(T, "add", y, in[2]);
-    return outs[0] = activation(T, y, act);
+        y = bias_add(T, y, in[2]);
+    return outs[0] = activation(T, transpose(T, y, 4, to_nhwc), act);
 }
 
 static int cvt_conv2d(tfl_imp *T, const int *in, int *outs) {
@@ -258,13 +279,17 @@ static int cvt_fully_connected(tfl_imp *T, const int *in, int *outs) {
         return tfl_fail(T, "an input of %lld elements does not split into rows of %lld",
                         (long long)numel, (long long)K);
     int64_t rows[2] = {numel / K, K};
-    int x = tfl_reshape(T, in[0], 2, rows);
+    int index, raw = tfl_quantized_input(T, 0, &index), x;
+    if (raw >= 0) /* reshaped as integers, then dequantized (as nchw_operand) */
+        x = tfl_qnn_call(T, "qnn.dequantize", tfl_reshape(T, raw, 2, rows), index, -1, "");
+    else
+        x = tfl_reshape(T, in[0], 2, rows);
     char attrs[64];
     snprintf(attrs, sizeof attrs, "units=%lld", (long long)N);
     int dense_in[2] = {x, in[1]};
     int y = tfl_call(T, "nn.dense", 2, dense_in, attrs);
     if (T->op->nin > 2 && in[2] >= 0)
-        y = binary(T, "add", y, in[2]);
+        y = bias_add(T, y, in[2]);
     if (tfl_opt_int(T, 2, 1, 0) && nx > 1) {
         xd[nx - 1] = N;
         y = tfl_reshape(T, y, nx, xd);

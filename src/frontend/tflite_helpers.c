@@ -46,7 +46,8 @@ int tfl_dims(tfl_imp *T, int id, int64_t *dims) {
 }
 
 /* Fold call id when it reads only constants and is cheap, as the ONNX
- * importer does; the dequantize of an int8 weight stays for FoldConstant. */
+ * importer does; the dequantize of an int8 weight stays for FoldConstant
+ * (an int32 bias's folds: FakeQuantizationToInteger wants it constant). */
 static int fold(tfl_imp *T, int id) {
     const gnode *c = graph_node(T->g, id);
     if (!c->op->compute || c->type.is_tuple || c->op->pattern > OP_COMM_REDUCE)
@@ -56,8 +57,11 @@ static int fold(tfl_imp *T, int id) {
         if (a->kind != GN_CONST)
             return id;
     }
-    if (!strcmp(c->op->name, "qnn.dequantize"))
-        return id;
+    if (!strcmp(c->op->name, "qnn.dequantize")) {
+        const gtensor_type *q = tfl_type(T, c->in[0]);
+        if (!q || q->dtype == KILN_INT8 || q->dtype == KILN_UINT8)
+            return id; /* a weight: FakeQuantizationToInteger may want it */
+    }
     int64_t count = 1;
     const gtensor_type *t = &c->type.t[0];
     for (int d = 0; d < t->ndim; d++) {
@@ -291,3 +295,49 @@ int tfl_const_scalar(tfl_imp *T, int i, double *v) {
     return 0;
 }
 
+/* The quantization parameters of tensor x as constants (a scalar, or one
+ * per channel) into *s, *zp. */
+static int quant_params(tfl_imp *T, const tfl_tensor *x, int *s, int *zp) {
+    int64_t z[1];
+    *s = tfl_float_const(T, x->nq, x->scale);
+    if (x->nq == 1) {
+        z[0] = x->zero_point[0];
+        kiln_ndarray *a = kiln_ndarray_empty(KILN_INT32, 0, NULL);
+        if (!a)
+            return tfl_fail(T, "%s", kiln_last_error());
+        *(int32_t *)kiln_ndarray_data(a) = (int32_t)z[0];
+        *zp = graph_const_take(T->g, NULL, a);
+    } else {
+        *zp = tfl_ints_const(T, KILN_INT32, x->nq, x->zero_point);
+    }
+    return *s >= 0 && *zp >= 0 ? 0 : -1;
+}
+
+int tfl_is_quantized(const tfl_tensor *x) {
+    return x->nq && (x->type == TFL_INT8 || x->type == TFL_UINT8 || x->type == TFL_INT16 ||
+                     x->type == TFL_INT32);
+}
+
+int tfl_qnn_call(tfl_imp *T, const char *op, int x, int index, int axis, const char *extra) {
+    const tfl_tensor *t = &T->m->tensors[index];
+    if (t->type == TFL_INT16)
+        return tfl_fail(T, "tensor %d '%s': int16 activations are not supported", index, t->name);
+    int s = -1, zp = -1;
+    if (quant_params(T, t, &s, &zp))
+        return -1;
+    char attrs[128];
+    snprintf(attrs, sizeof attrs, "axis=%d%s", t->nq > 1 ? (axis >= 0 ? axis : t->qdim) : -1,
+             extra);
+    int in[3] = {x, s, zp};
+    return tfl_call(T, op, 3, in, attrs);
+}
+
+/* The operator's input i as stored when its tensor is quantized (*index
+ * its tensor), else -1. */
+int tfl_quantized_input(tfl_imp *T, int i, int *index) {
+    const tfl_tensor *x = tfl_in_tensor(T, i);
+    if (!x || !tfl_is_quantized(x) || x->type == TFL_INT32)
+        return -1;
+    *index = T->op->in[i];
+    return tfl_tensor_node(T, *index);
+}

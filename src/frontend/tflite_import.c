@@ -16,45 +16,6 @@
 #include "kiln/tflite.h"
 #include "onnx_import.h"
 
-/* The quantization parameters of tensor x as constants (a scalar, or one
- * per channel) into *s, *zp. */
-static int quant_params(tfl_imp *T, const tfl_tensor *x, int *s, int *zp) {
-    int64_t z[1];
-    *s = tfl_float_const(T, x->nq, x->scale);
-    if (x->nq == 1) {
-        z[0] = x->zero_point[0];
-        kiln_ndarray *a = kiln_ndarray_empty(KILN_INT32, 0, NULL);
-        if (!a)
-            return tfl_fail(T, "%s", kiln_last_error());
-        *(int32_t *)kiln_ndarray_data(a) = (int32_t)z[0];
-        *zp = graph_const_take(T->g, NULL, a);
-    } else {
-        *zp = tfl_ints_const(T, KILN_INT32, x->nq, x->zero_point);
-    }
-    return *s >= 0 && *zp >= 0 ? 0 : -1;
-}
-
-static int is_quantized(const tfl_tensor *x) {
-    return x->nq && (x->type == TFL_INT8 || x->type == TFL_UINT8 || x->type == TFL_INT16 ||
-                     x->type == TFL_INT32);
-}
-
-/* qnn.quantize or qnn.dequantize (op) of x with the parameters of tensor
- * index (per channel along its quantized_dimension), attributes `extra`
- * after the axis. */
-static int qnn_call(tfl_imp *T, const char *op, int x, int index, const char *extra) {
-    const tfl_tensor *t = &T->m->tensors[index];
-    if (t->type == TFL_INT16)
-        return tfl_fail(T, "tensor %d '%s': int16 activations are not supported", index, t->name);
-    int s = -1, zp = -1;
-    if (quant_params(T, t, &s, &zp))
-        return -1;
-    char attrs[128];
-    snprintf(attrs, sizeof attrs, "axis=%d%s", t->nq > 1 ? t->qdim : -1, extra);
-    int in[3] = {x, s, zp};
-    return tfl_call(T, op, 3, in, attrs);
-}
-
 /* The float32 value of tensor index (dequantized or widened), or the
  * stored value for a non-float tensor. */
 static int float_node(tfl_imp *T, int index) {
@@ -64,8 +25,8 @@ static int float_node(tfl_imp *T, int index) {
     if (id < 0)
         return -1;
     const tfl_tensor *x = &T->m->tensors[index];
-    if (is_quantized(x)) {
-        id = qnn_call(T, "qnn.dequantize", id, index, "");
+    if (tfl_is_quantized(x)) {
+        id = tfl_qnn_call(T, "qnn.dequantize", id, index, -1, "");
     } else if (x->type == TFL_FLOAT16 || x->type == TFL_FLOAT64) {
         id = tfl_call(T, "cast", 1, &id, "dtype=\"float32\"");
     }
@@ -86,12 +47,12 @@ static int bind_output(tfl_imp *T, int i, int v) {
     if (!t)
         return tfl_fail(T, "output %d is not a tensor", i);
     int id = v, flt = -1;
-    if (is_quantized(x) && x->type != TFL_INT32) {
+    if (tfl_is_quantized(x) && x->type != TFL_INT32) {
         if (t->dtype != KILN_FLOAT32)
             return tfl_fail(T, "output %d: a quantized %s from %s", i, tfl_type_name(x->type),
                             kiln_dtype_name(t->dtype));
-        id = qnn_call(T, "qnn.quantize", v, index,
-                      x->type == TFL_INT8 ? ", out_dtype=\"int8\"" : ", out_dtype=\"uint8\"");
+        id = tfl_qnn_call(T, "qnn.quantize", v, index, -1,
+                          x->type == TFL_INT8 ? ", out_dtype=\"int8\"" : ", out_dtype=\"uint8\"");
     } else {
         kiln_dtype want = tfl_dtype_of(x->type);
         if (want == KILN_DTYPE_COUNT)

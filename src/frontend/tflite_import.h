@@ -73,6 +73,19 @@ KILN_HIDDEN kiln_dtype tfl_dtype_of(int type);
 /* The node of tensor `index` as stored (a constant made now if it has
  * data), or -1 with an error. */
 KILN_HIDDEN int tfl_tensor_node(tfl_imp *T, int index);
+/* 1 if tensor x is quantized (scales given, an integer type). */
+KILN_HIDDEN int tfl_is_quantized(const tfl_tensor *x);
+/* qnn.quantize or qnn.dequantize (op) of x with the parameters of tensor
+ * index, per channel along `axis` (-1: the tensor's quantized_dimension)
+ * when it has several scales; attributes `extra` after the axis. */
+KILN_HIDDEN int tfl_qnn_call(tfl_imp *T, const char *op, int x, int index, int axis,
+                             const char *extra);
+/* The operator's input i as stored (int8/uint8) when it is quantized, its
+ * tensor into *index; else -1. A converter that moves data before the
+ * arithmetic (a transpose to NCHW) applies it to the integers and
+ * dequantizes after, so the graph has the QDQ form that
+ * FakeQuantizationToInteger turns into QNN ops. */
+KILN_HIDDEN int tfl_quantized_input(tfl_imp *T, int i, int *index);
 /* Constants made by the converters. */
 KILN_HIDDEN int tfl_ints_const(tfl_imp *T, kiln_dtype dt, int n, const int64_t *v);
 KILN_HIDDEN int tfl_float_const(tfl_imp *T, int n, const float *v);

@@ -16,6 +16,10 @@
  *              hybrid kernels, kiln computes them in float with the int8
  *              weights dequantized): max |got - exp| <= 5e-2 * max |exp|
  *
+ * An int8 model runs twice: as imported (QDQ: float arithmetic between
+ * qnn.dequantize and qnn.quantize), and with the build option
+ * pass=FakeQuantizationToInteger, which makes its convolutions and dense
+ * layers qnn.conv2d and qnn.dense with int32 sums (NAME+qnn).
  * One line per model: PASS or FAIL, the error, the import and compile
  * times. Each model runs in a forked child so that a crash is that model's
  * FAIL. Exit status 0 if every model passed (and at least one ran), else 1;
@@ -32,6 +36,7 @@
 
 #include "kiln/graph.h"
 #include "kiln/runtime.h"
+#include "kiln/schedule.h"
 #include "kiln/tflite.h"
 
 #define FLOAT_RTOL 1e-4
@@ -108,7 +113,7 @@ static int compare(const char *name, const char *out, int kind, const kiln_ndarr
     return ok;
 }
 
-static int run_model(const char *dir, const char *name) {
+static int run_model(const char *dir, const char *name, int qnn) {
     char path[4096], io[4096], pkg[4096];
     snprintf(path, sizeof path, "%s/%s.tflite", dir, name);
     snprintf(io, sizeof io, "%s/%s_io.npz", dir, name);
@@ -119,11 +124,21 @@ static int run_model(const char *dir, const char *name) {
     const kiln_ndarray *k = z ? kiln_npz_get(z, "__kind") : NULL;
     int kind =
         k && kiln_ndarray_dtype(k) == KILN_INT32 ? *(const int32_t *)kiln_ndarray_data(k) : 0;
+    if (qnn && kind != 1) {
+        kiln_npz_free(z);
+        return 0;
+    }
+    char label[512];
+    snprintf(label, sizeof label, "%s%s", name, qnn ? "+qnn" : "");
     double t0 = seconds();
     kiln_graph *g = z ? kiln_tflite_import(path, NULL) : NULL;
     double t_import = seconds() - t0;
     t0 = seconds();
-    int ok = g && kiln_graph_compile(g, pkg, NULL) == KILN_OK;
+    kiln_build_options *o = kiln_build_options_new();
+    if (qnn && kiln_build_options_set(o, "pass", "FakeQuantizationToInteger") != KILN_OK)
+        fprintf(stderr, "%s: %s\n", label, kiln_last_error());
+    int ok = g && kiln_graph_compile(g, pkg, o) == KILN_OK;
+    kiln_build_options_free(o);
     double t_compile = seconds() - t0;
     kiln_executor *ex = ok ? kiln_executor_load(pkg) : NULL;
     ok = ex != NULL;
@@ -145,15 +160,15 @@ static int run_model(const char *dir, const char *name) {
             ok = 0, why = "an output is missing from the npz";
             break;
         }
-        ok = compare(name, on, kind, kiln_executor_output(ex, i), exp, &worst) && ok;
+        ok = compare(label, on, kind, kiln_executor_output(ex, i), exp, &worst) && ok;
         if (!ok)
             why = "outputs differ";
     }
     if (ok)
-        printf("PASS %-26s worst %s %.3g  import %.2f s  compile %.2f s\n", name,
+        printf("PASS %-26s worst %s %.3g  import %.2f s  compile %.2f s\n", label,
                kind == 1 ? "steps" : "relative", worst, t_import, t_compile);
     else
-        printf("FAIL %-26s %s\n", name, why && *why ? why : "(no message)");
+        printf("FAIL %-26s %s\n", label, why && *why ? why : "(no message)");
     fflush(stdout);
     kiln_executor_free(ex);
     kiln_graph_free(g);
@@ -163,16 +178,17 @@ static int run_model(const char *dir, const char *name) {
 }
 
 /* Run one model in a child: a crash fails that model only. */
-static int run_forked(const char *dir, const char *name) {
+static int run_forked(const char *dir, const char *name, int qnn) {
     pid_t pid = fork();
     if (pid == 0)
-        _exit(run_model(dir, name));
+        _exit(run_model(dir, name, qnn));
     int st = 0;
     if (pid < 0 || waitpid(pid, &st, 0) < 0)
-        return run_model(dir, name);
+        return run_model(dir, name, qnn);
     if (WIFEXITED(st))
         return WEXITSTATUS(st) ? 1 : 0;
-    printf("FAIL %-26s crashed (signal %d)\n", name, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    printf("FAIL %-26s%s crashed (signal %d)\n", name, qnn ? "+qnn" : "",
+           WIFSIGNALED(st) ? WTERMSIG(st) : 0);
     return 1;
 }
 
@@ -209,7 +225,8 @@ int main(int argc, char **argv) {
     }
     int failed = 0;
     for (int i = 0; i < n; i++) {
-        failed += run_forked(argv[1], names[i]);
+        failed += run_forked(argv[1], names[i], 0);
+        failed += run_forked(argv[1], names[i], 1);
         free(names[i]);
     }
     printf("%d of %d TFLite models passed\n", n - failed, n);
