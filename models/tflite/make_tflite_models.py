@@ -20,8 +20,10 @@ Models:
                              squeeze-excite, lite0's stages (kernel, stride, expand, channels,
                              repeats), stem 32 and head 1280 kept unscaled as lite does
 
-The narrow image models end in logits of 100 classes (no softmax): int8
-logits compare more values than a softmax's few non-zero steps.
+The image models end in logits (100 classes narrow, 1000 full), not a
+softmax: a softmax of random logits is near uniform, and in int8 (steps of
+1/256) all but a few of its values are the same step, which compares
+nothing; the encoder's attention has the softmaxes.
   resnet_block_float, resnet_block_int8   a ResNet-style stem and two residual blocks
   encoder_float, encoder_dynamic          a BERT-like encoder: token and position
                              embeddings, LayerNorm, multi-head attention, GELU FFN
@@ -59,17 +61,15 @@ def randomize_bn(model):
 
 
 def mobilenet_v2(full):
-    if full:
-        return keras.applications.MobileNetV2(weights=None, input_shape=(224, 224, 3), alpha=1.0)
-    return randomize_bn(keras.applications.MobileNetV2(weights=None, input_shape=(64, 64, 3),
-                                                       alpha=0.35, classes=100,
+    res, alpha, classes = (224, 1.0, 1000) if full else (64, 0.35, 100)
+    return randomize_bn(keras.applications.MobileNetV2(weights=None, input_shape=(res, res, 3),
+                                                       alpha=alpha, classes=classes,
                                                        classifier_activation=None))
 
 
 def efficientnet_lite0(full):
     """EfficientNet-lite0: EfficientNet-B0's stages with ReLU6, no squeeze-excite,
-    and the stem and head not scaled. Narrow: width 0.25, 64x64, one block a stage,
-    logits."""
+    and the stem and head not scaled. Narrow: width 0.25, 64x64, one block a stage."""
     res, width, classes = (224, 1.0, 1000) if full else (64, 0.25, 100)
     stages = [(3, 1, 1, 16, 1), (3, 2, 6, 24, 2), (5, 2, 6, 40, 2), (3, 2, 6, 80, 3),
               (5, 1, 6, 112, 3), (5, 2, 6, 192, 4), (3, 1, 6, 320, 1)]
@@ -101,7 +101,7 @@ def efficientnet_lite0(full):
     x = L.ReLU(6.0)(L.BatchNormalization()(x))
     x = L.GlobalAveragePooling2D()(x)
     x = L.Dense(classes)(x)
-    return randomize_bn(keras.Model(inp, L.Softmax()(x) if full else x))
+    return randomize_bn(keras.Model(inp, x))
 
 
 def resnet_block(full):
