@@ -39,9 +39,10 @@ done
 test_bin=$build/tests/test_tflite_models
 [ -x "$test_bin" ] || { echo "tflite_models.sh: $test_bin not found; build first" >&2; exit 2; }
 py=$(bash scripts/tflite-env.sh "$venv") || { echo "tflite_models.sh: no tensorflow venv" >&2; exit 1; }
-# the models' names change with tensorflow's graph counters: start clean
-rm -rf "$out"
+# the models' tensor names change with tensorflow's graph counters: no
+# model of an earlier run may stay beside the new ones
 mkdir -p "$out"
+rm -f "$out"/*.tflite "$out"/*_io.npz "$out/make.log"
 TF_CPP_MIN_LOG_LEVEL=2 "$py" models/tflite/make_tflite_models.py --out "$out" \
   ${full[@]+"${full[@]}"} ${names[@]+"${names[@]}"} >"$out/make.log" 2>&1 ||
   { tail -40 "$out/make.log" >&2; echo "tflite_models.sh: making the models failed" >&2; exit 1; }
