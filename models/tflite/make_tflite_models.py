@@ -27,6 +27,7 @@ nothing; the encoder's attention has the softmaxes.
   resnet_block_float, resnet_block_int8   a ResNet-style stem and two residual blocks
   encoder_float, encoder_dynamic          a BERT-like encoder: token and position
                              embeddings, LayerNorm, multi-head attention, GELU FFN
+  encoder_int8 (only when named)          the encoder, full-integer
 """
 import argparse
 import os
@@ -201,6 +202,11 @@ def build(name, full):
 MODELS = ["mobilenet_v2_float", "mobilenet_v2_fp16", "mobilenet_v2_int8",
           "efficientnet_lite0_int8", "resnet_block_float", "resnet_block_int8",
           "encoder_float", "encoder_dynamic"]
+# Made only when named: a full-integer encoder. kiln is within one step of
+# the interpreter up to the first LayerNorm, then TFLite's fixed-point int8
+# MEAN/RSQRT/softmax and kiln's float ones drift apart by a few steps a layer
+# (docs/TFLITE.md): not a pass/fail test.
+EXTRA = ["encoder_int8"]
 
 
 def main():
@@ -211,8 +217,9 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     for name in a.names or MODELS:
-        if name not in MODELS:
-            sys.exit(f"make_tflite_models.py: unknown model {name} (one of {', '.join(MODELS)})")
+        if name not in MODELS + EXTRA:
+            sys.exit(f"make_tflite_models.py: unknown model {name} "
+                     f"(one of {', '.join(MODELS + EXTRA)})")
         tfl, io = build(name, a.full)
         with open(os.path.join(a.out, name + ".tflite"), "wb") as f:
             f.write(tfl)

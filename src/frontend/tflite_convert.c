@@ -297,12 +297,23 @@ static int cvt_fully_connected(tfl_imp *T, const int *in, int *outs) {
     return outs[0] = activation(T, y, tfl_opt_int(T, 0, 1, 0));
 }
 
-/* BATCH_MATMUL (BatchMatMulOptions: adj_x 0, adj_y 1). */
+/* BATCH_MATMUL (BatchMatMulOptions: adj_x 0, adj_y 1). TFLite's int8
+ * kernel ignores the right operand's zero point (it assumes a symmetric
+ * one, whatever the tensor says: the converter gives activations others);
+ * kiln reads that operand the same way, so that its outputs are the
+ * interpreter's (docs/TFLITE.md). */
 static int cvt_batch_matmul(tfl_imp *T, const int *in, int *outs) {
     char attrs[64];
     snprintf(attrs, sizeof attrs, "transpose_a=%d, transpose_b=%d", (int)!!tfl_opt_int(T, 0, 1, 0),
              (int)!!tfl_opt_int(T, 1, 1, 0));
-    return outs[0] = tfl_call(T, "nn.batch_matmul", 2, in, attrs);
+    int index, raw = tfl_quantized_input(T, 1, &index), ab[2] = {in[0], in[1]};
+    if (raw >= 0 && T->m->tensors[index].nq == 1) {
+        int64_t zero = 0;
+        int dq[3] = {raw, tfl_float_const(T, 1, T->m->tensors[index].scale),
+                     tfl_ints_const(T, KILN_INT32, 1, &zero)};
+        ab[1] = tfl_call(T, "qnn.dequantize", 3, dq, NULL);
+    }
+    return outs[0] = tfl_call(T, "nn.batch_matmul", 2, ab, attrs);
 }
 
 /* ---- elementwise ---------------------------------------------------------------------- */

@@ -225,8 +225,9 @@ int main(int argc, char **argv) {
     }
     int failed = 0;
     for (int i = 0; i < n; i++) {
-        failed += run_forked(argv[1], names[i], 0);
-        failed += run_forked(argv[1], names[i], 1);
+        int bad = run_forked(argv[1], names[i], 0);
+        bad |= run_forked(argv[1], names[i], 1);
+        failed += bad;
         free(names[i]);
     }
     printf("%d of %d TFLite models passed\n", n - failed, n);
