@@ -263,8 +263,48 @@ static int cvt_max_pool(tfl_imp *T, const int *in, int *outs) {
     return convert_pool(T, in, outs, "nn.max_pool2d");
 }
 
+/* A hybrid (dynamic-range) FULLY_CONNECTED's product of float rows x2
+ * [M, K] by the int8 filter (input 1, [N, K], per-channel or per-tensor
+ * scales) as TFLite computes it with asymmetric_quantize_inputs: each row
+ * quantized to int8 on the fly, with the range [min(x, 0), max(x, 0)] over
+ * 255 steps and the zero point whose error is smaller (as XNNPACK's
+ * qd8 kernels, the interpreter's default, nudge it), the int sums
+ * rescaled by the row's and the channel's scales. Float32 throughout, so
+ * the sums are exact while they stay under 2^24. */
+static int hybrid_rows(tfl_imp *T, int x2, const int *in) {
+    int index, w = tfl_quantized_input(T, 1, &index);
+    const tfl_tensor *wt = &T->m->tensors[index];
+    int keep[2], zero = scalar(T, 0), k255 = scalar(T, 255);
+    keep[0] = tfl_call(T, "min", 1, &x2, "axis=[1], keepdims=1");
+    keep[1] = tfl_call(T, "max", 1, &x2, "axis=[1], keepdims=1");
+    int mn = binary(T, "minimum", keep[0], zero), mx = binary(T, "maximum", keep[1], zero);
+    int den = binary(T, "subtract", mx, mn);
+    int sel[3] = {binary(T, "equal", den, zero), k255, den};
+    int scale = binary(T, "divide", k255, tfl_call(T, "where", 3, sel, NULL));
+    int smn = binary(T, "multiply", mn, scale), smx = binary(T, "multiply", mx, scale);
+    int err = binary(T, "add", binary(T, "add", scalar(T, -128), smn),
+                     binary(T, "add", scalar(T, 127), smx));
+    int zsel[3] = {binary(T, "greater", err, zero), binary(T, "subtract", scalar(T, -128), smn),
+                   binary(T, "subtract", scalar(T, 127), smx)};
+    int zp = tfl_call(T, "where", 3, zsel, NULL);
+    zp = unary(T, "round", tfl_call(T, "clip", 1, &zp, "a_min=-128, a_max=127"));
+    int q = binary(T, "add", binary(T, "multiply", x2, scale), zp);
+    q = tfl_call(T, "clip", 1, (int[]){unary(T, "round", q)}, "a_min=-128, a_max=127");
+    int wf = tfl_call(T, "cast", 1, &w, "dtype=\"float32\"");
+    char attrs[64];
+    snprintf(attrs, sizeof attrs, "units=%lld", (long long)wt->dims[0]);
+    int dense_in[2] = {binary(T, "subtract", q, zp), wf};
+    int acc = tfl_call(T, "nn.dense", 2, dense_in, attrs);
+    int inv = binary(T, "divide", scalar(T, 1), scale);
+    return binary(T, "multiply", binary(T, "multiply", acc, inv),
+                  tfl_float_const(T, wt->nq, wt->scale));
+}
+
 /* FULLY_CONNECTED (FullyConnectedOptions: activation 0, weights_format 1,
- * keep_num_dims 2): the input's last dim against the filter's [N, K]. */
+ * keep_num_dims 2, asymmetric_quantize_inputs 3): the input's last dim
+ * against the filter's [N, K]. A float input with an int8 filter is
+ * TFLite's hybrid kernel (hybrid_rows) when it quantizes its inputs
+ * asymmetrically, else the float product of the dequantized filter. */
 static int cvt_fully_connected(tfl_imp *T, const int *in, int *outs) {
     int64_t xd[MAXD], wd[MAXD];
     int nx = tfl_dims(T, in[0], xd), nw = tfl_dims(T, in[1], wd);
@@ -286,8 +326,12 @@ static int cvt_fully_connected(tfl_imp *T, const int *in, int *outs) {
         x = tfl_reshape(T, in[0], 2, rows);
     char attrs[64];
     snprintf(attrs, sizeof attrs, "units=%lld", (long long)N);
-    int dense_in[2] = {x, in[1]};
-    int y = tfl_call(T, "nn.dense", 2, dense_in, attrs);
+    int dense_in[2] = {x, in[1]}, windex, y;
+    if (raw < 0 && tfl_quantized_input(T, 1, &windex) >= 0 && tfl_opt_int(T, 3, 1, 0) &&
+        T->m->tensors[windex].type == TFL_INT8)
+        y = hybrid_rows(T, x, in);
+    else
+        y = tfl_call(T, "nn.dense", 2, dense_in, attrs);
     if (T->op->nin > 2 && in[2] >= 0)
         y = bias_add(T, y, in[2]);
     if (tfl_opt_int(T, 2, 1, 0) && nx > 1) {

@@ -12,9 +12,10 @@
  *              output's largest magnitude)
  *   1 int8:    |got - exp| <= 1 (one quantization step) on at least 99 %
  *              of the elements; the largest step difference is printed
- *   2 dynamic-range (TFLite quantizes activations on the fly in its
- *              hybrid kernels, kiln computes them in float with the int8
- *              weights dequantized): max |got - exp| <= 5e-2 * max |exp|
+ *   2 dynamic-range: max |got - exp| <= 5e-2 * max |exp| (kiln
+ *              quantizes the activations on the fly as TFLite's hybrid
+ *              kernels do, but a difference of float rounding upstream can
+ *              move a value across a rounding boundary: docs/TFLITE.md)
  *
  * An int8 model runs twice: as imported (QDQ: float arithmetic between
  * qnn.dequantize and qnn.quantize), and with the build option
