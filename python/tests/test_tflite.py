@@ -100,3 +100,24 @@ def test_shape_ops_against_numpy(tmp_path):
     h0, h1 = np.split(g, 2, axis=1)
     ref = np.stack([h0, h1], axis=0)
     np.testing.assert_array_equal(_run("ok_shapes.tflite", x, tmp_path), ref)
+
+
+def test_hybrid_fully_connected(tmp_path):
+    """A dynamic-range FULLY_CONNECTED quantizes each input row to int8 on
+    the fly as TFLite's hybrid kernel (XNNPACK's qd8) does: the range
+    [min(x, 0), max(x, 0)] over 255 steps, the zero point of smaller error,
+    integer sums rescaled."""
+    w = np.array([((i * 29) % 23) - 11 for i in range(24)], np.float32).reshape(3, 8)
+    ws = np.array([0.02, 0.05, 0.01], np.float32)
+    b = np.array([0.5, -0.25, 0.125], np.float32)
+    x = np.random.default_rng(2).uniform(-1, 3, (2, 8)).astype(np.float32)
+    mn, mx = np.minimum(0, x.min(1)), np.maximum(0, x.max(1))
+    scale = (np.float32(255) / (mx - mn)).astype(np.float32)
+    zp = np.where(-128 + mn * scale + 127 + mx * scale > 0, -128 - mn * scale, 127 - mx * scale)
+    zp = np.rint(np.clip(zp, -128, 127))
+    q = np.clip(np.rint(x * scale[:, None] + zp[:, None]), -128, 127)
+    ref = ((q - zp[:, None]) @ w.T) * (1 / scale)[:, None] * ws + b
+    got = _run("ok_hybrid_fc.tflite", x, tmp_path)
+    np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
+    # not the float product of the dequantized filter
+    assert np.abs(x @ (w * ws[:, None]).T + b - got).max() > 1e-4

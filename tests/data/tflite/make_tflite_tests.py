@@ -302,6 +302,22 @@ def shapes_model():
                  [RESHAPE, TRANSPOSE, STRIDED_SLICE, PAD, CONCAT, GATHER, SPLIT, PACK])
 
 
+def hybrid_fc():
+    """Dynamic-range FULLY_CONNECTED: float input [2, 8], int8 filter [3, 8]
+    with per-channel scales, float bias, asymmetric_quantize_inputs."""
+    w = [((i * 29) % 23) - 11 for i in range(24)]
+    tensors = [
+        {"shape": [2, 8], "type": FLOAT32, "name": "x"},
+        {"shape": [3, 8], "type": INT8, "buffer": 1, "name": "w",
+         "quant": ([0.02, 0.05, 0.01], [0, 0, 0], 0)},
+        {"shape": [3], "type": FLOAT32, "buffer": 2, "name": "b"},
+        {"shape": [2, 3], "type": FLOAT32, "name": "y"},
+    ]
+    ops = [(0, [0, 1, 2], [3], 8, {3: ("B", 1)})]
+    return model(tensors, ops, [0], [3], [b"", struct.pack("<24b", *w),
+                                          floats([0.5, -0.25, 0.125])], [FC])
+
+
 def unsupported_model():
     """CUSTOM 'MyOp' twice, LSTM and WHILE, between supported ops."""
     tensors = [{"shape": [1, 4], "type": FLOAT32, "name": "t%d" % i} for i in range(6)]
@@ -409,7 +425,7 @@ def main():
     a = ap.parse_args()
     files = {}
     for name, make in [("conv_float", conv_float), ("int8", int8_model), ("fp16", fp16_model),
-                       ("shapes", shapes_model)]:
+                       ("shapes", shapes_model), ("hybrid_fc", hybrid_fc)]:
         data, marks = make()
         files["ok_%s.tflite" % name] = data
         if name == "conv_float":
