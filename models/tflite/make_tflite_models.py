@@ -28,6 +28,7 @@ nothing; the encoder's attention has the softmaxes.
   encoder_float, encoder_dynamic          a BERT-like encoder: token and position
                              embeddings, LayerNorm, multi-head attention, GELU FFN
   encoder_int8 (only when named)          the encoder, full-integer
+  ops_misc_float             image, layout and small operators (a tf.function)
 """
 import argparse
 import os
@@ -139,6 +140,41 @@ def encoder(full):
     return keras.Model(ids, [x, pooled])
 
 
+def ops_misc(full):
+    """A tf.function of the image, layout and small operators the CNNs above
+    do not use: resizes (TF2's half-pixel and TF1's align-corners
+    bilinear, nearest), depth/space, transposed convolutions (SAME and
+    VALID), PReLU, ELU, reflect padding, tile, floor div/mod, sin, cos,
+    ceil, round, sign, add_n, argmin."""
+    del full
+    w = tf.constant(RNG.normal(size=(3, 3, 5, 4)).astype(np.float32))
+    alpha = tf.constant(RNG.uniform(0.1, 0.3, 4).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([1, 8, 8, 4], tf.float32, name="x")])
+    def f(x):
+        return {
+            "resize_half": tf.image.resize(x, [16, 12], method="bilinear"),
+            "resize_align": tf.compat.v1.image.resize_bilinear(x, [12, 16], align_corners=True),
+            "resize_asym": tf.compat.v1.image.resize_bilinear(x, [11, 13]),
+            "nearest_half": tf.image.resize(x, [16, 13], method="nearest"),
+            "nearest_align": tf.compat.v1.image.resize_nearest_neighbor(x, [12, 12],
+                                                                        align_corners=True),
+            "d2s": tf.nn.depth_to_space(x, 2),
+            "s2d": tf.nn.space_to_depth(x, 2),
+            "tconv_same": tf.nn.conv2d_transpose(x, w, [1, 16, 16, 5], 2, "SAME"),
+            "tconv_valid": tf.nn.conv2d_transpose(x, w, [1, 17, 17, 5], 2, "VALID"),
+            "prelu": tf.nn.relu(x) - alpha * tf.nn.relu(-x),
+            "elu": tf.nn.elu(x),
+            "mirror": tf.pad(x, [[0, 0], [2, 1], [1, 2], [0, 0]], mode="REFLECT"),
+            "tile": tf.tile(x, [1, 2, 1, 3]),
+            "floor": tf.math.floordiv(x, 0.3) + tf.math.floormod(x, 0.3),
+            "unary": tf.sin(x) + tf.cos(x) + tf.math.ceil(x) + tf.round(x * 3) + tf.sign(x),
+            "add_n": tf.add_n([x, x * 2.0, tf.exp(x)]),
+            "argmin": tf.argmin(x, axis=3),
+        }
+    return f
+
+
 def image_data(model, n):
     shape = [d or 1 for d in model.inputs[0].shape]
     shape[0] = 1
@@ -146,7 +182,10 @@ def image_data(model, n):
 
 
 def convert(model, mode, rep=None):
-    conv = tf.lite.TFLiteConverter.from_keras_model(model)
+    if isinstance(model, tf.types.experimental.GenericFunction):
+        conv = tf.lite.TFLiteConverter.from_concrete_functions([model.get_concrete_function()])
+    else:
+        conv = tf.lite.TFLiteConverter.from_keras_model(model)
     if mode == "fp16":
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
         conv.target_spec.supported_types = [tf.float16]
@@ -184,10 +223,12 @@ def build(name, full):
     base = name.rsplit("_", 1)[0]
     mode = name.rsplit("_", 1)[1]
     maker = {"mobilenet_v2": mobilenet_v2, "efficientnet_lite0": efficientnet_lite0,
-             "resnet_block": resnet_block, "encoder": encoder}[base]
+             "resnet_block": resnet_block, "encoder": encoder, "ops_misc": ops_misc}[base]
     tf.keras.utils.set_random_seed(17)
     model = maker(full)
-    if base == "encoder":
+    if base == "ops_misc":
+        rep = [RNG.uniform(-2, 2, (1, 8, 8, 4)).astype(np.float32)]
+    elif base == "encoder":
         seq = model.inputs[0].shape[1]
         vocab = 1000 if full else 100
         rep = [RNG.integers(0, vocab, (1, seq)).astype(np.int32) for _ in range(8)]
@@ -201,7 +242,7 @@ def build(name, full):
 
 MODELS = ["mobilenet_v2_float", "mobilenet_v2_fp16", "mobilenet_v2_int8",
           "efficientnet_lite0_int8", "resnet_block_float", "resnet_block_int8",
-          "encoder_float", "encoder_dynamic"]
+          "encoder_float", "encoder_dynamic", "ops_misc_float"]
 # Made only when named: a full-integer encoder. kiln is within one step of
 # the interpreter up to the first LayerNorm, then TFLite's fixed-point int8
 # MEAN/RSQRT/softmax and kiln's float ones drift apart by a few steps a layer

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tflite_import.h"
+#include "tflite_convert.h"
 
 /* BuiltinOperator codes (schema.fbs). */
 enum {
@@ -80,70 +80,33 @@ enum {
     B_LOGICAL_OR = 84,
     B_LOGICAL_AND = 86,
     B_LOGICAL_NOT = 87,
-    B_SELECT_V2 = 123
+    B_SELECT_V2 = 123,
+    B_DEPTH_TO_SPACE = 5,
+    B_RESIZE_BILINEAR = 23,
+    B_SPACE_TO_DEPTH = 26,
+    B_PRELU = 54,
+    B_SIN = 66,
+    B_TRANSPOSE_CONV = 67,
+    B_TILE = 69,
+    B_ARG_MIN = 79,
+    B_FLOOR_DIV = 90,
+    B_ZEROS_LIKE = 93,
+    B_FILL = 94,
+    B_FLOOR_MOD = 95,
+    B_RESIZE_NEAREST_NEIGHBOR = 97,
+    B_MIRROR_PAD = 100,
+    B_CEIL = 104,
+    B_ADD_N = 106,
+    B_COS = 108,
+    B_ELU = 111,
+    B_ROUND = 116,
+    B_BROADCAST_TO = 130,
+    B_SIGN = 158
 };
 
 #define MAXD KILN_MAX_NDIM
 
 /* ---- helpers ----------------------------------------------------------------------- */
-
-static int unary(tfl_imp *T, const char *op, int x) {
-    return tfl_call(T, op, 1, &x, NULL);
-}
-
-static int binary(tfl_imp *T, const char *op, int a, int b) {
-    int in[2] = {a, b};
-    return tfl_call(T, op, 2, in, NULL);
-}
-
-static int scalar(tfl_imp *T, float v) {
-    return tfl_float_const(T, 1, &v);
-}
-
-static int transpose(tfl_imp *T, int x, int nd, const int *perm) {
-    char attrs[128];
-    int k = snprintf(attrs, sizeof attrs, "axes=[");
-    for (int d = 0; d < nd; d++)
-        k += snprintf(attrs + k, sizeof attrs - (size_t)k, "%s%d", d ? ", " : "", perm[d]);
-    snprintf(attrs + k, sizeof attrs - (size_t)k, "]");
-    return tfl_call(T, "transpose", 1, &x, attrs);
-}
-
-static const int to_nchw[4] = {0, 3, 1, 2}, to_nhwc[4] = {0, 2, 3, 1};
-
-/* A fused activation (ActivationFunctionType) applied to x. */
-static int activation(tfl_imp *T, int x, int64_t act) {
-    switch (act) {
-    case 0: return x;
-    case 1: return unary(T, "nn.relu", x);
-    case 2: return tfl_call(T, "clip", 1, &x, "a_min=-1, a_max=1");
-    case 3: return tfl_call(T, "clip", 1, &x, "a_min=0, a_max=6");
-    case 4: return unary(T, "tanh", x);
-    default: return tfl_fail(T, "fused activation %lld is not supported", (long long)act);
-    }
-}
-
-/* An axis from -nd to nd - 1 normalized, or -1 with an error. */
-static int norm_axis(tfl_imp *T, int64_t axis, int nd) {
-    if (axis < -nd || axis >= nd)
-        return tfl_fail(T, "axis %lld out of range for rank %d", (long long)axis, nd);
-    return (int)(axis < 0 ? axis + nd : axis);
-}
-
-/* TFLite's padding (Padding: SAME 0, VALID 1) of one spatial dim. */
-static void same_pad(int64_t padding, int64_t in, int64_t k, int64_t stride, int64_t dil,
-                     int64_t *before, int64_t *after) {
-    *before = *after = 0;
-    if (padding != 0)
-        return;
-    int64_t out = (in + stride - 1) / stride;
-    int64_t ek = (k - 1) * dil + 1;
-    int64_t total = (out - 1) * stride + ek - in;
-    if (total < 0)
-        total = 0;
-    *before = total / 2;
-    *after = total - *before;
-}
 
 /* ---- convolution, pooling, dense --------------------------------------------------- */
 
@@ -154,12 +117,12 @@ static void same_pad(int64_t padding, int64_t in, int64_t k, int64_t stride, int
 static int nchw_operand(tfl_imp *T, const int *in, int i, const int *perm) {
     int index, raw = tfl_quantized_input(T, i, &index);
     if (raw < 0)
-        return transpose(T, in[i], 4, perm);
+        return tfl_transpose(T, in[i], 4, perm);
     int axis = -1;
     for (int k = 0; k < 4; k++)
         if (perm[k] == T->m->tensors[index].qdim)
             axis = k;
-    return tfl_qnn_call(T, "qnn.dequantize", transpose(T, raw, 4, perm), index, axis, "");
+    return tfl_qnn_call(T, "qnn.dequantize", tfl_transpose(T, raw, 4, perm), index, axis, "");
 }
 
 /* y + bias along y's dim 1 (NCHW channels, dense units). */
@@ -199,12 +162,12 @@ static int convert_conv(tfl_imp *T, const int *in, int *outs, int depthwise) {
         if (!wd[3] || C % wd[3])
             return tfl_fail(T, "filter of %lld input channels for an input of %lld",
                             (long long)wd[3], (long long)C);
-        w = nchw_operand(T, in, 1, to_nchw);
+        w = nchw_operand(T, in, 1, tfl_to_nchw);
         groups = C / wd[3];
     }
     int64_t pt, pb, pl, pr;
-    same_pad(pad, xd[1], wd[1], sh, dh, &pt, &pb);
-    same_pad(pad, xd[2], wd[2], sw, dw, &pl, &pr);
+    tfl_same_pad(pad, xd[1], wd[1], sh, dh, &pt, &pb);
+    tfl_same_pad(pad, xd[2], wd[2], sw, dw, &pl, &pr);
     char attrs[512];
     snprintf(attrs, sizeof attrs,
              "strides=[%lld, %lld], padding=[%lld, %lld, %lld, %lld], dilation=[%lld, %lld], "
@@ -212,11 +175,11 @@ static int convert_conv(tfl_imp *T, const int *in, int *outs, int depthwise) {
              (long long)sh, (long long)sw, (long long)pt, (long long)pl, (long long)pb,
              (long long)pr, (long long)dh, (long long)dw, (long long)groups, (long long)O,
              (long long)wd[1], (long long)wd[2]);
-    int conv_in[2] = {nchw_operand(T, in, 0, to_nchw), w};
+    int conv_in[2] = {nchw_operand(T, in, 0, tfl_to_nchw), w};
     int y = tfl_call(T, "nn.conv2d", 2, conv_in, attrs);
     if (T->op->nin > 2 && in[2] >= 0)
         y = bias_add(T, y, in[2]);
-    return outs[0] = activation(T, transpose(T, y, 4, to_nhwc), act);
+    return outs[0] = tfl_activation(T, tfl_transpose(T, y, 4, tfl_to_nhwc), act);
 }
 
 static int cvt_conv2d(tfl_imp *T, const int *in, int *outs) {
@@ -242,17 +205,17 @@ static int convert_pool(tfl_imp *T, const int *in, int *outs, const char *op) {
         return tfl_fail(T, "filter %lldx%lld and strides %lldx%lld must be 1 to 65536",
                         (long long)fh, (long long)fw, (long long)sh, (long long)sw);
     int64_t pt, pb, pl, pr;
-    same_pad(pad, xd[1], fh, sh, 1, &pt, &pb);
-    same_pad(pad, xd[2], fw, sw, 1, &pl, &pr);
+    tfl_same_pad(pad, xd[1], fh, sh, 1, &pt, &pb);
+    tfl_same_pad(pad, xd[2], fw, sw, 1, &pl, &pr);
     char attrs[512];
     snprintf(attrs, sizeof attrs,
              "pool_size=[%lld, %lld], strides=[%lld, %lld], padding=[%lld, %lld, %lld, %lld]%s",
              (long long)fh, (long long)fw, (long long)sh, (long long)sw, (long long)pt,
              (long long)pl, (long long)pb, (long long)pr,
              !strcmp(op, "nn.avg_pool2d") ? ", count_include_pad=0" : "");
-    int x = transpose(T, in[0], 4, to_nchw);
-    int y = transpose(T, tfl_call(T, op, 1, &x, attrs), 4, to_nhwc);
-    return outs[0] = activation(T, y, act);
+    int x = tfl_transpose(T, in[0], 4, tfl_to_nchw);
+    int y = tfl_transpose(T, tfl_call(T, op, 1, &x, attrs), 4, tfl_to_nhwc);
+    return outs[0] = tfl_activation(T, y, act);
 }
 
 static int cvt_avg_pool(tfl_imp *T, const int *in, int *outs) {
@@ -274,30 +237,31 @@ static int cvt_max_pool(tfl_imp *T, const int *in, int *outs) {
 static int hybrid_rows(tfl_imp *T, int x2, const int *in) {
     int index, w = tfl_quantized_input(T, 1, &index);
     const tfl_tensor *wt = &T->m->tensors[index];
-    int keep[2], zero = scalar(T, 0), k255 = scalar(T, 255);
+    int keep[2], zero = tfl_scalar(T, 0), k255 = tfl_scalar(T, 255);
     keep[0] = tfl_call(T, "min", 1, &x2, "axis=[1], keepdims=1");
     keep[1] = tfl_call(T, "max", 1, &x2, "axis=[1], keepdims=1");
-    int mn = binary(T, "minimum", keep[0], zero), mx = binary(T, "maximum", keep[1], zero);
-    int den = binary(T, "subtract", mx, mn);
-    int sel[3] = {binary(T, "equal", den, zero), k255, den};
-    int scale = binary(T, "divide", k255, tfl_call(T, "where", 3, sel, NULL));
-    int smn = binary(T, "multiply", mn, scale), smx = binary(T, "multiply", mx, scale);
-    int err = binary(T, "add", binary(T, "add", scalar(T, -128), smn),
-                     binary(T, "add", scalar(T, 127), smx));
-    int zsel[3] = {binary(T, "greater", err, zero), binary(T, "subtract", scalar(T, -128), smn),
-                   binary(T, "subtract", scalar(T, 127), smx)};
+    int mn = tfl_binary(T, "minimum", keep[0], zero), mx = tfl_binary(T, "maximum", keep[1], zero);
+    int den = tfl_binary(T, "subtract", mx, mn);
+    int sel[3] = {tfl_binary(T, "equal", den, zero), k255, den};
+    int scale = tfl_binary(T, "divide", k255, tfl_call(T, "where", 3, sel, NULL));
+    int smn = tfl_binary(T, "multiply", mn, scale), smx = tfl_binary(T, "multiply", mx, scale);
+    int err = tfl_binary(T, "add", tfl_binary(T, "add", tfl_scalar(T, -128), smn),
+                         tfl_binary(T, "add", tfl_scalar(T, 127), smx));
+    int zsel[3] = {tfl_binary(T, "greater", err, zero),
+                   tfl_binary(T, "subtract", tfl_scalar(T, -128), smn),
+                   tfl_binary(T, "subtract", tfl_scalar(T, 127), smx)};
     int zp = tfl_call(T, "where", 3, zsel, NULL);
-    zp = unary(T, "round", tfl_call(T, "clip", 1, &zp, "a_min=-128, a_max=127"));
-    int q = binary(T, "add", binary(T, "multiply", x2, scale), zp);
-    q = tfl_call(T, "clip", 1, (int[]){unary(T, "round", q)}, "a_min=-128, a_max=127");
+    zp = tfl_unary(T, "round", tfl_call(T, "clip", 1, &zp, "a_min=-128, a_max=127"));
+    int q = tfl_binary(T, "add", tfl_binary(T, "multiply", x2, scale), zp);
+    q = tfl_call(T, "clip", 1, (int[]){tfl_unary(T, "round", q)}, "a_min=-128, a_max=127");
     int wf = tfl_call(T, "cast", 1, &w, "dtype=\"float32\"");
     char attrs[64];
     snprintf(attrs, sizeof attrs, "units=%lld", (long long)wt->dims[0]);
-    int dense_in[2] = {binary(T, "subtract", q, zp), wf};
+    int dense_in[2] = {tfl_binary(T, "subtract", q, zp), wf};
     int acc = tfl_call(T, "nn.dense", 2, dense_in, attrs);
-    int inv = binary(T, "divide", scalar(T, 1), scale);
-    return binary(T, "multiply", binary(T, "multiply", acc, inv),
-                  tfl_float_const(T, wt->nq, wt->scale));
+    int inv = tfl_binary(T, "divide", tfl_scalar(T, 1), scale);
+    return tfl_binary(T, "multiply", tfl_binary(T, "multiply", acc, inv),
+                      tfl_float_const(T, wt->nq, wt->scale));
 }
 
 /* FULLY_CONNECTED (FullyConnectedOptions: activation 0, weights_format 1,
@@ -338,7 +302,7 @@ static int cvt_fully_connected(tfl_imp *T, const int *in, int *outs) {
         xd[nx - 1] = N;
         y = tfl_reshape(T, y, nx, xd);
     }
-    return outs[0] = activation(T, y, tfl_opt_int(T, 0, 1, 0));
+    return outs[0] = tfl_activation(T, y, tfl_opt_int(T, 0, 1, 0));
 }
 
 /* BATCH_MATMUL (BatchMatMulOptions: adj_x 0, adj_y 1). TFLite's int8
@@ -364,7 +328,7 @@ static int cvt_batch_matmul(tfl_imp *T, const int *in, int *outs) {
 
 /* ADD, SUB, MUL, DIV (their options: activation 0). */
 static int convert_binary_act(tfl_imp *T, const int *in, int *outs, const char *op) {
-    return outs[0] = activation(T, binary(T, op, in[0], in[1]), tfl_opt_int(T, 0, 1, 0));
+    return outs[0] = tfl_activation(T, tfl_binary(T, op, in[0], in[1]), tfl_opt_int(T, 0, 1, 0));
 }
 
 #define BINARY_ACT(fn, op)                                                                         \
@@ -378,7 +342,7 @@ BINARY_ACT(cvt_div, "divide")
 
 #define BINARY(fn, op)                                                                             \
     static int fn(tfl_imp *T, const int *in, int *outs) {                                          \
-        return outs[0] = binary(T, op, in[0], in[1]);                                              \
+        return outs[0] = tfl_binary(T, op, in[0], in[1]);                                          \
     }
 BINARY(cvt_maximum, "maximum")
 BINARY(cvt_minimum, "minimum")
@@ -399,7 +363,7 @@ static int cvt_select(tfl_imp *T, const int *in, int *outs) {
 
 #define UNARY(fn, op)                                                                              \
     static int fn(tfl_imp *T, const int *in, int *outs) {                                          \
-        return outs[0] = unary(T, op, in[0]);                                                      \
+        return outs[0] = tfl_unary(T, op, in[0]);                                                  \
     }
 UNARY(cvt_relu, "nn.relu")
 UNARY(cvt_logistic, "sigmoid")
@@ -413,22 +377,28 @@ UNARY(cvt_abs, "abs")
 UNARY(cvt_floor, "floor")
 UNARY(cvt_hard_swish, "nn.hard_swish")
 UNARY(cvt_logical_not, "logical_not")
+UNARY(cvt_elu, "nn.elu")
+UNARY(cvt_sin, "sin")
+UNARY(cvt_cos, "cos")
+UNARY(cvt_ceil, "ceil")
+UNARY(cvt_round, "round")
+UNARY(cvt_sign, "sign")
 
 static int cvt_relu6(tfl_imp *T, const int *in, int *outs) {
-    return outs[0] = activation(T, in[0], 3);
+    return outs[0] = tfl_activation(T, in[0], 3);
 }
 
 static int cvt_relu_n1_to_1(tfl_imp *T, const int *in, int *outs) {
-    return outs[0] = activation(T, in[0], 2);
+    return outs[0] = tfl_activation(T, in[0], 2);
 }
 
 static int cvt_square(tfl_imp *T, const int *in, int *outs) {
-    return outs[0] = binary(T, "multiply", in[0], in[0]);
+    return outs[0] = tfl_binary(T, "multiply", in[0], in[0]);
 }
 
 static int cvt_squared_difference(tfl_imp *T, const int *in, int *outs) {
-    int d = binary(T, "subtract", in[0], in[1]);
-    return outs[0] = binary(T, "multiply", d, d);
+    int d = tfl_binary(T, "subtract", in[0], in[1]);
+    return outs[0] = tfl_binary(T, "multiply", d, d);
 }
 
 /* LEAKY_RELU (LeakyReluOptions: alpha 0). */
@@ -443,14 +413,15 @@ static int cvt_leaky_relu(tfl_imp *T, const int *in, int *outs) {
 static int cvt_gelu(tfl_imp *T, const int *in, int *outs) {
     int x = in[0], inner;
     if (tfl_opt_int(T, 0, 1, 0)) {
-        int x3 = binary(T, "multiply", binary(T, "multiply", x, x), x);
-        int t = binary(T, "add", x, binary(T, "multiply", x3, scalar(T, 0.044715f)));
-        inner = unary(T, "tanh", binary(T, "multiply", t, scalar(T, 0.7978845608f)));
+        int x3 = tfl_binary(T, "multiply", tfl_binary(T, "multiply", x, x), x);
+        int t = tfl_binary(T, "add", x, tfl_binary(T, "multiply", x3, tfl_scalar(T, 0.044715f)));
+        inner = tfl_unary(T, "tanh", tfl_binary(T, "multiply", t, tfl_scalar(T, 0.7978845608f)));
     } else {
-        inner = unary(T, "erf", binary(T, "multiply", x, scalar(T, 0.70710678118f)));
+        inner = tfl_unary(T, "erf", tfl_binary(T, "multiply", x, tfl_scalar(T, 0.70710678118f)));
     }
-    int half = binary(T, "multiply", x, scalar(T, 0.5f));
-    return outs[0] = binary(T, "multiply", half, binary(T, "add", inner, scalar(T, 1.0f)));
+    int half = tfl_binary(T, "multiply", x, tfl_scalar(T, 0.5f));
+    return outs[0] =
+               tfl_binary(T, "multiply", half, tfl_binary(T, "add", inner, tfl_scalar(T, 1.0f)));
 }
 
 /* QUANTIZE, DEQUANTIZE: the driver's dequantize and quantize are the op. */
@@ -468,7 +439,7 @@ static int cvt_cast(tfl_imp *T, const int *in, int *outs) {
 /* SOFTMAX (SoftmaxOptions: beta 0), LOG_SOFTMAX. */
 static int cvt_softmax(tfl_imp *T, const int *in, int *outs) {
     float beta = tfl_opt_float(T, 0, 0.0f);
-    int x = beta == 1.0f ? in[0] : binary(T, "multiply", in[0], scalar(T, beta));
+    int x = beta == 1.0f ? in[0] : tfl_binary(T, "multiply", in[0], tfl_scalar(T, beta));
     return outs[0] = tfl_call(T, "nn.softmax", 1, &x, "axis=-1");
 }
 
@@ -491,7 +462,7 @@ static int convert_reduce(tfl_imp *T, const int *in, int *outs, const char *op) 
     kstr_puts(&a, "axis=[");
     int seen[MAXD] = {0}, k = 0;
     for (int i = 0; i < n; i++) {
-        int ax = norm_axis(T, axes[i], t->ndim);
+        int ax = tfl_norm_axis(T, axes[i], t->ndim);
         if (ax < 0) {
             kstr_free(&a);
             return -1;
@@ -515,19 +486,6 @@ REDUCE(cvt_sum, "sum")
 REDUCE(cvt_reduce_max, "max")
 REDUCE(cvt_reduce_min, "min")
 REDUCE(cvt_reduce_prod, "prod")
-
-/* ARG_MAX: over constant axis input 1 (the driver casts to the output's
- * int32 or int64). */
-static int cvt_arg_max(tfl_imp *T, const int *in, int *outs) {
-    const gtensor_type *t = tfl_type(T, in[0]);
-    int64_t axis;
-    if (!t || tfl_const_ints(T, 1, &axis, 1) != 1)
-        return tfl_fail(T, "the axis must be one constant");
-    int ax = norm_axis(T, axis, t->ndim);
-    char attrs[64];
-    snprintf(attrs, sizeof attrs, "axis=%d, keepdims=0", ax);
-    return ax < 0 ? -1 : (outs[0] = tfl_call(T, "argmax", 1, in, attrs));
-}
 
 /* ---- shapes ------------------------------------------------------------------------------ */
 
@@ -590,7 +548,7 @@ static int cvt_squeeze(tfl_imp *T, const int *in, int *outs) {
     if (r < 0)
         return tfl_fail(T, "squeeze_dims: %s", kiln_last_error());
     for (uint32_t i = 0; r && i < v.n; i++) {
-        int ax = norm_axis(T, fb_vec_int(&v, i, 1), nx);
+        int ax = tfl_norm_axis(T, fb_vec_int(&v, i, 1), nx);
         if (ax < 0)
             return -1;
         if (xd[ax] != 1)
@@ -612,7 +570,7 @@ static int cvt_expand_dims(tfl_imp *T, const int *in, int *outs) {
         return tfl_fail(T, "the axis must be one constant");
     if (nx >= MAXD)
         return tfl_fail(T, "the result would have more than %d dims", MAXD);
-    int ax = norm_axis(T, axis, nx + 1);
+    int ax = tfl_norm_axis(T, axis, nx + 1);
     if (ax < 0)
         return -1;
     for (int d = 0, k = 0; d <= nx; d++)
@@ -639,7 +597,7 @@ static int cvt_transpose(tfl_imp *T, const int *in, int *outs) {
     int perm[MAXD];
     for (int d = 0; d < n; d++)
         perm[d] = (int)(p[d] < 0 || p[d] >= n ? -1 : p[d]);
-    return outs[0] = transpose(T, in[0], n, perm);
+    return outs[0] = tfl_transpose(T, in[0], n, perm);
 }
 
 /* CONCATENATION (ConcatenationOptions: axis 0, activation 1). */
@@ -647,18 +605,21 @@ static int cvt_concat(tfl_imp *T, const int *in, int *outs) {
     const gtensor_type *t = tfl_type(T, in[0]);
     if (!t)
         return -1;
-    int ax = norm_axis(T, tfl_opt_int(T, 0, 4, 0), t->ndim);
+    int ax = tfl_norm_axis(T, tfl_opt_int(T, 0, 4, 0), t->ndim);
     if (ax < 0)
         return -1;
     char attrs[32];
     snprintf(attrs, sizeof attrs, "axis=%d", ax);
     int y = tfl_call(T, "concatenate", T->op->nin, in, attrs);
-    return outs[0] = activation(T, y, tfl_opt_int(T, 1, 1, 0));
+    return outs[0] = tfl_activation(T, y, tfl_opt_int(T, 1, 1, 0));
 }
 
-/* PAD, PADV2: constant paddings [rank, 2] (input 1), PADV2's constant
- * value (input 2, dequantized). */
-static int cvt_pad(tfl_imp *T, const int *in, int *outs) {
+/* PAD, PADV2, MIRROR_PAD: constant paddings [rank, 2] (input 1), PADV2's
+ * constant value (input 2, dequantized); MIRROR_PAD's mode (option 0)
+ * REFLECT (SYMMETRIC is not supported). */
+static int convert_pad(tfl_imp *T, const int *in, int *outs, int mirror) {
+    if (mirror && tfl_opt_int(T, 0, 1, 0) != 0)
+        return tfl_fail(T, "SYMMETRIC mirror padding is not supported (REFLECT is)");
     const gtensor_type *t = tfl_type(T, in[0]);
     int64_t p[2 * MAXD];
     int n = tfl_const_ints(T, 1, p, 2 * MAXD);
@@ -674,10 +635,21 @@ static int cvt_pad(tfl_imp *T, const int *in, int *outs) {
     kstr_puts(&a, "pad_width=[");
     for (int i = 0; i < n; i++)
         kstr_printf(&a, "%s%lld", i ? ", " : "", (long long)p[i]);
-    kstr_printf(&a, "], pad_value=%.9g", value);
+    if (mirror)
+        kstr_puts(&a, "], pad_mode=\"reflect\"");
+    else
+        kstr_printf(&a, "], pad_value=%.9g", value);
     int y = tfl_call(T, "nn.pad", 1, in, a.buf);
     kstr_free(&a);
     return outs[0] = y;
+}
+
+static int cvt_pad(tfl_imp *T, const int *in, int *outs) {
+    return convert_pad(T, in, outs, 0);
+}
+
+static int cvt_mirror_pad(tfl_imp *T, const int *in, int *outs) {
+    return convert_pad(T, in, outs, 1);
 }
 
 /* GATHER (GatherOptions: axis 0, batch_dims 1). */
@@ -687,7 +659,7 @@ static int cvt_gather(tfl_imp *T, const int *in, int *outs) {
         return -1;
     if (tfl_opt_int(T, 1, 4, 0))
         return tfl_fail(T, "batch_dims is not supported");
-    int ax = norm_axis(T, tfl_opt_int(T, 0, 4, 0), t->ndim);
+    int ax = tfl_norm_axis(T, tfl_opt_int(T, 0, 4, 0), t->ndim);
     char attrs[32];
     snprintf(attrs, sizeof attrs, "axis=%d", ax);
     return ax < 0 ? -1 : (outs[0] = tfl_call(T, "take", 2, in, attrs));
@@ -831,7 +803,7 @@ static int cvt_split(tfl_imp *T, const int *in, int *outs) {
     int nx = tfl_dims(T, in[1], xd);
     if (nx < 0 || tfl_const_ints(T, 0, &axis, 1) != 1)
         return tfl_fail(T, "the axis must be one constant");
-    int ax = norm_axis(T, axis, nx), n = T->op->nout;
+    int ax = tfl_norm_axis(T, axis, nx), n = T->op->nout;
     if (ax < 0)
         return -1;
     if (xd[ax] % n)
@@ -847,7 +819,7 @@ static int cvt_split_v(tfl_imp *T, const int *in, int *outs) {
     int nx = tfl_dims(T, in[0], xd), n = T->op->nout;
     if (nx < 0 || tfl_const_ints(T, 2, &axis, 1) != 1)
         return tfl_fail(T, "the axis must be one constant");
-    int ax = norm_axis(T, axis, nx);
+    int ax = tfl_norm_axis(T, axis, nx);
     if (ax < 0 || tfl_const_ints(T, 1, sizes, TFL_MAX_OP_IO) != n)
         return tfl_fail(T, "the sizes must be %d constants", n);
     int64_t sum = 0;
@@ -873,7 +845,7 @@ static int dims_and_axis(tfl_imp *T, int x, int64_t *xd, int grow, int *nx) {
         return -1;
     if (*nx + grow > MAXD)
         return tfl_fail(T, "the result would have more than %d dims", MAXD);
-    return norm_axis(T, tfl_opt_int(T, 1, 4, 0), *nx + grow);
+    return tfl_norm_axis(T, tfl_opt_int(T, 1, 4, 0), *nx + grow);
 }
 
 /* UNPACK (UnpackOptions: num 0, axis 1). */
@@ -942,7 +914,7 @@ static const tfl_converter table[] = {
     {B_LOG_SOFTMAX, cvt_log_softmax, 1, 1, 1},
     {B_CAST, cvt_cast, 1, 1, 1},
     {B_MAXIMUM, cvt_maximum, 2, 2, 1},
-    {B_ARG_MAX, cvt_arg_max, 2, 2, 1},
+    {B_ARG_MAX, tfl_cvt_arg_max, 2, 2, 1},
     {B_MINIMUM, cvt_minimum, 2, 2, 1},
     {B_NEG, cvt_neg, 1, 1, 1},
     {B_PADV2, cvt_pad, 2, 3, 1},
@@ -979,6 +951,27 @@ static const tfl_converter table[] = {
     {B_LOGICAL_AND, cvt_logical_and, 2, 2, 1},
     {B_LOGICAL_NOT, cvt_logical_not, 1, 1, 1},
     {B_SELECT_V2, cvt_select, 3, 3, 1},
+    {B_DEPTH_TO_SPACE, tfl_cvt_depth_to_space, 1, 1, 1},
+    {B_RESIZE_BILINEAR, tfl_cvt_resize_bilinear, 2, 2, 1},
+    {B_SPACE_TO_DEPTH, tfl_cvt_space_to_depth, 1, 1, 1},
+    {B_PRELU, tfl_cvt_prelu, 2, 2, 1},
+    {B_SIN, cvt_sin, 1, 1, 1},
+    {B_TRANSPOSE_CONV, tfl_cvt_transpose_conv, 3, 4, 1},
+    {B_TILE, tfl_cvt_tile, 2, 2, 1},
+    {B_ARG_MIN, tfl_cvt_arg_min, 2, 2, 1},
+    {B_FLOOR_DIV, tfl_cvt_floor_div, 2, 2, 1},
+    {B_ZEROS_LIKE, tfl_cvt_zeros_like, 1, 1, 1},
+    {B_FILL, tfl_cvt_fill, 2, 2, 1},
+    {B_FLOOR_MOD, tfl_cvt_floor_mod, 2, 2, 1},
+    {B_RESIZE_NEAREST_NEIGHBOR, tfl_cvt_resize_nearest, 2, 2, 1},
+    {B_MIRROR_PAD, cvt_mirror_pad, 2, 2, 1},
+    {B_CEIL, cvt_ceil, 1, 1, 1},
+    {B_ADD_N, tfl_cvt_add_n, 1, TFL_MAX_OP_IO, 1},
+    {B_COS, cvt_cos, 1, 1, 1},
+    {B_ELU, cvt_elu, 1, 1, 1},
+    {B_ROUND, cvt_round, 1, 1, 1},
+    {B_BROADCAST_TO, tfl_cvt_broadcast_to, 2, 2, 1},
+    {B_SIGN, cvt_sign, 1, 1, 1},
 };
 
 const tfl_converter *tfl_find_converter(int builtin) {

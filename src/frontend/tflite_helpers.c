@@ -341,3 +341,63 @@ int tfl_quantized_input(tfl_imp *T, int i, int *index) {
     *index = T->op->in[i];
     return tfl_tensor_node(T, *index);
 }
+
+/* ---- what converters share ------------------------------------------------------ */
+
+int tfl_unary(tfl_imp *T, const char *op, int x) {
+    return tfl_call(T, op, 1, &x, NULL);
+}
+
+int tfl_binary(tfl_imp *T, const char *op, int a, int b) {
+    int in[2] = {a, b};
+    return tfl_call(T, op, 2, in, NULL);
+}
+
+int tfl_scalar(tfl_imp *T, float v) {
+    return tfl_float_const(T, 1, &v);
+}
+
+int tfl_transpose(tfl_imp *T, int x, int nd, const int *perm) {
+    char attrs[128];
+    int k = snprintf(attrs, sizeof attrs, "axes=[");
+    for (int d = 0; d < nd; d++)
+        k += snprintf(attrs + k, sizeof attrs - (size_t)k, "%s%d", d ? ", " : "", perm[d]);
+    snprintf(attrs + k, sizeof attrs - (size_t)k, "]");
+    return tfl_call(T, "transpose", 1, &x, attrs);
+}
+
+const int tfl_to_nchw[4] = {0, 3, 1, 2}, tfl_to_nhwc[4] = {0, 2, 3, 1};
+
+/* A fused activation (ActivationFunctionType) applied to x. */
+int tfl_activation(tfl_imp *T, int x, int64_t act) {
+    switch (act) {
+    case 0: return x;
+    case 1: return tfl_unary(T, "nn.relu", x);
+    case 2: return tfl_call(T, "clip", 1, &x, "a_min=-1, a_max=1");
+    case 3: return tfl_call(T, "clip", 1, &x, "a_min=0, a_max=6");
+    case 4: return tfl_unary(T, "tanh", x);
+    default: return tfl_fail(T, "fused activation %lld is not supported", (long long)act);
+    }
+}
+
+/* An axis from -nd to nd - 1 normalized, or -1 with an error. */
+int tfl_norm_axis(tfl_imp *T, int64_t axis, int nd) {
+    if (axis < -nd || axis >= nd)
+        return tfl_fail(T, "axis %lld out of range for rank %d", (long long)axis, nd);
+    return (int)(axis < 0 ? axis + nd : axis);
+}
+
+/* TFLite's padding (Padding: SAME 0, VALID 1) of one spatial dim. */
+void tfl_same_pad(int64_t padding, int64_t in, int64_t k, int64_t stride, int64_t dil,
+                  int64_t *before, int64_t *after) {
+    *before = *after = 0;
+    if (padding != 0)
+        return;
+    int64_t out = (in + stride - 1) / stride;
+    int64_t ek = (k - 1) * dil + 1;
+    int64_t total = (out - 1) * stride + ek - in;
+    if (total < 0)
+        total = 0;
+    *before = total / 2;
+    *after = total - *before;
+}

@@ -89,6 +89,21 @@ KILN_HIDDEN int tfl_quantized_input(tfl_imp *T, int i, int *index);
 /* Constants made by the converters. */
 KILN_HIDDEN int tfl_ints_const(tfl_imp *T, kiln_dtype dt, int n, const int64_t *v);
 KILN_HIDDEN int tfl_float_const(tfl_imp *T, int n, const float *v);
+/* One-input and two-input calls, a float32 scalar constant, x transposed
+ * by perm[nd]. */
+KILN_HIDDEN int tfl_unary(tfl_imp *T, const char *op, int x);
+KILN_HIDDEN int tfl_binary(tfl_imp *T, const char *op, int a, int b);
+KILN_HIDDEN int tfl_scalar(tfl_imp *T, float v);
+KILN_HIDDEN int tfl_transpose(tfl_imp *T, int x, int nd, const int *perm);
+/* The permutations from NHWC to NCHW and back. */
+KILN_HIDDEN extern const int tfl_to_nchw[4], tfl_to_nhwc[4];
+/* A fused activation (ActivationFunctionType) applied to x. */
+KILN_HIDDEN int tfl_activation(tfl_imp *T, int x, int64_t act);
+/* An axis from -nd to nd - 1 normalized, or -1 with an error. */
+KILN_HIDDEN int tfl_norm_axis(tfl_imp *T, int64_t axis, int nd);
+/* TFLite's padding (Padding: SAME 0, VALID 1) of one spatial dim. */
+KILN_HIDDEN void tfl_same_pad(int64_t padding, int64_t in, int64_t k, int64_t stride, int64_t dil,
+                              int64_t *before, int64_t *after);
 /* x reshaped to dims[nd]. */
 KILN_HIDDEN int tfl_reshape(tfl_imp *T, int x, int nd, const int64_t *dims);
 /* The operator's tensor of input i / output i. */
