@@ -8,11 +8,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build-tflite-venv}
 py=${KILN_PYTHON_BASE:-python3}
-want="tensorflow-cpu numpy"
+# tensorflow's minor version pinned: the converter's output (its ops, the
+# int8 kernels' rounding) is what the tests compare against
+want="tensorflow-cpu==2.21.* numpy"
 if [ ! -x "$dir/bin/python" ]; then
   "$py" -m venv "$dir" >&2
 fi
-if ! "$dir/bin/python" -c "import tensorflow, numpy" 2>/dev/null; then
+if ! "$dir/bin/python" -c "import tensorflow as tf, numpy
+assert tf.__version__.startswith('2.21.')" 2>/dev/null; then
   echo "kiln: installing $want into $dir" >&2
   "$dir/bin/python" -m pip install -q --disable-pip-version-check $want >&2
 fi
