@@ -14,8 +14,8 @@ want="tensorflow-cpu==2.21.* numpy"
 if [ ! -x "$dir/bin/python" ]; then
   "$py" -m venv "$dir" >&2
 fi
-if ! "$dir/bin/python" -c "import tensorflow as tf, numpy
-assert tf.__version__.startswith('2.21.')" 2>/dev/null; then
+if ! "$dir/bin/python" -c "import importlib.metadata as m, numpy
+assert m.version('tensorflow-cpu').startswith('2.21.')" 2>/dev/null; then
   echo "kiln: installing $want into $dir" >&2
   "$dir/bin/python" -m pip install -q --disable-pip-version-check $want >&2
 fi
