@@ -1,11 +1,15 @@
-/* tflite_convert.c: the TFLite converter table and its converters. Each
- * converter sees its operands as float32 (the driver dequantizes) in
- * TFLite's layout, NHWC. kiln's convolutions and pools are NCHW: a 2-D
- * convolution or pool is a transpose to NCHW, the op, and a transpose
- * back, with the weights transposed to OIHW (constants, which fold);
- * SimplifyExpr-style passes may then cancel adjacent transposes. Fused
- * activations are applied in float before the driver quantizes. Options
- * are read by their field slot in schema.fbs (named in each converter). */
+/* tflite_convert.c: the TFLite converter table (at the bottom, one row per
+ * builtin operator) and the converters of the arithmetic, convolution,
+ * pooling, reduction and shape operators (tflite_convert_image.c has the
+ * image and layout ones). Each converter sees its operands as float32
+ * (the driver dequantizes) in TFLite's layout, NHWC. kiln's convolutions
+ * and pools are NCHW: a 2-D convolution or pool is a transpose to NCHW,
+ * the op, and a transpose back, with the weights transposed to OIHW
+ * (constants, which fold); a quantized operand is transposed as integers
+ * and dequantized after, the form FakeQuantizationToInteger matches.
+ * Fused activations are applied in float before the driver quantizes.
+ * Options are read by their field slot in schema.fbs (named in each
+ * converter). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
