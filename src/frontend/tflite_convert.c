@@ -3,10 +3,13 @@
  * pooling, reduction and shape operators (tflite_convert_image.c has the
  * image and layout ones). Each converter sees its operands as float32
  * (the driver dequantizes) in TFLite's layout, NHWC. kiln's convolutions
- * and pools are NCHW: a 2-D convolution or pool is a transpose to NCHW,
- * the op, and a transpose back, with the weights transposed to OIHW
- * (constants, which fold); a quantized operand is transposed as integers
- * and dequantized after, the form FakeQuantizationToInteger matches.
+ * and pools are NCHW: a 2-D convolution or pool reads its input in NCHW
+ * (tfl_in_nchw: the NCHW value an earlier operator left, else a
+ * transpose), its weights transposed to OIHW (constants, which fold), and
+ * leaves its output in NCHW (T->out_nchw); elementwise operators and a
+ * MEAN over H and W carry NCHW on (docs/TFLITE.md, "Layout"). A quantized
+ * operand is transposed as integers and dequantized after, the form
+ * FakeQuantizationToInteger matches.
  * Fused activations are applied in float before the driver quantizes.
  * Options are read by their field slot in schema.fbs (named in each
  * converter). */
@@ -119,6 +122,8 @@ enum {
  * along, so the convolution reads dequantize(...) as
  * FakeQuantizationToInteger matches it. */
 static int nchw_operand(tfl_imp *T, const int *in, int i, const int *perm) {
+    if (perm == tfl_to_nchw && tfl_has_nchw(T, i))
+        return tfl_in_nchw(T, in, i);
     int index, raw = tfl_quantized_input(T, i, &index);
     if (raw < 0)
         return tfl_transpose(T, in[i], 4, perm);
@@ -183,7 +188,8 @@ static int convert_conv(tfl_imp *T, const int *in, int *outs, int depthwise) {
     int y = tfl_call(T, "nn.conv2d", 2, conv_in, attrs);
     if (T->op->nin > 2 && in[2] >= 0)
         y = bias_add(T, y, in[2]);
-    return outs[0] = tfl_activation(T, tfl_transpose(T, y, 4, tfl_to_nhwc), act);
+    T->out_nchw = 1; /* the driver binds its NHWC transpose too */
+    return outs[0] = tfl_activation(T, y, act);
 }
 
 static int cvt_conv2d(tfl_imp *T, const int *in, int *outs) {
@@ -217,9 +223,9 @@ static int convert_pool(tfl_imp *T, const int *in, int *outs, const char *op) {
              (long long)fh, (long long)fw, (long long)sh, (long long)sw, (long long)pt,
              (long long)pl, (long long)pb, (long long)pr,
              !strcmp(op, "nn.avg_pool2d") ? ", count_include_pad=0" : "");
-    int x = tfl_transpose(T, in[0], 4, tfl_to_nchw);
-    int y = tfl_transpose(T, tfl_call(T, op, 1, &x, attrs), 4, tfl_to_nhwc);
-    return outs[0] = tfl_activation(T, y, act);
+    int x = tfl_in_nchw(T, in, 0);
+    T->out_nchw = 1;
+    return outs[0] = tfl_activation(T, tfl_call(T, op, 1, &x, attrs), act);
 }
 
 static int cvt_avg_pool(tfl_imp *T, const int *in, int *outs) {
@@ -330,9 +336,47 @@ static int cvt_batch_matmul(tfl_imp *T, const int *in, int *outs) {
 
 /* ---- elementwise ---------------------------------------------------------------------- */
 
-/* ADD, SUB, MUL, DIV (their options: activation 0). */
+/* 1 if node id has exactly one element. */
+static int is_single(const tfl_imp *T, int id) {
+    const gtensor_type *t = tfl_type(T, id);
+    if (!t)
+        return 0;
+    for (int d = 0; d < t->ndim; d++)
+        if (t->dims[d].sym || t->dims[d].v != 1)
+            return 0;
+    return 1;
+}
+
+/* Operands a and b of a binary elementwise op in NCHW when that needs no
+ * transpose: one has an NCHW value and the other has one too (the same
+ * 4-D shape) or is a single element. 1 and *a, *b, or 0 (NHWC). */
+static int nchw_pair(tfl_imp *T, const int *in, int *a, int *b) {
+    const gtensor_type *ta = tfl_type(T, in[0]), *tb = tfl_type(T, in[1]);
+    if (!ta || !tb)
+        return 0;
+    int na = tfl_has_nchw(T, 0), nb = tfl_has_nchw(T, 1), same = ta->ndim == tb->ndim;
+    for (int d = 0; same && d < ta->ndim; d++)
+        same = !ta->dims[d].sym && !tb->dims[d].sym && ta->dims[d].v == tb->dims[d].v;
+    if (na && (nb ? same : is_single(T, in[1]))) {
+        *a = tfl_in_nchw(T, in, 0);
+        *b = nb ? tfl_in_nchw(T, in, 1) : in[1];
+        return 1;
+    }
+    if (nb && is_single(T, in[0])) {
+        *a = in[0];
+        *b = tfl_in_nchw(T, in, 1);
+        return 1;
+    }
+    return 0;
+}
+
+/* ADD, SUB, MUL, DIV (their options: activation 0), in NCHW when the
+ * operands are (nchw_pair). */
 static int convert_binary_act(tfl_imp *T, const int *in, int *outs, const char *op) {
-    return outs[0] = tfl_activation(T, tfl_binary(T, op, in[0], in[1]), tfl_opt_int(T, 0, 1, 0));
+    int a = in[0], b = in[1];
+    if (nchw_pair(T, in, &a, &b))
+        T->out_nchw = 1;
+    return outs[0] = tfl_activation(T, tfl_binary(T, op, a, b), tfl_opt_int(T, 0, 1, 0));
 }
 
 #define BINARY_ACT(fn, op)                                                                         \
@@ -365,9 +409,17 @@ static int cvt_select(tfl_imp *T, const int *in, int *outs) {
     return outs[0] = tfl_call(T, "where", 3, in, NULL);
 }
 
+/* x, in NCHW when it has an NCHW value (for an elementwise op). */
+static int any_layout(tfl_imp *T, const int *in) {
+    if (!tfl_has_nchw(T, 0))
+        return in[0];
+    T->out_nchw = 1;
+    return tfl_in_nchw(T, in, 0);
+}
+
 #define UNARY(fn, op)                                                                              \
     static int fn(tfl_imp *T, const int *in, int *outs) {                                          \
-        return outs[0] = tfl_unary(T, op, in[0]);                                                  \
+        return outs[0] = tfl_unary(T, op, any_layout(T, in));                                      \
     }
 UNARY(cvt_relu, "nn.relu")
 UNARY(cvt_logistic, "sigmoid")
@@ -389,11 +441,11 @@ UNARY(cvt_round, "round")
 UNARY(cvt_sign, "sign")
 
 static int cvt_relu6(tfl_imp *T, const int *in, int *outs) {
-    return outs[0] = tfl_activation(T, in[0], 3);
+    return outs[0] = tfl_activation(T, any_layout(T, in), 3);
 }
 
 static int cvt_relu_n1_to_1(tfl_imp *T, const int *in, int *outs) {
-    return outs[0] = tfl_activation(T, in[0], 2);
+    return outs[0] = tfl_activation(T, any_layout(T, in), 2);
 }
 
 static int cvt_square(tfl_imp *T, const int *in, int *outs) {
@@ -430,7 +482,9 @@ static int cvt_gelu(tfl_imp *T, const int *in, int *outs) {
 
 /* QUANTIZE, DEQUANTIZE: the driver's dequantize and quantize are the op. */
 static int cvt_identity(tfl_imp *T, const int *in, int *outs) {
-    (void)T;
+    const gtensor_type *t = tfl_type(T, in[0]);
+    if (t && t->dtype == KILN_FLOAT32)
+        return outs[0] = any_layout(T, in);
     return outs[0] = in[0];
 }
 
@@ -475,8 +529,19 @@ static int convert_reduce(tfl_imp *T, const int *in, int *outs, const char *op) 
             kstr_printf(&a, "%s%d", k++ ? ", " : "", ax);
         seen[ax] = 1;
     }
-    kstr_printf(&a, "], keepdims=%d", (int)!!tfl_opt_int(T, 0, 1, 0));
-    int y = k ? tfl_call(T, op, 1, in, a.buf) : in[0];
+    int keep = (int)!!tfl_opt_int(T, 0, 1, 0);
+    kstr_printf(&a, "], keepdims=%d", keep);
+    int x = in[0];
+    if (k == 2 && t->ndim == 4 && seen[1] && seen[2] && tfl_has_nchw(T, 0)) {
+        /* over H and W (a global pool) of an NCHW value: the same [N, C]
+           (or [N, C, 1, 1], kept in NCHW) */
+        x = tfl_in_nchw(T, in, 0);
+        kstr_free(&a);
+        kstr_init(&a);
+        kstr_printf(&a, "axis=[2, 3], keepdims=%d", keep);
+        T->out_nchw = (unsigned)keep;
+    }
+    int y = k ? tfl_call(T, op, 1, &x, a.buf) : in[0];
     kstr_free(&a);
     return outs[0] = y;
 }

@@ -401,3 +401,23 @@ void tfl_same_pad(int64_t padding, int64_t in, int64_t k, int64_t stride, int64_
     *before = total / 2;
     *after = total - *before;
 }
+
+int tfl_has_nchw(const tfl_imp *T, int i) {
+    int index = i < T->op->nin ? T->op->in[i] : -1;
+    return index >= 0 && (T->fl_nchw[index] >= 0 || T->nchw[index] >= 0);
+}
+
+int tfl_in_nchw(tfl_imp *T, const int *in, int i) {
+    int index = i < T->op->nin ? T->op->in[i] : -1;
+    if (index >= 0 && T->fl_nchw[index] >= 0)
+        return T->fl_nchw[index];
+    if (index >= 0 && T->nchw[index] >= 0) {
+        const tfl_tensor *x = &T->m->tensors[index];
+        if (!tfl_is_quantized(x) || x->nq != 1)
+            return tfl_fail(T, "tensor %d '%s': an NCHW value of an unexpected kind", index,
+                            x->name);
+        int v = tfl_qnn_call(T, "qnn.dequantize", T->nchw[index], index, -1, "");
+        return v < 0 ? -1 : (T->fl_nchw[index] = v);
+    }
+    return tfl_transpose(T, in[i], 4, tfl_to_nchw);
+}

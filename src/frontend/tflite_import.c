@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../passes/passes.h"
 #include "kiln/tflite.h"
 #include "onnx_import.h"
 
@@ -46,8 +47,28 @@ static int bind_output(tfl_imp *T, int i, int v) {
     const gtensor_type *t = tfl_type(T, v);
     if (!t)
         return tfl_fail(T, "output %d is not a tensor", i);
+    int nchw = -1, fl_nchw = -1;
+    if ((T->out_nchw >> i) & 1) { /* keep the NCHW value; bind its NHWC transpose */
+        if (t->ndim != 4 || (tfl_is_quantized(x) && (x->nq != 1 || x->type == TFL_INT32)) ||
+            (!tfl_is_quantized(x) && x->type != TFL_FLOAT32))
+            return tfl_fail(T, "output %d: an NCHW value of an unexpected kind", i);
+        if (tfl_is_quantized(x))
+            nchw = tfl_qnn_call(T, "qnn.quantize", v, index, -1,
+                                x->type == TFL_INT8 ? ", out_dtype=\"int8\""
+                                                    : ", out_dtype=\"uint8\"");
+        else
+            nchw = fl_nchw = v;
+        if (nchw < 0)
+            return -1;
+        v = tfl_transpose(T, tfl_is_quantized(x) ? nchw : v, 4, tfl_to_nhwc);
+        if (v < 0)
+            return -1;
+        t = tfl_type(T, v);
+    }
     int id = v, flt = -1;
-    if (tfl_is_quantized(x) && x->type != TFL_INT32) {
+    if (nchw >= 0 && tfl_is_quantized(x)) {
+        flt = -1; /* the NHWC transpose of the quantized value: as stored */
+    } else if (tfl_is_quantized(x) && x->type != TFL_INT32) {
         if (t->dtype != KILN_FLOAT32)
             return tfl_fail(T, "output %d: a quantized %s from %s", i, tfl_type_name(x->type),
                             kiln_dtype_name(t->dtype));
@@ -82,6 +103,8 @@ static int bind_output(tfl_imp *T, int i, int v) {
                             x->name, (long long)t->dims[d].v, d, (long long)x->dims[d]);
     T->ids[index] = id;
     T->fl[index] = flt;
+    T->nchw[index] = nchw;
+    T->fl_nchw[index] = fl_nchw;
     return 0;
 }
 
@@ -230,6 +253,7 @@ static int convert_op(tfl_imp *T, int i) {
     }
     for (int k = 0; k < op->nout; k++)
         outs[k] = -1;
+    T->out_nchw = 0;
     if (c->convert(T, in, outs) < 0 || T->failed)
         return tfl_fail(T, "conversion failed");
     for (int k = 0; k < op->nout; k++)
@@ -268,15 +292,26 @@ static kiln_graph *import_model(const tfl_model *m, const char *path, const char
     T.g = kiln_graph_new();
     T.ids = kiln_malloc(sizeof(int) * (size_t)(m->ntensors + 1));
     T.fl = kiln_malloc(sizeof(int) * (size_t)(m->ntensors + 1));
-    int ok = T.g && T.ids && T.fl;
+    T.nchw = kiln_malloc(sizeof(int) * (size_t)(m->ntensors + 1));
+    T.fl_nchw = kiln_malloc(sizeof(int) * (size_t)(m->ntensors + 1));
+    int ok = T.g && T.ids && T.fl && T.nchw && T.fl_nchw;
     for (int i = 0; ok && i < m->ntensors; i++)
-        T.ids[i] = T.fl[i] = -1;
+        T.ids[i] = T.fl[i] = T.nchw[i] = T.fl_nchw[i] = -1;
     ok = ok && !check_supported(&T) && !add_inputs(&T, shapes);
     for (int i = 0; ok && i < m->nops; i++)
         ok = !convert_op(&T, i);
     ok = ok && !set_outputs(&T) && kiln_graph_infer_types(T.g) == KILN_OK;
+    if (ok) { /* the NHWC transposes of NCHW values that no operator read */
+        kiln_graph *live = pass_dead_code(T.g);
+        ok = live != NULL;
+        if (live != T.g)
+            kiln_graph_free(T.g);
+        T.g = live;
+    }
     kiln_free(T.ids);
     kiln_free(T.fl);
+    kiln_free(T.nchw);
+    kiln_free(T.fl_nchw);
     if (!ok) {
         kiln_graph_free(T.g);
         return NULL;

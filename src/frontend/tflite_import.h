@@ -33,6 +33,11 @@ typedef struct tfl_imp {
     const tfl_op *op;
     int failed;   /* the current operator has failed: keep its first error */
     int reshaped; /* input_shapes were given: the file's shapes may not hold */
+    /* a 4-D tensor an NCHW operator wrote also has its value in NCHW, so
+       the next NCHW operator reads it without a transpose pair: the node
+       as stored (int8 or float), and (-1 for a quantized one) as float32 */
+    int *nchw, *fl_nchw;
+    unsigned out_nchw; /* bit k: the converter's output k is in NCHW */
 } tfl_imp;
 
 /* Convert one operator: in[i] is the float32 value of each input that is
@@ -86,6 +91,12 @@ KILN_HIDDEN int tfl_qnn_call(tfl_imp *T, const char *op, int x, int index, int a
  * dequantizes after, so the graph has the QDQ form that
  * FakeQuantizationToInteger turns into QNN ops. */
 KILN_HIDDEN int tfl_quantized_input(tfl_imp *T, int i, int *index);
+/* 1 if the operator's input i has an NCHW value (an NCHW operator wrote
+ * it). */
+KILN_HIDDEN int tfl_has_nchw(const tfl_imp *T, int i);
+/* The operator's 4-D input i as float32 in NCHW: the NCHW value an earlier
+ * operator left (dequantized if it is quantized), else in[i] transposed. */
+KILN_HIDDEN int tfl_in_nchw(tfl_imp *T, const int *in, int i);
 /* Constants made by the converters. */
 KILN_HIDDEN int tfl_ints_const(tfl_imp *T, kiln_dtype dt, int n, const int64_t *v);
 KILN_HIDDEN int tfl_float_const(tfl_imp *T, int n, const float *v);

@@ -95,13 +95,24 @@ static void test_int8(void) {
     CHECK(count_op(g, "qnn.quantize") >= 4);
     CHECK(count_op(g, "qnn.dequantize") >= 5);
     CHECK_EQ_INT(count_op(g, "nn.conv2d"), 2);
-    /* the depthwise filter's scales run along its dim 3 (the channels) */
+    /* both filters are transposed to OIHW as int8 and dequantized after,
+       per channel along dim 0: the convolution's [3, 2, 1, 1] (its scales
+       on TFLite's dim 0) and the depthwise [3, 1, 3, 3] (TFLite's dim 3) */
     int per_channel = 0;
-    for (int i = 0; i < kiln_graph_num_nodes(g); i++)
-        if (!strcmp(kiln_graph_node_op(g, i), "qnn.dequantize") &&
-            kiln_graph_node_attr_int(g, i, "axis", -1) == 3)
-            per_channel++;
-    CHECK_EQ_INT(per_channel, 1);
+    for (int i = 0; i < kiln_graph_num_nodes(g); i++) {
+        if (strcmp(kiln_graph_node_op(g, i), "qnn.dequantize") ||
+            kiln_graph_node_attr_int(g, i, "axis", -1) != 0)
+            continue;
+        int w = kiln_graph_node_input(g, i, 0);
+        CHECK_EQ_INT(kiln_graph_node_ndim(g, w), 4);
+        CHECK_EQ_INT(kiln_graph_node_dim(g, w, 0), 3);
+        CHECK_EQ_INT(kiln_graph_node_dtype(g, w), KILN_INT8);
+        per_channel++;
+    }
+    CHECK_EQ_INT(per_channel, 2);
+    /* activations stay NCHW between the operators: one transpose in (the
+       NHWC input) and one out (the NHWC output) */
+    CHECK_EQ_INT(count_op(g, "transpose"), 2);
     int out = last(g);
     CHECK_EQ_INT(kiln_graph_node_dtype(g, out), KILN_FLOAT32);
     CHECK_EQ_INT(kiln_graph_node_dim(g, out, 3), 3);
