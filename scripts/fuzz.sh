@@ -2,7 +2,7 @@
 # scripts/fuzz.sh [TARGET|all] [MINUTES] [--merge] [--jobs N]
 #
 # Run kiln's libFuzzer targets (tests/fuzz/README.md) for MINUTES each
-# (default 10; 0 only builds them): onnx, graph_text, npz, package, flags, pattern, or all of them in
+# (default 10; 0 only builds them): onnx, graph_text, npz, package, flags, pattern, tflite, or all of them in
 # turn. Builds them first in build-fuzz/ with clang and
 # -fsanitize=fuzzer,address,undefined. Each run starts from the checked-in
 # corpus (tests/fuzz/corpus/TARGET, read only) and the structured ONNX
@@ -22,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 build=${KILN_FUZZ_BUILD:-build-fuzz}
-all_targets=(onnx graph_text npz package flags pattern)
+all_targets=(onnx graph_text npz package flags pattern tflite)
 log=$build/fuzz-log.tsv
 
 if [ "${1:-}" = --summary ]; then

@@ -2,7 +2,8 @@
 # The README's second command: build kiln twice (optimized, and with
 # AddressSanitizer + UndefinedBehaviorSanitizer) and run every test in both,
 # then the Python package's tests (pytest) on the optimized build, and the
-# PyTorch frontend's in a venv with Debian's torch, then the
+# PyTorch frontend's in a venv with Debian's torch, then the TFLite models
+# against the TFLite interpreter (tensorflow-cpu), then the
 # runtime's tests under ThreadSanitizer (a third build), then the
 # optimized build's tests again for AVX2 and baseline x86-64 code.
 # First it checks that the sources follow .clang-format.
@@ -58,6 +59,13 @@ else
   echo "kiln: could not make the PyTorch test environment" >&2
   status=1
 fi
+# The TFLite frontend against the TFLite interpreter: narrow MobileNetV2
+# (float, float16, int8), EfficientNet-lite0 int8, a ResNet-style net and a
+# BERT-like encoder (float, dynamic-range), made with tensorflow-cpu from
+# PyPI in a venv of their own (scripts/tflite-env.sh). A failed install
+# fails the run.
+echo "== kiln: TFLite models against the TFLite interpreter (scripts/tflite_models.sh) =="
+bash scripts/tflite_models.sh --build build-test-release || status=1
 # ThreadSanitizer: the runtime's tests (one loaded model run by 8 threads,
 # the thread pool under concurrent callers, executors, modules), built and
 # run alone to keep it fast. die_after_fork=0: the pool tests fork children

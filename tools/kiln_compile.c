@@ -18,13 +18,14 @@
 #include "kiln/plugin.h"
 #include "kiln/runtime.h"
 #include "kiln/schedule.h"
+#include "kiln/tflite.h"
 #include "kiln_cli.h"
 #include "kiln_compile.h"
 
 static void compile_usage(FILE *f) {
     fprintf(
         f,
-        "usage: kiln compile MODEL.onnx [-o model.tar] [--target T] [--input-shapes "
+        "usage: kiln compile MODEL.onnx|MODEL.tflite [-o model.tar] [--target T] [--input-shapes "
         "\"name:[1,3,224,224]\"]\n"
         "                    [--opt-level 0-3] [--dump-ir DIR] [--disabled-pass PASS] "
         "[--cross-compiler CC]\n"
@@ -32,7 +33,7 @@ static void compile_usage(FILE *f) {
         "[--time-passes] "
         "[--no-cache]\n"
         "                    [--tuning-records records.json]\n\n"
-        "Compile an ONNX model into a package: a tar of mod.so (kernels), mod.json (the\n"
+        "Compile an ONNX or TFLite model into a package: a tar of mod.so (kernels), mod.json (the\n"
         "execution plan) and mod.params (the weights, an .npz).\n\n"
         "  -o, --output PATH      the package to write (default: model.tar)\n"
         "  --target T             what to generate code for, as tvmc writes it (default:\n"
@@ -357,7 +358,7 @@ int kiln_cmd_compile(int argc, char **argv) {
     kiln_build_options_set_progress(o, on_progress, &prog);
     prog.t0 = now_s();
     on_progress(&prog, "import", 0, 0, NULL);
-    g = kiln_onnx_import(model, shapes);
+    g = kiln_import_model(model, shapes);
     if (!g) {
         on_progress(&prog, "done", 0, 0, NULL);
         goto fail;
@@ -380,10 +381,23 @@ done:
     return rc;
 }
 
+kiln_graph *kiln_import_model(const char *path, const char *shapes) {
+    unsigned char head[8] = {0};
+    size_t n = 0, len = strlen(path);
+    FILE *f = fopen(path, "rb");
+    if (f) {
+        n = fread(head, 1, sizeof head, f);
+        fclose(f);
+    }
+    if (kiln_tflite_is_model(head, n) || (len > 7 && !strcmp(path + len - 7, ".tflite")))
+        return kiln_tflite_import(path, shapes);
+    return kiln_onnx_import(path, shapes);
+}
+
 int kiln_inspect_model(const char *path, const char *shapes) {
     if (shapes && check_shapes("inspect", shapes))
         return 2;
-    kiln_graph *g = kiln_onnx_import(path, shapes);
+    kiln_graph *g = kiln_import_model(path, shapes);
     if (!g) {
         fprintf(stderr, "kiln inspect: %s\n", kiln_last_error());
         return 1;

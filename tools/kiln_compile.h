@@ -5,7 +5,12 @@
 
 /* argv[0] is the subcommand's name. 0 on success, 1 on failure, 2 on a bad argument. */
 int kiln_cmd_compile(int argc, char **argv);
-/* Print an ONNX model's graph IR, inputs, outputs and op counts; 0 or 1. */
+struct kiln_graph;
+/* Import the model at path with the frontend its bytes name: TFLite when
+ * they carry the FlatBuffer identifier "TFL3" at byte 4 (or the name ends
+ * in .tflite), else ONNX. NULL with kiln's error. */
+struct kiln_graph *kiln_import_model(const char *path, const char *shapes);
+/* Print an ONNX or TFLite model's graph IR, inputs, outputs and op counts; 0 or 1. */
 int kiln_inspect_model(const char *path, const char *shapes);
 
 struct kiln_build_options;

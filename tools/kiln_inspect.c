@@ -116,7 +116,7 @@ int kiln_cmd_inspect(int argc, char **argv) {
     const char *path = NULL, *shapes = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: kiln inspect MODEL.onnx|model.tar [--input-shapes S]\n\n"
+            printf("usage: kiln inspect MODEL.onnx|MODEL.tflite|model.tar [--input-shapes S]\n\n"
                    "For a model: its graph IR (typed where the shapes allow), inputs, outputs\n"
                    "and op counts. For a package: its inputs, outputs, kernels, target and\n"
                    "members, read without loading (running) any of its code.\n");

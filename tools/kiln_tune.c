@@ -22,7 +22,8 @@ static void tune_usage(FILE *f) {
             "with other values of its schedule's knobs (register tiles, loop orders), each\n"
             "candidate measured in a separate process against the default kernel's outputs,\n"
             "and every measurement appended to the records file as one JSON line. Build with\n"
-            "the results: kiln compile MODEL.onnx --tuning-records records.json.\n\n"
+            "the results: kiln compile MODEL.onnx --tuning-records records.json. MODEL may\n"
+            "be an ONNX or a TFLite (.tflite) model.\n\n"
             "  -o, --output FILE      the records file (appended; a run resumes from it)\n"
             "  --trials N             measurements per task (default 64)\n"
             "  --early-stopping N     end a task after N measurements without a better one\n"
@@ -119,7 +120,7 @@ int kiln_cmd_tune(int argc, char **argv) {
     }
     rc = 1;
     kiln_tune_options_set_log(t, on_log, &tty);
-    if (!(g = kiln_onnx_import(model, shapes)) || kiln_graph_tune(g, o, t) != KILN_OK) {
+    if (!(g = kiln_import_model(model, shapes)) || kiln_graph_tune(g, o, t) != KILN_OK) {
         fprintf(stderr, "%skiln tune: %s\n", tty ? "\r\033[K" : "", kiln_last_error());
         goto done;
     }

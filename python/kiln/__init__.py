@@ -36,7 +36,7 @@ from .ffi import (  # noqa: E402
     register_func,
     remove_global_func,
 )
-from .graph import Graph, Node, from_onnx, load_plugin, op, quantize  # noqa: E402
+from .graph import Graph, Node, from_onnx, from_tflite, load_plugin, op, quantize  # noqa: E402
 from .options import BuildOptions  # noqa: E402
 from .transform import register_pass  # noqa: E402
 
@@ -61,5 +61,6 @@ __all__ = [
     "tune",
     "lower", "build", "build_save", "Module", "PackedFunction", "load_module", "register_func",
     "get_global_func", "list_global_func_names", "remove_global_func", "Function", "Graph",
-    "Node", "op", "from_onnx", "load_plugin", "quantize", "register_pass", "BuildOptions",
+    "Node", "op", "from_onnx", "from_tflite", "load_plugin", "quantize", "register_pass",
+    "BuildOptions",
 ]

@@ -425,21 +425,42 @@ def parse(text: str, constants: Optional[Dict[str, Any]] = None) -> Graph:
             C.kiln_npz_free(z)
 
 
+def _shapes_arg(shape_dict: Optional[Dict[str, Sequence[Union[int, str]]]]) -> Optional[str]:
+    """A shape_dict as the C importers take it: "name:[1,3,224,224],..."."""
+    if not shape_dict:
+        return None
+    return ",".join(f"{k}:[{','.join(str(d) for d in v)}]" for k, v in shape_dict.items())
+
+
 def from_onnx(model: Any, shape_dict: Optional[Dict[str, Sequence[Union[int, str]]]] = None
               ) -> Graph:
     """Import an ONNX model: a path, or an ``onnx.ModelProto`` (or its
     serialized bytes). ``shape_dict`` gives inputs shapes, as
     relay.frontend.from_onnx takes them ({"input": [1, 3, 224, 224]}; a
     string dim stays symbolic)."""
-    shapes = None
-    if shape_dict:
-        shapes = ",".join(f"{k}:[{','.join(str(d) for d in v)}]" for k, v in shape_dict.items())
+    shapes = _shapes_arg(shape_dict)
     if isinstance(model, (str, os.PathLike)):
         h = C.kiln_onnx_import(os.fspath(model).encode(), enc(shapes))
     else:
         data = model if isinstance(model, (bytes, bytearray)) else model.SerializeToString()
         name = getattr(getattr(model, "graph", None), "name", None) or "<ModelProto>"
         h = C.kiln_onnx_import_bytes(bytes(data), len(data), name.encode(), enc(shapes))
+    return Graph(check_ptr(h))
+
+
+def from_tflite(model: Union[str, os.PathLike, bytes, bytearray],
+                shape_dict: Optional[Dict[str, Sequence[int]]] = None) -> Graph:
+    """Import a TFLite model (a .tflite path, or its bytes), as
+    relay.frontend.from_tflite does. ``shape_dict`` gives inputs other
+    static shapes ({"input": [1, 224, 224, 3]}). Float32, float16, int8
+    (full-integer and dynamic-range) models; every unsupported operator is
+    named in one error (docs/TFLITE.md)."""
+    shapes = _shapes_arg(shape_dict)
+    if isinstance(model, (str, os.PathLike)):
+        h = C.kiln_tflite_import(os.fspath(model).encode(), enc(shapes))
+    else:
+        data = bytes(model)
+        h = C.kiln_tflite_import_bytes(data, len(data), b"<bytes>", enc(shapes))
     return Graph(check_ptr(h))
 
 

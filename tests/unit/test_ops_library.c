@@ -982,8 +982,8 @@ static void test_hard_swish(void) {
 }
 
 /* The documented path was all adding nn.hard_swish took: in src/, only its
- * family file and the ONNX converter table name it (the rest reaches it
- * through its row). Files are read from $KILN_SOURCE_DIR/src. */
+ * family file and each frontend's converter table (ONNX's, TFLite's) name
+ * it (the rest reaches it through its row). Files are read from $KILN_SOURCE_DIR/src. */
 static int names_hard_swish(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -1033,16 +1033,20 @@ static void test_hard_swish_one_place(void) {
     int n = 0;
     snprintf(src, sizeof src, "%s/src", root);
     scan_dir(src, "", found, &n);
-    int ops = 0, table = 0;
+    /* the op's family file, and each frontend's one converter table */
+    int ops = 0, table = 0, tflite = 0;
     for (int i = 0; i < n; i++) {
         ops += !strcmp(found[i], "ops/elemwise.c");
         table += !strcmp(found[i], "frontend/onnx_table.c");
-        if (strcmp(found[i], "ops/elemwise.c") && strcmp(found[i], "frontend/onnx_table.c"))
+        tflite += !strcmp(found[i], "frontend/tflite_convert.c");
+        if (strcmp(found[i], "ops/elemwise.c") && strcmp(found[i], "frontend/onnx_table.c") &&
+            strcmp(found[i], "frontend/tflite_convert.c"))
             fprintf(stderr, "hard_swish is also named in src/%s\n", found[i]);
     }
     CHECK_EQ_INT(ops, 1);
     CHECK_EQ_INT(table, 1);
-    CHECK_EQ_INT(n, 2);
+    CHECK_EQ_INT(tflite, 1);
+    CHECK_EQ_INT(n, 3);
 }
 
 /* Slicing one dim with extreme steps: the length is computed without
