@@ -214,10 +214,10 @@ static char *folder_of(const char *path) {
     const char *slash = strrchr(path, '/');
     if (!slash)
         return kiln_strdup(".");
-    char *d = kiln_malloc((size_t)(slash - path) + 2);
+    size_t n = (size_t)(slash - path); /* "/x": the root */
+    char *d = kiln_malloc(n + 2);
     if (d)
-        snprintf(d, (size_t)(slash - path) + 2, "%.*s", (int)(slash - path ? slash - path : 1),
-                 slash - path ? path : "/");
+        snprintf(d, n + 2, "%.*s", n ? (int)n : 1, n ? path : "/");
     return d;
 }
 
