@@ -361,23 +361,6 @@ static int winograd_tile(const layout_query *q, const gnode *n, int64_t O, int64
                : best;
 }
 
-/* The rewrite into the blocked convolution `op`: its packed weight pw
- * (named after the weight plus suffix), the input blocked by ib, the
- * output by ob, n's other attributes plus `extra`. */
-static int blocked_conv(const char *op, kiln_ndarray *pw, const char *suffix, int64_t ib,
-                        int64_t ob, const char *extra, layout_rewrite *rw) {
-    static const char *const drop[] = {"data_layout", "kernel_layout", "out_layout", "groups",
-                                       NULL};
-    rw->op = op;
-    rw->drop = drop;
-    snprintf(rw->attrs, sizeof rw->attrs, "%s", extra);
-    rw->out_block = (int)ob;
-    rw->in[0].block = (int)ib;
-    rw->in[1].value = pw;
-    snprintf(rw->in[1].suffix, sizeof rw->in[1].suffix, "%s", suffix);
-    return 1;
-}
-
 /* conv n as nn.contrib_conv2d_winograd_NCHWc with tile m: the kernel
  * transformed here */
 static int winograd_conv(const gnode *n, const gnode *w, const float *src, int m, int64_t ib,
@@ -403,7 +386,7 @@ static int winograd_conv(const gnode *n, const gnode *w, const float *src, int m
              "tile_size=%d, groups=1, data_layout=\"NCHW%dc\", kernel_layout=\"EOI%di%do\", "
              "out_layout=\"NCHW%dc\"",
              m, (int)ib, (int)ib, (int)wb, (int)ob);
-    return blocked_conv("nn.contrib_conv2d_winograd_NCHWc", u, suffix, ib, ob, extra, rw);
+    return ops_blocked_conv("nn.contrib_conv2d_winograd_NCHWc", u, suffix, ib, ob, extra, rw);
 }
 
 /* The layout hook of nn.conv2d (any groups; depthwise as its own case)
@@ -500,7 +483,7 @@ static int alter_conv2d(const gnode *n, const layout_query *q, layout_rewrite *r
              "groups=%lld, data_layout=\"NCHW%dc\", kernel_layout=\"OIHW%di%do\", "
              "out_layout=\"NCHW%dc\"",
              (long long)groups, (int)ib, (int)ibw, (int)ob, (int)ob);
-    return blocked_conv("nn.contrib_conv2d_NCHWc", pw, suffix, ib, ob, extra, rw);
+    return ops_blocked_conv("nn.contrib_conv2d_NCHWc", pw, suffix, ib, ob, extra, rw);
 }
 
 /* ---- the table ------------------------------------------------------------------------ */

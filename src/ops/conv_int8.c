@@ -60,19 +60,13 @@ static int depthwise_int8(const gnode *n, const layout_query *q, layout_rewrite 
     for (int64_t c = 0; c < C; c++)
         for (int64_t t = 0; t < KH * KW; t++)
             dst[((c / b) * KH * KW + t) * b + c % b] = src[c * KH * KW + t];
-    static const char *const drop[] = {"data_layout", "kernel_layout", "out_layout", "groups",
-                                       NULL};
-    rw->op = "nn.contrib_conv2d_NCHWc";
-    rw->drop = drop;
-    snprintf(rw->attrs, sizeof rw->attrs,
+    char suffix[48], extra[256];
+    snprintf(suffix, sizeof suffix, ".OIHW1i%do", (int)b);
+    snprintf(extra, sizeof extra,
              "groups=%lld, data_layout=\"NCHW%dc\", kernel_layout=\"OIHW1i%do\", "
              "out_layout=\"NCHW%dc\"",
              (long long)(Cb * b), (int)b, (int)b, (int)b);
-    rw->out_block = (int)b;
-    rw->in[0].block = (int)b;
-    rw->in[1].value = pw;
-    snprintf(rw->in[1].suffix, sizeof rw->in[1].suffix, ".OIHW1i%do", (int)b);
-    return 1;
+    return ops_blocked_conv("nn.contrib_conv2d_NCHWc", pw, suffix, b, b, extra, rw);
 }
 
 int ops_alter_conv2d_int8(const gnode *n, const layout_query *q, layout_rewrite *rw) {
@@ -126,19 +120,12 @@ int ops_alter_conv2d_int8(const gnode *n, const layout_query *q, layout_rewrite 
                         dst[at] = (char)v;
                     }
                 }
-    static const char *const drop[] = {"data_layout", "kernel_layout", "out_layout", "groups",
-                                       NULL};
-    rw->op = "nn.contrib_conv2d_NCHWc_int8";
-    rw->drop = drop;
-    snprintf(rw->attrs, sizeof rw->attrs,
+    char suffix[48], extra[256];
+    snprintf(suffix, sizeof suffix, ".OIHW%di%do%di", (int)(ib / k), (int)ob, (int)k);
+    snprintf(extra, sizeof extra,
              "data_layout=\"NCHW%dc\", kernel_layout=\"OIHW%di%do%di\", out_layout=\"NCHW%dc\"",
              (int)ib, (int)(ib / k), (int)ob, (int)k, (int)ob);
-    rw->out_block = (int)ob;
-    rw->in[0].block = (int)ib;
-    rw->in[1].value = pw;
-    snprintf(rw->in[1].suffix, sizeof rw->in[1].suffix, ".OIHW%di%do%di", (int)(ib / k), (int)ob,
-             (int)k);
-    return 1;
+    return ops_blocked_conv("nn.contrib_conv2d_NCHWc_int8", pw, suffix, ib, ob, extra, rw);
 }
 
 /* data [N, C/x, H, W, x] uint8, weight [O/y, C/x, KH, KW, x/k, y, k] int8
@@ -156,8 +143,6 @@ static rel_result rel_conv2d_nchwc_int8(const struct kiln_graph *g, const gnode 
                         kiln_dtype_name(x->dtype), kiln_dtype_name(w->dtype));
     if (strcmp(graph_attr_str(call, "out_dtype", "int32"), "int32"))
         return ops_fail("out_dtype must be int32");
-    if (!ops_all_known(x, 1, 5) || !ops_all_known(w, 0, 7))
-        return ops_fail("only the batch dim may be symbolic");
     int64_t k = w->dims[6].v;
     if ((k != 2 && k != 4) || x->dims[4].v != ib || w->dims[5].v != ob || w->dims[4].v * k != ib ||
         w->dims[1].v != x->dims[1].v)

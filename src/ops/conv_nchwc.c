@@ -52,7 +52,23 @@ rel_result ops_nchwc_operands(const gnode *call, const gtype *const *in, int wdi
     if ((*x)->ndim != 5 || (*w)->ndim != wdims)
         return ops_fail("data must be 5-D (NCHW[x]c) and weight %d-D (%s), got %d-D and %d-D",
                         wdims, wlayout, (*x)->ndim, (*w)->ndim);
+    if (!ops_all_known(*x, 1, 5) || !ops_all_known(*w, 0, wdims))
+        return ops_fail("only the batch dim may be symbolic");
     return REL_OK;
+}
+
+int ops_blocked_conv(const char *op, kiln_ndarray *pw, const char *suffix, int64_t ib, int64_t ob,
+                     const char *extra, layout_rewrite *rw) {
+    static const char *const drop[] = {"data_layout", "kernel_layout", "out_layout", "groups",
+                                       NULL};
+    rw->op = op;
+    rw->drop = drop;
+    snprintf(rw->attrs, sizeof rw->attrs, "%s", extra);
+    rw->out_block = (int)ob;
+    rw->in[0].block = (int)ib;
+    rw->in[1].value = pw;
+    snprintf(rw->in[1].suffix, sizeof rw->in[1].suffix, "%s", suffix);
+    return 1;
 }
 
 static rel_result rel_conv2d_nchwc(const struct kiln_graph *g, const gnode *call,
@@ -66,8 +82,6 @@ static rel_result rel_conv2d_nchwc(const struct kiln_graph *g, const gnode *call
     kiln_dtype acc;
     if (ops_accum_dtype(call, x, w, &acc) != REL_OK)
         return REL_ERROR;
-    if (!ops_all_known(x, 1, 5) || !ops_all_known(w, 0, 6))
-        return ops_fail("only the batch dim may be symbolic");
     int64_t groups = graph_attr_int(call, "groups", 1), ic, oc, wic;
     if (x->dims[4].v != ib)
         return ops_fail("data's block is %lld, not %d", (long long)x->dims[4].v, ib);

@@ -493,6 +493,22 @@ static kiln_status schedule_dense(kiln_schedule *s, const gnode *call, kiln_tens
  * width of the register tile the dense schedule will use for the target,
  * so each k step of a tile loads whole contiguous weight vectors. When the
  * units have no such divisor the weight is only transposed to [in, units]. */
+/* The column panel width of a packed [rows, cols] dense weight for data of
+ * type xt (0: none), and the vector lanes in *vl: the tile width the dense
+ * schedule will use, for the rows it will tile (a symbolic count at its
+ * hint), so the panels are as wide as its tile (a panel of 96 under tiles of
+ * 48 left every weight load a gather: BERT with a symbolic sequence, 100x). */
+static int64_t weight_panel(const gtensor_type *xt, int64_t rows, int64_t cols,
+                            const kiln_target *target, int64_t *vl) {
+    int64_t xd[KILN_MAX_NDIM], mr, nr;
+    for (int d = 0; d < xt->ndim; d++)
+        xd[d] = xt->dims[d].sym ? -1 : xt->dims[d].v;
+    int fold;
+    int64_t m = dense_rows(xt->ndim, xd, &fold);
+    dense_tile(m, xd, fold, rows, cols, 0, target, &mr, &nr, vl);
+    return nr;
+}
+
 /* An int8 product (uint8 data, constant int8 [units, in] weight, out_dtype
  * int32: QnnCanonicalize's) packed into panels of k-element dot products,
  * [units/nr, in/k, nr, k] (weight_layout="NC[nr]n[k]k"), k and the
@@ -507,13 +523,8 @@ static int alter_dense_int8(const gnode *call, const layout_query *q, layout_rew
         return 0;
     kiln_dtype wdt;
     int64_t k = ops_int8_dot(q->target, &wdt);
-    int64_t rows = kiln_ndarray_dim(w->value, 0), cols = kiln_ndarray_dim(w->value, 1);
-    int64_t xd[KILN_MAX_NDIM], mr, nr, vl;
-    for (int d = 0; d < xt->ndim; d++)
-        xd[d] = xt->dims[d].sym ? -1 : xt->dims[d].v;
-    int fold;
-    int64_t m = dense_rows(xt->ndim, xd, &fold);
-    dense_tile(m, xd, fold, rows, cols, 0, q->target, &mr, &nr, &vl);
+    int64_t rows = kiln_ndarray_dim(w->value, 0), cols = kiln_ndarray_dim(w->value, 1), vl;
+    int64_t nr = weight_panel(xt, rows, cols, q->target, &vl);
     if (!nr || rows % nr || nr % vl || cols % k)
         return 0;
     int64_t dims[4] = {rows / nr, cols / k, nr, k};
@@ -548,16 +559,8 @@ static int alter_dense(const gnode *call, const layout_query *q, layout_rewrite 
     const gtensor_type *xt = ops_node_type(call->graph->nodes[call->in[0]]);
     if (w->kind != GN_CONST || kiln_ndarray_ndim(w->value) != 2 || !xt)
         return 0;
-    int64_t rows = kiln_ndarray_dim(w->value, 0), cols = kiln_ndarray_dim(w->value, 1);
-    int64_t xd[KILN_MAX_NDIM], mr, nr, vl;
-    for (int d = 0; d < xt->ndim; d++)
-        xd[d] = xt->dims[d].sym ? -1 : xt->dims[d].v;
-    int fold;
-    /* the rows the schedule will tile (a symbolic count at its hint), so the
-       panels are as wide as its tile: a panel of 96 under tiles of 48 left
-       every weight load a gather (BERT with a symbolic sequence, 100x) */
-    int64_t m = dense_rows(xt->ndim, xd, &fold);
-    dense_tile(m, xd, fold, rows, cols, 0, q->target, &mr, &nr, &vl);
+    int64_t rows = kiln_ndarray_dim(w->value, 0), cols = kiln_ndarray_dim(w->value, 1), vl;
+    int64_t nr = weight_panel(xt, rows, cols, q->target, &vl);
     int64_t dims[3] = {nr ? rows / nr : cols, nr ? cols : rows, nr};
     /* the packed weight is w seen through strides, copied in tiles:
        packed[io][j][ii] = w[io * nr + ii][j], or [j][i] = w[i][j] */

@@ -218,9 +218,16 @@ KILN_HIDDEN kiln_status ops_conv_compute(kiln_ctx *ctx, const gnode *call, kiln_
 KILN_HIDDEN kiln_status ops_schedule_conv2d_nchwc(kiln_schedule *s, const gnode *call,
                                                   kiln_tensor *anchor, kiln_tensor *out,
                                                   const kiln_target *target);
+/* The layout rewrite into the blocked convolution `op` (conv_nchwc.c):
+ * its packed weight pw (named after the weight plus suffix), the input
+ * blocked by ib, the output by ob, the call's attributes but its layouts
+ * and groups, plus `extra`. Returns 1 (the hook's "rewrite"). */
+KILN_HIDDEN int ops_blocked_conv(const char *op, kiln_ndarray *pw, const char *suffix, int64_t ib,
+                                 int64_t ob, const char *extra, layout_rewrite *rw);
 /* A blocked convolution's operands (conv_nchwc.c): data x 5-D and weight
- * w of wdims dims (its layout named wlayout in the message), the blocks of
- * the data_layout and out_layout attributes in *ib, *ob. */
+ * w of wdims dims (its layout named wlayout in the message), only the
+ * batch dim symbolic, the blocks of the data_layout and out_layout
+ * attributes in *ib, *ob. */
 KILN_HIDDEN rel_result ops_nchwc_operands(const gnode *call, const gtype *const *in, int wdims,
                                           const char *wlayout, const gtensor_type **x,
                                           const gtensor_type **w, int *ib, int *ob);

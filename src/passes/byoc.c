@@ -24,12 +24,6 @@ static int is_annotation(const gnode *n) {
     return is_op(n, BEGIN_OP) || is_op(n, END_OP);
 }
 
-static int copy_node(struct kiln_graph *r, const struct kiln_graph *g, const gnode *n,
-                     const int *map, void *user) {
-    (void)r, (void)g, (void)n, (void)map, (void)user;
-    return REBUILD_COPY;
-}
-
 /* ---- MergeComposite ------------------------------------------------------------ */
 
 struct kiln_graph *pass_merge_composite(const struct kiln_graph *g, int nb,
@@ -56,7 +50,7 @@ struct kiln_graph *pass_merge_composite(const struct kiln_graph *g, int nb,
                 kiln_graph_free(cur);
             cur = next;
         }
-    return cur == g ? pass_rebuild(g, copy_node, NULL) : cur;
+    return cur == g ? pass_rebuild(g, NULL, NULL) : cur;
 }
 
 /* ---- AnnotateTarget ----------------------------------------------------------------- */

@@ -204,12 +204,6 @@ static int fake_requantize(kiln_rewrite *rw, const rule *r) {
     return rule_call(rw, "qnn.requantize", 5, in, attrs, n->name);
 }
 
-static int keep_node(struct kiln_graph *r, const struct kiln_graph *g, const gnode *n,
-                     const int *map, void *user) {
-    (void)r, (void)g, (void)n, (void)map, (void)user;
-    return REBUILD_COPY;
-}
-
 struct kiln_graph *pass_fake_quantization(struct kiln_graph *g, const pass_env *env) {
     /* In the default pipeline, only for a target with a fast int8 dot
        product: elsewhere the integer kernels are slower than the float ones
@@ -218,7 +212,7 @@ struct kiln_graph *pass_fake_quantization(struct kiln_graph *g, const pass_env *
        so a QDQ model runs on float kernels with its weights dequantized at
        compile time. Named (kiln compile --pass, run_pass), it always runs. */
     if (!env->named && !ops_int8_fast(env->target))
-        return pass_rebuild(g, keep_node, NULL);
+        return pass_rebuild(g, NULL, NULL);
     rule rules[] = {
         {"nn.conv2d(%a=qnn.dequantize(%b, const, const), %e=qnn.dequantize(const, const, const))",
          fake_conv,

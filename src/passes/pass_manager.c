@@ -224,12 +224,6 @@ const char *kiln_pass_list(void) {
     return g_levels;
 }
 
-static int copy_node(struct kiln_graph *r, const struct kiln_graph *g, const gnode *n,
-                     const int *map, void *user) {
-    (void)r, (void)g, (void)n, (void)map, (void)user;
-    return REBUILD_COPY;
-}
-
 /* A user pass: the global function `name` called with g; a new graph. */
 static struct kiln_graph *run_user_pass(struct kiln_graph *g, const char *name) {
     kiln_func *f = kiln_func_get(name, 1);
@@ -251,7 +245,7 @@ static struct kiln_graph *run_user_pass(struct kiln_graph *g, const char *name) 
         else if (owned && r != g)
             out = r;
         else /* the pass returned a graph it keeps (maybe its input): copy it */
-            out = pass_rebuild(r, copy_node, NULL);
+            out = pass_rebuild(r, NULL, NULL);
     }
     kiln_args_free(in);
     kiln_args_free(ret);
@@ -264,7 +258,7 @@ struct kiln_graph *pass_run_one(struct kiln_graph *g, const char *name, const pa
         return NULL;
     struct kiln_graph *out = NULL;
     if (!strcmp(name, "InferType")) {
-        out = pass_rebuild(g, copy_node, NULL);
+        out = pass_rebuild(g, NULL, NULL);
     } else if (!pass_graph_to_graph(name)) {
         kiln_set_error(KILN_ERR_INVALID,
                        "pass %s runs when the graph is lowered, not on its own: it is "

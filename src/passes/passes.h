@@ -28,7 +28,7 @@ enum { REBUILD_COPY = -2, REBUILD_DROP = -3 };
  * pass_rebuild makes a new graph from g node by node: fn gets each node of
  * g in order with the new graph and the map old id -> new id so far, and
  * returns the new id for the node, REBUILD_COPY, REBUILD_DROP, or -1 on an
- * error. NULL with an error. */
+ * error; fn NULL copies every node (a copy of g). NULL with an error. */
 typedef int (*rebuild_fn)(struct kiln_graph *r, const struct kiln_graph *g, const gnode *n,
                           const int *map, void *user);
 KILN_HIDDEN struct kiln_graph *pass_rebuild(const struct kiln_graph *g, rebuild_fn fn, void *user);

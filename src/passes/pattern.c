@@ -22,7 +22,7 @@ struct kiln_graph *pass_rebuild(const struct kiln_graph *g, rebuild_fn fn, void 
     if (!r || !map)
         goto fail;
     for (int id = 0; id < g->n; id++) {
-        int v = fn(r, g, g->nodes[id], map, user);
+        int v = fn ? fn(r, g, g->nodes[id], map, user) : REBUILD_COPY;
         if (v == REBUILD_COPY)
             v = graph_copy_node(r, g->nodes[id], map);
         if (v == -1)
