@@ -505,6 +505,38 @@ static void test_nchwc_blocks(void) {
     }
 }
 
+/* The int8 blocked convolution refuses a weight of 3-element dot products,
+ * float data and mismatched blocks with errors naming the call. */
+static void test_nchwc_int8_errors(void) {
+    static const struct {
+        kiln_dtype xdt, wdt;
+        int64_t k, ib;
+        const char *msg;
+    } cases[] = {{KILN_UINT8, KILN_INT8, 3, 8, "k must be 2 or 4"},
+                 {KILN_FLOAT32, KILN_INT8, 4, 8, "data must be uint8"},
+                 {KILN_UINT8, KILN_FLOAT32, 4, 8, "weight int8 or int16"},
+                 {KILN_UINT8, KILN_INT8, 4, 4, "does not match data in blocks of 8"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t xs[5] = {1, 1, 4, 4, 8},
+                ws[7] = {1, 1, 3, 3, cases[i].ib / cases[i].k, 16, cases[i].k};
+        kiln_graph *g = kiln_graph_new();
+        int x = kiln_graph_var(g, "x", cases[i].xdt, 5, xs, NULL);
+        kiln_ndarray *w = kiln_ndarray_empty(cases[i].wdt, 7, ws);
+        int in[2] = {x, kiln_graph_const(g, "w", w)};
+        kiln_ndarray_free(w);
+        int c = kiln_graph_call(g, "nn.contrib_conv2d_NCHWc_int8", 2, in,
+                                "data_layout=\"NCHW8c\", kernel_layout=\"OIHW2i16o4i\", "
+                                "out_layout=\"NCHW16c\"",
+                                "bad_int8_conv");
+        CHECK(c >= 0);
+        kiln_graph_set_outputs(g, 1, &c, NULL);
+        CHECK_EQ_INT(kiln_graph_infer_types(g), KILN_ERR_INVALID);
+        CHECK_CONTAINS(kiln_last_error(), "bad_int8_conv");
+        CHECK_CONTAINS(kiln_last_error(), cases[i].msg);
+        kiln_graph_free(g);
+    }
+}
+
 /* Bad layout attributes get errors, not crashes. */
 static void test_nchwc_errors(void) {
     int64_t xs[5] = {1, 2, 4, 4, 8}, ws[6] = {1, 2, 3, 3, 8, 16};
@@ -689,4 +721,5 @@ static void test_nchwc_concat(void) {
 }
 
 TEST_MAIN(TEST(test_nchwc_convolutions), TEST(test_winograd), TEST(test_winograd_choice),
-          TEST(test_nchwc_blocks), TEST(test_nchwc_errors), TEST(test_nchwc_concat))
+          TEST(test_nchwc_blocks), TEST(test_nchwc_errors), TEST(test_nchwc_int8_errors),
+          TEST(test_nchwc_concat))
