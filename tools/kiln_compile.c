@@ -32,7 +32,8 @@ static void compile_usage(FILE *f) {
         "                    [--plugin LIB.so|PLUGIN.py] [--pass NAME] [--winograd auto|off|2|4] "
         "[--time-passes] "
         "[--no-cache]\n"
-        "                    [--tuning-records records.json]\n\n"
+        "                    [--tuning-records records.json] [--tflite-kernels "
+        "xnnpack|reference]\n\n"
         "Compile an ONNX or TFLite model into a package: a tar of mod.so (kernels), mod.json (the\n"
         "execution plan) and mod.params (the weights, an .npz).\n\n"
         "  -o, --output PATH      the package to write (default: model.tar)\n"
@@ -55,6 +56,10 @@ static void compile_usage(FILE *f) {
         "                         2 FoldConstant; 3 EliminateCommonSubexpr, SimplifyExpr (layer\n"
         "                         norms written out become nn.layer_norm) and AlterOpLayout\n"
         "                         (blocked NCHW[x]c convolutions, packed dense weights)\n"
+        "  --tflite-kernels K     whose int8 results a quantized TFLite model gives: xnnpack\n"
+        "                         (default; the interpreter's default delegate: float32\n"
+        "                         requantization) or reference (TFLite's reference kernels\n"
+        "                         and TFLite Micro: fixed-point requantization, docs/TFLITE.md)\n"
         "  --dump-ir DIR          write the graph IR after import and before/after each pass\n"
         "  --disabled-pass P      disable a graph pass by name (or a comma-separated list);\n"
         "                         may repeat\n"
@@ -160,6 +165,9 @@ int kiln_load_plugins(const char *cmd, int argc, char **argv) {
     return 0;
 }
 
+/* --tflite-kernels (one command per process): the TFLite import flags */
+static int g_tflite_flags;
+
 int kiln_build_arg(const char *cmd, int argc, char **argv, int *i, kiln_build_options *o,
                    const char **shapes, int *rc) {
     const char *a = argv[*i];
@@ -167,7 +175,7 @@ int kiln_build_arg(const char *cmd, int argc, char **argv, int *i, kiln_build_op
     int takes = !strcmp(a, "--input-shapes") || !strcmp(a, "--opt-level") || !strcmp(a, "-O") ||
                 !strcmp(a, "--disabled-pass") || !strcmp(a, "--cross-compiler") ||
                 !strcmp(a, "--pass") || !strcmp(a, "--winograd") || !strcmp(a, "--target") ||
-                !strcmp(a, "--plugin");
+                !strcmp(a, "--plugin") || !strcmp(a, "--tflite-kernels");
     if (!takes && strcmp(a, "--no-cache"))
         return 0;
     if (takes && !has_val) {
@@ -182,6 +190,13 @@ int kiln_build_arg(const char *cmd, int argc, char **argv, int *i, kiln_build_op
             return -1;
     } else if (!strcmp(a, "--plugin")) {
         ++*i; /* loaded before the other options: kiln_load_plugins */
+    } else if (!strcmp(a, "--tflite-kernels")) {
+        const char *v = argv[++*i];
+        if (strcmp(v, "xnnpack") && strcmp(v, "reference")) {
+            *rc = bad_arg(cmd, "--tflite-kernels '%s' is not xnnpack or reference", v);
+            return -1;
+        }
+        g_tflite_flags = !strcmp(v, "reference") ? KILN_TFLITE_REFERENCE_KERNELS : 0;
     } else {
         /* the library parses and checks each value; a bad one is named */
         const char *key = !strcmp(a, "--disabled-pass")    ? "disabled-pass"
@@ -390,7 +405,7 @@ kiln_graph *kiln_import_model(const char *path, const char *shapes) {
         fclose(f);
     }
     if (kiln_tflite_is_model(head, n) || (len > 7 && !strcmp(path + len - 7, ".tflite")))
-        return kiln_tflite_import(path, shapes);
+        return kiln_tflite_import_flags(path, shapes, g_tflite_flags);
     return kiln_onnx_import(path, shapes);
 }
 

@@ -20,7 +20,7 @@ struct kiln_build_options;
 int kiln_load_plugins(const char *cmd, int argc, char **argv);
 /* The build options `kiln compile` and `kiln tune` share (--target,
  * --input-shapes, --opt-level, --disabled-pass, --cross-compiler,
- * --winograd, --plugin, --no-cache) at argv[*i]: 1 if it was one (its value
+ * --winograd, --plugin, --no-cache, --tflite-kernels) at argv[*i]: 1 if it was one (its value
  * taken, *i advanced; --input-shapes into *shapes), 0 if not, -1 after
  * printing an error (*rc: 2 for a bad argument, 1 for a failure). */
 int kiln_build_arg(const char *cmd, int argc, char **argv, int *i, struct kiln_build_options *o,

@@ -39,7 +39,7 @@ static void tune_usage(FILE *f) {
             "  --log-plot FILE        write the best GFLOP/s so far per task as an SVG picture\n"
             "  build options          as kiln compile: --target, --input-shapes, --opt-level,\n"
             "                         --disabled-pass, --cross-compiler, --winograd, --plugin,\n"
-            "                         --no-cache\n"
+            "                         --no-cache, --tflite-kernels\n"
             "  --help                 print this message\n");
 }
 

@@ -23,6 +23,20 @@ KILN_API kiln_graph *kiln_tflite_import(const char *path, const char *input_shap
  * "<memory>"). */
 KILN_API kiln_graph *kiln_tflite_import_bytes(const void *data, size_t len, const char *name,
                                               const char *input_shapes);
+/* Import flags. KILN_TFLITE_REFERENCE_KERNELS: compute a quantized model as
+ * TFLite's reference kernels define it (OpResolverType.BUILTIN_REF; TFLite
+ * Micro's kernels): quantize with rounding half away from zero, and
+ * requantize the int32 sums of CONV_2D, DEPTHWISE_CONV_2D and
+ * FULLY_CONNECTED with TFLite's 31-bit fixed-point multiplier and shift
+ * (fixed_point_multiply), bit-exact with those kernels. Without it a
+ * quantized model gives the outputs of XNNPACK, the interpreter's default
+ * delegate, which requantizes in float32, rounding half to even. The two
+ * differ by one step on some outputs (docs/TFLITE.md). */
+#define KILN_TFLITE_REFERENCE_KERNELS 1
+KILN_API kiln_graph *kiln_tflite_import_flags(const char *path, const char *input_shapes,
+                                              int flags);
+KILN_API kiln_graph *kiln_tflite_import_bytes_flags(const void *data, size_t len, const char *name,
+                                                    const char *input_shapes, int flags);
 /* 1 if the bytes start like a TFLite model (the identifier "TFL3" at byte
  * 4), else 0: how `kiln compile` picks the frontend. */
 KILN_API int kiln_tflite_is_model(const void *data, size_t len);

@@ -125,6 +125,20 @@ def resnet_block(full):
     return randomize_bn(keras.Model(inp, L.Dense(10)(x)))
 
 
+def convnet(full):
+    """Convolutions (strided, 1x1, valid), a depthwise convolution, batch
+    norms folded into them, ReLU/ReLU6 and dense layers: the operators kiln
+    computes exactly as TFLite's reference kernels do."""
+    res = 96 if full else 24
+    x = inp = keras.Input((res, res, 3), batch_size=1)
+    x = L.ReLU(6.0)(L.BatchNormalization()(L.Conv2D(16, 3, 2, padding="same")(x)))
+    x = L.DepthwiseConv2D(3, padding="same", activation="relu")(x)
+    x = L.Conv2D(24, 1)(x)
+    x = L.Conv2D(8, 3, padding="valid", activation="relu")(x)
+    x = L.Dense(12, activation="relu")(L.Flatten()(x))
+    return randomize_bn(keras.Model(inp, L.Dense(10)(x)))
+
+
 def encoder(full):
     vocab, seq, hidden, heads, layers = (1000, 128, 256, 4, 4) if full else (100, 16, 32, 2, 2)
     ids = keras.Input((seq,), batch_size=1, dtype="int32", name="input_ids")
@@ -200,9 +214,12 @@ def convert(model, mode, rep=None):
     return conv.convert()
 
 
-def reference(tfl, inputs):
-    """The TFLite interpreter's outputs for inputs (a list, in input order)."""
-    it = tf.lite.Interpreter(model_content=tfl)
+def reference(tfl, inputs, resolver="AUTO"):
+    """The TFLite interpreter's outputs for inputs (a list, in input order),
+    by default with its default delegate (XNNPACK); resolver "BUILTIN_REF"
+    gives TFLite's reference kernels."""
+    kind = getattr(tf.lite.experimental.OpResolverType, resolver)
+    it = tf.lite.Interpreter(model_content=tfl, experimental_op_resolver_type=kind)
     it.allocate_tensors()
     io = {}
     for d, x in zip(it.get_input_details(), inputs):
@@ -223,7 +240,7 @@ def build(name, full):
     base = name.rsplit("_", 1)[0]
     mode = name.rsplit("_", 1)[1]
     maker = {"mobilenet_v2": mobilenet_v2, "efficientnet_lite0": efficientnet_lite0,
-             "resnet_block": resnet_block, "encoder": encoder, "ops_misc": ops_misc}[base]
+             "resnet_block": resnet_block, "convnet": convnet, "encoder": encoder, "ops_misc": ops_misc}[base]
     tf.keras.utils.set_random_seed(17)
     model = maker(full)
     if base == "ops_misc":
@@ -236,11 +253,20 @@ def build(name, full):
         rep = image_data(model, 8)
     tfl = convert(model, mode, rep)
     io = reference(tfl, [rep[0]])
+    if name in REFERENCE:  # the reference kernels' outputs (--tflite-kernels reference)
+        ref = reference(tfl, [rep[0]], "BUILTIN_REF")
+        io.update({"__reference__" + k: v for k, v in ref.items()})
+        if base == "convnet":  # convolutions and dense only: kiln must be exact
+            io["__reference_exact"] = np.array(1, np.int32)
     io["__kind"] = np.array({"float": 0, "fp16": 0, "int8": 1, "dynamic": 2}[mode], np.int32)
     return tfl, io
 
 
-MODELS = ["mobilenet_v2_float", "mobilenet_v2_fp16", "mobilenet_v2_int8",
+# int8 models also run as TFLite's reference kernels compute (BUILTIN_REF):
+# convnet (convolutions, depthwise, dense: exact) and the ResNet-style block
+# (its ADD and pools are not TFLite's fixed-point ones: within one step)
+REFERENCE = ["convnet_int8", "resnet_block_int8"]
+MODELS = ["convnet_int8", "mobilenet_v2_float", "mobilenet_v2_fp16", "mobilenet_v2_int8",
           "efficientnet_lite0_int8", "resnet_block_float", "resnet_block_int8",
           "encoder_float", "encoder_dynamic", "ops_misc_float"]
 # Made only when named: a full-integer encoder. kiln is within one step of

@@ -347,6 +347,8 @@ _SIGS = {
     "kiln_onnx_import_bytes": (P, ctypes.c_char_p, c_size_t, S, S),
     "kiln_tflite_import": (P, S, S),
     "kiln_tflite_import_bytes": (P, ctypes.c_char_p, c_size_t, S, S),
+    "kiln_tflite_import_flags": (P, S, S, c_int),
+    "kiln_tflite_import_bytes_flags": (P, ctypes.c_char_p, c_size_t, S, S, c_int),
     "kiln_tflite_is_model": (c_int, ctypes.c_char_p, c_size_t),
     "kiln_quantize_options_new": (P,),
     "kiln_quantize_options_free": (None, P),

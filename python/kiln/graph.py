@@ -449,18 +449,25 @@ def from_onnx(model: Any, shape_dict: Optional[Dict[str, Sequence[Union[int, str
 
 
 def from_tflite(model: Union[str, os.PathLike, bytes, bytearray],
-                shape_dict: Optional[Dict[str, Sequence[int]]] = None) -> Graph:
+                shape_dict: Optional[Dict[str, Sequence[int]]] = None,
+                kernels: str = "xnnpack") -> Graph:
     """Import a TFLite model (a .tflite path, or its bytes), as
     relay.frontend.from_tflite does. ``shape_dict`` gives inputs other
     static shapes ({"input": [1, 224, 224, 3]}). Float32, float16, int8
     (full-integer and dynamic-range) models; every unsupported operator is
-    named in one error (docs/TFLITE.md)."""
+    named in one error (docs/TFLITE.md). ``kernels`` says whose int8
+    results a quantized model gives: "xnnpack" (the interpreter's default
+    delegate, float32 requantization) or "reference" (TFLite's reference
+    kernels and TFLite Micro: fixed-point requantization)."""
+    if kernels not in ("xnnpack", "reference"):
+        raise ValueError(f"kernels={kernels!r}: not 'xnnpack' or 'reference'")
+    flags = 1 if kernels == "reference" else 0  # KILN_TFLITE_REFERENCE_KERNELS
     shapes = _shapes_arg(shape_dict)
     if isinstance(model, (str, os.PathLike)):
-        h = C.kiln_tflite_import(os.fspath(model).encode(), enc(shapes))
+        h = C.kiln_tflite_import_flags(os.fspath(model).encode(), enc(shapes), flags)
     else:
         data = bytes(model)
-        h = C.kiln_tflite_import_bytes(data, len(data), b"<bytes>", enc(shapes))
+        h = C.kiln_tflite_import_bytes_flags(data, len(data), b"<bytes>", enc(shapes), flags)
     return Graph(check_ptr(h))
 
 

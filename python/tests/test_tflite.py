@@ -121,3 +121,28 @@ def test_hybrid_fully_connected(tmp_path):
     np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
     # not the float product of the dequantized filter
     assert np.abs(x @ (w * ws[:, None]).T + b - got).max() > 1e-4
+
+
+def test_reference_kernels(tmp_path):
+    """kernels="reference": the int8 model's quantizes round as TFLite's
+    reference kernels do, and its requantization lowers to the integer
+    fixed_point_multiply; both forms run on the same input."""
+    g = kiln.from_tflite(path("ok_int8.tflite"), kernels="reference")
+    assert 'rounding="TFLITE"' in g.text()
+    lowered = kiln.transform.run_pass(
+        kiln.transform.run_pass(g, "FakeQuantizationToInteger"), "QnnCanonicalize")
+    assert "fixed_point_multiply" in lowered.op_counts()
+    plain = kiln.from_tflite(path("ok_int8.tflite"))
+    assert "TFLITE" not in plain.text()
+    x = np.random.default_rng(1).uniform(-1, 1, (1, 4, 4, 2)).astype(np.float32)
+    outs = []
+    for name, graph in (("ref", g), ("plain", plain)):
+        pkg = kiln.graph.compile(graph, str(tmp_path / (name + ".tar")))
+        outs.append(kiln.runtime.load(pkg).run([x])[0])
+    assert outs[0].shape == outs[1].shape
+    # both lie on the output's grid and differ by at most one step of it
+    # (the smallest gap between the values is at least one step)
+    step = np.diff(np.unique(np.concatenate([o.ravel() for o in outs]))).min()
+    assert np.abs(outs[0] - outs[1]).max() <= step * 1.001
+    with pytest.raises(ValueError, match="'fast': not 'xnnpack' or 'reference'"):
+        kiln.from_tflite(path("ok_int8.tflite"), kernels="fast")

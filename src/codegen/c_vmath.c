@@ -251,6 +251,35 @@ int cg_vmath_helper(cg_render *r, const char *name, int op, uint32_t aux, kiln_d
                               vt, name, vt, vt, vt + 5, op == TIR_MAX ? ">" : "<"));
         return 1;
     }
+    if (op == TIR_CALL && odt == dt && nargs == 2 && adt[1] == dt &&
+        ((tir_intrin)aux == TIR_SHL || (tir_intrin)aux == TIR_SHR) && !cg_is_float(dt) &&
+        dt != KILN_BOOL && (kiln_dtype_size(dt) == 4 || kiln_dtype_size(dt) == 8)) {
+        /* numpy's shifts as one vector shift by the amount's low bits, the
+           lanes whose amount is outside [0, bits) then set to 0 (-1 for a
+           negative value shifted right): the per-lane form was a scalar
+           loop, 16 shifts and compares a vector (and minutes of gcc on
+           kernels full of them) */
+        char vt[48], it[48], ut[48];
+        vsel_helper(r, dt, lanes, vt, it);
+        int bits = (int)kiln_dtype_size(dt) * 8, uns = kiln_dtype_is_unsigned(dt);
+        cg_vtype(r, ut, bits == 32 ? KILN_UINT32 : KILN_UINT64, lanes);
+        char range[64];
+        snprintf(range, sizeof range, uns ? "b < %d" : "(b >= 0) & (b < %d)", bits);
+        char *body;
+        if ((tir_intrin)aux == TIR_SHL)
+            body = cg_sfmt("    return kiln_vsel_%s(%s, (%s)((%s)a << ((%s)b & %d)), a - a);\n",
+                           vt + 5, range, vt, ut, ut, bits - 1);
+        else if (uns)
+            body = cg_sfmt("    return kiln_vsel_%s(%s, a >> (b & %d), a - a);\n", vt + 5, range,
+                           bits - 1);
+        else
+            body = cg_sfmt("    return kiln_vsel_%s(%s, a >> (b & %d), a >> %d);\n", vt + 5, range,
+                           bits - 1, bits - 1);
+        cg_add_helper(r, name,
+                      cg_sfmt("static inline %s %s(%s a, %s b) {\n%s}\n", vt, name, vt, vt, body));
+        free(body);
+        return 1;
+    }
     if (op == TIR_SELECT && odt == dt && nargs == 3 && adt[0] == KILN_BOOL &&
         (kiln_dtype_size(dt) == 4 || kiln_dtype_size(dt) == 8)) {
         /* the 0/1 lanes widened to a full-width mask and a bitwise blend: the

@@ -34,6 +34,17 @@ static int float_node(tfl_imp *T, int index) {
     return id < 0 ? -1 : (T->fl[index] = id);
 }
 
+/* The attributes (after the axis) of the qnn.quantize of a quantized
+ * output x: its dtype, and with KILN_TFLITE_REFERENCE_KERNELS TFLite's
+ * rounding (half away from zero; TFLite's integer requantization where
+ * the value is a dequantized accumulator, docs/TFLITE.md). */
+static const char *quantize_attrs(const tfl_imp *T, const tfl_tensor *x) {
+    if (T->reference)
+        return x->type == TFL_INT8 ? ", out_dtype=\"int8\", rounding=\"TFLITE\""
+                                   : ", out_dtype=\"uint8\", rounding=\"TFLITE\"";
+    return x->type == TFL_INT8 ? ", out_dtype=\"int8\"" : ", out_dtype=\"uint8\"";
+}
+
 /* Bind output i of the current operator to `v` (its float32 value, or the
  * stored value of a non-float output), quantizing or narrowing it to the
  * tensor's type. */
@@ -53,9 +64,7 @@ static int bind_output(tfl_imp *T, int i, int v) {
             (!tfl_is_quantized(x) && x->type != TFL_FLOAT32))
             return tfl_fail(T, "output %d: an NCHW value of an unexpected kind", i);
         if (tfl_is_quantized(x))
-            nchw = tfl_qnn_call(T, "qnn.quantize", v, index, -1,
-                                x->type == TFL_INT8 ? ", out_dtype=\"int8\""
-                                                    : ", out_dtype=\"uint8\"");
+            nchw = tfl_qnn_call(T, "qnn.quantize", v, index, -1, quantize_attrs(T, x));
         else
             nchw = fl_nchw = v;
         if (nchw < 0)
@@ -72,8 +81,7 @@ static int bind_output(tfl_imp *T, int i, int v) {
         if (t->dtype != KILN_FLOAT32)
             return tfl_fail(T, "output %d: a quantized %s from %s", i, tfl_type_name(x->type),
                             kiln_dtype_name(t->dtype));
-        id = tfl_qnn_call(T, "qnn.quantize", v, index, -1,
-                          x->type == TFL_INT8 ? ", out_dtype=\"int8\"" : ", out_dtype=\"uint8\"");
+        id = tfl_qnn_call(T, "qnn.quantize", v, index, -1, quantize_attrs(T, x));
     } else {
         kiln_dtype want = tfl_dtype_of(x->type);
         if (want == KILN_DTYPE_COUNT)
@@ -284,9 +292,11 @@ static int set_outputs(tfl_imp *T) {
     return r;
 }
 
-static kiln_graph *import_model(const tfl_model *m, const char *path, const char *shapes) {
+static kiln_graph *import_model(const tfl_model *m, const char *path, const char *shapes,
+                                int flags) {
     tfl_imp T = {0};
     T.m = m;
+    T.reference = (flags & KILN_TFLITE_REFERENCE_KERNELS) != 0;
     T.path = path;
     T.reshaped = shapes && *shapes;
     T.g = kiln_graph_new();
@@ -319,18 +329,28 @@ static kiln_graph *import_model(const tfl_model *m, const char *path, const char
     return T.g;
 }
 
-kiln_graph *kiln_tflite_import_bytes(const void *data, size_t len, const char *name,
-                                     const char *input_shapes) {
+kiln_graph *kiln_tflite_import_bytes_flags(const void *data, size_t len, const char *name,
+                                           const char *input_shapes, int flags) {
     const char *path = name ? name : "<memory>";
+    if (flags & ~KILN_TFLITE_REFERENCE_KERNELS) {
+        kiln_set_error(KILN_ERR_INVALID, "%s: unknown TFLite import flags 0x%x", path,
+                       (unsigned)(flags & ~KILN_TFLITE_REFERENCE_KERNELS));
+        return NULL;
+    }
     tfl_model *m = tfl_model_load(data, len, path);
     if (!m)
         return NULL;
-    kiln_graph *g = import_model(m, path, input_shapes);
+    kiln_graph *g = import_model(m, path, input_shapes, flags);
     tfl_model_free(m);
     return g;
 }
 
-kiln_graph *kiln_tflite_import(const char *path, const char *input_shapes) {
+kiln_graph *kiln_tflite_import_bytes(const void *data, size_t len, const char *name,
+                                     const char *input_shapes) {
+    return kiln_tflite_import_bytes_flags(data, len, name, input_shapes, 0);
+}
+
+kiln_graph *kiln_tflite_import_flags(const char *path, const char *input_shapes, int flags) {
     if (!path) {
         kiln_set_error(KILN_ERR_INVALID, "kiln_tflite_import: no path");
         return NULL;
@@ -339,9 +359,13 @@ kiln_graph *kiln_tflite_import(const char *path, const char *input_shapes) {
     char *data = kiln_read_file(path, &len);
     if (!data)
         return NULL;
-    kiln_graph *g = kiln_tflite_import_bytes(data, len, path, input_shapes);
+    kiln_graph *g = kiln_tflite_import_bytes_flags(data, len, path, input_shapes, flags);
     kiln_free(data);
     return g;
+}
+
+kiln_graph *kiln_tflite_import(const char *path, const char *input_shapes) {
+    return kiln_tflite_import_flags(path, input_shapes, 0);
 }
 
 int kiln_tflite_is_model(const void *data, size_t len) {

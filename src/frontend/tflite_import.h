@@ -38,6 +38,7 @@ typedef struct tfl_imp {
        as stored (int8 or float), and (-1 for a quantized one) as float32 */
     int *nchw, *fl_nchw;
     unsigned out_nchw; /* bit k: the converter's output k is in NCHW */
+    int reference;     /* KILN_TFLITE_REFERENCE_KERNELS: quantize with TFLite's rounding */
 } tfl_imp;
 
 /* Convert one operator: in[i] is the float32 value of each input that is

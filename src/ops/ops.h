@@ -12,7 +12,8 @@
  *   conv_winograd.c  nn.contrib_conv2d_winograd_NCHWc
  *   qnn.c            the quantized ops: qnn.quantize, qnn.dequantize,
  *                    qnn.requantize, qnn.add, qnn.mul, qnn.conv2d, qnn.dense,
- *                    qnn.batch_matmul, qnn.concatenate (their products and
+ *                    qnn.batch_matmul, qnn.concatenate, fixed_point_multiply
+ *                    (TFLite's integer requantization) (their products and
  *                    concatenation are conv.c's, nn.c's and transform.c's
  *                    relations and computes over centered operands)
  *   conv.c           nn.conv2d, nn.contrib_conv2d_NCHWc (its layout hook

@@ -21,6 +21,15 @@
  *   add, mul    the reals of both inputs added (multiplied), quantized to
  *               the output's scale and zero point
  *   concatenate each input requantized to the output's parameters, joined
+ * qnn.quantize and qnn.requantize take rounding="TFLITE" for TFLite's
+ * definitions: quantize rounds half away from zero (std::round, TFLite's
+ * AffineQuantize); requantize is TFLite's integer requantization,
+ *   q' = clamp(MultiplyByQuantizedMultiplier(q - zp, m0, shift) + out_zp)
+ * with m0 (a 31-bit fixed-point fraction) and shift from QuantizeMultiplier
+ * of float64(scale) / float64(out_scale), as fixed_point_multiply (below)
+ * computes it. fixed_point_multiply(x, multiplier, shift) is that multiply
+ * on int32 tensors: TFLite's double rounding (rounding="TFLITE", the
+ * default), or TVM's single rounding half up (rounding="UPWARD").
  * The quantized convolution, dense and matmul take the scales too (they
  * are unused by the sum), so that the requantize after them and the
  * graph's passes see one op with all its parameters, as in Relay. */
@@ -38,8 +47,12 @@ enum { QP_DENSE = 0, QP_BMM = 1, QP_CONV2D = 2 };
 
 enum { Q_QUANTIZE, Q_DEQUANTIZE, Q_REQUANTIZE, Q_ADD, Q_MUL };
 
-static const attr_schema quantize_attrs[] = {
-    {"axis", GA_INT, 0, "-1"}, {"out_dtype", GA_STR, 0, "\"int8\""}, {NULL, 0, 0, NULL}};
+static const attr_schema quantize_attrs[] = {{"axis", GA_INT, 0, "-1"},
+                                             {"out_dtype", GA_STR, 0, "\"int8\""},
+                                             {"rounding", GA_STR, 0, "\"TONEAREST\""},
+                                             {NULL, 0, 0, NULL}};
+static const attr_schema fixed_point_attrs[] = {{"rounding", GA_STR, 0, "\"TFLITE\""},
+                                                {NULL, 0, 0, NULL}};
 static const attr_schema dequantize_attrs[] = {{"axis", GA_INT, 0, "-1"}, {NULL, 0, 0, NULL}};
 static const attr_schema requantize_attrs[] = {{"axis", GA_INT, 0, "-1"},
                                                {"out_dtype", GA_STR, 0, "\"int8\""},
@@ -115,11 +128,33 @@ static kiln_expr param_at(kiln_ctx *ctx, kiln_tensor *p, int axis, const kiln_ex
     return kiln_tensor_dtype(p) == dt ? v : kiln_cast(dt, v);
 }
 
-/* rint(v) + zp clamped to dt's range, as dt (v and zp of float dtype fdt). */
-static kiln_expr saturate(kiln_ctx *ctx, kiln_expr v, kiln_expr zp, kiln_dtype dt, kiln_dtype fdt) {
+/* Whether call's `rounding` is TFLITE (1) or TONEAREST (0); -1 with an
+ * error otherwise. */
+static int rounding_of(const gnode *call) {
+    const char *s = graph_attr_str(call, "rounding", "TONEAREST");
+    if (!strcmp(s, "TONEAREST") || !strcmp(s, "TFLITE"))
+        return !strcmp(s, "TFLITE");
+    ops_fail("rounding '%s' is not TONEAREST (half to even) or TFLITE", s);
+    return -1;
+}
+
+/* v (float dtype fdt) rounded half away from zero, exactly: a tie (v - rint(v)
+ * is +-0.5) moves v by half a step away from zero, which is exact. */
+static kiln_expr round_away(kiln_ctx *ctx, kiln_expr v, kiln_dtype fdt) {
+    kiln_expr r = kiln_round(v);
+    kiln_expr tie = kiln_eq(kiln_abs(kiln_sub(v, r)), ops_const(ctx, fdt, 0.5));
+    kiln_expr half = kiln_select(kiln_lt(v, ops_const(ctx, fdt, 0)), ops_const(ctx, fdt, -0.5),
+                                 ops_const(ctx, fdt, 0.5));
+    return kiln_select(tie, kiln_add(v, half), r);
+}
+
+/* round(v) + zp clamped to dt's range, as dt (v and zp of float dtype fdt);
+ * round is half to even, or half away from zero if away. */
+static kiln_expr saturate(kiln_ctx *ctx, kiln_expr v, kiln_expr zp, kiln_dtype dt, kiln_dtype fdt,
+                          int away) {
     double lo = dt == KILN_UINT8 ? 0 : dt == KILN_INT8 ? -128 : -2147483648.0;
     double hi = dt == KILN_UINT8 ? 255 : dt == KILN_INT8 ? 127 : 2147483647.0;
-    kiln_expr r = kiln_add(kiln_round(v), zp);
+    kiln_expr r = kiln_add(away ? round_away(ctx, v, fdt) : kiln_round(v), zp);
     if (dt == KILN_INT32) /* float32 cannot hold INT32_MAX: clamp in float64 */
         r = kiln_cast(KILN_FLOAT64, r);
     kiln_dtype ft = dt == KILN_INT32 ? KILN_FLOAT64 : fdt;
@@ -130,6 +165,104 @@ static kiln_expr saturate(kiln_ctx *ctx, kiln_expr v, kiln_expr zp, kiln_dtype d
 /* float32(q - zp): the subtraction in int32, exact. */
 static kiln_expr centered(kiln_expr q, kiln_expr zp_i32) {
     return kiln_cast(KILN_FLOAT32, kiln_sub(kiln_cast(KILN_INT32, q), zp_i32));
+}
+
+/* ---- TFLite's fixed-point multiply ------------------------------------------------ */
+
+static kiln_expr i64(kiln_ctx *ctx, int64_t v) {
+    return ops_const(ctx, KILN_INT64, (double)v);
+}
+
+/* x * m0 * 2^shift / 2^31 on int64 expressions holding int32 values, as
+ * TFLite's MultiplyByQuantizedMultiplier: x shifted left by max(shift, 0)
+ * (saturated to int32), SaturatingRoundingDoublingHighMul (the product's
+ * high half, rounded half up), then RoundingDivideByPOT by
+ * max(-shift, 0) (half away from zero), two roundings. In int64 the high
+ * half cannot overflow: its one saturating case (x = m0 = INT32_MIN) gives
+ * 2^31, which the caller's clamp to int32 and the rounding shift turn into
+ * TFLite's result. RoundingDivideByPOT(h, e) is (h + 2^e / 2 - [h < 0 and e
+ * > 0]) >> e, its remainder test folded into the nudge. upward: TVM's
+ * fixed_point_multiply instead, one rounding half up of x * m0 /
+ * 2^(31 - shift). */
+static kiln_expr fixed_point(kiln_ctx *ctx, kiln_expr x, kiln_expr m0, kiln_expr shift,
+                             int upward) {
+    kiln_expr zero = i64(ctx, 0), one = i64(ctx, 1);
+    if (upward) {
+        kiln_expr total = kiln_min(kiln_max(kiln_sub(i64(ctx, 31), shift), one), i64(ctx, 62));
+        kiln_expr nudge = kiln_shl(one, kiln_sub(total, one));
+        return kiln_shr(kiln_add(kiln_mul(x, m0), nudge), total);
+    }
+    kiln_expr left = kiln_min(kiln_max(shift, zero), i64(ctx, 31));
+    kiln_expr right = kiln_min(kiln_max(kiln_neg(shift), zero), i64(ctx, 31));
+    kiln_expr a = kiln_min(kiln_max(kiln_shl(x, left), i64(ctx, INT32_MIN)), i64(ctx, INT32_MAX));
+    /* TFLite's (ab + (ab >= 0 ? 2^30 : 1 - 2^30)) / 2^31, truncating, is
+       (ab + 2^30) >> 31 for either sign: one shift, no division */
+    kiln_expr high = kiln_shr(kiln_add(kiln_mul(a, m0), i64(ctx, (int64_t)1 << 30)), i64(ctx, 31));
+    kiln_expr half = kiln_shr(kiln_shl(one, right), one);
+    kiln_expr down = kiln_select(kiln_lt(high, zero), kiln_min(half, one), zero);
+    return kiln_shr(kiln_sub(kiln_add(high, half), down), right);
+}
+
+/* TFLite's QuantizeMultiplier of the float64 multiplier m > 0 in tensor
+ * expressions: m = m0 * 2^(shift - 31), m0 = round(frac * 2^31) for frexp's
+ * frac in [0.5, 1) (2^31 becoming 2^30 with shift + 1), both 0 where shift
+ * would be below -31 or m is not in (0, 2^31). The exponent comes from a
+ * log, corrected by one either way against powers of two, so it is exact;
+ * the rest is exact in float64. */
+static void quantize_multiplier_expr(kiln_ctx *ctx, kiln_expr m, kiln_expr *m0, kiln_expr *shift) {
+    const kiln_dtype F = KILN_FLOAT64;
+    kiln_expr one = ops_const(ctx, F, 1), two = ops_const(ctx, F, 2);
+    kiln_expr ok =
+        kiln_and(kiln_gt(m, ops_const(ctx, F, 0)), kiln_lt(m, ops_const(ctx, F, 2147483648.0)));
+    kiln_expr ms = kiln_select(ok, m, one);
+    kiln_expr e = kiln_floor(kiln_div(kiln_log(ms), ops_const(ctx, F, 0.69314718055994530942)));
+    kiln_expr p = kiln_pow(two, e);
+    e = kiln_select(kiln_lt(ms, p), kiln_sub(e, one),
+                    kiln_select(kiln_ge(ms, kiln_mul(p, two)), kiln_add(e, one), e));
+    kiln_expr frac = kiln_div(ms, kiln_pow(two, e)); /* in [1, 2) */
+    kiln_expr q = kiln_floor(
+        kiln_add(kiln_mul(frac, ops_const(ctx, F, 1073741824.0)), ops_const(ctx, F, 0.5)));
+    kiln_expr sh = kiln_add(e, one);
+    kiln_expr full = kiln_eq(q, ops_const(ctx, F, 2147483648.0));
+    q = kiln_select(full, ops_const(ctx, F, 1073741824.0), q);
+    sh = kiln_select(full, kiln_add(sh, one), sh);
+    kiln_expr zero_ = kiln_or(kiln_not(ok), kiln_lt(sh, ops_const(ctx, F, -31)));
+    *m0 = kiln_cast(KILN_INT64, kiln_select(zero_, ops_const(ctx, F, 0), q));
+    *shift = kiln_cast(KILN_INT64, kiln_select(zero_, ops_const(ctx, F, 0), sh));
+}
+
+/* fixed_point_multiply(x, multiplier, shift): int32 tensors, broadcast. */
+static rel_result rel_fixed_point(const struct kiln_graph *g, const gnode *call,
+                                  const gtype *const *in, gtype *out) {
+    OPS_REQUIRE_KNOWN(3);
+    rel_result r = REL_OK;
+    const gtensor_type *ts[3];
+    for (int i = 0; i < 3; i++) {
+        if (!(ts[i] = ops_tensor_in(in[i], i, &r)))
+            return r;
+        if (ts[i]->dtype != KILN_INT32)
+            return ops_fail("input %d is %s, not int32", i, kiln_dtype_name(ts[i]->dtype));
+    }
+    const char *rnd = graph_attr_str(call, "rounding", "TFLITE");
+    if (strcmp(rnd, "TFLITE") && strcmp(rnd, "UPWARD"))
+        return ops_fail("rounding '%s' is not TFLITE (TFLite's double rounding) or UPWARD", rnd);
+    gtensor_type res;
+    if ((r = ops_broadcast(3, ts, 0, &res)) != REL_OK)
+        return r;
+    return ops_set_out(g, out, &res);
+}
+
+/* the scalar of fixed_point_multiply (the shared elementwise compute) */
+static kiln_expr fixed_point_elem(kiln_ctx *ctx, const gnode *call, kiln_dtype dt,
+                                  const kiln_expr *x) {
+    (void)dt;
+    kiln_expr v[3];
+    for (int k = 0; k < 3; k++)
+        v[k] = kiln_cast(KILN_INT64, x[k]);
+    int upward = !strcmp(graph_attr_str(call, "rounding", "TFLITE"), "UPWARD");
+    kiln_expr y = fixed_point(ctx, v[0], v[1], v[2], upward);
+    y = kiln_min(kiln_max(y, i64(ctx, INT32_MIN)), i64(ctx, INT32_MAX));
+    return kiln_cast(KILN_INT32, y);
 }
 
 /* ---- quantize, dequantize, requantize ---------------------------------------------- */
@@ -153,6 +286,8 @@ static rel_result rel_quant_unary(const struct kiln_graph *g, const gnode *call,
     for (int k = 1; k < nin; k += 2)
         if (!check_param(in, k, 1, per, &cs) || !check_param(in, k + 1, 0, per, &cz))
             return REL_ERROR;
+    if (v != Q_DEQUANTIZE && rounding_of(call) < 0)
+        return REL_ERROR;
     gtensor_type res = *x;
     if (v == Q_DEQUANTIZE)
         res.dtype = KILN_FLOAT32;
@@ -165,8 +300,27 @@ typedef struct {
     kiln_tensor *const *in;
     int variant, axis;
     kiln_dtype out;
-    int f64; /* requantize in float64 (ONNX's reference) */
+    int f64;    /* requantize in float64 (ONNX's reference) */
+    int tflite; /* rounding TFLITE */
 } quant_args;
+
+/* requantize with rounding TFLITE: clamp(MultiplyByQuantizedMultiplier(q -
+ * zp) + out_zp) in int64, the multiplier from float64(s) / float64(out_s) */
+static kiln_expr requantize_tflite(kiln_ctx *ctx, const quant_args *a, const kiln_expr *i,
+                                   kiln_expr q) {
+    kiln_expr m = kiln_div(param_at(ctx, a->in[1], a->axis, i, KILN_FLOAT64),
+                           param_at(ctx, a->in[3], a->axis, i, KILN_FLOAT64));
+    kiln_expr m0, shift;
+    quantize_multiplier_expr(ctx, m, &m0, &shift);
+    kiln_expr c =
+        kiln_sub(kiln_cast(KILN_INT64, q), param_at(ctx, a->in[2], a->axis, i, KILN_INT64));
+    kiln_expr y = kiln_add(fixed_point(ctx, c, m0, shift, 0),
+                           param_at(ctx, a->in[4], a->axis, i, KILN_INT64));
+    double lo = a->out == KILN_UINT8 ? 0 : a->out == KILN_INT8 ? -128 : -2147483648.0;
+    double hi = a->out == KILN_UINT8 ? 255 : a->out == KILN_INT8 ? 127 : 2147483647.0;
+    y = kiln_min(kiln_max(y, ops_const(ctx, KILN_INT64, lo)), ops_const(ctx, KILN_INT64, hi));
+    return kiln_cast(a->out, y);
+}
 
 static kiln_expr quant_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     quant_args *a = u;
@@ -176,18 +330,21 @@ static kiln_expr quant_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     switch (a->variant) {
     case Q_QUANTIZE:
         return saturate(ctx, kiln_div(kiln_cast(KILN_FLOAT32, x), s),
-                        param_at(ctx, a->in[2], a->axis, i, KILN_FLOAT32), a->out, KILN_FLOAT32);
+                        param_at(ctx, a->in[2], a->axis, i, KILN_FLOAT32), a->out, KILN_FLOAT32,
+                        a->tflite);
     case Q_DEQUANTIZE:
         return kiln_mul(centered(x, param_at(ctx, a->in[2], a->axis, i, KILN_INT32)), s);
     default: { /* requantize: the multiplier in float32 */
+        if (a->tflite)
+            return requantize_tflite(ctx, a, i, x);
         kiln_expr m = kiln_div(s, param_at(ctx, a->in[3], a->axis, i, KILN_FLOAT32));
         kiln_expr c = centered(x, param_at(ctx, a->in[2], a->axis, i, KILN_INT32));
         if (!a->f64)
             return saturate(ctx, kiln_mul(c, m), param_at(ctx, a->in[4], a->axis, i, KILN_FLOAT32),
-                            a->out, KILN_FLOAT32);
+                            a->out, KILN_FLOAT32, 0);
         kiln_expr v = kiln_add(kiln_mul(kiln_cast(KILN_FLOAT64, c), kiln_cast(KILN_FLOAT64, m)),
                                param_at(ctx, a->in[4], a->axis, i, KILN_FLOAT64));
-        return saturate(ctx, v, ops_const(ctx, KILN_FLOAT64, 0), a->out, KILN_FLOAT64);
+        return saturate(ctx, v, ops_const(ctx, KILN_FLOAT64, 0), a->out, KILN_FLOAT64, 0);
     }
     }
 }
@@ -197,9 +354,13 @@ static kiln_status compute_quant_unary(kiln_ctx *ctx, const gnode *call, kiln_te
     int64_t od[KILN_MAX_NDIM];
     int nd = ops_out_shape(call, od);
     const char *cd = graph_attr_str(call, "compute_dtype", "float32");
-    quant_args a = {in, call->op->variant, nd ? ops_norm_axis(call, -1, nd) : 0,
-                    call->type.t[0].dtype, !strcmp(cd, "float64")};
-    if (a.variant == Q_REQUANTIZE && strcmp(cd, "float32") && !a.f64) {
+    quant_args a = {in,
+                    call->op->variant,
+                    nd ? ops_norm_axis(call, -1, nd) : 0,
+                    call->type.t[0].dtype,
+                    !strcmp(cd, "float64"),
+                    !strcmp(graph_attr_str(call, "rounding", "TONEAREST"), "TFLITE")};
+    if (a.variant == Q_REQUANTIZE && !a.tflite && strcmp(cd, "float32") && !a.f64) {
         kiln_set_error(KILN_ERR_UNSUPPORTED,
                        "qnn.requantize: compute_dtype '%s' is not float32 (ONNX Runtime's "
                        "requantization) or float64 (ONNX's reference)",
@@ -274,7 +435,7 @@ static kiln_expr qbin_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
     }
     kiln_expr v = a->variant == Q_ADD ? kiln_add(real[0], real[1]) : kiln_mul(real[0], real[1]);
     return saturate(ctx, kiln_div(v, param_at(ctx, a->in[6], 0, i, KILN_FLOAT32)),
-                    param_at(ctx, a->in[7], 0, i, KILN_FLOAT32), a->out, KILN_FLOAT32);
+                    param_at(ctx, a->in[7], 0, i, KILN_FLOAT32), a->out, KILN_FLOAT32, 0);
 }
 
 static kiln_status compute_quant_binary(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
@@ -440,7 +601,7 @@ static kiln_expr qcat_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
                            param_at(ctx, a->in[3 * a->n], 0, i, KILN_FLOAT32));
     kiln_expr v = kiln_mul(centered(q, param_at(ctx, a->in[2 * a->n + a->k], 0, i, KILN_INT32)), m);
     return saturate(ctx, v, param_at(ctx, a->in[3 * a->n + 1], 0, i, KILN_FLOAT32), a->dt,
-                    KILN_FLOAT32);
+                    KILN_FLOAT32, 0);
 }
 
 static kiln_status compute_qconcat(kiln_ctx *ctx, const gnode *call, kiln_tensor *const *in,
@@ -482,6 +643,18 @@ const kiln_op_def ops_qnn_rows[] = {
     QROW("qnn.requantize", 5, 5, requantize_attrs, rel_quant_unary, OP_ELEMWISE,
          compute_quant_unary, Q_REQUANTIZE, 1,
          "requantize(data, scale, zp, out_scale, out_zp): to other quantization parameters"),
+    {.name = "fixed_point_multiply",
+     .min_in = 3,
+     .max_in = 3,
+     .attrs = fixed_point_attrs,
+     .rel = rel_fixed_point,
+     .pattern = OP_BROADCAST,
+     .compute = ops_compute_elemwise,
+     .elem = fixed_point_elem,
+     .layout = LAYOUT_FOLLOWS,
+     .sym_dims = 1,
+     .summary = "x * multiplier * 2^shift / 2^31 in int32: TFLite's MultiplyByQuantizedMultiplier, "
+                "or TVM's single rounding (rounding=\"UPWARD\")"},
     QROW("qnn.add", 8, 8, binary_attrs, rel_quant_binary, OP_BROADCAST, compute_quant_binary, Q_ADD,
          1, "the sum of two quantized tensors, quantized to the output's parameters"),
     QROW("qnn.mul", 8, 8, binary_attrs, rel_quant_binary, OP_BROADCAST, compute_quant_binary, Q_MUL,

@@ -17,7 +17,8 @@
  * weights), on targets with a fast int8 dot product (ops_int8_fast: VNNI,
  * AVX-VNNI, aarch64's dot product or int8 matrix extensions);
  * QnnCanonicalize (qnn_canon.c) then lowers the QNN ops for the int8
- * kernels. Elsewhere it runs only when named. */
+ * kernels. Elsewhere it runs only when named, or where the graph quantizes
+ * with TFLite's rounding (the TFLite importer's integer mode). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,12 +197,26 @@ static int fake_requantize(kiln_rewrite *rw, const rule *r) {
     const kiln_ndarray *s2 = const_of(g, n->in[1]);
     if (!dq_of(g, rule_pre(rw, r->x[0]), &d) || !s2 || kiln_ndarray_numel(s2) != 1)
         return KILN_REWRITE_SKIP;
-    char attrs[128];
-    snprintf(attrs, sizeof attrs, "axis=%d, out_dtype=\"%s\", compute_dtype=\"float32\"", d.axis,
-             graph_attr_str(n, "out_dtype", "int8"));
+    char attrs[160];
+    snprintf(attrs, sizeof attrs,
+             "axis=%d, out_dtype=\"%s\", compute_dtype=\"float32\", rounding=\"%s\"", d.axis,
+             graph_attr_str(n, "out_dtype", "int8"), graph_attr_str(n, "rounding", "TONEAREST"));
     int in[5] = {post_of(rw, d.n->in[0]), post_of(rw, d.n->in[1]), post_of(rw, d.n->in[2]),
                  post_of(rw, n->in[1]), post_of(rw, n->in[2])};
     return rule_call(rw, "qnn.requantize", 5, in, attrs, n->name);
+}
+
+/* Whether g quantizes with TFLite's rounding (a TFLite model imported for
+ * TFLite's integer requantization): its results are TFLite's only on the
+ * integer path. */
+static int wants_tflite_integers(const struct kiln_graph *g) {
+    for (int i = 0; i < g->n; i++) {
+        const gnode *n = g->nodes[i];
+        if (n->kind == GN_CALL && !strcmp(n->op->name, "qnn.quantize") &&
+            !strcmp(graph_attr_str(n, "rounding", "TONEAREST"), "TFLITE"))
+            return 1;
+    }
+    return 0;
 }
 
 struct kiln_graph *pass_fake_quantization(struct kiln_graph *g, const pass_env *env) {
@@ -210,8 +225,10 @@ struct kiln_graph *pass_fake_quantization(struct kiln_graph *g, const pass_env *
        (AVX2's exact vpmaddwd path does as many multiply-adds per instruction
        as float32 FMA, and ResNet-50 int8 ran 1.2x slower than float on it),
        so a QDQ model runs on float kernels with its weights dequantized at
-       compile time. Named (kiln compile --pass, run_pass), it always runs. */
-    if (!env->named && !ops_int8_fast(env->target))
+       compile time. Named (kiln compile --pass, run_pass), it always runs,
+       and so it does for a graph that asks for TFLite's integer
+       requantization, whose results only the integer path gives. */
+    if (!env->named && !ops_int8_fast(env->target) && !wants_tflite_integers(g))
         return pass_rebuild(g, NULL, NULL);
     rule rules[] = {
         {"nn.conv2d(%a=qnn.dequantize(%b, const, const), %e=qnn.dequantize(const, const, const))",

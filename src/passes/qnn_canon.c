@@ -9,6 +9,9 @@
  *   qnn.dequantize(q, s, zp)      ->  float32(q - zp) * s (s, zp shaped
  *                                      to broadcast along the axis)
  *   qnn.requantize(q, s, zp, s2, zp2)  ->  clip(round(float32(q - zp) * (s / s2)) + zp2)
+ *   with rounding TFLITE  ->  clip(fixed_point_multiply(q - zp, m0, shift) + zp2)
+ *   quantize[TFLITE]([relu|clip](dequantize(acc, S, 0)), s2, zp)
+ *                         ->  clip(fixed_point_multiply(acc, m0, shift) + zp)
  *   float32(acc) * c * d          ->  float32(acc) * (c * d)
  *   float32(acc) * c + d          ->  float32(acc + rint(d / c)) * c
  *   quantize([relu|clip](float32(acc) * S), s2, zp)
@@ -26,6 +29,13 @@
  * their QNN reference computes. The dequantize's subtraction and multiply
  * fuse into the convolution's epilogue with the bias, the activation and
  * the next quantize.
+ *
+ * TFLite's requantization (rounding TFLITE) takes m0 and shift from
+ * TFLite's QuantizeMultiplier of the float64 multiplier, computed here; an
+ * accumulator of qnn.conv2d/dense/batch_matmul gets the multiplier from the
+ * product's own scales, float64(sx) * float64(sw) / float64(s2), as TFLite's
+ * kernels compute it, not from the float32 product S that its dequantize
+ * holds.
  *
  * Runs at opt level 3 after FakeQuantizationToInteger (fake_quant.c), which
  * makes the QNN ops of a QDQ model. */
@@ -195,23 +205,31 @@ static int param_rank(int64_t cnt, int64_t axis, int nd) {
     return axis < 0 || axis >= nd || nd - axis > 4 ? -1 : (int)(nd - axis);
 }
 
+/* int32(q) - zp in post (zp the zero point shaped to `rank`); int32(q)
+ * where zp is all 0. */
+static int centered_i32(kiln_rewrite *rw, int q, const kiln_ndarray *zp, int rank,
+                        const char *name) {
+    q = q < 0 ? -1 : rule_call(rw, "cast", 1, &q, "dtype=\"int32\"", name);
+    if (q < 0 || all_zero(zp))
+        return q;
+    int64_t nz = kiln_ndarray_numel(zp);
+    int32_t *z = malloc((size_t)nz * sizeof(int32_t));
+    if (!z)
+        return -1;
+    for (int64_t i = 0; i < nz; i++)
+        z[i] = (int32_t)int_at(zp, i);
+    int zid = const_i32(rw, z, nz, nz == 1 ? 0 : rank, "zero_point");
+    free(z);
+    int in[2] = {q, zid};
+    return zid < 0 ? -1 : rule_call(rw, "subtract", 2, in, "", name);
+}
+
 /* float32(q - zp) in post (q the post node, zp the zero point constant
  * shaped to `rank`); float32(q) where zp is all 0. */
 static int centered_f32(kiln_rewrite *rw, int q, const kiln_ndarray *zp, int rank,
                         const char *name) {
-    if (!all_zero(zp)) {
-        int64_t nz = kiln_ndarray_numel(zp);
-        int32_t *z = malloc((size_t)nz * sizeof(int32_t));
-        if (!z)
-            return -1;
-        for (int64_t i = 0; i < nz; i++)
-            z[i] = (int32_t)int_at(zp, i);
-        int zid = const_i32(rw, z, nz, nz == 1 ? 0 : rank, "zero_point");
-        free(z);
-        int wide = zid < 0 || q < 0 ? -1 : rule_call(rw, "cast", 1, &q, "dtype=\"int32\"", name);
-        int in[2] = {wide, zid};
-        q = wide < 0 ? -1 : rule_call(rw, "subtract", 2, in, "", name);
-    }
+    if (!all_zero(zp))
+        q = centered_i32(rw, q, zp, rank, name);
     return q < 0 ? -1 : rule_call(rw, "cast", 1, &q, "dtype=\"float32\"", name);
 }
 
@@ -268,6 +286,175 @@ static int folds_alone(kiln_rewrite *rw, const rule *r, const kiln_pattern *acc)
            kiln_rewrite_uses(rw, rule_pre(rw, r->x[1])->id) == 1;
 }
 
+/* TFLite's QuantizeMultiplier: m = m0 * 2^(shift - 31), m0 a 31-bit
+ * fraction in [2^30, 2^31) (0 for m = 0 or a shift below -31). */
+static void quantize_multiplier(double m, int32_t *m0, int32_t *shift) {
+    int e = 0;
+    if (!(m > 0) || !(m < 2147483648.0)) {
+        *m0 = *shift = 0;
+        return;
+    }
+    double f = frexp(m, &e);
+    int64_t q = (int64_t)round(f * 2147483648.0);
+    if (q == ((int64_t)1 << 31)) {
+        q /= 2;
+        e++;
+    }
+    if (e < -31)
+        q = e = 0;
+    *m0 = (int32_t)q;
+    *shift = e;
+}
+
+/* cast(clip(fixed_point_multiply(c, m0, shift) + zp, lo, hi), odt) in post:
+ * c an int32 value, m the n float64 multipliers shaped to `rank`. */
+static int fixed_tail(kiln_rewrite *rw, int c, const double *m, int64_t n, int rank, int32_t zp,
+                      double lo, double hi, kiln_dtype odt, const char *name) {
+    int32_t *v = malloc((size_t)n * 2 * sizeof(int32_t));
+    if (!v)
+        return -1;
+    for (int64_t k = 0; k < n; k++)
+        quantize_multiplier(m[k], &v[k], &v[n + k]);
+    int r = n == 1 ? 0 : rank;
+    int in[3] = {c, const_i32(rw, v, n, r, "multiplier"), const_i32(rw, v + n, n, r, "shift")};
+    free(v);
+    int y = in[0] < 0 || in[1] < 0 || in[2] < 0
+                ? -1
+                : rule_call(rw, "fixed_point_multiply", 3, in, "rounding=\"TFLITE\"", name);
+    int z = const_i32(rw, &zp, 1, 0, "zero_point");
+    int sum[2] = {y, z};
+    y = y < 0 || z < 0 ? -1 : rule_call(rw, "add", 2, sum, "", name);
+    char attrs[96];
+    snprintf(attrs, sizeof attrs, "a_min=%g, a_max=%g", lo, hi);
+    y = y < 0 ? -1 : rule_call(rw, "clip", 1, &y, attrs, name);
+    snprintf(attrs, sizeof attrs, "dtype=\"%s\"", kiln_dtype_name(odt));
+    return y < 0 ? -1 : rule_call(rw, "cast", 1, &y, attrs, name);
+}
+
+static int is_tflite(const gnode *n) {
+    return !strcmp(graph_attr_str(n, "rounding", "TONEAREST"), "TFLITE");
+}
+
+/* qnn.requantize(q, s, zp, s2, zp2) with rounding TFLITE: TFLite's integer
+ * requantization, clip(fixed_point_multiply(q - zp, m0, shift) + zp2), the
+ * multipliers float64(s) / float64(s2). */
+static int canon_requantize_tflite(kiln_rewrite *rw, const rule *r, int rank, double s2,
+                                   kiln_dtype odt) {
+    const gnode *n = rule_root(rw);
+    const kiln_ndarray *s = rule_pre(rw, r->x[1])->value, *zp = rule_pre(rw, r->x[2])->value;
+    int64_t cnt = kiln_ndarray_numel(s);
+    double *m = malloc((size_t)cnt * sizeof(double));
+    if (!m)
+        return -1;
+    for (int64_t k = 0; k < cnt; k++)
+        m[k] = (double)((const float *)kiln_ndarray_data(s))[k] / s2;
+    int c = centered_i32(rw, rule_post(rw, r->x[0]), zp, rank, n->name);
+    int st =
+        c < 0
+            ? -1
+            : fixed_tail(rw, c, m, cnt, rank, (int32_t)int_at(rule_pre(rw, r->x[4])->value, 0),
+                         odt == KILN_UINT8 ? 0 : -128, odt == KILN_UINT8 ? 255 : 127, odt, n->name);
+    free(m);
+    return st;
+}
+
+/* The exact scales of the int32 accumulator acc (a pre node) whose
+ * dequantize scales it by the n float32 values S: where acc is a quantized
+ * product (through integer bias adds of constants) whose scales multiply
+ * in float32 to S, float64(sx) * float64(sw[k]) (exact, as TFLite's kernels
+ * take them); else S. */
+static void acc_scales(const struct kiln_graph *g, const gnode *acc, const kiln_ndarray *S,
+                       double *out) {
+    int64_t n = kiln_ndarray_numel(S);
+    const float *sv = kiln_ndarray_data(S);
+    for (int64_t k = 0; k < n; k++)
+        out[k] = sv[k];
+    while (acc->kind == GN_CALL && acc->nin == 2 &&
+           (!strcmp(acc->op->name, "nn.bias_add") || !strcmp(acc->op->name, "add")) &&
+           g->nodes[acc->in[1]]->kind == GN_CONST)
+        acc = g->nodes[acc->in[0]];
+    if (acc->kind != GN_CALL || acc->nin != 6 || strncmp(acc->op->name, "qnn.", 4) ||
+        (strcmp(acc->op->name, "qnn.conv2d") && strcmp(acc->op->name, "qnn.dense") &&
+         strcmp(acc->op->name, "qnn.batch_matmul")))
+        return;
+    const gnode *sx = g->nodes[acc->in[4]], *sw = g->nodes[acc->in[5]];
+    if (sx->kind != GN_CONST || sw->kind != GN_CONST ||
+        kiln_ndarray_dtype(sx->value) != KILN_FLOAT32 ||
+        kiln_ndarray_dtype(sw->value) != KILN_FLOAT32 || kiln_ndarray_numel(sx->value) != 1)
+        return;
+    int64_t nw = kiln_ndarray_numel(sw->value);
+    if (nw != n && nw != 1)
+        return;
+    double x = *(const float *)kiln_ndarray_data(sx->value);
+    const float *w = kiln_ndarray_data(sw->value);
+    for (int64_t k = 0; k < n; k++)
+        if ((float)(x * w[nw == 1 ? 0 : k]) != sv[k])
+            return;
+    for (int64_t k = 0; k < n; k++)
+        out[k] = x * w[nw == 1 ? 0 : k];
+}
+
+/* quantize[TFLITE]([relu | clip](dequantize(acc, S, zp)), s2, zp2) with acc
+ * int32: TFLite's requantization of the accumulator, the activation
+ * narrowing the output range as TFLite's CalculateActivationRangeQuantized
+ * does (relu: q >= zp2; clip(a, b): zp2 + round(a / s2) .. zp2 + round(b /
+ * s2), float32, half away from zero). Matched before the dequantize is
+ * lowered, so the product's scales are still there (acc_scales). `act`: 0
+ * none, 1 relu, 2 clip. */
+static int fold_tflite(kiln_rewrite *rw, const rule *r, int act) {
+    const struct kiln_graph *g = kiln_rewrite_pre(rw);
+    const gnode *n = rule_root(rw), *dq = rule_pre(rw, r->x[0]), *acc = rule_pre(rw, r->x[1]);
+    const gnode *S = rule_pre(rw, r->x[2]), *zp = rule_pre(rw, r->x[3]);
+    const gnode *zp2 = rule_pre(rw, r->x[5]), *a = g->nodes[n->in[0]];
+    const gtensor_type *at = ops_node_type(acc);
+    double s2 = scalar_f32(rule_pre(rw, r->x[4]));
+    kiln_dtype odt;
+    int rank =
+        at ? param_rank(kiln_ndarray_numel(S->value), graph_attr_int(dq, "axis", -1), at->ndim)
+           : -1;
+    if (!is_tflite(n) || rank < 0 || at->dtype != KILN_INT32 ||
+        kiln_rewrite_uses(rw, dq->id) != 1 || kiln_rewrite_uses(rw, a->id) != 1 ||
+        !scale_zp(S->value, zp->value) || !(s2 > 0) || !is_int_array(zp2->value) ||
+        kiln_ndarray_numel(zp2->value) != 1 ||
+        kiln_dtype_parse(graph_attr_str(n, "out_dtype", "int8"), &odt) != KILN_OK ||
+        (odt != KILN_INT8 && odt != KILN_UINT8))
+        return KILN_REWRITE_SKIP;
+    int32_t z2 = (int32_t)int_at(zp2->value, 0);
+    double lo = odt == KILN_UINT8 ? 0 : -128, hi = odt == KILN_UINT8 ? 255 : 127;
+    if (act == 1)
+        lo = z2 > lo ? z2 : lo;
+    if (act == 2) {
+        float fs2 = (float)s2;
+        double a0 = z2 + roundf((float)graph_attr_float(a, "a_min", -INFINITY) / fs2);
+        double a1 = z2 + roundf((float)graph_attr_float(a, "a_max", INFINITY) / fs2);
+        lo = a0 > lo ? a0 : lo;
+        hi = a1 < hi ? a1 : hi;
+    }
+    if (lo > hi)
+        return KILN_REWRITE_SKIP;
+    int64_t cnt = kiln_ndarray_numel(S->value);
+    double *m = malloc((size_t)cnt * sizeof(double));
+    if (!m)
+        return -1;
+    acc_scales(g, acc, S->value, m);
+    for (int64_t k = 0; k < cnt; k++)
+        m[k] /= s2;
+    int c = centered_i32(rw, rule_post(rw, r->x[1]), zp->value, rank, n->name);
+    int st = c < 0 ? -1 : fixed_tail(rw, c, m, cnt, rank, z2, lo, hi, odt, n->name);
+    free(m);
+    return st;
+}
+
+static int fold_tflite_none(kiln_rewrite *rw, const rule *r) {
+    return fold_tflite(rw, r, 0);
+}
+static int fold_tflite_relu(kiln_rewrite *rw, const rule *r) {
+    return fold_tflite(rw, r, 1);
+}
+static int fold_tflite_clip(kiln_rewrite *rw, const rule *r) {
+    return fold_tflite(rw, r, 2);
+}
+
 /* cast(clip(round(c * (S / s2)) + zp, lo, hi), odt) in post: c a float32
  * value, S a float32 constant shaped to broadcast against it, the
  * multiplier divided in float32 as qnn.requantize's compute does. */
@@ -320,7 +507,7 @@ static int fold_requantize(kiln_rewrite *rw, const rule *r, int act) {
     const gtensor_type *at = ops_node_type(acc);
     double s2 = scalar_f32(rule_pre(rw, r->x[4]));
     kiln_dtype odt;
-    if (!folds_alone(rw, r, r->x[2]) || kiln_rewrite_uses(rw, a->id) != 1 || !at ||
+    if (is_tflite(n) || !folds_alone(rw, r, r->x[2]) || kiln_rewrite_uses(rw, a->id) != 1 || !at ||
         strcmp(graph_attr_str(cast, "dtype", ""), "float32") ||
         kiln_ndarray_dtype(S->value) != KILN_FLOAT32 || !(s2 > 0) || !is_int_array(zpn->value) ||
         kiln_ndarray_numel(zpn->value) != 1 ||
@@ -357,9 +544,12 @@ static int canon_requantize(kiln_rewrite *rw, const rule *r) {
         qt ? param_rank(kiln_ndarray_numel(s->value), graph_attr_int(n, "axis", -1), qt->ndim) : -1;
     if (rank < 0 || !scale_zp(s->value, zp->value) || !(s2 > 0) || !is_int_array(zp2->value) ||
         kiln_ndarray_numel(zp2->value) != 1 ||
-        strcmp(graph_attr_str(n, "compute_dtype", "float32"), "float32") ||
         kiln_dtype_parse(graph_attr_str(n, "out_dtype", "int8"), &odt) != KILN_OK ||
         (odt != KILN_INT8 && odt != KILN_UINT8))
+        return KILN_REWRITE_SKIP;
+    if (is_tflite(n))
+        return canon_requantize_tflite(rw, r, rank, s2, odt);
+    if (strcmp(graph_attr_str(n, "compute_dtype", "float32"), "float32"))
         return KILN_REWRITE_SKIP;
     kiln_ndarray *sc = shaped_scale(s->value, rank);
     if (!sc)
@@ -460,6 +650,20 @@ struct kiln_graph *pass_qnn_canonicalize(struct kiln_graph *g, const pass_env *e
     (void)env;
     /* the QNN ops lowered, then the float chains they leave folded */
     rule lower[] = {
+        /* TFLite's requantization of an accumulator first, while its
+           dequantize and product are there */
+        {"qnn.quantize(nn.relu(%a=qnn.dequantize(%b, %c=const, %d=const)), %e=const, %f=const)",
+         fold_tflite_relu,
+         NULL,
+         {0}},
+        {"qnn.quantize(clip(%a=qnn.dequantize(%b, %c=const, %d=const)), %e=const, %f=const)",
+         fold_tflite_clip,
+         NULL,
+         {0}},
+        {"qnn.quantize(%a=qnn.dequantize(%b, %c=const, %d=const), %e=const, %f=const)",
+         fold_tflite_none,
+         NULL,
+         {0}},
         {"qnn.conv2d(%a, %b=const, %c=const, %d=const, const, const)", canon_conv, NULL, {0}},
         {"qnn.dense(%a, %b=const, %c=const, %d=const, const, const)", canon_dense, NULL, {0}},
         {"qnn.batch_matmul(%a, %b=const, %c=const, %d=const, const, const)", canon_bmm, NULL, {0}},

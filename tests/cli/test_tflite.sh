@@ -17,6 +17,13 @@ cp "$DATA/ok_int8.tflite" "$DIR/cli_tflite_model.bin"
 expect 0 "qnn.quantize" "$KILN" inspect "$DIR/cli_tflite_model.bin"
 expect 0 "wrote" "$KILN" compile "$DIR/cli_tflite_model.bin" -o "$DIR/cli_tflite_int8.tar"
 expect 0 "output: float32[1, 2, 2, 3]" "$KILN" run "$DIR/cli_tflite_int8.tar" --fill random
+# TFLite's reference kernels' rounding: the integer requantization
+expect 0 "wrote" "$KILN" compile "$DIR/cli_tflite_model.bin" --tflite-kernels reference \
+    --dump-ir "$DIR/cli_tflite_dump" -o "$DIR/cli_tflite_ref.tar"
+expect 0 "fixed_point_multiply" cat "$DIR/cli_tflite_dump/03_after_QnnCanonicalize.txt"
+expect 0 "output: float32[1, 2, 2, 3]" "$KILN" run "$DIR/cli_tflite_ref.tar" --fill random
+expect 2 "--tflite-kernels 'fast' is not xnnpack or reference" \
+    "$KILN" compile "$DIR/cli_tflite_model.bin" --tflite-kernels fast
 expect 0 "wrote" "$KILN" compile "$DATA/ok_conv_float.tflite" --input-shapes "input:[1,9,9,2]" \
     -o "$DIR/cli_tflite_float.tar"
 expect 0 "probs: float32[1, 3]" "$KILN" run "$DIR/cli_tflite_float.tar" --fill random
@@ -26,6 +33,7 @@ expect 1 "bad_vtable_cyclic.tflite: not a valid TFLite model" \
 expect 1 "CUSTOM 'MyOp' (operators 1, 3); LSTM (operator 2); WHILE (operator 4)" \
     "$KILN" compile "$DATA/unsupported_ops.tflite" -o "$DIR/cli_tflite_bad.tar"
 expect 1 "operator 0 (CONV_2D)" "$KILN" inspect "$DATA/bad_conv_filter_3d.tflite"
-rm -f "$DIR/cli_tflite_model.bin" "$DIR/cli_tflite_int8.tar" "$DIR/cli_tflite_float.tar"
+rm -rf "$DIR/cli_tflite_model.bin" "$DIR/cli_tflite_int8.tar" "$DIR/cli_tflite_float.tar" \
+    "$DIR/cli_tflite_ref.tar" "$DIR/cli_tflite_dump"
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "cli_tflite: all checks passed"

@@ -20,7 +20,14 @@
  * An int8 model runs twice: as imported (QDQ: float arithmetic between
  * qnn.dequantize and qnn.quantize), and with the build option
  * pass=FakeQuantizationToInteger, which makes its convolutions and dense
- * layers qnn.conv2d and qnn.dense with int32 sums (NAME+qnn).
+ * layers qnn.conv2d and qnn.dense with int32 sums (NAME+qnn); and, where the
+ * npz has them (the "__reference__NAME" arrays: the interpreter with
+ * OpResolverType.BUILTIN_REF, TFLite's reference kernels), imported with
+ * KILN_TFLITE_REFERENCE_KERNELS against those (NAME+reference). The share of
+ * outputs that are exact is printed for every int8 run; where the npz says
+ * "__reference_exact" (a model of convolutions, depthwise convolutions and
+ * fully-connected layers only, which kiln computes as those kernels do)
+ * the reference run must be exact on every element.
  * One line per model: PASS or FAIL, the error, the import and compile
  * times. Each model runs in a forked child so that a crash is that model's
  * FAIL. Exit status 0 if every model passed (and at least one ran), else 1;
@@ -68,9 +75,12 @@ static double *as_doubles(const kiln_ndarray *a) {
     return v;
 }
 
+enum { RUN_PLAIN, RUN_QNN, RUN_REFERENCE };
+static const char *const run_suffix[] = {"", "+qnn", "+reference"};
+
 /* Compare one output by kind; prints its line; 1 if it passes. */
-static int compare(const char *name, const char *out, int kind, const kiln_ndarray *got,
-                   const kiln_ndarray *exp, double *worst) {
+static int compare(const char *name, const char *out, int kind, int exact_only,
+                   const kiln_ndarray *got, const kiln_ndarray *exp, double *worst) {
     int same = kiln_ndarray_ndim(got) == kiln_ndarray_ndim(exp) &&
                kiln_ndarray_dtype(got) == kiln_ndarray_dtype(exp);
     for (int d = 0; same && d < kiln_ndarray_ndim(got); d++)
@@ -84,6 +94,7 @@ static int compare(const char *name, const char *out, int kind, const kiln_ndarr
     double *g = as_doubles(got), *e = as_doubles(exp);
     int64_t n = kiln_ndarray_numel(exp), off = 0;
     double scale = 0, err = 0;
+    int64_t exact = 0;
     for (int64_t i = 0; g && e && i < n; i++) {
         double d = fabs(g[i] - e[i]);
         if (isnan(d))
@@ -91,16 +102,18 @@ static int compare(const char *name, const char *out, int kind, const kiln_ndarr
         scale = fmax(scale, fabs(e[i]));
         err = fmax(err, d);
         off += d > 1;
+        exact += d == 0;
     }
     int ok = g && e;
     if (!ok)
         printf("    %s %s: dtype not compared\n", name, out);
     else if (kind == 1) {
         double frac = n ? 1.0 - (double)off / (double)n : 1;
-        ok = frac >= INT8_MIN_FRACTION;
-        printf(
-            "    %s %s: %.4f %% within one step, largest difference %.0f steps (%lld elements)\n",
-            name, out, 100 * frac, err, (long long)n);
+        ok = exact_only ? exact == n : frac >= INT8_MIN_FRACTION;
+        printf("    %s %s: %.4f %% within one step, %.4f %% exact, largest difference %.0f steps "
+               "(%lld elements)\n",
+               name, out, 100 * frac, n ? 100.0 * (double)exact / (double)n : 100.0, err,
+               (long long)n);
         *worst = fmax(*worst, err);
     } else {
         double tol = kind == 2 ? DYNAMIC_RTOL : FLOAT_RTOL, rel = scale > 0 ? err / scale : err;
@@ -114,7 +127,15 @@ static int compare(const char *name, const char *out, int kind, const kiln_ndarr
     return ok;
 }
 
-static int run_model(const char *dir, const char *name, int qnn) {
+/* Whether the npz holds the reference kernels' outputs. */
+static int has_reference(const kiln_npz *z) {
+    for (int i = 0; i < kiln_npz_count(z); i++)
+        if (!strncmp(kiln_npz_name(z, i), "__reference__", 13))
+            return 1;
+    return 0;
+}
+
+static int run_model(const char *dir, const char *name, int mode) {
     char path[4096], io[4096], pkg[4096];
     snprintf(path, sizeof path, "%s/%s.tflite", dir, name);
     snprintf(io, sizeof io, "%s/%s_io.npz", dir, name);
@@ -125,18 +146,23 @@ static int run_model(const char *dir, const char *name, int qnn) {
     const kiln_ndarray *k = z ? kiln_npz_get(z, "__kind") : NULL;
     int kind =
         k && kiln_ndarray_dtype(k) == KILN_INT32 ? *(const int32_t *)kiln_ndarray_data(k) : 0;
-    if (qnn && kind != 1) {
+    const kiln_ndarray *ex_flag = z ? kiln_npz_get(z, "__reference_exact") : NULL;
+    int exact_only = mode == RUN_REFERENCE && ex_flag != NULL;
+    if ((mode != RUN_PLAIN && kind != 1) || (mode == RUN_REFERENCE && z && !has_reference(z))) {
         kiln_npz_free(z);
         return 0;
     }
     char label[512];
-    snprintf(label, sizeof label, "%s%s", name, qnn ? "+qnn" : "");
+    snprintf(label, sizeof label, "%s%s", name, run_suffix[mode]);
     double t0 = seconds();
-    kiln_graph *g = z ? kiln_tflite_import(path, NULL) : NULL;
+    kiln_graph *g = z ? kiln_tflite_import_flags(
+                            path, NULL, mode == RUN_REFERENCE ? KILN_TFLITE_REFERENCE_KERNELS : 0)
+                      : NULL;
     double t_import = seconds() - t0;
     t0 = seconds();
     kiln_build_options *o = kiln_build_options_new();
-    if (qnn && kiln_build_options_set(o, "pass", "FakeQuantizationToInteger") != KILN_OK)
+    if (mode == RUN_QNN &&
+        kiln_build_options_set(o, "pass", "FakeQuantizationToInteger") != KILN_OK)
         fprintf(stderr, "%s: %s\n", label, kiln_last_error());
     int ok = g && kiln_graph_compile(g, pkg, o) == KILN_OK;
     kiln_build_options_free(o);
@@ -156,12 +182,14 @@ static int run_model(const char *dir, const char *name, int qnn) {
         ok = 0, why = kiln_last_error();
     for (int i = 0; ok && i < kiln_executor_num_outputs(ex); i++) {
         const char *on = kiln_executor_output_name(ex, i);
-        const kiln_ndarray *exp = kiln_npz_get(z, on);
+        char key[1024];
+        snprintf(key, sizeof key, "%s%s", mode == RUN_REFERENCE ? "__reference__" : "", on);
+        const kiln_ndarray *exp = kiln_npz_get(z, key);
         if (!exp) {
             ok = 0, why = "an output is missing from the npz";
             break;
         }
-        ok = compare(label, on, kind, kiln_executor_output(ex, i), exp, &worst) && ok;
+        ok = compare(label, on, kind, exact_only, kiln_executor_output(ex, i), exp, &worst) && ok;
         if (!ok)
             why = "outputs differ";
     }
@@ -179,16 +207,16 @@ static int run_model(const char *dir, const char *name, int qnn) {
 }
 
 /* Run one model in a child: a crash fails that model only. */
-static int run_forked(const char *dir, const char *name, int qnn) {
+static int run_forked(const char *dir, const char *name, int mode) {
     pid_t pid = fork();
     if (pid == 0)
-        _exit(run_model(dir, name, qnn));
+        _exit(run_model(dir, name, mode));
     int st = 0;
     if (pid < 0 || waitpid(pid, &st, 0) < 0)
-        return run_model(dir, name, qnn);
+        return run_model(dir, name, mode);
     if (WIFEXITED(st))
         return WEXITSTATUS(st) ? 1 : 0;
-    printf("FAIL %-26s%s crashed (signal %d)\n", name, qnn ? "+qnn" : "",
+    printf("FAIL %-26s%s crashed (signal %d)\n", name, run_suffix[mode],
            WIFSIGNALED(st) ? WTERMSIG(st) : 0);
     return 1;
 }
@@ -226,8 +254,9 @@ int main(int argc, char **argv) {
     }
     int failed = 0;
     for (int i = 0; i < n; i++) {
-        int bad = run_forked(argv[1], names[i], 0);
-        bad |= run_forked(argv[1], names[i], 1);
+        int bad = 0;
+        for (int mode = RUN_PLAIN; mode <= RUN_REFERENCE; mode++)
+            bad |= run_forked(argv[1], names[i], mode);
         failed += bad;
         free(names[i]);
     }
