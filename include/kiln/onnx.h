@@ -29,7 +29,10 @@ KILN_API kiln_status kiln_onnx_check_input_shapes(const char *input_shapes);
 /* ---- post-training quantization (`kiln quantize`) ------------------------------
  * kiln_onnx_quantize writes a QDQ ONNX model of the float model at
  * model_path (which ONNX Runtime runs too): the inputs of its Conv, MatMul
- * and Gemm nodes that are float activations become QuantizeLinear ->
+ * and Gemm nodes that are float activations, and of each Add of two
+ * activations whose sum (through a Relu) only such nodes read (a CNN's
+ * residual connection; a transformer's, which a LayerNorm reads, stays
+ * float), become QuantizeLinear ->
  * DequantizeLinear pairs (uint8, asymmetric) over ranges calibrated by
  * running the model on `calibration` (one array per model input, named as
  * the input, samples along dim 0), and their float32 weights symmetric

@@ -484,6 +484,16 @@ char *cg_vector_cast(cg_render *r, kiln_dtype to, kiln_dtype from, int L, const 
             from == KILN_INT32 ? cg_sdup(a) : cg_sfmt("__builtin_convertvector(%s, %s)", a, it);
         return narrow_call(r, to, L, w);
     }
+    if ((to == KILN_FLOAT32 || to == KILN_FLOAT64) &&
+        (from == KILN_UINT8 || from == KILN_INT8 || from == KILN_UINT16 || from == KILN_INT16)) {
+        /* small integers to floats through int32 (vpmovzxbd, vcvtdq2ps):
+           gcc converts 8-bit lanes to float ones at a time (16 extracts and
+           scalar conversions a vector), which made a dequantize of int8
+           data the slowest part of an int8 kernel's epilogue */
+        char it[48];
+        cg_vtype(r, it, KILN_INT32, L);
+        return cg_sfmt("__builtin_convertvector(__builtin_convertvector(%s, %s), %s)", a, it, vt);
+    }
     return cg_sfmt("__builtin_convertvector(%s, %s)", a, vt);
 }
 

@@ -1,7 +1,8 @@
 /* quantize.c: post-training quantization of an ONNX model into a QDQ ONNX
  * model (kiln_onnx_quantize, kiln/onnx.h; `kiln quantize`). The model is
  * compiled with its activations as extra outputs (src/frontend/
- * onnx_quantize.c picks them: the data inputs of Conv, MatMul and Gemm),
+ * onnx_quantize.c picks them: the data inputs of Conv, MatMul and Gemm,
+ * and of a CNN's residual Adds),
  * run on the calibration data, and each activation's range taken as its
  * minimum and maximum, or as percentiles of its values; the QDQ model then
  * quantizes those activations to uint8 over their ranges and the weights

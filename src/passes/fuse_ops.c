@@ -69,6 +69,8 @@ typedef struct {
     op_pattern *master, *maxpat;
     const int *cstart, *cons;
     int ngroups;
+    char *seen; /* reaches' scratch: g->n zeroed entries, and 2 g->n ints */
+    int *stack;
 } groups;
 
 /* Split group b into its elementwise/broadcast head and an injective tail
@@ -134,6 +136,154 @@ static int peel_tail(groups *G, int a, int b, char *tail) {
     return 1;
 }
 
+/* Whether node `from` depends on a member of group b (whose first node is
+ * first_b): a walk up its inputs, which stops below first_b (node ids are
+ * in topological order). seen has g->n entries, zeroed; it is left
+ * zeroed. */
+static int reaches(const groups *G, int from, int b, int first_b) {
+    const struct kiln_graph *g = G->g;
+    char *seen = G->seen;
+    int *stack = G->stack;
+    int top = 0, found = 0, nseen = 0;
+    if (from < first_b)
+        return 0;
+    stack[top++] = from;
+    seen[from] = 1;
+    while (top && !found) {
+        int id = stack[--top];
+        stack[g->n + nseen++] = id; /* to clear seen after */
+        if (G->group[id] >= 0 && pass_find(G->rep, G->group[id]) == b) {
+            found = 1;
+            break;
+        }
+        for (int i = 0; i < g->nodes[id]->nin; i++) {
+            int src = g->nodes[id]->in[i];
+            if (src >= first_b && !seen[src]) {
+                seen[src] = 1;
+                stack[top++] = src;
+            }
+        }
+    }
+    for (int k = 0; k < nseen; k++)
+        seen[stack[g->n + k]] = 0;
+    while (top)
+        seen[stack[--top]] = 0;
+    return found;
+}
+
+/* Whether elementwise group a, all of whose consumers lie in anchor group
+ * b, can join b as a side input of its epilogue: a residual connection's
+ * dequantize (cast, subtract, multiply of an int8 tensor) read by the add
+ * after a convolution. Then the int8 tensor is what the kernel reads, not
+ * a float copy that a kernel of its own writes first (4x the memory
+ * traffic). Only when a's output has the anchor's element count (no value
+ * is computed twice), no member of b's anchor reads a (it is computed
+ * per output element, not per tap), and no input a reads from outside
+ * depends on b (the union stays free of cycles). */
+/* The first node of group b (g->n if none). */
+static int first_node(const groups *G, int b) {
+    for (int id = 0; id < G->g->n; id++)
+        if (G->group[id] >= 0 && pass_find(G->rep, G->group[id]) == b)
+            return id;
+    return G->g->n;
+}
+
+/* side_input's conditions for the members of group a after node `from`
+ * joining anchor group b (anchor its element count): the inputs they read
+ * from outside a do not depend on b, and their readers outside a are
+ * elementwise or broadcast ops of b over values of the anchor's size. */
+static int side_ok(const groups *G, int a, int from, int b, int64_t anchor) {
+    const struct kiln_graph *g = G->g;
+    int first_b = first_node(G, b);
+    if (anchor < 0)
+        return 0;
+    for (int id = from + 1; id < g->n; id++) {
+        if (G->group[id] < 0 || pass_find(G->rep, G->group[id]) != a)
+            continue;
+        const gnode *nd = g->nodes[id];
+        for (int i = 0; i < nd->nin; i++) {
+            int src = nd->in[i];
+            int inside = G->group[src] >= 0 && pass_find(G->rep, G->group[src]) == a;
+            if (!inside && reaches(G, src, b, first_b))
+                return 0;
+        }
+        for (int e = G->cstart[id]; e < G->cstart[id + 1]; e++) {
+            const gnode *c = g->nodes[G->cons[e]];
+            if (G->group[c->id] >= 0 && pass_find(G->rep, G->group[c->id]) == a)
+                continue;
+            if (c->op->pattern > OP_BROADCAST || static_numel(nd) != anchor)
+                return 0;
+        }
+    }
+    return 1;
+}
+
+static int side_input(const groups *G, int a, int b, int64_t anchor) {
+    return side_ok(G, a, -1, b, anchor);
+}
+
+/* Whether node id is an int8 or uint8 value. */
+static int is_byte_value(const gnode *n) {
+    return n->type.known && !n->type.is_tuple && n->type.n == 1 &&
+           (n->type.t[0].dtype == KILN_UINT8 || n->type.t[0].dtype == KILN_INT8);
+}
+
+/* Move the dequantizing tail of anchor group a into the anchor group b that
+ * reads it: a convolution whose output is quantized to int8 and at once
+ * dequantized for the add of another convolution's epilogue (ResNet's
+ * downsample branch) wrote the float value; with the tail in b, a writes
+ * the int8 value and b dequantizes it as a side input (side_input's
+ * conditions). The tail is every member of a after its last int8 value q,
+ * all elementwise, reading only q and each other. Returns 1 if it moved. */
+static int move_tail(groups *G, int a, const int64_t *anchor_numel) {
+    const struct kiln_graph *g = G->g;
+    int q = -1, last = -1;
+    for (int id = 0; id < g->n; id++)
+        if (G->group[id] >= 0 && pass_find(G->rep, G->group[id]) == a) {
+            last = id;
+            if (is_byte_value(g->nodes[id]))
+                q = id;
+        }
+    if (q < 0 || q == last)
+        return 0;
+    int b = -1, ntail = 0;
+    for (int id = q + 1; id <= last; id++) {
+        if (G->group[id] < 0 || pass_find(G->rep, G->group[id]) != a)
+            continue;
+        const gnode *nd = g->nodes[id];
+        if (nd->op->pattern > OP_BROADCAST || G->escape[id])
+            return 0;
+        for (int i = 0; i < nd->nin; i++) {
+            int src = nd->in[i];
+            int in_a = G->group[src] >= 0 && pass_find(G->rep, G->group[src]) == a;
+            if (in_a && src < q)
+                return 0; /* reads the anchor's other values: not a tail */
+        }
+        for (int e = G->cstart[id]; e < G->cstart[id + 1]; e++) {
+            int c = G->cons[e];
+            int gc = G->group[c] < 0 ? -1 : pass_find(G->rep, G->group[c]);
+            if (gc == a)
+                continue;
+            if (gc < 0 || (b >= 0 && gc != b))
+                return 0;
+            b = gc;
+        }
+        ntail++;
+    }
+    if (b < 0 || G->tuple[b] || G->master[b] != OP_OUT_ELEMWISE_FUSABLE ||
+        G->size[b] + ntail > MAX_FUSED_OPS)
+        return 0;
+    /* side_input's conditions, for the tail as a group of its own */
+    if (reaches(G, q, b, first_node(G, b)) || !side_ok(G, a, q, b, anchor_numel[b]))
+        return 0;
+    for (int id = q + 1; id <= last; id++)
+        if (G->group[id] >= 0 && pass_find(G->rep, G->group[id]) == a)
+            G->group[id] = b;
+    G->size[a] -= ntail;
+    G->size[b] += ntail;
+    return 1;
+}
+
 /* Phase 2: merge a group into the one group that consumes all its members'
  * outputs, when that group's ops can follow the producer's master (an
  * out-elemwise-fusable op takes elementwise and broadcast ops, after
@@ -180,7 +330,14 @@ static int merge_diamonds(const struct kiln_graph *g, const char *alone, int *gr
             int src = g->nodes[id]->in[i];
             cons[cstart[src] + fill[src]++] = id;
         }
-    groups G = {g, group, rep, tuple, size, escape, master, maxpat, cstart, cons, ngroups};
+    char *seen = calloc((size_t)n, 1);
+    int *stack = malloc(sizeof(int) * 2 * (size_t)n);
+    KILN_ASSERT(seen && stack);
+    groups G = {g,      group,  rep,  tuple,   size, escape, master,
+                maxpat, cstart, cons, ngroups, seen, stack};
+    for (int a = 0; a < G.ngroups; a++)
+        if (master[a] == OP_OUT_ELEMWISE_FUSABLE && !tuple[a])
+            move_tail(&G, a, anchor_numel);
     for (int changed = 1; changed;) {
         changed = 0;
         for (int a = 0; a < G.ngroups; a++) {
@@ -217,6 +374,8 @@ static int merge_diamonds(const struct kiln_graph *g, const char *alone, int *gr
                                                             : maxpat[b] <= OP_INJECTIVE;
             if (!fits && master[a] == OP_OUT_ELEMWISE_FUSABLE && maxpat[b] == OP_INJECTIVE)
                 fits = peel_tail(&G, a, b, tail);
+            if (!fits && maxpat[a] <= OP_BROADCAST && master[b] == OP_OUT_ELEMWISE_FUSABLE)
+                fits = side_input(&G, a, b, anchor_numel[b]);
             if (!fits)
                 continue;
             rep[a] = b;
@@ -253,6 +412,8 @@ static int merge_diamonds(const struct kiln_graph *g, const char *alone, int *gr
     free(tuple);
     free(size);
     free(tail);
+    free(seen);
+    free(stack);
     return count;
 }
 

@@ -455,6 +455,31 @@ static int fold_tflite_clip(kiln_rewrite *rw, const rule *r) {
     return fold_tflite(rw, r, 2);
 }
 
+/* A float32 scalar constant in post. */
+static int const_f32(kiln_rewrite *rw, float v, const char *name) {
+    kiln_ndarray *a = kiln_ndarray_empty(KILN_FLOAT32, 0, NULL);
+    if (!a)
+        return -1;
+    *(float *)kiln_ndarray_data(a) = v;
+    int id = kiln_graph_const(kiln_rewrite_post(rw), name, a);
+    kiln_ndarray_free(a);
+    return id;
+}
+
+/* cast(clip(round(v) + zp, lo, hi), odt) in post: a float value quantized. */
+static int round_clip_cast(kiln_rewrite *rw, int v, double zp, double lo, double hi, kiln_dtype odt,
+                           const char *name) {
+    int zid = const_f32(rw, (float)zp, "zero_point");
+    v = v < 0 || zid < 0 ? -1 : rule_call(rw, "round", 1, &v, "", name);
+    int in[2] = {v, zid};
+    v = v < 0 ? -1 : rule_call(rw, "add", 2, in, "", name);
+    char attrs[96];
+    snprintf(attrs, sizeof attrs, "a_min=%g, a_max=%g", lo, hi);
+    v = v < 0 ? -1 : rule_call(rw, "clip", 1, &v, attrs, name);
+    snprintf(attrs, sizeof attrs, "dtype=\"%s\"", kiln_dtype_name(odt));
+    return v < 0 ? -1 : rule_call(rw, "cast", 1, &v, attrs, name);
+}
+
 /* cast(clip(round(c * (S / s2)) + zp, lo, hi), odt) in post: c a float32
  * value, S a float32 constant shaped to broadcast against it, the
  * multiplier divided in float32 as qnn.requantize's compute does. */
@@ -474,22 +499,9 @@ static int requant_tail(kiln_rewrite *rw, int c, const kiln_ndarray *S, double s
         ((float *)kiln_ndarray_data(m))[i] = sv[i] / (float)s2;
     int mid = kiln_graph_const(kiln_rewrite_post(rw), "requant_scale", m);
     kiln_ndarray_free(m);
-    kiln_ndarray *z = kiln_ndarray_empty(KILN_FLOAT32, 0, NULL);
-    if (!z)
-        return -1;
-    *(float *)kiln_ndarray_data(z) = (float)zp;
-    int zid = kiln_graph_const(kiln_rewrite_post(rw), "zero_point", z);
-    kiln_ndarray_free(z);
     int in[2] = {c, mid};
     int v = mid < 0 || c < 0 ? -1 : rule_call(rw, "multiply", 2, in, "", name);
-    v = v < 0 ? -1 : rule_call(rw, "round", 1, &v, "", name);
-    int in2[2] = {v, zid};
-    v = v < 0 || zid < 0 ? -1 : rule_call(rw, "add", 2, in2, "", name);
-    char attrs[96];
-    snprintf(attrs, sizeof attrs, "a_min=%g, a_max=%g", lo, hi);
-    v = v < 0 ? -1 : rule_call(rw, "clip", 1, &v, attrs, name);
-    snprintf(attrs, sizeof attrs, "dtype=\"%s\"", kiln_dtype_name(odt));
-    return v < 0 ? -1 : rule_call(rw, "cast", 1, &v, attrs, name);
+    return round_clip_cast(rw, v, zp, lo, hi, odt, name);
 }
 
 /* quantize([relu | clip](float32(acc) * S), s2, zp) with acc int32: the
@@ -561,6 +573,59 @@ static int canon_requantize(kiln_rewrite *rw, const rule *r) {
                                   n->name);
     kiln_ndarray_free(sc);
     return st;
+}
+
+/* quantize([relu](add(dequantize(a, sa, za), dequantize(b, sb, zb))), sc,
+ * zc): a QDQ Add (a residual connection) as ONNX Runtime's QLinearAdd
+ * computes it, cast(clip(round(float32(a - za) * (sa / sc) + float32(b -
+ * zb) * (sb / sc)) + zc, lo, hi)), relu narrowing lo to zc: two multiplies
+ * instead of two dequantizes and a division per value. Per-tensor
+ * parameters; the add (and relu) must have no other reader, the
+ * dequantizes may (they are cheap to compute again). */
+static int fold_qadd(kiln_rewrite *rw, const rule *r, int relu) {
+    const struct kiln_graph *g = kiln_rewrite_pre(rw);
+    const gnode *n = rule_root(rw), *add = rule_pre(rw, r->x[0]);
+    const gnode *act = g->nodes[n->in[0]];
+    const gnode *da = rule_pre(rw, r->x[1]), *db = rule_pre(rw, r->x[2]);
+    const gnode *za = g->nodes[da->in[2]], *zb = g->nodes[db->in[2]], *zc = g->nodes[n->in[2]];
+    double sa = scalar_f32(g->nodes[da->in[1]]), sb = scalar_f32(g->nodes[db->in[1]]);
+    double sc = scalar_f32(g->nodes[n->in[1]]);
+    kiln_dtype odt;
+    if (is_tflite(n) || !(sa > 0) || !(sb > 0) || !(sc > 0) || za->kind != GN_CONST ||
+        zb->kind != GN_CONST || zc->kind != GN_CONST || kiln_rewrite_uses(rw, add->id) != 1 ||
+        kiln_rewrite_uses(rw, act->id) != 1 || !is_int_array(za->value) ||
+        kiln_ndarray_numel(za->value) != 1 || !is_int_array(zb->value) ||
+        kiln_ndarray_numel(zb->value) != 1 || !is_int_array(zc->value) ||
+        kiln_ndarray_numel(zc->value) != 1 ||
+        kiln_dtype_parse(graph_attr_str(n, "out_dtype", "int8"), &odt) != KILN_OK ||
+        (odt != KILN_INT8 && odt != KILN_UINT8))
+        return KILN_REWRITE_SKIP;
+    double z = (double)int_at(zc->value, 0), lo = odt == KILN_UINT8 ? 0 : -128,
+           hi = odt == KILN_UINT8 ? 255 : 127;
+    if (relu)
+        lo = z > lo ? z : lo;
+    const char *name = n->name;
+    int term[2];
+    const int src[2] = {kiln_rewrite_post_of(rw, da->in[0]), kiln_rewrite_post_of(rw, db->in[0])};
+    const gnode *zps[2] = {za, zb};
+    const float ratio[2] = {(float)sa / (float)sc, (float)sb / (float)sc};
+    for (int k = 0; k < 2; k++) {
+        int mid = const_f32(rw, ratio[k], "ratio");
+        int c = mid < 0 ? -1 : centered_f32(rw, src[k], zps[k]->value, 0, name);
+        int in[2] = {c, mid};
+        term[k] = c < 0 ? -1 : rule_call(rw, "multiply", 2, in, "", name);
+        if (term[k] < 0)
+            return -1;
+    }
+    int v = rule_call(rw, "add", 2, term, "", name);
+    return round_clip_cast(rw, v, z, lo, hi, odt, name);
+}
+
+static int fold_qadd_plain(kiln_rewrite *rw, const rule *r) {
+    return fold_qadd(rw, r, 0);
+}
+static int fold_qadd_relu(kiln_rewrite *rw, const rule *r) {
+    return fold_qadd(rw, r, 1);
 }
 
 /* The float32 constant of c and d combined elementwise (op '*': c * d;
@@ -646,10 +711,63 @@ static int fold_requantize_clip(kiln_rewrite *rw, const rule *r) {
     return fold_requantize(rw, r, 2);
 }
 
+/* Whether float node n holds integers: round(x), or round(x) plus an
+ * integral constant. */
+static int integral_f32(const struct kiln_graph *g, const gnode *n) {
+    if (n->kind != GN_CALL)
+        return 0;
+    if (!strcmp(n->op->name, "round"))
+        return 1;
+    if (strcmp(n->op->name, "add") || n->nin != 2)
+        return 0;
+    const gnode *a = g->nodes[n->in[0]], *c = g->nodes[n->in[1]];
+    double v = scalar_f32(c);
+    return a->kind == GN_CALL && !strcmp(a->op->name, "round") && v == rint(v) &&
+           fabs(v) < 16777216.0;
+}
+
+/* float32(int32(cast8(clip(v, lo, hi))) [- zp]) -> clip(v, lo, hi) [- zp]:
+ * a value requantized to 8 bits and at once dequantized (a QDQ pair on a
+ * convolution's output read by a float op, such as a QDQ Add) keeps its
+ * float form. Exact: v holds integers (integral_f32), the clip keeps them
+ * in the 8-bit range, so the narrowing, the widening and the int32
+ * subtraction change nothing; the kernel saves four conversions a value.
+ * Only where nothing else reads the 8-bit value: otherwise the float one
+ * would be written out for this reader beside it. */
+static int drop_roundtrip(kiln_rewrite *rw, const rule *r) {
+    const struct kiln_graph *g = kiln_rewrite_pre(rw);
+    const gnode *n = rule_root(rw), *narrow = rule_pre(rw, r->x[0]);
+    const gnode *clip = rule_pre(rw, r->x[1]), *zp = r->x[2] ? rule_pre(rw, r->x[2]) : NULL;
+    const gnode *wide = g->nodes[n->in[0]];
+    kiln_dtype ndt, cdt;
+    if (zp) /* the root is float32(subtract(int32(narrow), zp)) */
+        wide = g->nodes[g->nodes[n->in[0]]->in[0]];
+    const gtensor_type *ct = ops_node_type(clip);
+    if (!ct || ct->dtype != KILN_FLOAT32 ||
+        kiln_dtype_parse(graph_attr_str(n, "dtype", ""), &cdt) != KILN_OK || cdt != KILN_FLOAT32 ||
+        kiln_dtype_parse(graph_attr_str(narrow, "dtype", ""), &ndt) != KILN_OK ||
+        (ndt != KILN_UINT8 && ndt != KILN_INT8) || !integral_f32(g, g->nodes[clip->in[0]]) ||
+        kiln_rewrite_uses(rw, narrow->id) != 1 || (zp && kiln_rewrite_uses(rw, wide->id) != 1))
+        return KILN_REWRITE_SKIP;
+    if (zp && (strcmp(graph_attr_str(wide, "dtype", ""), "int32") || !is_int_array(zp->value) ||
+               kiln_ndarray_numel(zp->value) != 1 || kiln_ndarray_ndim(zp->value) != 0))
+        return KILN_REWRITE_SKIP;
+    double lo = graph_attr_float(clip, "a_min", -INFINITY),
+           hi = graph_attr_float(clip, "a_max", INFINITY);
+    if (lo < (ndt == KILN_UINT8 ? 0 : -128) || hi > (ndt == KILN_UINT8 ? 255 : 127))
+        return KILN_REWRITE_SKIP;
+    int v = rule_post(rw, r->x[1]);
+    if (!zp)
+        return v;
+    int zid = const_f32(rw, (float)int_at(zp->value, 0), "zero_point");
+    int in[2] = {v, zid};
+    return zid < 0 ? -1 : rule_call(rw, "subtract", 2, in, "", n->name);
+}
+
 struct kiln_graph *pass_qnn_canonicalize(struct kiln_graph *g, const pass_env *env) {
     (void)env;
     /* the QNN ops lowered, then the float chains they leave folded */
-    rule lower[] = {
+    rule early[] = {
         /* TFLite's requantization of an accumulator first, while its
            dequantize and product are there */
         {"qnn.quantize(nn.relu(%a=qnn.dequantize(%b, %c=const, %d=const)), %e=const, %f=const)",
@@ -664,6 +782,19 @@ struct kiln_graph *pass_qnn_canonicalize(struct kiln_graph *g, const pass_env *e
          fold_tflite_none,
          NULL,
          {0}},
+        /* a QDQ Add, as QLinearAdd */
+        {"qnn.quantize(nn.relu(%a=add(%b=qnn.dequantize(*, const, const), "
+         "%c=qnn.dequantize(*, const, const))), const, const)",
+         fold_qadd_relu,
+         NULL,
+         {0}},
+        {"qnn.quantize(%a=add(%b=qnn.dequantize(*, const, const), "
+         "%c=qnn.dequantize(*, const, const)), const, const)",
+         fold_qadd_plain,
+         NULL,
+         {0}},
+    };
+    rule lower[] = {
         {"qnn.conv2d(%a, %b=const, %c=const, %d=const, const, const)", canon_conv, NULL, {0}},
         {"qnn.dense(%a, %b=const, %c=const, %d=const, const, const)", canon_dense, NULL, {0}},
         {"qnn.batch_matmul(%a, %b=const, %c=const, %d=const, const, const)", canon_bmm, NULL, {0}},
@@ -686,11 +817,26 @@ struct kiln_graph *pass_qnn_canonicalize(struct kiln_graph *g, const pass_env *e
         {"multiply(%a=multiply(%b=cast(%e), %c=const), %d=const)", fold_scales, NULL, {0}},
         {"add(%a=multiply(%b=cast(%e), %c=const), %d=const)", fold_shift, NULL, {0}},
     };
-    struct kiln_graph *l = rule_run(g, lower, (int)(sizeof lower / sizeof lower[0]));
+    struct kiln_graph *e = rule_run(g, early, (int)(sizeof early / sizeof early[0]));
+    if (!e)
+        return NULL;
+    struct kiln_graph *l = rule_run(e, lower, (int)(sizeof lower / sizeof lower[0]));
+    if (e != g && l != e)
+        kiln_graph_free(e);
     if (!l)
         return NULL;
     struct kiln_graph *f = rule_run(l, fold, (int)(sizeof fold / sizeof fold[0]));
     if (l != g && f != l)
         kiln_graph_free(l);
-    return f;
+    if (!f)
+        return NULL;
+    /* then the requantize-dequantize round trips the folds leave */
+    rule tidy[] = {
+        {"cast(subtract(cast(%a=cast(%b=clip(*))), %c=const))", drop_roundtrip, NULL, {0}},
+        {"cast(%a=cast(%b=clip(*)))", drop_roundtrip, NULL, {0}},
+    };
+    struct kiln_graph *t = rule_run(f, tidy, (int)(sizeof tidy / sizeof tidy[0]));
+    if (f != g && t != f)
+        kiln_graph_free(f);
+    return t;
 }

@@ -42,6 +42,7 @@ struct kiln_graph *rule_run(struct kiln_graph *g, rule *rules, int n) {
     pattern_rewrite_fn fns[8] = {0};
     void *users[8] = {0};
     struct kiln_graph *r = NULL;
+    KILN_ASSERT(n >= 0 && n <= 8);
     for (int k = 0; k < n; k++) {
         kiln_pattern_set *s = sets[k] = kiln_pattern_set_new(); /* each rule's %names */
         if (!s || !(rules[k].p = kiln_pattern_parse(s, rules[k].text)))

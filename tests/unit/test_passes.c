@@ -857,8 +857,58 @@ static void test_fold_transpose_direct(void) {
     }
 }
 
-TEST_MAIN(TEST(test_pipeline), TEST(test_fuse_diamonds), TEST(test_fuse_not_widened),
-          TEST(test_fold_scale), TEST(test_layer_norm_pattern), TEST(test_divide_power_of_two),
-          TEST(test_fold_pad), TEST(test_fold_constant), TEST(test_fold_constant_too_big),
-          TEST(test_deep_chain), TEST(test_dag_chain), TEST(test_fold_max),
-          TEST(test_fold_transpose_direct))
+/* A residual connection in int8: conv A's output quantized and dequantized,
+ * added to conv B's output. FuseOps gives conv A's kernel the int8 value
+ * and moves the dequantize into conv B's kernel as a side input (no
+ * kernel of its own writes the float copy), and the result equals opt
+ * level 0's. */
+static void test_fuse_side_input(void) {
+    uint64_t seed = 7;
+    int64_t xs[4] = {1, 16, 10, 10}, ws[4] = {16, 16, 3, 3};
+    kiln_ndarray *x = filled(4, xs, &seed, -2), *wa = filled(4, ws, &seed, -2),
+                 *wb = filled(4, ws, &seed, -2);
+    /* small integers: every sum is exact in any order, so the quantize
+       rounds the same at every opt level */
+    kiln_ndarray *arrs[3] = {x, wa, wb};
+    for (int k = 0; k < 3; k++)
+        for (int64_t i = 0; i < kiln_ndarray_numel(arrs[k]); i++) {
+            float *p = (float *)kiln_ndarray_data(arrs[k]) + i;
+            *p = rintf(*p * 2);
+        }
+    kiln_graph *g = kiln_graph_new();
+    int in = kiln_graph_var(g, "x", KILN_FLOAT32, 4, xs, NULL);
+    const char *cattrs = "padding=[1, 1, 1, 1], channels=16, kernel_size=[3, 3]";
+    int ca[2] = {in, kiln_graph_const(g, "wa", wa)}, cb[2] = {in, kiln_graph_const(g, "wb", wb)};
+    int a = kiln_graph_call(g, "nn.conv2d", 2, ca, cattrs, "conv_a");
+    int b = kiln_graph_call(g, "nn.conv2d", 2, cb, cattrs, "conv_b");
+    float sc = 0.5f;
+    kiln_ndarray *s = kiln_ndarray_empty(KILN_FLOAT32, 0, NULL),
+                 *z = kiln_ndarray_empty(KILN_UINT8, 0, NULL);
+    *(float *)kiln_ndarray_data(s) = sc;
+    *(uint8_t *)kiln_ndarray_data(z) = 100;
+    int q[3] = {a, kiln_graph_const(g, "s", s), kiln_graph_const(g, "z", z)};
+    q[0] = kiln_graph_call(g, "qnn.quantize", 3, q, "out_dtype=\"uint8\"", "q");
+    int dq = kiln_graph_call(g, "qnn.dequantize", 3, q, NULL, "dq");
+    int sum[2] = {b, dq};
+    int y = kiln_graph_call(g, "add", 2, sum, NULL, "y");
+    CHECK_EQ_INT(kiln_graph_set_outputs(g, 1, &y, NULL), KILN_OK);
+    char funcs[4096];
+    int nk = 0;
+    CHECK(against_level0(g, x, funcs, sizeof funcs, &nk) < 1e-6);
+    /* conv B's kernel dequantizes and adds (fused_..._conv2d_..._cast_
+       subtract_cast_multiply_add), conv A's ends at the quantize */
+    CHECK(strstr(funcs, "cast_multiply_add") != NULL);
+    for (char *f = strtok(funcs, " "); f; f = strtok(NULL, " "))
+        if (strstr(f, "multiply") && !strstr(f, "add"))
+            CHECK(!"conv A's kernel writes the dequantized float value");
+    kiln_graph_free(g);
+    kiln_ndarray *all[5] = {x, wa, wb, s, z};
+    for (int i = 0; i < 5; i++)
+        kiln_ndarray_free(all[i]);
+}
+
+TEST_MAIN(TEST(test_pipeline), TEST(test_fuse_side_input), TEST(test_fuse_diamonds),
+          TEST(test_fuse_not_widened), TEST(test_fold_scale), TEST(test_layer_norm_pattern),
+          TEST(test_divide_power_of_two), TEST(test_fold_pad), TEST(test_fold_constant),
+          TEST(test_fold_constant_too_big), TEST(test_deep_chain), TEST(test_dag_chain),
+          TEST(test_fold_max), TEST(test_fold_transpose_direct))
