@@ -168,6 +168,13 @@ int kiln_load_plugins(const char *cmd, int argc, char **argv) {
 /* --tflite-kernels (one command per process): the TFLite import flags */
 static int g_tflite_flags;
 
+int kiln_set_tflite_kernels(const char *value) {
+    if (strcmp(value, "xnnpack") && strcmp(value, "reference"))
+        return -1;
+    g_tflite_flags = !strcmp(value, "reference") ? KILN_TFLITE_REFERENCE_KERNELS : 0;
+    return 0;
+}
+
 int kiln_build_arg(const char *cmd, int argc, char **argv, int *i, kiln_build_options *o,
                    const char **shapes, int *rc) {
     const char *a = argv[*i];
@@ -192,11 +199,10 @@ int kiln_build_arg(const char *cmd, int argc, char **argv, int *i, kiln_build_op
         ++*i; /* loaded before the other options: kiln_load_plugins */
     } else if (!strcmp(a, "--tflite-kernels")) {
         const char *v = argv[++*i];
-        if (strcmp(v, "xnnpack") && strcmp(v, "reference")) {
+        if (kiln_set_tflite_kernels(v)) {
             *rc = bad_arg(cmd, "--tflite-kernels '%s' is not xnnpack or reference", v);
             return -1;
         }
-        g_tflite_flags = !strcmp(v, "reference") ? KILN_TFLITE_REFERENCE_KERNELS : 0;
     } else {
         /* the library parses and checks each value; a bad one is named */
         const char *key = !strcmp(a, "--disabled-pass")    ? "disabled-pass"

@@ -10,6 +10,10 @@ struct kiln_graph;
  * they carry the FlatBuffer identifier "TFL3" at byte 4 (or the name ends
  * in .tflite), else ONNX. NULL with kiln's error. */
 struct kiln_graph *kiln_import_model(const char *path, const char *shapes);
+/* --tflite-kernels VALUE: xnnpack (the default) or reference, the TFLite
+ * import flags kiln_import_model uses from then on; 0, or -1 for another
+ * value. */
+int kiln_set_tflite_kernels(const char *value);
 /* Print an ONNX or TFLite model's graph IR, inputs, outputs and op counts; 0 or 1. */
 int kiln_inspect_model(const char *path, const char *shapes);
 

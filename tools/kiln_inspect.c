@@ -116,15 +116,25 @@ int kiln_cmd_inspect(int argc, char **argv) {
     const char *path = NULL, *shapes = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: kiln inspect MODEL.onnx|MODEL.tflite|model.tar [--input-shapes S]\n\n"
+            printf("usage: kiln inspect MODEL.onnx|MODEL.tflite|model.tar [--input-shapes S]\n"
+                   "                    [--tflite-kernels xnnpack|reference]\n\n"
                    "For a model: its graph IR (typed where the shapes allow), inputs, outputs\n"
-                   "and op counts. For a package: its inputs, outputs, kernels, target and\n"
+                   "and op counts (a TFLite model as kiln compile imports it with the same\n"
+                   "--tflite-kernels). For a package: its inputs, outputs, kernels, target and\n"
                    "members, read without loading (running) any of its code.\n");
             return 0;
         } else if (!strcmp(argv[i], "--input-shapes")) {
             if (i + 1 >= argc)
                 return bad_arg("%s needs a value", argv[i]);
             shapes = argv[++i];
+        } else if (!strcmp(argv[i], "--tflite-kernels")) {
+            if (i + 1 >= argc)
+                return bad_arg("%s needs a value", argv[i]);
+#ifndef KILN_RUNTIME_ONLY
+            if (kiln_set_tflite_kernels(argv[i + 1]))
+                return bad_arg("--tflite-kernels '%s' is not xnnpack or reference", argv[i + 1]);
+#endif
+            i++;
         } else if (argv[i][0] == '-') {
             return bad_arg("unknown option '%s'", argv[i]);
         } else if (path) {

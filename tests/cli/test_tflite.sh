@@ -22,6 +22,9 @@ expect 0 "wrote" "$KILN" compile "$DIR/cli_tflite_model.bin" --tflite-kernels re
     --dump-ir "$DIR/cli_tflite_dump" -o "$DIR/cli_tflite_ref.tar"
 expect 0 "fixed_point_multiply" cat "$DIR/cli_tflite_dump/03_after_QnnCanonicalize.txt"
 expect 0 "output: float32[1, 2, 2, 3]" "$KILN" run "$DIR/cli_tflite_ref.tar" --fill random
+expect 0 'rounding="TFLITE"' "$KILN" inspect "$DIR/cli_tflite_model.bin" --tflite-kernels reference
+expect 2 "--tflite-kernels 'fast' is not xnnpack or reference" \
+    "$KILN" inspect "$DIR/cli_tflite_model.bin" --tflite-kernels fast
 expect 2 "--tflite-kernels 'fast' is not xnnpack or reference" \
     "$KILN" compile "$DIR/cli_tflite_model.bin" --tflite-kernels fast
 expect 0 "wrote" "$KILN" compile "$DATA/ok_conv_float.tflite" --input-shapes "input:[1,9,9,2]" \
