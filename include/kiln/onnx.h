@@ -30,7 +30,8 @@ KILN_API kiln_status kiln_onnx_check_input_shapes(const char *input_shapes);
  * kiln_onnx_quantize writes a QDQ ONNX model of the float model at
  * model_path (which ONNX Runtime runs too): the inputs of its Conv, MatMul
  * and Gemm nodes that are float activations, and of each Add of two
- * activations whose sum (through a Relu) only such nodes read (a CNN's
+ * activations whose sum (through a Relu) only such nodes read, or Adds
+ * whose own sums such nodes read (a CNN's
  * residual connection; a transformer's, which a LayerNorm reads, stays
  * float), become QuantizeLinear ->
  * DequantizeLinear pairs (uint8, asymmetric) over ranges calibrated by

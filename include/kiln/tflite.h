@@ -28,7 +28,10 @@ KILN_API kiln_graph *kiln_tflite_import_bytes(const void *data, size_t len, cons
  * Micro's kernels): quantize with rounding half away from zero, and
  * requantize the int32 sums of CONV_2D, DEPTHWISE_CONV_2D and
  * FULLY_CONNECTED with TFLite's 31-bit fixed-point multiplier and shift
- * (fixed_point_multiply), bit-exact with those kernels. Without it a
+ * (fixed_point_multiply), bit-exact with those kernels when the model is
+ * compiled at opt level 3 with FakeQuantizationToInteger and
+ * QnnCanonicalize enabled (the default; below that the requantization is
+ * float, rounded half away from zero, within a step). Without it a
  * quantized model gives the outputs of XNNPACK, the interpreter's default
  * delegate, which requantizes in float32, rounding half to even. The two
  * differ by one step on some outputs (docs/TFLITE.md). */

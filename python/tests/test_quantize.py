@@ -113,3 +113,39 @@ def test_quantize_residual_adds(tmp_path):
         [x])[0]
     assert np.abs(q - f).max() <= 0.1 * np.abs(f).max()  # int8 stays near float
     assert np.abs(k - q).max() <= 0.02 * np.abs(q).max()  # kiln and ORT agree
+
+
+def test_quantize_leaves_transformer_adds_float(tmp_path):
+    """An embedding sum (word + position, then + token type, then a
+    LayerNorm) and a residual add a LayerNorm reads stay float: only Adds
+    whose sums feed products are quantized."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(2)
+    h = 16
+    inits = [numpy_helper.from_array(rng.standard_normal((h, h)).astype(np.float32), "w"),
+             numpy_helper.from_array(np.ones(h, np.float32), "gamma"),
+             numpy_helper.from_array(np.zeros(h, np.float32), "beta")]
+    nodes = [helper.make_node("Add", ["word", "pos"], ["e1"]),
+             helper.make_node("Add", ["e1", "tt"], ["e2"]),
+             helper.make_node("LayerNormalization", ["e2", "gamma", "beta"], ["ln"], axis=-1),
+             helper.make_node("MatMul", ["ln", "w"], ["mm"]),
+             helper.make_node("Add", ["mm", "ln"], ["res"]),
+             helper.make_node("LayerNormalization", ["res", "gamma", "beta"], ["out"], axis=-1)]
+    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 8, h])
+           for n in ("word", "pos", "tt")]
+    g = helper.make_graph(nodes, "emb", ins,
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, [2, 8, h])],
+                          inits)
+    src, out = str(tmp_path / "emb.onnx"), str(tmp_path / "emb_int8.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
+    calib = {n: rng.standard_normal((8, 8, h)).astype(np.float32) for n in ("word", "pos", "tt")}
+    kiln.quantize(src, calib, out, batch=2)
+    m = onnx.load(out)
+    producers = {o: n.op_type for n in m.graph.node for o in n.output}
+    adds = [n for n in m.graph.node if n.op_type == "Add"]
+    assert len(adds) == 3
+    assert all(producers.get(i, "input") != "DequantizeLinear" for a in adds for i in a.input)
+    # the MatMul's data is quantized
+    mm = next(n for n in m.graph.node if n.op_type == "MatMul")
+    assert producers[mm.input[0]] == "DequantizeLinear"

@@ -22,9 +22,33 @@ static const Onnx__TensorProto *initializer(const Onnx__GraphProto *g, const cha
     return NULL;
 }
 
-/* Whether tensor `name` is read only by Conv, MatMul, Gemm or Add nodes,
- * directly or through one Relu (depth 0), and is no graph output. */
-static int feeds_products(const Onnx__GraphProto *g, const char *name, int depth) {
+static int is_product(const char *op) {
+    return !strcmp(op, "Conv") || !strcmp(op, "MatMul") || !strcmp(op, "Gemm");
+}
+
+/* Whether tensor `name` is read by a Conv, MatMul or Gemm node, directly or
+ * through one Relu (relu_ok). */
+static int read_by_product(const Onnx__GraphProto *g, const char *name, int relu_ok) {
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *r = g->node[i];
+        for (size_t k = 0; k < r->n_input; k++) {
+            if (strcmp(r->input[k], name))
+                continue;
+            if (is_product(r->op_type) || (relu_ok && !strcmp(r->op_type, "Relu") &&
+                                           r->n_output == 1 && read_by_product(g, r->output[0], 0)))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether tensor `name` is read only by Conv, MatMul or Gemm nodes, or by
+ * Adds of two activations whose sums such nodes read in turn, directly or
+ * through one Relu (relu_ok), and is no graph output. A ResNet's residual
+ * Add qualifies (its sum feeds the next block's convolution and Add); a
+ * BERT's embedding sum, word + position then + token type then a
+ * LayerNorm, does not, nor does an Add that only the pooling reads. */
+static int feeds_products(const Onnx__GraphProto *g, const char *name, int relu_ok) {
     for (size_t k = 0; k < g->n_output; k++)
         if (!strcmp(g->output[k]->name, name))
             return 0;
@@ -37,12 +61,15 @@ static int feeds_products(const Onnx__GraphProto *g, const char *name, int depth
         if (!reads)
             continue;
         readers++;
-        const char *op = r->op_type;
-        if (!strcmp(op, "Relu") && !depth && r->n_output == 1) {
-            if (!feeds_products(g, r->output[0], 1))
+        if (is_product(r->op_type))
+            continue;
+        if (r->n_output != 1)
+            return 0;
+        if (!strcmp(r->op_type, "Relu") && relu_ok) {
+            if (!feeds_products(g, r->output[0], 0))
                 return 0;
-        } else if (strcmp(op, "Conv") && strcmp(op, "MatMul") && strcmp(op, "Gemm") &&
-                   strcmp(op, "Add")) {
+        } else if (strcmp(r->op_type, "Add") || r->n_input != 2 || initializer(g, r->input[0]) ||
+                   initializer(g, r->input[1]) || !read_by_product(g, r->output[0], 1)) {
             return 0;
         }
     }
@@ -63,14 +90,13 @@ static int quantizable(const Onnx__GraphProto *g, const Onnx__NodeProto *n, int 
     if (strcmp(n->domain, "") && strcmp(n->domain, "ai.onnx"))
         return 0;
     *weight = -1;
-    if (!strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "MatMul") ||
-        !strcmp(n->op_type, "Gemm")) {
+    if (is_product(n->op_type)) {
         *weight = 1;
         return 1;
     }
     return !strcmp(n->op_type, "Add") && n->n_input == 2 && n->n_output == 1 && *n->input[0] &&
            *n->input[1] && !initializer(g, n->input[0]) && !initializer(g, n->input[1]) &&
-           feeds_products(g, n->output[0], 0);
+           feeds_products(g, n->output[0], 1);
 }
 
 /* A weight input k of node n that the quantizer makes int8: a float32

@@ -171,15 +171,6 @@ static int reaches(const groups *G, int from, int b, int first_b) {
     return found;
 }
 
-/* Whether elementwise group a, all of whose consumers lie in anchor group
- * b, can join b as a side input of its epilogue: a residual connection's
- * dequantize (cast, subtract, multiply of an int8 tensor) read by the add
- * after a convolution. Then the int8 tensor is what the kernel reads, not
- * a float copy that a kernel of its own writes first (4x the memory
- * traffic). Only when a's output has the anchor's element count (no value
- * is computed twice), no member of b's anchor reads a (it is computed
- * per output element, not per tap), and no input a reads from outside
- * depends on b (the union stays free of cycles). */
 /* The first node of group b (g->n if none). */
 static int first_node(const groups *G, int b) {
     for (int id = 0; id < G->g->n; id++)
@@ -218,6 +209,15 @@ static int side_ok(const groups *G, int a, int from, int b, int64_t anchor) {
     return 1;
 }
 
+/* Whether elementwise group a, all of whose consumers lie in anchor group
+ * b, can join b as a side input of its epilogue: a residual connection's
+ * dequantize (cast, subtract, multiply of an int8 tensor) read by the add
+ * after a convolution. Then the int8 tensor is what the kernel reads, not
+ * a float copy that a kernel of its own writes first (4x the memory
+ * traffic). Only when a's output has the anchor's element count (no value
+ * is computed twice), no member of b's anchor reads a (it is computed
+ * per output element, not per tap), and no input a reads from outside
+ * depends on b (the union stays free of cycles). */
 static int side_input(const groups *G, int a, int b, int64_t anchor) {
     return side_ok(G, a, -1, b, anchor);
 }

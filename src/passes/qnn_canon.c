@@ -576,10 +576,12 @@ static int canon_requantize(kiln_rewrite *rw, const rule *r) {
 }
 
 /* quantize([relu](add(dequantize(a, sa, za), dequantize(b, sb, zb))), sc,
- * zc): a QDQ Add (a residual connection) as ONNX Runtime's QLinearAdd
- * computes it, cast(clip(round(float32(a - za) * (sa / sc) + float32(b -
- * zb) * (sb / sc)) + zc, lo, hi)), relu narrowing lo to zc: two multiplies
- * instead of two dequantizes and a division per value. Per-tensor
+ * zc): a QDQ Add (a residual connection) in QLinearAdd's form,
+ * cast(clip(round(float32(a - za) * (sa / sc) + float32(b - zb) * (sb /
+ * sc)) + zc, lo, hi)), relu narrowing lo to zc: two multiplies instead of
+ * two dequantizes and a division per value. The ratios are float32, as
+ * the other requantization folds take them; ONNX Runtime's kernels
+ * (fixed-point multipliers, or a division) can differ by one step. Per-tensor
  * parameters; the add (and relu) must have no other reader, the
  * dequantizes may (they are cheap to compute again). */
 static int fold_qadd(kiln_rewrite *rw, const rule *r, int relu) {
@@ -729,8 +731,9 @@ static int integral_f32(const struct kiln_graph *g, const gnode *n) {
 /* float32(int32(cast8(clip(v, lo, hi))) [- zp]) -> clip(v, lo, hi) [- zp]:
  * a value requantized to 8 bits and at once dequantized (a QDQ pair on a
  * convolution's output read by a float op, such as a QDQ Add) keeps its
- * float form. Exact: v holds integers (integral_f32), the clip keeps them
- * in the 8-bit range, so the narrowing, the widening and the int32
+ * float form. Exact: v holds integers (integral_f32), the clip's whole
+ * bounds keep them in the 8-bit range, so the narrowing, the widening and
+ * the int32
  * subtraction change nothing; the kernel saves four conversions a value.
  * Only where nothing else reads the 8-bit value: otherwise the float one
  * would be written out for this reader beside it. */
@@ -747,14 +750,19 @@ static int drop_roundtrip(kiln_rewrite *rw, const rule *r) {
         kiln_dtype_parse(graph_attr_str(n, "dtype", ""), &cdt) != KILN_OK || cdt != KILN_FLOAT32 ||
         kiln_dtype_parse(graph_attr_str(narrow, "dtype", ""), &ndt) != KILN_OK ||
         (ndt != KILN_UINT8 && ndt != KILN_INT8) || !integral_f32(g, g->nodes[clip->in[0]]) ||
-        kiln_rewrite_uses(rw, narrow->id) != 1 || (zp && kiln_rewrite_uses(rw, wide->id) != 1))
+        kiln_rewrite_uses(rw, narrow->id) != 1 ||
+        (zp && (kiln_rewrite_uses(rw, wide->id) != 1 ||
+                kiln_rewrite_uses(rw, g->nodes[n->in[0]]->id) != 1)))
         return KILN_REWRITE_SKIP;
     if (zp && (strcmp(graph_attr_str(wide, "dtype", ""), "int32") || !is_int_array(zp->value) ||
                kiln_ndarray_numel(zp->value) != 1 || kiln_ndarray_ndim(zp->value) != 0))
         return KILN_REWRITE_SKIP;
     double lo = graph_attr_float(clip, "a_min", -INFINITY),
            hi = graph_attr_float(clip, "a_max", INFINITY);
-    if (lo < (ndt == KILN_UINT8 ? 0 : -128) || hi > (ndt == KILN_UINT8 ? 255 : 127))
+    /* whole bounds inside the 8-bit range (a fractional bound would make
+       the clip's value fractional, which the cast truncates) */
+    if (!(lo >= (ndt == KILN_UINT8 ? 0 : -128)) || !(hi <= (ndt == KILN_UINT8 ? 255 : 127)) ||
+        lo != rint(lo) || hi != rint(hi))
         return KILN_REWRITE_SKIP;
     int v = rule_post(rw, r->x[1]);
     if (!zp)

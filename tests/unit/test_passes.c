@@ -907,8 +907,41 @@ static void test_fuse_side_input(void) {
         kiln_ndarray_free(all[i]);
 }
 
-TEST_MAIN(TEST(test_pipeline), TEST(test_fuse_side_input), TEST(test_fuse_diamonds),
-          TEST(test_fuse_not_widened), TEST(test_fold_scale), TEST(test_layer_norm_pattern),
-          TEST(test_divide_power_of_two), TEST(test_fold_pad), TEST(test_fold_constant),
-          TEST(test_fold_constant_too_big), TEST(test_deep_chain), TEST(test_dag_chain),
-          TEST(test_fold_max), TEST(test_fold_transpose_direct))
+/* QnnCanonicalize drops a requantize-dequantize round trip only where it
+ * is exact: round(x) clipped to whole 8-bit bounds. A fractional bound
+ * (0.5) makes the clip's value fractional, which the uint8 cast truncates:
+ * that chain stays, and the results equal opt level 0's. */
+static void test_roundtrip_kept(void) {
+    uint64_t seed = 9;
+    int64_t xs[1] = {256};
+    kiln_ndarray *x = filled(1, xs, &seed, -300);
+    for (int64_t i = 0; i < 256; i++)
+        ((float *)kiln_ndarray_data(x))[i] = (float)(i - 30) * 0.75f;
+    const char *bounds[2] = {"a_min=0.5, a_max=200.5", "a_min=0, a_max=200"};
+    for (int k = 0; k < 2; k++) {
+        kiln_graph *g = kiln_graph_new();
+        int v = kiln_graph_var(g, "x", KILN_FLOAT32, 1, xs, NULL);
+        v = kiln_graph_call(g, "round", 1, &v, NULL, "r");
+        v = kiln_graph_call(g, "clip", 1, &v, bounds[k], "c");
+        v = kiln_graph_call(g, "cast", 1, &v, "dtype=\"uint8\"", "q");
+        v = kiln_graph_call(g, "cast", 1, &v, "dtype=\"float32\"", "y");
+        CHECK_EQ_INT(kiln_graph_set_outputs(g, 1, &v, NULL), KILN_OK);
+        kiln_graph *l = kiln_graph_run_pass(g, "QnnCanonicalize", NULL);
+        char *counts = l ? kiln_graph_op_counts(l) : NULL;
+        /* the whole bounds lose both casts, the fractional keep them */
+        CHECK(counts && (strstr(counts, "cast") != NULL) == (k == 0));
+        free(counts);
+        kiln_graph_free(l);
+        char funcs[1024];
+        int nk = 0;
+        CHECK(against_level0(g, x, funcs, sizeof funcs, &nk) == 0);
+        kiln_graph_free(g);
+    }
+    kiln_ndarray_free(x);
+}
+
+TEST_MAIN(TEST(test_pipeline), TEST(test_fuse_side_input), TEST(test_roundtrip_kept),
+          TEST(test_fuse_diamonds), TEST(test_fuse_not_widened), TEST(test_fold_scale),
+          TEST(test_layer_norm_pattern), TEST(test_divide_power_of_two), TEST(test_fold_pad),
+          TEST(test_fold_constant), TEST(test_fold_constant_too_big), TEST(test_deep_chain),
+          TEST(test_dag_chain), TEST(test_fold_max), TEST(test_fold_transpose_direct))
