@@ -148,12 +148,18 @@ static kiln_expr round_away(kiln_ctx *ctx, kiln_expr v, kiln_dtype fdt) {
     return kiln_select(tie, kiln_add(v, half), r);
 }
 
+/* The range of quantized dtype dt: uint8, int8 or int32. */
+static void quant_range(kiln_dtype dt, double *lo, double *hi) {
+    *lo = dt == KILN_UINT8 ? 0 : dt == KILN_INT8 ? -128 : -2147483648.0;
+    *hi = dt == KILN_UINT8 ? 255 : dt == KILN_INT8 ? 127 : 2147483647.0;
+}
+
 /* round(v) + zp clamped to dt's range, as dt (v and zp of float dtype fdt);
  * round is half to even, or half away from zero if away. */
 static kiln_expr saturate(kiln_ctx *ctx, kiln_expr v, kiln_expr zp, kiln_dtype dt, kiln_dtype fdt,
                           int away) {
-    double lo = dt == KILN_UINT8 ? 0 : dt == KILN_INT8 ? -128 : -2147483648.0;
-    double hi = dt == KILN_UINT8 ? 255 : dt == KILN_INT8 ? 127 : 2147483647.0;
+    double lo, hi;
+    quant_range(dt, &lo, &hi);
     kiln_expr r = kiln_add(away ? round_away(ctx, v, fdt) : kiln_round(v), zp);
     if (dt == KILN_INT32) /* float32 cannot hold INT32_MAX: clamp in float64 */
         r = kiln_cast(KILN_FLOAT64, r);
@@ -316,8 +322,8 @@ static kiln_expr requantize_tflite(kiln_ctx *ctx, const quant_args *a, const kil
         kiln_sub(kiln_cast(KILN_INT64, q), param_at(ctx, a->in[2], a->axis, i, KILN_INT64));
     kiln_expr y = kiln_add(fixed_point(ctx, c, m0, shift, 0),
                            param_at(ctx, a->in[4], a->axis, i, KILN_INT64));
-    double lo = a->out == KILN_UINT8 ? 0 : a->out == KILN_INT8 ? -128 : -2147483648.0;
-    double hi = a->out == KILN_UINT8 ? 255 : a->out == KILN_INT8 ? 127 : 2147483647.0;
+    double lo, hi;
+    quant_range(a->out, &lo, &hi);
     y = kiln_min(kiln_max(y, ops_const(ctx, KILN_INT64, lo)), ops_const(ctx, KILN_INT64, hi));
     return kiln_cast(a->out, y);
 }

@@ -179,10 +179,16 @@ static int first_node(const groups *G, int b) {
     return G->g->n;
 }
 
-/* side_input's conditions for the members of group a after node `from`
- * joining anchor group b (anchor its element count): the inputs they read
- * from outside a do not depend on b, and their readers outside a are
- * elementwise or broadcast ops of b over values of the anchor's size. */
+/* Whether the members of group a after node `from` (all of a: from -1) can
+ * join anchor group b (anchor its element count) as a side input of its
+ * epilogue: a residual connection's dequantize (cast, subtract, multiply of
+ * an int8 tensor) read by the add after a convolution. Then the int8 tensor
+ * is what the kernel reads, not a float copy that a kernel of its own writes
+ * first (4x the memory traffic). Only when the inputs they read from
+ * outside a do not depend on b (the union stays free of cycles), and their
+ * readers outside a are elementwise or broadcast ops of b (not its anchor,
+ * which reads per tap) over values of the anchor's size (nothing is computed
+ * twice). */
 static int side_ok(const groups *G, int a, int from, int b, int64_t anchor) {
     const struct kiln_graph *g = G->g;
     int first_b = first_node(G, b);
@@ -209,19 +215,6 @@ static int side_ok(const groups *G, int a, int from, int b, int64_t anchor) {
     return 1;
 }
 
-/* Whether elementwise group a, all of whose consumers lie in anchor group
- * b, can join b as a side input of its epilogue: a residual connection's
- * dequantize (cast, subtract, multiply of an int8 tensor) read by the add
- * after a convolution. Then the int8 tensor is what the kernel reads, not
- * a float copy that a kernel of its own writes first (4x the memory
- * traffic). Only when a's output has the anchor's element count (no value
- * is computed twice), no member of b's anchor reads a (it is computed
- * per output element, not per tap), and no input a reads from outside
- * depends on b (the union stays free of cycles). */
-static int side_input(const groups *G, int a, int b, int64_t anchor) {
-    return side_ok(G, a, -1, b, anchor);
-}
-
 /* Whether node id is an int8 or uint8 value. */
 static int is_byte_value(const gnode *n) {
     return n->type.known && !n->type.is_tuple && n->type.n == 1 &&
@@ -232,7 +225,7 @@ static int is_byte_value(const gnode *n) {
  * reads it: a convolution whose output is quantized to int8 and at once
  * dequantized for the add of another convolution's epilogue (ResNet's
  * downsample branch) wrote the float value; with the tail in b, a writes
- * the int8 value and b dequantizes it as a side input (side_input's
+ * the int8 value and b dequantizes it as a side input (side_ok's
  * conditions). The tail is every member of a after its last int8 value q,
  * all elementwise, reading only q and each other. Returns 1 if it moved. */
 static int move_tail(groups *G, int a, const int64_t *anchor_numel) {
@@ -273,7 +266,7 @@ static int move_tail(groups *G, int a, const int64_t *anchor_numel) {
     if (b < 0 || G->tuple[b] || G->master[b] != OP_OUT_ELEMWISE_FUSABLE ||
         G->size[b] + ntail > MAX_FUSED_OPS)
         return 0;
-    /* side_input's conditions, for the tail as a group of its own */
+    /* side_ok's conditions, for the tail as a group of its own */
     if (reaches(G, q, b, first_node(G, b)) || !side_ok(G, a, q, b, anchor_numel[b]))
         return 0;
     for (int id = q + 1; id <= last; id++)
@@ -375,7 +368,7 @@ static int merge_diamonds(const struct kiln_graph *g, const char *alone, int *gr
             if (!fits && master[a] == OP_OUT_ELEMWISE_FUSABLE && maxpat[b] == OP_INJECTIVE)
                 fits = peel_tail(&G, a, b, tail);
             if (!fits && maxpat[a] <= OP_BROADCAST && master[b] == OP_OUT_ELEMWISE_FUSABLE)
-                fits = side_input(&G, a, b, anchor_numel[b]);
+                fits = side_ok(&G, a, -1, b, anchor_numel[b]);
             if (!fits)
                 continue;
             rep[a] = b;

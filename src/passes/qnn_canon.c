@@ -394,20 +394,46 @@ static void acc_scales(const struct kiln_graph *g, const gnode *acc, const kiln_
         out[k] = x * w[nw == 1 ? 0 : k];
 }
 
+/* The range of quantize node n's output (out_dtype int8 or uint8; 0 for
+ * another) as the activation node a before it narrows it: nn.relu keeps q
+ * >= zp; clip(a_min, a_max) keeps zp + round(a_min / s2) .. zp +
+ * round(a_max / s2), rounded half to even in float64 as ONNX Runtime does,
+ * or (tflite) in float32 half away from zero, as TFLite's
+ * CalculateActivationRangeQuantized does; any other node leaves the
+ * dtype's range. 0 as well if the range is empty. */
+static int output_range(const gnode *n, const gnode *a, double s2, double zp, int tflite,
+                        kiln_dtype *odt, double *lo, double *hi) {
+    if (kiln_dtype_parse(graph_attr_str(n, "out_dtype", "int8"), odt) != KILN_OK ||
+        (*odt != KILN_INT8 && *odt != KILN_UINT8))
+        return 0;
+    *lo = *odt == KILN_UINT8 ? 0 : -128;
+    *hi = *odt == KILN_UINT8 ? 255 : 127;
+    if (a->kind == GN_CALL && !strcmp(a->op->name, "nn.relu"))
+        *lo = zp > *lo ? zp : *lo;
+    if (a->kind == GN_CALL && !strcmp(a->op->name, "clip")) {
+        double b[2] = {graph_attr_float(a, "a_min", -INFINITY),
+                       graph_attr_float(a, "a_max", INFINITY)};
+        for (int k = 0; k < 2; k++)
+            b[k] = zp + (tflite ? roundf((float)b[k] / (float)s2) : rint(b[k] / s2));
+        *lo = b[0] > *lo ? b[0] : *lo;
+        *hi = b[1] < *hi ? b[1] : *hi;
+    }
+    return *lo <= *hi;
+}
+
 /* quantize[TFLITE]([relu | clip](dequantize(acc, S, zp)), s2, zp2) with acc
  * int32: TFLite's requantization of the accumulator, the activation
  * narrowing the output range as TFLite's CalculateActivationRangeQuantized
  * does (relu: q >= zp2; clip(a, b): zp2 + round(a / s2) .. zp2 + round(b /
  * s2), float32, half away from zero). Matched before the dequantize is
- * lowered, so the product's scales are still there (acc_scales). `act`: 0
- * none, 1 relu, 2 clip. */
-static int fold_tflite(kiln_rewrite *rw, const rule *r, int act) {
+ * lowered, so the product's scales are still there (acc_scales). */
+static int fold_tflite(kiln_rewrite *rw, const rule *r) {
     const struct kiln_graph *g = kiln_rewrite_pre(rw);
     const gnode *n = rule_root(rw), *dq = rule_pre(rw, r->x[0]), *acc = rule_pre(rw, r->x[1]);
     const gnode *S = rule_pre(rw, r->x[2]), *zp = rule_pre(rw, r->x[3]);
     const gnode *zp2 = rule_pre(rw, r->x[5]), *a = g->nodes[n->in[0]];
     const gtensor_type *at = ops_node_type(acc);
-    double s2 = scalar_f32(rule_pre(rw, r->x[4]));
+    double s2 = scalar_f32(rule_pre(rw, r->x[4])), lo, hi;
     kiln_dtype odt;
     int rank =
         at ? param_rank(kiln_ndarray_numel(S->value), graph_attr_int(dq, "axis", -1), at->ndim)
@@ -415,22 +441,10 @@ static int fold_tflite(kiln_rewrite *rw, const rule *r, int act) {
     if (!is_tflite(n) || rank < 0 || at->dtype != KILN_INT32 ||
         kiln_rewrite_uses(rw, dq->id) != 1 || kiln_rewrite_uses(rw, a->id) != 1 ||
         !scale_zp(S->value, zp->value) || !(s2 > 0) || !is_int_array(zp2->value) ||
-        kiln_ndarray_numel(zp2->value) != 1 ||
-        kiln_dtype_parse(graph_attr_str(n, "out_dtype", "int8"), &odt) != KILN_OK ||
-        (odt != KILN_INT8 && odt != KILN_UINT8))
+        kiln_ndarray_numel(zp2->value) != 1)
         return KILN_REWRITE_SKIP;
     int32_t z2 = (int32_t)int_at(zp2->value, 0);
-    double lo = odt == KILN_UINT8 ? 0 : -128, hi = odt == KILN_UINT8 ? 255 : 127;
-    if (act == 1)
-        lo = z2 > lo ? z2 : lo;
-    if (act == 2) {
-        float fs2 = (float)s2;
-        double a0 = z2 + roundf((float)graph_attr_float(a, "a_min", -INFINITY) / fs2);
-        double a1 = z2 + roundf((float)graph_attr_float(a, "a_max", INFINITY) / fs2);
-        lo = a0 > lo ? a0 : lo;
-        hi = a1 < hi ? a1 : hi;
-    }
-    if (lo > hi)
+    if (!output_range(n, a, s2, z2, 1, &odt, &lo, &hi))
         return KILN_REWRITE_SKIP;
     int64_t cnt = kiln_ndarray_numel(S->value);
     double *m = malloc((size_t)cnt * sizeof(double));
@@ -443,16 +457,6 @@ static int fold_tflite(kiln_rewrite *rw, const rule *r, int act) {
     int st = c < 0 ? -1 : fixed_tail(rw, c, m, cnt, rank, z2, lo, hi, odt, n->name);
     free(m);
     return st;
-}
-
-static int fold_tflite_none(kiln_rewrite *rw, const rule *r) {
-    return fold_tflite(rw, r, 0);
-}
-static int fold_tflite_relu(kiln_rewrite *rw, const rule *r) {
-    return fold_tflite(rw, r, 1);
-}
-static int fold_tflite_clip(kiln_rewrite *rw, const rule *r) {
-    return fold_tflite(rw, r, 2);
 }
 
 /* A float32 scalar constant in post. */
@@ -509,34 +513,22 @@ static int requant_tail(kiln_rewrite *rw, int c, const kiln_ndarray *S, double s
  * (S / s2), rounded, plus zp, clamped to the output range narrowed by the
  * activation (relu: q >= zp; clip(a, b): rint(a / s2) + zp .. rint(b /
  * s2) + zp): no division and no dequantized value, as ONNX Runtime's
- * QLinearConv requantizes. `act` is 0 none, 1 relu, 2 clip (the root's
- * input). */
-static int fold_requantize(kiln_rewrite *rw, const rule *r, int act) {
+ * QLinearConv requantizes. */
+static int fold_requantize(kiln_rewrite *rw, const rule *r) {
     const struct kiln_graph *g = kiln_rewrite_pre(rw);
     const gnode *n = rule_root(rw), *acc = rule_pre(rw, r->x[2]);
     const gnode *S = rule_pre(rw, r->x[3]), *zpn = rule_pre(rw, r->x[5]);
     const gnode *cast = rule_pre(rw, r->x[1]), *a = g->nodes[n->in[0]];
     const gtensor_type *at = ops_node_type(acc);
-    double s2 = scalar_f32(rule_pre(rw, r->x[4]));
+    double s2 = scalar_f32(rule_pre(rw, r->x[4])), lo, hi;
     kiln_dtype odt;
     if (is_tflite(n) || !folds_alone(rw, r, r->x[2]) || kiln_rewrite_uses(rw, a->id) != 1 || !at ||
         strcmp(graph_attr_str(cast, "dtype", ""), "float32") ||
         kiln_ndarray_dtype(S->value) != KILN_FLOAT32 || !(s2 > 0) || !is_int_array(zpn->value) ||
-        kiln_ndarray_numel(zpn->value) != 1 ||
-        kiln_dtype_parse(graph_attr_str(n, "out_dtype", "int8"), &odt) != KILN_OK ||
-        (odt != KILN_INT8 && odt != KILN_UINT8))
+        kiln_ndarray_numel(zpn->value) != 1)
         return KILN_REWRITE_SKIP;
-    double zp = (double)int_at(zpn->value, 0), lo = odt == KILN_UINT8 ? 0 : -128,
-           hi = odt == KILN_UINT8 ? 255 : 127;
-    if (act == 1)
-        lo = zp > lo ? zp : lo;
-    if (act == 2) {
-        double a0 = rint(graph_attr_float(a, "a_min", -INFINITY) / s2) + zp;
-        double a1 = rint(graph_attr_float(a, "a_max", INFINITY) / s2) + zp;
-        lo = a0 > lo ? a0 : lo;
-        hi = a1 < hi ? a1 : hi;
-    }
-    if (lo > hi)
+    double zp = (double)int_at(zpn->value, 0);
+    if (!output_range(n, a, s2, zp, 0, &odt, &lo, &hi))
         return KILN_REWRITE_SKIP;
     return requant_tail(rw, rule_post(rw, r->x[1]), S->value, s2, zp, lo, hi, odt, n->name);
 }
@@ -584,28 +576,25 @@ static int canon_requantize(kiln_rewrite *rw, const rule *r) {
  * (fixed-point multipliers, or a division) can differ by one step. Per-tensor
  * parameters; the add (and relu) must have no other reader, the
  * dequantizes may (they are cheap to compute again). */
-static int fold_qadd(kiln_rewrite *rw, const rule *r, int relu) {
+static int fold_qadd(kiln_rewrite *rw, const rule *r) {
     const struct kiln_graph *g = kiln_rewrite_pre(rw);
     const gnode *n = rule_root(rw), *add = rule_pre(rw, r->x[0]);
     const gnode *act = g->nodes[n->in[0]];
     const gnode *da = rule_pre(rw, r->x[1]), *db = rule_pre(rw, r->x[2]);
     const gnode *za = g->nodes[da->in[2]], *zb = g->nodes[db->in[2]], *zc = g->nodes[n->in[2]];
     double sa = scalar_f32(g->nodes[da->in[1]]), sb = scalar_f32(g->nodes[db->in[1]]);
-    double sc = scalar_f32(g->nodes[n->in[1]]);
+    double sc = scalar_f32(g->nodes[n->in[1]]), lo, hi;
     kiln_dtype odt;
     if (is_tflite(n) || !(sa > 0) || !(sb > 0) || !(sc > 0) || za->kind != GN_CONST ||
         zb->kind != GN_CONST || zc->kind != GN_CONST || kiln_rewrite_uses(rw, add->id) != 1 ||
         kiln_rewrite_uses(rw, act->id) != 1 || !is_int_array(za->value) ||
         kiln_ndarray_numel(za->value) != 1 || !is_int_array(zb->value) ||
         kiln_ndarray_numel(zb->value) != 1 || !is_int_array(zc->value) ||
-        kiln_ndarray_numel(zc->value) != 1 ||
-        kiln_dtype_parse(graph_attr_str(n, "out_dtype", "int8"), &odt) != KILN_OK ||
-        (odt != KILN_INT8 && odt != KILN_UINT8))
+        kiln_ndarray_numel(zc->value) != 1)
         return KILN_REWRITE_SKIP;
-    double z = (double)int_at(zc->value, 0), lo = odt == KILN_UINT8 ? 0 : -128,
-           hi = odt == KILN_UINT8 ? 255 : 127;
-    if (relu)
-        lo = z > lo ? z : lo;
+    double z = (double)int_at(zc->value, 0);
+    if (!output_range(n, act, sc, z, 0, &odt, &lo, &hi))
+        return KILN_REWRITE_SKIP;
     const char *name = n->name;
     int term[2];
     const int src[2] = {kiln_rewrite_post_of(rw, da->in[0]), kiln_rewrite_post_of(rw, db->in[0])};
@@ -621,13 +610,6 @@ static int fold_qadd(kiln_rewrite *rw, const rule *r, int relu) {
     }
     int v = rule_call(rw, "add", 2, term, "", name);
     return round_clip_cast(rw, v, z, lo, hi, odt, name);
-}
-
-static int fold_qadd_plain(kiln_rewrite *rw, const rule *r) {
-    return fold_qadd(rw, r, 0);
-}
-static int fold_qadd_relu(kiln_rewrite *rw, const rule *r) {
-    return fold_qadd(rw, r, 1);
 }
 
 /* The float32 constant of c and d combined elementwise (op '*': c * d;
@@ -703,16 +685,6 @@ static int fold_shift(kiln_rewrite *rw, const rule *r) {
     return f < 0 ? -1 : rule_call(rw, "multiply", 2, m, "", name);
 }
 
-static int fold_requantize_none(kiln_rewrite *rw, const rule *r) {
-    return fold_requantize(rw, r, 0);
-}
-static int fold_requantize_relu(kiln_rewrite *rw, const rule *r) {
-    return fold_requantize(rw, r, 1);
-}
-static int fold_requantize_clip(kiln_rewrite *rw, const rule *r) {
-    return fold_requantize(rw, r, 2);
-}
-
 /* Whether float node n holds integers: round(x), or round(x) plus an
  * integral constant. */
 static int integral_f32(const struct kiln_graph *g, const gnode *n) {
@@ -779,26 +751,26 @@ struct kiln_graph *pass_qnn_canonicalize(struct kiln_graph *g, const pass_env *e
         /* TFLite's requantization of an accumulator first, while its
            dequantize and product are there */
         {"qnn.quantize(nn.relu(%a=qnn.dequantize(%b, %c=const, %d=const)), %e=const, %f=const)",
-         fold_tflite_relu,
+         fold_tflite,
          NULL,
          {0}},
         {"qnn.quantize(clip(%a=qnn.dequantize(%b, %c=const, %d=const)), %e=const, %f=const)",
-         fold_tflite_clip,
+         fold_tflite,
          NULL,
          {0}},
         {"qnn.quantize(%a=qnn.dequantize(%b, %c=const, %d=const), %e=const, %f=const)",
-         fold_tflite_none,
+         fold_tflite,
          NULL,
          {0}},
         /* a QDQ Add, as QLinearAdd */
         {"qnn.quantize(nn.relu(%a=add(%b=qnn.dequantize(*, const, const), "
          "%c=qnn.dequantize(*, const, const))), const, const)",
-         fold_qadd_relu,
+         fold_qadd,
          NULL,
          {0}},
         {"qnn.quantize(%a=add(%b=qnn.dequantize(*, const, const), "
          "%c=qnn.dequantize(*, const, const)), const, const)",
-         fold_qadd_plain,
+         fold_qadd,
          NULL,
          {0}},
     };
@@ -811,15 +783,15 @@ struct kiln_graph *pass_qnn_canonicalize(struct kiln_graph *g, const pass_env *e
     };
     rule fold[] = {
         {"qnn.quantize(nn.relu(%a=multiply(%b=cast(%c), %d=const)), %e=const, %f=const)",
-         fold_requantize_relu,
+         fold_requantize,
          NULL,
          {0}},
         {"qnn.quantize(clip(%a=multiply(%b=cast(%c), %d=const)), %e=const, %f=const)",
-         fold_requantize_clip,
+         fold_requantize,
          NULL,
          {0}},
         {"qnn.quantize(%a=multiply(%b=cast(%c), %d=const), %e=const, %f=const)",
-         fold_requantize_none,
+         fold_requantize,
          NULL,
          {0}},
         {"multiply(%a=multiply(%b=cast(%e), %c=const), %d=const)", fold_scales, NULL, {0}},
