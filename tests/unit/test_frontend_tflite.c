@@ -117,6 +117,19 @@ static void test_int8(void) {
     CHECK_EQ_INT(kiln_graph_node_dtype(g, out), KILN_FLOAT32);
     CHECK_EQ_INT(kiln_graph_node_dim(g, out, 3), 3);
     kiln_graph_free(g);
+
+    /* KILN_TFLITE_REFERENCE_KERNELS: every quantize rounds as TFLite's
+       reference kernels; an unknown flag bit is an error naming the file */
+    g = kiln_tflite_import_flags(data_path("ok_int8.tflite"), NULL, KILN_TFLITE_REFERENCE_KERNELS);
+    CHECK(g != NULL);
+    int tflite = 0;
+    for (int i = 0; g && i < kiln_graph_num_nodes(g); i++)
+        if (!strcmp(kiln_graph_node_op(g, i), "qnn.quantize"))
+            tflite += !strcmp(kiln_graph_node_attr_str(g, i, "rounding", ""), "TFLITE") ? 1 : -100;
+    CHECK(tflite >= 4);
+    kiln_graph_free(g);
+    CHECK(kiln_tflite_import_flags(data_path("ok_int8.tflite"), NULL, 4) == NULL);
+    CHECK_CONTAINS(kiln_last_error(), "ok_int8.tflite: unknown TFLite import flags 0x4");
 }
 
 static void test_fp16_and_shapes(void) {
