@@ -257,8 +257,7 @@ int cg_vmath_helper(cg_render *r, const char *name, int op, uint32_t aux, kiln_d
         /* numpy's shifts as one vector shift by the amount's low bits, the
            lanes whose amount is outside [0, bits) then set to 0 (-1 for a
            negative value shifted right): the per-lane form was a scalar
-           loop, 16 shifts and compares a vector (and minutes of gcc on
-           kernels full of them) */
+           loop, 16 shifts and compares a vector */
         char vt[48], it[48], ut[48];
         vsel_helper(r, dt, lanes, vt, it);
         int bits = (int)kiln_dtype_size(dt) * 8, uns = kiln_dtype_is_unsigned(dt);
