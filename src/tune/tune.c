@@ -225,17 +225,8 @@ static void say(const run_t *r, int level, const char *fmt, ...) {
         fprintf(stderr, "%s%s", line, level ? "\n" : "\r");
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static uint64_t rnd(run_t *r) {
-    r->rng ^= r->rng << 13;
-    r->rng ^= r->rng >> 7;
-    r->rng ^= r->rng << 17;
-    return r->rng;
+    return kiln_xorshift64(&r->rng);
 }
 
 static double rnd01(run_t *r) {
@@ -327,7 +318,7 @@ static int candidate_features(task_t *t, const int *ix, float *tf) {
     tir_func *f = ctx ? driver_session_lower(t->S, t->idx, ctx, &kn, KERNEL_NAME) : NULL;
     int ok = f && !kn.invalid;
     if (ok)
-        tune_tir_features(f, tf);
+        tune_tir_features(f, driver_session_target(t->S), tf);
     kiln_ctx_free(ctx);
     kiln_clear_error();
     return ok;
@@ -569,7 +560,7 @@ static char *lower_candidate(task_t *t, const te_config *cfg, int *err, char *ms
         snprintf(msg, cap, "rendering C: %s", kiln_last_error());
     }
     if (f && !kn.invalid)
-        tune_tir_features(f, tf);
+        tune_tir_features(f, driver_session_target(t->S), tf);
     kiln_ctx_free(ctx);
     return src;
 }
@@ -618,7 +609,7 @@ static int measure_batch(run_t *r, task_t *t, const tir_param *params, int nargs
     te_config cfg[64];
     float tf[64][TUNE_TIR_FEATS];
     int err[64];
-    double tb = now_s();
+    double tb = kiln_now_s();
     for (int i = 0; i < n; i++) {
         to_config(&t->space, c[i].ix, &cfg[i]);
         visit(t, c[i].code);
@@ -629,7 +620,7 @@ static int measure_batch(run_t *r, task_t *t, const tir_param *params, int nargs
         src[i] = lower_candidate(t, &cfg[i], &err[i], msgs[i], sizeof msgs[i], tf[i]);
     }
     r->builder.build(&r->builder, n, src, names, so, dir, msgs);
-    double build_s = (now_s() - tb) / (n ? n : 1);
+    double build_s = (kiln_now_s() - tb) / (n ? n : 1);
     int counted = 0;
     for (int i = 0; i < n; i++) {
         tune_result res;
@@ -715,7 +706,7 @@ static kiln_status tune_task(run_t *r, task_t *t, int number, int total, tune_mo
         write_record(r, t, &def, &res, 0);
     t->measured++;
     float dtf[TUNE_TIR_FEATS];
-    tune_tir_features(f, dtf);
+    tune_tir_features(f, driver_session_target(t->S), dtf);
     add_point(t, ix, 1.0, dtf);
     visit(t, code_of(&t->space, ix));
     /* resume: what the records hold for this task counts, and is known */
@@ -742,7 +733,7 @@ static kiln_status tune_task(run_t *r, task_t *t, int number, int total, tune_mo
         }
     }
     int since_best = 0, batch = o->jobs * 4 > 64 ? 64 : o->jobs * 4;
-    double last_best = t->best_cost, tt = now_s();
+    double last_best = t->best_cost, tt = kiln_now_s();
     while (t->measured < o->trials && (double)t->nvisited < t->npoints) {
         cand_t c[64];
         int want = o->trials - t->measured < batch ? o->trials - t->measured : batch;
@@ -758,7 +749,7 @@ static kiln_status tune_task(run_t *r, task_t *t, int number, int total, tune_mo
             cur = t->score[i] > cur ? t->score[i] : cur;
         say(r, 0, "[Task %2d/%2d] Current/Best: %7.1f/%7.1f GFLOPS | Progress: (%d/%d) | %.0f s",
             number, total, gflops(t, cur > 0 ? t->def_cost / cur : 0), gflops(t, t->best_cost),
-            t->measured, o->trials, now_s() - tt);
+            t->measured, o->trials, kiln_now_s() - tt);
         if (t->best_cost < last_best) {
             last_best = t->best_cost;
             since_best = 0;
@@ -1005,7 +996,7 @@ static void summary(run_t *r, int ntuned) {
     say(r, 1,
         "estimated time of the default build's measured kernels: default %.3f ms, tuned %.3f ms "
         "(%.2fx); %d tasks in %.0f s",
-        def * 1e3, best * 1e3, best > 0 ? def / best : 0, ntuned, now_s() - r->t0);
+        def * 1e3, best * 1e3, best > 0 ? def / best : 0, ntuned, kiln_now_s() - r->t0);
 }
 
 kiln_status kiln_graph_tune(kiln_graph *g, const kiln_build_options *build,
@@ -1017,7 +1008,7 @@ kiln_status kiln_graph_tune(kiln_graph *g, const kiln_build_options *build,
     run_t r;
     memset(&r, 0, sizeof r);
     r.o = o;
-    r.t0 = now_s();
+    r.t0 = kiln_now_s();
     r.rng = o->seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
     kiln_status st = KILN_OK;
     tune_model *model = NULL;

@@ -89,9 +89,10 @@ KILN_HIDDEN void tune_model_predict(tune_model *m, int n, const float *x, float 
 
 /* ---- loop-nest features (features.c) ------------------------------------------------ */
 
-#define TUNE_TIR_FEATS 11
-/* The features of a lowered kernel, for the cost model. */
-KILN_HIDDEN void tune_tir_features(const tir_func *f, float out[TUNE_TIR_FEATS]);
+#define TUNE_TIR_FEATS 16
+/* The features of a lowered kernel for target's caches, for the cost model. */
+KILN_HIDDEN void tune_tir_features(const tir_func *f, const kiln_target *target,
+                                   float out[TUNE_TIR_FEATS]);
 
 /* ---- the picture ------------------------------------------------------------------- */
 
