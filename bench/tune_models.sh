@@ -42,7 +42,8 @@ cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 isa=$(grep -qw avx512f /proc/cpuinfo && echo "AVX-512" || echo "AVX2")
 family=$(sed -n 's/^cpu family[[:space:]]*: //p' /proc/cpuinfo | head -1)
 cpumodel=$(sed -n 's/^model[[:space:]]*: //p' /proc/cpuinfo | head -1)
-tag=$(case $family in 25) echo zen3 ;; 26) echo zen5 ;; *) echo "fam$family" ;; esac)-$(echo "$isa" | tr -d '-' | tr 'A-Z' 'a-z')
+# family 25 is Zen 3 (AVX2) and Zen 4 (AVX-512); 26 is Zen 5
+tag=$(case $family/$isa in 25/AVX2) echo zen3 ;; 25/*) echo zen4 ;; 26/*) echo zen5 ;; *) echo "fam$family" ;; esac)-$(echo "$isa" | tr -d '-' | tr 'A-Z' 'a-z')
 work=$DIR/tune
 mkdir -p "$work"
 report=$(mktemp)

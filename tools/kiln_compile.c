@@ -21,6 +21,7 @@
 #include "kiln/tflite.h"
 #include "kiln_cli.h"
 #include "kiln_compile.h"
+#include "kiln_run.h"
 
 static void compile_usage(FILE *f) {
     fprintf(
@@ -83,20 +84,13 @@ static void compile_usage(FILE *f) {
         "progress on stderr.\n");
 }
 
-static int bad_arg(const char *cmd, const char *fmt, const char *arg) {
-    fprintf(stderr, "kiln %s: ", cmd);
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n(see 'kiln %s --help')\n", cmd);
-    return 2;
-}
-
 /* Check an --input-shapes value before the importer reads it (the
  * importer's own rules: kiln_onnx_check_input_shapes). Prints the error and
  * returns 2, or 0 when the value is well formed. */
 static int check_shapes(const char *cmd, const char *spec) {
     if (kiln_onnx_check_input_shapes(spec) == KILN_OK)
         return 0;
-    return bad_arg(cmd, "%s", kiln_last_error());
+    return kiln_bad_arg(cmd, "%s", kiln_last_error());
 }
 
 /* A .py plugin needs the Python package in this process: when it is not
@@ -186,7 +180,7 @@ int kiln_build_arg(const char *cmd, int argc, char **argv, int *i, kiln_build_op
     if (!takes && strcmp(a, "--no-cache"))
         return 0;
     if (takes && !has_val) {
-        *rc = bad_arg(cmd, "%s needs a value", a);
+        *rc = kiln_bad_arg(cmd, "%s needs a value", a);
         return -1;
     }
     if (!strcmp(a, "--no-cache")) {
@@ -200,7 +194,7 @@ int kiln_build_arg(const char *cmd, int argc, char **argv, int *i, kiln_build_op
     } else if (!strcmp(a, "--tflite-kernels")) {
         const char *v = argv[++*i];
         if (kiln_set_tflite_kernels(v)) {
-            *rc = bad_arg(cmd, "--tflite-kernels '%s' is not xnnpack or reference", v);
+            *rc = kiln_bad_arg(cmd, "--tflite-kernels '%s' is not xnnpack or reference", v);
             return -1;
         }
     } else {
@@ -212,7 +206,7 @@ int kiln_build_arg(const char *cmd, int argc, char **argv, int *i, kiln_build_op
                           : !strcmp(a, "--target")         ? "target"
                                                            : "opt-level";
         if (kiln_build_options_set(o, key, argv[++*i]) != KILN_OK) {
-            *rc = bad_arg(cmd, "%s", kiln_last_error());
+            *rc = kiln_bad_arg(cmd, "%s", kiln_last_error());
             return -1;
         }
     }
@@ -237,12 +231,6 @@ typedef struct {
     int nrows;
 } progress;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void progress_clear(progress *p) {
     if (p->drawn > 0)
         fputs("\r\033[K", stderr);
@@ -253,7 +241,7 @@ static void progress_clear(progress *p) {
  * terminal, after the first second, one line that says where it is. */
 static void on_progress(void *user, const char *phase, int done, int total, const char *note) {
     progress *p = user;
-    double t = now_s();
+    double t = kiln_run_now();
     int changed = strcmp(phase, p->phase) != 0;
     if (changed) {
         if (p->phase[0] && p->nrows < p->rows_cap) {
@@ -319,8 +307,8 @@ int kiln_cmd_compile(int argc, char **argv) {
     memset(rows, 0, sizeof rows);
     /* KILN_PROGRESS_AFTER: seconds before the progress line shows (1) */
     const char *after = getenv("KILN_PROGRESS_AFTER");
-    progress prog = {now_s(), 0,    0, after && *after ? atof(after) : 1.0, isatty(2), 64,
-                     "",      rows, 0};
+    progress prog = {kiln_run_now(), 0, 0, after && *after ? atof(after) : 1.0, isatty(2), 64, "",
+                     rows,           0};
     kiln_graph *g = NULL;
     if (kiln_load_plugins("compile", argc, argv)) {
         rc = 1;
@@ -351,21 +339,21 @@ int kiln_cmd_compile(int argc, char **argv) {
         } else if (!strcmp(a, "--time-passes")) {
             time_passes = 1;
         } else if (a[0] == '-') {
-            rc = bad_arg("compile", "unknown option '%s'", a);
+            rc = kiln_bad_arg("compile", "unknown option '%s'", a);
             goto done;
         } else if (model) {
-            rc = bad_arg("compile", "more than one model given ('%s')", a);
+            rc = kiln_bad_arg("compile", "more than one model given ('%s')", a);
             goto done;
         } else {
             model = a;
         }
         continue;
     missing:
-        rc = bad_arg("compile", "%s needs a value", a);
+        rc = kiln_bad_arg("compile", "%s needs a value", a);
         goto done;
     }
     if (!model) {
-        rc = bad_arg("compile", "%s", "no model given");
+        rc = kiln_bad_arg("compile", "%s", "no model given");
         goto done;
     }
     rc = 1;
@@ -377,7 +365,7 @@ int kiln_cmd_compile(int argc, char **argv) {
         kiln_build_options_set(o, "dump-ir", dump);
     }
     kiln_build_options_set_progress(o, on_progress, &prog);
-    prog.t0 = now_s();
+    prog.t0 = kiln_run_now();
     on_progress(&prog, "import", 0, 0, NULL);
     g = kiln_import_model(model, shapes);
     if (!g) {

@@ -13,13 +13,6 @@
 #include "kiln_compile.h"
 #endif
 
-static int bad_arg(const char *fmt, const char *arg) {
-    fprintf(stderr, "kiln inspect: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n(see 'kiln inspect --help')\n");
-    return 2;
-}
-
 static int ends_with(const char *s, const char *suffix) {
     size_t a = strlen(s), b = strlen(suffix);
     return a >= b && strcmp(s + a - b, suffix) == 0;
@@ -125,26 +118,27 @@ int kiln_cmd_inspect(int argc, char **argv) {
             return 0;
         } else if (!strcmp(argv[i], "--input-shapes")) {
             if (i + 1 >= argc)
-                return bad_arg("%s needs a value", argv[i]);
+                return kiln_bad_arg("inspect", "%s needs a value", argv[i]);
             shapes = argv[++i];
         } else if (!strcmp(argv[i], "--tflite-kernels")) {
             if (i + 1 >= argc)
-                return bad_arg("%s needs a value", argv[i]);
+                return kiln_bad_arg("inspect", "%s needs a value", argv[i]);
 #ifndef KILN_RUNTIME_ONLY
             if (kiln_set_tflite_kernels(argv[i + 1]))
-                return bad_arg("--tflite-kernels '%s' is not xnnpack or reference", argv[i + 1]);
+                return kiln_bad_arg("inspect", "--tflite-kernels '%s' is not xnnpack or reference",
+                                    argv[i + 1]);
 #endif
             i++;
         } else if (argv[i][0] == '-') {
-            return bad_arg("unknown option '%s'", argv[i]);
+            return kiln_bad_arg("inspect", "unknown option '%s'", argv[i]);
         } else if (path) {
-            return bad_arg("more than one file given ('%s')", argv[i]);
+            return kiln_bad_arg("inspect", "more than one file given ('%s')", argv[i]);
         } else {
             path = argv[i];
         }
     }
     if (!path)
-        return bad_arg("%s", "no model or package given");
+        return kiln_bad_arg("inspect", "%s", "no model or package given");
     if (ends_with(path, ".tar"))
         return inspect_package(path);
 #ifdef KILN_RUNTIME_ONLY

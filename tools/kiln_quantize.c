@@ -7,6 +7,7 @@
 #include "kiln/onnx.h"
 #include "kiln/runtime.h"
 #include "kiln_compile.h"
+#include "kiln_run.h"
 
 static void quantize_usage(FILE *f) {
     fprintf(f, "usage: kiln quantize MODEL.onnx --calibration DATA.npz -o MODEL_INT8.onnx\n"
@@ -49,12 +50,10 @@ int kiln_cmd_quantize(int argc, char **argv) {
             return 0;
         }
         if (takes && i + 1 >= argc) {
-            fprintf(stderr, "kiln quantize: %s needs a value\n", a);
-            rc = 2;
+            rc = kiln_bad_arg("quantize", "%s needs a value", a);
         } else if (key) {
             if (kiln_quantize_options_set(o, key, argv[++i]) != KILN_OK) {
-                fprintf(stderr, "kiln quantize: %s\n", kiln_last_error());
-                rc = 2;
+                rc = kiln_bad_arg("quantize", "%s", kiln_last_error());
             }
         } else if (!strcmp(a, "--calibration")) {
             calib = argv[++i];
@@ -63,16 +62,14 @@ int kiln_cmd_quantize(int argc, char **argv) {
         } else if (!strcmp(a, "--per-tensor")) {
             kiln_quantize_options_set(o, "per-channel", "0");
         } else if (a[0] == '-' || model) {
-            fprintf(stderr, "kiln quantize: unexpected argument '%s' (kiln quantize --help)\n", a);
-            rc = 2;
+            rc = kiln_bad_arg("quantize", "unexpected argument '%s'", a);
         } else {
             model = a;
         }
     }
     if (!rc && (!model || !calib || !out)) {
-        fprintf(stderr, "kiln quantize: needs MODEL.onnx, --calibration DATA.npz and -o OUT.onnx "
-                        "(kiln quantize --help)\n");
-        rc = 2;
+        rc = kiln_bad_arg("quantize", "%s",
+                          "needs MODEL.onnx, --calibration DATA.npz and -o OUT.onnx");
     }
     kiln_npz *z = NULL;
     if (!rc && !(z = kiln_npz_load(calib))) {

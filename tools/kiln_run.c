@@ -68,15 +68,12 @@ static void usage(FILE *f) {
                "included).\n");
 }
 
-/* Print a bad-argument message and return 2. */
-static int bad_arg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int bad_arg(const char *fmt, ...) {
+int kiln_bad_arg(const char *cmd, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "kiln run: ");
+    fprintf(stderr, "kiln %s: ", cmd);
     vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n(see 'kiln run --help')\n");
+    fprintf(stderr, "\n(see 'kiln %s --help')\n", cmd);
     va_end(ap);
     return 2;
 }
@@ -88,7 +85,8 @@ static int parse_count(const char *flag, const char *s, long long *out) {
     errno = 0;
     long long v = strtoll(s, &end, 10);
     if (!*s || *end || errno || v < 1 || v > MAX_COUNT)
-        return bad_arg("%s needs a whole number from 1 to 1000000000, got '%s'", flag, s);
+        return kiln_bad_arg("run", "%s needs a whole number from 1 to 1000000000, got '%s'", flag,
+                            s);
     *out = v;
     return 0;
 }
@@ -96,7 +94,7 @@ static int parse_count(const char *flag, const char *s, long long *out) {
 static int readable(const char *flag, const char *path) {
     return access(path, R_OK) == 0
                ? 0
-               : bad_arg("%s: cannot read '%s': %s", flag, path, strerror(errno));
+               : kiln_bad_arg("run", "%s: cannot read '%s': %s", flag, path, strerror(errno));
 }
 
 static int parse_args(int argc, char **argv, run_opts *o) {
@@ -109,7 +107,8 @@ static int parse_args(int argc, char **argv, run_opts *o) {
         }
         if (a[0] != '-' || !a[1]) {
             if (o->model)
-                return bad_arg("more than one model given ('%s' and '%s')", o->model, a);
+                return kiln_bad_arg("run", "more than one model given ('%s' and '%s')", o->model,
+                                    a);
             o->model = a;
             continue;
         }
@@ -129,13 +128,13 @@ static int parse_args(int argc, char **argv, run_opts *o) {
             while (k < NVALUED && (strlen(valued[k]) != n || strncmp(a, valued[k], n) != 0))
                 k++;
             if (k == NVALUED)
-                return bad_arg("unknown option '%s'", a);
+                return kiln_bad_arg("run", "unknown option '%s'", a);
             if (eq)
                 val = eq + 1;
             else if (i + 1 < argc)
                 val = argv[++i];
             else
-                return bad_arg("%s needs a value", valued[k]);
+                return kiln_bad_arg("run", "%s needs a value", valued[k]);
             int rc = 0;
             switch (k) {
             case 0: o->inputs = val; break;
@@ -149,7 +148,8 @@ static int parse_args(int argc, char **argv, run_opts *o) {
                 else if (strcmp(val, "random") == 0)
                     o->fill = FILL_RANDOM;
                 else
-                    rc = bad_arg("%s must be zeros, ones or random, got '%s'", valued[k], val);
+                    rc = kiln_bad_arg("run", "%s must be zeros, ones or random, got '%s'",
+                                      valued[k], val);
                 break;
             case 3: rc = parse_count("--repeat", val, &o->repeat); break;
             case 4: rc = parse_count("--number", val, &o->number); break;
@@ -159,15 +159,15 @@ static int parse_args(int argc, char **argv, run_opts *o) {
             if (rc)
                 return rc;
             if (!*val)
-                return bad_arg("%s needs a non-empty value", valued[k]);
+                return kiln_bad_arg("run", "%s needs a non-empty value", valued[k]);
         }
     }
     if (!o->model)
-        return bad_arg("no model given: kiln run MODEL.tar [options]");
+        return kiln_bad_arg("run", "no model given: kiln run MODEL.tar [options]");
     const char *env = getenv("KILN_NUM_THREADS");
     int nthreads;
     if (env && *env && kiln_num_threads_parse(env, &nthreads))
-        return bad_arg("KILN_NUM_THREADS: %s", kiln_last_error());
+        return kiln_bad_arg("run", "KILN_NUM_THREADS: %s", kiln_last_error());
     if (o->trace)
         o->profile = 1;
     if (readable("model", o->model))

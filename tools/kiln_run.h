@@ -17,6 +17,9 @@ int kiln_cmd_inspect(int argc, char **argv);
  * write a Chrome trace there. 0, or 1 with a message on stderr. */
 /* Seconds on the monotonic clock. */
 double kiln_run_now(void);
+/* Print "kiln CMD: " and the message on stderr, then where the subcommand's
+ * help is; return 2, a bad argument's exit code. */
+int kiln_bad_arg(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int kiln_run_profile(kiln_executor *e, long long runs, long long top, const char *trace);
 
 #endif

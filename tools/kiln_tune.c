@@ -11,6 +11,7 @@
 #include "kiln/schedule.h"
 #include "kiln/tune.h"
 #include "kiln_compile.h"
+#include "kiln_run.h"
 
 static void tune_usage(FILE *f) {
     fprintf(f,
@@ -92,11 +93,11 @@ int kiln_cmd_tune(int argc, char **argv) {
             goto done;
         } else if (key) {
             if (i + 1 >= argc) {
-                fprintf(stderr, "kiln tune: %s needs a value\n(see 'kiln tune --help')\n", a);
+                rc = kiln_bad_arg("tune", "%s needs a value", a);
                 goto done;
             }
             if (kiln_tune_options_set(t, key, argv[++i]) != KILN_OK) {
-                fprintf(stderr, "kiln tune: %s\n(see 'kiln tune --help')\n", kiln_last_error());
+                rc = kiln_bad_arg("tune", "%s", kiln_last_error());
                 goto done;
             }
             have_out |= !strcmp(key, "output");
@@ -104,18 +105,18 @@ int kiln_cmd_tune(int argc, char **argv) {
             if (used < 0)
                 goto done;
         } else if (a[0] == '-') {
-            fprintf(stderr, "kiln tune: unknown option '%s'\n(see 'kiln tune --help')\n", a);
+            rc = kiln_bad_arg("tune", "unknown option '%s'", a);
             goto done;
         } else if (model) {
-            fprintf(stderr, "kiln tune: more than one model given ('%s')\n", a);
+            rc = kiln_bad_arg("tune", "more than one model given ('%s')", a);
             goto done;
         } else {
             model = a;
         }
     }
     if (!model || !have_out) {
-        fprintf(stderr, "kiln tune: %s\n(see 'kiln tune --help')\n",
-                model ? "no records file given (-o records.json)" : "no model given");
+        rc = kiln_bad_arg("tune", "%s",
+                          model ? "no records file given (-o records.json)" : "no model given");
         goto done;
     }
     rc = 1;

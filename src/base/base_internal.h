@@ -112,4 +112,10 @@ KILN_HIDDEN int kiln_add_ok(int64_t a, int64_t b, int64_t *out);
 KILN_HIDDEN int64_t kiln_floordiv_i64(int64_t a, int64_t b);
 KILN_HIDDEN int64_t kiln_floormod_i64(int64_t a, int64_t b);
 
+/* ---- clocks and pseudo-random numbers ------------------------------------- */
+/* Seconds on the monotonic clock (for intervals). */
+KILN_HIDDEN double kiln_now_s(void);
+/* One xorshift64 step of *state (non-zero): the next value, also stored. */
+KILN_HIDDEN uint64_t kiln_xorshift64(uint64_t *state);
+
 #endif

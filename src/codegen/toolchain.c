@@ -220,12 +220,6 @@ static void job_free(job *j) {
     argv_free(&j->av);
 }
 
-static double mono_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Wait for the running jobs among n; the first error is returned (*keep:
  * the compiler failed on its input). With a progress callback each job
  * that ends is reported, and every quarter second that none does (so a
@@ -236,7 +230,7 @@ static kiln_status wait_jobs(job *jobs, int n, const codegen_toolchain *tc, cons
                              int *done, int total, int *no_exec, int *keep) {
     kiln_status st = KILN_OK;
     long nap_ns = 1000 * 1000;
-    double told = mono_s();
+    double told = kiln_now_s();
     for (;;) {
         int left = 0, ended = 0;
         for (int k = 0; k < n; k++) {
@@ -258,7 +252,7 @@ static kiln_status wait_jobs(job *jobs, int n, const codegen_toolchain *tc, cons
             ++*done;
             if (tc->progress) {
                 tc->progress(tc->progress_user, phase, *done, total, NULL);
-                told = mono_s();
+                told = kiln_now_s();
             }
         }
         if (!left)
@@ -270,9 +264,9 @@ static kiln_status wait_jobs(job *jobs, int n, const codegen_toolchain *tc, cons
         struct timespec ts = {0, nap_ns};
         nanosleep(&ts, NULL);
         nap_ns = nap_ns * 2 < 20 * 1000 * 1000 ? nap_ns * 2 : 20 * 1000 * 1000;
-        if (mono_s() - told >= 0.25) {
+        if (kiln_now_s() - told >= 0.25) {
             tc->progress(tc->progress_user, phase, *done, total, NULL);
-            told = mono_s();
+            told = kiln_now_s();
         }
     }
 }

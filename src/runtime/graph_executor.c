@@ -414,12 +414,6 @@ static kiln_status state_setup(const kiln_model *m, run_state *rs, const char *w
 
 /* ---- running ------------------------------------------------------------------ */
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* The error for kernel node nid's non-zero return r (module_abi.h's bit
  * set), or KILN_OK for a division by zero the run did not ask about. */
 static kiln_status kernel_status(const kiln_model *m, int nid, int32_t r, unsigned flags) {
@@ -538,17 +532,17 @@ static kiln_status run_kernels(const kiln_model *m, run_state *rs, unsigned flag
     for (int k = 0; k < m->nkernels; k++) {
         const plan_node *n = &m->nodes[m->kernels[k]];
         if (n->ctl) {
-            double t0 = seconds ? now_seconds() : 0;
+            double t0 = seconds ? kiln_now_s() : 0;
             kiln_status cs = run_control(m, rs, m->kernels[k], flags, what);
             if (cs)
                 return cs;
             if (seconds)
-                seconds[k] = now_seconds() - t0;
+                seconds[k] = kiln_now_s() - t0;
             continue;
         }
         if (m->staged && kernel_setup(m, rs, m->kernels[k], what))
             return KILN_ERR_INVALID;
-        double t0 = seconds ? now_seconds() : 0;
+        double t0 = seconds ? kiln_now_s() : 0;
         if (n->external)
             kiln_pool_quiet();
         int32_t r = n->fn(rs->args + n->arg0, m->dynamic ? rs->kvars + n->kv0 : n->vars);
@@ -558,7 +552,7 @@ static kiln_status run_kernels(const kiln_model *m, run_state *rs, unsigned flag
                 return st;
         }
         if (seconds)
-            seconds[k] = now_seconds() - t0;
+            seconds[k] = kiln_now_s() - t0;
         if (n->nbinds && read_binds(m, rs, m->kernels[k], what))
             return KILN_ERR_INVALID;
     }

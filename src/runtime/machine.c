@@ -22,12 +22,6 @@
 
 #include "runtime_internal.h"
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* ---- the FMA peak ------------------------------------------------------------ */
 
 /* One chain a variable, so the compiler keeps every chain in a register. */
@@ -109,9 +103,9 @@ double kiln_measure_fma_gflops(int *lanes, int threads, int64_t iters) {
     j->lanes = *lanes = usable_lanes(*lanes);
     j->iters = iters;
     int chains = j->lanes == 16 ? 16 : 10;
-    double t0 = now_s();
+    double t0 = kiln_now_s();
     kiln_parallel_for(threads, fma_chunk, j);
-    double sec = now_s() - t0;
+    double sec = kiln_now_s() - t0;
     free(j);
     return sec > 0 ? 2.0 * *lanes * chains * (double)iters * threads / sec / 1e9 : 0;
 }
@@ -177,9 +171,9 @@ double kiln_measure_bandwidth_gbs(int threads, int64_t bytes) {
         memset(src, 0, (size_t)j.n * sizeof(float));
         kiln_parallel_for(threads, stream_chunk, &j); /* touches dst's pages */
         for (int rep = 0; rep < 3; rep++) {
-            double t0 = now_s();
+            double t0 = kiln_now_s();
             kiln_parallel_for(threads, stream_chunk, &j);
-            double sec = now_s() - t0, gbs = sec > 0 ? 2.0 * (double)j.n * 4 / sec / 1e9 : 0;
+            double sec = kiln_now_s() - t0, gbs = sec > 0 ? 2.0 * (double)j.n * 4 / sec / 1e9 : 0;
             best = gbs > best ? gbs : best;
         }
     }

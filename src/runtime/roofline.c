@@ -150,12 +150,10 @@ static int cache_io(const char *path, kiln_machine_limits *out, int save) {
  * woken worker may start on its caller's CPU). */
 static int spin_chunk(int64_t begin, int64_t end, void *closure) {
     double until = *(const double *)closure;
-    struct timespec t;
     (void)begin;
     (void)end;
-    do
-        clock_gettime(CLOCK_MONOTONIC, &t);
-    while ((double)t.tv_sec + 1e-9 * (double)t.tv_nsec < until);
+    while (kiln_now_s() < until) {
+    }
     return 0;
 }
 
@@ -178,9 +176,7 @@ kiln_status kiln_machine_limits_get(int lanes, int threads, int use_cache,
             return KILN_OK;
         }
     }
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    double until = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec + 0.05;
+    double until = kiln_now_s() + 0.05;
     kiln_parallel_for(threads, spin_chunk, &until);
     for (int rep = 0; rep < 5; rep++) {
         int l = used;
