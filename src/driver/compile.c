@@ -871,7 +871,7 @@ static char *plan_graph(build *B, struct kiln_graph *g, const char *prefix, int 
         }
         /* a tuned workload: its best record's config */
         const driver_record *rec = keyed && B->records && depth == 0
-                                       ? driver_records_best(B->records, B->gkeys[B->ngkeys])
+                                       ? driver_records_best(B->records, B->gkeys[B->ngkeys], NULL)
                                        : NULL;
         te_knobs knobs = {NULL, rec ? &rec->cfg : NULL, 0};
         B->ntuned += rec != NULL;

@@ -42,7 +42,7 @@ static int64_t knob_value(layout_knobs *base, const gnode *call, const char *nam
     if (k->mode == DRIVER_LK_FORCE)
         return !strcmp(name, k->force_name) && offered(k->force, n, cands) ? k->force : def;
     if (k->mode == DRIVER_LK_APPLY) {
-        const driver_record *r = driver_records_best(k->records, key);
+        const driver_record *r = driver_records_best(k->records, key, NULL);
         int64_t v = r ? te_config_get(&r->cfg, name, def) : def;
         if (r && offered(v, n, cands)) {
             k->applied++;

@@ -186,13 +186,42 @@ int driver_config_equal(const te_config *a, const te_config *b) {
     return 1;
 }
 
-const driver_record *driver_records_best(const driver_records *R, const unsigned char key[32]) {
-    const driver_record *best = NULL;
+double driver_records_config_cost(const driver_records *R, const unsigned char key[32],
+                                  const te_config *c) {
+    double costs[64];
+    int n = 0;
     for (int i = 0; R && i < R->n; i++) {
         const driver_record *r = &R->r[i];
-        if (r->error == REC_OK && !memcmp(r->key, key, 32) && (!best || r->cost < best->cost))
-            best = r;
+        if (memcmp(r->key, key, 32) || !driver_config_equal(&r->cfg, c))
+            continue;
+        if (r->error != REC_OK)
+            return -1; /* it failed once: not to be trusted */
+        if (n < 64)
+            costs[n++] = r->cost;
     }
+    return n ? driver_cost_median(costs, n) : -1;
+}
+
+const driver_record *driver_records_best(const driver_records *R, const unsigned char key[32],
+                                         double *cost) {
+    const driver_record *best = NULL;
+    double bc = 0;
+    for (int i = 0; R && i < R->n; i++) {
+        const driver_record *r = &R->r[i];
+        if (r->error != REC_OK || memcmp(r->key, key, 32))
+            continue;
+        int seen = 0; /* the config judged at its first line already */
+        for (int j = 0; j < i && !seen; j++)
+            seen = R->r[j].error == REC_OK && !memcmp(R->r[j].key, key, 32) &&
+                   driver_config_equal(&R->r[j].cfg, &r->cfg);
+        double c = seen ? -1 : driver_records_config_cost(R, key, &r->cfg);
+        if (c > 0 && (!best || c < bc)) {
+            best = r;
+            bc = c;
+        }
+    }
+    if (cost)
+        *cost = best ? bc : 0;
     return best;
 }
 

@@ -56,9 +56,18 @@ KILN_HIDDEN int driver_records_add_line(driver_records *R, const char *line, siz
                                         const char *target, int lineno);
 /* Add a record (copied) to R. */
 KILN_HIDDEN kiln_status driver_records_add(driver_records *R, const driver_record *rec);
-/* The error-free record of least cost for `key`, or NULL. */
+/* The cost of config c of `key` over all its lines: the median of their
+ * costs; -1 if it has none, or if any of them is a failure (a config that
+ * crashed, hung or gave a wrong answer once is not trusted again). A
+ * config measured several times (the tuner measures its best candidates
+ * again, in turn with the default) is judged by all its measurements, not
+ * by its luckiest one. */
+KILN_HIDDEN double driver_records_config_cost(const driver_records *R, const unsigned char key[32],
+                                              const te_config *c);
+/* A record of the config of least driver_records_config_cost for `key`
+ * (*cost, if given: that cost), or NULL if no config has one. */
 KILN_HIDDEN const driver_record *driver_records_best(const driver_records *R,
-                                                     const unsigned char key[32]);
+                                                     const unsigned char key[32], double *cost);
 /* 1 if R has a record (any outcome) for key with exactly config c. */
 KILN_HIDDEN int driver_records_has(const driver_records *R, const unsigned char key[32],
                                    const te_config *c);

@@ -27,8 +27,7 @@ static kiln_expr mm_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
 
 /* the features of C = A B (n x n, float32) on target, naive or tiled
  * (8 x 16 blocks of C accumulated in registers, k outside them) */
-static void mm_features(int64_t n, int tiled, const kiln_target *target,
-                        float f[TUNE_TIR_FEATS]) {
+static void mm_features(int64_t n, int tiled, const kiln_target *target, float f[TUNE_TIR_FEATS]) {
     kiln_ctx *ctx = kiln_ctx_new();
     kiln_expr s[2] = {kiln_int(ctx, n), kiln_int(ctx, n)};
     kiln_tensor *A = kiln_placeholder(ctx, 2, s, KILN_FLOAT32, "A");
