@@ -463,7 +463,9 @@ typedef struct {
  * (at most kiln_num_threads()): from the cache file
  * $XDG_CACHE_HOME/kiln/machine-limits.txt (else ~/.cache/kiln/...), keyed
  * by CPU model, thread count and lanes, or measured (about 0.2 s) and
- * saved there. With use_cache 0, always measured, and not saved. */
+ * saved there (not a multi-thread peak that fell short of the threads'
+ * one-thread peaks: measured beside other work). With use_cache 0, always
+ * measured, and not saved. */
 KILN_API kiln_status kiln_machine_limits_get(int lanes, int threads, int use_cache,
                                              kiln_machine_limits *out);
 
