@@ -187,9 +187,11 @@ int driver_config_equal(const te_config *a, const te_config *b) {
 }
 
 double driver_records_config_cost(const driver_records *R, const unsigned char key[32],
-                                  const te_config *c) {
+                                  const te_config *c, int *lines) {
     double costs[64];
     int n = 0;
+    if (lines)
+        *lines = 0;
     for (int i = 0; R && i < R->n; i++) {
         const driver_record *r = &R->r[i];
         if (memcmp(r->key, key, 32) || !driver_config_equal(&r->cfg, c))
@@ -198,6 +200,8 @@ double driver_records_config_cost(const driver_records *R, const unsigned char k
             return -1; /* it failed once: not to be trusted */
         if (n < 64)
             costs[n++] = r->cost;
+        if (lines)
+            ++*lines;
     }
     return n ? driver_cost_median(costs, n) : -1;
 }
@@ -214,7 +218,7 @@ const driver_record *driver_records_best(const driver_records *R, const unsigned
         for (int j = 0; j < i && !seen; j++)
             seen = R->r[j].error == REC_OK && !memcmp(R->r[j].key, key, 32) &&
                    driver_config_equal(&R->r[j].cfg, &r->cfg);
-        double c = seen ? -1 : driver_records_config_cost(R, key, &r->cfg);
+        double c = seen ? -1 : driver_records_config_cost(R, key, &r->cfg, NULL);
         if (c > 0 && (!best || c < bc)) {
             best = r;
             bc = c;

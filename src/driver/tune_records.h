@@ -61,9 +61,9 @@ KILN_HIDDEN kiln_status driver_records_add(driver_records *R, const driver_recor
  * crashed, hung or gave a wrong answer once is not trusted again). A
  * config measured several times (the tuner measures its best candidates
  * again, in turn with the default) is judged by all its measurements, not
- * by its luckiest one. */
+ * by its luckiest one. *lines (if given): its error-free lines. */
 KILN_HIDDEN double driver_records_config_cost(const driver_records *R, const unsigned char key[32],
-                                              const te_config *c);
+                                              const te_config *c, int *lines);
 /* A record of the config of least driver_records_config_cost for `key`
  * (*cost, if given: that cost), or NULL if no config has one. */
 KILN_HIDDEN const driver_record *driver_records_best(const driver_records *R,

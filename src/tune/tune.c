@@ -24,139 +24,6 @@
 
 #define KERNEL_NAME "tune_kernel"
 
-enum { TUNER_XGB, TUNER_GA, TUNER_RANDOM, TUNER_GRID };
-static const char *const TUNERS[] = {"xgb", "ga", "random", "grid"};
-
-struct kiln_tune_options {
-    char *output, *records, *tasks, *plot;
-    int trials, early, tuner, jobs, repeat, fault, fault_at;
-    double timeout;
-    uint64_t seed;
-    kiln_tune_log_fn log;
-    void *log_user;
-};
-
-kiln_tune_options *kiln_tune_options_new(void) {
-    kiln_tune_options *o = kiln_calloc(1, sizeof *o);
-    if (!o)
-        return NULL;
-    o->trials = 64;
-    o->tuner = TUNER_XGB;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    o->jobs = ncpu > 0 ? (int)ncpu : 1;
-    o->repeat = 3;
-    o->timeout = 10;
-    o->seed = 1;
-    return o;
-}
-
-void kiln_tune_options_free(kiln_tune_options *o) {
-    if (!o)
-        return;
-    free(o->output);
-    free(o->records);
-    free(o->tasks);
-    free(o->plot);
-    free(o);
-}
-
-static kiln_status set_str(char **dst, const char *v) {
-    char *c = *v ? kiln_strdup(v) : NULL;
-    if (*v && !c)
-        return KILN_ERR_NOMEM;
-    free(*dst);
-    *dst = c;
-    return KILN_OK;
-}
-
-static int parse_int(const char *v, long lo, long hi, long *out) {
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (!*v || *end || x < lo || x > hi)
-        return 0;
-    *out = x;
-    return 1;
-}
-
-kiln_status kiln_tune_options_set(kiln_tune_options *o, const char *key, const char *value) {
-    if (!o || !key || !value)
-        return kiln_set_error(KILN_ERR_INVALID, "tune option: NULL argument");
-    long x;
-    if (!strcmp(key, "output"))
-        return set_str(&o->output, value);
-    if (!strcmp(key, "tuning-records"))
-        return set_str(&o->records, value);
-    if (!strcmp(key, "tasks"))
-        return set_str(&o->tasks, value);
-    if (!strcmp(key, "log-plot"))
-        return set_str(&o->plot, value);
-    struct {
-        const char *key;
-        int *dst;
-        long lo, hi;
-    } ints[] = {{"trials", &o->trials, 1, 1000000},
-                {"early-stopping", &o->early, 0, 1000000},
-                {"jobs", &o->jobs, 1, 256},
-                {"repeat", &o->repeat, 1, TUNE_MAX_COSTS}};
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
-        if (!strcmp(key, ints[i].key)) {
-            if (!parse_int(value, ints[i].lo, ints[i].hi, &x))
-                return kiln_set_error(KILN_ERR_INVALID,
-                                      "tune option %s: '%s' is not an integer in %ld-%ld", key,
-                                      value, ints[i].lo, ints[i].hi);
-            *ints[i].dst = (int)x;
-            return KILN_OK;
-        }
-    if (!strcmp(key, "seed")) {
-        if (!parse_int(value, 0, 2147483647L, &x))
-            return kiln_set_error(KILN_ERR_INVALID, "tune option seed: '%s' is not an integer",
-                                  value);
-        o->seed = (uint64_t)x;
-        return KILN_OK;
-    }
-    if (!strcmp(key, "timeout")) {
-        char *end;
-        double t = strtod(value, &end);
-        if (!*value || *end || !(t > 0 && t <= 3600))
-            return kiln_set_error(KILN_ERR_INVALID,
-                                  "tune option timeout: '%s' is not a number of seconds in "
-                                  "(0, 3600]",
-                                  value);
-        o->timeout = t;
-        return KILN_OK;
-    }
-    if (!strcmp(key, "tuner")) {
-        for (int i = 0; i < 4; i++)
-            if (!strcmp(value, TUNERS[i])) {
-                o->tuner = i;
-                return KILN_OK;
-            }
-        return kiln_set_error(KILN_ERR_INVALID,
-                              "tune option tuner: '%s' is not xgb, ga, random or grid", value);
-    }
-    if (!strcmp(key, "test-fault")) {
-        int crash = !strncmp(value, "crash:", 6), hang = !strncmp(value, "hang:", 5);
-        if ((!crash && !hang) || !parse_int(strchr(value, ':') + 1, 1, 1000000, &x))
-            return kiln_set_error(KILN_ERR_INVALID,
-                                  "tune option test-fault: '%s' is not crash:N or hang:N", value);
-        o->fault = crash ? 1 : 2;
-        o->fault_at = (int)x;
-        return KILN_OK;
-    }
-    return kiln_set_error(KILN_ERR_INVALID,
-                          "unknown tune option '%s' (known: output, tuning-records, trials, "
-                          "early-stopping, tuner, timeout, tasks, jobs, repeat, seed, log-plot)",
-                          key);
-}
-
-kiln_status kiln_tune_options_set_log(kiln_tune_options *o, kiln_tune_log_fn fn, void *user) {
-    if (!o)
-        return kiln_set_error(KILN_ERR_INVALID, "tune options: NULL");
-    o->log = fn;
-    o->log_user = user;
-    return KILN_OK;
-}
-
 /* ---- the run's state ---------------------------------------------------------------- */
 
 #define MAX_VISITED 100000
@@ -670,33 +537,39 @@ static int measure_batch(run_t *r, task_t *t, const tir_param *params, int nargs
 
 /* ---- confirming the best ------------------------------------------------------------------ */
 
-#define CONFIRM_TOP 3    /* candidates measured again */
-#define CONFIRM_ROUNDS 3 /* times each, in turn with the default */
+#define CONFIRM_TOP 3    /* candidates measured again in one pass */
+#define CONFIRM_ROUNDS 2 /* times each, in turn with the default */
+#define CONFIRM_PASSES 4 /* passes at most */
 
 /* The search keeps the least of dozens of measurements on a noisy machine,
  * so its best errs low: on the 2-core VM a default measured in a slow
  * spell made a task look 1.7x better tuned than it ran in the model. So
- * the CONFIRM_TOP best configs of the records (other than the default) are
- * built again and measured in turn with the default, CONFIRM_ROUNDS
- * rounds, each measurement a record line; then the records' verdict
- * (driver_records_best: per config, the median of all its lines) is the
- * task's best, and the default's cost is its own median. A build from the
- * records takes the same verdict. These measurements count against no
- * trials; a resumed run confirms again only if it measured new points. */
-static void confirm_best(run_t *r, task_t *t, const te_config *def, const tune_kernel *defk) {
+ * the configs that beat the default once are measured again, in turn with
+ * the default, each measurement a record line, until the records' verdict
+ * (driver_records_best: per config, the median of all its lines) rests on
+ * configs measured 1 + CONFIRM_ROUNDS times: a pass takes the CONFIRM_TOP
+ * cheapest configs measured fewer times whose cost is below the default's,
+ * builds them again and measures them CONFIRM_ROUNDS rounds; passes go on
+ * while there are such configs (a confirmed best regresses to its mean, and
+ * the next-cheapest single measurement may then lead), CONFIRM_PASSES at
+ * most. A build from the records takes the same verdict. These
+ * measurements count against no trials. Returns the configs measured. */
+static int confirm_pass(run_t *r, task_t *t, const te_config *def, const tune_kernel *defk) {
     te_config top[CONFIRM_TOP];
     double topc[CONFIRM_TOP];
     int ntop = 0;
+    double dc = driver_records_config_cost(r->R, t->dt->key, def, NULL);
     for (int i = 0; i < r->R->n; i++) {
         const driver_record *rec = &r->R->r[i];
         if (rec->error != REC_OK || memcmp(rec->key, t->dt->key, 32) ||
             driver_config_equal(&rec->cfg, def))
             continue;
-        int dup = 0;
+        int dup = 0, lines = 0;
         for (int j = 0; j < ntop && !dup; j++)
             dup = driver_config_equal(&top[j], &rec->cfg);
-        double c = dup ? -1 : driver_records_config_cost(r->R, t->dt->key, &rec->cfg);
-        if (c <= 0 || (ntop == CONFIRM_TOP && c >= topc[ntop - 1]))
+        double c = dup ? -1 : driver_records_config_cost(r->R, t->dt->key, &rec->cfg, &lines);
+        if (c <= 0 || lines > CONFIRM_ROUNDS || (dc > 0 && c >= dc) ||
+            (ntop == CONFIRM_TOP && c >= topc[ntop - 1]))
             continue;
         int at = ntop < CONFIRM_TOP ? ntop++ : CONFIRM_TOP - 1;
         while (at > 0 && topc[at - 1] > c) { /* insertion: cheapest first */
@@ -708,7 +581,7 @@ static void confirm_best(run_t *r, task_t *t, const te_config *def, const tune_k
         topc[at] = c;
     }
     if (ntop == 0)
-        return;
+        return 0;
     char *src[CONFIRM_TOP] = {0}, *so[CONFIRM_TOP] = {0}, *dir[CONFIRM_TOP] = {0},
          msgs[CONFIRM_TOP][256];
     const char *names[CONFIRM_TOP];
@@ -725,16 +598,25 @@ static void confirm_best(run_t *r, task_t *t, const te_config *def, const tune_k
         r->runner.run(&r->runner, defk, &res);
         write_record(r, t, def, &res, 0);
         for (int i = 0; i < ntop; i++) {
-            if (!so[i])
-                continue; /* built once, so not now: its lines stand */
-            tune_kernel k = *defk;
-            k.so = so[i];
-            r->runner.run(&r->runner, &k, &res);
+            if (so[i]) {
+                tune_kernel k = *defk;
+                k.so = so[i];
+                r->runner.run(&r->runner, &k, &res);
+            } else { /* built once, not now: not to be trusted */
+                memset(&res, 0, sizeof res);
+                res.error = err[i] != REC_OK ? err[i] : REC_COMPILE_ERROR;
+            }
             write_record(r, t, &top[i], &res, 0);
         }
     }
     free_built(ntop, src, so, dir);
-    double dc = driver_records_config_cost(r->R, t->dt->key, def), bc = 0;
+    return ntop;
+}
+
+static void confirm_best(run_t *r, task_t *t, const te_config *def, const tune_kernel *defk) {
+    for (int pass = 0; pass < CONFIRM_PASSES && confirm_pass(r, t, def, defk); pass++) {
+    }
+    double dc = driver_records_config_cost(r->R, t->dt->key, def, NULL), bc = 0;
     const driver_record *best = driver_records_best(r->R, t->dt->key, &bc);
     if (dc > 0)
         t->def_cost = dc;
@@ -1189,7 +1071,7 @@ kiln_status kiln_graph_tune(kiln_graph *g, const kiln_build_options *build,
         say(&r, 1, "cost model: %s",
             tune_model_has_xgboost() ? "xgboost" : "nearest-neighbour (this build has no XGBoost)");
     else
-        say(&r, 1, "search: %s, no cost model", TUNERS[o->tuner]);
+        say(&r, 1, "search: %s, no cost model", tune_tuner_names[o->tuner]);
     int number = 0, total = 0;
     for (int i = 0; i < r.ntasks; i++)
         total += r.tasks[i].tune;

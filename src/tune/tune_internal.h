@@ -1,6 +1,7 @@
 /* tune_internal.h: what the tuner's files share (docs/tuning.md).
  *
  *   tune.c     the tuning loop: tasks, search, records, progress, summary;
+ *   options.c  kiln_tune_options;
  *   measure.c  the builder and the runner behind their interfaces, and the
  *              local implementations: forked compiler jobs, and a forked
  *              process per measurement with a timeout;
@@ -16,6 +17,23 @@
 
 #include "../driver/driver_internal.h"
 #include "../driver/tune_records.h"
+#include "kiln/tune.h"
+
+/* ---- options (options.c) ----------------------------------------------------------- */
+
+enum { TUNER_XGB, TUNER_GA, TUNER_RANDOM, TUNER_GRID };
+/* the --tuner names, by the enum's values */
+KILN_HIDDEN extern const char *const tune_tuner_names[4];
+
+/* kiln_tune_options (options.c) */
+struct kiln_tune_options {
+    char *output, *records, *tasks, *plot;
+    int trials, early, tuner, jobs, repeat, fault, fault_at;
+    double timeout;
+    uint64_t seed;
+    kiln_tune_log_fn log;
+    void *log_user;
+};
 
 /* ---- measuring ----------------------------------------------------------------- */
 

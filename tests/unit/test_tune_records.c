@@ -187,11 +187,16 @@ static void test_best_by_median(void) {
         CHECK_EQ_INT(driver_records_add(R, &r), KILN_OK);
     }
     driver_record probe = make(0x5a, 7, REC_OK, 0);
-    CHECK_NEAR(driver_records_config_cost(R, probe.key, &probe.cfg), 3e-4, 1e-12);
+    CHECK_NEAR(driver_records_config_cost(R, probe.key, &probe.cfg, NULL), 3e-4, 1e-12);
+    int nlines = 0;
+    probe = make(0x5a, 4, REC_OK, 0);
+    CHECK_NEAR(driver_records_config_cost(R, probe.key, &probe.cfg, &nlines), 2e-4, 1e-12);
+    CHECK_EQ_INT(nlines, 3);
     probe = make(0x5a, 9, REC_OK, 0);
-    CHECK(driver_records_config_cost(R, probe.key, &probe.cfg) < 0);
+    CHECK(driver_records_config_cost(R, probe.key, &probe.cfg, NULL) < 0);
     probe = make(0x5a, 1, REC_OK, 0);
-    CHECK(driver_records_config_cost(R, probe.key, &probe.cfg) < 0); /* never measured */
+    CHECK(driver_records_config_cost(R, probe.key, &probe.cfg, &nlines) < 0); /* never measured */
+    CHECK_EQ_INT(nlines, 0);
     double cost = 0;
     const driver_record *best = driver_records_best(R, probe.key, &cost);
     CHECK(best != NULL);
