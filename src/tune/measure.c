@@ -196,10 +196,13 @@ static size_t param_bytes(const tir_param *p) {
  * at equal indices share their low 12 address bits: the loads then wait on
  * the stores they seem to alias (4 KiB aliasing) and the rows compete for
  * the same L1 sets. A model's tensors, packed by the memory planner, sit at
- * unrelated offsets; without the stagger, ResNet-50's 1x1 256 -> 1024
- * convolution with its residual add measured 815 us alone against 480 us
- * in the model, under the same schedule, on Zen 4. The memory is the
- * measuring child's and goes with it. */
+ * unrelated offsets, and so do these. (This was written when ResNet-50's
+ * 1x1 256 -> 1024 convolution with its residual add measured 815 us alone
+ * against 480 us in the model, on Zen 4; the gap came back in a later run
+ * with the stagger, so it was the VM's noise, which tune.c's confirmation
+ * handles, not aliasing. The stagger stays: it keeps kernels measured alone
+ * from a layout no model gives them.) The memory is the measuring child's
+ * and goes with it. */
 static kiln_ndarray *staggered_empty(kiln_dtype dt, int ndim, const int64_t *shape, int slot) {
     size_t bytes = kiln_dtype_size(dt);
     for (int d = 0; d < ndim; d++)
