@@ -189,7 +189,7 @@ static size_t param_bytes(const tir_param *p) {
     return b;
 }
 
-/* An array of the given shape for argument slot `slot`, its data starting
+/* An array for parameter p (its constant shape) in argument slot `slot`, its data starting
  * slot * 17 cache lines past a page boundary (mod the page). Arrays from
  * kiln_ndarray_empty are page-sized allocations that all start at one
  * offset within their page, so a kernel's input, residual and output rows
@@ -203,17 +203,18 @@ static size_t param_bytes(const tir_param *p) {
  * handles, not aliasing. The stagger stays: it keeps kernels measured alone
  * from a layout no model gives them.) The memory is the measuring child's
  * and goes with it. */
-static kiln_ndarray *staggered_empty(kiln_dtype dt, int ndim, const int64_t *shape, int slot) {
-    size_t bytes = kiln_dtype_size(dt);
-    for (int d = 0; d < ndim; d++)
-        bytes *= (size_t)(shape[d] > 0 ? shape[d] : 0);
+static kiln_ndarray *staggered_empty(const tir_param *p, int slot) {
+    int64_t shape[KILN_MAX_NDIM];
+    for (int d = 0; d < p->ndim; d++)
+        tir_const_int(p->shape[d], &shape[d]);
+    size_t bytes = param_bytes(p);
     void *mem = NULL;
     if (posix_memalign(&mem, 4096, bytes + 4096)) {
         kiln_set_error(KILN_ERR_NOMEM, "tune: cannot allocate %zu bytes", bytes);
         return NULL;
     }
     size_t off = ((size_t)slot * 17 * 64) % 4096;
-    return kiln_ndarray_wrap((char *)mem + off, dt, ndim, shape, NULL, 0);
+    return kiln_ndarray_wrap((char *)mem + off, p->dtype, p->ndim, shape, NULL, 0);
 }
 
 /* 1 if the outputs agree: floats within 1e-3 of the reference's largest
@@ -275,10 +276,7 @@ static void child_run(const tune_runner *r, const tune_kernel *k, run_shared *sh
     }
     size_t wbytes = 0;
     for (int i = 0; i < k->nargs; i++) {
-        int64_t shape[KILN_MAX_NDIM];
-        for (int d = 0; d < k->params[i].ndim; d++)
-            tir_const_int(k->params[i].shape[d], &shape[d]);
-        if (!(arr[i] = staggered_empty(k->params[i].dtype, k->params[i].ndim, shape, i))) {
+        if (!(arr[i] = staggered_empty(&k->params[i], i))) {
             snprintf(res->msg, sizeof res->msg, "%s", kiln_last_error());
             return;
         }
@@ -303,11 +301,7 @@ static void child_run(const tune_runner *r, const tune_kernel *k, run_shared *sh
             kiln_ndarray **slot = &sets[(size_t)c * (size_t)k->nargs + (size_t)i];
             *slot = arr[i];
             if (c > 0 && i < 64 && k->consts >> i & 1) {
-                int64_t shape[KILN_MAX_NDIM];
-                for (int d = 0; d < kiln_ndarray_ndim(arr[i]); d++)
-                    shape[d] = kiln_ndarray_dim(arr[i], d);
-                *slot = staggered_empty(kiln_ndarray_dtype(arr[i]), kiln_ndarray_ndim(arr[i]),
-                                        shape, c * k->nargs + i);
+                *slot = staggered_empty(&k->params[i], c * k->nargs + i);
                 if (!*slot) {
                     snprintf(res->msg, sizeof res->msg, "%s", kiln_last_error());
                     return;
