@@ -12,6 +12,34 @@
 #include "kiln/runtime.h"
 #include "kiln/schedule.h"
 
+/* The matrix product the schedule tests use: C = A B, float32, A (M x K)
+ * and B (K x N) new placeholders named "A" and "B" (*A, *B), C named "C"
+ * with one reduce axis "k". */
+typedef struct {
+    kiln_tensor *A, *B;
+    kiln_expr k;
+} tu_mm_args;
+
+static inline kiln_expr tu_mm_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
+    (void)ctx;
+    tu_mm_args *m = u;
+    kiln_expr ia[2] = {i[0], m->k}, ib[2] = {m->k, i[1]};
+    return kiln_sum(kiln_mul(kiln_tensor_at(m->A, 2, ia), kiln_tensor_at(m->B, 2, ib)), 1, &m->k);
+}
+
+static inline kiln_tensor *tu_matmul(kiln_ctx *ctx, int64_t M, int64_t N, int64_t K,
+                                     kiln_tensor **A, kiln_tensor **B) {
+    kiln_expr sa[2] = {kiln_int(ctx, M), kiln_int(ctx, K)};
+    kiln_expr sb[2] = {kiln_int(ctx, K), kiln_int(ctx, N)};
+    kiln_expr sc[2] = {kiln_int(ctx, M), kiln_int(ctx, N)};
+    tu_mm_args m = {kiln_placeholder(ctx, 2, sa, KILN_FLOAT32, "A"),
+                    kiln_placeholder(ctx, 2, sb, KILN_FLOAT32, "B"),
+                    kiln_reduce_axis(ctx, kiln_int(ctx, 0), sa[1], "k")};
+    *A = m.A;
+    *B = m.B;
+    return kiln_compute(ctx, 2, sc, tu_mm_body, &m, "C");
+}
+
 /* A deterministic generator (xorshift64*). */
 static inline uint64_t tu_rand(uint64_t *s) {
     *s ^= *s >> 12;

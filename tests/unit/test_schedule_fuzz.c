@@ -25,29 +25,9 @@ typedef struct workload_ {
 } workload;
 
 /* ---- matmul ------------------------------------------------------------------ */
-typedef struct {
-    kiln_tensor *A, *B;
-    kiln_expr k;
-} mm_a;
-
-static kiln_expr mm_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
-    mm_a *m = u;
-    kiln_expr ia[2] = {i[0], m->k}, ib[2] = {m->k, i[1]};
-    return kiln_sum(kiln_mul(kiln_tensor_at(m->A, 2, ia), kiln_tensor_at(m->B, 2, ib)), 1, &m->k);
-}
-
 static void make_matmul(workload *w) {
-    kiln_ctx *ctx = w->ctx;
-    kiln_expr sa[2] = {kiln_int(ctx, 19), kiln_int(ctx, 24)};
-    kiln_expr sb[2] = {kiln_int(ctx, 24), kiln_int(ctx, 33)};
-    kiln_expr sc[2] = {kiln_int(ctx, 19), kiln_int(ctx, 33)};
-    mm_a m = {kiln_placeholder(ctx, 2, sa, KILN_FLOAT32, "A"),
-              kiln_placeholder(ctx, 2, sb, KILN_FLOAT32, "B"),
-              kiln_reduce_axis(ctx, kiln_int(ctx, 0), sa[1], "k")};
-    kiln_tensor *C = kiln_compute(ctx, 2, sc, mm_body, &m, "C");
+    kiln_tensor *C = tu_matmul(w->ctx, 19, 33, 24, &w->args[0], &w->args[1]);
     w->nargs = 3;
-    w->args[0] = m.A;
-    w->args[1] = m.B;
     w->args[2] = C;
     w->out = C;
     w->nstages = 1;

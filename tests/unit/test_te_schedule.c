@@ -32,17 +32,6 @@ static vadd make_vadd(void) {
 }
 
 typedef struct {
-    kiln_tensor *A, *B;
-    kiln_expr k;
-} mm_args;
-
-static kiln_expr mm_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
-    mm_args *m = u;
-    kiln_expr ia[2] = {i[0], m->k}, ib[2] = {m->k, i[1]};
-    return kiln_sum(kiln_mul(kiln_tensor_at(m->A, 2, ia), kiln_tensor_at(m->B, 2, ib)), 1, &m->k);
-}
-
-typedef struct {
     kiln_ctx *ctx;
     kiln_tensor *A, *B, *C;
 } mm;
@@ -50,13 +39,7 @@ typedef struct {
 static mm make_mm(int64_t M, int64_t N, int64_t K) {
     mm m;
     m.ctx = kiln_ctx_new();
-    kiln_expr sa[2] = {kiln_int(m.ctx, M), kiln_int(m.ctx, K)};
-    kiln_expr sb[2] = {kiln_int(m.ctx, K), kiln_int(m.ctx, N)};
-    kiln_expr sc[2] = {kiln_int(m.ctx, M), kiln_int(m.ctx, N)};
-    m.A = kiln_placeholder(m.ctx, 2, sa, KILN_FLOAT32, "A");
-    m.B = kiln_placeholder(m.ctx, 2, sb, KILN_FLOAT32, "B");
-    mm_args a = {m.A, m.B, kiln_reduce_axis(m.ctx, kiln_int(m.ctx, 0), sa[1], "k")};
-    m.C = kiln_compute(m.ctx, 2, sc, mm_body, &a, "C");
+    m.C = tu_matmul(m.ctx, M, N, K, &m.A, &m.B);
     return m;
 }
 

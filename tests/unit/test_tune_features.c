@@ -8,32 +8,17 @@
 
 #include "check.h"
 #include "te/te_internal.h"
+#include "te_util.h"
 #include "tune/tune_internal.h"
 
 /* feature indices (features.c's order) */
 enum { F_DYN_FLOPS = 7, F_LANES = 9, F_L1 = 11, F_L2 = 12, F_L3 = 13, F_AI_L1 = 14, F_AI_MEM = 15 };
 
-typedef struct {
-    kiln_tensor *A, *B;
-    kiln_expr k;
-} mm_args;
-
-static kiln_expr mm_body(kiln_ctx *ctx, const kiln_expr *i, void *u) {
-    (void)ctx;
-    mm_args *m = u;
-    kiln_expr ia[2] = {i[0], m->k}, ib[2] = {m->k, i[1]};
-    return kiln_sum(kiln_mul(kiln_tensor_at(m->A, 2, ia), kiln_tensor_at(m->B, 2, ib)), 1, &m->k);
-}
-
 /* the features of C = A B (n x n, float32) on target, naive or tiled
  * (8 x 16 blocks of C accumulated in registers, k outside them) */
 static void mm_features(int64_t n, int tiled, const kiln_target *target, float f[TUNE_TIR_FEATS]) {
     kiln_ctx *ctx = kiln_ctx_new();
-    kiln_expr s[2] = {kiln_int(ctx, n), kiln_int(ctx, n)};
-    kiln_tensor *A = kiln_placeholder(ctx, 2, s, KILN_FLOAT32, "A");
-    kiln_tensor *B = kiln_placeholder(ctx, 2, s, KILN_FLOAT32, "B");
-    mm_args a = {A, B, kiln_reduce_axis(ctx, kiln_int(ctx, 0), s[1], "k")};
-    kiln_tensor *C = kiln_compute(ctx, 2, s, mm_body, &a, "C");
+    kiln_tensor *A, *B, *C = tu_matmul(ctx, n, n, n, &A, &B);
     kiln_schedule *sch = kiln_schedule_create(ctx, 1, &C);
     if (tiled) {
         kiln_tensor *CL = kiln_cache_write(sch, C, "local");
